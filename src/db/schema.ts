@@ -1,0 +1,191 @@
+// Kysely table types for the schema in migrations/. numeric columns are strings (exact decimals),
+// bigint ids are numbers (see the int8 parser in db/index.ts), timestamptz are Dates.
+import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+
+type Json = unknown;
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
+type Decimal = ColumnType<string, string | number, string | number>;
+type Default<T> = ColumnType<T, T | undefined, T>;
+
+export interface ConnectionsTable {
+  id: Generated<number>;
+  name: string;
+  base_url: string;
+  account_id: number | null;
+  account_name: string | null;
+  auth_kind: 'token' | 'oauth';
+  access_token_enc: string | null;
+  refresh_token_enc: string | null;
+  token_expires_at: Timestamp | null;
+  status: Default<'active' | 'unauthorized' | 'lapsed' | 'disabled'>;
+  status_reason: string | null;
+  raw: Json | null;
+  created_at: Default<Timestamp>;
+  updated_at: Default<Timestamp>;
+}
+
+export interface WebhookDeliveriesTable {
+  id: Generated<number>;
+  connection_id: number;
+  delivery_id: string;
+  event: string | null;
+  resource: string | null;
+  action: string | null;
+  object_id: number | null;
+  event_at: Timestamp | null;
+  resource_url: string | null;
+  body: string;
+  state: 'queued' | 'processed' | 'unhandled' | 'rejected' | 'failed';
+  error: string | null;
+  job_id: string | null;
+  received_at: Default<Timestamp>;
+  processed_at: Timestamp | null;
+}
+
+interface MirrorColumns {
+  connection_id: number;
+  id: number;
+  status: string | null;
+  created_at: Timestamp | null;
+  updated_at: Timestamp | null;
+  raw: Json;
+  synced_at: Default<Timestamp>;
+}
+
+export interface LocationsTable extends MirrorColumns { name: string | null }
+export interface ProductsTable extends MirrorColumns { name: string | null; brand: string | null }
+export interface VariantsTable extends MirrorColumns {
+  product_id: number | null;
+  sku: string | null;
+  name: string | null;
+  composite: Default<boolean>;
+  manage_stock: Default<boolean>;
+  keep_selling: Default<boolean>;
+  max_online: Decimal | null;
+}
+export interface StockLevelsTable {
+  connection_id: number;
+  variant_id: number;
+  location_id: number;
+  on_hand: Decimal;
+  committed: Decimal;
+  incoming: Decimal;
+  bin_location: string | null;
+  reorder_point: Decimal | null;
+  raw: Json;
+  updated_at: Timestamp | null;
+  synced_at: Default<Timestamp>;
+}
+export interface CompositionsTable {
+  connection_id: number;
+  bundle_id: number;
+  component_id: number;
+  bundle_sku: string | null;
+  component_sku: string | null;
+  quantity: Decimal;
+  raw: Json;
+  synced_at: Default<Timestamp>;
+}
+export interface CompaniesTable extends MirrorColumns {
+  name: string | null; company_type: string | null; company_code: string | null; email: string | null;
+}
+export interface AddressesTable extends MirrorColumns {
+  company_id: number | null; label: string | null; address1: string | null; city: string | null; country_code: string | null;
+}
+export interface ContactsTable extends MirrorColumns {
+  company_id: number | null; first_name: string | null; last_name: string | null; email: string | null;
+}
+export interface CurrenciesTable extends MirrorColumns { iso: string | null; name: string | null; rate: Decimal | null }
+export interface OrdersTable extends MirrorColumns {
+  order_number: string | null; company_id: number | null; contact_id: number | null; stock_location_id: number | null;
+  currency_iso: string | null; issued_at: string | null; total: Decimal | null;
+}
+export interface OrderLineItemsTable extends MirrorColumns {
+  order_id: number; variant_id: number | null; quantity: Decimal | null; price: Decimal | null; freeform: Default<boolean>;
+}
+export interface FulfillmentsTable extends MirrorColumns {
+  order_id: number | null; stock_location_id: number | null; packed_at: Timestamp | null;
+  tracking_company: string | null; tracking_number: string | null; tracking_url: string | null;
+}
+export interface FulfillmentLineItemsTable extends Omit<MirrorColumns, 'status'> {
+  fulfillment_id: number; order_line_item_id: number | null; variant_id: number | null; variant_sku: string | null;
+  quantity: Decimal | null;
+}
+export interface FulfillmentReturnsTable extends MirrorColumns {
+  order_id: number | null; location_id: number | null; credit_note_number: string | null;
+}
+export interface FulfillmentReturnLineItemsTable extends Omit<MirrorColumns, 'status'> {
+  fulfillment_return_id: number; order_line_item_id: number | null; quantity: Decimal | null;
+}
+export interface PurchaseOrdersTable extends MirrorColumns { company_id: number | null; stock_location_id: number | null }
+export interface PurchaseOrderLineItemsTable extends Omit<MirrorColumns, 'status'> {
+  purchase_order_id: number; variant_id: number | null; quantity: Decimal | null;
+}
+
+export interface SyncCursorsTable {
+  connection_id: number;
+  resource: string;
+  cursor: Timestamp | null;
+  last_sweep_at: Timestamp | null;
+  last_full_sweep_at: Timestamp | null;
+  last_drift: Default<number>;
+}
+
+export interface SyncLogTable {
+  id: Generated<number>;
+  at: Default<Timestamp>;
+  connection_id: number | null;
+  resource: string | null;
+  record_id: number | null;
+  sku: string | null;
+  action: string;
+  before: Json | null;
+  after: Json | null;
+  job_id: string | null;
+  delivery_id: string | null;
+  request_id: string | null;
+  duration_ms: number | null;
+  outcome: Default<'ok' | 'skipped' | 'error' | 'warning'>;
+  error: string | null;
+  detail: Json | null;
+}
+
+export interface ApiBudgetsTable {
+  connection_id: number;
+  request_limit: Default<number>;
+  remaining: Default<number>;
+  reset_at: Default<Timestamp>;
+  in_flight: Default<number>;
+  accounting_errors: Default<number>;
+  updated_at: Default<Timestamp>;
+}
+
+export interface Database {
+  connections: ConnectionsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  locations: LocationsTable;
+  products: ProductsTable;
+  variants: VariantsTable;
+  stock_levels: StockLevelsTable;
+  compositions: CompositionsTable;
+  companies: CompaniesTable;
+  addresses: AddressesTable;
+  contacts: ContactsTable;
+  currencies: CurrenciesTable;
+  orders: OrdersTable;
+  order_line_items: OrderLineItemsTable;
+  fulfillments: FulfillmentsTable;
+  fulfillment_line_items: FulfillmentLineItemsTable;
+  fulfillment_returns: FulfillmentReturnsTable;
+  fulfillment_return_line_items: FulfillmentReturnLineItemsTable;
+  purchase_orders: PurchaseOrdersTable;
+  purchase_order_line_items: PurchaseOrderLineItemsTable;
+  sync_cursors: SyncCursorsTable;
+  sync_log: SyncLogTable;
+  api_budgets: ApiBudgetsTable;
+}
+
+export type Connection = Selectable<ConnectionsTable>;
+export type NewConnection = Insertable<ConnectionsTable>;
+export type Delivery = Selectable<WebhookDeliveriesTable>;
+export type SyncLogEntry = Insertable<SyncLogTable>;

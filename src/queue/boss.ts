@@ -1,0 +1,26 @@
+// pg-boss on the same PostgreSQL: it creates and migrates its own schema (pgboss) on start.
+import { PgBoss } from 'pg-boss';
+import type { Logger } from '../log.ts';
+
+export type Boss = PgBoss;
+
+export async function startBoss(url: string, log: Logger, opts: { supervise?: boolean; schedule?: boolean; max?: number } = {}): Promise<PgBoss> {
+  const boss = new PgBoss({
+    connectionString: url,
+    max: opts.max ?? 10,
+    // Only processes that run workers maintain queues and fire schedules.
+    supervise: opts.supervise ?? true,
+    schedule: opts.schedule ?? true,
+    migrate: true,
+  });
+  boss.on('error', (err: Error) => log.error({ err }, 'pg-boss error'));
+  await boss.start();
+  return boss;
+}
+
+/** Stops pg-boss and waits until it has really let go of its connections. */
+export async function stopBoss(boss: PgBoss, graceful = true): Promise<void> {
+  const stopped = new Promise<void>((resolve) => boss.once('stopped', () => resolve()));
+  await boss.stop({ graceful, timeout: 15_000 });
+  await Promise.race([stopped, new Promise((r) => setTimeout(r, 16_000).unref())]);
+}

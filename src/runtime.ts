@@ -1,0 +1,30 @@
+// What a long-running role gets from `start`, `receiver` or `worker`: config, logger, database, pg-boss,
+// the shared Koa app, and hooks for readiness, after-listen work and shutdown.
+import type Router from '@koa/router';
+import type Koa from 'koa';
+import type { Config } from './config.ts';
+import type { OpenDatabase } from './db/index.ts';
+import type { Logger } from './log.ts';
+import type { Boss } from './queue/boss.ts';
+import type { ReadinessCheck } from './server.ts';
+
+export interface Runtime {
+  config: Config;
+  log: Logger;
+  database: OpenDatabase;
+  boss: Boss;
+  app: Koa;
+  router: Router;
+  /** Set once the server listens: where the service should deliver webhooks. */
+  publicUrl: string;
+  /** True when the built-in sandbox is the account (demo mode). */
+  demo: boolean;
+  readiness: ReadinessCheck[];
+  /** Run after the HTTP server listens (publicUrl is known then). */
+  afterListen: (() => Promise<void>)[];
+  /** Run at shutdown, in reverse order of registration, before the database closes. */
+  onStop: (() => Promise<void>)[];
+}
+
+/** A role module (receiver/role.ts, sync/role.ts, console/role.ts) exports `mount`. */
+export type RoleModule = { mount(rt: Runtime): Promise<void> };

@@ -1,0 +1,55 @@
+// The HTTP server every long-running role shares: health endpoints here, routers from the roles.
+import http from 'node:http';
+import Koa from 'koa';
+import Router from '@koa/router';
+import type pg from 'pg';
+import { databaseReadiness } from './db/index.ts';
+import type { Logger } from './log.ts';
+
+export interface Server {
+  app: Koa;
+  http: http.Server;
+  port: number;
+  /** Stop accepting, let in-flight requests finish (up to graceMs), then close. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export type ReadinessCheck = () => Promise<string | null>;
+
+export function createApp(pool: pg.Pool, log: Logger, extraChecks: ReadinessCheck[] = []): { app: Koa; router: Router } {
+  const app = new Koa();
+  app.proxy = true;
+  app.on('error', (err: Error & { status?: number; expose?: boolean }) => {
+    if (!err.status || err.status >= 500) log.error({ err }, 'http error');
+  });
+  const router = new Router();
+  router.get('/healthz', (ctx) => { ctx.body = { ok: true }; });
+  router.get('/readyz', async (ctx) => {
+    const reasons = (await Promise.all([() => databaseReadiness(pool), ...extraChecks].map((c) => c()))).filter(Boolean);
+    ctx.status = reasons.length ? 503 : 200;
+    ctx.body = reasons.length ? { ok: false, reasons } : { ok: true };
+  });
+  app.use(router.routes()).use(router.allowedMethods());
+  return { app, router };
+}
+
+export function listen(app: Koa, port: number, host: string): Promise<Server> {
+  const server = http.createServer(app.callback());
+  server.keepAliveTimeout = 65_000;
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      const bound = (server.address() as { port: number }).port;
+      resolve({
+        app, http: server, port: bound,
+        close: (graceMs = 10_000) => new Promise<void>((done) => {
+          const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+          timer.unref();
+          server.close(() => { clearTimeout(timer); done(); });
+          server.closeIdleConnections();
+        }),
+      });
+    });
+  });
+}

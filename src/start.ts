@@ -1,0 +1,60 @@
+// `commerce-sync start`: one process running the roles in ROLES (receiver, worker, console) on one HTTP
+// server, with the embedded PostgreSQL when DATABASE_URL is unset and the demo sandbox when no account is
+// connected. `receiver` and `worker` reuse this with a single role.
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { CommandModule, CommandContext } from './command.ts';
+import { publicUrl } from './config.ts';
+import { openDatabase } from './db/index.ts';
+import { startBoss, stopBoss } from './queue/boss.ts';
+import { createApp, listen } from './server.ts';
+import { onShutdown } from './shutdown.ts';
+import type { RoleModule, Runtime } from './runtime.ts';
+
+const roleModules: Record<string, string> = {
+  receiver: './receiver/role.ts',
+  worker: './sync/role.ts',
+  console: './console/role.ts',
+};
+const demoModule = './sandbox/demo.ts';
+
+const present = (rel: string) => existsSync(fileURLToPath(new URL(rel, import.meta.url)));
+
+export async function runRoles(ctx: CommandContext, roles: string[]): Promise<number> {
+  const { config, log } = ctx;
+  const database = await openDatabase(config, log);
+  const stopSteps: (() => Promise<void>)[] = [() => database.close()];
+  const boss = await startBoss(database.url, log, { supervise: roles.includes('worker'), schedule: roles.includes('worker') });
+  stopSteps.push(() => stopBoss(boss));
+  const { app, router } = createApp(database.pool, log);
+  const rt: Runtime = {
+    config, log, database, boss, app, router, publicUrl: '', demo: false, readiness: [], afterListen: [], onStop: [],
+  };
+  // The demo sandbox goes first so the roles find a connection to work on.
+  if (config.SANDBOX !== 'off' && present(demoModule)) {
+    const demo = (await import(demoModule)) as RoleModule;
+    await demo.mount(rt);
+  }
+  for (const role of roles) {
+    if (!present(roleModules[role]!)) { log.warn({ role }, 'role not available in this build'); continue; }
+    const mod = (await import(roleModules[role]!)) as RoleModule;
+    await mod.mount(rt);
+  }
+  const server = await listen(app, config.PORT, config.HOST);
+  rt.publicUrl = publicUrl(config, server.port);
+  stopSteps.push(async () => { for (const step of [...rt.onStop].reverse()) await step(); });
+  stopSteps.push(() => server.close());
+  for (const step of rt.afterListen) await step();
+  ctx.out(`commerce-sync ${roles.join(' + ')} listening on http://${config.HOST}:${server.port}` +
+    (config.DATABASE_URL ? '' : ` (embedded PostgreSQL in ${database.embedded?.dataDir})`));
+  await onShutdown(log, stopSteps);
+  return 0;
+}
+
+export const commands: CommandModule['commands'] = {
+  start: {
+    summary: 'Run the receiver, workers and console in one process (the roles in ROLES). With no DATABASE_URL an ' +
+      'embedded PostgreSQL starts under DATA_DIR; with no connected account the sandbox runs as a demo.',
+    run: (ctx) => runRoles(ctx, ctx.config.ROLES.split(',')),
+  },
+};

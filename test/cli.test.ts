@@ -1,0 +1,51 @@
+import t from 'tap';
+import { spawnSync } from 'node:child_process';
+
+const cli = (args: string[], env: NodeJS.ProcessEnv = {}) =>
+  spawnSync(process.execPath, ['src/cli.ts', ...args], { encoding: 'utf8', env: { ...process.env, LOG_LEVEL: 'silent', ...env } });
+
+t.test('--help lists the commands, one line each', async (t) => {
+  const r = cli(['--help']);
+  t.equal(r.status, 0);
+  t.match(r.stdout, /Usage: commerce-sync <command>/);
+  t.match(r.stdout, /\n  start +run receiver/);
+  t.match(r.stdout, /\n  migrate +apply database migrations/);
+});
+
+t.test('a command\'s --help shows its options', async (t) => {
+  const r = cli(['migrate', '--help']);
+  t.equal(r.status, 0);
+  t.match(r.stdout, /Usage: commerce-sync migrate/);
+  t.match(r.stdout, /-h, --help/);
+});
+
+t.test('unknown command or option: help and exit 2', async (t) => {
+  const a = cli(['frobnicate']);
+  t.equal(a.status, 2);
+  t.match(a.stderr, /unknown command "frobnicate"/);
+  t.match(a.stderr, /Commands:/);
+  const b = cli(['migrate', '--bogus']);
+  t.equal(b.status, 2);
+  t.match(b.stderr, /Unknown option '--bogus'/);
+  t.match(b.stderr, /Usage: commerce-sync migrate/);
+  const c = cli([]);
+  t.equal(c.status, 2);
+});
+
+t.test('a bad config value stops with one line per problem and exit 2', async (t) => {
+  const r = cli(['migrate'], { PORT: 'eighty', LOG_LEVEL: 'chatty' });
+  t.equal(r.status, 2);
+  const lines = r.stderr.trim().split('\n');
+  t.same(lines, [
+    'config: LOG_LEVEL = "chatty" is not valid: expected one of fatal, error, warn, info, debug, trace, silent',
+    'config: PORT = "eighty" is not valid: expected an integer from 0 to 65535',
+  ].sort((a, b) => lines.indexOf(a) - lines.indexOf(b)));
+});
+
+t.test('migrate against DATABASE_URL applies the schema', async (t) => {
+  const { testDatabase } = await import('./support/db.ts');
+  const { url } = await testDatabase(t);
+  const r = cli(['migrate'], { DATABASE_URL: url });
+  t.equal(r.status, 0, r.stderr);
+  t.match(r.stdout, /schema is up to date/);
+});

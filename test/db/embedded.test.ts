@@ -1,0 +1,60 @@
+import t from 'tap';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { startEmbedded } from '../../src/db/embedded.ts';
+import { captureLogger } from '../support/log.ts';
+
+const query = async (url: string, sql: string) => {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try { return (await c.query(sql)).rows; } finally { await c.end(); }
+};
+
+t.test('starts, keeps its data across a restart, and stops', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'cs-embedded-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const { log } = captureLogger();
+  const first = await startEmbedded(dir, log);
+  await query(first.url, `CREATE TABLE kept (v text); INSERT INTO kept VALUES ('still here')`);
+  await first.stop();
+  t.notOk(existsSync(join(first.dataDir, 'postmaster.pid')), 'server stopped');
+  await t.rejects(query(first.url, 'SELECT 1'), 'no longer answers');
+
+  const second = await startEmbedded(dir, log);
+  t.same(await query(second.url, 'SELECT v FROM kept'), [{ v: 'still here' }]);
+  await second.stop();
+});
+
+t.test('a server left running by a killed owner is stopped and restarted', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'cs-embedded-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const { log, text } = captureLogger();
+  const first = await startEmbedded(dir, log);
+  await query(first.url, `CREATE TABLE kept (v int); INSERT INTO kept VALUES (7)`);
+  // Pretend the owning process died without stopping it (kill -9).
+  const { writeFile } = await import('node:fs/promises');
+  await writeFile(join(dir, 'postgres.owner'), '999999\n');
+  const second = await startEmbedded(dir, log);
+  t.match(text(), /left running by an earlier process/);
+  t.not(second.port, first.port);
+  t.same(await query(second.url, 'SELECT v FROM kept'), [{ v: 7 }]);
+  await second.stop();
+});
+
+t.test('a second process attaches to the running server and leaves it running', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'cs-embedded-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const { log } = captureLogger();
+  const owner = await startEmbedded(dir, log);
+  const { writeFile } = await import('node:fs/promises');
+  // The owner is another live process (our parent stands in for it).
+  await writeFile(join(dir, 'postgres.owner'), `${process.ppid}\n`);
+  const guest = await startEmbedded(dir, log);
+  t.equal(guest.port, owner.port);
+  await guest.stop();
+  t.same(await query(owner.url, 'SELECT 1 AS one'), [{ one: 1 }], 'still running after the guest stops');
+  await owner.stop();
+});
