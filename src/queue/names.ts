@@ -1,0 +1,56 @@
+// Every pg-boss queue commerce-sync uses, in one place. Each has its own dead-letter queue
+// (`<name>-dead`): a job that keeps failing lands there with its last error, and replaying it means
+// sending its data back to `<name>`.
+import type { Boss } from './boss.ts';
+
+export const queues = {
+  /** receiver -> worker: one job per stored delivery, data DeliveryJob. */
+  deliveries: 'deliveries',
+  /** drain of pending (connection, resource, id) fetches, data { connectionId, resource }. */
+  fetch: 'fetch',
+  /** reconciliation sweeps, data { connectionId, full }. */
+  reconcile: 'reconcile',
+  /** channel quantity changes for whatever publishes to the sales channel. */
+  channelStock: 'channel-stock',
+  /** outbound operations (order import, ship, ...), data { operationId }. */
+  push: 'push',
+  /** housekeeping: sync-log retention and the like. */
+  maintenance: 'maintenance',
+} as const;
+
+export type QueueName = (typeof queues)[keyof typeof queues];
+
+export interface DeliveryJob {
+  deliveryRowId: number;
+  connectionId: number;
+  resource: string | null;
+  action: string | null;
+  objectId: number | null;
+}
+
+export const deadLetterOf = (name: string) => `${name}-dead`;
+export const isDeadLetter = (name: string) => name.endsWith('-dead');
+export const liveQueueOf = (dead: string) => dead.replace(/-dead$/, '');
+
+const retries: Record<QueueName, { retryLimit: number; retryDelay: number; retryBackoff: boolean; expireInSeconds?: number }> = {
+  deliveries: { retryLimit: 8, retryDelay: 2, retryBackoff: true },
+  fetch: { retryLimit: 10, retryDelay: 2, retryBackoff: true, expireInSeconds: 900 },
+  reconcile: { retryLimit: 5, retryDelay: 30, retryBackoff: true, expireInSeconds: 3600 },
+  'channel-stock': { retryLimit: 10, retryDelay: 5, retryBackoff: true },
+  push: { retryLimit: 6, retryDelay: 5, retryBackoff: true, expireInSeconds: 900 },
+  maintenance: { retryLimit: 2, retryDelay: 60, retryBackoff: false },
+};
+
+/** Creates every queue and its dead-letter queue (idempotent; safe from several processes). */
+export async function createQueues(boss: Boss): Promise<void> {
+  const existing = new Set((await boss.getQueues()).map((q) => q.name));
+  for (const name of Object.values(queues)) {
+    const dead = deadLetterOf(name);
+    if (!existing.has(dead)) await boss.createQueue(dead).catch(ignoreExists);
+    if (!existing.has(name)) await boss.createQueue(name, { ...retries[name], deadLetter: dead }).catch(ignoreExists);
+  }
+}
+
+function ignoreExists(err: Error): void {
+  if (!/already exists|duplicate key/i.test(err.message)) throw err;
+}
