@@ -16,7 +16,7 @@ const roleModules: Record<string, string> = {
   worker: './sync/role.ts',
   console: './console/role.ts',
 };
-const demoModule = './sandbox/demo.ts';
+const demoModule = './demo/index.ts';
 
 const present = (rel: string) => existsSync(fileURLToPath(new URL(rel, import.meta.url)));
 
