@@ -6,6 +6,8 @@ type Json = unknown;
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
 type Decimal = ColumnType<string, string | number, string | number>;
 type Default<T> = ColumnType<T, T | undefined, T>;
+/** A timestamptz column the database fills in when omitted. */
+type DefaultTimestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 
 export interface ConnectionsTable {
   id: Generated<number>;
@@ -20,8 +22,8 @@ export interface ConnectionsTable {
   status: Default<'active' | 'unauthorized' | 'lapsed' | 'disabled'>;
   status_reason: string | null;
   raw: Json | null;
-  created_at: Default<Timestamp>;
-  updated_at: Default<Timestamp>;
+  created_at: DefaultTimestamp;
+  updated_at: DefaultTimestamp;
 }
 
 export interface WebhookDeliveriesTable {
@@ -38,7 +40,7 @@ export interface WebhookDeliveriesTable {
   state: 'queued' | 'processed' | 'unhandled' | 'rejected' | 'failed';
   error: string | null;
   job_id: string | null;
-  received_at: Default<Timestamp>;
+  received_at: DefaultTimestamp;
   processed_at: Timestamp | null;
 }
 
@@ -49,7 +51,7 @@ interface MirrorColumns {
   created_at: Timestamp | null;
   updated_at: Timestamp | null;
   raw: Json;
-  synced_at: Default<Timestamp>;
+  synced_at: DefaultTimestamp;
 }
 
 export interface LocationsTable extends MirrorColumns { name: string | null }
@@ -74,7 +76,7 @@ export interface StockLevelsTable {
   reorder_point: Decimal | null;
   raw: Json;
   updated_at: Timestamp | null;
-  synced_at: Default<Timestamp>;
+  synced_at: DefaultTimestamp;
 }
 export interface CompositionsTable {
   connection_id: number;
@@ -84,7 +86,7 @@ export interface CompositionsTable {
   component_sku: string | null;
   quantity: Decimal;
   raw: Json;
-  synced_at: Default<Timestamp>;
+  synced_at: DefaultTimestamp;
 }
 export interface CompaniesTable extends MirrorColumns {
   name: string | null; company_type: string | null; company_code: string | null; email: string | null;
@@ -133,7 +135,7 @@ export interface SyncCursorsTable {
 
 export interface SyncLogTable {
   id: Generated<number>;
-  at: Default<Timestamp>;
+  at: DefaultTimestamp;
   connection_id: number | null;
   resource: string | null;
   record_id: number | null;
@@ -154,10 +156,10 @@ export interface ApiBudgetsTable {
   connection_id: number;
   request_limit: Default<number>;
   remaining: Default<number>;
-  reset_at: Default<Timestamp>;
+  reset_at: DefaultTimestamp;
   in_flight: Default<number>;
   accounting_errors: Default<number>;
-  updated_at: Default<Timestamp>;
+  updated_at: DefaultTimestamp;
 }
 
 export interface Database {
@@ -183,9 +185,46 @@ export interface Database {
   sync_cursors: SyncCursorsTable;
   sync_log: SyncLogTable;
   api_budgets: ApiBudgetsTable;
+  push_operations: PushOperationsTable;
+  channel_orders: ChannelOrdersTable;
 }
 
 export type Connection = Selectable<ConnectionsTable>;
 export type NewConnection = Insertable<ConnectionsTable>;
 export type Delivery = Selectable<WebhookDeliveriesTable>;
 export type SyncLogEntry = Insertable<SyncLogTable>;
+
+// migrations/0050_push_operations.sql (src/push/)
+export type PushKind = 'import-order' | 'ship' | 'invoice' | 'pay' | 'void' | 'return' | 'receive-purchase-order' | 'stock-count';
+export type PushState = 'queued' | 'sent' | 'confirmed' | 'failed';
+export interface PushOperationsTable {
+  id: Generated<number>;
+  connection_id: number;
+  kind: PushKind;
+  input: Json;
+  state: Default<PushState>;
+  reason: string | null;
+  field_errors: Json | null;
+  status_code: number | null;
+  request_id: string | null;
+  idempotency_key: string;
+  plan: Json | null;
+  result: Json | null;
+  order_key: string;
+  attempts: Default<number>;
+  locked_until: Timestamp | null;
+  job_id: string | null;
+  created_at: DefaultTimestamp;
+  updated_at: DefaultTimestamp;
+  sent_at: Timestamp | null;
+  finished_at: Timestamp | null;
+}
+export interface ChannelOrdersTable {
+  connection_id: number;
+  channel: string;
+  channel_order_id: string;
+  order_id: number;
+  operation_id: number | null;
+  created_at: DefaultTimestamp;
+}
+export type PushOperation = Selectable<PushOperationsTable>;

@@ -1,7 +1,8 @@
 // `npm test`: one PostgreSQL for the whole run (embedded, or DATABASE_URL when set), a template database
 // migrated once (our migrations and pg-boss's schema), then tap. Each test file clones the template
 // (test/support/db.ts). Prints a closing `N passed, N failed` line counted from tap's results.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,8 +39,14 @@ const boss = await startBoss(withDb(template), log, { supervise: false, schedule
 await stopBoss(boss, false);
 
 await rm('.tap/test-results', { recursive: true, force: true });
+const tapBin = join('node_modules', 'tap', 'dist', 'esm', 'run.mjs');
+// tap generates its plugin set (ours drops @tapjs/typescript: Node runs .ts itself) on the run AFTER a
+// config change, so a fresh clone's first run would use the default set: build it first when stale.
+if (!existsSync('.tap/plugins') || statSync('package.json').mtimeMs > statSync('.tap/plugins').mtimeMs) {
+  spawnSync(process.execPath, [tapBin, 'build'], { stdio: 'ignore' });
+}
 const code = await new Promise<number>((resolve) => {
-  const child = spawn(process.execPath, [join('node_modules', 'tap', 'dist', 'esm', 'run.mjs'), ...args], {
+  const child = spawn(process.execPath, [tapBin, ...args], {
     stdio: 'inherit',
     env: { ...process.env, TEST_ADMIN_URL: adminUrl, TEST_TEMPLATE_DB: template },
   });
