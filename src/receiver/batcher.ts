@@ -1,0 +1,81 @@
+// Group commit: requests arriving together share one transaction. Items wait until the oldest has waited
+// `maxWaitMs` or `maxBatch` are queued, and while every commit slot is busy; a slot that frees takes all
+// that waited (up to maxBatch) at once. Under load batches grow by themselves, when idle an item goes alone.
+export class BatcherClosed extends Error { constructor() { super('receiver is shutting down'); } }
+export class BatcherOverloaded extends Error { constructor() { super('too many deliveries waiting for the database'); } }
+
+export interface BatcherOptions {
+  /** Most items in one commit. */
+  maxBatch: number;
+  /** Longest an item waits for company before its commit starts, when a slot is free. */
+  maxWaitMs: number;
+  /** Commits in flight at once. */
+  concurrency: number;
+  /** Items waiting beyond this are refused at once (the database is not keeping up). */
+  maxPending: number;
+}
+
+export interface Batcher<T, R> {
+  submit(item: T): Promise<R>;
+  /** Items waiting plus items in commits in flight. */
+  readonly pending: number;
+  /** Refuses new items, commits every item already submitted, resolves when all commits are done. */
+  close(): Promise<void>;
+}
+
+interface Waiting<T, R> { item: T; at: number; resolve(r: R): void; reject(e: unknown): void }
+
+/** `commit` gets a batch and returns one result per item, in order; a throw fails every item in it. */
+export function createBatcher<T, R>(commit: (items: T[]) => Promise<R[]>, opts: BatcherOptions): Batcher<T, R> {
+  const queue: Waiting<T, R>[] = [];
+  let inFlight = 0;
+  let inFlightItems = 0;
+  let timer: NodeJS.Timeout | null = null;
+  let closed = false;
+  let idle: (() => void) | null = null;
+
+  const start = (batch: Waiting<T, R>[]) => {
+    inFlight++;
+    inFlightItems += batch.length;
+    commit(batch.map((w) => w.item)).then(
+      (results) => batch.forEach((w, i) => w.resolve(results[i]!)),
+      (err) => batch.forEach((w) => w.reject(err)),
+    ).finally(() => {
+      inFlight--;
+      inFlightItems -= batch.length;
+      schedule();
+      if (closed && !queue.length && !inFlight) idle?.();
+    });
+  };
+
+  const schedule = () => {
+    if (timer) { clearTimeout(timer); timer = null; }
+    while (queue.length && inFlight < opts.concurrency) {
+      const waited = performance.now() - queue[0]!.at;
+      if (!closed && queue.length < opts.maxBatch && waited < opts.maxWaitMs) {
+        timer = setTimeout(schedule, Math.max(1, Math.ceil(opts.maxWaitMs - waited)));
+        return;
+      }
+      start(queue.splice(0, opts.maxBatch));
+    }
+  };
+
+  return {
+    submit(item) {
+      if (closed) return Promise.reject(new BatcherClosed());
+      if (queue.length >= opts.maxPending) return Promise.reject(new BatcherOverloaded());
+      return new Promise<R>((resolve, reject) => {
+        queue.push({ item, at: performance.now(), resolve, reject });
+        if (queue.length === 1 || queue.length >= opts.maxBatch) schedule();
+      });
+    },
+    get pending() { return queue.length + inFlightItems; },
+    close() {
+      closed = true;
+      if (!queue.length && !inFlight) return Promise.resolve();
+      const drained = new Promise<void>((resolve) => { idle = resolve; });
+      schedule();
+      return drained;
+    },
+  };
+}

@@ -1,0 +1,125 @@
+// Commands: `receiver` (the receiver role alone), `deliveries` (stored deliveries and their state),
+// `webhooks list|sync` (the connections' subscriptions at the service).
+import type { CommandContext, CommandModule } from '../command.ts';
+import { UsageError } from '../command.ts';
+import { openDatabase } from '../db/index.ts';
+import { runRoles } from '../start.ts';
+import { baseUrl, listWebhooks, syncWebhooks } from './subscriptions.ts';
+
+export interface DeliveryListing {
+  delivery_id: string;
+  connection: string;
+  event: string | null;
+  object_id: number | null;
+  state: string;
+  received_at: string;
+}
+
+function positiveInt(v: unknown, what: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new UsageError(`${what} must be a positive integer`);
+  return n;
+}
+
+async function deliveries(ctx: CommandContext): Promise<number> {
+  const limit = ctx.values.limit === undefined ? 50 : positiveInt(ctx.values.limit, '--limit');
+  const database = await openDatabase(ctx.config, ctx.log);
+  try {
+    let q = database.db.selectFrom('webhook_deliveries as d').innerJoin('connections as c', 'c.id', 'd.connection_id')
+      .select(['d.delivery_id', 'c.name as connection', 'd.event', 'd.object_id', 'd.state', 'd.received_at', 'd.error'])
+      .orderBy('d.id', 'desc').limit(limit);
+    if (typeof ctx.values.connection === 'string') {
+      const exists = await database.db.selectFrom('connections').select('id').where('name', '=', ctx.values.connection).executeTakeFirst();
+      if (!exists) { ctx.log.error(`no connection named ${ctx.values.connection}`); return 1; }
+      q = q.where('c.name', '=', ctx.values.connection);
+    }
+    const rows = await q.execute();
+    const listing: DeliveryListing[] = rows.map((r) => ({
+      delivery_id: r.delivery_id, connection: r.connection, event: r.event, object_id: r.object_id, state: r.state,
+      received_at: new Date(r.received_at as Date).toISOString(),
+    }));
+    if (ctx.values.json) { ctx.out(JSON.stringify(listing, null, 2)); return 0; }
+    if (!listing.length) { ctx.out('no deliveries stored'); return 0; }
+    const table = [['RECEIVED', 'CONNECTION', 'EVENT', 'OBJECT', 'STATE', 'DELIVERY'],
+      ...listing.map((d, i) => [d.received_at, d.connection, d.event ?? '-', String(d.object_id ?? '-'),
+        d.state + (rows[i]!.error && d.state !== 'queued' ? ` (${rows[i]!.error})` : ''), d.delivery_id])];
+    const widths = table[0]!.map((_, c) => Math.max(...table.map((r) => r[c]!.length)));
+    for (const r of table) ctx.out(r.map((cell, c) => c === r.length - 1 ? cell : cell.padEnd(widths[c]!)).join('  '));
+    return 0;
+  } finally {
+    await database.close();
+  }
+}
+
+async function webhooks(ctx: CommandContext): Promise<number> {
+  const [sub, ...extra] = ctx.positionals;
+  if (sub !== 'list' && sub !== 'sync') throw new UsageError('say `webhooks list` or `webhooks sync`');
+  if (extra.length) throw new UsageError(`unexpected argument ${extra[0]}`);
+  const database = await openDatabase(ctx.config, ctx.log);
+  try {
+    let q = database.db.selectFrom('connections').selectAll().orderBy('name');
+    if (typeof ctx.values.connection === 'string') q = q.where('name', '=', ctx.values.connection);
+    else q = q.where('status', '=', 'active');
+    const connections = await q.execute();
+    if (!connections.length) { ctx.log.error(ctx.values.connection ? `no connection named ${ctx.values.connection}` : 'no active connection: run `commerce-sync connect` first'); return 1; }
+    const deps = { db: database.db, config: ctx.config, log: ctx.log };
+    const publicUrl = typeof ctx.values['public-url'] === 'string' ? ctx.values['public-url'] : undefined;
+    let failed = 0;
+    const results: unknown[] = [];
+    for (const connection of connections) {
+      try {
+        if (sub === 'sync') {
+          const r = await syncWebhooks(deps, connection, publicUrl);
+          results.push(r);
+          if (!ctx.values.json) {
+            ctx.out(`${connection.name}: ${r.address}: ${r.kept.length} kept, ${r.created.length} created, ${r.removed.length} removed`);
+            for (const w of r.created) ctx.out(`  + ${w.event}`);
+            for (const w of r.removed) ctx.out(`  - ${w.event} ${w.address}`);
+          }
+        } else {
+          const list = await listWebhooks(deps, connection, publicUrl);
+          results.push({ connection: connection.name, webhooks: list });
+          if (!ctx.values.json) {
+            ctx.out(`${connection.name} (${list.length} subscriptions; ours are under ${baseUrl(ctx.config, publicUrl)}/webhooks/):`);
+            for (const w of list) ctx.out(`  ${String(w.id).padStart(6)}  ${w.ours ? 'ours ' : 'other'}  ${w.event.padEnd(28)}  ${w.address}`);
+          }
+        }
+      } catch (err) {
+        failed++;
+        ctx.log.error({ err, connection: connection.name }, `webhooks ${sub} failed for ${connection.name}: ${(err as Error).message}`);
+      }
+    }
+    if (ctx.values.json) ctx.out(JSON.stringify(results, null, 2));
+    return failed ? 1 : 0;
+  } finally {
+    await database.close();
+  }
+}
+
+export const commands: CommandModule['commands'] = {
+  receiver: {
+    summary: 'Run the webhook receiver alone: POST /webhooks/:connection, /healthz, /readyz.',
+    run: (ctx) => runRoles(ctx, ['receiver']),
+  },
+  deliveries: {
+    summary: 'List stored webhook deliveries, newest first, with their state (queued, processed, unhandled, rejected, failed).',
+    options: {
+      connection: { type: 'string', value: 'NAME', description: 'only this connection' },
+      limit: { type: 'string', value: 'N', description: 'how many (default 50)' },
+      json: { type: 'boolean', description: 'print a JSON array of {delivery_id, connection, event, object_id, state, received_at}' },
+    },
+    run: deliveries,
+  },
+  webhooks: {
+    summary: 'List the connections\' webhook subscriptions at the service, or sync them: subscribe each connection to ' +
+      'every event we handle at PUBLIC_URL/webhooks/NAME and remove our stale subscriptions.',
+    args: 'list|sync',
+    positionals: true,
+    options: {
+      connection: { type: 'string', value: 'NAME', description: 'only this connection (default: every active one)' },
+      'public-url': { type: 'string', value: 'URL', description: 'the URL the service reaches us at (default PUBLIC_URL, else http://HOST:PORT)' },
+      json: { type: 'boolean', description: 'print JSON' },
+    },
+    run: webhooks,
+  },
+};

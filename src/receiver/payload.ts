@@ -1,0 +1,39 @@
+// What a delivery body must be: a JSON object with `event` (string) and `object_id` (integer), per the
+// spec's Events section. `timestamp` (seconds) and `resource_url` are kept when they have the right type and
+// ignored otherwise: refusing a real delivery over an optional field would get the subscription deleted.
+import { normaliseEvent, type NormalisedEvent } from './events.ts';
+
+export interface DeliveryPayload extends NormalisedEvent {
+  event: string;
+  objectId: number;
+  eventAt: Date | null;
+  resourceUrl: string | null;
+}
+
+export type ParseResult = { ok: true; payload: DeliveryPayload } | { ok: false; reason: string };
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+function integer(v: unknown): number | null {
+  if (typeof v === 'number' && Number.isSafeInteger(v)) return v;
+  if (typeof v === 'string' && /^\d{1,15}$/.test(v)) return Number(v);
+  return null;
+}
+
+export function parseDelivery(raw: Buffer): ParseResult {
+  let body: unknown;
+  try {
+    body = JSON.parse(utf8.decode(raw));
+  } catch (err) {
+    return { ok: false, reason: `not JSON: ${(err as Error).message}` };
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return { ok: false, reason: 'not a JSON object' };
+  const b = body as Record<string, unknown>;
+  if (typeof b.event !== 'string' || !b.event.trim() || b.event.length > 200) return { ok: false, reason: 'event missing or not a string' };
+  const objectId = integer(b.object_id);
+  if (objectId === null || objectId < 0) return { ok: false, reason: 'object_id missing or not an integer' };
+  const seconds = integer(b.timestamp);
+  const eventAt = seconds === null || seconds > 8_640_000_000_000 ? null : new Date(seconds * 1000);
+  const resourceUrl = typeof b.resource_url === 'string' ? b.resource_url : null;
+  return { ok: true, payload: { event: b.event, objectId, eventAt, resourceUrl, ...normaliseEvent(b.event) } };
+}

@@ -1,0 +1,203 @@
+// POST /webhooks/:connection: read the raw body (bounded), verify the signature, find the connection,
+// check the payload, store delivery + job in a group commit, and answer only after COMMIT.
+import { createHash } from 'node:crypto';
+import type { Context } from 'koa';
+import type { Config } from '../config.ts';
+import type { Db } from '../db/index.ts';
+import type { Logger } from '../log.ts';
+import { metrics } from '../metrics.ts';
+import type { Boss } from '../queue/boss.ts';
+import { createBatcher, BatcherClosed, BatcherOverloaded, type Batcher } from './batcher.ts';
+import { BodyTooLarge, readRawBody } from './body.ts';
+import { parseDelivery } from './payload.ts';
+import { isDataError, storeDeliveries, type IncomingDelivery, type StoreOutcome } from './store.ts';
+import { signingSecrets, verifySignature } from './verify.ts';
+
+export interface ReceiverDeps {
+  /** The receiver's own database handle (its pool sized for WEBHOOK_COMMIT_CONCURRENCY). */
+  db: Db;
+  boss: Boss;
+  config: Config;
+  log: Logger;
+}
+
+export interface Receiver {
+  /** The Koa handler for POST /webhooks/:connection. */
+  handle(ctx: Context): Promise<void>;
+  /** Readiness: null when deliveries can be verified and stored. */
+  readiness(): Promise<string | null>;
+  /** Items waiting for or in a commit. */
+  readonly pending: number;
+  /** Stop accepting, commit everything already accepted. */
+  close(): Promise<void>;
+}
+
+interface CachedConnection { id: number | null; until: number }
+
+// A connection's id by name, cached briefly: a delivery should not cost a lookup query. Unknown names are
+// cached for less, so a connection added a moment ago starts receiving soon.
+const KNOWN_TTL_MS = 10_000;
+const UNKNOWN_TTL_MS = 1_000;
+
+export function createReceiver(deps: ReceiverDeps): Receiver {
+  const { db, boss, config, log } = deps;
+  const cache = new Map<string, CachedConnection>();
+
+  // An Error in place of an outcome: that item alone could not be stored.
+  const commit = async (items: IncomingDelivery[]): Promise<(StoreOutcome | Error)[]> => {
+    try {
+      return await storeDeliveries(db, boss, items);
+    } catch (err) {
+      // One bad item must not fail its neighbours: retry them one by one, so only it is refused.
+      if (items.length > 1 && isDataError(err)) {
+        log.warn({ err, batch: items.length }, 'batch refused by the database: storing its deliveries one by one');
+        const out: (StoreOutcome | Error)[] = [];
+        for (const item of items) out.push(await storeDeliveries(db, boss, [item]).then(([o]) => o!, (e: Error) => e));
+        return out;
+      }
+      throw err;
+    }
+  };
+  const batcher: Batcher<IncomingDelivery, StoreOutcome | Error> = createBatcher(commit, {
+    maxBatch: config.WEBHOOK_BATCH_SIZE,
+    maxWaitMs: config.WEBHOOK_BATCH_WAIT_MS,
+    concurrency: config.WEBHOOK_COMMIT_CONCURRENCY,
+    maxPending: config.WEBHOOK_BATCH_SIZE * config.WEBHOOK_COMMIT_CONCURRENCY * 20,
+  });
+
+  async function connectionId(name: string): Promise<number | null> {
+    const now = Date.now();
+    const hit = cache.get(name);
+    if (hit && hit.until > now) return hit.id;
+    const row = await db.selectFrom('connections').select('id').where('name', '=', name).executeTakeFirst();
+    const id = row?.id ?? null;
+    if (cache.size > 10_000) cache.clear();
+    cache.set(name, { id, until: now + (id === null ? UNKNOWN_TTL_MS : KNOWN_TTL_MS) });
+    return id;
+  }
+
+  /** Waits for the commit, or gives up before the service's 10-second window closes. */
+  async function stored(item: IncomingDelivery): Promise<StoreOutcome> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`not committed within ${config.WEBHOOK_ACK_TIMEOUT_MS} ms`)), config.WEBHOOK_ACK_TIMEOUT_MS);
+    });
+    const outcome = await Promise.race([batcher.submit(item), timeout]).finally(() => clearTimeout(timer));
+    if (outcome instanceof Error) throw outcome;
+    return outcome;
+  }
+
+  async function handle(ctx: Context): Promise<void> {
+    const started = performance.now();
+    const name = String(ctx.params?.connection ?? '');
+    const reject = (status: number, reason: string, message: string) => {
+      metrics.deliveriesRejected.inc({ reason });
+      ctx.status = status;
+      ctx.body = { error: message };
+    };
+    try {
+      let raw: Buffer;
+      try {
+        raw = await body(ctx, config.WEBHOOK_BODY_LIMIT);
+      } catch (err) {
+        if (!(err instanceof BodyTooLarge)) throw err;
+        // The rest of the body is not read: close the connection rather than drain it.
+        ctx.set('Connection', 'close');
+        log.warn({ connection: name, limit: config.WEBHOOK_BODY_LIMIT, length: ctx.get('content-length') || null }, 'delivery refused: body too large');
+        return reject(413, 'too_large', `body larger than ${config.WEBHOOK_BODY_LIMIT} bytes`);
+      }
+      const deliveryHeader = ctx.get('x-service-delivery').trim();
+      if (!verifySignature(raw, ctx.get('x-service-signature') || undefined, signingSecrets(config))) {
+        // Never the body: it is unauthenticated input.
+        log.warn({ connection: name, delivery: deliveryHeader || null, signature: ctx.get('x-service-signature') ? 'wrong' : 'missing', bytes: raw.length },
+          'delivery refused: signature does not verify');
+        return reject(401, 'signature', 'signature missing or wrong');
+      }
+      let connection: number | null;
+      try {
+        connection = await connectionId(name);
+      } catch (err) {
+        log.error({ err, connection: name }, 'delivery not stored: connection lookup failed');
+        return unavailable(ctx, 'database unavailable');
+      }
+      if (connection === null) {
+        log.warn({ connection: name }, 'delivery refused: unknown connection');
+        return reject(404, 'unknown_connection', `no connection named ${JSON.stringify(name)}`);
+      }
+      const deliveryId = deliveryHeader || `sha256:${createHash('sha256').update(raw).digest('hex')}`;
+      const parsed = parseDelivery(raw);
+      const item: IncomingDelivery = parsed.ok
+        ? {
+            connectionId: connection, deliveryId, event: parsed.payload.event, resource: parsed.payload.resource,
+            action: parsed.payload.action, objectId: parsed.payload.objectId, eventAt: parsed.payload.eventAt,
+            resourceUrl: parsed.payload.resourceUrl, body: raw.toString('utf8'),
+            state: parsed.payload.handled ? 'queued' : 'unhandled',
+            error: parsed.payload.handled ? null : `event ${parsed.payload.event} is not one we act on`,
+          }
+        : {
+            connectionId: connection, deliveryId, event: null, resource: null, action: null, objectId: null, eventAt: null,
+            resourceUrl: null, body: raw.toString('utf8').replaceAll('\u0000', '\uFFFD'), state: 'rejected', error: parsed.reason,
+          };
+      let outcome: StoreOutcome;
+      try {
+        outcome = await stored(item);
+      } catch (err) {
+        if (!parsed.ok) {
+          // Refused either way; the record of it is what failed.
+          log.warn({ err, connection: name, delivery: deliveryId }, 'rejected delivery could not be recorded');
+          return reject(400, 'malformed', parsed.reason);
+        }
+        if (err instanceof BatcherClosed) return unavailable(ctx, 'shutting down');
+        if (err instanceof BatcherOverloaded) log.warn({ connection: name, pending: batcher.pending }, 'delivery not stored: receiver overloaded');
+        else log.error({ err, connection: name, delivery: deliveryId }, 'delivery not stored: database unavailable');
+        return unavailable(ctx, 'database unavailable');
+      }
+      const logFields = { connection: name, delivery: deliveryId, event: item.event, object_id: item.objectId };
+      if (!parsed.ok) {
+        log.warn({ ...logFields, reason: parsed.reason }, 'delivery refused: malformed payload (recorded as rejected)');
+        return reject(400, 'malformed', parsed.reason);
+      }
+      if (!outcome.stored) {
+        metrics.deliveriesDuplicate.inc({ connection: name });
+        log.debug(logFields, 'duplicate delivery acknowledged');
+        ctx.status = 200;
+        ctx.body = { ok: true, duplicate: true };
+        return;
+      }
+      metrics.deliveriesReceived.inc({ connection: name, event: parsed.payload.handled ? parsed.payload.subscription! : 'unhandled' });
+      if (item.state === 'unhandled') log.warn(logFields, 'delivery stored as unhandled: unknown event');
+      else log.debug({ ...logFields, job: outcome.jobId }, 'delivery stored and queued');
+      ctx.status = 200;
+      ctx.body = { ok: true };
+    } finally {
+      metrics.ackLatency.observe((performance.now() - started) / 1000);
+    }
+  }
+
+  return {
+    handle,
+    async readiness() {
+      if (!signingSecrets(config).length) return 'COMMERCE_CLIENT_SECRET is empty: deliveries cannot be verified';
+      if (batcher.pending > config.WEBHOOK_BATCH_SIZE * config.WEBHOOK_COMMIT_CONCURRENCY * 10) return `receiver backlog: ${batcher.pending} deliveries waiting for the database`;
+      return null;
+    },
+    get pending() { return batcher.pending; },
+    close: () => batcher.close(),
+  };
+}
+
+function unavailable(ctx: Context, message: string): void {
+  ctx.status = 503;
+  ctx.set('Retry-After', '5');
+  ctx.body = { error: message };
+}
+
+/** The raw body; if a body parser upstream already consumed the stream, its raw text (not byte-exact for invalid UTF-8). */
+async function body(ctx: Context, limit: number): Promise<Buffer> {
+  const already = (ctx.request as { rawBody?: unknown }).rawBody;
+  if (ctx.req.readableEnded && typeof already === 'string') {
+    if (Buffer.byteLength(already) > limit) throw new BodyTooLarge(limit);
+    return Buffer.from(already, 'utf8');
+  }
+  return readRawBody(ctx.req, limit);
+}

@@ -1,0 +1,46 @@
+// The receiver role: POST /webhooks/:connection on the shared server (no operator auth: deliveries are
+// authenticated by their signature), its own small pool so workers cannot starve acknowledgements, and
+// webhook subscription sync for every active connection once the public URL is known.
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { createDb, createPool } from '../db/index.ts';
+import type { Connection } from '../db/schema.ts';
+import { createQueues } from '../queue/names.ts';
+import type { Runtime } from '../runtime.ts';
+import { createReceiver } from './receiver.ts';
+import { syncWebhooks } from './subscriptions.ts';
+
+const clientPresent = () => existsSync(fileURLToPath(new URL('../api/connections.ts', import.meta.url)));
+
+export async function mount(rt: Runtime): Promise<void> {
+  const { config, log } = rt;
+  await createQueues(rt.boss);
+  const pool = createPool(rt.database.url, config.WEBHOOK_COMMIT_CONCURRENCY + 1);
+  const db = createDb(pool);
+  const receiver = createReceiver({ db, boss: rt.boss, config, log: log.child({ role: 'receiver' }) });
+  rt.router.post('/webhooks/:connection', (ctx) => receiver.handle(ctx));
+  rt.readiness.push(() => receiver.readiness());
+  // The server has stopped accepting and finished its requests by the time this runs; close() commits
+  // anything still waiting before the pool goes.
+  rt.onStop.push(async () => {
+    await receiver.close();
+    await db.destroy();
+  });
+  rt.afterListen.push(() => syncAllWebhooks(rt));
+  if (!config.COMMERCE_CLIENT_SECRET && !config.COMMERCE_CLIENT_SECRET_PREVIOUS) {
+    log.warn('COMMERCE_CLIENT_SECRET is empty: every delivery will be refused with 401');
+  }
+}
+
+/** Subscription sync for each active connection; a failure is logged, never fatal to start. */
+export async function syncAllWebhooks(rt: Pick<Runtime, 'config' | 'log' | 'database' | 'publicUrl'>): Promise<void> {
+  if (!clientPresent()) { rt.log.warn('webhook subscriptions not synced: the API client is not in this build'); return; }
+  const connections = await rt.database.db.selectFrom('connections').selectAll().where('status', '=', 'active').execute();
+  for (const connection of connections as Connection[]) {
+    try {
+      await syncWebhooks({ db: rt.database.db, config: rt.config, log: rt.log }, connection, rt.publicUrl);
+    } catch (err) {
+      rt.log.warn({ err, connection: connection.name }, 'webhook subscription sync failed; run `commerce-sync webhooks sync` later');
+    }
+  }
+}

@@ -1,0 +1,108 @@
+// A receiver mounted the way `start` mounts it (role.ts on a Runtime), on port 0, with its own database.
+// Signatures here are computed with node:crypto directly, independently of src/receiver/verify.ts.
+import { createHmac } from 'node:crypto';
+import net from 'node:net';
+import { mount } from '../../src/receiver/role.ts';
+import { createApp, listen, type Server } from '../../src/server.ts';
+import { startBoss, stopBoss, type Boss } from '../../src/queue/boss.ts';
+import type { Config } from '../../src/config.ts';
+import type { Runtime } from '../../src/runtime.ts';
+import { testDatabase, type TestDatabase } from '../support/db.ts';
+import { testConfig } from '../support/config.ts';
+import { captureLogger } from '../support/log.ts';
+
+export const SECRET = 'current-secret';
+export const PREVIOUS = 'previous-secret';
+
+export const sign = (body: string | Buffer, secret = SECRET) => createHmac('sha256', secret).update(body).digest('base64');
+
+interface Teardown { teardown(fn: () => unknown): void }
+
+export interface Harness {
+  base: string;
+  url(connection?: string): string;
+  tdb: TestDatabase;
+  boss: Boss;
+  rt: Runtime;
+  server: Server;
+  logs: ReturnType<typeof captureLogger>;
+  connectionId: number;
+  /** Stops the server and the receiver the way shutdown does (server first, then onStop). */
+  stop(): Promise<void>;
+  rows(): Promise<{ delivery_id: string; state: string; event: string | null; resource: string | null; action: string | null; object_id: number | null; job_id: string | null; error: string | null; body: string }[]>;
+  jobs(): Promise<{ id: string; data: any }[]>;
+}
+
+export interface HarnessOptions {
+  config?: Partial<Record<keyof Config, string | number | boolean>>;
+  /** URL the receiver's own pool uses (e.g. through a proxy the test can cut); default the test database. */
+  receiverUrl?: (url: string) => string;
+}
+
+export async function startReceiver(t: Teardown, opts: HarnessOptions = {}): Promise<Harness> {
+  const tdb = await testDatabase(t);
+  const logs = captureLogger('info');
+  const config = testConfig({ COMMERCE_CLIENT_SECRET: SECRET, COMMERCE_CLIENT_SECRET_PREVIOUS: PREVIOUS, DATABASE_URL: tdb.url, ...opts.config });
+  const boss = await startBoss(tdb.url, logs.log, { supervise: false, schedule: false, max: 3 });
+  const { app, router } = createApp(tdb.pool, logs.log);
+  const rt: Runtime = {
+    config, log: logs.log, boss, app, router, publicUrl: '', demo: false, readiness: [], afterListen: [], onStop: [],
+    database: { url: opts.receiverUrl ? opts.receiverUrl(tdb.url) : tdb.url, pool: tdb.pool, db: tdb.db, close: async () => {} },
+  };
+  await mount(rt);
+  const server = await listen(app, 0, '127.0.0.1');
+  rt.publicUrl = `http://127.0.0.1:${server.port}`;
+  const { id: connectionId } = await tdb.db.insertInto('connections')
+    .values({ name: 'shop', base_url: 'http://127.0.0.1:1', auth_kind: 'token' }).returning('id').executeTakeFirstOrThrow();
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await server.close(5000);
+    for (const step of [...rt.onStop].reverse()) await step();
+  };
+  t.teardown(async () => { await stop(); await stopBoss(boss, false); });
+  const base = rt.publicUrl;
+  return {
+    base, url: (c = 'shop') => `${base}/webhooks/${c}`, tdb, boss, rt, server, logs, connectionId, stop,
+    rows: async () => (await tdb.pool.query('SELECT * FROM webhook_deliveries ORDER BY id')).rows,
+    jobs: async () => (await tdb.pool.query(`SELECT id, data FROM pgboss.job WHERE name = 'deliveries' ORDER BY created_on`)).rows,
+  };
+}
+
+export function payload(objectId: number, event = 'variants.stock_level_update'): string {
+  return JSON.stringify({ object_id: objectId, event, timestamp: 1_700_000_000, resource_url: `http://127.0.0.1:1/variants/${objectId}.json` });
+}
+
+/** POSTs a delivery; by default correctly signed with a delivery id. */
+export function deliver(url: string, body: string | Buffer, headers: Record<string, string | null> = {}): Promise<Response> {
+  const h: Record<string, string> = { 'content-type': 'application/json' };
+  const all = { 'x-service-signature': sign(body), 'x-service-delivery': `d-${Math.random().toString(36).slice(2)}`, ...headers };
+  for (const [k, v] of Object.entries(all)) if (v !== null) h[k] = v;
+  return fetch(url, { method: 'POST', body, headers: h });
+}
+
+/** A TCP proxy in front of PostgreSQL that a test can cut (database unreachable) and restore. */
+export async function pgProxy(t: Teardown, target: string): Promise<{ url: string; cut(): Promise<void>; restore(): Promise<void> }> {
+  const u = new URL(target);
+  const sockets = new Set<net.Socket>();
+  let server: net.Server;
+  let port = 0;
+  const open = () => new Promise<void>((resolve) => {
+    server = net.createServer((client) => {
+      const upstream = net.connect(Number(u.port || 5432), u.hostname);
+      for (const s of [client, upstream]) { sockets.add(s); s.on('close', () => sockets.delete(s)); s.on('error', () => s.destroy()); }
+      client.pipe(upstream).pipe(client);
+      client.on('close', () => upstream.destroy());
+      upstream.on('close', () => client.destroy());
+    });
+    server.listen(port, '127.0.0.1', () => { port = (server.address() as net.AddressInfo).port; resolve(); });
+  });
+  const cut = () => new Promise<void>((resolve) => { for (const s of sockets) s.destroy(); server.close(() => resolve()); });
+  await open();
+  t.teardown(() => cut());
+  const proxied = new URL(target);
+  proxied.hostname = '127.0.0.1';
+  proxied.port = String(port);
+  return { url: proxied.toString(), cut, restore: open };
+}
