@@ -19,6 +19,8 @@ export interface ConnectionsTable {
   access_token_enc: string | null;
   refresh_token_enc: string | null;
   token_expires_at: Timestamp | null;
+  /** When the current access token was issued (migration 0020). */
+  token_refreshed_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   status: Default<'active' | 'unauthorized' | 'lapsed' | 'disabled'>;
   status_reason: string | null;
   raw: Json | null;
@@ -160,6 +162,24 @@ export interface ApiBudgetsTable {
   in_flight: Default<number>;
   accounting_errors: Default<number>;
   updated_at: DefaultTimestamp;
+  /** Migration 0020: reset_at came from the service and has not passed; requests sent in all. */
+  reset_known: Default<boolean>;
+  requests_total: Default<number>;
+}
+
+// migrations/0020_api_client.sql (src/api/budget.ts)
+export interface ApiBudgetLeasesTable {
+  id: Generated<number>;
+  connection_id: number;
+  rank: number;
+  expires_at: Timestamp;
+  created_at: DefaultTimestamp;
+}
+export interface ApiBudgetWaitersTable {
+  connection_id: number;
+  waiter: string;
+  rank: number;
+  expires_at: Timestamp;
 }
 
 export interface Database {
@@ -185,6 +205,8 @@ export interface Database {
   sync_cursors: SyncCursorsTable;
   sync_log: SyncLogTable;
   api_budgets: ApiBudgetsTable;
+  api_budget_leases: ApiBudgetLeasesTable;
+  api_budget_waiters: ApiBudgetWaitersTable;
   push_operations: PushOperationsTable;
   channel_orders: ChannelOrdersTable;
 }

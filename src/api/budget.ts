@@ -1,0 +1,191 @@
+// The rate budget of one connection, kept in PostgreSQL (api_budgets) and shared by every process.
+// A request is sent only after reserve() granted it a lease; release() returns the lease with what the
+// answer's X-Rate-Limit-* headers said. The decisions are pure functions (tested alone); the database
+// functions apply them under the budget row's lock so processes never double-spend a slot.
+//
+// Model: `remaining` is the service's own count for the current window (the lowest X-Rate-Limit-Remaining
+// seen, since that count only falls within a window); every request sent but not yet answered is a live
+// lease and may or may not be in that count yet, so what we may still send is remaining - leases.
+import { sql } from 'kysely';
+import type { Db } from '../db/index.ts';
+import { RECONCILE_RANK } from './types.ts';
+
+export interface BudgetState {
+  limit: number;
+  remaining: number;
+  /** Epoch ms at which the service's window resets. */
+  resetAt: number;
+  /** resetAt came from the service (false: unknown since the last reset, or never heard). */
+  resetKnown: boolean;
+}
+
+export interface RateHeaders { limit: number | null; remaining: number | null; reset: number | null }
+
+export type Decision =
+  | { ok: true }
+  | { ok: false; waitMs: number; reason: 'spent' | 'reserve' | 'priority' };
+
+const jitter = (min: number, max: number) => min + Math.floor(Math.random() * (max - min));
+
+/** X-Rate-Limit-* of an answer; reset as epoch ms. Missing or malformed values are null. */
+export function rateHeaders(headers: Headers): RateHeaders | null {
+  const num = (name: string) => {
+    const v = headers.get(name);
+    if (v === null || v.trim() === '') return null;
+    const n = Number(v);
+    return Number.isFinite(n) ? n : null;
+  };
+  const limit = num('x-rate-limit-limit');
+  const remaining = num('x-rate-limit-remaining');
+  const reset = num('x-rate-limit-reset');
+  if (limit === null && remaining === null && reset === null) return null;
+  // Seconds since epoch per the spec; tolerate milliseconds.
+  return { limit, remaining, reset: reset === null ? null : reset > 1e11 ? reset : reset * 1000 };
+}
+
+/** Once the known reset time has passed, the service starts a fresh window. */
+export function rollover(s: BudgetState, now: number): BudgetState {
+  if (s.resetKnown && s.resetAt <= now) return { ...s, remaining: s.limit, resetKnown: false };
+  return s;
+}
+
+/** The part of the window reconcile may not take; never the whole window. */
+export function effectiveReserve(limit: number, reserve: number): number {
+  return Math.max(0, Math.min(reserve, limit - 1));
+}
+
+/**
+ * May a request of `rank` be sent now? `inFlight`: live leases of all processes. `betterWaiting`: another
+ * process waits with a better rank, so this slot is theirs.
+ */
+export function decide(s: BudgetState, inFlight: number, rank: number, reserve: number, betterWaiting: boolean, now: number): Decision {
+  if (betterWaiting) return { ok: false, waitMs: jitter(100, 300), reason: 'priority' };
+  const floor = rank >= RECONCILE_RANK ? effectiveReserve(s.limit, reserve) : 0;
+  if (s.remaining - inFlight > floor) return { ok: true };
+  const reason = s.remaining - inFlight > 0 ? 'reserve' : 'spent';
+  if (!s.resetKnown) return { ok: false, waitMs: jitter(300, 700), reason };
+  // Wait for the reset (a little after: the header is rounded to seconds and clocks differ slightly). Answers
+  // still in flight can correct the count, so look again sooner while there are some.
+  const toReset = Math.max(0, s.resetAt - now) + jitter(50, 250);
+  return { ok: false, waitMs: inFlight > 0 ? Math.min(toReset, jitter(500, 1000)) : toReset, reason };
+}
+
+/**
+ * Folds an answer (or its absence: status null, a lost answer) into the state. Answers from a window that
+ * has already ended are ignored; a 429 means the window is spent until its reset.
+ */
+export function applyAnswer(s: BudgetState, status: number | null, h: RateHeaders | null, now: number): BudgetState {
+  const limit = h?.limit && h.limit > 0 ? h.limit : s.limit;
+  if (status === 429) {
+    const reset = h?.reset ?? now + 5000;
+    return { limit, remaining: 0, resetAt: s.resetKnown ? Math.max(s.resetAt, reset) : reset, resetKnown: true };
+  }
+  if (!h || h.remaining === null || h.reset === null) {
+    // No count from the service: assume the request was counted.
+    return { ...s, limit, remaining: Math.max(0, s.remaining - 1) };
+  }
+  if (h.reset <= now) return { ...s, limit };
+  if (!s.resetKnown || h.reset > s.resetAt) return { limit, remaining: Math.max(0, h.remaining), resetAt: h.reset, resetKnown: true };
+  if (h.reset === s.resetAt) return { ...s, limit, remaining: Math.max(0, Math.min(s.remaining, h.remaining)) };
+  return { ...s, limit };
+}
+
+// ---- database side ----
+
+interface BudgetRow {
+  request_limit: number; remaining: number; reset_at: Date; reset_known: boolean; now: Date;
+  status: string; status_reason: string | null;
+}
+
+export type Reservation =
+  | { ok: true; leaseId: number; available: number }
+  | { ok: false; stopped: false; waitMs: number; reason: string; available: number }
+  | { ok: false; stopped: true; status: string; reason: string | null };
+
+export interface BudgetSettings { reserve: number; leaseMs: number }
+
+const toState = (r: BudgetRow): BudgetState => ({
+  limit: r.request_limit, remaining: r.remaining, resetAt: r.reset_at.getTime(), resetKnown: r.reset_known,
+});
+
+export async function ensureBudget(db: Db, connectionId: number): Promise<void> {
+  await db.insertInto('api_budgets').values({ connection_id: connectionId }).onConflict((oc) => oc.doNothing()).execute();
+}
+
+async function lockBudget(trx: Db, connectionId: number): Promise<BudgetRow> {
+  const load = () => sql<BudgetRow>`
+    SELECT b.request_limit, b.remaining, b.reset_at, b.reset_known, now() AS now, c.status, c.status_reason
+    FROM api_budgets b JOIN connections c ON c.id = b.connection_id
+    WHERE b.connection_id = ${connectionId} FOR UPDATE OF b`.execute(trx);
+  let { rows } = await load();
+  if (!rows[0]) {
+    await ensureBudget(trx, connectionId);
+    ({ rows } = await load());
+    if (!rows[0]) throw new Error(`connection ${connectionId} does not exist`);
+  }
+  return rows[0];
+}
+
+async function liveLeases(trx: Db, connectionId: number): Promise<number> {
+  await sql`DELETE FROM api_budget_leases WHERE connection_id = ${connectionId} AND expires_at < now()`.execute(trx);
+  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM api_budget_leases WHERE connection_id = ${connectionId}`.execute(trx);
+  return rows[0]!.n;
+}
+
+async function saveState(trx: Db, connectionId: number, s: BudgetState, inFlight: number, extra: { sent?: boolean; accountingError?: boolean } = {}): Promise<void> {
+  await sql`UPDATE api_budgets SET request_limit = ${s.limit}, remaining = ${s.remaining},
+      reset_at = ${new Date(s.resetAt)}, reset_known = ${s.resetKnown}, in_flight = ${inFlight},
+      requests_total = requests_total + ${extra.sent ? 1 : 0},
+      accounting_errors = accounting_errors + ${extra.accountingError ? 1 : 0}, updated_at = now()
+    WHERE connection_id = ${connectionId}`.execute(trx);
+}
+
+/** Takes a slot for a request of `rank`, or says how long to wait (and registers `waiter` as waiting). */
+export function reserve(db: Db, connectionId: number, rank: number, waiter: string, cfg: BudgetSettings): Promise<Reservation> {
+  return db.transaction().execute(async (trx) => {
+    const row = await lockBudget(trx, connectionId);
+    if (row.status !== 'active') {
+      await sql`DELETE FROM api_budget_waiters WHERE connection_id = ${connectionId} AND waiter = ${waiter}`.execute(trx);
+      return { ok: false, stopped: true, status: row.status, reason: row.status_reason };
+    }
+    const now = row.now.getTime();
+    const inFlight = await liveLeases(trx, connectionId);
+    const { rows: better } = await sql<{ one: number }>`
+      SELECT 1 AS one FROM api_budget_waiters WHERE connection_id = ${connectionId} AND waiter <> ${waiter}
+        AND rank < ${rank} AND expires_at > now() LIMIT 1`.execute(trx);
+    const before = toState(row);
+    const state = rollover(before, now);
+    const d = decide(state, inFlight, rank, cfg.reserve, better.length > 0, now);
+    if (d.ok) {
+      const { rows } = await sql<{ id: number }>`
+        INSERT INTO api_budget_leases (connection_id, rank, expires_at)
+        VALUES (${connectionId}, ${rank}, now() + make_interval(secs => ${cfg.leaseMs / 1000})) RETURNING id`.execute(trx);
+      await sql`DELETE FROM api_budget_waiters WHERE connection_id = ${connectionId} AND waiter = ${waiter}`.execute(trx);
+      await saveState(trx, connectionId, state, inFlight + 1, { sent: true });
+      return { ok: true, leaseId: rows[0]!.id, available: state.remaining - inFlight - 1 };
+    }
+    await sql`INSERT INTO api_budget_waiters (connection_id, waiter, rank, expires_at)
+      VALUES (${connectionId}, ${waiter}, ${rank}, now() + make_interval(secs => ${(d.waitMs + 2000) / 1000}))
+      ON CONFLICT (connection_id, waiter) DO UPDATE SET rank = EXCLUDED.rank, expires_at = EXCLUDED.expires_at`.execute(trx);
+    if (state !== before) await saveState(trx, connectionId, state, inFlight);
+    return { ok: false, stopped: false, waitMs: d.waitMs, reason: d.reason, available: state.remaining - inFlight };
+  });
+}
+
+/** Returns a lease with the answer's status (null: no answer) and rate headers. */
+export function release(db: Db, connectionId: number, leaseId: number, status: number | null, headers: RateHeaders | null): Promise<{ available: number; accountingError: boolean }> {
+  return db.transaction().execute(async (trx) => {
+    const row = await lockBudget(trx, connectionId);
+    await sql`DELETE FROM api_budget_leases WHERE id = ${leaseId}`.execute(trx);
+    const inFlight = await liveLeases(trx, connectionId);
+    const state = applyAnswer(rollover(toState(row), row.now.getTime()), status, headers, row.now.getTime());
+    const accountingError = status === 429;
+    await saveState(trx, connectionId, state, inFlight, { accountingError });
+    return { available: state.remaining - inFlight, accountingError };
+  });
+}
+
+/** This process no longer waits for the connection's budget. */
+export async function clearWaiter(db: Db, connectionId: number, waiter: string): Promise<void> {
+  await sql`DELETE FROM api_budget_waiters WHERE connection_id = ${connectionId} AND waiter = ${waiter}`.execute(db);
+}

@@ -1,0 +1,72 @@
+// The public shapes of the API client (the contract other parts code against).
+import type { Connection } from '../db/schema.ts';
+
+/** interactive/outbound first, webhook-driven reads next, reconcile last (it cannot take the reserve). */
+export type Priority = 'interactive' | 'outbound' | 'webhook' | 'reconcile';
+
+export const priorityRank: Record<Priority, number> = { interactive: 0, outbound: 0, webhook: 1, reconcile: 2 };
+export const RECONCILE_RANK = 2;
+
+export interface Pagination {
+  total_records: number;
+  total_pages: number;
+  first_page: boolean;
+  last_page: boolean;
+  out_of_bounds: boolean;
+  offset: number;
+}
+
+export interface Page<T> {
+  records: T[];
+  sideloads: Record<string, any[]>;
+  pagination: Pagination | null;
+  requestId: string | null;
+}
+
+export type QueryValue = string | number | boolean | Array<string | number> | undefined | null;
+
+export interface RequestOptions {
+  query?: Record<string, QueryValue>;
+  body?: unknown;
+  /** Default 'interactive'. */
+  priority?: Priority;
+  /** POST/PUT get one automatically if omitted; the same across retries of this call. */
+  idempotencyKey?: string;
+  /** Response key to unwrap (defaults from the path: 'variants' for /variants). */
+  key?: string;
+}
+
+export interface WriteOptions { idempotencyKey?: string; priority?: Priority }
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+export interface ApiResponse<T = any> { status: number; body: T; headers: Headers; requestId: string | null }
+
+export type OrderAction = 'invoice' | 'pay' | 'pack' | 'fulfil' | 'void';
+
+export interface ApiClient {
+  /** The connections row; status and tokens are kept current as the client learns of changes. */
+  readonly connection: Connection;
+  request<T = any>(method: Method, path: string, opts?: RequestOptions): Promise<ApiResponse<T>>;
+  /** Parsed body. */
+  get<T = any>(path: string, opts?: RequestOptions): Promise<T>;
+  /** limit=250, driven by X-Pagination; a 503 halves the page size for the rest of the read. */
+  paginate<T = any>(path: string, opts?: RequestOptions): AsyncIterable<Page<T>>;
+  /** ids split into <=250 per request and URIs under API_MAX_URI_LENGTH; missing ids are simply absent. */
+  getByIds<T = any>(path: string, ids: number[], opts?: RequestOptions): Promise<{ records: T[]; sideloads: Record<string, any[]>; requests: number }>;
+  /** More than 150 lines: create with the first 150, then PUTs adding the rest. */
+  createOrder(order: object, opts?: WriteOptions): Promise<any>;
+  updateOrder(id: number, order: object, opts?: WriteOptions): Promise<void>;
+  orderAction(id: number, action: OrderAction, body?: object, opts?: WriteOptions): Promise<any>;
+  createFulfillment(f: object, opts?: WriteOptions): Promise<any>;
+  updateFulfillment(id: number, f: object, opts?: WriteOptions): Promise<any>;
+  createFulfillmentReturn(r: object, opts?: WriteOptions): Promise<any>;
+  receivePurchaseOrder(id: number, opts?: WriteOptions): Promise<any>;
+  createStockAdjustment(a: object, opts?: WriteOptions): Promise<any>;
+  listWebhooks(): Promise<any[]>;
+  createWebhook(w: { address: string; event: string }): Promise<any>;
+  deleteWebhook(id: number): Promise<void>;
+  createCompany(c: object, opts?: WriteOptions): Promise<any>;
+  createAddress(a: object, opts?: WriteOptions): Promise<any>;
+  createCurrency(c: object, opts?: WriteOptions): Promise<any>;
+}
