@@ -56,7 +56,7 @@ interface MirrorColumns {
   synced_at: DefaultTimestamp;
 }
 
-export interface LocationsTable extends MirrorColumns { name: string | null }
+export interface LocationsTable extends MirrorColumns { name: string | null; holds_stock: boolean | null }
 export interface ProductsTable extends MirrorColumns { name: string | null; brand: string | null }
 export interface VariantsTable extends MirrorColumns {
   product_id: number | null;
@@ -209,6 +209,11 @@ export interface Database {
   api_budget_waiters: ApiBudgetWaitersTable;
   push_operations: PushOperationsTable;
   channel_orders: ChannelOrdersTable;
+  pending_fetches: PendingFetchesTable;
+  channel_rules: ChannelRulesTable;
+  channel_quantities: ChannelQuantitiesTable;
+  channel_quantity_changes: ChannelQuantityChangesTable;
+  other_records: OtherRecordsTable;
 }
 
 export type Connection = Selectable<ConnectionsTable>;
@@ -250,3 +255,55 @@ export interface ChannelOrdersTable {
   created_at: DefaultTimestamp;
 }
 export type PushOperation = Selectable<PushOperationsTable>;
+
+// migrations/0030_sync.sql (src/sync/, src/stock/; described in docs/sync.md)
+export interface PendingFetchesTable {
+  connection_id: number;
+  resource: string;
+  id: number;
+  seq: Default<number>;
+  marks: Default<number>;
+  delivery_row_ids: Default<number[]>;
+  reason: string | null;
+  first_marked_at: DefaultTimestamp;
+  marked_at: DefaultTimestamp;
+  claimed_until: Timestamp | null;
+  attempts: Default<number>;
+}
+export interface ChannelRulesTable {
+  connection_id: number;
+  location_ids: number[] | null;
+  safety_buffer: Decimal | null;
+  updated_at: DefaultTimestamp;
+}
+export interface ChannelQuantitiesTable {
+  connection_id: number;
+  variant_id: number;
+  sku: string | null;
+  status: string | null;
+  quantity: Decimal | null;
+  tracked: boolean;
+  backorderable: boolean;
+  bundle: Default<boolean>;
+  stock: Json;
+  last_change_id: number | null;
+  computed_at: DefaultTimestamp;
+}
+export interface ChannelQuantityChangesTable {
+  id: Generated<number>;
+  at: DefaultTimestamp;
+  connection_id: number;
+  variant_id: number;
+  sku: string | null;
+  before_quantity: Decimal | null;
+  before_tracked: boolean | null;
+  quantity: Decimal | null;
+  tracked: boolean;
+  backorderable: boolean;
+  cause: string;
+  delivery_id: string | null;
+  delivery_row_id: number | null;
+  job_id: string | null;
+  detail: Json | null;
+}
+export interface OtherRecordsTable extends MirrorColumns { resource: string }

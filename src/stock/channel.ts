@@ -1,0 +1,164 @@
+// Keeps channel_quantities in step with the mirror: recomputes the variants a write touched (and every
+// bundle that uses one of them as a component), records each change of a channel quantity with its cause
+// in channel_quantity_changes, and writes stock changes to the sync log.
+import { sql } from 'kysely';
+import type { Db } from '../db/index.ts';
+import { logSync } from '../synclog/index.ts';
+import type { Tx } from '../sync/mirror.ts';
+import { channelQuantity, rulesFrom, withAvailable, type ChannelRules, type Component, type LocationAvailability, type VariantStock } from './rules.ts';
+import type { Config } from '../config.ts';
+
+/** Why a recomputation happened, recorded with every change it makes. */
+export interface Cause {
+  kind: 'delivery' | 'sweep' | 'full-sweep' | 'fetch' | 'cli' | 'rules';
+  jobId?: string | null;
+  /** Deliveries behind the fetch, newest last. */
+  deliveries?: { rowId: number; deliveryId: string | null }[];
+  /** Per variant: the deliveries that named it (overrides `deliveries` for that variant). */
+  deliveriesByVariant?: Map<number, { rowId: number; deliveryId: string | null }[]>;
+}
+
+export interface ChannelChange {
+  id: number;
+  connection_id: number;
+  variant_id: number;
+  sku: string | null;
+  quantity: string | null;
+  tracked: boolean;
+  backorderable: boolean;
+  before_quantity: string | null;
+  before_tracked: boolean | null;
+  cause: string;
+  delivery_id: string | null;
+  at: string;
+}
+
+interface Snapshot { locations: LocationAvailability[]; channel_quantity: string | null }
+
+/** JSON with sorted keys: jsonb hands objects back in its own key order. */
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (v && typeof v === 'object') return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical((v as any)[k])}`).join(',')}}`;
+  return JSON.stringify(v ?? null);
+}
+
+// Channel-feed ids must become visible in order: writers of changes serialise on this lock.
+const FEED_LOCK = 727_030;
+
+export async function channelRules(db: Tx, config: Pick<Config, 'CHANNEL_LOCATIONS' | 'CHANNEL_SAFETY_BUFFER'>, connectionId: number): Promise<ChannelRules> {
+  const row = await db.selectFrom('channel_rules').selectAll().where('connection_id', '=', connectionId).executeTakeFirst();
+  return rulesFrom(config, row ? { location_ids: row.location_ids?.map(Number) ?? null, safety_buffer: row.safety_buffer } : null);
+}
+
+async function loadVariants(db: Tx, connectionId: number, ids: number[]): Promise<Map<number, VariantStock>> {
+  const out = new Map<number, VariantStock>();
+  if (!ids.length) return out;
+  const vs = await sql<{ id: number; sku: string | null; status: string | null; composite: boolean; manage_stock: boolean; keep_selling: boolean; max_online: string | null }>`
+    SELECT id, sku, status, composite, manage_stock, keep_selling, max_online::text AS max_online
+    FROM variants WHERE connection_id = ${connectionId} AND id = ANY(${ids}::bigint[])`.execute(db);
+  for (const v of vs.rows) out.set(Number(v.id), { ...v, id: Number(v.id), locations: [] });
+  const ls = await sql<{ variant_id: number; location_id: number; on_hand: string; committed: string; incoming: string }>`
+    SELECT variant_id, location_id, on_hand::text, committed::text, incoming::text FROM stock_levels
+    WHERE connection_id = ${connectionId} AND variant_id = ANY(${ids}::bigint[]) ORDER BY variant_id, location_id`.execute(db);
+  for (const l of ls.rows) out.get(Number(l.variant_id))?.locations.push({ ...l, location_id: Number(l.location_id) });
+  return out;
+}
+
+/**
+ * Recomputes channel quantities for the given variants and the bundles built from them. Runs inside the
+ * caller's transaction so the change commits with the mirror write that caused it. Returns the changes.
+ */
+export async function recomputeChannel(db: Tx, rules: ChannelRules, connectionId: number, variantIds: number[], cause: Cause): Promise<ChannelChange[]> {
+  const ids = [...new Set(variantIds.map(Number))];
+  if (!ids.length) return [];
+  const bundles = await sql<{ bundle_id: number }>`SELECT DISTINCT bundle_id FROM compositions
+    WHERE connection_id = ${connectionId} AND component_id = ANY(${ids}::bigint[])`.execute(db);
+  const targets = [...new Set([...ids, ...bundles.rows.map((r) => Number(r.bundle_id))])];
+  const comps = await sql<{ bundle_id: number; component_id: number; quantity: string }>`
+    SELECT bundle_id, component_id, quantity::text FROM compositions
+    WHERE connection_id = ${connectionId} AND bundle_id = ANY(${targets}::bigint[])`.execute(db);
+  const variants = await loadVariants(db, connectionId, [...new Set([...targets, ...comps.rows.map((c) => Number(c.component_id))])]);
+  const makeup = new Map<number, { quantity: string; component_id: number }[]>();
+  for (const c of comps.rows) {
+    const list = makeup.get(Number(c.bundle_id)) ?? [];
+    list.push({ quantity: c.quantity, component_id: Number(c.component_id) });
+    makeup.set(Number(c.bundle_id), list);
+  }
+  const current = await sql<{ variant_id: number; quantity: string | null; tracked: boolean; backorderable: boolean; stock: Snapshot }>`
+    SELECT variant_id, quantity::text AS quantity, tracked, backorderable, stock FROM channel_quantities
+    WHERE connection_id = ${connectionId} AND variant_id = ANY(${targets}::bigint[])`.execute(db);
+  const before = new Map(current.rows.map((r) => [Number(r.variant_id), r]));
+
+  const rows: any[] = [];
+  const changes: any[] = [];
+  const logs: Parameters<typeof logSync>[1] = [];
+  for (const id of targets) {
+    const v = variants.get(id);
+    if (!v) continue; // not mirrored (yet): nothing to show
+    let components: Component[] | undefined;
+    if (v.composite && makeup.has(id)) {
+      components = makeup.get(id)!.map((c) => ({
+        quantity: c.quantity,
+        // A component we have not mirrored yet counts as out of stock, never as plenty.
+        variant: variants.get(c.component_id) ?? { id: c.component_id, sku: null, status: 'active', composite: false, manage_stock: true, keep_selling: false, max_online: null, locations: [] },
+      }));
+    }
+    const q = channelQuantity(v, rules, components);
+    const snapshot: Snapshot = { locations: v.locations.map(withAvailable), channel_quantity: q.quantity };
+    const prev = before.get(id);
+    const quantityChanged = !prev || prev.quantity !== q.quantity || prev.tracked !== q.tracked || prev.backorderable !== q.backorderable;
+    const stockChanged = !prev || canonical(prev.stock) !== canonical(snapshot);
+    if (!quantityChanged && !stockChanged) continue;
+    const dels = cause.deliveriesByVariant?.get(id) ?? cause.deliveries ?? [];
+    const last = dels[dels.length - 1];
+    rows.push({ connection_id: connectionId, variant_id: id, sku: v.sku, status: v.status, quantity: q.quantity, tracked: q.tracked,
+      backorderable: q.backorderable, bundle: q.bundle, stock: JSON.stringify(snapshot) });
+    if (quantityChanged) {
+      changes.push({
+        connection_id: connectionId, variant_id: id, sku: v.sku,
+        before_quantity: prev ? prev.quantity : null, before_tracked: prev ? prev.tracked : null,
+        quantity: q.quantity, tracked: q.tracked, backorderable: q.backorderable, cause: cause.kind,
+        delivery_id: last?.deliveryId ?? null, delivery_row_id: last?.rowId ?? null, job_id: cause.jobId ?? null,
+        detail: JSON.stringify({
+          deliveries: dels, before: prev?.stock ?? null, after: snapshot,
+          components: components?.map((c) => ({ variant_id: c.variant.id, sku: c.variant.sku, quantity: c.quantity })),
+        }),
+      });
+    }
+    logs.push({
+      connectionId, resource: 'variant', recordId: id, sku: v.sku, action: quantityChanged ? 'channel-quantity' : 'stock',
+      before: prev?.stock ?? null, after: snapshot, jobId: cause.jobId ?? null, deliveryId: last?.deliveryId ?? null,
+      detail: { cause: cause.kind, deliveries: dels.map((d) => d.deliveryId), tracked: q.tracked, backorderable: q.backorderable, bundle: q.bundle },
+    });
+  }
+  if (!rows.length) return [];
+  let written: ChannelChange[] = [];
+  if (changes.length) {
+    await sql`SELECT pg_advisory_xact_lock(${FEED_LOCK})`.execute(db);
+    written = (await db.insertInto('channel_quantity_changes').values(changes).returning([
+      'id', 'connection_id', 'variant_id', 'sku', 'quantity', 'tracked', 'backorderable', 'before_quantity', 'before_tracked', 'cause', 'delivery_id', 'at',
+    ]).execute()).map((c) => ({ ...c, at: c.at.toISOString() }));
+  }
+  const lastChange = new Map(written.map((c) => [Number(c.variant_id), Number(c.id)]));
+  for (const r of rows) r.last_change_id = lastChange.get(r.variant_id) ?? null;
+  await sql`
+    INSERT INTO channel_quantities AS c (connection_id, variant_id, sku, status, quantity, tracked, backorderable, bundle, stock, last_change_id, computed_at)
+    SELECT connection_id, variant_id, sku, status, quantity, tracked, backorderable, bundle, stock, last_change_id, now()
+    FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS x(connection_id bigint, variant_id bigint, sku text, status text,
+      quantity numeric, tracked boolean, backorderable boolean, bundle boolean, stock jsonb, last_change_id bigint)
+    ON CONFLICT (connection_id, variant_id) DO UPDATE SET sku = excluded.sku, status = excluded.status, quantity = excluded.quantity,
+      tracked = excluded.tracked, backorderable = excluded.backorderable, bundle = excluded.bundle, stock = excluded.stock,
+      last_change_id = COALESCE(excluded.last_change_id, c.last_change_id), computed_at = now()`.execute(db);
+  await logSync(db, logs);
+  return written;
+}
+
+/** Recomputes every mirrored variant of a connection (after the rules change). */
+export async function recomputeAll(db: Db, rules: ChannelRules, connectionId: number, cause: Cause): Promise<number> {
+  const ids = (await db.selectFrom('variants').select('id').where('connection_id', '=', connectionId).execute()).map((r) => Number(r.id));
+  let n = 0;
+  for (let i = 0; i < ids.length; i += 1000) {
+    n += (await db.transaction().execute((tx) => recomputeChannel(tx, rules, connectionId, ids.slice(i, i + 1000), cause))).length;
+  }
+  return n;
+}

@@ -1,0 +1,99 @@
+// Applies what one read returned to the mirror, in the caller's transaction: records, their sideloaded
+// line items, and the channel quantities of every variant the write touched. Shared by the drain
+// (delivery-driven reads) and the sweeps, so both write the same way.
+import { sql } from 'kysely';
+import { metrics } from '../metrics.ts';
+import { recomputeChannel, type Cause, type ChannelChange } from '../stock/channel.ts';
+import type { ChannelRules } from '../stock/rules.ts';
+import { markGone, replaceCompositions, upsertChildren, upsertRecords, type Tx } from './mirror.ts';
+import type { Mark } from './pending.ts';
+import type { ResourceSpec } from './resources.ts';
+
+export interface Applied {
+  applied: number[];
+  inserted: number[];
+  seen: number[];
+  gone: number[];
+  changes: ChannelChange[];
+  /** Reads this write calls for (delivery-driven only): variants of an order's lines, a fulfillment's order... */
+  followUps: Mark[];
+}
+
+export interface ApplyContext {
+  connectionId: number;
+  connectionName: string;
+  rules: ChannelRules;
+  cause: Cause;
+  /** Ask for follow-up reads (the drain does; sweeps read everything anyway). */
+  followUps: boolean;
+}
+
+const ids = (list: any[] | undefined, field: string) =>
+  [...new Set((list ?? []).map((r) => r?.[field]).filter((v) => v !== null && v !== undefined && /^\d+$/.test(String(v))).map(Number))];
+
+/** Writes records (and sideloads) of a mirrored resource; `goneIds`: ids the service no longer has at all. */
+export async function applyRecords(tx: Tx, ctx: ApplyContext, spec: ResourceSpec, records: any[], sideloads: Record<string, any[]> = {}, goneIds: number[] = []): Promise<Applied> {
+  const res = await upsertRecords(tx, spec, ctx.connectionId, records);
+  const gone = await markGone(tx, spec, ctx.connectionId, goneIds);
+  const followUps: Mark[] = [];
+  let stockTouched: number[] = [];
+  if (spec.include && Array.isArray(sideloads[spec.include.key])) {
+    // Replace the line items of parents we just wrote; items of unchanged parents are upserted (idempotent).
+    await upsertChildren(tx, spec.include, ctx.connectionId, sideloads[spec.include.key]!, records, res.applied);
+  }
+  if (spec.name === 'variant') {
+    stockTouched = [...res.applied, ...gone];
+    // A new or changed bundle needs its makeup: read it (coalesced like any other fetch).
+    const composite = records.filter((r) => r && r.composite === true && res.applied.includes(Number(r.id))).map((r) => Number(r.id));
+    if (composite.length) {
+      const known = await sql<{ bundle_id: number }>`SELECT DISTINCT bundle_id FROM compositions
+        WHERE connection_id = ${ctx.connectionId} AND bundle_id = ANY(${composite}::bigint[])`.execute(tx);
+      const have = new Set(known.rows.map((r) => Number(r.bundle_id)));
+      for (const id of composite) {
+        if (!have.has(id) || !ctx.followUps) followUps.push({ connectionId: ctx.connectionId, resource: 'composition', id, reason: `bundle ${id}` });
+      }
+    }
+  }
+  if (ctx.followUps && res.applied.length) followUps.push(...await followUpsFor(tx, ctx.connectionId, spec, records.filter((r) => res.applied.includes(Number(r?.id))), sideloads));
+  const changes = stockTouched.length ? await recomputeChannel(tx, ctx.rules, ctx.connectionId, stockTouched, ctx.cause) : [];
+  if (records.length) metrics.recordsFetched.inc({ connection: ctx.connectionName, resource: spec.name }, records.length);
+  return { ...res, gone, changes, followUps };
+}
+
+/** Writes compositions read for the given bundles and recomputes those whose makeup changed. */
+export async function applyCompositions(tx: Tx, ctx: ApplyContext, bundleIds: number[], rows: any[]): Promise<{ changed: number[]; changes: ChannelChange[] }> {
+  const changed = await replaceCompositions(tx, ctx.connectionId, bundleIds, rows);
+  const changes = changed.length ? await recomputeChannel(tx, ctx.rules, ctx.connectionId, changed, ctx.cause) : [];
+  if (rows.length) metrics.recordsFetched.inc({ connection: ctx.connectionName, resource: 'composition' }, rows.length);
+  return { changed, changes };
+}
+
+// Which other records a change implies we should re-read. Stock moves with orders (committed), shipments
+// (on hand) and receipts (incoming, on hand); the service may not announce each with a variant event.
+async function followUpsFor(tx: Tx, connectionId: number, spec: ResourceSpec, records: any[], sideloads: Record<string, any[]>): Promise<Mark[]> {
+  const out: Mark[] = [];
+  const mark = (resource: string, list: number[], reason: string) => { for (const id of list) out.push({ connectionId, resource, id, reason }); };
+  const lines = spec.include ? sideloads[spec.include.key] : undefined;
+  switch (spec.name) {
+    case 'order':
+      mark('variant', ids(lines, 'variant_id'), 'order lines');
+      break;
+    case 'purchase_order':
+      mark('variant', ids(lines, 'variant_id'), 'purchase order lines');
+      break;
+    case 'fulfillment':
+    case 'fulfillment_return': {
+      mark('order', ids(records, 'order_id'), `${spec.name} of order`);
+      let variants = ids(lines, 'variant_id');
+      const olis = ids(lines, 'order_line_item_id');
+      if (olis.length) {
+        const known = await sql<{ variant_id: number }>`SELECT DISTINCT variant_id FROM order_line_items
+          WHERE connection_id = ${connectionId} AND id = ANY(${olis}::bigint[]) AND variant_id IS NOT NULL`.execute(tx);
+        variants = [...new Set([...variants, ...known.rows.map((r) => Number(r.variant_id))])];
+      }
+      mark('variant', variants, `${spec.name} lines`);
+      break;
+    }
+  }
+  return out;
+}

@@ -1,0 +1,146 @@
+// The drain: reads pending (connection, resource) ids back in list calls of up to 250 ids, writes them to
+// the mirror and clears what it read. Ids a read does not return are looked up once with status=archived;
+// those still missing are marked gone.
+import { sql } from 'kysely';
+import type { Db } from '../db/index.ts';
+import type { Logger } from '../log.ts';
+import { logSync } from '../synclog/index.ts';
+import type { ChannelRules } from '../stock/rules.ts';
+import type { ChannelChange } from '../stock/channel.ts';
+import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';
+import { claimPending, clearPending, markPending, releasePending, type Claimed, type Mark } from './pending.ts';
+import { composition, resources } from './resources.ts';
+import type { Reader } from './reader.ts';
+
+export const BATCH = 250;
+
+export interface DrainResult {
+  read: number;
+  requests: number;
+  applied: number;
+  gone: number;
+  changes: ChannelChange[];
+  followUps: { connectionId: number; resource: string }[];
+  /** True when the drain stopped at its batch bound with rows left: the caller sends another drain. */
+  more: boolean;
+}
+
+export interface DrainDeps {
+  db: Db;
+  log: Logger;
+  client: Reader;
+  rules: ChannelRules;
+  jobId?: string | null;
+}
+
+async function deliveryIds(db: Db, claimed: Claimed[]): Promise<Map<number, { rowId: number; deliveryId: string | null }[]>> {
+  const all = [...new Set(claimed.flatMap((c) => c.deliveryRowIds))];
+  const text = new Map<number, string>();
+  if (all.length) {
+    const rows = await db.selectFrom('webhook_deliveries').select(['id', 'delivery_id']).where('id', 'in', all).execute();
+    for (const r of rows) text.set(Number(r.id), r.delivery_id);
+  }
+  return new Map(claimed.map((c) => [c.id, c.deliveryRowIds.map((rowId) => ({ rowId, deliveryId: text.get(rowId) ?? null }))]));
+}
+
+/** Drains one (connection, resource) until nothing unclaimed is left, or `maxBatches` reads. */
+export async function drainPending(deps: DrainDeps, resource: string, maxBatches = 40): Promise<DrainResult> {
+  const { db, client } = deps;
+  const connectionId = Number(client.connection.id);
+  const out: DrainResult = { read: 0, requests: 0, applied: 0, gone: 0, changes: [], followUps: [], more: false };
+  for (let batch = 0; ; batch++) {
+    if (batch >= maxBatches) { out.more = true; break; }
+    const claimed = await claimPending(db, connectionId, resource, BATCH);
+    if (!claimed.length) break;
+    const started = Date.now();
+    try {
+      await readBatch(deps, resource, claimed, out);
+    } catch (err) {
+      await releasePending(db, connectionId, resource, claimed.map((c) => c.id)).catch(() => {});
+      await logSync(db, {
+        connectionId, resource, action: 'fetch', outcome: 'error', error: (err as Error).message, jobId: deps.jobId ?? null,
+        durationMs: Date.now() - started, detail: { ids: claimed.length },
+      }).catch(() => {});
+      throw err;
+    }
+  }
+  return out;
+}
+
+async function readBatch(deps: DrainDeps, resource: string, claimed: Claimed[], out: DrainResult): Promise<void> {
+  const { db, client, log } = deps;
+  const connectionId = Number(client.connection.id);
+  const started = Date.now();
+  const ids = claimed.map((c) => c.id);
+  const byVariant = await deliveryIds(db, claimed);
+  const allDeliveries = [...byVariant.values()].flat();
+  const ctx: ApplyContext = {
+    connectionId, connectionName: client.connection.name, rules: deps.rules, followUps: true,
+    cause: { kind: allDeliveries.length ? 'delivery' : 'fetch', jobId: deps.jobId ?? null, deliveriesByVariant: byVariant },
+  };
+  const followUps: Mark[] = [];
+  let requests = 0, applied = 0, gone = 0, returned = 0;
+  const changes: ChannelChange[] = [];
+
+  if (resource === composition.name) {
+    const read = await client.getByIds(composition.path, ids, { priority: 'webhook', key: composition.key });
+    requests += read.requests;
+    returned = read.records.length;
+    await db.transaction().execute(async (tx) => {
+      const r = await applyCompositions(tx, ctx, ids, read.records);
+      applied = r.changed.length;
+      changes.push(...r.changes);
+      await clearPending(tx, connectionId, resource, claimed);
+    });
+  } else {
+    const spec = resources[resource];
+    if (!spec) {
+      // Not something we mirror (a stale row from an older version): drop it.
+      await clearPending(db, connectionId, resource, claimed);
+      log.warn({ resource }, 'pending fetch of a resource we do not mirror dropped');
+      return;
+    }
+    const include = spec.include ? { include: spec.include.key } : {};
+    const read = await client.getByIds(spec.path, ids, { priority: 'webhook', key: spec.key, query: include });
+    requests += read.requests;
+    const found = new Set(read.records.map((r: any) => Number(r?.id)));
+    let records = read.records;
+    const sideloads: Record<string, any[]> = { ...read.sideloads };
+    const missing = ids.filter((id) => !found.has(id));
+    let goneIds: number[] = [];
+    if (missing.length) {
+      const archived = await client.getByIds(spec.path, missing, { priority: 'webhook', key: spec.key, query: { ...include, status: 'archived' } });
+      requests += archived.requests;
+      const foundArchived = new Set(archived.records.map((r: any) => Number(r?.id)));
+      records = [...records, ...archived.records];
+      for (const [k, v] of Object.entries(archived.sideloads)) sideloads[k] = [...(sideloads[k] ?? []), ...v];
+      goneIds = missing.filter((id) => !foundArchived.has(id));
+    }
+    returned = records.length;
+    await db.transaction().execute(async (tx) => {
+      const r = await applyRecords(tx, ctx, spec, records, sideloads, goneIds);
+      applied = r.applied.length;
+      gone = r.gone.length;
+      changes.push(...r.changes);
+      followUps.push(...r.followUps);
+      if (r.followUps.length) out.followUps.push(...await markPending(tx, r.followUps));
+      await clearPending(tx, connectionId, resource, claimed);
+    });
+  }
+  out.read += ids.length;
+  out.requests += requests;
+  out.applied += applied;
+  out.gone += gone;
+  out.changes.push(...changes);
+  await logSync(db, {
+    connectionId, resource, action: 'fetch', jobId: deps.jobId ?? null, durationMs: Date.now() - started,
+    deliveryId: allDeliveries[allDeliveries.length - 1]?.deliveryId ?? null,
+    detail: { ids: ids.length, returned, requests, applied, gone, channel_changes: changes.length, follow_ups: followUps.length },
+  });
+}
+
+/** Pairs with rows still pending (for a drain that hit its bound, or a restart). */
+export async function pendingCount(db: Db, connectionId: number, resource: string): Promise<number> {
+  const r = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pending_fetches WHERE connection_id = ${connectionId} AND resource = ${resource}`.execute(db);
+  return r.rows[0]?.n ?? 0;
+}

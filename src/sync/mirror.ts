@@ -1,0 +1,185 @@
+// Mirror writers: upsert records as the service answered them. Monotonic (a record never replaces a newer
+// updated_at with an older one) and idempotent (an identical record writes nothing). A record without
+// updated_at (older revisions send none for addresses, locations...) is written when it differs.
+import { sql } from 'kysely';
+import type { Db } from '../db/index.ts';
+import type { Transaction } from 'kysely';
+import type { Database } from '../db/schema.ts';
+import { resources, type ChildSpec, type ResourceSpec } from './resources.ts';
+
+export type Tx = Db | Transaction<Database>;
+
+export interface UpsertResult {
+  /** Ids whose row was inserted or changed. */
+  applied: number[];
+  inserted: number[];
+  /** Ids in the input (valid ones). */
+  seen: number[];
+}
+
+const ident = (s: string) => {
+  if (!/^[a-z_][a-z0-9_]*$/.test(s)) throw new Error(`bad identifier ${s}`);
+  return s;
+};
+
+/** Keeps one record per id, the newest by updated_at (a page shift can return a record twice). */
+function dedupe(records: any[]): any[] {
+  const byId = new Map<string, any>();
+  for (const r of records) {
+    if (!r || typeof r !== 'object' || r.id === null || r.id === undefined || !/^\d+$/.test(String(r.id))) continue;
+    const prev = byId.get(String(r.id));
+    if (!prev || String(r.updated_at ?? '') >= String(prev.updated_at ?? '')) byId.set(String(r.id), r);
+  }
+  return [...byId.values()];
+}
+
+interface TableWrite {
+  table: string;
+  columns: Record<string, string>;
+  /** Extra constant columns (e.g. resource of other_records) as SQL literals. */
+  constants?: Record<string, string>;
+  conflict: string[];
+  /** Only rows where this SQL (over r) holds are written. */
+  filter?: string;
+}
+
+async function upsertRows(db: Tx, w: TableWrite, connectionId: number, records: any[], params: { parents?: Record<string, number> } = {}): Promise<UpsertResult> {
+  const list = dedupe(records);
+  if (!list.length) return { applied: [], inserted: [], seen: [] };
+  const cols = Object.keys(w.columns).map(ident);
+  const consts = Object.keys(w.constants ?? {}).map(ident);
+  const setCols = cols.filter((c) => c !== 'id');
+  const parents = JSON.stringify(params.parents ?? {});
+  const query = sql<{ id: number; inserted: boolean }>`
+    INSERT INTO ${sql.raw(ident(w.table))} AS t (connection_id, ${sql.raw([...consts, ...cols].join(', '))}, raw, synced_at)
+    SELECT ${connectionId}::bigint, ${sql.raw([...consts.map((c) => w.constants![c]!), ...cols.map((c) => w.columns[c]!)].join(', '))}, r, now()
+    FROM jsonb_array_elements(${JSON.stringify(list)}::jsonb) AS x(r), (SELECT ${parents}::jsonb AS parents) p
+    WHERE cs_bigint(r->>'id') IS NOT NULL ${sql.raw(w.filter ? `AND (${w.filter})` : '')}
+    ON CONFLICT (${sql.raw(w.conflict.join(', '))}) DO UPDATE SET
+      ${sql.raw([...setCols, 'raw', 'synced_at'].map((c) => `${c} = excluded.${c}`).join(', '))}
+    WHERE (t.updated_at IS NULL OR excluded.updated_at IS NULL OR excluded.updated_at >= t.updated_at)
+      AND (t.raw IS DISTINCT FROM excluded.raw ${sql.raw(cols.includes('status') ? 'OR t.status IS DISTINCT FROM excluded.status' : '')})
+    RETURNING t.id, (xmax = 0) AS inserted`;
+  const rows = (await query.execute(db)).rows;
+  return {
+    applied: rows.map((r) => Number(r.id)),
+    inserted: rows.filter((r) => r.inserted).map((r) => Number(r.id)),
+    seen: list.map((r) => Number(r.id)),
+  };
+}
+
+/** Upserts records of a mirrored resource (and, for variants, their per-location stock rows). */
+export async function upsertRecords(db: Tx, spec: ResourceSpec, connectionId: number, records: any[]): Promise<UpsertResult> {
+  const result = await upsertRows(db, { table: spec.table, columns: spec.columns, conflict: ['connection_id', 'id'] }, connectionId, records);
+  if (spec.name === 'variant' && result.applied.length) await writeStockLevels(db, connectionId, result.applied);
+  return result;
+}
+
+/**
+ * Upserts sideloaded or listed line items. The parent id comes from the item (order_id...) or, when the
+ * item lacks it, from the parents' *_ids lists. With `replaceFor`, items of those parents that the answer
+ * no longer lists are removed.
+ */
+export async function upsertChildren(db: Tx, child: ChildSpec, connectionId: number, items: any[], parents: any[] = [], replaceFor: number[] = []): Promise<UpsertResult> {
+  const map: Record<string, number> = {};
+  for (const p of parents) {
+    for (const f of child.parentIdFields) {
+      if (Array.isArray(p?.[f])) for (const cid of p[f]) map[String(cid)] = Number(p.id);
+    }
+  }
+  const parentExpr = `COALESCE(cs_bigint(r->>'${child.parentColumn}'), cs_bigint(p.parents->>(r->>'id')))`;
+  const result = await upsertRows(db, {
+    table: child.table, columns: { ...child.columns, [child.parentColumn]: parentExpr }, conflict: ['connection_id', 'id'],
+    filter: `${parentExpr} IS NOT NULL`,
+  }, connectionId, items, { parents: map });
+  if (replaceFor.length) {
+    await sql`DELETE FROM ${sql.raw(ident(child.table))} WHERE connection_id = ${connectionId}
+      AND ${sql.raw(ident(child.parentColumn))} = ANY(${replaceFor}::bigint[]) AND NOT (id = ANY(${result.seen}::bigint[]))`.execute(db);
+  }
+  return result;
+}
+
+/** Upserts records of a resource we keep whole only (invoices, users, ...). */
+export async function upsertOther(db: Tx, resource: string, connectionId: number, records: any[]): Promise<UpsertResult> {
+  return upsertRows(db, {
+    table: 'other_records', columns: { id: `cs_bigint(r->>'id')`, status: `r->>'status'`, created_at: `cs_timestamptz(r->>'created_at')`, updated_at: `cs_timestamptz(r->>'updated_at')` },
+    constants: { resource: `'${ident(resource)}'` }, conflict: ['connection_id', 'resource', 'id'],
+  }, connectionId, records);
+}
+
+/**
+ * Rewrites the per-location stock rows of variants from their stored raw record: `locations` (current
+ * revision) or the older `stock_levels` / `committed_stock_levels` / `incoming_stock_levels` maps.
+ * Missing quantities (committed: null, no incoming) count as 0.
+ */
+export async function writeStockLevels(db: Tx, connectionId: number, variantIds: number[]): Promise<void> {
+  await sql`DELETE FROM stock_levels WHERE connection_id = ${connectionId} AND variant_id = ANY(${variantIds}::bigint[])`.execute(db);
+  await sql`
+    INSERT INTO stock_levels (connection_id, variant_id, location_id, on_hand, committed, incoming, bin_location, reorder_point, raw, updated_at)
+    SELECT DISTINCT ON (variant_id, location_id) ${connectionId}::bigint, variant_id, location_id,
+      COALESCE(on_hand, 0), COALESCE(committed, 0), COALESCE(incoming, 0), bin_location, reorder_point, raw, updated_at
+    FROM (
+      SELECT v.id AS variant_id, cs_bigint(l->>'location_id') AS location_id, cs_numeric(l->>'stock_on_hand') AS on_hand,
+        cs_numeric(l->>'committed') AS committed, cs_numeric(l->>'incoming') AS incoming, l->>'bin_location' AS bin_location,
+        cs_numeric(l->>'reorder_point') AS reorder_point, l AS raw, v.updated_at
+      FROM variants v, jsonb_array_elements(v.raw->'locations') l
+      WHERE v.connection_id = ${connectionId} AND v.id = ANY(${variantIds}::bigint[]) AND jsonb_typeof(v.raw->'locations') = 'array'
+      UNION ALL
+      SELECT v.id, cs_bigint(s.key), cs_numeric(s.value), cs_numeric(v.raw->'committed_stock_levels'->>s.key),
+        cs_numeric(v.raw->'incoming_stock_levels'->>s.key), NULL, NULL,
+        jsonb_build_object('location_id', s.key, 'stock_on_hand', s.value), v.updated_at
+      FROM variants v, jsonb_each_text(v.raw->'stock_levels') s
+      WHERE v.connection_id = ${connectionId} AND v.id = ANY(${variantIds}::bigint[])
+        AND jsonb_typeof(v.raw->'locations') IS DISTINCT FROM 'array' AND jsonb_typeof(v.raw->'stock_levels') = 'object'
+    ) s
+    WHERE location_id IS NOT NULL
+    ORDER BY variant_id, location_id`.execute(db);
+}
+
+/**
+ * Replaces the composition of the given bundles with what the service answered (bundles absent from
+ * the answer have none). Returns the bundles whose makeup changed.
+ */
+export async function replaceCompositions(db: Tx, connectionId: number, bundleIds: number[], rows: any[]): Promise<number[]> {
+  if (!bundleIds.length) return [];
+  const wanted = new Set(bundleIds.map(Number));
+  const list = rows.filter((r) => r && wanted.has(Number(r.bundle_id)) && r.component_id != null);
+  const before = await sql<{ bundle_id: number; sig: string }>`
+    SELECT bundle_id, string_agg(component_id || ':' || quantity::text, ',' ORDER BY component_id) AS sig
+    FROM compositions WHERE connection_id = ${connectionId} AND bundle_id = ANY(${bundleIds}::bigint[]) GROUP BY bundle_id`.execute(db);
+  await sql`DELETE FROM compositions WHERE connection_id = ${connectionId} AND bundle_id = ANY(${bundleIds}::bigint[])`.execute(db);
+  if (list.length) {
+    await sql`
+      INSERT INTO compositions (connection_id, bundle_id, component_id, bundle_sku, component_sku, quantity, raw)
+      SELECT DISTINCT ON (cs_bigint(r->>'bundle_id'), cs_bigint(r->>'component_id'))
+        ${connectionId}::bigint, cs_bigint(r->>'bundle_id'), cs_bigint(r->>'component_id'), r->>'bundle_sku', r->>'component_sku',
+        COALESCE(cs_numeric(r->>'quantity'), 0), r
+      FROM jsonb_array_elements(${JSON.stringify(list)}::jsonb) r
+      WHERE cs_bigint(r->>'bundle_id') IS NOT NULL AND cs_bigint(r->>'component_id') IS NOT NULL`.execute(db);
+  }
+  const after = await sql<{ bundle_id: number; sig: string }>`
+    SELECT bundle_id, string_agg(component_id || ':' || quantity::text, ',' ORDER BY component_id) AS sig
+    FROM compositions WHERE connection_id = ${connectionId} AND bundle_id = ANY(${bundleIds}::bigint[]) GROUP BY bundle_id`.execute(db);
+  const b = new Map(before.rows.map((r) => [Number(r.bundle_id), r.sig]));
+  const a = new Map(after.rows.map((r) => [Number(r.bundle_id), r.sig]));
+  return bundleIds.map(Number).filter((id) => b.get(id) !== a.get(id));
+}
+
+/**
+ * Marks mirror rows that the service no longer returns, neither active nor archived: status 'gone'.
+ * Returns the ids whose status changed.
+ */
+export async function markGone(db: Tx, spec: ResourceSpec, connectionId: number, ids: number[]): Promise<number[]> {
+  if (!ids.length) return [];
+  const rows = await sql<{ id: number }>`
+    UPDATE ${sql.raw(ident(spec.table))} SET status = 'gone', synced_at = now()
+    WHERE connection_id = ${connectionId} AND id = ANY(${ids}::bigint[]) AND status IS DISTINCT FROM 'gone'
+    RETURNING id`.execute(db);
+  return rows.rows.map((r) => Number(r.id));
+}
+
+export function specOf(name: string): ResourceSpec {
+  const spec = resources[name];
+  if (!spec) throw new Error(`not a mirrored resource: ${name}`);
+  return spec;
+}

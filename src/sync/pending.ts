@@ -1,0 +1,86 @@
+// Pending fetches: the coalescing set between deliveries and API reads. Many marks of one record make one
+// row; a drain claims up to 250 rows, reads them in one list call, and clears only rows nobody re-marked
+// while it was reading (seq unchanged).
+import { sql } from 'kysely';
+import type { Tx } from './mirror.ts';
+
+export interface Mark {
+  connectionId: number;
+  resource: string;
+  id: number;
+  deliveryRowId?: number | null;
+  reason?: string | null;
+}
+
+export interface Claimed {
+  id: number;
+  seq: number;
+  deliveryRowIds: number[];
+  reason: string | null;
+}
+
+/** Records (connection, resource, id) rows to read; returns the distinct (connection, resource) pairs marked. */
+export async function markPending(db: Tx, marks: Mark[]): Promise<{ connectionId: number; resource: string }[]> {
+  if (!marks.length) return [];
+  // Fold marks of the same record first: ON CONFLICT cannot touch one row twice in a statement.
+  const folded = new Map<string, { connection_id: number; resource: string; id: number; delivery_row_ids: number[]; marks: number; reason: string | null }>();
+  for (const m of marks) {
+    const k = `${m.connectionId}/${m.resource}/${m.id}`;
+    const f = folded.get(k) ?? { connection_id: m.connectionId, resource: m.resource, id: m.id, delivery_row_ids: [], marks: 0, reason: null };
+    f.marks += 1;
+    if (m.deliveryRowId != null) f.delivery_row_ids.push(Number(m.deliveryRowId));
+    f.reason = m.reason ?? f.reason;
+    folded.set(k, f);
+  }
+  const rows = [...folded.values()].map((f) => ({ ...f, delivery_row_ids: f.delivery_row_ids.slice(-20) }));
+  await sql`
+    INSERT INTO pending_fetches AS p (connection_id, resource, id, marks, delivery_row_ids, reason)
+    SELECT connection_id, resource, id, marks, delivery_row_ids, reason
+    FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS x(connection_id bigint, resource text, id bigint, marks integer, delivery_row_ids bigint[], reason text)
+    ORDER BY connection_id, resource, id
+    ON CONFLICT (connection_id, resource, id) DO UPDATE SET
+      seq = p.seq + 1, marks = p.marks + excluded.marks, marked_at = now(), claimed_until = NULL,
+      delivery_row_ids = (p.delivery_row_ids || excluded.delivery_row_ids)[greatest(1, cardinality(p.delivery_row_ids || excluded.delivery_row_ids) - 19):],
+      reason = COALESCE(excluded.reason, p.reason)`.execute(db);
+  const pairs = new Map<string, { connectionId: number; resource: string }>();
+  for (const r of rows) pairs.set(`${r.connection_id}/${r.resource}`, { connectionId: r.connection_id, resource: r.resource });
+  return [...pairs.values()];
+}
+
+/** Claims up to `limit` unclaimed rows, oldest mark first, for `leaseSeconds`. */
+export async function claimPending(db: Tx, connectionId: number, resource: string, limit: number, leaseSeconds = 300): Promise<Claimed[]> {
+  const rows = await sql<{ id: number; seq: number; delivery_row_ids: number[]; reason: string | null }>`
+    UPDATE pending_fetches p SET claimed_until = now() + make_interval(secs => ${leaseSeconds}), attempts = p.attempts + 1
+    FROM (
+      SELECT id FROM pending_fetches
+      WHERE connection_id = ${connectionId} AND resource = ${resource} AND (claimed_until IS NULL OR claimed_until < now())
+      ORDER BY marked_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
+    ) c
+    WHERE p.connection_id = ${connectionId} AND p.resource = ${resource} AND p.id = c.id
+    RETURNING p.id, p.seq, p.delivery_row_ids, p.reason`.execute(db);
+  return rows.rows.map((r) => ({ id: Number(r.id), seq: Number(r.seq), deliveryRowIds: (r.delivery_row_ids ?? []).map(Number), reason: r.reason }));
+}
+
+/** Deletes the claimed rows that were not re-marked since the claim; re-marked ones stay for the next read. */
+export async function clearPending(db: Tx, connectionId: number, resource: string, claimed: Claimed[]): Promise<number> {
+  if (!claimed.length) return 0;
+  const res = await sql`
+    DELETE FROM pending_fetches p USING jsonb_to_recordset(${JSON.stringify(claimed.map((c) => ({ id: c.id, seq: c.seq })))}::jsonb) AS x(id bigint, seq bigint)
+    WHERE p.connection_id = ${connectionId} AND p.resource = ${resource} AND p.id = x.id AND p.seq = x.seq`.execute(db);
+  return Number(res.numAffectedRows ?? 0);
+}
+
+/** Gives claimed rows back (after a failed read) so the retry or another drain takes them. */
+export async function releasePending(db: Tx, connectionId: number, resource: string, ids: number[]): Promise<void> {
+  if (!ids.length) return;
+  await sql`UPDATE pending_fetches SET claimed_until = NULL
+    WHERE connection_id = ${connectionId} AND resource = ${resource} AND id = ANY(${ids}::bigint[])`.execute(db);
+}
+
+/** Pending (connection, resource) pairs with unclaimed rows: what a drain should look at. */
+export async function pendingPairs(db: Tx): Promise<{ connectionId: number; resource: string; n: number }[]> {
+  const rows = await sql<{ connection_id: number; resource: string; n: number }>`
+    SELECT connection_id, resource, count(*)::int AS n FROM pending_fetches
+    WHERE claimed_until IS NULL OR claimed_until < now() GROUP BY 1, 2`.execute(db);
+  return rows.rows.map((r) => ({ connectionId: Number(r.connection_id), resource: r.resource, n: r.n }));
+}
