@@ -1,0 +1,65 @@
+// Import a channel order. The idempotency key comes from (connection, channel, channel order id) and the
+// mapping to the service's order id is kept, so the same channel order never becomes two orders: within the
+// key's 24 hours the service replays its answer, after that the mapping answers without calling it.
+import type { ImportOrderInput } from './input.ts';
+import { mappedOrderId } from './store.ts';
+import { OperationFailed, nonEmpty, outbound, unknownSkus, variantIdsBySku, type Done, type OpContext } from './context.ts';
+
+export async function importOrder(ctx: OpContext): Promise<Done> {
+  const input = ctx.op.input as ImportOrderInput;
+  const mapping = { channel: input.channel, channelOrderId: input.channel_order_id };
+  const existing = await mappedOrderId(ctx.db, ctx.op.connection_id, input.channel, input.channel_order_id);
+  if (existing !== undefined) {
+    return { result: { order_id: existing, already_imported: true }, mapping: { ...mapping, orderId: existing } };
+  }
+  const order = await ctx.plan(async () => {
+    const skus = input.lines.flatMap((l) => (skuOf(l) ? [skuOf(l)!] : []));
+    const ids = await variantIdsBySku(ctx.db, ctx.op.connection_id, skus);
+    const unknown = unknownSkus(skus, ids);
+    if (unknown) throw unknown;
+    await ensureCurrency(ctx, input.currency);
+    const customer = 'company_id' in input.customer
+      ? nonEmpty({ company_id: input.customer.company_id, shipping_address_id: input.customer.shipping_address_id, billing_address_id: input.customer.billing_address_id })
+      : nonEmpty({ company: input.customer.company, shipping_address: input.customer.shipping_address, billing_address: input.customer.billing_address });
+    return {
+      ...customer,
+      status: input.status ?? 'active',
+      issued_at: input.issued_at,
+      currency_iso: input.currency,
+      // Lets an operator find the order on the service by the channel's number.
+      reference_number: input.channel_order_id,
+      ...(input.stock_location_id ? { stock_location_id: input.stock_location_id } : {}),
+      order_line_items: input.lines.map((l) => (skuOf(l)
+        ? nonEmpty({ variant_id: ids.get(skuOf(l)!)!, quantity: l.quantity, price: l.price })
+        : { ...l, freeform: true })),
+    };
+  });
+  const created = await ctx.client.createOrder(order, { idempotencyKey: ctx.key(), ...outbound });
+  const orderId = Number(created.id);
+  return {
+    result: nonEmpty({
+      order_id: orderId,
+      order_number: created.order_number,
+      status: created.status,
+      lines: order.order_line_items.length,
+      order_line_item_ids: created.order_line_item_ids,
+      company_id: created.company_id,
+    }),
+    mapping: { ...mapping, orderId },
+  };
+}
+
+const skuOf = (l: ImportOrderInput['lines'][number]): string | undefined => ('sku' in l && typeof l.sku === 'string' ? l.sku : undefined);
+
+/** A currency is looked up by ISO; a missing one is created only when ALLOW_CREATE_CURRENCY is on. */
+async function ensureCurrency(ctx: OpContext, iso: string): Promise<void> {
+  for await (const page of ctx.client.paginate<{ iso?: string }>('/currencies', outbound)) {
+    if (page.records.some((c) => c.iso?.toUpperCase() === iso)) return;
+  }
+  if (!ctx.config.ALLOW_CREATE_CURRENCY) {
+    throw new OperationFailed(`currency ${iso} does not exist on the account: create it on the service, ` +
+      'or set ALLOW_CREATE_CURRENCY=true to let order imports create missing currencies, then retry this operation');
+  }
+  const currency = await ctx.client.createCurrency({ iso }, { idempotencyKey: ctx.key(`currency-${iso}`), ...outbound });
+  await ctx.save({ currency_created: { iso, id: currency?.id ?? null } });
+}

@@ -1,0 +1,142 @@
+// The JSON each operation takes, validated before anything is stored. Quantities are decimal strings
+// (an integer JSON number is accepted and turned into its string; fractions must be strings so they stay exact).
+import { z } from 'zod';
+import type { PushKind } from '../db/schema.ts';
+
+export const kinds = ['import-order', 'ship', 'invoice', 'pay', 'void', 'return', 'receive-purchase-order', 'stock-count'] as const satisfies readonly PushKind[];
+
+export const isKind = (k: string): k is PushKind => (kinds as readonly string[]).includes(k);
+
+const id = z.number().int().positive();
+const text = z.string().trim().min(1);
+const quantity = z
+  .union([z.string().trim().regex(/^-?\d+(\.\d+)?$/, 'a decimal string such as "2" or "1.5"'), z.number().int()])
+  .transform((v) => String(v));
+const positiveQuantity = quantity.refine((v) => !v.startsWith('-') && !/^0+(\.0+)?$/.test(v), 'a quantity above zero');
+const countQuantity = quantity.refine((v) => !v.startsWith('-'), 'a count of zero or more');
+
+/** An order on the service: by its id, or by the channel order it was imported from. */
+const orderRef = {
+  order_id: id.optional(),
+  channel: text.optional(),
+  channel_order_id: z.union([text, z.number().int()]).transform(String).optional(),
+};
+const needOrder = (v: { order_id?: number; channel?: string; channel_order_id?: string }) =>
+  v.order_id !== undefined || (v.channel !== undefined && v.channel_order_id !== undefined);
+const orderMessage = { message: 'give order_id, or channel and channel_order_id of an imported order' };
+
+const address = z.looseObject({
+  address1: text,
+  address2: z.string().optional(), city: z.string().optional(), state: z.string().optional(),
+  suburb: z.string().optional(), zip_code: z.string().optional(), country: z.string().optional(),
+  country_code: z.string().optional(), label: z.string().optional(), company_name: z.string().optional(),
+  first_name: z.string().optional(), last_name: z.string().optional(), email: z.string().optional(),
+  phone_number: z.string().optional(),
+});
+
+const company = z.looseObject({
+  name: text,
+  company_type: z.enum(['business', 'consumer', 'supplier']).default('consumer'),
+  company_code: z.string().optional(), email: z.string().optional(), website: z.string().optional(),
+});
+
+const orderLine = z.union([
+  z.strictObject({ sku: text, quantity: positiveQuantity, price: quantity.optional() }),
+  // A line not tied to a variant (shipping, gift wrap): the service requires its label.
+  z.looseObject({ freeform: z.literal(true), label: text, quantity: positiveQuantity, price: quantity.optional() }),
+]);
+
+export const importOrderInput = z.strictObject({
+  channel: text,
+  channel_order_id: z.union([text, z.number().int()]).transform(String),
+  customer: z.union([
+    z.strictObject({ company_id: id, shipping_address_id: id.optional(), billing_address_id: id.optional() }),
+    z.strictObject({ company, shipping_address: address, billing_address: address.optional() }),
+  ]),
+  currency: z.string().trim().regex(/^[A-Za-z]{3}$/, 'a three-letter ISO currency code').transform((v) => v.toUpperCase()),
+  issued_at: z.string().trim().regex(/^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/, 'a date such as 2026-11-21'),
+  status: z.enum(['draft', 'active']).optional(),
+  stock_location_id: id.optional(),
+  lines: z.array(orderLine).min(1, 'at least one line'),
+});
+
+const lineRef = z
+  .strictObject({ order_line_item_id: id.optional(), sku: text.optional(), quantity: positiveQuantity })
+  .refine((l) => (l.order_line_item_id === undefined) !== (l.sku === undefined), 'each line: order_line_item_id or sku (one of them)');
+
+const tracking = z.strictObject({ company: z.string().optional(), number: z.string().optional(), url: z.string().optional() });
+
+export const shipInput = z
+  .strictObject({
+    ...orderRef,
+    /** Lines to pack; omitted: everything not yet packed. */
+    lines: z.array(lineRef).min(1).optional(),
+    /** Ship an existing packed fulfillment instead of packing. */
+    fulfillment_id: id.optional(),
+    /** false: pack only. */
+    fulfil: z.boolean().default(true),
+    tracking: tracking.optional(),
+    stock_location_id: id.optional(),
+  })
+  .refine(needOrder, orderMessage)
+  .refine((v) => !(v.lines && v.fulfillment_id), { message: 'give lines to pack, or fulfillment_id of a packed fulfillment, not both' });
+
+export const orderActionInput = z.strictObject(orderRef).refine(needOrder, orderMessage);
+
+export const returnInput = z
+  .strictObject({
+    ...orderRef,
+    lines: z.array(lineRef).min(1, 'at least one line'),
+    location_id: id.optional(),
+    notes: z.string().optional(),
+    tracking: tracking.optional(),
+  })
+  .refine(needOrder, orderMessage);
+
+export const receiveInput = z.strictObject({
+  purchase_order_id: id,
+  /** Optional: the lines being received. The service only receives whole orders, so they must match it. */
+  lines: z.array(z.strictObject({ purchase_order_line_item_id: id.optional(), sku: text.optional(), quantity: positiveQuantity })).optional(),
+});
+
+export const stockCountInput = z.strictObject({
+  counts: z
+    .array(z.strictObject({ sku: text, location_id: id, quantity: countQuantity }))
+    .min(1, 'at least one count')
+    .refine((cs) => new Set(cs.map((c) => `${c.location_id}\u0000${c.sku}`)).size === cs.length, 'each sku and location_id once'),
+  notes: z.string().optional(),
+});
+
+export const inputSchemas = {
+  'import-order': importOrderInput,
+  ship: shipInput,
+  invoice: orderActionInput,
+  pay: orderActionInput,
+  void: orderActionInput,
+  return: returnInput,
+  'receive-purchase-order': receiveInput,
+  'stock-count': stockCountInput,
+} satisfies Record<PushKind, z.ZodType>;
+
+export type ImportOrderInput = z.output<typeof importOrderInput>;
+export type ShipInput = z.output<typeof shipInput>;
+export type OrderActionInput = z.output<typeof orderActionInput>;
+export type ReturnInput = z.output<typeof returnInput>;
+export type ReceiveInput = z.output<typeof receiveInput>;
+export type StockCountInput = z.output<typeof stockCountInput>;
+export type OrderRef = { order_id?: number; channel?: string; channel_order_id?: string };
+
+export class InputError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(problems.join('; '));
+    this.problems = problems;
+  }
+}
+
+/** Validates an operation's input; throws InputError listing every problem as `path: message`. */
+export function parseInput(kind: PushKind, raw: unknown): Record<string, unknown> {
+  const result = (inputSchemas[kind] as z.ZodType).safeParse(raw);
+  if (result.success) return result.data as Record<string, unknown>;
+  throw new InputError(result.error.issues.map((i) => `${i.path.length ? i.path.join('.') : 'input'}: ${i.message}`));
+}

@@ -1,0 +1,84 @@
+// JSON API of outbound operations. The console role mounts it behind operator auth.
+//   POST /api/operations/<kind>      body: the operation's input (+ optional "connection": name or id) -> 202 { operation }
+//   GET  /api/operations             ?connection=&kind=&state=&limit=&before=  -> { operations }
+//   GET  /api/operations/:id         -> { operation }
+//   POST /api/operations/:id/retry   -> 202 { operation }
+import type Router from '@koa/router';
+import bodyParser from 'koa-bodyparser';
+import type { Context } from 'koa';
+import type { PushKind, PushState } from '../db/schema.ts';
+import { createQueues } from '../queue/names.ts';
+import type { Runtime } from '../runtime.ts';
+import { InputError, isKind, kinds } from './input.ts';
+import { enqueueOperation, ConnectionChoiceError } from './enqueue.ts';
+import { getOperation, listOperations, present, retryOperation, RetryRefused } from './store.ts';
+
+const states: PushState[] = ['queued', 'sent', 'confirmed', 'failed'];
+
+export function mountRoutes(rt: Pick<Runtime, 'config' | 'log' | 'database' | 'boss'>, router: Router): void {
+  const { db } = rt.database;
+  let queuesReady: Promise<void> | undefined;
+  const ready = () => (queuesReady ??= createQueues(rt.boss).catch((err) => { queuesReady = undefined; throw err; }));
+  const json = bodyParser({ enableTypes: ['json'], jsonLimit: '5mb', strict: true });
+
+  router.post('/api/operations/:kind', json, async (ctx) => {
+    const kind = ctx.params.kind!;
+    if (!isKind(kind)) return problem(ctx, 404, `unknown operation "${kind}": one of ${kinds.join(', ')}`);
+    const body = ctx.request.body;
+    if (!body || typeof body !== 'object' || Array.isArray(body)) return problem(ctx, 400, 'the body must be a JSON object with the operation\'s input');
+    const { connection, ...input } = body as Record<string, unknown>;
+    try {
+      await ready();
+      const op = await enqueueOperation({ db, boss: rt.boss }, kind, input, (connection ?? ctx.query.connection) as string | number | undefined);
+      ctx.status = 202;
+      ctx.body = { operation: present(op) };
+    } catch (err) {
+      if (err instanceof InputError) return problem(ctx, 400, `invalid ${kind} input`, err.problems);
+      if (err instanceof ConnectionChoiceError) return problem(ctx, 400, err.message);
+      throw err;
+    }
+  });
+
+  router.get('/api/operations', async (ctx) => {
+    const q = ctx.query as Record<string, string | undefined>;
+    if (q.kind && !isKind(q.kind)) return problem(ctx, 400, `kind must be one of ${kinds.join(', ')}`);
+    if (q.state && !states.includes(q.state as PushState)) return problem(ctx, 400, `state must be one of ${states.join(', ')}`);
+    let connectionId: number | undefined;
+    if (q.connection) {
+      const row = await db.selectFrom('connections').select('id')
+        .where((eb) => (/^\d+$/.test(q.connection!) ? eb('id', '=', Number(q.connection)) : eb('name', '=', q.connection!))).executeTakeFirst();
+      if (!row) return problem(ctx, 404, `no connection ${q.connection}`);
+      connectionId = row.id;
+    }
+    const ops = await listOperations(db, {
+      connectionId, kind: q.kind as PushKind | undefined, state: q.state as PushState | undefined,
+      limit: q.limit && /^\d+$/.test(q.limit) ? Number(q.limit) : undefined,
+      beforeId: q.before && /^\d+$/.test(q.before) ? Number(q.before) : undefined,
+    });
+    ctx.body = { operations: ops.map(present) };
+  });
+
+  router.get('/api/operations/:id', async (ctx) => {
+    const op = /^\d+$/.test(ctx.params.id!) ? await getOperation(db, Number(ctx.params.id)) : undefined;
+    if (!op) return problem(ctx, 404, `no operation ${ctx.params.id}`);
+    ctx.body = { operation: present(op) };
+  });
+
+  router.post('/api/operations/:id/retry', async (ctx) => {
+    if (!/^\d+$/.test(ctx.params.id!)) return problem(ctx, 404, `no operation ${ctx.params.id}`);
+    try {
+      await ready();
+      const op = await retryOperation(db, rt.boss, Number(ctx.params.id));
+      ctx.status = 202;
+      ctx.body = { operation: present(op) };
+    } catch (err) {
+      if (err instanceof RetryRefused) return problem(ctx, /does not exist/.test(err.message) ? 404 : 409, err.message);
+      throw err;
+    }
+  });
+}
+
+function problem(ctx: Context, status: number, error: string, problems?: string[]): void {
+  ctx.status = status;
+  ctx.body = problems ? { error, problems } : { error };
+}

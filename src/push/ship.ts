@@ -1,0 +1,52 @@
+// Ship: pack (all unpacked lines with the pack action, or the given lines and quantities as one fulfillment),
+// then mark that fulfillment fulfilled with its tracking. Each step has its own idempotency key and its
+// result is saved before the next, so a retry neither packs twice nor loses the fulfillment id.
+import type { ShipInput } from './input.ts';
+import { OperationFailed, nonEmpty, orderLinesFor, outbound, resolveOrderId, type Done, type OpContext } from './context.ts';
+
+export async function ship(ctx: OpContext): Promise<Done> {
+  const input = ctx.op.input as ShipInput;
+  const orderId = await resolveOrderId(ctx, input);
+  let fulfillmentId = input.fulfillment_id ?? (ctx.progress.fulfillment_id as number | undefined);
+  if (fulfillmentId === undefined) {
+    if (input.lines) {
+      const plan = await ctx.plan(async () => ({
+        packed_at: new Date().toISOString(),
+        lines: await orderLinesFor(ctx, orderId, input.lines!),
+      }));
+      const f = await ctx.client.createFulfillment(nonEmpty({
+        order_id: orderId,
+        packed_at: plan.packed_at,
+        stock_location_id: input.stock_location_id,
+        fulfillment_line_items: plan.lines.map((l) => ({ order_line_item_id: l.order_line_item_id, quantity: l.quantity })),
+      }), { idempotencyKey: ctx.key('pack'), ...outbound });
+      fulfillmentId = Number(f.id);
+      await ctx.save({ fulfillment_id: fulfillmentId, packed: plan.lines });
+    } else {
+      const res = await ctx.client.orderAction(orderId, 'pack', undefined, { idempotencyKey: ctx.key('pack'), ...outbound });
+      fulfillmentId = fulfillmentIdOf(res);
+      if (fulfillmentId === undefined) throw new OperationFailed(`the pack action on order ${orderId} answered without a fulfillment (nothing left to pack?)`);
+      await ctx.save({ fulfillment_id: fulfillmentId, packed: 'all unpacked lines' });
+    }
+  }
+  const tracking = nonEmpty({ tracking_company: input.tracking?.company, tracking_number: input.tracking?.number, tracking_url: input.tracking?.url });
+  let status = 'packed';
+  if (input.fulfil || Object.keys(tracking).length) {
+    const body = { ...(input.fulfil ? { status: 'fulfilled' } : {}), ...tracking };
+    const f = await ctx.client.updateFulfillment(fulfillmentId, body, { idempotencyKey: ctx.key('fulfil'), ...outbound });
+    status = (f?.status as string | undefined) ?? (input.fulfil ? 'fulfilled' : 'packed');
+  }
+  return { result: nonEmpty({ order_id: orderId, fulfillment_id: fulfillmentId, status, ...tracking }) };
+}
+
+/** The pack action's answer is not specified: accept a fulfillment, or an order naming its fulfillments. */
+function fulfillmentIdOf(res: any): number | undefined {
+  const f = res?.fulfillment ?? (res && 'order_id' in res && 'id' in res ? res : undefined);
+  if (f?.id != null) return Number(f.id);
+  const list = res?.fulfillments ?? res?.order?.fulfillment_ids ?? res?.fulfillment_ids;
+  if (Array.isArray(list) && list.length) {
+    const last = list[list.length - 1];
+    return Number(typeof last === 'object' ? last.id : last);
+  }
+  return undefined;
+}

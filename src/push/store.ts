@@ -1,0 +1,251 @@
+// The operations table and its life cycle: create (row + job in one transaction), claim by a worker (only
+// the oldest unfinished operation of an order key runs), finish (state, sync log, metrics, wake the next one),
+// retry, list. Every state change goes through here so the sync log and metrics never miss one.
+import { createHash, randomUUID } from 'node:crypto';
+import { CompiledQuery, sql, type Transaction } from 'kysely';
+import type { Db } from '../db/index.ts';
+import type { Database, PushKind, PushOperation, PushState } from '../db/schema.ts';
+import { metrics } from '../metrics.ts';
+import type { Boss } from '../queue/boss.ts';
+import { queues } from '../queue/names.ts';
+import { logSync } from '../synclog/index.ts';
+import type { OrderRef } from './input.ts';
+
+/** pg-boss priority of push jobs: outbound work comes before background jobs sharing a worker. */
+export const PUSH_JOB_PRIORITY = 10;
+/** How long a worker holds an operation; matches the push queue's job expiry. */
+const LEASE_SECONDS = 900;
+
+export interface PushJob { operationId: number }
+
+type Tx = Transaction<Database>;
+type Writer = Db | Tx;
+
+/** pg-boss's IDatabase over a Kysely transaction, so a job is sent in the same transaction as its row. */
+function bossDb(tx: Writer) {
+  return { executeSql: async (text: string, values?: unknown[]) => ({ rows: (await tx.executeQuery(CompiledQuery.raw(text, values ?? []))).rows as unknown[] }) };
+}
+
+export async function sendPushJob(boss: Boss, tx: Writer, operationId: number, startAfterSeconds?: number): Promise<string | null> {
+  const data: PushJob = { operationId };
+  return boss.send(queues.push, data, { priority: PUSH_JOB_PRIORITY, db: bossDb(tx), ...(startAfterSeconds ? { startAfter: startAfterSeconds } : {}) });
+}
+
+/**
+ * The idempotency key of an import is derived from the channel order, so a second import can never create a
+ * second order. Only after the service refused an import (4xx: nothing was created) does a new import of the
+ * same channel order get a fresh key (generation), so the service does not replay the stored refusal.
+ */
+export function importKey(connectionId: number, channel: string, channelOrderId: string, generation = 0): string {
+  const digest = createHash('sha256').update(`${connectionId}\u0000${channel}\u0000${channelOrderId}`).digest('hex').slice(0, 40);
+  return `cs-import-${digest}${generation ? `-${generation}` : ''}`;
+}
+
+async function refusedImports(tx: Writer, connectionId: number, input: Record<string, unknown>): Promise<number> {
+  const row = await tx.selectFrom('push_operations').select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('connection_id', '=', connectionId).where('kind', '=', 'import-order').where('state', '=', 'failed')
+    .where('status_code', '>=', 400).where('status_code', '<', 500)
+    .where(sql<boolean>`input->>'channel' = ${input.channel as string} AND input->>'channel_order_id' = ${input.channel_order_id as string}`)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+const channelKey = (channel: string, channelOrderId: string) => `channel:${channel}:${channelOrderId}`;
+
+/**
+ * Operations sharing an order key run one at a time in id order. An order imported from a channel is keyed by
+ * its channel order whether later operations name it by order_id or by channel ref, so import, ship and pay
+ * of one order queue behind each other even before the import has an order id.
+ */
+export async function orderKeyFor(db: Writer, connectionId: number, kind: PushKind, input: Record<string, unknown>): Promise<string> {
+  if (kind === 'stock-count') return 'stock-count';
+  if (kind === 'receive-purchase-order') return `purchase-order:${input.purchase_order_id}`;
+  const ref = input as OrderRef;
+  if (ref.channel !== undefined && ref.channel_order_id !== undefined) return channelKey(ref.channel, ref.channel_order_id);
+  const mapped = await db.selectFrom('channel_orders').select(['channel', 'channel_order_id'])
+    .where('connection_id', '=', connectionId).where('order_id', '=', ref.order_id!).executeTakeFirst();
+  return mapped ? channelKey(mapped.channel, mapped.channel_order_id) : `order:${ref.order_id}`;
+}
+
+export async function recordChange(db: Writer, op: PushOperation, connectionName: string, extra: { error?: string | null; requestId?: string | null; durationMs?: number; outcome?: 'ok' | 'error' | 'warning' } = {}): Promise<void> {
+  const result = (op.result ?? null) as Record<string, unknown> | null;
+  const orderId = typeof result?.order_id === 'number' ? result.order_id : (op.input as OrderRef).order_id;
+  await logSync(db, {
+    connectionId: op.connection_id,
+    resource: 'operation',
+    recordId: op.id,
+    action: `push.${op.kind}.${op.state}`,
+    after: op.state === 'confirmed' ? result : undefined,
+    jobId: op.job_id,
+    requestId: extra.requestId ?? op.request_id,
+    durationMs: extra.durationMs,
+    outcome: extra.outcome ?? (op.state === 'failed' ? 'error' : 'ok'),
+    error: extra.error ?? (op.state === 'failed' ? op.reason : null),
+    detail: { kind: op.kind, state: op.state, attempts: op.attempts, order_key: op.order_key, order_id: orderId ?? null, field_errors: op.field_errors ?? undefined },
+  });
+  metrics.pushOperations.inc({ connection: connectionName, operation: op.kind, state: op.state });
+}
+
+export async function connectionName(db: Writer, connectionId: number): Promise<string> {
+  const row = await db.selectFrom('connections').select('name').where('id', '=', connectionId).executeTakeFirst();
+  return row?.name ?? String(connectionId);
+}
+
+/** Stores a validated operation and its job in one transaction. */
+export async function createOperation(db: Db, boss: Boss, args: { connectionId: number; kind: PushKind; input: Record<string, unknown> }): Promise<PushOperation> {
+  const { connectionId, kind, input } = args;
+  return db.transaction().execute(async (tx) => {
+    const key = kind === 'import-order'
+      ? importKey(connectionId, input.channel as string, input.channel_order_id as string, await refusedImports(tx, connectionId, input))
+      : `cs-${kind}-${randomUUID()}`;
+    const orderKey = await orderKeyFor(tx, connectionId, kind, input);
+    let op = await tx.insertInto('push_operations')
+      .values({ connection_id: connectionId, kind, input: JSON.stringify(input), idempotency_key: key, order_key: orderKey })
+      .returningAll().executeTakeFirstOrThrow();
+    const jobId = await sendPushJob(boss, tx, op.id);
+    op = await tx.updateTable('push_operations').set({ job_id: jobId }).where('id', '=', op.id).returningAll().executeTakeFirstOrThrow();
+    await recordChange(tx, op, await connectionName(tx, connectionId));
+    return op;
+  });
+}
+
+export async function getOperation(db: Db, id: number): Promise<PushOperation | undefined> {
+  return db.selectFrom('push_operations').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export interface ListFilter { connectionId?: number; kind?: PushKind; state?: PushState; orderKey?: string; limit?: number; beforeId?: number }
+
+/** Newest first. */
+export async function listOperations(db: Db, f: ListFilter = {}): Promise<PushOperation[]> {
+  let q = db.selectFrom('push_operations').selectAll().orderBy('id', 'desc').limit(Math.min(f.limit ?? 50, 500));
+  if (f.connectionId !== undefined) q = q.where('connection_id', '=', f.connectionId);
+  if (f.kind) q = q.where('kind', '=', f.kind);
+  if (f.state) q = q.where('state', '=', f.state);
+  if (f.orderKey) q = q.where('order_key', '=', f.orderKey);
+  if (f.beforeId !== undefined) q = q.where('id', '<', f.beforeId);
+  return q.execute();
+}
+
+/** Serialises claim and finish per (connection, order key) across processes. */
+async function lockOrderKey(tx: Tx, op: Pick<PushOperation, 'connection_id' | 'order_key'>): Promise<void> {
+  await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`push:${op.connection_id}:${op.order_key}`}, 0))`.execute(tx);
+}
+
+export type Claim =
+  | { status: 'claimed'; op: PushOperation }
+  | { status: 'waiting'; op: PushOperation; behind: number } // an older operation of the same order key is unfinished
+  | { status: 'busy'; op: PushOperation } // another worker holds it
+  | { status: 'finished'; op: PushOperation }
+  | { status: 'missing' };
+
+/** Takes an operation for this worker if it is the oldest unfinished one of its order key. */
+export async function claimOperation(db: Db, id: number, jobId: string): Promise<Claim> {
+  return db.transaction().execute(async (tx): Promise<Claim> => {
+    const peek = await tx.selectFrom('push_operations').select(['connection_id', 'order_key']).where('id', '=', id).executeTakeFirst();
+    if (!peek) return { status: 'missing' };
+    await lockOrderKey(tx, peek);
+    const op = await tx.selectFrom('push_operations').selectAll().where('id', '=', id).forUpdate().executeTakeFirstOrThrow();
+    if (op.state === 'confirmed' || op.state === 'failed') return { status: 'finished', op };
+    if (op.locked_until && op.locked_until > new Date()) return { status: 'busy', op };
+    const older = await tx.selectFrom('push_operations').select('id')
+      .where('connection_id', '=', op.connection_id).where('order_key', '=', op.order_key)
+      .where('state', 'in', ['queued', 'sent']).where('id', '<', op.id).orderBy('id').limit(1).executeTakeFirst();
+    if (older) return { status: 'waiting', op, behind: older.id };
+    const claimed = await tx.updateTable('push_operations')
+      .set({
+        state: 'sent', attempts: sql`attempts + 1`, job_id: jobId,
+        locked_until: sql`now() + make_interval(secs => ${LEASE_SECONDS})`, sent_at: sql`coalesce(sent_at, now())`, updated_at: sql`now()`,
+      })
+      .where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+    if (op.state === 'queued') await recordChange(tx, claimed, await connectionName(tx, op.connection_id));
+    return { status: 'claimed', op: claimed };
+  });
+}
+
+/** Saves partial progress (ids of steps already done) so a retry skips them. */
+export async function saveProgress(db: Db, id: number, patch: { plan?: unknown; result?: Record<string, unknown>; requestId?: string | null }): Promise<void> {
+  await db.updateTable('push_operations').set({
+    ...(patch.plan !== undefined ? { plan: JSON.stringify(patch.plan) } : {}),
+    ...(patch.result ? { result: sql`coalesce(result, '{}'::jsonb) || ${JSON.stringify(patch.result)}::jsonb` } : {}),
+    ...(patch.requestId ? { request_id: patch.requestId } : {}),
+    updated_at: sql`now()`,
+  }).where('id', '=', id).execute();
+}
+
+export type Outcome =
+  | { state: 'confirmed'; result: Record<string, unknown>; requestId?: string | null; mapping?: { channel: string; channelOrderId: string; orderId: number } }
+  | { state: 'failed'; reason: string; fieldErrors?: Record<string, string[]> | null; statusCode?: number | null; requestId?: string | null }
+  /** A retryable error; the job will run again (pg-boss retry), the operation stays sent. */
+  | { state: 'retrying'; reason: string; statusCode?: number | null; requestId?: string | null };
+
+/** Records the outcome of a run; when final, wakes the next operation of the same order key. */
+export async function finishOperation(db: Db, boss: Boss, op: PushOperation, outcome: Outcome, durationMs?: number): Promise<PushOperation> {
+  return db.transaction().execute(async (tx) => {
+    await lockOrderKey(tx, op);
+    const name = await connectionName(tx, op.connection_id);
+    if (outcome.state === 'retrying') {
+      const row = await tx.updateTable('push_operations')
+        .set({ reason: outcome.reason, status_code: outcome.statusCode ?? null, request_id: outcome.requestId ?? op.request_id, locked_until: null, updated_at: sql`now()` })
+        .where('id', '=', op.id).returningAll().executeTakeFirstOrThrow();
+      await logSync(tx, {
+        connectionId: op.connection_id, resource: 'operation', recordId: op.id, action: `push.${op.kind}.retry`, jobId: op.job_id,
+        requestId: outcome.requestId, durationMs, outcome: 'warning', error: outcome.reason, detail: { kind: op.kind, state: row.state, attempts: row.attempts },
+      });
+      return row;
+    }
+    if (outcome.state === 'confirmed' && outcome.mapping) {
+      await tx.insertInto('channel_orders').values({
+        connection_id: op.connection_id, channel: outcome.mapping.channel, channel_order_id: outcome.mapping.channelOrderId,
+        order_id: outcome.mapping.orderId, operation_id: op.id,
+      }).onConflict((oc) => oc.columns(['connection_id', 'channel', 'channel_order_id']).doNothing()).execute();
+    }
+    const row = await tx.updateTable('push_operations')
+      .set(outcome.state === 'confirmed'
+        ? { state: 'confirmed', result: sql`coalesce(result, '{}'::jsonb) || ${JSON.stringify(outcome.result)}::jsonb`, reason: null, field_errors: null, status_code: null, request_id: outcome.requestId ?? op.request_id }
+        : { state: 'failed', reason: outcome.reason, field_errors: outcome.fieldErrors ? JSON.stringify(outcome.fieldErrors) : null, status_code: outcome.statusCode ?? null, request_id: outcome.requestId ?? op.request_id })
+      .set({ locked_until: null, finished_at: sql`now()`, updated_at: sql`now()` })
+      .where('id', '=', op.id).returningAll().executeTakeFirstOrThrow();
+    await recordChange(tx, row, name, { durationMs });
+    const next = await tx.selectFrom('push_operations').select('id')
+      .where('connection_id', '=', op.connection_id).where('order_key', '=', op.order_key)
+      .where('state', 'in', ['queued', 'sent']).where('id', '!=', op.id).orderBy('id').limit(1).executeTakeFirst();
+    if (next) await sendPushJob(boss, tx, next.id);
+    return row;
+  });
+}
+
+export class RetryRefused extends Error {}
+
+/** Puts a failed (or stuck) operation back in the queue with the same idempotency key. */
+export async function retryOperation(db: Db, boss: Boss, id: number): Promise<PushOperation> {
+  return db.transaction().execute(async (tx) => {
+    const op = await tx.selectFrom('push_operations').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+    if (!op) throw new RetryRefused(`operation ${id} does not exist`);
+    if (op.state === 'confirmed') throw new RetryRefused(`operation ${id} is already confirmed; nothing to retry`);
+    if (op.locked_until && op.locked_until > new Date()) throw new RetryRefused(`operation ${id} is running right now`);
+    const jobId = await sendPushJob(boss, tx, op.id);
+    const row = await tx.updateTable('push_operations')
+      .set({ state: op.state === 'failed' ? 'queued' : op.state, reason: null, field_errors: null, status_code: null, finished_at: null, job_id: jobId, updated_at: sql`now()` })
+      .where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+    await logSync(tx, { connectionId: op.connection_id, resource: 'operation', recordId: op.id, action: `push.${op.kind}.retry-requested`, jobId, detail: { kind: op.kind, previous_state: op.state, previous_reason: op.reason } });
+    metrics.pushOperations.inc({ connection: await connectionName(tx, op.connection_id), operation: op.kind, state: row.state });
+    return row;
+  });
+}
+
+/** The service's order id of an imported channel order, if known. */
+export async function mappedOrderId(db: Writer, connectionId: number, channel: string, channelOrderId: string): Promise<number | undefined> {
+  const row = await db.selectFrom('channel_orders').select('order_id')
+    .where('connection_id', '=', connectionId).where('channel', '=', channel).where('channel_order_id', '=', channelOrderId).executeTakeFirst();
+  return row?.order_id;
+}
+
+/** The API shape of an operation. */
+export function present(op: PushOperation) {
+  return {
+    id: op.id, connection_id: op.connection_id, kind: op.kind, state: op.state,
+    reason: op.reason, field_errors: op.field_errors, status_code: op.status_code, request_id: op.request_id,
+    input: op.input, result: op.result, idempotency_key: op.idempotency_key, order_key: op.order_key, attempts: op.attempts,
+    created_at: op.created_at, updated_at: op.updated_at, sent_at: op.sent_at, finished_at: op.finished_at,
+  };
+}

@@ -1,0 +1,94 @@
+// The push worker: one pg-boss job per operation on `queues.push`. A job claims its operation (only the
+// oldest unfinished operation of an order key runs; the others wait and are woken when it finishes), runs it
+// through the client at 'outbound' priority, and records the outcome. A refusal (4xx, bad input) fails the
+// operation at once with the service's reason and field messages; a transient error is retried by pg-boss with
+// the same idempotency keys, and after the last attempt the operation fails with that error.
+import type { Job, JobWithMetadata } from 'pg-boss';
+import { ApiError } from '../api/index.ts';
+import { clientFor } from '../api/connections.ts';
+import type { PushOperation } from '../db/schema.ts';
+import { createQueues, queues } from '../queue/names.ts';
+import type { Runtime } from '../runtime.ts';
+import { InputError } from './input.ts';
+import { makeContext, OperationFailed, type Done, type OpContext } from './context.ts';
+import { claimOperation, finishOperation, type Outcome, type PushJob } from './store.ts';
+import { importOrder } from './import-order.ts';
+import { ship } from './ship.ts';
+import { orderAction } from './order-action.ts';
+import { createReturn } from './return.ts';
+import { receivePurchaseOrder } from './receive.ts';
+import { stockCount } from './stock-count.ts';
+
+export type PushRuntime = Pick<Runtime, 'config' | 'log' | 'database' | 'boss' | 'onStop'>;
+
+const runners: Record<PushOperation['kind'], (ctx: OpContext) => Promise<Done>> = {
+  'import-order': importOrder,
+  ship,
+  invoice: (ctx) => orderAction(ctx, 'invoice'),
+  pay: (ctx) => orderAction(ctx, 'pay'),
+  void: (ctx) => orderAction(ctx, 'void'),
+  return: createReturn,
+  'receive-purchase-order': receivePurchaseOrder,
+  'stock-count': stockCount,
+};
+
+/** Starts the push worker in this process; it stops with the runtime. */
+export async function startPushWorker(rt: PushRuntime, opts: { pollingIntervalSeconds?: number } = {}): Promise<void> {
+  await createQueues(rt.boss);
+  await rt.boss.work<PushJob>(queues.push, {
+    includeMetadata: true,
+    batchSize: 1,
+    localConcurrency: rt.config.WORKER_CONCURRENCY,
+    pollingIntervalSeconds: opts.pollingIntervalSeconds ?? 1,
+  }, async ([job]) => { await runPushJob(rt, job!); });
+  rt.onStop.push(() => rt.boss.offWork(queues.push));
+}
+
+export async function runPushJob(rt: PushRuntime, job: JobWithMetadata<PushJob> | Job<PushJob>): Promise<void> {
+  const { db } = rt.database;
+  const claim = await claimOperation(db, job.data.operationId, job.id);
+  const log = rt.log.child({ job: job.id, operation: job.data.operationId });
+  if (claim.status !== 'claimed') {
+    log.debug({ status: claim.status }, 'push job: nothing to run now');
+    return;
+  }
+  const op = claim.op;
+  const started = Date.now();
+  try {
+    const client = await clientFor({ db, config: rt.config, log }, op.connection_id);
+    const done = await runners[op.kind](makeContext({ db, client, config: rt.config, log }, op));
+    await finishOperation(db, rt.boss, op, { state: 'confirmed', result: done.result, mapping: done.mapping }, Date.now() - started);
+    log.info({ kind: op.kind }, 'operation confirmed');
+  } catch (err) {
+    const outcome = classify(err);
+    const retryLimit = 'retryLimit' in job ? job.retryLimit : 0;
+    if (outcome.state === 'retrying' && job.retryCount < retryLimit) {
+      await finishOperation(db, rt.boss, op, outcome, Date.now() - started);
+      log.warn({ kind: op.kind, reason: outcome.reason }, 'operation will be retried');
+      throw err;
+    }
+    const failed: Outcome = outcome.state === 'retrying'
+      ? { state: 'failed', reason: `gave up after ${op.attempts} attempts: ${outcome.reason}`, statusCode: outcome.statusCode, requestId: outcome.requestId }
+      : outcome;
+    await finishOperation(db, rt.boss, op, failed, Date.now() - started);
+    log.warn({ kind: op.kind, reason: (failed as { reason: string }).reason }, 'operation failed');
+  }
+}
+
+/** Turns an error into a final failure (refusals) or a retry (transient). */
+export function classify(err: unknown): Exclude<Outcome, { state: 'confirmed' }> {
+  if (err instanceof OperationFailed) return { state: 'failed', reason: err.message, fieldErrors: err.fieldErrors };
+  if (err instanceof InputError) return { state: 'failed', reason: `invalid input: ${err.message}` };
+  if (err instanceof ApiError) {
+    // The client's message names the request, the status, the service's message and field messages.
+    const reason = err.message || `the service answered ${err.status ?? 'nothing'}${fieldText(err.fieldErrors)}`;
+    if (!err.retryable) return { state: 'failed', reason, fieldErrors: err.fieldErrors, statusCode: err.status, requestId: err.requestId };
+    return { state: 'retrying', reason, statusCode: err.status, requestId: err.requestId };
+  }
+  return { state: 'retrying', reason: err instanceof Error ? err.message : String(err) };
+}
+
+function fieldText(fields: Record<string, string[]> | null): string {
+  if (!fields || !Object.keys(fields).length) return '';
+  return ` (${Object.entries(fields).map(([f, msgs]) => `${f}: ${msgs.join(', ')}`).join('; ')})`;
+}
