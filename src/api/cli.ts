@@ -1,0 +1,236 @@
+// Commands: `connect` (privileged token or OAuth), `connections` (list), `api` (one call through the budget).
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { UsageError, type CommandContext, type CommandModule } from '../command.ts';
+import { openDatabase, type OpenDatabase } from '../db/index.ts';
+import type { Connection } from '../db/schema.ts';
+import { ApiError } from './errors.ts';
+import { addOAuthConnection, addTokenConnection, clientFor, listConnections, normalizeBaseUrl } from './connections.ts';
+import { keyFromPath } from './http.ts';
+import { authorizeUrl, requestToken, type TokenResponse } from './oauth.ts';
+import type { Method, Priority, QueryValue } from './types.ts';
+import type { ClientDeps } from './client.ts';
+
+type Values = CommandContext['values'];
+const str = (v: Values, k: string) => (typeof v[k] === 'string' ? (v[k] as string) : undefined);
+
+async function withDatabase<T>(ctx: CommandContext, fn: (database: OpenDatabase, deps: ClientDeps) => Promise<T>): Promise<T> {
+  const database = await openDatabase(ctx.config, ctx.log);
+  try {
+    return await fn(database, { db: database.db, config: ctx.config, log: ctx.log });
+  } finally {
+    await database.close();
+  }
+}
+
+/** Registers the connection's webhooks when the receiver's subscription sync is present (src/receiver/). */
+async function registerWebhooks(ctx: CommandContext, deps: ClientDeps, connection: Connection): Promise<void> {
+  const file = new URL('../receiver/subscriptions.ts', import.meta.url);
+  if (!existsSync(fileURLToPath(file))) return;
+  const mod = (await import(file.href)) as { syncWebhooks?: (deps: ClientDeps, c: Connection) => Promise<{ created?: unknown[]; kept?: unknown[]; removed?: unknown[]; address?: string }> };
+  if (typeof mod.syncWebhooks !== 'function') return;
+  try {
+    const r = await mod.syncWebhooks(deps, connection);
+    ctx.out(`webhooks at ${r.address ?? '?'}: ${r.created?.length ?? 0} created, ${r.kept?.length ?? 0} kept, ${r.removed?.length ?? 0} removed`);
+  } catch (err) {
+    ctx.out(`webhooks not registered: ${(err as Error).message} (run commerce-sync webhooks sync later)`);
+  }
+}
+
+/** Listens on the redirect URI until the browser comes back with `code` (or an error), checking `state`. */
+async function awaitAuthorization(redirect: URL, state: string, onListening: (redirectUri: string) => void, timeoutMs: number): Promise<{ code: string; redirectUri: string }> {
+  return new Promise((resolve, reject) => {
+    let redirectUri = '';
+    const server = createServer((req, res) => {
+      const url = new URL(req.url ?? '/', redirectUri);
+      if (url.pathname !== redirect.pathname) { res.writeHead(404).end(); return; }
+      const finish = (status: number, text: string, outcome: () => void) => {
+        res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', Connection: 'close' }).end(text);
+        clearTimeout(timer);
+        server.close();
+        server.closeAllConnections();
+        outcome();
+      };
+      const error = url.searchParams.get('error');
+      if (error) return finish(400, `Authorization failed: ${error}`, () => reject(new Error(`authorization refused: ${error} ${url.searchParams.get('error_description') ?? ''}`.trim())));
+      if (url.searchParams.get('state') !== state) { res.writeHead(400).end('state does not match'); return; }
+      const code = url.searchParams.get('code');
+      if (!code) { res.writeHead(400).end('no code'); return; }
+      finish(200, 'commerce-sync is authorized. You can close this tab.', () => resolve({ code, redirectUri }));
+    });
+    const timer = setTimeout(() => { server.close(); reject(new Error(`no authorization within ${Math.round(timeoutMs / 1000)} s`)); }, timeoutMs);
+    server.on('error', (err) => { clearTimeout(timer); reject(err); });
+    const host = redirect.hostname === 'localhost' ? '127.0.0.1' : redirect.hostname.replace(/^\[|\]$/g, '');
+    server.listen(Number(redirect.port || (redirect.protocol === 'https:' ? 443 : 80)), host, () => {
+      const u = new URL(redirect.href);
+      u.port = String((server.address() as AddressInfo).port);
+      redirectUri = u.toString();
+      onListening(redirectUri);
+    });
+  });
+}
+
+async function connect(ctx: CommandContext): Promise<number> {
+  const { values, config, out } = ctx;
+  const base = str(values, 'base-url');
+  if (!base) throw new UsageError('--base-url is required');
+  const baseUrl = normalizeBaseUrl(base);
+  const token = str(values, 'token');
+  const name = str(values, 'name');
+  if (!!token === !!values.oauth) throw new UsageError('give either --token TOKEN or --oauth');
+  return withDatabase(ctx, async (_database, deps) => {
+    let connection: Connection;
+    if (token) {
+      connection = await addTokenConnection(deps, { baseUrl, token, name });
+    } else {
+      if (!config.COMMERCE_CLIENT_ID || !config.COMMERCE_CLIENT_SECRET) {
+        throw new UsageError('--oauth needs COMMERCE_CLIENT_ID and COMMERCE_CLIENT_SECRET (the registered application\'s keys)');
+      }
+      const redirect = new URL(str(values, 'redirect-uri') ?? 'http://127.0.0.1:0/oauth/callback');
+      const state = randomBytes(16).toString('hex');
+      const authBase = str(values, 'auth-url') ?? baseUrl;
+      const timeoutMs = Number(str(values, 'wait') ?? 600) * 1000;
+      const { code, redirectUri } = await awaitAuthorization(redirect, state, (uri) => {
+        out('Open this address in a browser and authorize commerce-sync:');
+        out(authorizeUrl(authBase, config.COMMERCE_CLIENT_ID, uri, state));
+        out(`Waiting for the redirect to ${uri} ...`);
+      }, timeoutMs);
+      const tokens: TokenResponse = await requestToken(config, baseUrl, { grant_type: 'authorization_code', code, redirect_uri: redirectUri });
+      connection = await addOAuthConnection(deps, { baseUrl, tokens, name });
+    }
+    out(`connected ${connection.name}: account ${connection.account_name ?? '?'} (${connection.account_id}) at ${connection.base_url} [${connection.auth_kind}]`);
+    if (!values['skip-webhooks']) await registerWebhooks(ctx, deps, connection);
+    return 0;
+  });
+}
+
+async function connections(ctx: CommandContext): Promise<number> {
+  return withDatabase(ctx, async (database) => {
+    const rows = await listConnections(database.db);
+    const budgets = await database.db.selectFrom('api_budgets').selectAll().execute();
+    const byId = new Map(budgets.map((b) => [b.connection_id, b]));
+    const listing = rows.map((c) => {
+      const b = byId.get(c.id);
+      return {
+        name: c.name, status: c.status, status_reason: c.status_reason, account_id: c.account_id, account_name: c.account_name,
+        base_url: c.base_url, auth: c.auth_kind,
+        token_expires_at: c.token_expires_at ? new Date(c.token_expires_at).toISOString() : null,
+        budget: b ? { remaining: b.remaining, limit: b.request_limit, in_flight: b.in_flight, reset_at: new Date(b.reset_at).toISOString(), accounting_errors: b.accounting_errors, requests: b.requests_total } : null,
+      };
+    });
+    if (ctx.values.json) { ctx.out(JSON.stringify(listing, null, 2)); return 0; }
+    if (!listing.length) { ctx.out('no connections; add one with commerce-sync connect --base-url URL --token TOKEN'); return 0; }
+    const table = [['NAME', 'STATUS', 'ACCOUNT', 'BASE URL', 'AUTH', 'BUDGET', '429s'], ...listing.map((c) => [
+      c.name, c.status, `${c.account_name ?? '?'} (${c.account_id ?? '?'})`, c.base_url, c.auth,
+      c.budget ? `${c.budget.remaining}/${c.budget.limit}` : '-', String(c.budget?.accounting_errors ?? 0),
+    ])];
+    const widths = table[0]!.map((_, i) => Math.max(...table.map((r) => r[i]!.length)));
+    for (const r of table) ctx.out(r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd());
+    for (const c of listing) if (c.status !== 'active' && c.status_reason) ctx.out(`${c.name}: ${c.status_reason}`);
+    return 0;
+  });
+}
+
+const methods = new Set(['GET', 'POST', 'PUT', 'DELETE']);
+
+/** `/variants?ids=1,2&status=archived` -> path and query (repeated or name[] keys become lists). */
+export function splitPathQuery(input: string): { path: string; query: Record<string, QueryValue> } {
+  const at = input.indexOf('?');
+  if (at < 0) return { path: input, query: {} };
+  const params = new URLSearchParams(input.slice(at + 1));
+  const query: Record<string, QueryValue> = {};
+  for (const key of new Set(params.keys())) {
+    const all = params.getAll(key);
+    if (key.endsWith('[]')) query[key.slice(0, -2)] = all;
+    else query[key] = all.length > 1 ? all : all[0]!;
+  }
+  return { path: input.slice(0, at), query };
+}
+
+async function api(ctx: CommandContext): Promise<number> {
+  const { values, positionals, out } = ctx;
+  if (positionals.length < 1 || positionals.length > 2) throw new UsageError('give PATH, or METHOD PATH');
+  const data = str(values, 'data');
+  const method = (positionals.length === 2 ? positionals[0]!.toUpperCase() : data ? 'POST' : 'GET') as Method;
+  if (!methods.has(method)) throw new UsageError(`METHOD must be one of ${[...methods].join(', ')}`);
+  const { path, query } = splitPathQuery(positionals[positionals.length - 1]!);
+  let body: unknown;
+  if (data !== undefined) {
+    try { body = JSON.parse(data); } catch (err) { throw new UsageError(`--data is not JSON: ${(err as Error).message}`); }
+  }
+  if (values.paginate && method !== 'GET') throw new UsageError('--paginate works with GET only');
+  const priority = (str(values, 'priority') ?? 'interactive') as Priority;
+  if (!['interactive', 'outbound', 'webhook', 'reconcile'].includes(priority)) throw new UsageError('--priority must be interactive, outbound, webhook or reconcile');
+  return withDatabase(ctx, async (database, deps) => {
+    let name = str(values, 'connection');
+    if (!name) {
+      const all = await listConnections(database.db);
+      if (all.length !== 1) throw new UsageError(all.length ? `several connections: choose one with --connection (${all.map((c) => c.name).join(', ')})` : 'no connections; add one with commerce-sync connect');
+      name = all[0]!.name;
+    }
+    const client = await clientFor(deps, name);
+    try {
+      if (values.paginate) {
+        const key = str(values, 'key') ?? keyFromPath(path);
+        const merged: Record<string, any[]> = { [key]: [] };
+        for await (const page of client.paginate(path, { query, priority, key })) {
+          merged[key]!.push(...page.records);
+          for (const [k, v] of Object.entries(page.sideloads)) (merged[k] ??= []).push(...v);
+        }
+        out(JSON.stringify(merged, null, 2));
+      } else {
+        const res = await client.request(method, path, { query, body, priority });
+        out(JSON.stringify(res.body, null, 2));
+      }
+      return 0;
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      process.stderr.write(`commerce-sync api: ${err.message}\n`);
+      return 1;
+    }
+  });
+}
+
+export const commands: CommandModule['commands'] = {
+  connect: {
+    summary: 'Add (or renew) a connection to a merchant account: with a privileged access token, or through the OAuth ' +
+      'authorization code flow. Reads the account with GET /accounts/current and registers webhooks.',
+    args: '--base-url URL (--token TOKEN | --oauth)',
+    options: {
+      'base-url': { type: 'string', value: 'URL', description: 'the service\'s base URL for the account' },
+      token: { type: 'string', value: 'TOKEN', description: 'privileged access token (does not expire)' },
+      oauth: { type: 'boolean', description: 'authorize in a browser (COMMERCE_CLIENT_ID / COMMERCE_CLIENT_SECRET)' },
+      name: { type: 'string', value: 'NAME', description: 'connection name (default: from the account name)' },
+      'redirect-uri': { type: 'string', value: 'URL', description: 'OAuth redirect URI to listen on (default http://127.0.0.1:<free port>/oauth/callback)' },
+      'auth-url': { type: 'string', value: 'URL', description: 'where /oauth/authorize lives, when not on the base URL' },
+      wait: { type: 'string', value: 'SECONDS', description: 'how long to wait for the browser (default 600)' },
+      'skip-webhooks': { type: 'boolean', description: 'do not register webhook subscriptions' },
+    },
+    details: 'Tokens are stored encrypted (AES-256-GCM, TOKEN_ENCRYPTION_KEY or DATA_DIR/secret.key). Connecting an ' +
+      'account again (same name, or same base URL and account) replaces its tokens and makes it active again.',
+    run: connect,
+  },
+  connections: {
+    summary: 'List connections: status, account, auth kind and rate budget.',
+    options: { json: { type: 'boolean', description: 'print JSON' } },
+    run: connections,
+  },
+  api: {
+    summary: 'Call the service through the rate-budgeted client and print the JSON answer (like gh api).',
+    args: '[METHOD] PATH',
+    positionals: true,
+    options: {
+      data: { type: 'string', value: 'JSON', description: 'request body (METHOD defaults to POST with it)' },
+      paginate: { type: 'boolean', description: 'follow X-Pagination and print all pages merged' },
+      connection: { type: 'string', value: 'NAME', description: 'the connection (needed when there are several)' },
+      priority: { type: 'string', value: 'PRIORITY', description: 'interactive (default), outbound, webhook or reconcile' },
+      key: { type: 'string', value: 'KEY', description: 'with --paginate: the records\' key (default from the path)' },
+    },
+    details: 'Examples:\n  commerce-sync api /accounts/current\n  commerce-sync api /variants?ids=1,2,3\n' +
+      '  commerce-sync api --paginate /variants\n  commerce-sync api POST /currencies --data \'{"currency":{"iso":"EUR"}}\'',
+    run: api,
+  },
+};
