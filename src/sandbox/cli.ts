@@ -1,0 +1,66 @@
+// `commerce-sync sandbox`: runs the simulator until Ctrl-C. Every option has an environment variable
+// (config/default.json); a flag beats the environment.
+import { UsageError, type CommandSpec } from '../command.ts';
+import { startSandbox } from './index.ts';
+
+const num = (name: string, v: string | undefined, fallback: number, min: number, integer: boolean): number => {
+  if (v === undefined) return fallback;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < min || (integer && !Number.isInteger(n))) throw new UsageError(`--${name} must be ${integer ? 'an integer' : 'a number'} >= ${min}, got "${v}"`);
+  return n;
+};
+
+export const commands: Record<string, CommandSpec> = {
+  sandbox: {
+    summary: 'Run the simulator of the Commerce Operations Service (prints its base URL and privileged token).',
+    // Every option spells out `short` and `multiple`: src/cli.ts passes both through to parseArgs, which rejects undefined.
+    options: {
+      host: { type: 'string', short: 'H', multiple: false, value: 'H', description: 'address to bind (SANDBOX_HOST, default 127.0.0.1)' },
+      port: { type: 'string', short: 'p', multiple: false, value: 'P', description: 'port, 0 = a free one (SANDBOX_PORT)' },
+      seed: { type: 'string', short: 's', multiple: false, value: 'N', description: 'catalog seed (SANDBOX_SEED)' },
+      variants: { type: 'string', short: 'n', multiple: false, value: 'N', description: 'seeded variants, 0 = empty account (SANDBOX_VARIANTS)' },
+      locations: { type: 'string', short: 'l', multiple: false, value: 'N', description: 'seeded stock locations (SANDBOX_LOCATIONS)' },
+      token: { type: 'string', short: 't', multiple: false, value: 'T', description: 'privileged access token (SANDBOX_TOKEN)' },
+      'client-id': { type: 'string', short: 'i', multiple: false, value: 'ID', description: 'OAuth client id (COMMERCE_CLIENT_ID)' },
+      'client-secret': { type: 'string', short: 'S', multiple: false, value: 'S', description: 'OAuth client secret and webhook signing key (SANDBOX_CLIENT_SECRET)' },
+      'admin-token': { type: 'string', short: 'a', multiple: false, value: 'T', description: 'admin API token (SANDBOX_ADMIN_TOKEN)' },
+      'time-scale': { type: 'string', short: 'x', multiple: false, value: 'X', description: 'sandbox time runs X times faster (SANDBOX_TIME_SCALE)' },
+      'rate-limit': { type: 'string', short: 'r', multiple: false, value: 'N', description: 'requests per window (SANDBOX_RATE_LIMIT)' },
+      'rate-window': { type: 'string', short: 'w', multiple: false, value: 'S', description: 'rate window in sandbox seconds (SANDBOX_RATE_WINDOW)' },
+      events: { type: 'string', short: 'e', multiple: false, value: 'spec|extended', description: 'event set (SANDBOX_EVENTS)' },
+      activity: { type: 'string', short: 'A', multiple: false, value: 'PER_SECOND', description: 'merchant operations per second (SANDBOX_ACTIVITY)' },
+    },
+    details: 'The admin API lives under <url>/__sandbox/ (Authorization: Bearer <admin token>); see docs/sandbox.md.',
+    async run({ values, config, log, out }) {
+      const s = (k: string) => values[k] as string | undefined;
+      const events = s('events') ?? config.SANDBOX_EVENTS;
+      if (events !== 'spec' && events !== 'extended') throw new UsageError(`--events must be spec or extended, got "${events}"`);
+      const sandbox = await startSandbox({
+        host: s('host') ?? config.SANDBOX_HOST,
+        port: num('port', s('port'), config.SANDBOX_PORT, 0, true),
+        seed: num('seed', s('seed'), config.SANDBOX_SEED, 0, true),
+        variants: num('variants', s('variants'), config.SANDBOX_VARIANTS, 0, true),
+        locations: num('locations', s('locations'), config.SANDBOX_LOCATIONS, 1, true),
+        token: s('token') ?? config.SANDBOX_TOKEN,
+        clientId: s('client-id') ?? config.COMMERCE_CLIENT_ID,
+        clientSecret: s('client-secret') ?? config.SANDBOX_CLIENT_SECRET,
+        adminToken: s('admin-token') ?? config.SANDBOX_ADMIN_TOKEN,
+        timeScale: num('time-scale', s('time-scale'), config.SANDBOX_TIME_SCALE, Number.MIN_VALUE, false),
+        rateLimit: num('rate-limit', s('rate-limit'), config.SANDBOX_RATE_LIMIT, 1, true),
+        rateWindowSeconds: num('rate-window', s('rate-window'), config.SANDBOX_RATE_WINDOW, 1, true),
+        events,
+        activity: num('activity', s('activity'), config.SANDBOX_ACTIVITY, 0, false),
+        log: log.child({ role: 'sandbox' }),
+      });
+      out(`sandbox listening at ${sandbox.url}`);
+      out(`privileged token: ${sandbox.token}`);
+      out(`admin API: ${sandbox.url}/__sandbox/ (Authorization: Bearer <admin token>)`);
+      await new Promise<void>((resolve) => {
+        const stop = () => { process.off('SIGINT', stop); process.off('SIGTERM', stop); resolve(); };
+        process.on('SIGINT', stop);
+        process.on('SIGTERM', stop);
+      });
+      await sandbox.close();
+    },
+  },
+};
