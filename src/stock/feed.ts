@@ -1,0 +1,53 @@
+// The channel feed: channel quantity changes after a cursor (the change id), oldest first. Ids become
+// visible in order (writers serialise on a lock, see channel.ts), so a reader that follows `next` never
+// skips a change. Also the signed POST of changes to CHANNEL_WEBHOOK_URL.
+import { createHmac } from 'node:crypto';
+import { sql } from 'kysely';
+import type { Db } from '../db/index.ts';
+
+export interface FeedItem {
+  id: number;
+  at: string;
+  connection: string;
+  connection_id: number;
+  variant_id: number;
+  sku: string | null;
+  /** Decimal string; null when untracked. */
+  quantity: string | null;
+  tracked: boolean;
+  backorderable: boolean;
+  before_quantity: string | null;
+  cause: string;
+  delivery_id: string | null;
+}
+
+export interface FeedPage { changes: FeedItem[]; next: number; has_more: boolean }
+
+export async function channelFeed(db: Db, opts: { since: number; limit: number; connection?: string | null }): Promise<FeedPage> {
+  const rows = await sql<FeedItem>`
+    SELECT c.id, c.at, n.name AS connection, c.connection_id, c.variant_id, c.sku, c.quantity::text AS quantity, c.tracked,
+      c.backorderable, c.before_quantity::text AS before_quantity, c.cause, c.delivery_id
+    FROM channel_quantity_changes c JOIN connections n ON n.id = c.connection_id
+    WHERE c.id > ${opts.since} ${opts.connection ? sql`AND n.name = ${opts.connection}` : sql``}
+    ORDER BY c.id LIMIT ${opts.limit + 1}`.execute(db);
+  const list = rows.rows.slice(0, opts.limit).map((r) => ({ ...r, id: Number(r.id), at: new Date(r.at).toISOString() }));
+  return { changes: list, next: list.length ? list[list.length - 1]!.id : opts.since, has_more: rows.rows.length > opts.limit };
+}
+
+/** Header carrying the signature of a channel POST: base64 HMAC-SHA256 of the body with CHANNEL_WEBHOOK_SECRET. */
+export const CHANNEL_SIGNATURE_HEADER = 'X-Commerce-Sync-Signature';
+
+export function signChannelBody(body: string, secret: string): string {
+  return createHmac('sha256', secret).update(body, 'utf8').digest('base64');
+}
+
+/** POSTs changes as {"changes": [...]}; throws on a non-2xx answer so the job is retried. */
+export async function postChannelChanges(url: string, secret: string, changes: unknown[], timeoutMs = 10_000): Promise<void> {
+  const body = JSON.stringify({ changes });
+  const res = await fetch(url, {
+    method: 'POST', body, signal: AbortSignal.timeout(timeoutMs),
+    headers: { 'content-type': 'application/json', [CHANNEL_SIGNATURE_HEADER]: signChannelBody(body, secret) },
+  });
+  await res.arrayBuffer().catch(() => undefined);
+  if (res.status < 200 || res.status >= 300) throw new Error(`channel webhook ${url} answered ${res.status}`);
+}

@@ -1,0 +1,234 @@
+// Reconciliation sweeps. Incremental: every mirrored resource listed by updated_at_min (the cursor less an
+// overlap), active and archived, 250 a page. Full: every record, active and archived, plus compositions,
+// line-item collections and the resources kept whole in other_records; mirror rows the service no longer
+// has at all are marked gone. Whatever a sweep changes in the mirror is drift: counted per resource in
+// the sync log, metrics and sync_cursors. Reads run at the 'reconcile' priority, below webhook reads.
+import { sql } from 'kysely';
+import type { Db } from '../db/index.ts';
+import type { Logger } from '../log.ts';
+import { metrics } from '../metrics.ts';
+import { logSync } from '../synclog/index.ts';
+import type { ChannelChange } from '../stock/channel.ts';
+import type { ChannelRules } from '../stock/rules.ts';
+import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';
+import { upsertChildren, upsertOther } from './mirror.ts';
+import { childCollections, composition, otherResources, resources, type ResourceSpec } from './resources.ts';
+import type { Reader } from './reader.ts';
+
+export interface SweepDeps {
+  db: Db;
+  log: Logger;
+  client: Reader;
+  rules: ChannelRules;
+  overlapSeconds: number;
+  jobId?: string | null;
+  /** Called after each committed page with the channel quantity changes it made. */
+  onChanges?: (changes: ChannelChange[]) => Promise<void>;
+}
+
+export interface ResourceSweep { records: number; applied: number; gone: number; pages: number }
+
+export interface SweepResult {
+  full: boolean;
+  records: number;
+  drift: number;
+  channelChanges: number;
+  resources: Record<string, ResourceSweep>;
+  /** Collections the service does not offer (404): left out. */
+  unavailable: string[];
+  durationMs: number;
+  busy?: boolean;
+}
+
+const LOCK_SPACE = 727_031;
+
+const unavailable = (err: unknown) => [404, 405, 501].includes((err as { status?: number }).status ?? 0);
+
+/**
+ * Runs one sweep of a connection. Only one sweep per connection runs at a time (a session advisory lock);
+ * with `wait` false a second one returns at once with `busy`.
+ */
+export async function sweep(deps: SweepDeps, opts: { full: boolean; wait?: boolean }): Promise<SweepResult> {
+  const connectionId = Number(deps.client.connection.id);
+  return deps.db.connection().execute(async (conn) => {
+    if (opts.wait) await sql`SELECT pg_advisory_lock(${LOCK_SPACE}, ${connectionId}::int)`.execute(conn);
+    else {
+      const got = await sql<{ ok: boolean }>`SELECT pg_try_advisory_lock(${LOCK_SPACE}, ${connectionId}::int) AS ok`.execute(conn);
+      if (!got.rows[0]?.ok) return { full: opts.full, records: 0, drift: 0, channelChanges: 0, resources: {}, unavailable: [], durationMs: 0, busy: true };
+    }
+    try {
+      return await runSweep(deps, opts.full);
+    } finally {
+      await sql`SELECT pg_advisory_unlock(${LOCK_SPACE}, ${connectionId}::int)`.execute(conn);
+    }
+  });
+}
+
+async function runSweep(deps: SweepDeps, full: boolean): Promise<SweepResult> {
+  const { db, client } = deps;
+  const connectionId = Number(client.connection.id);
+  const started = Date.now();
+  const result: SweepResult = { full, records: 0, drift: 0, channelChanges: 0, resources: {}, unavailable: [], durationMs: 0 };
+  const ctx: ApplyContext = {
+    connectionId, connectionName: client.connection.name, rules: deps.rules, followUps: false,
+    cause: { kind: full ? 'full-sweep' : 'sweep', jobId: deps.jobId ?? null },
+  };
+  const changed = async (changes: ChannelChange[]) => {
+    result.channelChanges += changes.length;
+    if (changes.length && deps.onChanges) await deps.onChanges(changes);
+  };
+  const bundlesToRead = new Set<number>();
+
+  for (const spec of Object.values(resources)) {
+    if (!full && !spec.incremental) continue;
+    const stat: ResourceSweep = { records: 0, applied: 0, gone: 0, pages: 0 };
+    const cursorRow = await db.selectFrom('sync_cursors').select(['cursor']).where('connection_id', '=', connectionId).where('resource', '=', spec.name).executeTakeFirst();
+    const since = !full && cursorRow?.cursor ? new Date(new Date(cursorRow.cursor).getTime() - deps.overlapSeconds * 1000) : null;
+    let newest: string | null = null;
+    const seen = new Set<number>();
+    let ok = true;
+    for (const status of ['active', 'archived'] as const) {
+      const query: Record<string, string> = {};
+      if (spec.include) query.include = spec.include.key;
+      if (status === 'archived') query.status = 'archived';
+      if (since) query.updated_at_min = since.toISOString();
+      try {
+        for await (const page of client.paginate(spec.path, { priority: 'reconcile', key: spec.key, query })) {
+          stat.pages++;
+          stat.records += page.records.length;
+          for (const r of page.records) {
+            if (r?.id != null) seen.add(Number(r.id));
+            if (typeof r?.updated_at === 'string' && (!newest || r.updated_at > newest)) newest = r.updated_at;
+          }
+          const applied = await db.transaction().execute((tx) => applyRecords(tx, ctx, spec, page.records, page.sideloads));
+          stat.applied += applied.applied.length;
+          for (const m of applied.followUps) if (m.resource === 'composition') bundlesToRead.add(m.id);
+          await changed(applied.changes);
+        }
+      } catch (err) {
+        if (!unavailable(err)) throw err;
+        ok = false;
+        if (!result.unavailable.includes(spec.name)) result.unavailable.push(spec.name);
+        break;
+      }
+    }
+    if (full && ok) stat.gone = await sweepGone(deps, ctx, spec, seen, changed);
+    result.resources[spec.name] = stat;
+    result.records += stat.records;
+    const drift = stat.applied + stat.gone;
+    result.drift += drift;
+    if (drift) metrics.driftFound.inc({ connection: client.connection.name, resource: spec.name }, drift);
+    if (ok) await saveCursor(db, connectionId, spec.name, newest, full, drift);
+  }
+
+  if (full) {
+    await sweepCompositions(deps, ctx, result, changed);
+    await sweepChildren(deps, result);
+    await sweepOthers(deps, result);
+  } else if (bundlesToRead.size) {
+    const ids = [...bundlesToRead];
+    const read = await client.getByIds(composition.path, ids, { priority: 'reconcile', key: composition.key });
+    const r = await db.transaction().execute((tx) => applyCompositions(tx, ctx, ids, read.records));
+    await changed(r.changes);
+  }
+
+  result.durationMs = Date.now() - started;
+  await logSync(db, {
+    connectionId, action: full ? 'sweep.full' : 'sweep', jobId: deps.jobId ?? null, durationMs: result.durationMs,
+    outcome: result.drift ? 'warning' : 'ok',
+    detail: { drift: result.drift, records: result.records, channel_changes: result.channelChanges, resources: result.resources, unavailable: result.unavailable },
+  });
+  return result;
+}
+
+async function saveCursor(db: Db, connectionId: number, resource: string, newest: string | null, full: boolean, drift: number): Promise<void> {
+  await sql`
+    INSERT INTO sync_cursors (connection_id, resource, cursor, last_sweep_at, last_full_sweep_at, last_drift)
+    VALUES (${connectionId}, ${resource}, ${newest}::timestamptz, now(), ${full ? new Date() : null}, ${drift})
+    ON CONFLICT (connection_id, resource) DO UPDATE SET
+      cursor = GREATEST(sync_cursors.cursor, excluded.cursor), last_sweep_at = now(),
+      last_full_sweep_at = COALESCE(excluded.last_full_sweep_at, sync_cursors.last_full_sweep_at), last_drift = excluded.last_drift`.execute(db);
+}
+
+/** Full sweep: mirror rows neither list returned are gone from the service. */
+async function sweepGone(deps: SweepDeps, ctx: ApplyContext, spec: ResourceSpec, seen: Set<number>, changed: (c: ChannelChange[]) => Promise<void>): Promise<number> {
+  const rows = await sql<{ id: number }>`SELECT id FROM ${sql.raw(spec.table)}
+    WHERE connection_id = ${ctx.connectionId} AND status IS DISTINCT FROM 'gone'`.execute(deps.db);
+  const missing = rows.rows.map((r) => Number(r.id)).filter((id) => !seen.has(id));
+  let gone = 0;
+  for (let i = 0; i < missing.length; i += 1000) {
+    const r = await deps.db.transaction().execute((tx) => applyRecords(tx, ctx, spec, [], {}, missing.slice(i, i + 1000)));
+    gone += r.gone.length;
+    await changed(r.changes);
+  }
+  return gone;
+}
+
+async function sweepCompositions(deps: SweepDeps, ctx: ApplyContext, result: SweepResult, changed: (c: ChannelChange[]) => Promise<void>): Promise<void> {
+  const rows: any[] = [];
+  try {
+    for await (const page of deps.client.paginate(composition.path, { priority: 'reconcile', key: composition.key })) rows.push(...page.records);
+  } catch (err) {
+    if (!unavailable(err)) throw err;
+    result.unavailable.push(composition.name);
+    return;
+  }
+  const bundles = await sql<{ id: number }>`SELECT id FROM variants WHERE connection_id = ${ctx.connectionId} AND composite
+    UNION SELECT DISTINCT bundle_id FROM compositions WHERE connection_id = ${ctx.connectionId}`.execute(deps.db);
+  const ids = [...new Set([...bundles.rows.map((r) => Number(r.id)), ...rows.map((r) => Number(r?.bundle_id)).filter(Number.isFinite)])];
+  let drift = 0;
+  for (let i = 0; i < ids.length; i += 1000) {
+    const part = ids.slice(i, i + 1000);
+    const set = new Set(part);
+    const r = await deps.db.transaction().execute((tx) => applyCompositions(tx, ctx, part, rows.filter((c) => set.has(Number(c?.bundle_id)))));
+    drift += r.changed.length;
+    await changed(r.changes);
+  }
+  result.resources[composition.name] = { records: rows.length, applied: drift, gone: 0, pages: 0 };
+  result.records += rows.length;
+  result.drift += drift;
+  if (drift) metrics.driftFound.inc({ connection: deps.client.connection.name, resource: composition.name }, drift);
+}
+
+/** Line items as collections of their own: items whose parent the parent lists did not carry still land. */
+async function sweepChildren(deps: SweepDeps, result: SweepResult): Promise<void> {
+  const connectionId = Number(deps.client.connection.id);
+  for (const child of childCollections) {
+    const stat: ResourceSweep = { records: 0, applied: 0, gone: 0, pages: 0 };
+    try {
+      for await (const page of deps.client.paginate(`/${child.key}`, { priority: 'reconcile', key: child.key })) {
+        stat.pages++;
+        stat.records += page.records.length;
+        stat.applied += (await upsertChildren(deps.db, child, connectionId, page.records)).applied.length;
+      }
+    } catch (err) {
+      if (!unavailable(err)) throw err;
+      result.unavailable.push(child.key);
+      continue;
+    }
+    result.resources[child.key] = stat;
+    result.records += stat.records;
+  }
+}
+
+async function sweepOthers(deps: SweepDeps, result: SweepResult): Promise<void> {
+  const connectionId = Number(deps.client.connection.id);
+  for (const [name, key] of Object.entries(otherResources)) {
+    const stat: ResourceSweep = { records: 0, applied: 0, gone: 0, pages: 0 };
+    try {
+      for (const status of ['active', 'archived'] as const) {
+        for await (const page of deps.client.paginate(`/${key}`, { priority: 'reconcile', key, query: status === 'archived' ? { status } : {} })) {
+          stat.pages++;
+          stat.records += page.records.length;
+          stat.applied += (await upsertOther(deps.db, name, connectionId, page.records)).applied.length;
+        }
+      }
+    } catch (err) {
+      if (!unavailable(err)) throw err;
+      result.unavailable.push(key);
+      continue;
+    }
+    result.resources[name] = stat;
+    result.records += stat.records;
+  }
+}

@@ -1,0 +1,39 @@
+// pg-boss schedules: per active connection an incremental sweep every RECONCILE_INTERVAL_MINUTES and a
+// full sweep on FULL_SWEEP_CRON; housekeeping (sync-log pruning daily, a pending-fetch safety net every
+// minute, this schedule sync every ten minutes so new connections get theirs).
+import type { Config } from '../config.ts';
+import type { Db } from '../db/index.ts';
+import type { Boss } from '../queue/boss.ts';
+import { queues } from '../queue/names.ts';
+import type { MaintenanceJob, ReconcileJob } from './jobs.ts';
+
+/** A cron expression for "every N minutes" (N from 1 to 1440). */
+export function everyMinutes(n: number): string {
+  if (n < 60) return `*/${n} * * * *`;
+  if (n % 60 === 0 && n / 60 < 24) return `0 */${n / 60} * * *`;
+  return '0 0 * * *';
+}
+
+export async function syncSchedules(db: Db, boss: Boss, config: Config): Promise<void> {
+  const active = await db.selectFrom('connections').select(['id']).where('status', '=', 'active').execute();
+  const want = new Map<string, { cron: string; data: ReconcileJob }>();
+  for (const c of active) {
+    const id = Number(c.id);
+    want.set(`incremental-${id}`, { cron: everyMinutes(config.RECONCILE_INTERVAL_MINUTES), data: { connectionId: id, full: false } });
+    want.set(`full-${id}`, { cron: config.FULL_SWEEP_CRON, data: { connectionId: id, full: true } });
+  }
+  const existing = await boss.getSchedules(queues.reconcile);
+  for (const s of existing) {
+    const w = want.get(s.key);
+    if (!w) await boss.unschedule(queues.reconcile, s.key);
+    else if (s.cron === w.cron) want.delete(s.key);
+  }
+  for (const [key, w] of want) {
+    await boss.schedule(queues.reconcile, w.cron, w.data, { key, tz: 'UTC', group: { id: String(w.data.connectionId) } });
+  }
+  const housekeeping: [MaintenanceJob['task'], string][] = [['prune-sync-log', '17 4 * * *'], ['pending', '* * * * *'], ['schedules', '*/10 * * * *']];
+  const have = new Map((await boss.getSchedules(queues.maintenance)).map((s) => [s.key, s.cron]));
+  for (const [task, cron] of housekeeping) {
+    if (have.get(task) !== cron) await boss.schedule(queues.maintenance, cron, { task } satisfies MaintenanceJob, { key: task, tz: 'UTC' });
+  }
+}

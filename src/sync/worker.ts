@@ -1,0 +1,117 @@
+// The sync workers of one process: deliveries -> pending fetches, drains, sweeps, maintenance, and (when
+// CHANNEL_WEBHOOK_URL is set) the channel publisher. Several processes share the work through pg-boss.
+import { clientFor } from '../api/index.ts';
+import type { ApiClient } from '../api/index.ts';
+import type { Config } from '../config.ts';
+import type { Db } from '../db/index.ts';
+import type { Logger } from '../log.ts';
+import type { Boss } from '../queue/boss.ts';
+import { createQueues, queues, type DeliveryJob } from '../queue/names.ts';
+import { pruneSyncLog } from '../synclog/index.ts';
+import { channelRules, type ChannelChange } from '../stock/channel.ts';
+import { postChannelChanges } from '../stock/feed.ts';
+import { consumeDeliveries } from './deliveries.ts';
+import { drainPending } from './drain.ts';
+import { requestDrain, type FetchJob, type MaintenanceJob, type ReconcileJob } from './jobs.ts';
+import { pendingPairs } from './pending.ts';
+import { sweep, type SweepResult } from './reconcile.ts';
+import { syncSchedules } from './schedules.ts';
+
+export interface WorkerDeps { db: Db; boss: Boss; config: Config; log: Logger }
+
+/** Clients are kept per connection for the life of the process (they carry token state). */
+export function clientCache(deps: Omit<WorkerDeps, 'boss'>): (connectionId: number) => Promise<ApiClient> {
+  const cache = new Map<number, Promise<ApiClient>>();
+  return (id) => {
+    let c = cache.get(id);
+    if (!c) {
+      c = clientFor({ db: deps.db, config: deps.config, log: deps.log }, id);
+      c.catch(() => cache.delete(id));
+      cache.set(id, c);
+    }
+    return c;
+  };
+}
+
+/** Puts channel changes on the channel-stock queue (one job each). */
+export async function publishChanges(boss: Boss, changes: ChannelChange[]): Promise<void> {
+  for (let i = 0; i < changes.length; i += 500) {
+    await boss.insert(queues.channelStock, changes.slice(i, i + 500).map((c) => ({ data: c })));
+  }
+}
+
+async function connectionActive(db: Db, id: number): Promise<boolean> {
+  const row = await db.selectFrom('connections').select('status').where('id', '=', id).executeTakeFirst();
+  return row?.status === 'active';
+}
+
+/** Runs one sweep of a connection now (the reconcile job, and `commerce-sync reconcile`). */
+export async function runSweep(deps: WorkerDeps, client: ApiClient, opts: { full: boolean; wait?: boolean; jobId?: string | null }): Promise<SweepResult> {
+  return sweep({
+    db: deps.db, log: deps.log, client, rules: await channelRules(deps.db, deps.config, client.connection.id),
+    overlapSeconds: deps.config.RECONCILE_OVERLAP_SECONDS, jobId: opts.jobId ?? null,
+    onChanges: (changes) => publishChanges(deps.boss, changes),
+  }, { full: opts.full, wait: opts.wait });
+}
+
+export async function startSyncWorkers(deps: WorkerDeps): Promise<void> {
+  const { db, boss, config } = deps;
+  const log = deps.log.child({ role: 'worker' });
+  await createQueues(boss);
+  const client = clientCache({ db, config, log });
+  const concurrency = config.WORKER_CONCURRENCY;
+
+  await boss.work<DeliveryJob>(queues.deliveries, { batchSize: 200, pollingIntervalSeconds: 0.5, burstWhenBatchFull: true }, async (jobs) => {
+    const r = await consumeDeliveries(db, boss, jobs.map((j) => j.data));
+    log.debug({ deliveries: jobs.length, ...r, drains: r.drains.length }, 'deliveries consumed');
+  });
+
+  // A connection may hold at most half the drain slots, so one busy account cannot starve the others.
+  await boss.work<FetchJob>(queues.fetch, {
+    batchSize: 1, localConcurrency: concurrency, localGroupConcurrency: Math.max(1, Math.ceil(concurrency / 2)), pollingIntervalSeconds: 0.5,
+  }, async ([job]) => {
+    const { connectionId, resource } = job!.data;
+    if (!(await connectionActive(db, connectionId))) {
+      log.warn({ connectionId, resource }, 'connection not active: pending fetches wait until it is');
+      return;
+    }
+    const c = await client(connectionId);
+    const out = await drainPending({ db, log, client: c, rules: await channelRules(db, config, connectionId), jobId: job!.id }, resource);
+    await publishChanges(boss, out.changes);
+    for (const p of out.followUps) await requestDrain(boss, p.connectionId, p.resource);
+    if (out.more) await requestDrain(boss, connectionId, resource);
+    log.debug({ connectionId, resource, read: out.read, requests: out.requests, applied: out.applied, changes: out.changes.length }, 'drained');
+  });
+
+  await boss.work<ReconcileJob>(queues.reconcile, { batchSize: 1, localConcurrency: Math.max(1, Math.min(concurrency, 4)), localGroupConcurrency: 1 }, async ([job]) => {
+    const { connectionId, full } = job!.data;
+    if (!(await connectionActive(db, connectionId))) return;
+    const r = await runSweep({ db, boss, config, log }, await client(connectionId), { full, jobId: job!.id });
+    log.info({ connectionId, full, drift: r.drift, records: r.records, busy: r.busy ?? false, ms: r.durationMs }, 'sweep done');
+  });
+
+  await boss.work<MaintenanceJob>(queues.maintenance, { batchSize: 1 }, async ([job]) => {
+    switch (job!.data.task) {
+      case 'prune-sync-log': {
+        const n = await pruneSyncLog(db, config.SYNC_LOG_RETENTION_DAYS);
+        log.info({ deleted: n, retentionDays: config.SYNC_LOG_RETENTION_DAYS }, 'sync log pruned');
+        break;
+      }
+      case 'schedules':
+        await syncSchedules(db, boss, config);
+        break;
+      case 'pending':
+        // Safety net: pending rows whose drain job was lost (a crash between commit and send) get one.
+        for (const p of await pendingPairs(db)) await requestDrain(boss, p.connectionId, p.resource);
+        break;
+    }
+  });
+
+  if (config.CHANNEL_WEBHOOK_URL) {
+    await boss.work<ChannelChange>(queues.channelStock, { batchSize: 100 }, async (jobs) => {
+      await postChannelChanges(config.CHANNEL_WEBHOOK_URL, config.CHANNEL_WEBHOOK_SECRET, jobs.map((j) => j.data));
+    });
+  }
+
+  await syncSchedules(db, boss, config);
+}
