@@ -19,6 +19,11 @@ export function presentedToken(ctx: Context): string | null {
   return ctx.cookies.get('cs_operator') ?? null;
 }
 
+/** Whether `token` is the configured operator token (constant time). */
+export function tokenMatches(config: Config, token: string): boolean {
+  return config.OPERATOR_TOKEN !== '' && same(token, config.OPERATOR_TOKEN);
+}
+
 const loopback = (ip: string) => ip === '127.0.0.1' || ip === '::1' || ip === '::ffff:127.0.0.1';
 
 export type AccessMode = 'token' | 'open-demo' | 'closed';

@@ -209,6 +209,7 @@ export interface Database {
   api_budget_waiters: ApiBudgetWaitersTable;
   push_operations: PushOperationsTable;
   channel_orders: ChannelOrdersTable;
+  console_samples: ConsoleSamplesTable;
   pending_fetches: PendingFetchesTable;
   channel_rules: ChannelRulesTable;
   channel_quantities: ChannelQuantitiesTable;
@@ -255,6 +256,16 @@ export interface ChannelOrdersTable {
   created_at: DefaultTimestamp;
 }
 export type PushOperation = Selectable<PushOperationsTable>;
+
+/** 0040_console_samples.sql: per-minute samples the console's charts draw (budget, lag, waiting deliveries). */
+export interface ConsoleSamplesTable {
+  connection_id: number;
+  at: Timestamp;
+  budget_remaining: number | null;
+  budget_limit: number | null;
+  lag_seconds: Default<number>;
+  queued_deliveries: Default<number>;
+}
 
 // migrations/0030_sync.sql (src/sync/, src/stock/; described in docs/sync.md)
 export interface PendingFetchesTable {

@@ -1,0 +1,137 @@
+// What an operator asks first, per connection: is data arriving, is anything stuck, how far behind are
+// we, how much API budget is left, what did the last sweep find, what failed. Shared by the console's
+// overview page, /api/overview, /metrics and `commerce-sync status`.
+import { sql } from 'kysely';
+import type { Db } from '../db/index.ts';
+import { queueDepths, type QueueDepth } from './queues.ts';
+
+export interface BudgetState {
+  limit: number;
+  /** Requests left now: the stored count, or the whole limit once the window has reset. */
+  remaining: number;
+  resetAt: Date;
+  inFlight: number;
+  accountingErrors: number;
+}
+
+export interface SweepState { resource: string; lastSweepAt: Date | null; lastFullSweepAt: Date | null; drift: number }
+
+export interface ConnectionOverview {
+  id: number;
+  name: string;
+  accountName: string | null;
+  baseUrl: string;
+  status: string;
+  statusReason: string | null;
+  /** ok | degraded (errors or lag) | down (connection not active). */
+  health: 'ok' | 'degraded' | 'down';
+  deliveriesPerMinute: number;
+  deliveriesLastHour: number;
+  queuedDeliveries: number;
+  failedDeliveries: number;
+  /** Age in seconds of the oldest delivery not yet processed; 0 when none waits. */
+  lagSeconds: number;
+  budget: BudgetState | null;
+  lastSweepAt: Date | null;
+  lastFullSweepAt: Date | null;
+  /** Drift the latest sweep of each resource found, summed. */
+  lastDrift: number;
+  sweeps: SweepState[];
+  errorsLastHour: number;
+  recentErrors: { id: number; at: Date; action: string; resource: string | null; sku: string | null; error: string | null }[];
+}
+
+export interface Overview { at: Date; connections: ConnectionOverview[]; queues: QueueDepth[] }
+
+/** Seconds behind after which a connection counts as degraded. */
+const LAG_DEGRADED_SECONDS = 120;
+
+export async function connectionOverviews(db: Db, onlyId?: number): Promise<ConnectionOverview[]> {
+  let cq = db.selectFrom('connections').select(['id', 'name', 'account_name', 'base_url', 'status', 'status_reason']).orderBy('name');
+  if (onlyId !== undefined) cq = cq.where('id', '=', onlyId);
+  const conns = await cq.execute();
+  if (!conns.length) return [];
+  const ids = conns.map((c) => c.id);
+  const [deliveries, budgets, sweeps, errors, recent] = await Promise.all([
+    sql<{ connection_id: number; last5: number; last60: number; queued: number; failed: number; lag: number }>`
+      SELECT c.id AS connection_id,
+             (SELECT count(*)::int FROM webhook_deliveries d WHERE d.connection_id = c.id AND d.received_at > now() - interval '5 minutes') AS last5,
+             (SELECT count(*)::int FROM webhook_deliveries d WHERE d.connection_id = c.id AND d.received_at > now() - interval '1 hour') AS last60,
+             (SELECT count(*)::int FROM webhook_deliveries d WHERE d.connection_id = c.id AND d.state = 'queued') AS queued,
+             (SELECT count(*)::int FROM webhook_deliveries d WHERE d.connection_id = c.id AND d.state = 'failed') AS failed,
+             coalesce((SELECT extract(epoch FROM now() - min(d.received_at))::float8 FROM webhook_deliveries d
+                        WHERE d.connection_id = c.id AND d.state = 'queued'), 0) AS lag
+        FROM connections c WHERE c.id = ANY(${ids})`.execute(db),
+    db.selectFrom('api_budgets').selectAll().where('connection_id', 'in', ids).execute(),
+    db.selectFrom('sync_cursors').selectAll().where('connection_id', 'in', ids).orderBy('resource').execute(),
+    sql<{ connection_id: number; n: number }>`
+      SELECT connection_id, count(*)::int AS n FROM sync_log
+       WHERE outcome = 'error' AND at > now() - interval '1 hour' AND connection_id = ANY(${ids})
+       GROUP BY connection_id`.execute(db),
+    sql<{ connection_id: number; id: number; at: Date; action: string; resource: string | null; sku: string | null; error: string | null }>`
+      SELECT e.* FROM unnest(${ids}::bigint[]) AS c(id)
+       CROSS JOIN LATERAL (SELECT connection_id, id, at, action, resource, sku, error FROM sync_log
+                            WHERE connection_id = c.id AND outcome = 'error' ORDER BY at DESC LIMIT 5) e`.execute(db),
+  ]);
+  const now = Date.now();
+  return conns.map((c) => {
+    const d = deliveries.rows.find((r) => r.connection_id === c.id);
+    const b = budgets.find((r) => r.connection_id === c.id);
+    const s = sweeps.filter((r) => r.connection_id === c.id);
+    const errorsLastHour = errors.rows.find((r) => r.connection_id === c.id)?.n ?? 0;
+    const lagSeconds = Math.round(Number(d?.lag ?? 0));
+    const latest = (xs: (Date | null)[]) => xs.reduce<Date | null>((m, x) => (x && (!m || x > m) ? x : m), null);
+    const budget: BudgetState | null = b ? {
+      limit: b.request_limit,
+      remaining: new Date(b.reset_at).getTime() <= now ? b.request_limit : b.remaining,
+      resetAt: new Date(b.reset_at), inFlight: b.in_flight, accountingErrors: b.accounting_errors,
+    } : null;
+    return {
+      id: c.id, name: c.name, accountName: c.account_name, baseUrl: c.base_url, status: c.status, statusReason: c.status_reason,
+      health: c.status !== 'active' ? 'down' : errorsLastHour > 0 || lagSeconds > LAG_DEGRADED_SECONDS ? 'degraded' : 'ok',
+      deliveriesPerMinute: Math.round(((d?.last5 ?? 0) / 5) * 10) / 10,
+      deliveriesLastHour: d?.last60 ?? 0,
+      queuedDeliveries: d?.queued ?? 0,
+      failedDeliveries: d?.failed ?? 0,
+      lagSeconds,
+      budget,
+      lastSweepAt: latest(s.map((r) => r.last_sweep_at as Date | null)),
+      lastFullSweepAt: latest(s.map((r) => r.last_full_sweep_at as Date | null)),
+      lastDrift: s.reduce((n, r) => n + r.last_drift, 0),
+      sweeps: s.map((r) => ({ resource: r.resource, lastSweepAt: r.last_sweep_at as Date | null, lastFullSweepAt: r.last_full_sweep_at as Date | null, drift: r.last_drift })),
+      errorsLastHour,
+      recentErrors: recent.rows.filter((r) => r.connection_id === c.id).map(({ connection_id: _, ...e }) => e),
+    };
+  });
+}
+
+export async function overview(db: Db): Promise<Overview> {
+  const [connections, queues] = await Promise.all([connectionOverviews(db), queueDepths(db)]);
+  return { at: new Date(), connections, queues };
+}
+
+export interface Point { at: Date; value: number }
+export interface ConnectionSeries { connection: string; throughput: Point[]; syncEvents: Point[]; lag: Point[]; budget: Point[] }
+
+/** Per-minute series for the charts: deliveries and sync-log entries per minute, lag and budget samples. */
+export async function chartSeries(db: Db, connectionId: number, minutes = 60): Promise<Omit<ConnectionSeries, 'connection'>> {
+  const since = sql`date_trunc('minute', now()) - make_interval(mins => ${minutes - 1})`;
+  const perMinute = (table: 'webhook_deliveries' | 'sync_log', column: 'received_at' | 'at') => sql<{ at: Date; value: number }>`
+    SELECT m.at, coalesce(n.value, 0)::int AS value
+      FROM generate_series(${since}, date_trunc('minute', now()), interval '1 minute') AS m(at)
+      LEFT JOIN (SELECT date_trunc('minute', ${sql.ref(column)}) AS at, count(*) AS value FROM ${sql.table(table)}
+                  WHERE connection_id = ${connectionId} AND ${sql.ref(column)} >= ${since} GROUP BY 1) n USING (at)
+     ORDER BY m.at`.execute(db);
+  const [throughput, syncEvents, samples] = await Promise.all([
+    perMinute('webhook_deliveries', 'received_at'),
+    perMinute('sync_log', 'at'),
+    db.selectFrom('console_samples').select(['at', 'lag_seconds', 'budget_remaining'])
+      .where('connection_id', '=', connectionId).where('at', '>=', sql<Date>`${since}`).orderBy('at').execute(),
+  ]);
+  return {
+    throughput: throughput.rows.map((r) => ({ at: r.at, value: r.value })),
+    syncEvents: syncEvents.rows.map((r) => ({ at: r.at, value: r.value })),
+    lag: samples.map((r) => ({ at: r.at as Date, value: r.lag_seconds })),
+    budget: samples.filter((r) => r.budget_remaining !== null).map((r) => ({ at: r.at as Date, value: r.budget_remaining! })),
+  };
+}

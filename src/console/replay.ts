@@ -1,0 +1,62 @@
+// Operator replays. A stored delivery goes back on `deliveries` as a new job with the same DeliveryJob
+// data and its row returns to `queued`; a dead letter moves back to its live queue with its data. Each
+// replay commits together with its sync-log entry (pg-boss runs inside our transaction via `db`).
+import { CompiledQuery, type Transaction } from 'kysely';
+import type { Db as IDatabase } from 'pg-boss';
+import type { Db } from '../db/index.ts';
+import type { Database } from '../db/schema.ts';
+import type { Boss } from '../queue/boss.ts';
+import { isDeadLetter, liveQueueOf, queues, type DeliveryJob } from '../queue/names.ts';
+import { logSync } from '../synclog/index.ts';
+
+function bossDb(trx: Transaction<Database>): IDatabase {
+  return { executeSql: async (text, values) => ({ rows: (await trx.executeQuery(CompiledQuery.raw(text, values ?? []))).rows as unknown[] }) };
+}
+
+export interface ReplayResult { jobId: string }
+
+/** Re-enqueues a stored delivery; null when there is no such row. */
+export async function replayDelivery(db: Db, boss: Boss, deliveryRowId: number): Promise<ReplayResult | null> {
+  return db.transaction().execute(async (trx) => {
+    const row = await trx.selectFrom('webhook_deliveries').selectAll().where('id', '=', deliveryRowId).forUpdate().executeTakeFirst();
+    if (!row) return null;
+    const data: DeliveryJob = {
+      deliveryRowId: row.id, connectionId: row.connection_id, resource: row.resource, action: row.action, objectId: row.object_id,
+    };
+    const jobId = await boss.send(queues.deliveries, data, { db: bossDb(trx) });
+    if (!jobId) throw new Error('pg-boss did not create the job');
+    await trx.updateTable('webhook_deliveries').set({ state: 'queued', error: null, job_id: jobId, processed_at: null })
+      .where('id', '=', row.id).execute();
+    await logSync(trx, {
+      connectionId: row.connection_id, resource: row.resource, recordId: row.object_id, action: 'delivery.replay',
+      jobId, deliveryId: row.delivery_id, detail: { deliveryRowId: row.id, previousState: row.state, by: 'operator' },
+    });
+    return { jobId };
+  });
+}
+
+export class ReplayError extends Error {}
+
+/** Moves one dead letter back to its live queue; null when it is no longer waiting there. */
+export async function replayDeadLetter(db: Db, boss: Boss, deadQueue: string, id: string): Promise<ReplayResult | null> {
+  if (!isDeadLetter(deadQueue) || !(Object.values(queues) as string[]).includes(liveQueueOf(deadQueue))) {
+    throw new ReplayError(`${deadQueue} is not a dead-letter queue`);
+  }
+  if (!/^[0-9a-f-]{36}$/i.test(id)) throw new ReplayError('a dead letter id is a UUID');
+  const live = liveQueueOf(deadQueue);
+  return db.transaction().execute(async (trx) => {
+    const [job] = await boss.findJobs<Record<string, unknown>>(deadQueue, { id, db: bossDb(trx) });
+    if (!job || (job.state !== 'created' && job.state !== 'retry')) return null;
+    const jobId = await boss.send(live, job.data ?? {}, { db: bossDb(trx) });
+    if (!jobId) throw new Error('pg-boss did not create the job');
+    await boss.deleteJob(deadQueue, id, { db: bossDb(trx) });
+    const data = (job.data ?? {}) as Partial<DeliveryJob>;
+    await logSync(trx, {
+      connectionId: typeof data.connectionId === 'number' ? data.connectionId : null,
+      resource: typeof data.resource === 'string' ? data.resource : null,
+      action: 'dead-letter.replay', jobId,
+      detail: { queue: live, deadLetterId: id, by: 'operator' },
+    });
+    return { jobId };
+  });
+}

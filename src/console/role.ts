@@ -1,0 +1,52 @@
+// The console role: pages, /api, the live tail and /metrics on the shared Koa app, all behind operator
+// auth (never /webhooks, /healthz or /readyz, which stay on the app's own router). The stock and push
+// areas add their /api routes through `mountRoutes(rt, router)` under the same auth when present.
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type Router from '@koa/router';
+import type { Runtime } from '../runtime.ts';
+import { startSampler } from './gauges.ts';
+import { consoleRouters } from './routes.ts';
+import { SyncLogTail } from './tail.ts';
+
+type RouteModule = { mountRoutes(rt: Runtime, router: Router): void | Promise<void> };
+
+const routeModules = ['../stock/routes.ts', '../push/routes.ts'];
+
+export async function mount(rt: Runtime): Promise<void> {
+  const { db } = rt.database;
+  const tail = new SyncLogTail(rt.database.url, db, rt.log.child({ component: 'tail' }));
+  await tail.start();
+  const { open, guarded, streams } = consoleRouters({
+    config: rt.config, log: rt.log, db, boss: rt.boss, tail, demo: () => rt.demo,
+  });
+  for (const rel of routeModules) {
+    if (!existsSync(fileURLToPath(new URL(rel, import.meta.url)))) continue;
+    try {
+      const mod = (await import(rel)) as RouteModule;
+      await mod.mountRoutes(rt, guarded);
+    } catch (err) {
+      // One area failing to load must not take the console (the way to see what failed) down with it.
+      rt.log.error({ err, module: rel }, 'could not mount API routes; the console runs without them');
+    }
+  }
+  rt.app.use(open.routes()).use(open.allowedMethods());
+  rt.app.use(guarded.routes()).use(guarded.allowedMethods());
+
+  const stopSampler = startSampler(db, rt.log);
+  // Open event streams would hold the HTTP server's graceful close for its whole grace period: end them
+  // as soon as shutdown starts (the server closes before the roles' onStop steps run).
+  const endStreams = () => { for (const s of streams) s.end(); };
+  process.once('SIGINT', endStreams);
+  process.once('SIGTERM', endStreams);
+  rt.onStop.push(async () => {
+    process.off('SIGINT', endStreams);
+    process.off('SIGTERM', endStreams);
+    stopSampler();
+    endStreams();
+    await tail.stop();
+  });
+  rt.afterListen.push(async () => {
+    rt.log.info({ url: `${rt.publicUrl}/`, access: rt.config.OPERATOR_TOKEN ? 'token' : rt.demo ? 'open on localhost (demo)' : 'closed' }, 'console ready');
+  });
+}

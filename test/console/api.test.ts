@@ -1,0 +1,197 @@
+// The console's JSON API, live tail and /metrics over real HTTP, without a browser.
+import t from 'tap';
+import { logSync } from '../../src/synclog/index.ts';
+import { metrics } from '../../src/metrics.ts';
+import { queues, deadLetterOf } from '../../src/queue/names.ts';
+import { addConnection, addDelivery, addVariant, consoleServer, readEvents } from './harness.ts';
+
+const TOKEN = 'op-secret-token';
+const auth = { authorization: `Bearer ${TOKEN}` };
+
+t.test('JSON API answers the operator questions', async (t) => {
+  const { base, db, boss } = await consoleServer(t, { token: TOKEN });
+  const shop = await addConnection(db, 'shop');
+  const other = await addConnection(db, 'other');
+  await addVariant(db, shop, { id: 11, sku: 'SKU-11', stock: [{ location: 1, onHand: '5.5', committed: '1' }, { location: 2, onHand: '2' }] });
+  await db.insertInto('api_budgets').values({ connection_id: shop, request_limit: 300, remaining: 123, reset_at: new Date(Date.now() + 60_000) }).execute();
+  await addDelivery(db, shop, { state: 'queued', objectId: 11 });
+  await addDelivery(db, other, { state: 'failed', error: 'boom' });
+  await logSync(db, [
+    { connectionId: shop, resource: 'variant', recordId: 11, sku: 'SKU-11', action: 'mirror.update', before: { on_hand: '5' }, after: { on_hand: '5.5' } },
+    { connectionId: shop, resource: 'order', recordId: 7, action: 'fetch', outcome: 'error', error: 'HTTP 500' },
+    { connectionId: other, resource: 'variant', recordId: 99, sku: 'SKU-99', action: 'mirror.update' },
+  ]);
+
+  await t.test('overview per connection', async (t) => {
+    const res = await fetch(`${base}/api/overview`, { headers: auth });
+    t.equal(res.status, 200);
+    const body = await res.json() as { connections: Record<string, unknown>[]; queues: { queue: string }[] };
+    const s = body.connections.find((c) => c.name === 'shop')!;
+    t.match(s, { queuedDeliveries: 1, errorsLastHour: 1, health: 'degraded', budget: { remaining: 123, limit: 300 } });
+    t.ok((s.lagSeconds as number) >= 0);
+    t.match(body.connections.find((c) => c.name === 'other'), { failedDeliveries: 1, budget: null });
+    t.ok(body.queues.some((q) => q.queue === 'deliveries-dead'));
+  });
+
+  await t.test('log filters: connection, sku, outcome, record, bad input', async (t) => {
+    const get = async (qs: string) => (await (await fetch(`${base}/api/logs?${qs}`, { headers: auth })).json()) as { entries: { sku: string | null; action: string; connection: string }[] };
+    t.equal((await get('')).entries.length, 3);
+    t.same((await get('connection=shop')).entries.map((e) => e.action).sort(), ['fetch', 'mirror.update']);
+    t.same((await get('sku=SKU-99')).entries.map((e) => e.connection), ['other']);
+    t.same((await get('outcome=error')).entries.map((e) => e.action), ['fetch']);
+    t.same((await get('connection=shop&resource=variant&record=11')).entries.map((e) => e.sku), ['SKU-11']);
+    t.equal((await get(`from=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`)).entries.length, 0);
+    const bad = await fetch(`${base}/api/logs?outcome=maybe`, { headers: auth });
+    t.equal(bad.status, 400);
+    t.match(await bad.json(), { error: /outcome must be one of/ });
+    t.equal((await fetch(`${base}/api/logs?connection=nope`, { headers: auth })).status, 400);
+  });
+
+  await t.test('variant record by sku and by id', async (t) => {
+    const found = await (await fetch(`${base}/api/variants?sku=SKU-11`, { headers: auth })).json();
+    t.match(found, { variants: [{ connection: 'shop', id: 11 }] });
+    const rec = await (await fetch(`${base}/api/variants/shop/11`, { headers: auth })).json() as Record<string, any>;
+    t.same(rec.stock.map((s: any) => [s.locationId, s.onHand, s.available]), [[1, '5.5', '4.5'], [2, '2', '2']]);
+    t.equal(rec.log[0].action, 'mirror.update');
+    t.equal((await fetch(`${base}/api/variants/shop/12345`, { headers: auth })).status, 404);
+  });
+
+  await t.test('delivery replay re-enqueues with the same DeliveryJob data', async (t) => {
+    const failed = (await (await fetch(`${base}/api/deliveries?state=failed`, { headers: auth })).json()) as { deliveries: { id: number; connection_id: number }[] };
+    t.equal(failed.deliveries.length, 1);
+    const d = failed.deliveries[0]!;
+    const res = await fetch(`${base}/api/deliveries/${d.id}/replay`, { method: 'POST', headers: auth });
+    t.equal(res.status, 202);
+    const { replayed } = await res.json() as { replayed: { jobId: string } };
+    const [job] = await boss.findJobs(queues.deliveries, { id: replayed.jobId });
+    t.same(job!.data, { deliveryRowId: d.id, connectionId: other, resource: 'variant', action: 'update', objectId: 1 });
+    const row = await db.selectFrom('webhook_deliveries').selectAll().where('id', '=', d.id).executeTakeFirstOrThrow();
+    t.match(row, { state: 'queued', error: null, job_id: replayed.jobId });
+    t.equal((await fetch(`${base}/api/deliveries/999999/replay`, { method: 'POST', headers: auth })).status, 404);
+  });
+
+  await t.test('dead letters are listed and replayed to their live queue', async (t) => {
+    const deadId = await boss.send(deadLetterOf(queues.fetch), { connectionId: shop, resource: 'variant' });
+    const list = await (await fetch(`${base}/api/dead-letters`, { headers: auth })).json() as { deadLetters: { id: string; liveQueue: string }[] };
+    t.match(list.deadLetters, [{ id: deadId, liveQueue: 'fetch' }]);
+    const res = await fetch(`${base}/api/dead-letters/fetch-dead/${deadId}/replay`, { method: 'POST', headers: auth });
+    t.equal(res.status, 202);
+    const { replayed } = await res.json() as { replayed: { jobId: string } };
+    const [job] = await boss.findJobs(queues.fetch, { id: replayed.jobId });
+    t.same(job!.data, { connectionId: shop, resource: 'variant' });
+    t.same(((await (await fetch(`${base}/api/dead-letters`, { headers: auth })).json()) as { deadLetters: unknown[] }).deadLetters, []);
+    t.equal((await fetch(`${base}/api/dead-letters/fetch-dead/${deadId}/replay`, { method: 'POST', headers: auth })).status, 404);
+    t.equal((await fetch(`${base}/api/dead-letters/fetch/${deadId}/replay`, { method: 'POST', headers: auth })).status, 400);
+  });
+
+  await t.test('/metrics carries the gauges, refreshed on scrape', async (t) => {
+    metrics.deliveriesReceived.inc({ connection: 'shop', event: 'variants/update' });
+    await boss.send(queues.reconcile, { connectionId: shop, full: false });
+    const res = await fetch(`${base}/metrics`, { headers: auth });
+    t.equal(res.status, 200);
+    const text = await res.text();
+    t.match(text, /commerce_sync_api_budget_remaining\{connection="shop"\} 123/);
+    t.match(text, /commerce_sync_queue_depth\{queue="reconcile"\} 1/);
+    t.match(text, /commerce_sync_mirror_lag_seconds\{connection="shop"\} \d+/);
+    t.match(text, /commerce_sync_deliveries_received_total\{connection="shop",event="variants\/update"\} 1/);
+  });
+});
+
+t.test('live tail: filters server-side, resumes after Last-Event-ID', async (t) => {
+  const { base, db } = await consoleServer(t, { token: TOKEN });
+  const shop = await addConnection(db, 'shop');
+  const other = await addConnection(db, 'other');
+  const ctl = new AbortController();
+  t.teardown(() => ctl.abort());
+  const res = await fetch(`${base}/api/tail?connection=shop&sku=A-1`, { headers: auth, signal: ctl.signal });
+  t.equal(res.status, 200);
+  t.match(res.headers.get('content-type'), /text\/event-stream/);
+  const reading = readEvents(res, (ev) => ev.length >= 2);
+  // The subscription is in place once the response headers are sent.
+  await logSync(db, { connectionId: other, resource: 'variant', sku: 'A-1', action: 'not-this-connection' });
+  await logSync(db, { connectionId: shop, resource: 'variant', sku: 'B-2', action: 'not-this-sku' });
+  await logSync(db, { connectionId: shop, resource: 'variant', sku: 'A-1', action: 'first' });
+  await logSync(db, [{ connectionId: shop, resource: 'variant', sku: 'A-1', action: 'second' }, { connectionId: shop, sku: 'C', action: 'x' }]);
+  const events = await reading;
+  t.same(events.map((e) => e.data.action), ['first', 'second']);
+  const lastId = events[1]!.id;
+
+  // Reconnect with Last-Event-ID: what was written meanwhile arrives first.
+  await logSync(db, { connectionId: shop, resource: 'variant', sku: 'A-1', action: 'while-away' });
+  const again = await fetch(`${base}/api/tail?connection=shop&sku=A-1`, { headers: { ...auth, 'last-event-id': lastId }, signal: ctl.signal });
+  const more = await readEvents(again, (ev) => ev.length >= 1);
+  t.same(more.map((e) => e.data.action), ['while-away']);
+});
+
+t.test('operator auth: every console and API route refuses a request without the token', async (t) => {
+  const { base, db } = await consoleServer(t, { token: TOKEN });
+  const shop = await addConnection(db, 'shop');
+  await addVariant(db, shop, { id: 1, sku: 'S1' });
+  const id = await addDelivery(db, shop);
+  const gets = ['/', '/logs', '/tail', '/deliveries', '/dead-letters', '/variants', '/variants/shop/1', '/metrics',
+    '/api/overview', '/api/status', '/api/queues', '/api/logs', '/api/tail', '/api/deliveries', `/api/deliveries/${id}`, '/api/dead-letters',
+    '/api/variants?sku=S1', '/api/variants/shop/1', '/api/connections/shop/series'];
+  const posts = [`/api/deliveries/${id}/replay`, `/deliveries/${id}/replay`, '/api/dead-letters/fetch-dead/00000000-0000-0000-0000-000000000000/replay'];
+  for (const path of gets) {
+    const res = await fetch(base + path);
+    t.equal(res.status, 401, `GET ${path} without token`);
+    const wrong = await fetch(base + path, { headers: { authorization: 'Bearer wrong' } });
+    t.equal(wrong.status, 401, `GET ${path} with a wrong token`);
+    await res.body?.cancel();
+  }
+  for (const path of posts) t.equal((await fetch(base + path, { method: 'POST' })).status, 401, `POST ${path} without token`);
+  t.equal((await db.selectFrom('webhook_deliveries').select('state').where('id', '=', id).executeTakeFirstOrThrow()).state, 'processed', 'no replay happened');
+
+  // A page asks for the login form; API clients get JSON.
+  const pageRes = await fetch(`${base}/deliveries`, { headers: { accept: 'text/html' } });
+  t.match(await pageRes.text(), /Operator login/);
+  t.match(await (await fetch(`${base}/api/overview`, { headers: { accept: 'text/html' } })).json(), { error: /token required/ });
+
+  // Bearer, Basic and the login cookie all work.
+  t.equal((await fetch(`${base}/api/overview`, { headers: auth })).status, 200);
+  t.equal((await fetch(`${base}/api/overview`, { headers: { authorization: `Basic ${Buffer.from(`op:${TOKEN}`).toString('base64')}` } })).status, 200);
+  const login = await fetch(`${base}/login`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${TOKEN}&next=%2Fdeliveries` });
+  t.equal(login.status, 302);
+  t.equal(login.headers.get('location'), '/deliveries');
+  const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+  t.equal((await fetch(`${base}/deliveries`, { headers: { cookie } })).status, 200);
+  const badLogin = await fetch(`${base}/login`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'token=nope&next=//evil.example' });
+  t.equal(badLogin.status, 401);
+
+  // Another site's page cannot replay with the operator's cookie.
+  const csrf = await fetch(`${base}/api/deliveries/${id}/replay`, { method: 'POST', headers: { cookie, origin: 'http://evil.example' } });
+  t.equal(csrf.status, 403);
+
+  // Health and readiness stay open.
+  t.equal((await fetch(`${base}/healthz`)).status, 200);
+  t.equal((await fetch(`${base}/readyz`)).status, 200);
+});
+
+t.test('without OPERATOR_TOKEN: closed unless demo mode on localhost, which says so', async (t) => {
+  const closed = await consoleServer(t, {});
+  t.equal((await fetch(`${closed.base}/api/overview`)).status, 401);
+  t.match(await (await fetch(`${closed.base}/api/overview`)).json(), { error: /set OPERATOR_TOKEN/ });
+  const demo = await consoleServer(t, { demo: true });
+  const res = await fetch(`${demo.base}/`);
+  t.equal(res.status, 200);
+  t.match(await res.text(), /Demo mode:/);
+  t.equal((await fetch(`${demo.base}/api/overview`)).status, 200);
+});
+
+t.test('HTML and SQL in names and SKUs are rendered escaped', async (t) => {
+  const { base, db } = await consoleServer(t, { demo: true });
+  const shop = await addConnection(db, 'shop', { accountName: '<script>alert(1)</script>' });
+  const evil = `<img src=x onerror=alert(1)>'; DROP TABLE variants; --`;
+  await addVariant(db, shop, { id: 5, sku: evil, name: '<b>bold</b>', stock: [{ location: 1, onHand: '1' }] });
+  await logSync(db, { connectionId: shop, resource: 'variant', recordId: 5, sku: evil, action: 'mirror.update', error: '<i>x</i>' });
+  for (const path of ['/', '/logs', `/logs?sku=${encodeURIComponent(evil)}`, '/variants/shop/5']) {
+    const text = await (await fetch(base + path)).text();
+    t.notMatch(text, /<script>alert|<img src=x|<b>bold|<i>x<\/i>/, `${path} has no raw markup from data`);
+  }
+  const page = await (await fetch(`${base}/variants/shop/5`)).text();
+  t.match(page, '&lt;img src=x onerror=alert(1)&gt;&#39;; DROP TABLE variants; --');
+  t.match(page, '&lt;b&gt;bold&lt;/b&gt;');
+  t.ok(await db.selectFrom('variants').select('id').executeTakeFirst(), 'the SKU was data, not SQL');
+  const logs = await (await fetch(`${base}/api/logs?sku=${encodeURIComponent(evil)}`)).json() as { entries: unknown[] };
+  t.equal(logs.entries.length, 1);
+});

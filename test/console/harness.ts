@@ -1,0 +1,90 @@
+// A console role on a real HTTP server over a fresh test database, with pg-boss and the queues created,
+// plus small helpers to put connections, variants, deliveries and log entries in place.
+import { createQueues } from '../../src/queue/names.ts';
+import { startBoss, stopBoss, type Boss } from '../../src/queue/boss.ts';
+import { createApp, listen } from '../../src/server.ts';
+import type { Runtime } from '../../src/runtime.ts';
+import { mount } from '../../src/console/role.ts';
+import type { Db } from '../../src/db/index.ts';
+import { testConfig } from '../support/config.ts';
+import { testDatabase, type TestDatabase } from '../support/db.ts';
+import { captureLogger } from '../support/log.ts';
+
+interface T { teardown(fn: () => unknown): void }
+
+export interface ConsoleServer { base: string; db: Db; boss: Boss; tdb: TestDatabase; rt: Runtime }
+
+export async function consoleServer(t: T, opts: { token?: string; demo?: boolean } = {}): Promise<ConsoleServer> {
+  const tdb = await testDatabase(t);
+  const config = testConfig({ OPERATOR_TOKEN: opts.token ?? '' });
+  const { log } = captureLogger('warn');
+  const boss = await startBoss(tdb.url, log, { supervise: false, schedule: false, max: 3 });
+  await createQueues(boss);
+  const { app, router } = createApp(tdb.pool, log);
+  const rt: Runtime = {
+    config, log, boss, app, router, publicUrl: '', demo: opts.demo ?? false, readiness: [], afterListen: [], onStop: [],
+    database: { url: tdb.url, pool: tdb.pool, db: tdb.db, close: async () => {} },
+  };
+  let server: Awaited<ReturnType<typeof listen>> | undefined;
+  t.teardown(async () => {
+    for (const step of [...rt.onStop].reverse()) await step();
+    await server?.close(100);
+    await stopBoss(boss, false);
+  });
+  await mount(rt);
+  server = await listen(app, 0, '127.0.0.1');
+  rt.publicUrl = `http://127.0.0.1:${server.port}`;
+  return { base: rt.publicUrl, db: tdb.db, boss, tdb, rt };
+}
+
+export async function addConnection(db: Db, name: string, extra: { accountName?: string } = {}): Promise<number> {
+  const row = await db.insertInto('connections').values({
+    name, base_url: 'http://127.0.0.1:9', auth_kind: 'token', account_name: extra.accountName ?? `${name} account`,
+  }).returning('id').executeTakeFirstOrThrow();
+  return row.id;
+}
+
+export async function addVariant(db: Db, connectionId: number, v: { id: number; sku: string; name?: string; stock?: { location: number; onHand: string; committed?: string }[] }): Promise<void> {
+  await db.insertInto('variants').values({
+    connection_id: connectionId, id: v.id, sku: v.sku, name: v.name ?? v.sku, status: 'active', raw: JSON.stringify({ id: v.id, sku: v.sku }),
+    updated_at: new Date(),
+  }).execute();
+  for (const s of v.stock ?? []) {
+    await db.insertInto('locations').values({ connection_id: connectionId, id: s.location, name: `Warehouse ${s.location}`, status: 'active', raw: '{}' })
+      .onConflict((oc) => oc.doNothing()).execute();
+    await db.insertInto('stock_levels').values({
+      connection_id: connectionId, variant_id: v.id, location_id: s.location, on_hand: s.onHand, committed: s.committed ?? '0', incoming: '0', bin_location: null, reorder_point: null, raw: '{}', updated_at: new Date(),
+    }).execute();
+  }
+}
+
+let deliverySeq = 0;
+export async function addDelivery(db: Db, connectionId: number, d: { resource?: string; action?: string; objectId?: number; state?: 'queued' | 'processed' | 'failed'; error?: string } = {}): Promise<number> {
+  const row = await db.insertInto('webhook_deliveries').values({
+    connection_id: connectionId, delivery_id: `test-${process.pid}-${++deliverySeq}`, event: `${d.resource ?? 'variant'}s/${d.action ?? 'update'}`,
+    resource: d.resource ?? 'variant', action: d.action ?? 'update', object_id: d.objectId ?? 1, body: '{}', state: d.state ?? 'processed', error: d.error ?? null,
+  }).returning('id').executeTakeFirstOrThrow();
+  return row.id;
+}
+
+/** Reads an SSE response until `until` says stop (or the reader ends); returns the parsed `log` events. */
+export async function readEvents(res: Response, until: (events: { id: string; data: Record<string, unknown> }[]) => boolean): Promise<{ id: string; data: Record<string, unknown> }[]> {
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  const events: { id: string; data: Record<string, unknown> }[] = [];
+  let buf = '';
+  while (!until(events)) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += decoder.decode(value, { stream: true });
+    let i;
+    while ((i = buf.indexOf('\n\n')) >= 0) {
+      const chunk = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      const fields = Object.fromEntries(chunk.split('\n').filter((l) => !l.startsWith(':') && l.includes(':')).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trimStart()]));
+      if (fields.event === 'log') events.push({ id: fields.id!, data: JSON.parse(fields.data!) });
+    }
+  }
+  await reader.cancel().catch(() => {});
+  return events;
+}
