@@ -1,0 +1,124 @@
+// The whole loop for sync tests: a sandbox over HTTP, a fresh database, a token connection, the receiver
+// mounted as `start` mounts it, webhook subscriptions, and the sync workers (one or more "processes",
+// each with its own pg-boss). Changes are made in the sandbox; the mirror is compared with its snapshot.
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { addTokenConnection, clientFor } from '../../src/api/connections.ts';
+import type { ApiClient } from '../../src/api/types.ts';
+import type { Config } from '../../src/config.ts';
+import type { Connection } from '../../src/db/schema.ts';
+import { createApp, listen } from '../../src/server.ts';
+import { startBoss, stopBoss, type Boss } from '../../src/queue/boss.ts';
+import { mount as mountReceiver } from '../../src/receiver/role.ts';
+import { syncWebhooks } from '../../src/receiver/subscriptions.ts';
+import type { Runtime } from '../../src/runtime.ts';
+import { startSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/index.ts';
+import { startSyncWorkers } from '../../src/sync/worker.ts';
+import { testConfig } from '../support/config.ts';
+import { testDatabase, type TestDatabase } from '../support/db.ts';
+import { captureLogger } from '../support/log.ts';
+
+interface Teardown { teardown(fn: () => unknown): void }
+
+export interface Loop {
+  sandbox: Sandbox;
+  tdb: TestDatabase;
+  config: Config;
+  connection: Connection;
+  client: ApiClient;
+  logs: ReturnType<typeof captureLogger>;
+  admin(method: 'GET' | 'POST', path: string, body?: unknown): Promise<any>;
+  /** Starts one more worker "process" (its own pg-boss) on the same database. */
+  startWorker(): Promise<Boss>;
+  bosses: Boss[];
+  /** Polls until fn returns true (bounded; fails with a message instead of hanging). */
+  until(what: string, fn: () => Promise<boolean>, timeoutMs?: number): Promise<void>;
+  /** Mirror rows that differ from the sandbox snapshot (by raw), plus missing/extra ids. */
+  variantDiff(): Promise<{ wrong: number[]; missing: number[]; extra: number[] }>;
+}
+
+export const TEST_KEY = Buffer.alloc(32, 7).toString('base64');
+
+export async function startLoop(t: Teardown, opts: {
+  sandbox?: SandboxOptions; config?: Partial<Record<keyof Config, string | number | boolean>>; workers?: number; subscribe?: string[];
+} = {}): Promise<Loop> {
+  const sandbox = await startSandbox({ variants: 30, timeScale: 100, ...opts.sandbox });
+  t.teardown(() => sandbox.close());
+  const tdb = await testDatabase(t, { poolSize: 20 });
+  const dataDir = await mkdtemp(join(tmpdir(), 'cs-sync-'));
+  const logs = captureLogger('warn');
+  const config = testConfig({
+    DATA_DIR: dataDir, TOKEN_ENCRYPTION_KEY: TEST_KEY, DATABASE_URL: tdb.url, COMMERCE_CLIENT_SECRET: sandbox.clientSecret,
+    WORKER_CONCURRENCY: 4, ...opts.config,
+  });
+  const deps = { db: tdb.db, config, log: logs.log };
+  const connection = await addTokenConnection(deps, { baseUrl: sandbox.url, token: sandbox.token, name: 'shop' });
+  const client = await clientFor(deps, connection);
+
+  // The receiver, mounted the way `start` does, on its own boss (a "receiver process").
+  const rboss = await startBoss(tdb.url, logs.log, { supervise: false, schedule: false, max: 3 });
+  const { app, router } = createApp(tdb.pool, logs.log);
+  const rt: Runtime = {
+    config, log: logs.log, boss: rboss, app, router, publicUrl: '', demo: false, readiness: [], afterListen: [], onStop: [],
+    database: { url: tdb.url, pool: tdb.pool, db: tdb.db, close: async () => {} },
+  };
+  await mountReceiver(rt);
+  const server = await listen(app, 0, '127.0.0.1');
+  rt.publicUrl = `http://127.0.0.1:${server.port}`;
+  await syncWebhooks(deps, connection, rt.publicUrl);
+  for (const event of opts.subscribe ?? []) await client.createWebhook({ address: `${rt.publicUrl}/webhooks/shop`, event });
+
+  const bosses: Boss[] = [];
+  const startWorker = async () => {
+    const boss = await startBoss(tdb.url, logs.log, { supervise: true, schedule: false, max: 4 });
+    bosses.push(boss);
+    await startSyncWorkers({ db: tdb.db, boss, config, log: logs.log });
+    return boss;
+  };
+  for (let i = 0; i < (opts.workers ?? 1); i++) await startWorker();
+  t.teardown(async () => {
+    await server.close(2000);
+    for (const step of [...rt.onStop].reverse()) await step();
+    for (const b of bosses) await stopBoss(b, false);
+    await stopBoss(rboss, false);
+  });
+
+  const admin = async (method: 'GET' | 'POST', path: string, body?: unknown): Promise<any> => {
+    const res = await fetch(`${sandbox.url}/__sandbox/${path}`, {
+      method, headers: { Authorization: `Bearer ${sandbox.adminToken}`, 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    if (!res.ok) throw new Error(`sandbox admin ${method} ${path}: ${res.status} ${await res.text()}`);
+    return res.json();
+  };
+  const until = async (what: string, fn: () => Promise<boolean>, timeoutMs = 30_000) => {
+    const end = Date.now() + timeoutMs;
+    while (!(await fn())) {
+      if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  const variantDiff = async () => {
+    const snap: any[] = (await admin('GET', 'snapshot?resource=variants')).variants;
+    const rows = await sql<{ id: number; raw: any; status: string | null }>`SELECT id, raw, status FROM variants WHERE connection_id = ${connection.id}`.execute(tdb.db);
+    const mine = new Map(rows.rows.map((r) => [Number(r.id), r]));
+    const wrong: number[] = [], missing: number[] = [];
+    for (const v of snap) {
+      const m = mine.get(v.id);
+      if (!m) missing.push(v.id);
+      else if (JSON.stringify(canon(m.raw)) !== JSON.stringify(canon(v)) || m.status !== v.status) wrong.push(v.id);
+    }
+    const ids = new Set(snap.map((v) => v.id));
+    return { wrong, missing, extra: [...mine.keys()].filter((id) => !ids.has(id)) };
+  };
+  return { sandbox, tdb, config, connection, client, logs, admin, startWorker, bosses, until, variantDiff };
+}
+
+/** Sorted keys, so jsonb's key order does not count as a difference. */
+export function canon(v: any): any {
+  if (Array.isArray(v)) return v.map(canon);
+  if (v && typeof v === 'object') return Object.fromEntries(Object.keys(v).sort().map((k) => [k, canon(v[k])]));
+  return v;
+}
