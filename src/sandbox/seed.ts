@@ -61,7 +61,7 @@ export function seed(store: Store, service: Service, opts: SeedOptions): void {
   const locIds = store.locations.order.map((l) => l.id);
 
   service.run(() => {
-    const companies = Math.max(2, Math.min(200, Math.ceil(opts.variants / 20)));
+    const companies = Math.max(4, Math.min(200, Math.ceil(opts.variants / 20)));
     for (let i = 0; i < companies; i++) {
       const supplier = i % 4 === 3;
       const name = `${rng.pick(WORDS)} ${supplier ? 'Supplies' : 'Store'} ${i + 1}`;
