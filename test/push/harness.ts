@@ -1,0 +1,95 @@
+// A push test's world: a fresh database, the sandbox over HTTP, a connection to it, the variants mirrored,
+// and the push worker running in this process.
+import { addTokenConnection } from '../../src/api/connections.ts';
+import type { Config } from '../../src/config.ts';
+import type { Connection, PushKind, PushOperation } from '../../src/db/schema.ts';
+import { startBoss, stopBoss, type Boss } from '../../src/queue/boss.ts';
+import { startSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/index.ts';
+import { enqueueOperation } from '../../src/push/enqueue.ts';
+import { getOperation } from '../../src/push/store.ts';
+import { startPushWorker, type PushRuntime } from '../../src/push/worker.ts';
+import { testConfig } from '../support/config.ts';
+import { testDatabase, type TestDatabase } from '../support/db.ts';
+import { captureLogger } from '../support/log.ts';
+
+interface T { teardown(fn: () => unknown): void }
+
+export interface Harness {
+  sb: Sandbox;
+  tdb: TestDatabase;
+  boss: Boss;
+  rt: PushRuntime;
+  config: Config;
+  connection: Connection;
+  admin(path: string, body?: unknown): Promise<any>;
+  snapshot(resource: string): Promise<any[]>;
+  faults(f: unknown): Promise<void>;
+  push(kind: PushKind, input: unknown): Promise<PushOperation>;
+  settle(id: number, timeoutMs?: number): Promise<PushOperation>;
+  run(kind: PushKind, input: unknown): Promise<PushOperation>;
+  mirrorVariants(): Promise<any[]>;
+}
+
+export async function harness(t: T, opts: { config?: Parameters<typeof testConfig>[0]; sandbox?: SandboxOptions; worker?: boolean } = {}): Promise<Harness> {
+  const config = testConfig({ API_MAX_ATTEMPTS: 3, ...opts.config });
+  const { log } = captureLogger('warn');
+  const tdb = await testDatabase(t);
+  const sb = await startSandbox({ variants: 20, locations: 2, timeScale: 100, ...opts.sandbox });
+  t.teardown(() => sb.close());
+  const boss = await startBoss(tdb.url, log, { supervise: true, schedule: false, max: 4 });
+  const rt: PushRuntime = { config, log, database: { url: tdb.url, pool: tdb.pool, db: tdb.db, close: async () => {} }, boss, onStop: [] };
+  t.teardown(async () => {
+    for (const stop of [...rt.onStop].reverse()) await stop();
+    await stopBoss(boss, false);
+  });
+  const connection = await addTokenConnection({ db: tdb.db, config, log }, { baseUrl: sb.url, token: sb.token, name: 'shop' });
+  const admin = async (path: string, body?: unknown) => {
+    const res = await fetch(`${sb.url}/__sandbox/${path}`, {
+      method: body === undefined ? 'GET' : 'POST',
+      headers: { authorization: `Bearer ${sb.adminToken}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    if (!res.ok) throw new Error(`sandbox admin ${path}: ${res.status} ${await res.text()}`);
+    return res.json() as Promise<any>;
+  };
+  const snapshot = async (resource: string) => (await admin(`snapshot?resource=${resource}`))[resource] as any[];
+  const h: Harness = {
+    sb, tdb, boss, rt, config, connection, admin, snapshot,
+    faults: async (f) => { await admin('faults', f); },
+    push: (kind, input) => enqueueOperation({ db: tdb.db, boss }, kind, input),
+    async settle(id, timeoutMs = 30_000) {
+      const until = Date.now() + timeoutMs;
+      for (;;) {
+        const op = (await getOperation(tdb.db, id))!;
+        if (op.state === 'confirmed' || op.state === 'failed') return op;
+        if (Date.now() > until) throw new Error(`operation ${id} still ${op.state} (${op.reason ?? ''}) after ${timeoutMs} ms`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    },
+    async run(kind, input) { return h.settle((await h.push(kind, input)).id); },
+    // What the sync worker would keep: the mirror of variants (here straight from the sandbox's snapshot).
+    async mirrorVariants() {
+      const variants = await snapshot('variants');
+      await tdb.db.deleteFrom('variants').where('connection_id', '=', connection.id).execute();
+      if (variants.length) {
+        await tdb.db.insertInto('variants').values(variants.map((v) => ({
+          connection_id: connection.id, id: v.id, sku: v.sku, status: v.status ?? 'active', product_id: v.product_id ?? null,
+          composite: !!v.composite, manage_stock: v.manage_stock !== false, keep_selling: !!v.keep_selling,
+          updated_at: v.updated_at ?? null, created_at: v.created_at ?? null, raw: JSON.stringify(v),
+        }))).execute();
+      }
+      return variants;
+    },
+  };
+  await h.mirrorVariants();
+  if (opts.worker !== false) await startPushWorker(rt, { pollingIntervalSeconds: 0.5 });
+  return h;
+}
+
+/** Variants whose stock is tracked, with a SKU, not bundles: safe to order and count. */
+export function plainVariants(variants: any[]): any[] {
+  return variants.filter((v) => v.sku && v.status !== 'archived' && !v.composite && v.manage_stock !== false);
+}
+
+export const onHand = (v: any, locationId: number): string =>
+  String(v.locations?.find((l: any) => Number(l.location_id) === locationId)?.stock_on_hand ?? '0');
