@@ -1,0 +1,137 @@
+// `commerce-sync logs` and `commerce-sync status`: the console's answers in a terminal. Both open the
+// database like every command (the embedded PostgreSQL of a running `start` is reused).
+import type { CommandContext, CommandModule } from '../command.ts';
+import { UsageError } from '../command.ts';
+import { openDatabase } from '../db/index.ts';
+import { overview, type ConnectionOverview } from './overview.ts';
+import type { QueueDepth } from './queues.ts';
+import { FilterError, parseLogFilter, querySyncLog, type LogRow } from './synclog.ts';
+import { SyncLogTail } from './tail.ts';
+
+const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+
+/** `1h`, `30m`, `2d` or an ISO timestamp. */
+export function parseSince(v: string, now = Date.now()): Date {
+  const m = /^(\d+)([smhd])$/.exec(v);
+  if (m) return new Date(now - Number(m[1]) * { s: 1, m: 60, h: 3600, d: 86400 }[m[2] as 's' | 'm' | 'h' | 'd'] * 1000);
+  const d = new Date(v);
+  if (Number.isNaN(d.getTime())) throw new UsageError(`--since ${v}: give a duration like 30m, 2h, 1d or an ISO timestamp`);
+  return d;
+}
+
+const show = (v: unknown) => (v === null || v === undefined ? '' : typeof v === 'string' ? v : JSON.stringify(v));
+
+export function formatLogLine(r: LogRow): string {
+  const what = [r.resource, r.record_id !== null ? `#${r.record_id}` : ''].join('');
+  const change = r.before !== null || r.after !== null ? ` ${show(r.before) || '-'} -> ${show(r.after) || '-'}` : '';
+  return [
+    new Date(r.at).toISOString().replace('T', ' ').slice(0, 23),
+    r.connection ?? '-',
+    r.outcome.padEnd(7),
+    r.action,
+    what || undefined,
+    r.sku ? `sku=${r.sku}` : undefined,
+  ].filter(Boolean).join('  ') + change +
+    (r.duration_ms !== null ? ` (${r.duration_ms} ms)` : '') +
+    (r.error ? `  error: ${r.error}` : '') +
+    (r.request_id ? `  request=${r.request_id}` : '') +
+    (r.delivery_id ? `  delivery=${r.delivery_id}` : '');
+}
+
+async function logs(ctx: CommandContext): Promise<number> {
+  const v = ctx.values;
+  const limitRaw = str(v.limit) ?? '50';
+  if (!/^\d+$/.test(limitRaw) || Number(limitRaw) < 1) throw new UsageError('--limit takes a positive whole number');
+  const database = await openDatabase(ctx.config, ctx.log, { poolSize: 3 });
+  try {
+    let filter;
+    try {
+      filter = await parseLogFilter(database.db, {
+        connection: str(v.connection), sku: str(v.sku), resource: str(v.resource), outcome: str(v.outcome), record: str(v.record),
+      });
+    } catch (err) {
+      if (err instanceof FilterError) throw new UsageError(err.message);
+      throw err;
+    }
+    if (str(v.since)) filter.from = parseSince(str(v.since)!);
+    const print = (r: LogRow) => ctx.out(v.json ? JSON.stringify(r) : formatLogLine(r));
+    const follow = v.follow === true;
+    // The tail listens before the history is read, so nothing written in between is lost.
+    const tail = follow ? new SyncLogTail(database.url, database.db, ctx.log) : null;
+    const early: LogRow[] = [];
+    let history = true;
+    const unsubscribe = tail?.subscribe(filter, (r) => { if (history) early.push(r); else print(r); });
+    await tail?.start();
+    const rows = (await querySyncLog(database.db, { ...filter, limit: Number(limitRaw) })).reverse();
+    for (const r of rows) print(r);
+    const seen = new Set(rows.map((r) => r.id));
+    history = false;
+    for (const r of early) if (!seen.has(r.id)) print(r);
+    if (!tail) return 0;
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', resolve);
+      process.once('SIGTERM', resolve);
+    });
+    unsubscribe?.();
+    await tail.stop();
+    return 0;
+  } finally {
+    await database.close();
+  }
+}
+
+const ago = (d: Date | null) => (d ? `${Math.max(0, Math.round((Date.now() - new Date(d).getTime()) / 1000))} s ago` : 'never');
+
+export function formatStatus(conns: ConnectionOverview[], queues: QueueDepth[]): string[] {
+  const lines: string[] = [];
+  if (!conns.length) lines.push('No connections. Add one with `commerce-sync connect`, or run `commerce-sync start` for the demo.');
+  for (const c of conns) {
+    lines.push(`${c.name}${c.accountName ? ` (${c.accountName})` : ''}: ${c.health.toUpperCase()}, connection ${c.status}${c.statusReason ? ` (${c.statusReason})` : ''}`);
+    lines.push(`  deliveries  ${c.deliveriesPerMinute}/min over 5 min, ${c.deliveriesLastHour} in the last hour; ${c.queuedDeliveries} queued, ${c.failedDeliveries} failed`);
+    lines.push(`  lag         ${c.lagSeconds} s (oldest delivery not yet processed)`);
+    lines.push(`  budget      ${c.budget ? `${c.budget.remaining} of ${c.budget.limit} requests left, window resets ${c.budget.resetAt.toISOString()}` : 'no request made yet'}`);
+    lines.push(`  last sweep  ${ago(c.lastSweepAt)}${c.lastSweepAt ? `, drift found ${c.lastDrift}` : ''}; full sweep ${ago(c.lastFullSweepAt)}`);
+    lines.push(`  errors      ${c.errorsLastHour} in the last hour${c.recentErrors[0] ? `; latest: ${c.recentErrors[0].action}: ${c.recentErrors[0].error ?? ''}` : ''}`);
+  }
+  const width = Math.max(...queues.map((q) => q.queue.length));
+  lines.push('queues (waiting / active / failed retained):');
+  for (const q of queues) lines.push(`  ${q.queue.padEnd(width)}  ${q.queued} / ${q.active} / ${q.failed}`);
+  return lines;
+}
+
+async function status(ctx: CommandContext): Promise<number> {
+  const database = await openDatabase(ctx.config, ctx.log, { poolSize: 3 });
+  try {
+    const o = await overview(database.db);
+    if (ctx.values.json) ctx.out(JSON.stringify(o, null, 2));
+    else for (const line of formatStatus(o.connections, o.queues)) ctx.out(line);
+    // Exit 1 when something needs a person: scripts and monitors can use `status` as a check.
+    return o.connections.some((c) => c.health !== 'ok') || o.queues.some((q) => q.queue.endsWith('-dead') && q.queued > 0) ? 1 : 0;
+  } finally {
+    await database.close();
+  }
+}
+
+export const commands: CommandModule['commands'] = {
+  logs: {
+    summary: 'Show the sync log, newest last; --follow keeps printing new entries as they are written.',
+    options: {
+      follow: { type: 'boolean', multiple: false, short: 'f', description: 'keep following new entries (Ctrl-C stops)' },
+      connection: { type: 'string', short: 'c', multiple: false, value: 'NAME', description: 'only this connection (name or id)' },
+      sku: { type: 'string', short: 's', multiple: false, value: 'SKU', description: 'only entries about this SKU' },
+      resource: { type: 'string', short: 'r', multiple: false, value: 'NAME', description: 'only this resource, e.g. variant, order' },
+      outcome: { type: 'string', short: 'o', multiple: false, value: 'OUTCOME', description: 'only ok, skipped, error or warning' },
+      record: { type: 'string', short: 'i', multiple: false, value: 'ID', description: 'only entries about this record id' },
+      since: { type: 'string', short: 'S', multiple: false, value: 'WHEN', description: 'entries since a duration ago (30m, 2h, 1d) or an ISO time' },
+      limit: { type: 'string', short: 'n', multiple: false, value: 'N', description: 'how many past entries to show first (default 50)' },
+      json: { type: 'boolean', short: 'j', multiple: false, description: 'one JSON object per line' },
+    },
+    run: logs,
+  },
+  status: {
+    summary: 'Per connection: health, sync lag, API budget left, last sweep and drift, errors; queue depths. Exits 1 when ' +
+      'a connection is not healthy or dead letters wait.',
+    options: { json: { type: 'boolean', short: 'j', multiple: false, description: 'print what GET /api/overview answers, as JSON' } },
+    run: status,
+  },
+};
