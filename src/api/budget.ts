@@ -80,7 +80,8 @@ export function applyAnswer(s: BudgetState, status: number | null, h: RateHeader
     const reset = h?.reset ?? now + 5000;
     return { limit, remaining: 0, resetAt: s.resetKnown ? Math.max(s.resetAt, reset) : reset, resetKnown: true };
   }
-  if (!h || h.remaining === null || h.reset === null) {
+  // A refused token is not the account's caller: its headers may describe some other window.
+  if (!h || h.remaining === null || h.reset === null || status === 401) {
     // No count from the service: assume the request was counted.
     return { ...s, limit, remaining: Math.max(0, s.remaining - 1) };
   }

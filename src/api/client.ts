@@ -279,7 +279,9 @@ export class Client implements ApiClient {
     const { limit: askedLimit, page: askedPage, ...query } = opts.query ?? {};
     let limit = Math.max(1, Math.min(PAGE_SIZE, Number(askedLimit) || PAGE_SIZE));
     // Position by offset, so the page size can shrink mid-read: page = offset / limit, less what was seen.
+    const fullLimit = limit;
     let offset = (Math.max(1, Number(askedPage) || 1) - 1) * limit;
+    let successes = 0;
     for (;;) {
       const page = Math.floor(offset / limit) + 1;
       const skip = offset - (page - 1) * limit;
@@ -291,6 +293,7 @@ export class Client implements ApiClient {
           const smaller = Math.ceil(limit / 2);
           this.#deps.log.warn({ connection: this.connection.name, path, limit, next: smaller, requestId: err.requestId }, 'service overloaded (503); halving the page size');
           limit = smaller;
+          successes = 0;
           continue;
         }
         throw err;
@@ -300,6 +303,8 @@ export class Client implements ApiClient {
       const fresh = records.slice(skip);
       yield { records: fresh as T[], sideloads, pagination, requestId: raw.requestId };
       offset += fresh.length;
+      // After two good pages in a row, try twice the size again (up to the asked size): an overload passes.
+      if (limit < fullLimit && ++successes >= 2) { limit = Math.min(fullLimit, limit * 2); successes = 0; }
       if (records.length === 0 || pagination?.last_page || pagination?.out_of_bounds) return;
       if (pagination && Number.isFinite(pagination.total_records) && offset >= pagination.total_records) return;
       if (!pagination && records.length < limit) return;

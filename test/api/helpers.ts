@@ -1,0 +1,56 @@
+// Shared setup of the client tests: a sandbox over HTTP, a fresh database, a token connection and its client.
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Config } from '../../src/config.ts';
+import { addTokenConnection, clientFor } from '../../src/api/connections.ts';
+import type { ClientDeps, ClientOptions } from '../../src/api/client.ts';
+import type { ApiClient } from '../../src/api/types.ts';
+import type { Connection } from '../../src/db/schema.ts';
+import { startSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/index.ts';
+import { testConfig } from '../support/config.ts';
+import { testDatabase, type TestDatabase } from '../support/db.ts';
+import { captureLogger } from '../support/log.ts';
+
+interface Teardown { teardown(fn: () => unknown): void }
+
+export const TEST_KEY = Buffer.alloc(32, 3).toString('base64');
+
+export interface Setup {
+  sandbox: Sandbox;
+  database: TestDatabase;
+  config: Config;
+  deps: ClientDeps;
+  connection: Connection;
+  client: ApiClient;
+  logs: ReturnType<typeof captureLogger>;
+  admin(method: 'GET' | 'POST', path: string, body?: unknown): Promise<any>;
+  stats(): Promise<{ requests: { total: number; by_status: Record<string, number>; by_route: Record<string, number> }; rate_limited: number }>;
+}
+
+export async function setup(t: Teardown, opts: { sandbox?: SandboxOptions; config?: Partial<Record<keyof Config, string | number>>; client?: ClientOptions } = {}): Promise<Setup> {
+  const sandbox = await startSandbox({ variants: 50, ...opts.sandbox });
+  t.teardown(() => sandbox.close());
+  const database = await testDatabase(t);
+  const dataDir = await mkdtemp(join(tmpdir(), 'cs-api-'));
+  const config = testConfig({ DATA_DIR: dataDir, TOKEN_ENCRYPTION_KEY: TEST_KEY, API_MAX_ATTEMPTS: 4, ...opts.config });
+  const logs = captureLogger('debug');
+  const deps: ClientDeps = { db: database.db, config, log: logs.log };
+  const connection = await addTokenConnection(deps, { baseUrl: sandbox.url, token: sandbox.token, name: 'shop' });
+  const client = await clientFor(deps, connection, { backoffBaseMs: 10, backoffMaxMs: 100, ...opts.client });
+  const admin = async (method: 'GET' | 'POST', path: string, body?: unknown) => {
+    const res = await fetch(`${sandbox.url}/__sandbox/${path}`, {
+      method, headers: { Authorization: `Bearer ${sandbox.adminToken}`, 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    if (!res.ok) throw new Error(`sandbox admin ${method} ${path}: ${res.status} ${await res.text()}`);
+    return res.json() as Promise<any>;
+  };
+  return { sandbox, database, config, deps, connection, client, logs, admin, stats: () => admin('GET', 'stats') };
+}
+
+export async function collect<T>(it: AsyncIterable<{ records: T[] }>): Promise<T[]> {
+  const all: T[] = [];
+  for await (const page of it) all.push(...page.records);
+  return all;
+}

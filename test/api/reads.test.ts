@@ -1,0 +1,97 @@
+// Reads against the sandbox over HTTP: pagination, ids batching, URI limits, 503 and 500 faults.
+import t from 'tap';
+import { ApiError } from '../../src/api/errors.ts';
+import { collect, setup } from './helpers.ts';
+
+t.test('full list: limit=250 pages, every record once, quantities as strings, sideloads beside', async (t) => {
+  const s = await setup(t, { sandbox: { variants: 600 } });
+  const before = (await s.stats()).requests.total;
+  const variants = await collect(s.client.paginate<any>('/variants'));
+  const snapshot = (await s.admin('GET', 'snapshot?resource=variants')).variants.filter((v: any) => v.status !== 'archived');
+  t.equal(variants.length, snapshot.length);
+  t.same(new Set(variants.map((v) => v.id)), new Set(snapshot.map((v: any) => v.id)));
+  t.equal((await s.stats()).requests.total - before, Math.ceil(snapshot.length / 250), 'ceil(N/250) requests');
+  const withStock = variants.find((v) => Array.isArray(v.locations) && v.locations.length);
+  t.type(withStock.locations[0].stock_on_hand, 'string');
+  const product = await s.client.get(`/products/${variants[0].product_id}`, { query: { include: 'variants' } });
+  t.ok(product.product && Array.isArray(product.variants), 'single GET with include returns the sideload');
+});
+
+t.test('getByIds: <=250 ids per request, URIs under API_MAX_URI_LENGTH, missing ids absent', async (t) => {
+  const s = await setup(t, { sandbox: { variants: 700, maxUriLength: 1200 }, config: { API_MAX_URI_LENGTH: 1200 } });
+  const ids = (await s.admin('GET', 'snapshot?resource=variants')).variants.filter((v: any) => v.status !== 'archived').map((v: any) => v.id);
+  const wanted = [...ids, 99_999_999];
+  const before = await s.stats();
+  const r = await s.client.getByIds<any>('/variants', wanted);
+  const after = await s.stats();
+  t.equal(r.records.length, ids.length);
+  t.same(new Set(r.records.map((v) => v.id)), new Set(ids));
+  t.equal(after.requests.total - before.requests.total, r.requests);
+  t.ok(r.requests > Math.ceil(wanted.length / 250), `URI length forced more requests (${r.requests})`);
+  t.notOk(after.requests.by_status['414'], 'no URI was too long');
+  const wide = await setup(t, { sandbox: { variants: 700 } });
+  const w = await wide.client.getByIds<any>('/variants', ids);
+  t.equal(w.requests, Math.ceil(ids.length / 250), 'with room, exactly ceil(N/250)');
+});
+
+t.test('a URI the service finds too long is a 414 error, not retried', async (t) => {
+  const s = await setup(t, { sandbox: { maxUriLength: 300 } });
+  const err = await s.client.get('/variants', { query: { sku: Array.from({ length: 40 }, (_, i) => `SKU-LONG-NAME-${i}`) } }).catch((e) => e);
+  t.ok(err instanceof ApiError);
+  t.equal(err.status, 414);
+  t.ok(err.requestId, 'carries X-Request-ID');
+  t.equal((await s.stats()).requests.by_status['414'], 1, 'sent once');
+});
+
+t.test('503 on a list read halves the page size and the read completes', async (t) => {
+  const s = await setup(t, { sandbox: { variants: 600 } });
+  await s.admin('POST', 'faults', { responses: { error_503: 0.25, routes: '^GET /variants$' } });
+  const variants = await collect(s.client.paginate<any>('/variants'));
+  await s.admin('POST', 'faults', {});
+  const snapshot = (await s.admin('GET', 'snapshot?resource=variants')).variants.filter((v: any) => v.status !== 'archived');
+  t.same(variants.map((v) => v.id).sort(), snapshot.map((v: any) => v.id).sort(), 'every record exactly once');
+  t.ok((await s.stats()).requests.by_status['503'] > 0, 'the fault fired');
+  const halvings = s.logs.lines().filter((l) => l.msg === 'service overloaded (503); halving the page size');
+  t.ok(halvings.length > 0);
+  t.equal(halvings[0]!.limit, 250);
+  t.equal(halvings[0]!.next, 125);
+});
+
+t.test('503 on every answer: halves down to 1, then gives up with the 503', async (t) => {
+  const s = await setup(t, { config: { API_MAX_ATTEMPTS: 2 } });
+  await s.admin('POST', 'faults', { responses: { error_503: 1, routes: '^GET /variants$' } });
+  const err = await collect(s.client.paginate('/variants')).catch((e) => e);
+  t.ok(err instanceof ApiError);
+  t.equal(err.status, 503);
+  const limits = s.logs.lines().filter((l) => l.msg === 'service overloaded (503); halving the page size').map((l) => l.next);
+  t.same(limits, [125, 63, 32, 16, 8, 4, 2, 1]);
+});
+
+t.test('500s are retried with backoff and the read is complete', async (t) => {
+  const s = await setup(t, { sandbox: { variants: 600 }, config: { API_MAX_ATTEMPTS: 8 } });
+  await s.admin('POST', 'faults', { responses: { error_500: 0.4, routes: '^GET /variants$' } });
+  const ids = (await s.admin('GET', 'snapshot?resource=variants')).variants.filter((v: any) => v.status !== 'archived').map((v: any) => v.id);
+  const r = await s.client.getByIds<any>('/variants', ids);
+  const variants = await collect(s.client.paginate<any>('/variants'));
+  await s.admin('POST', 'faults', {});
+  const stats = await s.stats();
+  t.ok(stats.requests.by_status['500'] > 0, 'the fault fired');
+  t.equal(new Set(variants.map((v) => v.id)).size, variants.length);
+  t.equal(variants.length, ids.length);
+  t.equal(r.records.length, ids.length);
+  t.equal(stats.rate_limited, 0);
+});
+
+t.test('a client error is not retried and carries status, message, field errors and request id', async (t) => {
+  const s = await setup(t);
+  const err = await s.client.createCompany({ company_type: 'business' }).catch((e) => e);
+  t.ok(err instanceof ApiError);
+  t.equal(err.status, 422);
+  t.ok(err.serviceMessage);
+  t.ok(err.fieldErrors && Object.keys(err.fieldErrors).length > 0, JSON.stringify(err.fieldErrors));
+  t.ok(err.requestId);
+  t.equal(err.retryable, false);
+  t.equal((await s.stats()).requests.by_route['POST /companies'], 1);
+  const missing = await s.client.get('/companies/987654').catch((e) => e);
+  t.equal(missing.status, 404);
+});
