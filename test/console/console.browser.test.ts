@@ -1,0 +1,107 @@
+// The console in a real browser (Debian's chromium through playwright-core): it loads behind the login
+// form, the live tail shows new entries as they are written, a filter narrows it, a replay works, the record
+// page shows a variant's history, and markup in data stays text.
+import t from 'tap';
+import { sql } from 'kysely';
+import { logSync } from '../../src/synclog/index.ts';
+import { queues } from '../../src/queue/names.ts';
+import { chromiumMissing, openBrowser } from './browser.ts';
+import { addConnection, addDelivery, addVariant, consoleServer } from './harness.ts';
+
+const TOKEN = 'browser-test-token';
+
+if (chromiumMissing) {
+  t.test('browser tests', (t) => { t.skip(chromiumMissing); t.end(); });
+} else {
+  t.test('the console in chromium', async (t) => {
+    const { base, db, boss } = await consoleServer(t, { token: TOKEN });
+    const shop = await addConnection(db, 'shop', { accountName: 'Shop & Co <b>' });
+    await addVariant(db, shop, { id: 42, sku: 'TEE-42', name: 'Tee <script>alert("x")</script>', stock: [{ location: 1, onHand: '7', committed: '2' }, { location: 2, onHand: '3.5' }] });
+    await db.insertInto('api_budgets').values({ connection_id: shop, request_limit: 300, remaining: 211, reset_at: new Date(Date.now() + 120_000) }).execute();
+    const { page, dialogs } = await openBrowser(t);
+
+    await t.test('loads behind the login form', async (t) => {
+      const res = await page.goto(`${base}/`);
+      t.equal(res?.status(), 401);
+      await page.getByLabel('Token').fill('wrong');
+      await page.getByRole('button', { name: 'Log in' }).click();
+      await page.getByText('That is not the operator token.').waitFor();
+      await page.getByLabel('Token').fill(TOKEN);
+      await page.getByRole('button', { name: 'Log in' }).click();
+      await page.getByRole('heading', { name: 'Overview' }).waitFor();
+      const card = page.locator('section.connection[data-connection="shop"]');
+      t.match(await card.locator('.budget').textContent(), /211 of 300 left/);
+      t.match(await card.textContent(), /Shop & Co <b>/, 'account name shown as text');
+      t.equal(await card.locator('svg').count(), 4, 'throughput, log, lag and budget charts');
+      t.ok(await page.locator('#queues').isVisible());
+    });
+
+    await t.test('live tail shows new entries as they happen; a filter narrows it', async (t) => {
+      await page.goto(`${base}/logs`);
+      await page.getByText('live: following new entries').waitFor();
+      await addDelivery(db, shop, { objectId: 42 });
+      await logSync(db, { connectionId: shop, resource: 'variant', recordId: 42, sku: 'TEE-42', action: 'delivery.received', deliveryId: 'dlv-1' });
+      await page.locator('#log-rows tr', { hasText: 'delivery.received' }).waitFor();
+      await logSync(db, { connectionId: shop, resource: 'variant', recordId: 43, sku: 'CAP-43', action: 'mirror.update' });
+      await page.locator('#log-rows tr', { hasText: 'CAP-43' }).waitFor();
+      t.equal(await page.locator('#log-rows tr').count(), 2);
+
+      // Filter by SKU through the form: only TEE-42 entries, old and new.
+      await page.getByLabel('SKU').fill('TEE-42');
+      await page.getByRole('button', { name: 'Filter' }).click();
+      await page.waitForURL(/sku=TEE-42/);
+      await page.getByText('live: following new entries').waitFor();
+      t.equal(await page.locator('#log-rows tr').count(), 1);
+      await logSync(db, { connectionId: shop, resource: 'variant', recordId: 43, sku: 'CAP-43', action: 'not-for-this-filter' });
+      await logSync(db, { connectionId: shop, resource: 'variant', recordId: 42, sku: 'TEE-42', action: 'channel-quantity', before: { q: '8' }, after: { q: '7' } });
+      await page.locator('#log-rows tr', { hasText: 'channel-quantity' }).waitFor();
+      t.equal(await page.locator('#log-rows tr', { hasText: 'not-for-this-filter' }).count(), 0);
+      t.equal(await page.locator('#log-rows tr').count(), 2);
+    });
+
+    await t.test('a failed delivery is replayed from the deliveries list', async (t) => {
+      const id = await addDelivery(db, shop, { state: 'failed', error: 'fetch failed: HTTP 503', objectId: 42 });
+      await page.goto(`${base}/deliveries?state=failed`);
+      const row = page.locator(`#deliveries tr[data-id="${id}"]`);
+      t.equal(await row.locator('.state').textContent(), 'failed');
+      await row.getByRole('button', { name: 'Replay' }).click();
+      await page.getByText(`Replayed ${id}: it is queued again.`).waitFor();
+      const stored = await db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+      t.equal(stored.state, 'queued');
+      const [job] = await boss.findJobs(queues.deliveries, { id: stored.job_id! });
+      t.match(job!.data, { deliveryRowId: id, connectionId: shop, resource: 'variant', objectId: 42 });
+    });
+
+    await t.test('a dead letter is replayed to its live queue', async (t) => {
+      const deadId = (await boss.send('fetch-dead', { connectionId: shop, resource: 'variant' }))!;
+      await page.goto(`${base}/dead-letters`);
+      await page.locator(`#dead-letters tr[data-id="${deadId}"]`).getByRole('button', { name: 'Replay' }).click();
+      await page.getByText(`Replayed ${deadId}`).waitFor();
+      t.match(await page.locator('#dead-letters').textContent(), /No dead letters/);
+      t.equal((await boss.findJobs(queues.fetch, { data: { connectionId: shop } })).length, 1);
+    });
+
+    await t.test('the record page shows stock per location, channel quantity and the history with causes', async (t) => {
+      await sql`INSERT INTO channel_quantities (connection_id, variant_id, sku, status, quantity, tracked, backorderable, stock)
+                VALUES (${shop}, 42, 'TEE-42', 'active', '8.5', true, false, '{}')`.execute(db);
+      await sql`INSERT INTO channel_quantity_changes (connection_id, variant_id, sku, before_quantity, quantity, tracked, backorderable, cause, delivery_id)
+                VALUES (${shop}, 42, 'TEE-42', '9.5', '8.5', true, false, 'delivery', 'dlv-77')`.execute(db);
+      await page.goto(`${base}/variants`);
+      await page.getByLabel('SKU').fill('TEE-42');
+      await page.getByRole('button', { name: 'Find' }).click();
+      await page.waitForURL(/\/variants\/shop\/42$/);
+      t.match(await page.locator('#variant-facts').textContent(), /Tee <script>alert\("x"\)<\/script>/);
+      const stock = await page.locator('#stock tbody tr').allTextContents();
+      t.match(stock[0], /Warehouse 1\s*7\s*2\s*5/);
+      t.match(stock[1], /Warehouse 2\s*3\.5\s*0\s*3\.5/);
+      t.match(await page.locator('#channel-quantity').textContent(), /8\.5/);
+      t.match(await page.locator('#channel-history').textContent(), /9\.5\s*8\.5\s*delivery\s*dlv-77/);
+      const history = await page.locator('#history tbody').textContent();
+      t.match(history, /channel-quantity/);
+      t.match(history, /delivery\.received/);
+      t.notMatch(history, /CAP-43/);
+    });
+
+    t.same(dialogs, [], 'no markup from data ran as script');
+  });
+}
