@@ -1,6 +1,7 @@
 // Import a channel order. The idempotency key comes from (connection, channel, channel order id) and the
 // mapping to the service's order id is kept, so the same channel order never becomes two orders: within the
 // key's 24 hours the service replays its answer, after that the mapping answers without calling it.
+import { sql } from 'kysely';
 import type { ImportOrderInput } from './input.ts';
 import { mappedOrderId } from './store.ts';
 import { OperationFailed, nonEmpty, outbound, unknownSkus, variantIdsBySku, type Done, type OpContext } from './context.ts';
@@ -53,6 +54,11 @@ const skuOf = (l: ImportOrderInput['lines'][number]): string | undefined => ('sk
 
 /** A currency is looked up by ISO; a missing one is created only when ALLOW_CREATE_CURRENCY is on. */
 async function ensureCurrency(ctx: OpContext, iso: string): Promise<void> {
+  // The mirror answers for free; only a currency it does not know costs a read (it may be minutes old).
+  const mirrored = await ctx.db.selectFrom('currencies').select('id')
+    .where('connection_id', '=', ctx.op.connection_id).where(sql<boolean>`upper(iso) = ${iso}`)
+    .where((eb) => eb.or([eb('status', 'is', null), eb('status', '!=', 'archived')])).executeTakeFirst();
+  if (mirrored) return;
   for await (const page of ctx.client.paginate<{ iso?: string }>('/currencies', outbound)) {
     if (page.records.some((c) => c.iso?.toUpperCase() === iso)) return;
   }

@@ -70,10 +70,8 @@ export async function orderKeyFor(db: Writer, connectionId: number, kind: PushKi
 export async function recordChange(db: Writer, op: PushOperation, connectionName: string, extra: { error?: string | null; requestId?: string | null; durationMs?: number; outcome?: 'ok' | 'error' | 'warning' } = {}): Promise<void> {
   const result = (op.result ?? null) as Record<string, unknown> | null;
   const orderId = typeof result?.order_id === 'number' ? result.order_id : (op.input as OrderRef).order_id;
-  await logSync(db, {
+  const entry = {
     connectionId: op.connection_id,
-    resource: 'operation',
-    recordId: op.id,
     action: `push.${op.kind}.${op.state}`,
     after: op.state === 'confirmed' ? result : undefined,
     jobId: op.job_id,
@@ -81,8 +79,14 @@ export async function recordChange(db: Writer, op: PushOperation, connectionName
     durationMs: extra.durationMs,
     outcome: extra.outcome ?? (op.state === 'failed' ? 'error' : 'ok'),
     error: extra.error ?? (op.state === 'failed' ? op.reason : null),
-    detail: { kind: op.kind, state: op.state, attempts: op.attempts, order_key: op.order_key, order_id: orderId ?? null, field_errors: op.field_errors ?? undefined },
-  });
+    detail: { operation_id: op.id, kind: op.kind, state: op.state, attempts: op.attempts, order_key: op.order_key, order_id: orderId ?? null, field_errors: op.field_errors ?? undefined },
+  };
+  // The operation's own history, and the outcome once more on the order's, where an operator looks for it.
+  const finished = op.state === 'confirmed' || op.state === 'failed';
+  await logSync(db, [
+    { ...entry, resource: 'operation', recordId: op.id },
+    ...(finished && orderId !== undefined ? [{ ...entry, resource: 'order', recordId: orderId }] : []),
+  ]);
   metrics.pushOperations.inc({ connection: connectionName, operation: op.kind, state: op.state });
 }
 

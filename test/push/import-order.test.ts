@@ -35,9 +35,15 @@ t.test('order import against the sandbox', async (t) => {
     t.match(mapping, [{ channel: 'webshop', channel_order_id: '1001', order_id: order.id, operation_id: op.id }]);
     const log = await h.tdb.db.selectFrom('sync_log').select(['action', 'outcome']).where('resource', '=', 'operation').where('record_id', '=', op.id).orderBy('id').execute();
     t.same(log.map((l) => l.action), ['push.import-order.queued', 'push.import-order.sent', 'push.import-order.confirmed']);
+    const onOrder = await h.tdb.db.selectFrom('sync_log').select('action').where('resource', '=', 'order').where('record_id', '=', order.id).execute();
+    t.same(onOrder.map((l) => l.action), ['push.import-order.confirmed'], 'the outcome is on the order\'s history too');
+    t.ok((await h.admin('stats')).requests.by_route['GET /currencies'] >= 1, 'a currency the mirror does not know is read from the service');
   });
 
-  await t.test('an existing company', async (t) => {
+  await t.test('an existing company; a currency the mirror knows costs no read', async (t) => {
+    const sgd = (await h.snapshot('currencies')).find((c) => c.iso === 'SGD');
+    await h.tdb.db.insertInto('currencies').values({ connection_id: h.connection.id, id: sgd.id, iso: 'SGD', name: sgd.name, status: 'active', raw: JSON.stringify(sgd) }).execute();
+    const before = (await h.admin('stats')).requests.by_route;
     const op = await h.run('import-order', {
       channel: 'webshop', channel_order_id: '1002', customer: { company_id: companies[0].id }, currency: 'SGD', issued_at: '2026-11-21',
       lines: [{ sku: a.sku, quantity: '1' }],
@@ -45,6 +51,9 @@ t.test('order import against the sandbox', async (t) => {
     t.equal(op.state, 'confirmed', op.reason ?? '');
     const order = (await h.snapshot('orders')).find((o) => o.id === (op.result as any).order_id);
     t.equal(order.company_id, companies[0].id);
+    const after = (await h.admin('stats')).requests.by_route;
+    t.equal(after['GET /currencies'] ?? 0, before['GET /currencies'] ?? 0, 'no currency read');
+    t.equal((after['POST /orders'] ?? 0) - (before['POST /orders'] ?? 0), 1, 'one request in all: the create');
   });
 
   await t.test('the same channel order imported twice makes one order', async (t) => {
