@@ -1,0 +1,101 @@
+// The two ways in: the JSON API (routes.ts) and the CLI (cli.ts), with the worker running in this process.
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import { writeFile, mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createApp, listen } from '../../src/server.ts';
+import { mountRoutes } from '../../src/push/routes.ts';
+import { harness, plainVariants } from './harness.ts';
+
+function cli(args: string[], env: NodeJS.ProcessEnv): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['src/cli.ts', ...args], { env: { ...process.env, LOG_LEVEL: 'silent', ...env } });
+    let stdout = '', stderr = '';
+    child.stdout.on('data', (d) => { stdout += d; });
+    child.stderr.on('data', (d) => { stderr += d; });
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+t.test('API and CLI', async (t) => {
+  const h = await harness(t);
+  const [a] = plainVariants(await h.snapshot('variants'));
+  const companies = await h.snapshot('companies');
+  const { app, router } = createApp(h.tdb.pool, h.rt.log);
+  mountRoutes(h.rt, router);
+  const server = await listen(app, 0, '127.0.0.1');
+  t.teardown(() => server.close());
+  const base = `http://127.0.0.1:${server.port}/api/operations`;
+  const post = (path: string, body?: unknown) => fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+
+  await t.test('POST an operation: 202, then it is confirmed; GET one and the list', async (t) => {
+    const res = await post('/import-order', { connection: 'shop', channel: 'api', channel_order_id: 'A-1', customer: { company_id: companies[0].id }, currency: 'SGD', issued_at: '2026-11-21', lines: [{ sku: a.sku, quantity: '1' }] });
+    t.equal(res.status, 202);
+    const { operation } = await res.json() as any;
+    t.match(operation, { kind: 'import-order', state: 'queued', order_key: 'channel:api:A-1' });
+    await h.settle(operation.id);
+    const one = await (await fetch(`${base}/${operation.id}`)).json() as any;
+    t.equal(one.operation.state, 'confirmed');
+    t.type(one.operation.result.order_id, 'number');
+    const list = await (await fetch(`${base}?kind=import-order&state=confirmed`)).json() as any;
+    t.same(list.operations.map((o: any) => o.id), [operation.id]);
+    t.equal((await fetch(`${base}/999999`)).status, 404);
+  });
+
+  await t.test('bad input: 400 with every problem; unknown operation: 404', async (t) => {
+    const res = await post('/ship', { lines: [{ sku: 'X', quantity: 'two' }] });
+    t.equal(res.status, 400);
+    const body = await res.json() as any;
+    t.match(body.error, /invalid ship input/);
+    t.match(body.problems.join('\n'), /quantity.*decimal/);
+    t.match(body.problems.join('\n'), /order_id, or channel and channel_order_id/);
+    t.equal((await post('/teleport', {})).status, 404);
+    t.equal((await post('/pay', { order_id: 1, connection: 'elsewhere' })).status, 400);
+    t.equal((await h.tdb.db.selectFrom('push_operations').select('id').where('kind', '=', 'ship').execute()).length, 0, 'nothing stored');
+  });
+
+  await t.test('retry a failed operation with the same key', async (t) => {
+    const failed = await h.run('invoice', { order_id: 88888888 });
+    t.equal(failed.state, 'failed');
+    const res = await post(`/${failed.id}/retry`);
+    t.equal(res.status, 202);
+    const { operation } = await res.json() as any;
+    t.equal(operation.state, 'queued');
+    t.equal(operation.idempotency_key, failed.idempotency_key);
+    const again = await h.settle(failed.id);
+    t.equal(again.state, 'failed');
+    t.equal(again.attempts, 2);
+    const confirmed = (await h.tdb.db.selectFrom('push_operations').select('id').where('state', '=', 'confirmed').executeTakeFirstOrThrow()).id;
+    t.equal((await post(`/${confirmed}/retry`)).status, 409, 'a confirmed operation is not retried');
+  });
+
+  await t.test('CLI: push with flags waits and prints the outcome; list; show; --no-wait', async (t) => {
+    const env = { DATABASE_URL: h.tdb.url };
+    const dir = await mkdtemp(join(tmpdir(), 'push-cli-'));
+    const file = join(dir, 'order.json');
+    await writeFile(file, JSON.stringify({ channel: 'cli', channel_order_id: 'C-1', customer: { company_id: companies[0].id }, currency: 'SGD', issued_at: '2026-11-21', lines: [{ sku: a.sku, quantity: '2' }] }));
+    const imported = await cli(['push', 'import-order', '--file', file], env);
+    t.equal(imported.status, 0, imported.stderr);
+    const op = JSON.parse(imported.stdout);
+    t.equal(op.state, 'confirmed');
+    const shipped = await cli(['push', 'ship', '--channel', 'cli', '--channel-order-id', 'C-1', '--line', `${a.sku}=1`, '--tracking-number', 'CLI-1'], env);
+    t.equal(shipped.status, 0, shipped.stderr);
+    t.match(JSON.parse(shipped.stdout), { kind: 'ship', state: 'confirmed', result: { status: 'fulfilled', tracking_number: 'CLI-1' } });
+    const failed = await cli(['push', 'pay', '--order-id', '77777777'], env);
+    t.equal(failed.status, 1, 'a failed operation exits 1');
+    t.match(JSON.parse(failed.stdout), { state: 'failed', status_code: 404 });
+    const queued = await cli(['push', 'invoice', '--channel', 'cli', '--channel-order-id', 'C-1', '--no-wait'], env);
+    t.equal(queued.status, 0, queued.stderr);
+    t.equal(JSON.parse(queued.stdout).state, 'queued');
+    const listed = await cli(['push', 'list', '--kind', 'ship'], env);
+    t.equal(listed.status, 0, listed.stderr);
+    t.match(listed.stdout, /ship\s+confirmed/);
+    const shown = await cli(['push', 'show', String(op.id)], env);
+    t.equal(JSON.parse(shown.stdout).id, op.id);
+    const bad = await cli(['push', 'stock-count', '--count', 'nonsense'], env);
+    t.equal(bad.status, 2);
+    t.match(bad.stderr, /expected SKU@LOCATION_ID=QUANTITY/);
+    await h.settle(JSON.parse(queued.stdout).id);
+  });
+});
