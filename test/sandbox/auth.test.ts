@@ -41,7 +41,7 @@ t.test('Authentication: Authorization Code with Refresh Token', async (t) => {
   t.equal((await token(url, { ...base, redirect_uri: 'http://elsewhere/cb', code, grant_type: 'authorization_code' })).status, 400, 'redirect_uri must match');
   const res = await token(url, { ...base, code, grant_type: 'authorization_code' });
   t.equal(res.status, 200);
-  const tok = await res.json();
+  const tok: any = await res.json();
   t.match(tok, { access_token: String, refresh_token: String, expires_in: 7200, scope: 'public', token_type: 'bearer' });
   t.equal((await token(url, { ...base, code, grant_type: 'authorization_code' })).status, 400, 'a code is used once');
 
@@ -52,7 +52,7 @@ t.test('Authentication: Authorization Code with Refresh Token', async (t) => {
   const expired = await fetch(`${url}/accounts/current`, { headers: { Authorization: `Bearer ${tok.access_token}` } });
   t.equal(expired.status, 401, 'expired after expires_in');
 
-  const refreshed = await (await token(url, { ...base, refresh_token: tok.refresh_token, grant_type: 'refresh_token' })).json();
+  const refreshed: any = await (await token(url, { ...base, refresh_token: tok.refresh_token, grant_type: 'refresh_token' })).json();
   t.ok(refreshed.access_token && refreshed.refresh_token !== tok.refresh_token, 'refresh token rotated');
   t.equal((await fetch(`${url}/accounts/current`, { headers: { Authorization: `Bearer ${refreshed.access_token}` } })).status, 200);
   t.equal((await token(url, { ...base, refresh_token: tok.refresh_token, grant_type: 'refresh_token' })).status, 400, 'the old refresh token stops working');
@@ -62,7 +62,7 @@ t.test('Authentication: Authorization Code with Refresh Token', async (t) => {
 t.test('Authentication: expires_in is configurable and the expiry follows the time scale', async (t) => {
   const c = await sandbox(t, { variants: 2, tokenExpiresIn: 400, timeScale: 200 });
   const approved = await authorize(c.sb.url, 'approve');
-  const tok = await (await token(c.sb.url, { client_id: 'commerce-sync', client_secret: 'sandbox-secret', redirect_uri: redirectUri, code: approved.searchParams.get('code'), grant_type: 'authorization_code' })).json();
+  const tok: any = await (await token(c.sb.url, { client_id: 'commerce-sync', client_secret: 'sandbox-secret', redirect_uri: redirectUri, code: approved.searchParams.get('code'), grant_type: 'authorization_code' })).json();
   t.equal(tok.expires_in, 2, 'reported in real seconds (400 sandbox s at scale 200)');
   const h = { Authorization: `Bearer ${tok.access_token}` };
   t.equal((await fetch(`${c.sb.url}/accounts/current`, { headers: h })).status, 200);
@@ -95,7 +95,7 @@ t.test('Errors: 403 for a token without access', async (t) => {
   const other = (await c.admin('POST', 'tokens', { application_id: 2 })).body.token;
   const oh = { Authorization: `Bearer ${other}` };
   t.equal((await fetch(`${c.sb.url}/webhooks/${hook.id}`, { headers: oh })).status, 403, "another application's webhook");
-  t.same((await (await fetch(`${c.sb.url}/webhooks`, { headers: oh })).json()).webhooks, []);
+  t.same(((await (await fetch(`${c.sb.url}/webhooks`, { headers: oh })).json()) as any).webhooks, []);
   t.equal((await c.call('PUT', '/accounts/999', { account: { name: 'x' } })).status, 403, 'another account');
 });
 
