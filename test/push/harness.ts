@@ -4,6 +4,7 @@ import { addTokenConnection } from '../../src/api/connections.ts';
 import type { Config } from '../../src/config.ts';
 import type { Connection, PushKind, PushOperation } from '../../src/db/schema.ts';
 import { startBoss, stopBoss, type Boss } from '../../src/queue/boss.ts';
+import { createQueues } from '../../src/queue/names.ts';
 import { startSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/index.ts';
 import { enqueueOperation } from '../../src/push/enqueue.ts';
 import { getOperation } from '../../src/push/store.ts';
@@ -83,6 +84,7 @@ export async function harness(t: T, opts: { config?: Parameters<typeof testConfi
   };
   await h.mirrorVariants();
   if (opts.worker !== false) await startPushWorker(rt, { pollingIntervalSeconds: 0.5 });
+  else await createQueues(boss);
   return h;
 }
 
