@@ -40,6 +40,8 @@ form.inline { display: inline; margin: 0; }
 .muted { color: #8a93a3; }
 #tail-state { font-size: .85rem; color: #5b6475; }
 code, .mono { font-family: ui-monospace, monospace; font-size: .85rem; }
+td.at { white-space: nowrap; }
+td.json { max-width: 30rem; overflow-wrap: anywhere; font-size: .75rem; }
 `;
 
 // Live tail: follows /api/tail (server-sent events) with the page's filters and prepends rows. Values are
@@ -58,7 +60,7 @@ export const js = `
     var tr = document.createElement('tr');
     tr.className = 'fresh outcome-' + e.outcome;
     tr.dataset.id = e.id;
-    cell(tr, String(e.at).replace('T', ' ').slice(0, 19), 'mono');
+    cell(tr, String(e.at).replace('T', ' ').slice(0, 19), 'mono at');
     cell(tr, e.connection);
     cell(tr, e.resource);
     var rec = cell(tr, '');
@@ -69,10 +71,10 @@ export const js = `
     cell(tr, e.sku);
     cell(tr, e.action);
     cell(tr, e.outcome);
-    cell(tr, json(e.before), 'mono');
-    cell(tr, json(e.after), 'mono');
+    cell(tr, json(e.before), 'mono json');
+    cell(tr, json(e.after), 'mono json');
     cell(tr, e.duration_ms, 'num');
-    cell(tr, e.error || json(e.detail), 'mono');
+    cell(tr, e.error || json(e.detail), 'mono json');
     table.insertBefore(tr, table.firstChild);
     var empty = document.getElementById('log-empty'); if (empty) empty.remove();
     while (table.children.length > max) table.removeChild(table.lastChild);

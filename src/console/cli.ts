@@ -88,7 +88,7 @@ export function formatStatus(conns: ConnectionOverview[], queues: QueueDepth[]):
   for (const c of conns) {
     lines.push(`${c.name}${c.accountName ? ` (${c.accountName})` : ''}: ${c.health.toUpperCase()}, connection ${c.status}${c.statusReason ? ` (${c.statusReason})` : ''}`);
     lines.push(`  deliveries  ${c.deliveriesPerMinute}/min over 5 min, ${c.deliveriesLastHour} in the last hour; ${c.queuedDeliveries} queued, ${c.failedDeliveries} failed`);
-    lines.push(`  lag         ${c.lagSeconds} s (oldest delivery not yet processed)`);
+    lines.push(`  lag         ${c.lagSeconds} s (oldest change not yet in the mirror)`);
     lines.push(`  budget      ${c.budget ? `${c.budget.remaining} of ${c.budget.limit} requests left, window resets ${c.budget.resetAt.toISOString()}` : 'no request made yet'}`);
     lines.push(`  last sweep  ${ago(c.lastSweepAt)}${c.lastSweepAt ? `, drift found ${c.lastDrift}` : ''}; full sweep ${ago(c.lastFullSweepAt)}`);
     lines.push(`  errors      ${c.errorsLastHour} in the last hour${c.recentErrors[0] ? `; latest: ${c.recentErrors[0].action}: ${c.recentErrors[0].error ?? ''}` : ''}`);

@@ -29,7 +29,7 @@ export interface ConnectionOverview {
   deliveriesLastHour: number;
   queuedDeliveries: number;
   failedDeliveries: number;
-  /** Age in seconds of the oldest delivery not yet processed; 0 when none waits. */
+  /** Age in seconds of the oldest change not yet in the mirror (a queued delivery or a pending fetch); 0 when none waits. */
   lagSeconds: number;
   budget: BudgetState | null;
   lastSweepAt: Date | null;
@@ -59,8 +59,11 @@ export async function connectionOverviews(db: Db, onlyId?: number): Promise<Conn
              (SELECT count(*)::int FROM webhook_deliveries d WHERE d.connection_id = c.id AND d.received_at > now() - interval '1 hour') AS last60,
              (SELECT count(*)::int FROM webhook_deliveries d WHERE d.connection_id = c.id AND d.state = 'queued') AS queued,
              (SELECT count(*)::int FROM webhook_deliveries d WHERE d.connection_id = c.id AND d.state = 'failed') AS failed,
-             coalesce((SELECT extract(epoch FROM now() - min(d.received_at))::float8 FROM webhook_deliveries d
-                        WHERE d.connection_id = c.id AND d.state = 'queued'), 0) AS lag
+             greatest(
+               coalesce((SELECT extract(epoch FROM now() - min(d.received_at))::float8 FROM webhook_deliveries d
+                          WHERE d.connection_id = c.id AND d.state = 'queued'), 0),
+               coalesce((SELECT extract(epoch FROM now() - min(p.first_marked_at))::float8 FROM pending_fetches p
+                          WHERE p.connection_id = c.id), 0)) AS lag
         FROM connections c WHERE c.id = ANY(${ids})`.execute(db),
     db.selectFrom('api_budgets').selectAll().where('connection_id', 'in', ids).execute(),
     db.selectFrom('sync_cursors').selectAll().where('connection_id', 'in', ids).orderBy('resource').execute(),

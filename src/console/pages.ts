@@ -103,10 +103,10 @@ export interface LogPageInput {
 
 export function logRowsHtml(rows: LogRow[]): Html {
   return html`${rows.map((r) => html`<tr class="outcome-${r.outcome}" data-id="${r.id}">
-<td class="mono">${when(r.at)}</td><td>${r.connection ?? ''}</td><td>${r.resource ?? ''}</td>
+<td class="mono at">${when(r.at)}</td><td>${r.connection ?? ''}</td><td>${r.resource ?? ''}</td>
 <td>${r.record_id !== null && r.resource === 'variant' && r.connection ? html`<a href="/variants/${encodeURIComponent(r.connection)}/${r.record_id}">${r.record_id}</a>` : r.record_id ?? ''}</td>
-<td>${r.sku ?? ''}</td><td>${r.action}</td><td>${r.outcome}</td><td class="mono">${json(r.before)}</td><td class="mono">${json(r.after)}</td>
-<td class="num">${r.duration_ms ?? ''}</td><td class="mono">${r.error ?? json(r.detail)}</td></tr>`)}`;
+<td>${r.sku ?? ''}</td><td>${r.action}</td><td>${r.outcome}</td><td class="mono json">${json(r.before)}</td><td class="mono json">${json(r.after)}</td>
+<td class="num">${r.duration_ms ?? ''}</td><td class="mono json">${r.error ?? json(r.detail)}</td></tr>`)}`;
 }
 
 export function logPage(pc: PageContext, input: LogPageInput): Html {
@@ -138,7 +138,7 @@ export function deliveriesPage(pc: PageContext, rows: DeliveryRow[], connections
 <label>Resource <input name="resource" value="${query.resource ?? ''}" size="12"></label>
 <button>Filter</button> <a href="/deliveries">clear</a></form>
 <table id="deliveries"><thead><tr><th>#</th><th>Received (UTC)</th><th>Connection</th><th>Event</th><th>Object</th><th>State</th><th>Error</th><th>Delivery id</th><th></th></tr></thead><tbody>
-${rows.length ? rows.map((d) => html`<tr data-id="${d.id}"><td class="num">${d.id}</td><td class="mono">${when(d.received_at)}</td><td>${d.connection}</td><td>${d.event ?? ''}</td>
+${rows.length ? rows.map((d) => html`<tr data-id="${d.id}"><td class="num">${d.id}</td><td class="mono at">${when(d.received_at)}</td><td>${d.connection}</td><td>${d.event ?? ''}</td>
 <td>${d.resource === 'variant' && d.object_id !== null ? html`<a href="/variants/${encodeURIComponent(d.connection)}/${d.object_id}">${d.object_id}</a>` : d.object_id ?? ''}</td>
 <td class="state">${d.state}</td><td>${d.error ?? ''}</td><td class="mono">${d.delivery_id}</td>
 <td><form method="post" action="/deliveries/${d.id}/replay" class="inline"><button>Replay</button></form></td></tr>`)
@@ -150,8 +150,8 @@ export function deadLettersPage(pc: PageContext, letters: DeadLetter[], queues: 
   return layout(pc, 'Dead letters', '/dead-letters', html`
 <p>Jobs that kept failing. Replay sends a job's data back to its live queue.</p>
 <table id="dead-letters"><thead><tr><th>Failed at (UTC)</th><th>Queue</th><th>Data</th><th>Last error</th><th class="num">Retries</th><th></th></tr></thead><tbody>
-${letters.length ? letters.map((d) => html`<tr data-id="${d.id}"><td class="mono">${when(d.failedAt)}</td><td>${d.liveQueue}</td><td class="mono">${json(d.data)}</td>
-<td class="mono">${json(d.error)}</td><td class="num">${d.retries ?? ''}</td>
+${letters.length ? letters.map((d) => html`<tr data-id="${d.id}"><td class="mono at">${when(d.failedAt)}</td><td>${d.liveQueue}</td><td class="mono json">${json(d.data)}</td>
+<td class="mono json">${json(d.error)}</td><td class="num">${d.retries ?? ''}</td>
 <td><form method="post" action="/dead-letters/${encodeURIComponent(d.queue)}/${d.id}/replay" class="inline"><button>Replay</button></form></td></tr>`)
     : html`<tr><td colspan="6" class="muted">No dead letters: nothing is stuck.</td></tr>`}
 </tbody></table>
@@ -181,12 +181,12 @@ export function variantPage(pc: PageContext, r: VariantRecord): Html {
 </dl>
 <h2>Stock per location</h2>
 <table id="stock"><thead><tr><th>Location</th><th class="num">On hand</th><th class="num">Committed</th><th class="num">Available</th><th class="num">Incoming</th><th>Updated</th></tr></thead><tbody>
-${r.stock.length ? r.stock.map((s) => html`<tr><td>${s.location ?? `location ${s.locationId}`}</td><td class="num">${s.onHand}</td><td class="num">${s.committed}</td><td class="num">${s.available}</td><td class="num">${s.incoming}</td><td class="mono">${when(s.updatedAt ?? s.syncedAt)}</td></tr>`)
+${r.stock.length ? r.stock.map((s) => html`<tr><td>${s.location ?? `location ${s.locationId}`}</td><td class="num">${s.onHand}</td><td class="num">${s.committed}</td><td class="num">${s.available}</td><td class="num">${s.incoming}</td><td class="mono at">${when(s.updatedAt ?? s.syncedAt)}</td></tr>`)
     : html`<tr><td colspan="6" class="muted">No stock levels mirrored.</td></tr>`}
 </tbody></table>
 <h2>Channel quantity history</h2>
 <table id="channel-history"><thead><tr><th>At (UTC)</th><th class="num">Before</th><th class="num">After</th><th>Cause</th><th>Delivery</th><th>Detail</th></tr></thead><tbody>
-${r.channelHistory.length ? r.channelHistory.map((c) => html`<tr><td class="mono">${when(c.at)}</td><td class="num">${c.beforeQuantity ?? ''}</td><td class="num">${c.tracked ? c.quantity ?? '' : 'not tracked'}</td><td>${c.cause}</td><td class="mono">${c.deliveryId ?? ''}</td><td class="mono">${json(c.detail)}</td></tr>`)
+${r.channelHistory.length ? r.channelHistory.map((c) => html`<tr><td class="mono at">${when(c.at)}</td><td class="num">${c.beforeQuantity ?? ''}</td><td class="num">${c.tracked ? c.quantity ?? '' : 'not tracked'}</td><td>${c.cause}</td><td class="mono">${c.deliveryId ?? ''}</td><td class="mono json">${json(c.detail)}</td></tr>`)
     : html`<tr><td colspan="6" class="muted">No changes recorded.</td></tr>`}
 </tbody></table>
 <h2>Sync log for this variant</h2>

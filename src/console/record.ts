@@ -36,7 +36,7 @@ export async function variantRecord(db: Db, connectionId: number, variantId: num
   if (!v) return null;
   const [stock, channel, changes, byRecord, bySku] = await Promise.all([
     sql<{ location_id: number; location: string | null; on_hand: string; committed: string; incoming: string; available: string; updated_at: Date | null; synced_at: Date }>`
-      SELECT s.location_id, l.name AS location, s.on_hand::text, s.committed::text, s.incoming::text,
+      SELECT s.location_id, coalesce(l.name, l.raw->>'label', l.raw->>'name') AS location, s.on_hand::text, s.committed::text, s.incoming::text,
              (s.on_hand - s.committed)::text AS available, s.updated_at, s.synced_at
         FROM stock_levels s LEFT JOIN locations l ON l.connection_id = s.connection_id AND l.id = s.location_id
        WHERE s.connection_id = ${connectionId} AND s.variant_id = ${variantId}
