@@ -194,20 +194,22 @@ async function api(ctx: CommandContext): Promise<number> {
   });
 }
 
+// Every option spells out `short` and `multiple`: src/cli.ts hands them to parseArgs as given, and Node 24
+// refuses `undefined` for either.
 export const commands: CommandModule['commands'] = {
   connect: {
     summary: 'Add (or renew) a connection to a merchant account: with a privileged access token, or through the OAuth ' +
       'authorization code flow. Reads the account with GET /accounts/current and registers webhooks.',
     args: '--base-url URL (--token TOKEN | --oauth)',
     options: {
-      'base-url': { type: 'string', value: 'URL', description: 'the service\'s base URL for the account' },
-      token: { type: 'string', value: 'TOKEN', description: 'privileged access token (does not expire)' },
-      oauth: { type: 'boolean', description: 'authorize in a browser (COMMERCE_CLIENT_ID / COMMERCE_CLIENT_SECRET)' },
-      name: { type: 'string', value: 'NAME', description: 'connection name (default: from the account name)' },
-      'redirect-uri': { type: 'string', value: 'URL', description: 'OAuth redirect URI to listen on (default http://127.0.0.1:<free port>/oauth/callback)' },
-      'auth-url': { type: 'string', value: 'URL', description: 'where /oauth/authorize lives, when not on the base URL' },
-      wait: { type: 'string', value: 'SECONDS', description: 'how long to wait for the browser (default 600)' },
-      'skip-webhooks': { type: 'boolean', description: 'do not register webhook subscriptions' },
+      'base-url': { multiple: false, type: 'string', short: 'b', value: 'URL', description: 'the service\'s base URL for the account' },
+      token: { multiple: false, type: 'string', short: 't', value: 'TOKEN', description: 'privileged access token (does not expire)' },
+      oauth: { multiple: false, type: 'boolean', short: 'o', description: 'authorize in a browser (COMMERCE_CLIENT_ID / COMMERCE_CLIENT_SECRET)' },
+      name: { multiple: false, type: 'string', short: 'n', value: 'NAME', description: 'connection name (default: from the account name)' },
+      'redirect-uri': { multiple: false, type: 'string', short: 'r', value: 'URL', description: 'OAuth redirect URI to listen on (default http://127.0.0.1:<free port>/oauth/callback)' },
+      'auth-url': { multiple: false, type: 'string', short: 'a', value: 'URL', description: 'where /oauth/authorize lives, when not on the base URL' },
+      wait: { multiple: false, type: 'string', short: 'w', value: 'SECONDS', description: 'how long to wait for the browser (default 600)' },
+      'skip-webhooks': { multiple: false, type: 'boolean', short: 's', description: 'do not register webhook subscriptions' },
     },
     details: 'Tokens are stored encrypted (AES-256-GCM, TOKEN_ENCRYPTION_KEY or DATA_DIR/secret.key). Connecting an ' +
       'account again (same name, or same base URL and account) replaces its tokens and makes it active again.',
@@ -215,7 +217,7 @@ export const commands: CommandModule['commands'] = {
   },
   connections: {
     summary: 'List connections: status, account, auth kind and rate budget.',
-    options: { json: { type: 'boolean', description: 'print JSON' } },
+    options: { json: { multiple: false, type: 'boolean', short: 'j', description: 'print JSON' } },
     run: connections,
   },
   api: {
@@ -223,11 +225,11 @@ export const commands: CommandModule['commands'] = {
     args: '[METHOD] PATH',
     positionals: true,
     options: {
-      data: { type: 'string', value: 'JSON', description: 'request body (METHOD defaults to POST with it)' },
-      paginate: { type: 'boolean', description: 'follow X-Pagination and print all pages merged' },
-      connection: { type: 'string', value: 'NAME', description: 'the connection (needed when there are several)' },
-      priority: { type: 'string', value: 'PRIORITY', description: 'interactive (default), outbound, webhook or reconcile' },
-      key: { type: 'string', value: 'KEY', description: 'with --paginate: the records\' key (default from the path)' },
+      data: { multiple: false, type: 'string', short: 'd', value: 'JSON', description: 'request body (METHOD defaults to POST with it)' },
+      paginate: { multiple: false, type: 'boolean', short: 'p', description: 'follow X-Pagination and print all pages merged' },
+      connection: { multiple: false, type: 'string', short: 'c', value: 'NAME', description: 'the connection (needed when there are several)' },
+      priority: { multiple: false, type: 'string', short: 'P', value: 'PRIORITY', description: 'interactive (default), outbound, webhook or reconcile' },
+      key: { multiple: false, type: 'string', short: 'k', value: 'KEY', description: 'with --paginate: the records\' key (default from the path)' },
     },
     details: 'Examples:\n  commerce-sync api /accounts/current\n  commerce-sync api /variants?ids=1,2,3\n' +
       '  commerce-sync api --paginate /variants\n  commerce-sync api POST /currencies --data \'{"currency":{"iso":"EUR"}}\'',
