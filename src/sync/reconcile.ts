@@ -12,7 +12,7 @@ import type { ChannelChange } from '../stock/channel.ts';
 import type { ChannelRules } from '../stock/rules.ts';
 import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';
 import { upsertChildren, upsertOther } from './mirror.ts';
-import { childCollections, composition, otherResources, resources, type ResourceSpec } from './resources.ts';
+import { childCollections, composition, liveStatuses, otherResources, resources, type ResourceSpec } from './resources.ts';
 import type { Reader } from './reader.ts';
 
 export interface SweepDeps {
@@ -88,9 +88,8 @@ async function runSweep(deps: SweepDeps, full: boolean): Promise<SweepResult> {
     const seen = new Set<number>();
     let ok = true;
     for (const status of ['active', 'archived'] as const) {
-      const query: Record<string, string> = {};
+      const query: Record<string, string | string[]> = status === 'archived' ? { status: 'archived' } : liveStatuses(spec);
       if (spec.include) query.include = spec.include.key;
-      if (status === 'archived') query.status = 'archived';
       if (since) query.updated_at_min = since.toISOString();
       try {
         for await (const page of client.paginate(spec.path, { priority: 'reconcile', key: spec.key, query })) {

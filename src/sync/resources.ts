@@ -22,6 +22,12 @@ export interface ResourceSpec {
   table: string;
   columns: Record<string, string>;
   include?: ChildSpec;
+  /**
+   * The live states (spec, "States and transitions") when there are more than `active`: reads ask for all of
+   * them (status[]=...), since a default list returns only `active` records. Soft-deleted (`archived`) ones
+   * are read separately.
+   */
+  statuses?: string[];
   /** Swept by incremental sweeps too (false: full sweeps only). */
   incremental: boolean;
 }
@@ -76,6 +82,7 @@ export const resources: Record<string, ResourceSpec> = {
   },
   order: {
     name: 'order', path: '/orders', key: 'orders', table: 'orders', incremental: true, include: orderLineItems,
+    statuses: ['draft', 'active', 'finalized', 'fulfilled', 'void', 'deleted'],
     columns: {
       ...base, order_number: txt('order_number'), company_id: big('company_id'), contact_id: big('contact_id'),
       stock_location_id: big('stock_location_id'), currency_iso: txt('currency_iso'), issued_at: txt('issued_at'), total: num('total'),
@@ -83,6 +90,7 @@ export const resources: Record<string, ResourceSpec> = {
   },
   fulfillment: {
     name: 'fulfillment', path: '/fulfillments', key: 'fulfillments', table: 'fulfillments', incremental: true, include: fulfillmentLineItems,
+    statuses: ['packed', 'fulfilled', 'void', 'deleted'],
     columns: {
       ...base, order_id: big('order_id'), stock_location_id: big('stock_location_id'), packed_at: `cs_timestamptz(r->>'packed_at')`,
       tracking_company: txt('tracking_company'), tracking_number: txt('tracking_number'), tracking_url: txt('tracking_url'),
@@ -95,11 +103,11 @@ export const resources: Record<string, ResourceSpec> = {
   },
   purchase_order: {
     name: 'purchase_order', path: '/purchase_orders', key: 'purchase_orders', table: 'purchase_orders', incremental: true,
-    include: purchaseOrderLineItems,
+    include: purchaseOrderLineItems, statuses: ['draft', 'active', 'received', 'void', 'deleted'],
     columns: { ...base, company_id: big('company_id'), stock_location_id: big('stock_location_id') },
   },
   company: {
-    name: 'company', path: '/companies', key: 'companies', table: 'companies', incremental: true,
+    name: 'company', path: '/companies', key: 'companies', table: 'companies', incremental: true, statuses: ['active', 'disabled'],
     columns: { ...base, name: txt('name'), company_type: txt('company_type'), company_code: txt('company_code'), email: txt('email') },
   },
   address: {
@@ -125,6 +133,11 @@ export const otherResources: Record<string, string> = {
   payment_method: 'payment_methods', payment_term: 'payment_terms', tax_type: 'tax_types',
   tax_component: 'tax_components', user: 'users', stock_transfer: 'stock_transfers', stock_adjustment: 'stock_adjustments',
 };
+
+/** The query that asks for every live state of a resource (empty: the default list does). */
+export function liveStatuses(spec: ResourceSpec): { status?: string[] } {
+  return spec.statuses ? { status: spec.statuses } : {};
+}
 
 /** Composition reads: GET /variants/composition?ids=<bundle ids>. */
 export const composition = { name: 'composition', path: '/variants/composition', key: 'composition' } as const;
