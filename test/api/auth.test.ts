@@ -68,6 +68,19 @@ t.test('OAuth: the token expires in the middle of a paginated read; one refresh,
   t.not(row.access_token_enc, accessBefore);
 });
 
+t.test('OAuth: a short-lived token is refreshed ahead of expiry, before any 401', async (t) => {
+  // timeScale 100: the sandbox's 300-second token lives 3 real seconds; refreshed with a quarter left.
+  const s = await setup(t, { sandbox: { timeScale: 100, tokenExpiresIn: 300 } });
+  const { deps, connection } = await oauthConnection(s);
+  const client = await clientFor(deps, connection);
+  for (let i = 0; i < 9; i++) {
+    await client.get('/accounts/current');
+    await new Promise((r) => setTimeout(r, 400));
+  }
+  t.notOk((await s.stats()).requests.by_status['401'], 'never refused');
+  t.ok(s.logs.lines().filter((l) => l.msg === 'access token refreshed').length >= 1, 'refreshed on its own');
+});
+
 t.test('OAuth: many callers in separate clients hit an expired token at once; one refresh serves all', async (t) => {
   const s = await setup(t, { sandbox: { manualClock: true, tokenExpiresIn: 600 } });
   const { deps, connection } = await oauthConnection(s);
