@@ -41,12 +41,18 @@ export interface Loop {
 
 export const TEST_KEY = Buffer.alloc(32, 7).toString('base64');
 
-export async function startLoop(t: Teardown, opts: {
+export interface LoopOptions {
   sandbox?: SandboxOptions; config?: Partial<Record<keyof Config, string | number | boolean>>; workers?: number; subscribe?: string[];
-} = {}): Promise<Loop> {
+}
+
+export async function startLoop(t: Teardown, opts: LoopOptions = {}): Promise<Loop> {
+  return startLoopOn(t, await testDatabase(t, { poolSize: 20 }), opts);
+}
+
+/** The loop on a given (migrated) database; the benchmarks bring their own. */
+export async function startLoopOn(t: Teardown, tdb: TestDatabase, opts: LoopOptions = {}): Promise<Loop> {
   const sandbox = await startSandbox({ variants: 30, timeScale: 100, ...opts.sandbox });
   t.teardown(() => sandbox.close());
-  const tdb = await testDatabase(t, { poolSize: 20 });
   const dataDir = await mkdtemp(join(tmpdir(), 'cs-sync-'));
   const logs = captureLogger('warn');
   const config = testConfig({
