@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import { logSync } from '../../src/synclog/index.ts';
 import { queues } from '../../src/queue/names.ts';
 import { chromiumMissing, openBrowser } from './browser.ts';
-import { addConnection, addDelivery, addVariant, consoleServer } from './harness.ts';
+import { addConnection, addDelivery, addVariant, consoleServer, sendDelivery } from './harness.ts';
 
 const TOKEN = 'browser-test-token';
 
@@ -14,7 +14,7 @@ if (chromiumMissing) {
   t.test('the console in chromium', { skip: chromiumMissing }, async () => {});
 } else {
   t.test('the console in chromium', async (t) => {
-    const { base, db, boss } = await consoleServer(t, { token: TOKEN });
+    const { base, db, boss } = await consoleServer(t, { token: TOKEN, receiver: true });
     const shop = await addConnection(db, 'shop', { accountName: 'Shop & Co <b>' });
     await addVariant(db, shop, { id: 42, sku: 'TEE-42', name: 'Tee <script>alert("x")</script>', stock: [{ location: 1, onHand: '7', committed: '2' }, { location: 2, onHand: '3.5' }] });
     await db.insertInto('api_budgets').values({ connection_id: shop, request_limit: 300, remaining: 211, reset_at: new Date(Date.now() + 120_000) }).execute();
@@ -39,12 +39,17 @@ if (chromiumMissing) {
     await t.test('live tail shows new entries as they happen; a filter narrows it', async (t) => {
       await page.goto(`${base}/logs`);
       await page.getByText('live: following new entries').waitFor();
-      await addDelivery(db, shop, { objectId: 42 });
-      await logSync(db, { connectionId: shop, resource: 'variant', recordId: 42, sku: 'TEE-42', action: 'delivery.received', deliveryId: 'dlv-1' });
-      await page.locator('#log-rows tr', { hasText: 'delivery.received' }).waitFor();
+      // A real delivery through the receiver: stored, enqueued, logged, and on the page a moment later.
+      const ack = await sendDelivery(base, 'shop', { event: 'variants.stock_level_update', object_id: 42 }, 'dlv-browser-1');
+      t.equal(ack.status, 200);
+      const received = page.locator('#log-rows tr', { hasText: 'delivery.received' });
+      await received.waitFor();
+      t.match(await received.textContent(), /shop\s*variant\s*42/);
+      await logSync(db, { connectionId: shop, resource: 'variant', recordId: 42, sku: 'TEE-42', action: 'mirror.update', deliveryId: 'dlv-browser-1' });
+      await page.locator('#log-rows tr', { hasText: 'mirror.update' }).waitFor();
       await logSync(db, { connectionId: shop, resource: 'variant', recordId: 43, sku: 'CAP-43', action: 'mirror.update' });
       await page.locator('#log-rows tr', { hasText: 'CAP-43' }).waitFor();
-      t.equal(await page.locator('#log-rows tr').count(), 2);
+      t.equal(await page.locator('#log-rows tr').count(), 3);
 
       // Filter by SKU through the form: only TEE-42 entries, old and new.
       await page.getByLabel('SKU').fill('TEE-42');
@@ -98,7 +103,8 @@ if (chromiumMissing) {
       t.match(await page.locator('#channel-history').textContent(), /9\.5\s*8\.5\s*delivery\s*dlv-77/);
       const history = await page.locator('#history tbody').textContent();
       t.match(history, /channel-quantity/);
-      t.match(history, /delivery\.received/);
+      t.match(history, /delivery\.received/, 'the delivery about the variant (by record id)');
+      t.match(history, /mirror\.update/);
       t.notMatch(history, /CAP-43/);
     });
 

@@ -1,9 +1,10 @@
 // A console role on a real HTTP server over a fresh test database, with pg-boss and the queues created,
 // plus small helpers to put connections, variants, deliveries and log entries in place.
+import { createHmac } from 'node:crypto';
 import { createQueues } from '../../src/queue/names.ts';
 import { startBoss, stopBoss, type Boss } from '../../src/queue/boss.ts';
 import { createApp, listen } from '../../src/server.ts';
-import type { Runtime } from '../../src/runtime.ts';
+import type { RoleModule, Runtime } from '../../src/runtime.ts';
 import { mount } from '../../src/console/role.ts';
 import type { Db } from '../../src/db/index.ts';
 import { testConfig } from '../support/config.ts';
@@ -14,9 +15,16 @@ interface T { teardown(fn: () => unknown): void }
 
 export interface ConsoleServer { base: string; db: Db; boss: Boss; tdb: TestDatabase; rt: Runtime }
 
-export async function consoleServer(t: T, opts: { token?: string; demo?: boolean } = {}): Promise<ConsoleServer> {
+/** The signing secret deliveries to a harness with `receiver: true` are signed with. */
+export const CLIENT_SECRET = 'console-test-secret';
+
+/**
+ * A console on port 0. `receiver: true` also mounts the real receiver role (POST /webhooks/:connection),
+ * so a test can send a signed delivery and watch it arrive.
+ */
+export async function consoleServer(t: T, opts: { token?: string; demo?: boolean; receiver?: boolean } = {}): Promise<ConsoleServer> {
   const tdb = await testDatabase(t);
-  const config = testConfig({ OPERATOR_TOKEN: opts.token ?? '' });
+  const config = testConfig({ OPERATOR_TOKEN: opts.token ?? '', COMMERCE_CLIENT_SECRET: CLIENT_SECRET });
   const { log } = captureLogger('warn');
   const boss = await startBoss(tdb.url, log, { supervise: false, schedule: false, max: 3 });
   await createQueues(boss);
@@ -31,6 +39,10 @@ export async function consoleServer(t: T, opts: { token?: string; demo?: boolean
     await server?.close(100);
     await stopBoss(boss, false);
   });
+  if (opts.receiver) {
+    const receiver = (await import('../../src/receiver/role.ts')) as RoleModule;
+    await receiver.mount(rt);
+  }
   await mount(rt);
   server = await listen(app, 0, '127.0.0.1');
   rt.publicUrl = `http://127.0.0.1:${server.port}`;
@@ -87,4 +99,13 @@ export async function readEvents(res: Response, until: (events: { id: string; da
   }
   await reader.cancel().catch(() => {});
   return events;
+}
+
+/** POSTs a delivery signed like the service signs them (Base64 HMAC-SHA256 of the body). */
+export async function sendDelivery(base: string, connection: string, payload: { event: string; object_id: number }, deliveryId: string): Promise<Response> {
+  const body = JSON.stringify({ ...payload, timestamp: Math.floor(Date.now() / 1000), resource_url: `http://127.0.0.1:9/${payload.event.split('.')[0]}/${payload.object_id}.json` });
+  return fetch(`${base}/webhooks/${connection}`, {
+    method: 'POST', body,
+    headers: { 'content-type': 'application/json', 'x-service-delivery': deliveryId, 'x-service-signature': createHmac('sha256', CLIENT_SECRET).update(body).digest('base64') },
+  });
 }
