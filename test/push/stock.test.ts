@@ -3,7 +3,7 @@ import { Decimal } from 'decimal.js';
 import { harness, onHand, plainVariants } from './harness.ts';
 
 t.test('receive purchase orders and count stock against the sandbox', async (t) => {
-  const h = await harness(t, { sandbox: { variants: 80, locations: 2 } });
+  const h = await harness(t, { sandbox: { variants: 300, locations: 2 } });
   const pos = (await h.snapshot('purchase_orders')).filter((p) => p.status === 'active');
   t.ok(pos.length >= 2, 'the sandbox has open purchase orders');
   const poLines = await h.snapshot('purchase_order_line_items');
@@ -104,6 +104,23 @@ t.test('receive purchase orders and count stock against the sandbox', async (t) 
     t.equal(done.state, 'confirmed', done.reason ?? '');
     const now = (await h.snapshot('variants')).find((x) => x.id === v.id);
     t.equal(new Decimal(onHand(now, locA)).toString(), new Decimal(target).toString(), 'stock moved once, to the count');
+  });
+
+  await t.test('more changed lines at a location than one request carries: one adjustment per 250 lines', async (t) => {
+    const variants = plainVariants(await h.snapshot('variants')).slice(0, 260);
+    t.equal(variants.length, 260);
+    const bundle = (await h.snapshot('variants')).find((v) => v.composite && v.sku);
+    const before = (await h.snapshot('stock_adjustments')).length;
+    const counts = variants.map((v) => ({ sku: v.sku, location_id: locA, quantity: new Decimal(onHand(v, locA)).plus(1).abs().toString() }));
+    const op = await h.run('stock-count', { counts: [...counts, { sku: bundle.sku, location_id: locA, quantity: '3' }] });
+    t.equal(op.state, 'confirmed', op.reason ?? '');
+    const result = op.result as any;
+    t.same(result.adjustments.map((a: any) => [a.location_id, a.lines.length]), [[locA, 250], [locA, result.changed_lines - 250]]);
+    t.match(result.skipped, [{ sku: bundle.sku, reason: /bundle/ }], 'a bundle is skipped with a reason');
+    t.equal((await h.snapshot('stock_adjustments')).length - before, 2);
+    const after = new Map((await h.snapshot('variants')).map((v) => [v.id, v]));
+    const wrong = counts.filter((c, i) => !new Decimal(onHand(after.get(variants[i].id), locA)).eq(c.quantity));
+    t.same(wrong, [], 'every variant at its count');
   });
 
   await t.test('unknown SKUs and bad input', async (t) => {
