@@ -170,6 +170,8 @@ export function createReceiver(deps: ReceiverDeps): Receiver {
       ctx.status = 200;
       ctx.body = { ok: true };
     } finally {
+      // Once the server is closing, keep-alive connections would hold shutdown up: end them with this answer.
+      if ((ctx.req.socket as { server?: { listening?: boolean } }).server?.listening === false) ctx.set('Connection', 'close');
       metrics.ackLatency.observe((performance.now() - started) / 1000);
     }
   }

@@ -36,7 +36,7 @@ export interface Harness {
 export interface HarnessOptions {
   config?: Partial<Record<keyof Config, string | number | boolean>>;
   /** URL the receiver's own pool uses (e.g. through a proxy the test can cut); default the test database. */
-  receiverUrl?: (url: string) => string;
+  receiverUrl?: (url: string) => string | Promise<string>;
 }
 
 export async function startReceiver(t: Teardown, opts: HarnessOptions = {}): Promise<Harness> {
@@ -47,7 +47,7 @@ export async function startReceiver(t: Teardown, opts: HarnessOptions = {}): Pro
   const { app, router } = createApp(tdb.pool, logs.log);
   const rt: Runtime = {
     config, log: logs.log, boss, app, router, publicUrl: '', demo: false, readiness: [], afterListen: [], onStop: [],
-    database: { url: opts.receiverUrl ? opts.receiverUrl(tdb.url) : tdb.url, pool: tdb.pool, db: tdb.db, close: async () => {} },
+    database: { url: opts.receiverUrl ? await opts.receiverUrl(tdb.url) : tdb.url, pool: tdb.pool, db: tdb.db, close: async () => {} },
   };
   await mount(rt);
   const server = await listen(app, 0, '127.0.0.1');

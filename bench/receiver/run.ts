@@ -1,0 +1,157 @@
+// Receiver benchmark: deliveries/s and p50/p99 acknowledgement latency under autocannon with correctly
+// signed, unique deliveries, for (a) our receiver with group commit, (b) a bare Koa handler answering 200,
+// (c) a naive handler doing one boss.send per request, and (a) again with 1,000,000 jobs already queued.
+// Each server runs in its own process; the load generator runs here. Run:
+//   node_modules/.bin/node bench/receiver/run.ts [--duration 10] [--connections 50] [--queued 1000000]
+// Uses DATABASE_URL when set (a server you own: it creates and drops a database), else an embedded PostgreSQL.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHmac } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { startEmbedded } from '../../src/db/embedded.ts';
+import { migrate } from '../../src/db/migrate.ts';
+import { createLogger } from '../../src/log.ts';
+import { startBoss, stopBoss } from '../../src/queue/boss.ts';
+import { createQueues, queues } from '../../src/queue/names.ts';
+
+const { values: args } = parseArgs({ options: {
+  duration: { type: 'string', default: '10' },
+  connections: { type: 'string', default: '50' },
+  queued: { type: 'string', default: '1000000' },
+  only: { type: 'string' },
+} });
+const duration = Number(args.duration);
+const connections = Number(args.connections);
+const queuedTarget = Number(args.queued);
+const SECRET = 'bench-secret';
+const log = createLogger('warn', { destination: process.stderr, pretty: false });
+
+let adminUrl = process.env.DATABASE_URL ?? '';
+let stopDb = async () => {};
+let dataDir: string | undefined;
+if (!adminUrl) {
+  dataDir = await mkdtemp(join(os.tmpdir(), 'cs-bench-receiver-'));
+  const embedded = await startEmbedded(dataDir, log, 'postgres');
+  adminUrl = embedded.adminUrl;
+  stopDb = embedded.stop;
+}
+const dbName = `cs_bench_receiver_${process.pid}`;
+const withDb = (name: string) => { const u = new URL(adminUrl); u.pathname = `/${name}`; return u.toString(); };
+const admin = new pg.Client({ connectionString: adminUrl });
+await admin.connect();
+await admin.query(`CREATE DATABASE ${dbName}`);
+const url = withDb(dbName);
+await migrate(url);
+const setupBoss = await startBoss(url, log, { supervise: false, schedule: false, max: 2 });
+await createQueues(setupBoss);
+const pool = new pg.Pool({ connectionString: url, max: 2 });
+await pool.query(`INSERT INTO connections (name, base_url, auth_kind) VALUES ('bench', 'http://127.0.0.1:1', 'token')`);
+const settings = Object.fromEntries((await pool.query(`SELECT name, setting FROM pg_settings WHERE name IN ('synchronous_commit', 'fsync', 'wal_sync_method', 'shared_buffers')`)).rows.map((r) => [r.name, r.setting]));
+
+function startTarget(scenario: string): Promise<{ port: number; child: ChildProcess }> {
+  const child = spawn(process.execPath, [...(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []), 'bench/receiver/target.ts', scenario, url], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, COMMERCE_CLIENT_SECRET: SECRET, LOG_LEVEL: 'warn' },
+  });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const m = /READY (\d+)/.exec(out);
+      if (m) resolve({ port: Number(m[1]), child });
+    });
+    child.once('exit', (code) => reject(new Error(`${scenario} exited with ${code}`)));
+  });
+}
+
+const stopTarget = (child: ChildProcess) => new Promise<void>((resolve) => { child.once('exit', () => resolve()); child.kill('SIGTERM'); });
+
+let seq = 0;
+function load(port: number, seconds: number): Promise<autocannon.Result> {
+  const run = `${process.pid}-${Date.now()}`;
+  return autocannon({
+    url: `http://127.0.0.1:${port}`,
+    connections,
+    duration: seconds,
+    requests: [{
+      method: 'POST',
+      path: '/webhooks/bench',
+      setupRequest: (req: any) => {
+        const id = ++seq;
+        const body = `{"object_id":${id},"event":"variants.stock_level_update","timestamp":${Math.floor(Date.now() / 1000)},"resource_url":"http://127.0.0.1:1/variants/${id}.json"}`;
+        return { ...req, body, headers: { 'content-type': 'application/json', 'x-service-delivery': `${run}-${id}`,
+          'x-service-signature': createHmac('sha256', SECRET).update(body).digest('base64') } };
+      },
+    }],
+  });
+}
+
+interface Row { name: string; rps: number; p50: number; p99: number; ok: number; other: number; stored: string }
+const rows: Row[] = [];
+const count = async (sql: string) => Number((await pool.query(sql)).rows[0].n);
+const jobsQueued = () => count(`SELECT count(*) AS n FROM pgboss.job WHERE name = 'deliveries' AND state = 'created'`);
+
+async function scenario(name: string, target: string): Promise<void> {
+  if (args.only && !name.startsWith(args.only)) return;
+  const { port, child } = await startTarget(target);
+  await load(port, 2); // warm-up: JIT, pools, caches
+  const rowsBefore = await count('SELECT count(*) AS n FROM webhook_deliveries');
+  const jobsBefore = await count(`SELECT count(*) AS n FROM pgboss.job WHERE name = 'deliveries'`);
+  const r = await load(port, duration);
+  await stopTarget(child);
+  const rowsAfter = await count('SELECT count(*) AS n FROM webhook_deliveries');
+  const jobsAfter = await count(`SELECT count(*) AS n FROM pgboss.job WHERE name = 'deliveries'`);
+  const ok = r['2xx'];
+  rows.push({
+    name, rps: ok / duration, p50: r.latency.p50, p99: r.latency.p99, ok, other: r.non2xx + r.errors + r.timeouts,
+    stored: target === 'bare' ? '-' : `${rowsAfter - rowsBefore} rows, ${jobsAfter - jobsBefore} jobs`,
+  });
+  console.error(`${name}: ${(ok / duration).toFixed(0)}/s p50 ${r.latency.p50} ms p99 ${r.latency.p99} ms`);
+}
+
+async function fillQueue(target: number): Promise<number> {
+  // pg-boss's own bulk insert path, in big batches: the jobs look exactly like the receiver's.
+  let have = await jobsQueued();
+  const batch = 50_000;
+  const started = Date.now();
+  while (have < target) {
+    const n = Math.min(batch, target - have);
+    const jobs = Array.from({ length: n }, (_, i) => ({ data: { deliveryRowId: 0, connectionId: 1, resource: 'variant', action: 'stock_level_update', objectId: i } }));
+    await setupBoss.insert(queues.deliveries, jobs);
+    have += n;
+  }
+  await pool.query('VACUUM ANALYZE pgboss.job');
+  console.error(`queued ${have} jobs in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return have;
+}
+
+try {
+  await scenario('(b) bare Koa, answers 200', 'bare');
+  await scenario('(c) naive: boss.send per request', 'naive');
+  await scenario('(a) receiver, group commit', 'receiver');
+  if (!args.only || args.only.startsWith('(a)')) {
+    await fillQueue(queuedTarget);
+    await scenario(`(a) receiver, ${(await jobsQueued()).toLocaleString('en')} jobs queued`, 'receiver');
+  }
+} finally {
+  await stopBoss(setupBoss, false);
+  await pool.end();
+  await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => {});
+  await admin.end();
+  await stopDb();
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+}
+
+const cpus = os.cpus();
+console.log(`machine: ${cpus.length} x ${cpus[0]?.model ?? 'unknown cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, node ${process.version}, ${os.platform()} ${os.release()}`);
+console.log(`load: autocannon, ${connections} connections, ${duration} s per scenario after a 2 s warm-up, signed unique deliveries; load generator on the same machine`);
+console.log(`postgres: synchronous_commit=${settings.synchronous_commit} fsync=${settings.fsync} wal_sync_method=${settings.wal_sync_method} shared_buffers=${settings.shared_buffers}`);
+console.log('');
+const header = ['scenario', 'deliveries/s', 'p50 ms', 'p99 ms', '2xx', 'other', 'stored'];
+const table = [header, ...rows.map((r) => [r.name, r.rps.toFixed(0), String(r.p50), String(r.p99), String(r.ok), String(r.other), r.stored])];
+const widths = header.map((_, c) => Math.max(...table.map((r) => r[c]!.length)));
+for (const r of table) console.log(r.map((cell, c) => c === 0 || c === r.length - 1 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!)).join('  '));

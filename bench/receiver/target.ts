@@ -1,0 +1,71 @@
+// One server under test, in its own process (so the load generator does not share its event loop):
+//   receiver  our receiver (role.ts mounted as `start` mounts it): verify, group commit row + job + sync log
+//   bare      a bare Koa handler answering 200
+//   naive     verify the signature, then one boss.send per request (no delivery row, no batching)
+// Prints `READY <port>` when listening; SIGTERM stops it gracefully.
+import Koa from 'koa';
+import Router from '@koa/router';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { loadConfig } from '../../src/config.ts';
+import { createDb, createPool } from '../../src/db/index.ts';
+import { createLogger } from '../../src/log.ts';
+import { startBoss, stopBoss } from '../../src/queue/boss.ts';
+import { createQueues, queues } from '../../src/queue/names.ts';
+import { mount } from '../../src/receiver/role.ts';
+import type { Runtime } from '../../src/runtime.ts';
+import { createApp, listen } from '../../src/server.ts';
+
+const [scenario, url] = process.argv.slice(2) as [string, string];
+const log = createLogger('warn', { destination: process.stderr, pretty: false });
+const config = loadConfig({ ...process.env, DATABASE_URL: url, LOG_LEVEL: 'warn' });
+const stops: (() => Promise<void>)[] = [];
+let app: Koa;
+
+if (scenario === 'bare') {
+  app = new Koa();
+  const router = new Router();
+  router.post('/webhooks/:connection', (ctx) => { ctx.body = { ok: true }; });
+  app.use(router.routes());
+} else if (scenario === 'naive') {
+  const boss = await startBoss(url, log, { supervise: false, schedule: false, max: 10 });
+  await createQueues(boss);
+  stops.push(() => stopBoss(boss));
+  app = new Koa();
+  const router = new Router();
+  router.post('/webhooks/:connection', async (ctx) => {
+    const chunks: Buffer[] = [];
+    for await (const c of ctx.req) chunks.push(c as Buffer);
+    const raw = Buffer.concat(chunks);
+    const expected = Buffer.from(createHmac('sha256', config.COMMERCE_CLIENT_SECRET).update(raw).digest('base64'));
+    const given = Buffer.from(ctx.get('x-service-signature').trim());
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) { ctx.status = 401; return; }
+    const body = JSON.parse(raw.toString('utf8'));
+    await boss.send(queues.deliveries, { deliveryRowId: 0, connectionId: 1, resource: 'variant', action: 'stock_level_update', objectId: body.object_id });
+    ctx.body = { ok: true };
+  });
+  app.use(router.routes());
+} else if (scenario === 'receiver') {
+  const boss = await startBoss(url, log, { supervise: false, schedule: false, max: 4 });
+  stops.push(() => stopBoss(boss));
+  const pool = createPool(url, 2);
+  const db = createDb(pool);
+  stops.push(() => db.destroy());
+  const made = createApp(pool, log);
+  app = made.app;
+  const rt: Runtime = {
+    config, log, boss, app, router: made.router, publicUrl: '', demo: false, readiness: [], afterListen: [], onStop: [],
+    database: { url, pool, db, close: async () => {} },
+  };
+  await mount(rt);
+  stops.push(async () => { for (const s of [...rt.onStop].reverse()) await s(); });
+} else {
+  throw new Error(`unknown scenario ${scenario}`);
+}
+
+const server = await listen(app, 0, '127.0.0.1');
+process.stdout.write(`READY ${server.port}\n`);
+process.once('SIGTERM', async () => {
+  await server.close(2000);
+  for (const s of stops.reverse()) await s().catch(() => {});
+  process.exit(0);
+});

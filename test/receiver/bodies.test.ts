@@ -1,0 +1,80 @@
+import t from 'tap';
+import http from 'node:http';
+import { deliver, payload, sign, startReceiver } from './harness.ts';
+
+t.test('a body over WEBHOOK_BODY_LIMIT gets 413 and nothing is stored', async (t) => {
+  const h = await startReceiver(t, { config: { WEBHOOK_BODY_LIMIT: 2048 } });
+  const big = JSON.stringify({ object_id: 1, event: 'variants.create', pad: 'x'.repeat(4096) });
+  const res = await deliver(h.url(), big);
+  t.equal(res.status, 413, 'declared length over the limit');
+  // Chunked, no Content-Length: the limit is enforced while reading, and reading stops.
+  const status = await new Promise<number>((resolve, reject) => {
+    const req = http.request(h.url(), { method: 'POST', headers: { 'x-service-signature': sign(big), 'transfer-encoding': 'chunked' } }, (r) => { r.resume(); resolve(r.statusCode!); });
+    req.on('error', reject);
+    let sent = 0;
+    const more = () => { while (sent < 64) { sent++; if (!req.write('y'.repeat(1024))) { req.once('drain', more); return; } } req.end(); };
+    more();
+  });
+  t.equal(status, 413, 'streamed body over the limit');
+  t.equal((await h.rows()).length, 0);
+  const ok = await deliver(h.url(), payload(1));
+  t.equal(ok.status, 200, 'a body under the limit is fine');
+});
+
+t.test('valid signature but not the payload the spec describes: 400, recorded as rejected, no job', async (t) => {
+  const h = await startReceiver(t);
+  const bodies = ['not json at all', '[1,2,3]', 'null', '{"event":"variants.create"}', '{"object_id":"abc","event":"variants.create"}',
+    '{"object_id":3,"event":42}', '{"object_id":1.5,"event":"variants.create"}', Buffer.from([0x7b, 0xff, 0xfe, 0x7d])];
+  for (const b of bodies) {
+    const res = await deliver(h.url(), b);
+    t.equal(res.status, 400, String(b));
+    t.match(await res.json(), { error: String });
+  }
+  const rows = await h.rows();
+  t.equal(rows.length, bodies.length, 'each one recorded');
+  t.ok(rows.every((r) => r.state === 'rejected' && r.error && r.job_id === null));
+  t.equal((await h.jobs()).length, 0);
+  const rejected = await h.tdb.pool.query(`SELECT count(*)::int AS n FROM sync_log WHERE action = 'delivery.rejected'`);
+  t.equal(rejected.rows[0].n, bodies.length, 'and in the sync log');
+});
+
+t.test('unknown connection: 404, nothing stored', async (t) => {
+  const h = await startReceiver(t);
+  const res = await deliver(h.url('nobody'), payload(1));
+  t.equal(res.status, 404);
+  t.equal((await h.rows()).length, 0);
+  t.equal((await deliver(h.url('shop'), payload(1))).status, 200);
+});
+
+t.test('unsigned requests are refused before the connection is looked up', async (t) => {
+  const h = await startReceiver(t);
+  const res = await deliver(h.url('nobody'), payload(1), { 'x-service-signature': null });
+  t.equal(res.status, 401, 'no way to probe connection names without the secret');
+});
+
+t.test('unknown events are stored as unhandled and logged, not rejected, not enqueued', async (t) => {
+  const h = await startReceiver(t);
+  const res = await deliver(h.url(), payload(77, 'invoices.create'), { 'x-service-delivery': 'inv-1' });
+  t.equal(res.status, 200);
+  const [row] = await h.rows();
+  t.match(row, { delivery_id: 'inv-1', state: 'unhandled', resource: 'invoice', action: 'create', object_id: 77, job_id: null });
+  t.equal((await h.jobs()).length, 0);
+  t.match(h.logs.text(), /unhandled/);
+});
+
+t.test('stored delivery: row fields, job data, sync-log entry', async (t) => {
+  const h = await startReceiver(t);
+  const res = await deliver(h.url(), payload(42, 'fulfillment_returns.create'), { 'x-service-delivery': 'abc-1' });
+  t.equal(res.status, 200);
+  const [row] = await h.rows();
+  t.match(row, { delivery_id: 'abc-1', event: 'fulfillment_returns.create', resource: 'fulfillment_return', action: 'create', object_id: 42, state: 'queued' });
+  const full = (await h.tdb.pool.query('SELECT event_at, resource_url FROM webhook_deliveries')).rows[0];
+  t.equal(full.event_at.toISOString(), new Date(1_700_000_000_000).toISOString());
+  t.match(full.resource_url, /\/variants\/42\.json$/);
+  const [job] = await h.jobs();
+  t.equal(job!.id, row!.job_id, 'the row names its job');
+  t.same(job!.data, { deliveryRowId: Number((await h.tdb.pool.query('SELECT id FROM webhook_deliveries')).rows[0].id), connectionId: h.connectionId,
+    resource: 'fulfillment_return', action: 'create', objectId: 42 });
+  const log = (await h.tdb.pool.query(`SELECT * FROM sync_log WHERE delivery_id = 'abc-1'`)).rows;
+  t.match(log, [{ action: 'delivery.received', resource: 'fulfillment_return', record_id: 42, job_id: row!.job_id, outcome: 'ok' }]);
+});
