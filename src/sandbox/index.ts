@@ -72,7 +72,6 @@ class SandboxServer {
   responseFaults: ResponseFaults = {};
   private routesRe: RegExp | null = null;
   private faultRng: Random;
-  private seeding = false;
   private windows = new Map<string, { start: number; count: number }>();
   private idempotent = new Map<string, { fingerprint: string; answer: Answer; expires: number }>();
   stats = { total: 0, by_status: {} as Record<string, number>, by_route: {} as Record<string, number>, rate_limited: 0 };
@@ -95,12 +94,12 @@ class SandboxServer {
   reset(seedValue: number, variants: number): void {
     this.deliveries.clear();
     this.store = newStore(this.clock.now());
-    this.service = new Service(this.store, this.clock, this.o.events, (event, id) => { if (!this.seeding) this.deliveries.enqueue(event, id); });
-    this.seeding = true;
+    this.service = new Service(this.store, this.clock, this.o.events, (event, id) => this.deliveries.enqueue(event, id));
+    this.service.muted = true;
     try {
       seed(this.store, this.service, { seed: seedValue, variants, locations: this.o.locations });
     } finally {
-      this.seeding = false;
+      this.service.muted = false;
     }
     this.api = new Api(this.service);
     this.activity = new Activity(this.service, new Random(seedValue * 31 + 17));

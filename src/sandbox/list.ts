@@ -86,17 +86,29 @@ export function list(def: ResourceDef, rows: readonly Row[], q: URLSearchParams,
   const candidates: readonly Row[] = ids && lookup
     ? [...new Set(ids)].map(lookup).filter((r): r is Row => !!r).sort((a, b) => a.id - b.id)
     : rows;
-  const matched: Row[] = [];
-  outer: for (const r of candidates) {
-    for (const t of tests) if (!t(r)) continue outer;
-    matched.push(r);
-  }
   const order = q.get('order');
-  if (order) {
+  const offset = (page - 1) * limit;
+  let total = 0;
+  let records: Row[];
+  if (!order) {
+    // Most recent first (creation order is id order): walk backwards, keep only the requested page.
+    records = [];
+    outer: for (let i = candidates.length - 1; i >= 0; i--) {
+      const r = candidates[i]!;
+      for (const t of tests) if (!t(r)) continue outer;
+      if (total >= offset && total < offset + limit) records.push(r);
+      total++;
+    }
+  } else {
     const m = /^\s*([a-z_][a-z0-9_]*)(?:\s+(asc|desc))?\s*$/i.exec(order);
     if (!m) throw new ApiFail(400, `order must be "<field> asc|desc", got "${order}"`);
     const field = m[1]!;
     const dir = (m[2] ?? 'asc').toLowerCase() === 'desc' ? -1 : 1;
+    const matched: Row[] = [];
+    outer: for (const r of candidates) {
+      for (const t of tests) if (!t(r)) continue outer;
+      matched.push(r);
+    }
     matched.sort((a, b) => {
       const x = a[field], y = b[field];
       if (x === y) return (a.id - b.id) * dir;
@@ -106,14 +118,12 @@ export function list(def: ResourceDef, rows: readonly Row[], q: URLSearchParams,
       const ny = typeof y === 'string' && /^-?\d+(\.\d+)?$/.test(y) ? Number(y) : y;
       return (nx < ny ? -1 : nx > ny ? 1 : 0) * dir;
     });
-  } else {
-    matched.reverse(); // most recent first (creation order is id order)
+    total = matched.length;
+    records = matched.slice(offset, offset + limit);
   }
-  const total = matched.length;
   const pages = Math.ceil(total / limit);
-  const offset = (page - 1) * limit;
   return {
-    records: matched.slice(offset, offset + limit),
+    records,
     pagination: {
       total_records: total, total_pages: pages, first_page: page === 1, last_page: page >= pages,
       out_of_bounds: page > Math.max(pages, 1), offset,

@@ -16,6 +16,8 @@ export class Service {
   readonly clock: Clock;
   readonly events: Set<string>;
   private pending: Map<string, [string, number]> | null = null;
+  /** True while seeding: no events at all. */
+  muted = false;
   private readonly onEvent: (event: string, id: number) => void;
 
   constructor(store: Store, clock: Clock, mode: EventsMode, onEvent: (event: string, id: number) => void) {
@@ -41,7 +43,7 @@ export class Service {
   }
 
   fire(event: string, id: number): void {
-    if (!this.events.has(event)) return;
+    if (this.muted || !this.events.has(event)) return;
     if (this.pending) this.pending.set(`${event}:${id}`, [event, id]);
     else this.onEvent(event, id);
   }
