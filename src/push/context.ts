@@ -33,9 +33,11 @@ export interface Done {
 /** The operation cannot succeed as asked: fails at once with this reason, no retry. */
 export class OperationFailed extends Error {
   readonly fieldErrors: Record<string, string[]> | null;
-  constructor(reason: string, fieldErrors: Record<string, string[]> | null = null) {
+  readonly statusCode: number | null;
+  constructor(reason: string, fieldErrors: Record<string, string[]> | null = null, statusCode: number | null = null) {
     super(reason);
     this.fieldErrors = fieldErrors;
+    this.statusCode = statusCode;
   }
 }
 

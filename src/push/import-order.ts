@@ -2,6 +2,7 @@
 // mapping to the service's order id is kept, so the same channel order never becomes two orders: within the
 // key's 24 hours the service replays its answer, after that the mapping answers without calling it.
 import { sql } from 'kysely';
+import { ApiError } from '../api/index.ts';
 import type { ImportOrderInput } from './input.ts';
 import { mappedOrderId } from './store.ts';
 import { OperationFailed, nonEmpty, outbound, unknownSkus, variantIdsBySku, type Done, type OpContext } from './context.ts';
@@ -35,7 +36,13 @@ export async function importOrder(ctx: OpContext): Promise<Done> {
         : { ...l, freeform: true })),
     };
   });
-  const created = await ctx.client.createOrder(order, { idempotencyKey: ctx.key(), ...outbound });
+  let created;
+  try {
+    created = await ctx.client.createOrder(order, { idempotencyKey: ctx.key(), ...outbound });
+  } catch (err) {
+    await noteRefusal(ctx, err);
+    throw err;
+  }
   const orderId = Number(created.id);
   return {
     result: nonEmpty({
@@ -48,6 +55,23 @@ export async function importOrder(ctx: OpContext): Promise<Done> {
     }),
     mapping: { ...mapping, orderId },
   };
+}
+
+/**
+ * What a refusal means for the next import of this channel order: a refused create made nothing (the next import
+ * may use a fresh key, see store.ts), while a refused PUT adding lines beyond the first 150 leaves an order behind
+ * (the next import keeps the key and so gets that same order back, never a second one).
+ */
+async function noteRefusal(ctx: OpContext, err: unknown): Promise<void> {
+  if (!(err instanceof ApiError) || err.retryable || err.status === null) return;
+  if (err.method === 'POST' && err.path === '/orders') await ctx.save({ create_refused: true });
+  const put = err.method === 'PUT' ? /^\/orders\/(\d+)/.exec(err.path ?? '') : null;
+  if (put) {
+    await ctx.save({ order_id: Number(put[1]), incomplete: true });
+    throw new OperationFailed(`order ${put[1]} was created on the service but adding its lines beyond the first 150 was refused: ` +
+      `${err.message}. Fix or delete order ${put[1]} on the service; importing this channel order again returns that same order.`,
+    err.fieldErrors, err.status);
+  }
 }
 
 const skuOf = (l: ImportOrderInput['lines'][number]): string | undefined => ('sku' in l && typeof l.sku === 'string' ? l.sku : undefined);

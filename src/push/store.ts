@@ -33,8 +33,9 @@ export async function sendPushJob(boss: Boss, tx: Writer, operationId: number, s
 
 /**
  * The idempotency key of an import is derived from the channel order, so a second import can never create a
- * second order. Only after the service refused an import (4xx: nothing was created) does a new import of the
- * same channel order get a fresh key (generation), so the service does not replay the stored refusal.
+ * second order. Only after the service refused the create itself (POST /orders answered 4xx: nothing was
+ * created) does a new import of the same channel order get a fresh key (generation), so the service does not
+ * replay the stored refusal.
  */
 export function importKey(connectionId: number, channel: string, channelOrderId: string, generation = 0): string {
   const digest = createHash('sha256').update(`${connectionId}\u0000${channel}\u0000${channelOrderId}`).digest('hex').slice(0, 40);
@@ -44,7 +45,7 @@ export function importKey(connectionId: number, channel: string, channelOrderId:
 async function refusedImports(tx: Writer, connectionId: number, input: Record<string, unknown>): Promise<number> {
   const row = await tx.selectFrom('push_operations').select((eb) => eb.fn.countAll<string>().as('n'))
     .where('connection_id', '=', connectionId).where('kind', '=', 'import-order').where('state', '=', 'failed')
-    .where('status_code', '>=', 400).where('status_code', '<', 500)
+    .where(sql<boolean>`(result->>'create_refused')::boolean IS TRUE`)
     .where(sql<boolean>`input->>'channel' = ${input.channel as string} AND input->>'channel_order_id' = ${input.channel_order_id as string}`)
     .executeTakeFirstOrThrow();
   return Number(row.n);

@@ -77,7 +77,7 @@ export async function runPushJob(rt: PushRuntime, job: JobWithMetadata<PushJob> 
 
 /** Turns an error into a final failure (refusals) or a retry (transient). */
 export function classify(err: unknown): Exclude<Outcome, { state: 'confirmed' }> {
-  if (err instanceof OperationFailed) return { state: 'failed', reason: err.message, fieldErrors: err.fieldErrors };
+  if (err instanceof OperationFailed) return { state: 'failed', reason: err.message, fieldErrors: err.fieldErrors, statusCode: err.statusCode };
   if (err instanceof InputError) return { state: 'failed', reason: `invalid input: ${err.message}` };
   if (err instanceof ApiError) {
     // The client's message names the request, the status, the service's message and field messages.

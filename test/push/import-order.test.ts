@@ -105,6 +105,23 @@ t.test('order import against the sandbox', async (t) => {
     t.equal((after['POST /orders'] ?? 0) - (before['POST /orders'] ?? 0), 1, 'one create');
   });
 
+  await t.test('lines beyond 150 refused after the create: the order is reported, a re-import returns no second order', async (t) => {
+    // A SKU the mirror knows but the service does not (deleted since), on line 151: the create works, the PUT is refused.
+    await h.tdb.db.insertInto('variants').values({ connection_id: h.connection.id, id: 987654321, sku: 'GHOST-1', status: 'active', raw: '{}' }).execute();
+    const lines = [...Array.from({ length: 150 }, (_, i) => ({ sku: variants[i % variants.length].sku, quantity: '1' })), { sku: 'GHOST-1', quantity: '1' }];
+    const input = { channel: 'bulk', channel_order_id: 'B-151', customer: { company_id: companies[0].id }, currency: 'SGD', issued_at: '2026-11-21', lines };
+    const op = await h.run('import-order', input);
+    t.equal(op.state, 'failed');
+    t.equal(op.status_code, 422);
+    const orderId = (op.result as any).order_id;
+    t.type(orderId, 'number', 'the created order is reported');
+    t.match(op.reason, new RegExp(`order ${orderId} was created on the service but adding its lines beyond the first 150 was refused`));
+    const again = await h.run('import-order', input);
+    t.equal(again.idempotency_key, op.idempotency_key, 'the same key: the order exists');
+    t.equal(again.state, 'failed');
+    t.equal((await h.snapshot('orders')).filter((o) => o.reference_number === 'B-151').length, 1, 'still one order');
+  });
+
   await t.test('unknown SKU fails with a clear reason and sends nothing', async (t) => {
     const op = await h.run('import-order', { channel: 'webshop', channel_order_id: '1003', customer: { company_id: companies[0].id }, currency: 'SGD', issued_at: '2026-11-21', lines: [{ sku: 'NO-SUCH-SKU', quantity: '1' }] });
     t.equal(op.state, 'failed');
@@ -135,7 +152,7 @@ t.test('order import against the sandbox', async (t) => {
     t.not(fixed.idempotency_key, op.idempotency_key);
   });
 
-  t.equal((await h.snapshot('orders')).length - ordersBefore, 6, 'orders created in all: 1001, 1002, M-77, LOST-1, B-160, 1005');
+  t.equal((await h.snapshot('orders')).length - ordersBefore, 7, 'orders created in all: 1001, 1002, M-77, LOST-1, B-160, B-151, 1005');
 });
 
 t.test('a missing currency is created when ALLOW_CREATE_CURRENCY is on', async (t) => {
