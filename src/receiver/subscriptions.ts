@@ -1,6 +1,7 @@
 // Webhook subscriptions of a connection: every event in SUBSCRIBED_EVENTS at
 // {PUBLIC_URL}/webhooks/{connection name}, and none of ours left over. "Ours" is any address under our
 // PUBLIC_URL's /webhooks/ path: subscriptions other integrations made on the same account are never touched.
+import type { ApiClient } from '../api/index.ts';
 import type { Config } from '../config.ts';
 import { publicUrl as derivedPublicUrl } from '../config.ts';
 import type { Db } from '../db/index.ts';
@@ -20,13 +21,6 @@ export interface SyncResult {
   removed: Webhook[];
 }
 
-/** The part of the API client (src/api/) these functions use. */
-interface WebhookClient {
-  listWebhooks(): Promise<any[]>;
-  createWebhook(w: { address: string; event: string }): Promise<any>;
-  deleteWebhook(id: number): Promise<void>;
-}
-
 /** The base URL deliveries reach us at: the given one, PUBLIC_URL, or http://HOST:PORT. */
 export function baseUrl(config: Config, given?: string): string {
   return (given || derivedPublicUrl(config, config.PORT)).replace(/\/+$/, '');
@@ -36,12 +30,9 @@ export function deliveryAddress(base: string, connectionName: string): string {
   return `${base}/webhooks/${encodeURIComponent(connectionName)}`;
 }
 
-// The client module is loaded on first use (and by a computed path until src/api/ lands in the tree).
-const clientModule = '../api/connections.ts';
-async function clientOf(deps: SubscriptionDeps, connection: Connection): Promise<WebhookClient> {
-  const { clientFor } = (await import(clientModule)) as {
-    clientFor(deps: SubscriptionDeps, connection: Connection): Promise<WebhookClient>;
-  };
+// The API client is loaded on first use: the receiver process itself never needs it.
+async function clientOf(deps: SubscriptionDeps, connection: Connection): Promise<ApiClient> {
+  const { clientFor } = await import('../api/connections.ts');
   return clientFor(deps, connection);
 }
 

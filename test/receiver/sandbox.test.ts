@@ -1,0 +1,97 @@
+// End to end with the simulator: real subscriptions made through our API client, real signed deliveries
+// over HTTP into the receiver, and the service's 410 rule against a receiver that answers 410.
+import t from 'tap';
+import http from 'node:http';
+import { randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { startSandbox } from '../../src/sandbox/index.ts';
+import { addTokenConnection, clientFor } from '../../src/api/connections.ts';
+import { listWebhooks, syncWebhooks } from '../../src/receiver/subscriptions.ts';
+import { SUBSCRIBED_EVENTS } from '../../src/receiver/events.ts';
+import { syncAllWebhooks } from '../../src/receiver/role.ts';
+import { SECRET, startReceiver } from './harness.ts';
+
+const KEY = randomBytes(32).toString('base64');
+
+async function world(t: { teardown(fn: () => unknown): void }) {
+  const sb = await startSandbox({ variants: 5, clientSecret: SECRET, events: 'spec' });
+  t.teardown(() => sb.close());
+  const h = await startReceiver(t, { config: { TOKEN_ENCRYPTION_KEY: KEY } });
+  const deps = { db: h.tdb.db, config: h.rt.config, log: h.logs.log };
+  const connection = await addTokenConnection(deps, { baseUrl: sb.url, token: sb.token, name: 'acme' });
+  const admin = (path: string, body: unknown = {}) => fetch(`${sb.url}/__sandbox/${path}`, {
+    method: 'POST', headers: { authorization: `Bearer ${sb.adminToken}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
+  }).then((r) => r.json() as Promise<any>);
+  return { sb, h, deps, connection, admin };
+}
+
+t.test('subscriptions are made at PUBLIC_URL/webhooks/NAME and real deliveries are stored and queued', async (t) => {
+  const { sb, h, deps, connection, admin } = await world(t);
+  const first = await syncWebhooks(deps, connection, h.base);
+  t.equal(first.address, `${h.base}/webhooks/acme`);
+  t.same(first.created.map((w) => w.event).sort(), [...SUBSCRIBED_EVENTS].sort(), 'every event we handle');
+  const again = await syncWebhooks(deps, connection, h.base);
+  t.equal(again.created.length, 0, 'a second sync changes nothing');
+  t.equal(again.kept.length, SUBSCRIBED_EVENTS.length);
+
+  const performed = await admin('activity', { operations: 3, kinds: ['adjust_stock'] });
+  t.equal(performed.performed.length, 3);
+  await admin('deliveries/flush');
+  const rows = (await h.tdb.pool.query(`SELECT * FROM webhook_deliveries WHERE connection_id = $1 ORDER BY id`, [connection.id])).rows;
+  t.ok(rows.length >= 3, `${rows.length} deliveries stored`);
+  for (const r of rows) {
+    t.match(r, { event: 'variants.stock_level_update', resource: 'variant', action: 'stock_level_update', state: 'queued' });
+    t.match(r.resource_url, /\/variants\/\d+\.json$/);
+  }
+  const variants = await fetch(`${sb.url}/__sandbox/snapshot?resource=variants`, { headers: { authorization: `Bearer ${sb.adminToken}` } })
+    .then((r) => r.json() as Promise<{ variants: { id: number }[] }>);
+  const ids = new Set(variants.variants.map((v) => v.id));
+  t.ok(rows.every((r) => ids.has(Number(r.object_id))), 'each about a variant of the account');
+  const jobs = await h.jobs();
+  t.equal(jobs.filter((j) => j.data.connectionId === connection.id).length, rows.length, 'one job each');
+});
+
+t.test('sync removes our stale subscriptions and leaves everybody else\'s alone', async (t) => {
+  const { h, deps, connection } = await world(t);
+  const client = await clientFor(deps, connection);
+  const foreign = await client.createWebhook({ address: 'https://someone-else.example/hooks', event: 'order.create' });
+  const ghost = await client.createWebhook({ address: `${h.base}/webhooks/deleted-connection`, event: 'order.create' });
+  const mine = await client.createWebhook({ address: `${h.base}/webhooks/acme`, event: 'order.create' });
+  const dup = await client.createWebhook({ address: `${h.base}/webhooks/acme`, event: 'order.create' });
+  const r = await syncWebhooks(deps, connection, h.base);
+  const removed = r.removed.map((w) => w.id);
+  t.ok(removed.includes(ghost.id), 'ours, naming a connection that no longer exists');
+  t.equal(removed.filter((id) => id === mine.id || id === dup.id).length, 1, 'one of two duplicates');
+  t.equal(removed.length, 2);
+  const listed = await listWebhooks(deps, connection, h.base);
+  t.ok(listed.some((w) => w.id === foreign.id && !w.ours), 'foreign subscription kept and marked not ours');
+  t.equal(listed.filter((w) => w.ours).length, SUBSCRIBED_EVENTS.length);
+});
+
+t.test('the role syncs every active connection after listen', async (t) => {
+  const { h, deps, connection } = await world(t);
+  await syncAllWebhooks(h.rt);
+  const listed = await listWebhooks(deps, connection, h.base);
+  t.equal(listed.filter((w) => w.ours && w.address === `${h.base}/webhooks/acme`).length, SUBSCRIBED_EVENTS.length);
+});
+
+t.test('a receiver answering 410 gets its subscription deleted by the service', async (t) => {
+  const { sb, deps, connection, admin } = await world(t);
+  let hits = 0;
+  const gone = http.createServer((req, res) => { hits++; req.resume(); res.writeHead(410).end(); });
+  await new Promise<void>((r) => gone.listen(0, '127.0.0.1', () => r()));
+  t.teardown(() => new Promise<void>((r) => { gone.close(() => r()); gone.closeAllConnections(); }));
+  const goneBase = `http://127.0.0.1:${(gone.address() as AddressInfo).port}`;
+  await syncWebhooks(deps, connection, goneBase);
+  const before = await listWebhooks(deps, connection, goneBase);
+  t.equal(before.filter((w) => w.event === 'variant.stock_level_update').length, 1);
+  await admin('activity', { operations: 1, kinds: ['adjust_stock'] });
+  await admin('deliveries/flush');
+  t.ok(hits >= 1, 'the delivery reached the 410 receiver');
+  const after = await listWebhooks(deps, connection, goneBase);
+  t.equal(after.filter((w) => w.event === 'variant.stock_level_update').length, 0, 'subscription deleted after 410');
+  t.equal(after.length, SUBSCRIBED_EVENTS.length - 1, 'the others are untouched');
+  const log = await fetch(`${sb.url}/__sandbox/deliveries?limit=5`, { headers: { authorization: `Bearer ${sb.adminToken}` } }).then((r) => r.json() as Promise<any[]>);
+  t.ok(log.some((a) => a.status === 410));
+});
+
