@@ -106,7 +106,7 @@ export class Api {
         const row = this.service.run(() => CREATE[plural]!(this.service, wrapped(req.body, def.singular), caller));
         return { status: 201, body: this.one(plural, row, new URLSearchParams()), route: `POST /${plural}` };
       }
-      throw new ApiFail(405, `${method} is not supported on /${plural}`);
+      throw new ApiFail(404, `${method} /${plural} is not an endpoint`);
     }
     const recordId = id(second);
     const route = `${method} /${plural}/:id`;
@@ -131,7 +131,7 @@ export class Api {
       this.service.run(() => this.service.destroy(plural, recordId));
       return { status: 204, route };
     }
-    throw new ApiFail(405, `${method} is not supported on /${plural}/{id}`);
+    throw new ApiFail(404, `${method} /${plural}/{id} is not an endpoint`);
   }
 
   private list(def: ResourceDef, q: URLSearchParams, caller: Caller): ApiAnswer {

@@ -17,7 +17,7 @@ export interface ResourceDef {
   includes?: Record<string, (store: Store, rows: Row[]) => [string, Row[]]>;
   /** Statuses listed when `status` is absent; null: this resource has no status filter. */
   defaultStatuses: string[] | null;
-  /** DELETE: 'archive' (soft), 'permanent', or absent (405). */
+  /** DELETE: 'archive' (soft), 'permanent', or absent (404). */
   deletion?: 'archive' | 'permanent';
 }
 

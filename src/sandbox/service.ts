@@ -377,7 +377,7 @@ export class Service {
   /** DELETE: soft (archived / deleted) or permanent, per resource. */
   destroy(plural: string, id: number): void {
     const def = RESOURCES[plural];
-    if (!def?.deletion) throw new ApiFail(405, `DELETE is not supported on ${plural}`);
+    if (!def?.deletion) throw new ApiFail(404, `DELETE is not supported on ${plural}`);
     const row = this.find(plural, id);
     if (plural === 'orders') return this.deleteOrder(row);
     if (plural === 'fulfillments') return this.deleteFulfillment(row);
@@ -1079,7 +1079,8 @@ export class Service {
 
   receivePurchaseOrder(id: number, body: Body): Row {
     const po = this.find('purchase_orders', id);
-    if (body && Object.keys(body).length) throw new ApiFail(422, 'Partial receiving is not supported; receive the whole purchase order', { purchase_order_line_items: ['partial receiving is not supported'] });
+    // A body naming lines or quantities asks for a partial receipt, which the service does not support.
+    if (body && /line_item|quantity/.test(JSON.stringify(body))) throw new ApiFail(422, 'Partial receiving is not supported; receive the whole purchase order', { purchase_order_line_items: ['partial receiving is not supported'] });
     if (!['draft', 'active'].includes(po.status)) throw new ApiFail(422, `A ${po.status} purchase order cannot be received`, { status: [`is ${po.status}`] });
     const proc = this.store.procurements.insert({
       ...this.stamp(), purchase_order_id: po.id, received_at: this.now(), status: 'received',
