@@ -162,6 +162,7 @@ async function api(ctx: CommandContext): Promise<number> {
     try { body = JSON.parse(data); } catch (err) { throw new UsageError(`--data is not JSON: ${(err as Error).message}`); }
   }
   if (values.paginate && method !== 'GET') throw new UsageError('--paginate works with GET only');
+  if (data !== undefined && (method === 'GET' || method === 'DELETE')) throw new UsageError(`--data cannot go with ${method}`);
   const priority = (str(values, 'priority') ?? 'interactive') as Priority;
   if (!['interactive', 'outbound', 'webhook', 'reconcile'].includes(priority)) throw new UsageError('--priority must be interactive, outbound, webhook or reconcile');
   return withDatabase(ctx, async (database, deps) => {

@@ -85,7 +85,10 @@ t.test('database: concurrent reservations never exceed the window, leases free n
   if (first.ok) await release(db, id, first.leaseId, 200, { limit: 10, remaining: 0, reset: reset * 1000 });
   const again = await reserve(db, id, 0, 'late', cfg);
   t.equal(again.ok, false);
-  if (!again.ok && !again.stopped) t.ok(again.waitMs > 500, 'waits rather than sending');
+  if (!again.ok && !again.stopped) {
+    t.equal(again.reason, 'spent');
+    t.ok(again.waitMs >= 500, `waits rather than sending (${again.waitMs} ms)`);
+  }
 });
 
 t.test('database: a low-priority reservation yields to a waiting better rank, and the reserve holds', async (t) => {
