@@ -69,8 +69,8 @@ export const commands: CommandModule['commands'] = {
   reconcile: {
     summary: 'Run a reconciliation sweep now: incremental (by updated_at from the last cursor) or --full.',
     options: {
-      full: { type: 'boolean', description: 'full sweep: every record, active and archived; repairs and counts drift' },
-      connection: { type: 'string', value: 'NAME', description: 'only this connection (default: every active one)' },
+      full: { multiple: false, type: 'boolean', short: 'f', description: 'full sweep: every record, active and archived; repairs and counts drift' },
+      connection: { multiple: false, type: 'string', short: 'c', value: 'NAME', description: 'only this connection (default: every active one)' },
     },
     details: 'Waits for a sweep of the same connection that is already running. Prints drift per resource.',
     async run(ctx) {
@@ -104,9 +104,9 @@ export const commands: CommandModule['commands'] = {
   stock: {
     summary: 'Print mirrored stock per location (on hand, committed, incoming, available) and the channel quantity.',
     options: {
-      connection: { type: 'string', value: 'NAME', description: 'only this connection' },
-      sku: { type: 'string', value: 'SKU', description: 'only this SKU' },
-      json: { type: 'boolean', description: 'JSON array of {variant_id, sku, status, locations, channel_quantity}; quantities as decimal strings' },
+      connection: { multiple: false, type: 'string', short: 'c', value: 'NAME', description: 'only this connection' },
+      sku: { multiple: false, type: 'string', short: 's', value: 'SKU', description: 'only this SKU' },
+      json: { multiple: false, type: 'boolean', short: 'j', description: 'JSON array of {variant_id, sku, status, locations, channel_quantity}; quantities as decimal strings' },
     },
     async run(ctx) {
       const database = await openDatabase(ctx.config, ctx.log);
