@@ -40,6 +40,22 @@ const company = z.looseObject({
   company_code: z.string().optional(), email: z.string().optional(), website: z.string().optional(),
 });
 
+/**
+ * Channels send year-first (2026-11-21, optionally with a time) or day-first (21/11/2026, 21-11-2026) dates; the
+ * service is sent the unambiguous year-first form. Impossible dates are refused here rather than by the service.
+ */
+const issuedAt = z.string().trim().transform((v, ctx) => {
+  const dayFirst = /^(\d{1,2})[/.-](\d{1,2})[/.-](\d{4})$/.exec(v);
+  const iso = dayFirst ? `${dayFirst[3]}-${dayFirst[2]!.padStart(2, '0')}-${dayFirst[1]!.padStart(2, '0')}` : v;
+  const m = /^(\d{4})-(\d{2})-(\d{2})([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.exec(iso);
+  const d = m ? new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]))) : null;
+  if (!m || !d || d.getUTCMonth() !== Number(m[2]) - 1 || d.getUTCDate() !== Number(m[3])) {
+    ctx.addIssue({ code: 'custom', message: 'a date such as 2026-11-21 (or day-first 21/11/2026)' });
+    return z.NEVER;
+  }
+  return iso;
+});
+
 const orderLine = z.union([
   z.strictObject({ sku: text, quantity: positiveQuantity, price: quantity.optional() }),
   // A line not tied to a variant (shipping, gift wrap): the service requires its label.
@@ -54,7 +70,7 @@ export const importOrderInput = z.strictObject({
     z.strictObject({ company, shipping_address: address, billing_address: address.optional() }),
   ]),
   currency: z.string().trim().regex(/^[A-Za-z]{3}$/, 'a three-letter ISO currency code').transform((v) => v.toUpperCase()),
-  issued_at: z.string().trim().regex(/^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/, 'a date such as 2026-11-21'),
+  issued_at: issuedAt,
   status: z.enum(['draft', 'active']).optional(),
   stock_location_id: id.optional(),
   lines: z.array(orderLine).min(1, 'at least one line'),
@@ -138,5 +154,15 @@ export class InputError extends Error {
 export function parseInput(kind: PushKind, raw: unknown): Record<string, unknown> {
   const result = (inputSchemas[kind] as z.ZodType).safeParse(raw);
   if (result.success) return result.data as Record<string, unknown>;
-  throw new InputError(result.error.issues.map((i) => `${i.path.length ? i.path.join('.') : 'input'}: ${i.message}`));
+  throw new InputError(result.error.issues.flatMap((i) => describe(i, [])));
+}
+
+/** `path: message` lines; for a value matching none of several shapes, the problems of the closest shape. */
+function describe(issue: z.core.$ZodIssue, prefix: PropertyKey[]): string[] {
+  const path = [...prefix, ...issue.path];
+  if (issue.code === 'invalid_union' && issue.errors.length) {
+    const closest = [...issue.errors].sort((a, b) => a.length - b.length)[0]!;
+    if (closest.length) return closest.flatMap((i) => describe(i, path));
+  }
+  return [`${path.length ? path.map(String).join('.') : 'input'}: ${issue.message}`];
 }

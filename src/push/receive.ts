@@ -9,7 +9,7 @@ interface PoLine { id: number; variant_id: number | null; quantity: string | nul
 export async function receivePurchaseOrder(ctx: OpContext): Promise<Done> {
   const input = ctx.op.input as ReceiveInput;
   const poId = input.purchase_order_id;
-  if (input.lines && ctx.progress.procurement_id === undefined) await checkWhole(ctx, poId, input.lines);
+  if (input.lines) await checkWhole(ctx, poId, input.lines);
   const procurement = await ctx.client.receivePurchaseOrder(poId, { idempotencyKey: ctx.key(), ...outbound });
   const id = procurement?.procurement?.id ?? procurement?.id;
   return { result: { purchase_order_id: poId, procurement_id: id == null ? null : Number(id), received: 'whole order' } };

@@ -10,7 +10,7 @@ import type { PushKind, PushState } from '../db/schema.ts';
 import { createQueues } from '../queue/names.ts';
 import type { Runtime } from '../runtime.ts';
 import { InputError, isKind, kinds } from './input.ts';
-import { enqueueOperation, ConnectionChoiceError } from './enqueue.ts';
+import { chooseConnection, enqueueOperation, ConnectionChoiceError } from './enqueue.ts';
 import { getOperation, listOperations, present, retryOperation, RetryRefused } from './store.ts';
 
 const states: PushState[] = ['queued', 'sent', 'confirmed', 'failed'];
@@ -45,10 +45,10 @@ export function mountRoutes(rt: Pick<Runtime, 'config' | 'log' | 'database' | 'b
     if (q.state && !states.includes(q.state as PushState)) return problem(ctx, 400, `state must be one of ${states.join(', ')}`);
     let connectionId: number | undefined;
     if (q.connection) {
-      const row = await db.selectFrom('connections').select('id')
-        .where((eb) => (/^\d+$/.test(q.connection!) ? eb('id', '=', Number(q.connection)) : eb('name', '=', q.connection!))).executeTakeFirst();
-      if (!row) return problem(ctx, 404, `no connection ${q.connection}`);
-      connectionId = row.id;
+      try { connectionId = (await chooseConnection(db, q.connection)).id; } catch (err) {
+        if (err instanceof ConnectionChoiceError) return problem(ctx, 404, err.message);
+        throw err;
+      }
     }
     const ops = await listOperations(db, {
       connectionId, kind: q.kind as PushKind | undefined, state: q.state as PushState | undefined,
