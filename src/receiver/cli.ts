@@ -96,6 +96,8 @@ async function webhooks(ctx: CommandContext): Promise<number> {
   }
 }
 
+// Every option spells out `short` and `multiple`: src/cli.ts hands them to parseArgs as given, and Node 24
+// refuses undefined for either.
 export const commands: CommandModule['commands'] = {
   receiver: {
     summary: 'Run the webhook receiver alone: POST /webhooks/:connection, /healthz, /readyz.',
@@ -104,9 +106,9 @@ export const commands: CommandModule['commands'] = {
   deliveries: {
     summary: 'List stored webhook deliveries, newest first, with their state (queued, processed, unhandled, rejected, failed).',
     options: {
-      connection: { type: 'string', value: 'NAME', description: 'only this connection' },
-      limit: { type: 'string', value: 'N', description: 'how many (default 50)' },
-      json: { type: 'boolean', description: 'print a JSON array of {delivery_id, connection, event, object_id, state, received_at}' },
+      connection: { multiple: false, type: 'string', short: 'c', value: 'NAME', description: 'only this connection' },
+      limit: { multiple: false, type: 'string', short: 'n', value: 'N', description: 'how many (default 50)' },
+      json: { multiple: false, type: 'boolean', short: 'j', description: 'print a JSON array of {delivery_id, connection, event, object_id, state, received_at}' },
     },
     run: deliveries,
   },
@@ -116,9 +118,9 @@ export const commands: CommandModule['commands'] = {
     args: 'list|sync',
     positionals: true,
     options: {
-      connection: { type: 'string', value: 'NAME', description: 'only this connection (default: every active one)' },
-      'public-url': { type: 'string', value: 'URL', description: 'the URL the service reaches us at (default PUBLIC_URL, else http://HOST:PORT)' },
-      json: { type: 'boolean', description: 'print JSON' },
+      connection: { multiple: false, type: 'string', short: 'c', value: 'NAME', description: 'only this connection (default: every active one)' },
+      'public-url': { multiple: false, type: 'string', short: 'u', value: 'URL', description: 'the URL the service reaches us at (default PUBLIC_URL, else http://HOST:PORT)' },
+      json: { multiple: false, type: 'boolean', short: 'j', description: 'print JSON' },
     },
     run: webhooks,
   },

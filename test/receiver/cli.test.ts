@@ -1,0 +1,79 @@
+// The commands as an operator runs them: a separate process on the test database.
+import t from 'tap';
+import { execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import { startSandbox } from '../../src/sandbox/index.ts';
+import { addTokenConnection } from '../../src/api/connections.ts';
+import { SUBSCRIBED_EVENTS } from '../../src/receiver/events.ts';
+import { deliver, payload, sign, SECRET, startReceiver } from './harness.ts';
+
+const run = promisify(execFile);
+const KEY = randomBytes(32).toString('base64');
+
+async function cli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const r = await run(process.execPath, ['src/cli.ts', ...args], { env: { ...process.env, LOG_LEVEL: 'error', SANDBOX: 'off', ...env } });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+t.test('deliveries and webhooks commands', async (t) => {
+  const sb = await startSandbox({ variants: 3, clientSecret: SECRET, events: 'spec' });
+  t.teardown(() => sb.close());
+  const h = await startReceiver(t, { config: { TOKEN_ENCRYPTION_KEY: KEY } });
+  await addTokenConnection({ db: h.tdb.db, config: h.rt.config, log: h.logs.log }, { baseUrl: sb.url, token: sb.token, name: 'acme' });
+  for (let i = 1; i <= 3; i++) await deliver(h.url(), payload(i), { 'x-service-delivery': `cli-${i}` });
+  await deliver(h.url(), payload(4, 'invoices.create'), { 'x-service-delivery': 'cli-4' });
+  const env = { DATABASE_URL: h.tdb.url, TOKEN_ENCRYPTION_KEY: KEY, COMMERCE_CLIENT_SECRET: SECRET, PUBLIC_URL: h.base };
+
+  const json = await cli(['deliveries', '--json', '--limit', '2'], env);
+  t.equal(json.code, 0, json.stderr);
+  const list = JSON.parse(json.stdout);
+  t.equal(list.length, 2, '--limit');
+  t.same(Object.keys(list[0]).sort(), ['connection', 'delivery_id', 'event', 'object_id', 'received_at', 'state']);
+  t.match(list[0], { delivery_id: 'cli-4', connection: 'shop', event: 'invoices.create', object_id: 4, state: 'unhandled' });
+  t.ok(!Number.isNaN(Date.parse(list[0].received_at)));
+
+  const text = await cli(['deliveries', '--connection', 'shop'], env);
+  t.equal(text.code, 0);
+  t.match(text.stdout, /RECEIVED\s+CONNECTION\s+EVENT/);
+  t.equal(text.stdout.trim().split('\n').length, 5, 'header and four deliveries');
+  t.equal((await cli(['deliveries', '--connection', 'acme', '--json'], env)).stdout.trim(), '[]');
+  t.equal((await cli(['deliveries', '--connection', 'nobody'], env)).code, 1);
+  t.equal((await cli(['deliveries', '--limit', 'many'], env)).code, 2);
+
+  const synced = await cli(['webhooks', 'sync', '--connection', 'acme'], env);
+  t.equal(synced.code, 0, synced.stderr);
+  t.match(synced.stdout, new RegExp(`acme: ${h.base}/webhooks/acme: 0 kept, ${SUBSCRIBED_EVENTS.length} created, 0 removed`));
+  const listed = await cli(['webhooks', 'list', '--connection', 'acme', '--json'], env);
+  t.equal(listed.code, 0);
+  const [entry] = JSON.parse(listed.stdout);
+  t.equal(entry.webhooks.filter((w: any) => w.ours).length, SUBSCRIBED_EVENTS.length);
+  t.equal((await cli(['webhooks', 'frob'], env)).code, 2);
+});
+
+t.test('`receiver` runs the role alone, and a SIGTERM stops it cleanly after committing', async (t) => {
+  const h = await startReceiver(t);
+  await h.stop(); // only its database is used here
+  const child = spawn(process.execPath, ['src/cli.ts', 'receiver'], {
+    env: { ...process.env, DATABASE_URL: h.tdb.url, COMMERCE_CLIENT_SECRET: SECRET, SANDBOX: 'off', PORT: '0', LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  let out = '';
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout!.on('data', (d) => { out += d; const m = /listening on http:\/\/[^:]+:(\d+)/.exec(out); if (m) resolve(Number(m[1])); });
+    child.once('exit', (c) => reject(new Error(`exited ${c}: ${out}`)));
+  });
+  const body = payload(11);
+  const res = await fetch(`http://127.0.0.1:${port}/webhooks/shop`, { method: 'POST', body, headers: { 'x-service-signature': sign(body), 'x-service-delivery': 'alone-1' } });
+  t.equal(res.status, 200);
+  t.equal((await fetch(`http://127.0.0.1:${port}/readyz`)).status, 200);
+  child.kill('SIGTERM');
+  t.equal(await exited, 0);
+  t.equal((await h.rows()).filter((r) => r.delivery_id === 'alone-1').length, 1);
+});
