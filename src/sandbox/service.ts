@@ -526,6 +526,7 @@ export class Service {
     const placeholder = { id: -1, order_line_item_ids: [] } as unknown as Row;
     this.addOrderLines(placeholder, body.order_line_items, errors);
     this.check(errors);
+    delete f.currency_iso;
     const order = this.store.orders.insert({
       ...this.stamp(), fulfillment_ids: [], invoice_ids: [], return_ids: [], company_id: null, contact_id: null,
       shipping_address_id: null, billing_address_id: null, user_id: 1, assignee_id: null, stock_location_id: loc,
@@ -539,7 +540,6 @@ export class Service {
       ...f, ...parties(), _commit: new Map<string, Decimal>(),
     });
     order.status = status;
-    delete order.currency_iso_input;
     for (const w of this.addOrderLines(order, body.order_line_items, {})) w();
     this.refreshOrder(order);
     order.updated_at = order.created_at;
@@ -556,6 +556,7 @@ export class Service {
       const allowed: Record<string, string[]> = { draft: ['active', 'finalized', 'void'], active: ['finalized', 'void', 'draft'], finalized: ['void'] };
       if (!(allowed[order.status] ?? []).includes(f.status as string)) errors.status = [`cannot change from ${order.status} to ${f.status}`];
       if (f.status === 'draft' && this.lines(order).some((l) => (l._packed as Decimal).gt(0))) errors.status = ['cannot return to draft once packed'];
+      if (f.status === 'void' && this.lines(order).some((l) => (l._shipped as Decimal).gt(0))) errors.status = ['cannot void a partly shipped order'];
     }
     if (body.order_line_items != null && closed) errors.order_line_items = [`cannot be changed on a ${order.status} order`];
     if (f.stock_location_id !== undefined && !this.store.locations.get(f.stock_location_id as number)) errors.stock_location_id = ['does not exist'];
@@ -565,7 +566,7 @@ export class Service {
     if (f.currency_iso !== undefined) {
       const c = this.store.currencies.order.find((x) => x.iso === String(f.currency_iso).toUpperCase() && x.status === 'active');
       if (!c) errors.currency_iso = ['does not match a currency; create the currency first'];
-      else f.currency_id = c.id;
+      else { f.currency_id = c.id; f.currency_iso = c.iso; }
     }
     const work = this.addOrderLines(order, body.order_line_items, errors);
     this.check(errors);
@@ -674,7 +675,7 @@ export class Service {
 
   private ship(ful: Row, tracking: Record<string, unknown>): void {
     const order = this.store.orders.get(ful.order_id)!;
-    Object.assign(ful, tracking);
+    for (const [k, v] of Object.entries(tracking)) if (v !== undefined) ful[k] = v;
     ful.status = 'fulfilled';
     ful.shipped_at = typeof tracking.shipped_at === 'string' ? tracking.shipped_at : this.now();
     for (const id of ful.fulfillment_line_item_ids as number[]) {
