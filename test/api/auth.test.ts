@@ -2,26 +2,10 @@
 // one refresh for many callers, refused refresh, revoked privileged token (401), lapsed subscription (402).
 import t from 'tap';
 import { clientFor, getConnection } from '../../src/api/connections.ts';
-import { addOAuthConnection } from '../../src/api/connections.ts';
 import { ApiError } from '../../src/api/errors.ts';
-import { requestToken } from '../../src/api/oauth.ts';
 import { decryptToken } from '../../src/api/secrets.ts';
 import { needsRefresh } from '../../src/api/tokens.ts';
-import { collect, setup, TEST_KEY, type Setup } from './helpers.ts';
-
-async function oauthConnection(s: Setup, name = 'oauth-shop') {
-  const redirect = 'http://127.0.0.1:9/callback';
-  const res = await fetch(`${s.sandbox.url}/oauth/authorize`, {
-    method: 'POST', redirect: 'manual', headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ client_id: s.sandbox.clientId, redirect_uri: redirect, response_type: 'code', state: 'xyz', decision: 'approve' }),
-  });
-  const code = new URL(res.headers.get('location')!).searchParams.get('code')!;
-  const config = { ...s.config, COMMERCE_CLIENT_ID: s.sandbox.clientId, COMMERCE_CLIENT_SECRET: s.sandbox.clientSecret };
-  const deps = { ...s.deps, config };
-  const tokens = await requestToken(config, s.sandbox.url, { grant_type: 'authorization_code', code, redirect_uri: redirect });
-  const connection = await addOAuthConnection(deps, { baseUrl: s.sandbox.url, tokens, name });
-  return { deps, connection };
-}
+import { collect, oauthConnection, setup, TEST_KEY } from './helpers.ts';
 
 t.test('tokens are encrypted at rest: no column holds the plain token', async (t) => {
   const s = await setup(t);

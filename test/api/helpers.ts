@@ -3,7 +3,8 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Config } from '../../src/config.ts';
-import { addTokenConnection, clientFor } from '../../src/api/connections.ts';
+import { addOAuthConnection, addTokenConnection, clientFor } from '../../src/api/connections.ts';
+import { requestToken } from '../../src/api/oauth.ts';
 import type { ClientDeps, ClientOptions } from '../../src/api/client.ts';
 import type { ApiClient } from '../../src/api/types.ts';
 import type { Connection } from '../../src/db/schema.ts';
@@ -53,4 +54,19 @@ export async function collect<T>(it: AsyncIterable<{ records: T[] }>): Promise<T
   const all: T[] = [];
   for await (const page of it) all.push(...page.records);
   return all;
+}
+
+/** An OAuth connection made through the sandbox's authorization code flow (the browser step done by fetch). */
+export async function oauthConnection(s: Setup, name = 'oauth-shop') {
+  const redirect = 'http://127.0.0.1:9/callback';
+  const res = await fetch(`${s.sandbox.url}/oauth/authorize`, {
+    method: 'POST', redirect: 'manual', headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ client_id: s.sandbox.clientId, redirect_uri: redirect, response_type: 'code', state: 'xyz', decision: 'approve' }),
+  });
+  const code = new URL(res.headers.get('location')!).searchParams.get('code')!;
+  const config = { ...s.config, COMMERCE_CLIENT_ID: s.sandbox.clientId, COMMERCE_CLIENT_SECRET: s.sandbox.clientSecret };
+  const deps = { ...s.deps, config };
+  const tokens = await requestToken(config, s.sandbox.url, { grant_type: 'authorization_code', code, redirect_uri: redirect });
+  const connection = await addOAuthConnection(deps, { baseUrl: s.sandbox.url, tokens, name });
+  return { deps, connection };
 }

@@ -1,7 +1,8 @@
 // Several processes share one connection's budget through PostgreSQL: the sandbox never answers 429.
 import t from 'tap';
 import { spawn } from 'node:child_process';
-import { setup } from './helpers.ts';
+import { getConnection } from '../../src/api/connections.ts';
+import { oauthConnection, setup } from './helpers.ts';
 
 function runReader(env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((resolve) => {
@@ -54,4 +55,26 @@ t.test('in one process: after exhaustion the interactive caller gets the first s
   t.same(order.slice(6), ['i1', 'w1', 'r1', 'r2']);
   const stats = await s.stats();
   t.notOk(stats.requests.by_status['429']);
+});
+
+t.test('three processes meet an expired OAuth token together: one refresh, the others reuse its token', async (t) => {
+  const s = await setup(t, { sandbox: { manualClock: true, tokenExpiresIn: 600 } });
+  const { connection } = await oauthConnection(s);
+  await s.admin('POST', 'clock', { advance_seconds: 700 });
+  const env = {
+    DATABASE_URL: s.database.url, CONNECTION: 'oauth-shop', REQUESTS: '4', LOG_LEVEL: 'info',
+    TOKEN_ENCRYPTION_KEY: s.config.TOKEN_ENCRYPTION_KEY, DATA_DIR: s.config.DATA_DIR,
+    COMMERCE_CLIENT_ID: s.sandbox.clientId, COMMERCE_CLIENT_SECRET: s.sandbox.clientSecret,
+  };
+  const runs = await Promise.all([runReader(env), runReader(env), runReader(env)]);
+  let refreshed = 0;
+  for (const r of runs) {
+    t.equal(r.code, 0, r.err);
+    t.same(JSON.parse(r.out.trim().split('\n').pop()!).errors, []);
+    refreshed += r.err.split('\n').filter((l) => l.includes('"msg":"access token refreshed"')).length;
+  }
+  // The sandbox rotates refresh tokens: had two processes refreshed, the second would have been refused.
+  t.equal(refreshed, 1, 'one process refreshed');
+  const row = (await getConnection(s.database.db, connection.id))!;
+  t.equal(row.status, 'active', row.status_reason ?? '');
 });
