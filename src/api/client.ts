@@ -176,6 +176,13 @@ export class Client implements ApiClient {
       const s = raw.status;
       if (s >= 200 && s < 300) return raw;
       if (s === 401) {
+        if (this.connection.auth_kind === 'token') {
+          const err = this.#error(raw, call, false);
+          await setStatus(this.#deps.db, this.connection, 'unauthorized',
+            `the service refused the privileged access token (401) [X-Request-ID ${raw.requestId ?? '-'}]; add a new token with commerce-sync connect --token`);
+          log.error({ connection: this.connection.name, requestId: raw.requestId }, 'access token refused (401): connection marked unauthorized');
+          throw err;
+        }
         if (!refreshed) {
           refreshed = true;
           await this.#tokens.refresh(enc); // throws (and marks the connection) when it cannot

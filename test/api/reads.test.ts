@@ -95,3 +95,22 @@ t.test('a client error is not retried and carries status, message, field errors 
   const missing = await s.client.get('/companies/987654').catch((e) => e);
   t.equal(missing.status, 404);
 });
+
+t.test('a 429 still received: counted as an accounting error, then the request waits for the reset', async (t) => {
+  const { metrics } = await import('../../src/metrics.ts');
+  // timeScale 100: the 300-second window lasts 3 s. Something outside our accounting spends the window.
+  const s = await setup(t, { sandbox: { rateLimit: 5, timeScale: 100 } });
+  // (connect already sent one request of the five: GET /accounts/current.)
+  for (let i = 0; i < 4; i++) await fetch(`${s.sandbox.url}/accounts/current`, { headers: { Authorization: `Bearer ${s.sandbox.token}` } });
+  const account = await s.client.get('/accounts/current');
+  t.ok(account.account, 'answered after the reset');
+  const stats = await s.stats();
+  t.equal(stats.requests.by_status['429'], 1, 'one 429, then no more');
+  const budget = await s.database.db.selectFrom('api_budgets').selectAll().executeTakeFirstOrThrow();
+  t.equal(budget.accounting_errors, 1);
+  const counted = (await metrics.apiAccountingErrors.get()).values.find((v) => v.labels.connection === 'shop');
+  t.equal(counted?.value, 1);
+  t.ok(s.logs.lines().some((l) => l.level === 50 && String(l.msg).startsWith('rate limit exceeded (429)')));
+  const requests = (await metrics.apiRequests.get()).values.filter((v) => v.labels.connection === 'shop');
+  t.ok(requests.some((v) => v.labels.status === '429') && requests.some((v) => v.labels.status === '200'));
+});
