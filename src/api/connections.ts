@@ -89,7 +89,13 @@ async function saveConnection(db: Db, baseUrl: string, account: { id: number; na
     status: 'active' as const, status_reason: null, raw: JSON.stringify(account.raw), updated_at: sql<Date>`now()`,
   };
   let target = name;
-  if (target === undefined) {
+  if (target !== undefined) {
+    // A name keeps meaning one account: its mirror rows, budget and webhooks belong to that account.
+    const existing = await db.selectFrom('connections').select(['base_url', 'account_id']).where('name', '=', target).executeTakeFirst();
+    if (existing && (existing.base_url !== baseUrl || (existing.account_id !== null && existing.account_id !== account.id))) {
+      throw new Error(`connection ${target} is account ${existing.account_id} at ${existing.base_url}; choose another --name`);
+    }
+  } else {
     const same = await db.selectFrom('connections').select('name').where('base_url', '=', baseUrl).where('account_id', '=', account.id).orderBy('id').executeTakeFirst();
     if (same) target = same.name;
     else {

@@ -1,7 +1,8 @@
 // Tokens and account states against the sandbox: encryption at rest, OAuth refresh in the middle of a read,
 // one refresh for many callers, refused refresh, revoked privileged token (401), lapsed subscription (402).
 import t from 'tap';
-import { clientFor, getConnection } from '../../src/api/connections.ts';
+import { addTokenConnection, clientFor, getConnection } from '../../src/api/connections.ts';
+import { startSandbox } from '../../src/sandbox/index.ts';
 import { ApiError } from '../../src/api/errors.ts';
 import { decryptToken } from '../../src/api/secrets.ts';
 import { needsRefresh } from '../../src/api/tokens.ts';
@@ -127,4 +128,23 @@ t.test('402: the connection is marked lapsed and stops spending, in every proces
   t.equal(again.status, 402);
   t.match(again.message, /lapsed/);
   t.equal((await s.stats()).requests.total, total, 'nothing sent after the 402');
+});
+
+t.test('connecting again renews a connection; a name never switches accounts', async (t) => {
+  const s = await setup(t);
+  await s.admin('POST', 'revoke', { token: s.sandbox.token });
+  await s.client.get('/accounts/current').catch(() => {});
+  t.equal((await getConnection(s.database.db, 'shop'))!.status, 'unauthorized');
+  const { token } = await s.admin('POST', 'tokens', {});
+  const again = await addTokenConnection(s.deps, { baseUrl: s.sandbox.url, token });
+  t.equal(again.name, 'shop', 'same base URL and account: the same connection');
+  t.equal(again.status, 'active');
+  t.equal(again.status_reason, null);
+  t.ok((await clientFor(s.deps, 'shop').then((c) => c.get('/accounts/current'))).account, 'usable again');
+  const other = await startSandbox();
+  t.teardown(() => other.close());
+  const err = await addTokenConnection(s.deps, { baseUrl: other.url, token: other.token, name: 'shop' }).catch((e) => e);
+  t.match(err.message, /connection shop is account \d+ at http:\/\/127\.0\.0\.1:\d+; choose another --name/);
+  const second = await addTokenConnection(s.deps, { baseUrl: other.url, token: other.token });
+  t.not(second.name, 'shop', `a second account gets its own name (${second.name})`);
 });
