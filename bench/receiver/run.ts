@@ -90,27 +90,35 @@ function load(port: number, seconds: number): Promise<autocannon.Result> {
   });
 }
 
-interface Row { name: string; rps: number; p50: number; p99: number; ok: number; other: number; stored: string }
+interface Row { name: string; rps: number; p50: number; p99: number; ok: number; other: number; stored: string; load: string }
 const rows: Row[] = [];
-const count = async (sql: string) => Number((await pool.query(sql)).rows[0].n);
-const jobsQueued = () => count(`SELECT count(*) AS n FROM pgboss.job WHERE name = 'deliveries' AND state = 'created'`);
+const jobsQueued = async () => Number((await pool.query(`SELECT count(*) AS n FROM pgboss.job WHERE name = 'deliveries' AND state = 'created'`)).rows[0].n);
+
+/** Rows and jobs in one snapshot (a batch commits both at once, so two queries could straddle one). */
+async function stored(): Promise<{ rows: number; jobs: number }> {
+  const r = (await pool.query(`SELECT (SELECT count(*) FROM webhook_deliveries) AS rows,
+    (SELECT count(*) FROM pgboss.job WHERE name = 'deliveries') AS jobs`)).rows[0];
+  return { rows: Number(r.rows), jobs: Number(r.jobs) };
+}
 
 async function scenario(name: string, target: string): Promise<void> {
   if (args.only && !name.startsWith(args.only)) return;
   const { port, child } = await startTarget(target);
   await load(port, 2); // warm-up: JIT, pools, caches
-  const rowsBefore = await count('SELECT count(*) AS n FROM webhook_deliveries');
-  const jobsBefore = await count(`SELECT count(*) AS n FROM pgboss.job WHERE name = 'deliveries'`);
+  await new Promise((r) => setTimeout(r, 500)); // let the warm-up's last commits land
+  const before = await stored();
+  const loadBefore = os.loadavg()[0]!;
   const r = await load(port, duration);
+  const loadAfter = os.loadavg()[0]!;
   await stopTarget(child);
-  const rowsAfter = await count('SELECT count(*) AS n FROM webhook_deliveries');
-  const jobsAfter = await count(`SELECT count(*) AS n FROM pgboss.job WHERE name = 'deliveries'`);
+  const after = await stored();
   const ok = r['2xx'];
   rows.push({
     name, rps: ok / duration, p50: r.latency.p50, p99: r.latency.p99, ok, other: r.non2xx + r.errors + r.timeouts,
-    stored: target === 'bare' ? '-' : `${rowsAfter - rowsBefore} rows, ${jobsAfter - jobsBefore} jobs`,
+    stored: target === 'bare' ? '-' : `${after.rows - before.rows} rows, ${after.jobs - before.jobs} jobs`,
+    load: `${loadBefore.toFixed(1)}/${loadAfter.toFixed(1)}`,
   });
-  console.error(`${name}: ${(ok / duration).toFixed(0)}/s p50 ${r.latency.p50} ms p99 ${r.latency.p99} ms`);
+  console.error(`${name}: ${(ok / duration).toFixed(0)}/s p50 ${r.latency.p50} ms p99 ${r.latency.p99} ms (load ${loadBefore.toFixed(1)} -> ${loadAfter.toFixed(1)})`);
 }
 
 async function fillQueue(target: number): Promise<number> {
@@ -150,8 +158,10 @@ const cpus = os.cpus();
 console.log(`machine: ${cpus.length} x ${cpus[0]?.model ?? 'unknown cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, node ${process.version}, ${os.platform()} ${os.release()}`);
 console.log(`load: autocannon, ${connections} connections, ${duration} s per scenario after a 2 s warm-up, signed unique deliveries; load generator on the same machine`);
 console.log(`postgres: synchronous_commit=${settings.synchronous_commit} fsync=${settings.fsync} wal_sync_method=${settings.wal_sync_method} shared_buffers=${settings.shared_buffers}`);
+console.log(`receiver settings: WEBHOOK_BATCH_SIZE=${process.env.WEBHOOK_BATCH_SIZE ?? 'default'} WEBHOOK_BATCH_WAIT_MS=${process.env.WEBHOOK_BATCH_WAIT_MS ?? 'default'} WEBHOOK_COMMIT_CONCURRENCY=${process.env.WEBHOOK_COMMIT_CONCURRENCY ?? 'default'}`);
+console.log('load avg: 1-minute load average before/after the measured run (the machine is shared; above 2 the figures include waiting for CPU)');
 console.log('');
-const header = ['scenario', 'deliveries/s', 'p50 ms', 'p99 ms', '2xx', 'other', 'stored'];
-const table = [header, ...rows.map((r) => [r.name, r.rps.toFixed(0), String(r.p50), String(r.p99), String(r.ok), String(r.other), r.stored])];
+const header = ['scenario', 'deliveries/s', 'p50 ms', 'p99 ms', '2xx', 'other', 'load avg', 'stored'];
+const table = [header, ...rows.map((r) => [r.name, r.rps.toFixed(0), String(r.p50), String(r.p99), String(r.ok), String(r.other), r.load, r.stored])];
 const widths = header.map((_, c) => Math.max(...table.map((r) => r[c]!.length)));
 for (const r of table) console.log(r.map((cell, c) => c === 0 || c === r.length - 1 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!)).join('  '));
