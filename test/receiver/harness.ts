@@ -44,9 +44,11 @@ export async function startReceiver(t: Teardown, opts: HarnessOptions = {}): Pro
   const logs = captureLogger('info');
   const config = testConfig({ COMMERCE_CLIENT_SECRET: SECRET, COMMERCE_CLIENT_SECRET_PREVIOUS: PREVIOUS, DATABASE_URL: tdb.url, ...opts.config });
   const boss = await startBoss(tdb.url, logs.log, { supervise: false, schedule: false, max: 3 });
-  const { app, router } = createApp(tdb.pool, logs.log);
+  // The role's readiness checks feed /readyz (passed by reference, as start.ts is meant to).
+  const readiness: Runtime['readiness'] = [];
+  const { app, router } = createApp(tdb.pool, logs.log, readiness);
   const rt: Runtime = {
-    config, log: logs.log, boss, app, router, publicUrl: '', demo: false, readiness: [], afterListen: [], onStop: [],
+    config, log: logs.log, boss, app, router, publicUrl: '', demo: false, readiness, afterListen: [], onStop: [],
     database: { url: opts.receiverUrl ? await opts.receiverUrl(tdb.url) : tdb.url, pool: tdb.pool, db: tdb.db, close: async () => {} },
   };
   await mount(rt);

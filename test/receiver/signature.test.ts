@@ -62,3 +62,13 @@ t.test('the signature covers the exact bytes, not a re-serialisation', async (t)
   t.equal(row!.body, body, 'stored as received');
   t.equal(row!.resource, 'order');
 });
+
+t.test('no signing secret configured: every delivery 401, and /readyz says why', async (t) => {
+  const h = await startReceiver(t, { config: { COMMERCE_CLIENT_SECRET: '', COMMERCE_CLIENT_SECRET_PREVIOUS: '' } });
+  const body = payload(1);
+  t.equal((await deliver(h.url(), body, { 'x-service-signature': sign(body, '') })).status, 401, 'not even an HMAC keyed with the empty string');
+  const ready = await fetch(`${h.base}/readyz`);
+  t.equal(ready.status, 503);
+  t.match(await ready.json(), { reasons: [/COMMERCE_CLIENT_SECRET is empty/] });
+  t.equal((await h.rows()).length, 0);
+});
