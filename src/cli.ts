@@ -76,7 +76,10 @@ async function main(argv: string[]): Promise<number> {
   try {
     parsed = parseArgs({
       args: rest,
-      options: { ...Object.fromEntries(Object.entries(spec.options ?? {}).map(([k, o]) => [k, { type: o.type, short: o.short, multiple: o.multiple }])), help: { type: 'boolean', short: 'h' } },
+      // Node 24's parseArgs rejects keys present with an undefined value: pass only what is set.
+      options: { ...Object.fromEntries(Object.entries(spec.options ?? {}).map(([k, o]) => [k, {
+        type: o.type, ...(o.short ? { short: o.short } : {}), ...(o.multiple ? { multiple: o.multiple } : {}),
+      }])), help: { type: 'boolean', short: 'h' } },
       allowPositionals: spec.positionals ?? false,
       strict: true,
     });

@@ -38,7 +38,8 @@ await migrate(withDb(template));
 const boss = await startBoss(withDb(template), log, { supervise: false, schedule: false, max: 2 });
 await stopBoss(boss, false);
 
-await rm('.tap/test-results', { recursive: true, force: true });
+// Raw TAP per test file goes to a folder of this run's own, counted at the end.
+const resultsDir = join(dataDir ?? tmpdir(), `tap-results-${process.pid}`);
 const tapBin = join('node_modules', 'tap', 'dist', 'esm', 'run.mjs');
 // tap generates its plugin set (ours drops @tapjs/typescript: Node runs .ts itself) on the run AFTER a
 // config change, so a fresh clone's first run would use the default set: build it first when stale.
@@ -46,7 +47,7 @@ if (!existsSync('.tap/plugins') || statSync('package.json').mtimeMs > statSync('
   spawnSync(process.execPath, [tapBin, 'build'], { stdio: 'ignore' });
 }
 const code = await new Promise<number>((resolve) => {
-  const child = spawn(process.execPath, [tapBin, ...args], {
+  const child = spawn(process.execPath, [tapBin, `--output-dir=${resultsDir}`, ...args], {
     stdio: 'inherit',
     env: { ...process.env, TEST_ADMIN_URL: adminUrl, TEST_TEMPLATE_DB: template },
   });
@@ -56,7 +57,7 @@ const code = await new Promise<number>((resolve) => {
 });
 
 let passed = 0, failed = 0, skipped = 0;
-for (const file of await readdir('.tap/test-results', { recursive: true }).catch(() => [] as string[])) {
+for (const file of await readdir(resultsDir, { recursive: true }).catch(() => [] as string[])) {
   if (!file.endsWith('.tap')) continue;
   const parser = new Parser();
   const done = new Promise<void>((r) => parser.on('complete', (res) => {
@@ -65,13 +66,14 @@ for (const file of await readdir('.tap/test-results', { recursive: true }).catch
     failed += res.fail || (res.count === 0 || !res.ok ? 1 : 0);
     r();
   }));
-  parser.end(await readFile(join('.tap/test-results', file), 'utf8'));
+  parser.end(await readFile(join(resultsDir, file), 'utf8'));
   await done;
 }
 
 await admin.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`).catch(() => {});
 await admin.end();
 await stopDb();
+await rm(resultsDir, { recursive: true, force: true });
 if (dataDir) await rm(dataDir, { recursive: true, force: true });
 if (code !== 0 && failed === 0) failed = 1;
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
