@@ -3,7 +3,7 @@
 // through the client at 'outbound' priority, and records the outcome. A refusal (4xx, bad input) fails the
 // operation at once with the service's reason and field messages; a transient error is retried by pg-boss with
 // the same idempotency keys, and after the last attempt the operation fails with that error.
-import type { Job, JobWithMetadata } from 'pg-boss';
+import type { Job, JobResult, JobWithMetadata } from 'pg-boss';
 import { ApiError } from '../api/index.ts';
 import { clientFor } from '../api/connections.ts';
 import type { PushOperation } from '../db/schema.ts';
@@ -35,12 +35,25 @@ const runners: Record<PushOperation['kind'], (ctx: OpContext) => Promise<Done>> 
 /** Starts the push worker in this process; it stops with the runtime. */
 export async function startPushWorker(rt: PushRuntime, opts: { pollingIntervalSeconds?: number } = {}): Promise<void> {
   await createQueues(rt.boss);
-  await rt.boss.work<PushJob>(queues.push, {
+  // Batches of two, fetched back to back while they come full: with one job per fetch every worker would wait
+  // a polling interval between jobs even with a backlog. Each job of a batch is settled on its own.
+  const batchSize = Math.min(2, rt.config.WORKER_CONCURRENCY);
+  await rt.boss.work<PushJob, unknown, { includeMetadata: true; perJobResults: true; batchSize: number; burstWhenBatchFull: boolean; localConcurrency: number; pollingIntervalSeconds: number }>(queues.push, {
     includeMetadata: true,
-    batchSize: 1,
-    localConcurrency: rt.config.WORKER_CONCURRENCY,
+    perJobResults: true,
+    batchSize,
+    burstWhenBatchFull: true,
+    localConcurrency: Math.ceil(rt.config.WORKER_CONCURRENCY / batchSize),
     pollingIntervalSeconds: opts.pollingIntervalSeconds ?? 1,
-  }, async ([job]) => { await runPushJob(rt, job!); });
+  }, (jobs) => Promise.all(jobs.map(async (job): Promise<JobResult> => {
+    try {
+      await runPushJob(rt, job);
+      return { id: job.id, status: 'completed' };
+    } catch (err) {
+      // A transient failure: pg-boss retries the job with backoff (the operation stays sent).
+      return { id: job.id, status: 'failed', output: { message: err instanceof Error ? err.message : String(err) } };
+    }
+  })));
   rt.onStop.push(() => rt.boss.offWork(queues.push));
 }
 
