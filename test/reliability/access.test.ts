@@ -1,0 +1,111 @@
+// Operator access: with OPERATOR_TOKEN set, every route of the app (enumerated from the Koa routers actually
+// mounted by the receiver and console roles, not from a hand-written list) refuses a request that carries no
+// valid operator credentials. The only open routes are the ones named here, each for a stated reason.
+import t from 'tap';
+import type Router from '@koa/router';
+import { mount as mountConsole } from '../../src/console/role.ts';
+import { mount as mountReceiver } from '../../src/receiver/role.ts';
+import { startBoss, stopBoss } from '../../src/queue/boss.ts';
+import type { Runtime } from '../../src/runtime.ts';
+import { createApp, listen } from '../../src/server.ts';
+import { testConfig } from '../support/config.ts';
+import { testDatabase } from '../support/db.ts';
+import { captureLogger } from '../support/log.ts';
+
+const OPERATOR = 'operator-token-for-access-test';
+
+// Open on purpose: health probes (load balancers), webhook deliveries (authenticated by their signature), the
+// login form and its two static assets, and logout (it only clears the cookie).
+const PUBLIC = new Set(['GET /healthz', 'GET /readyz', 'POST /webhooks/:connection', 'GET /login', 'POST /login', 'POST /logout',
+  'GET /assets/console.css', 'GET /assets/console.js', 'HEAD /healthz', 'HEAD /readyz', 'HEAD /login', 'HEAD /assets/console.css', 'HEAD /assets/console.js']);
+
+interface Route { method: string; path: string }
+
+/** Every route of every @koa/router mounted on the app (routers carry themselves on their middleware). */
+function routesOf(app: Runtime['app']): Route[] {
+  const out: Route[] = [];
+  for (const mw of app.middleware as ((...a: unknown[]) => unknown)[]) {
+    const router = (mw as { router?: Router }).router;
+    if (!router) continue;
+    for (const layer of router.stack as { path: string; methods: string[] }[]) {
+      for (const method of layer.methods) if (method !== 'OPTIONS') out.push({ method, path: layer.path });
+    }
+  }
+  return out;
+}
+
+const sample = (path: string) => path.replace(/:connection/g, 'shop').replace(/:queue/g, 'fetch').replace(/:kind/g, 'ship').replace(/:[a-z_]+/gi, '1');
+
+async function world(t: { teardown(fn: () => unknown): void }, operatorToken: string) {
+  const tdb = await testDatabase(t);
+  const { log } = captureLogger('error');
+  const config = testConfig({ OPERATOR_TOKEN: operatorToken, COMMERCE_CLIENT_SECRET: 'secret', DATABASE_URL: tdb.url });
+  const boss = await startBoss(tdb.url, log, { supervise: false, schedule: false, max: 3 });
+  const { app, router } = createApp(tdb.pool, log);
+  const rt: Runtime = {
+    config, log, boss, app, router, publicUrl: '', demo: false, readiness: [], afterListen: [], onStop: [],
+    database: { url: tdb.url, pool: tdb.pool, db: tdb.db, close: async () => {} },
+  };
+  await mountReceiver(rt);
+  await mountConsole(rt);
+  const server = await listen(app, 0, '127.0.0.1');
+  t.teardown(async () => {
+    await server.close(100);
+    for (const step of [...rt.onStop].reverse()) await step();
+    await stopBoss(boss, false);
+  });
+  await tdb.db.insertInto('connections').values({ name: 'shop', base_url: 'http://127.0.0.1:1', auth_kind: 'token' }).execute();
+  return { base: `http://127.0.0.1:${server.port}`, routes: routesOf(app) };
+}
+
+t.test('with OPERATOR_TOKEN set, every non-public route refuses missing and wrong credentials', async (t) => {
+  const { base, routes } = await world(t, OPERATOR);
+  t.ok(routes.length > 25, `${routes.length} routes found on the routers`);
+  const guarded = routes.filter((r) => !PUBLIC.has(`${r.method} ${r.path}`));
+  t.ok(guarded.some((r) => r.path.startsWith('/api/operations')) && guarded.some((r) => r.path === '/metrics'), 'push, stock and console routes are among them');
+  const wrong: Record<string, string>[] = [
+    {},
+    { authorization: 'Bearer wrong-token' },
+    { authorization: `Bearer ${OPERATOR}x` },
+    { authorization: `Basic ${Buffer.from('admin:wrong').toString('base64')}` },
+    { authorization: `Basic ${Buffer.from(OPERATOR).toString('base64')}` },
+    { cookie: 'cs_operator=wrong' },
+    { authorization: 'Bearer ' },
+  ];
+  const admitted: string[] = [];
+  for (const r of guarded) {
+    for (const headers of wrong) {
+      const res = await fetch(base + sample(r.path), { method: r.method, headers: { accept: 'application/json', ...headers }, redirect: 'manual',
+        body: r.method === 'POST' || r.method === 'PUT' ? '{}' : undefined });
+      await res.arrayBuffer();
+      if (res.status !== 401) admitted.push(`${r.method} ${r.path} with ${JSON.stringify(headers)}: ${res.status}`);
+    }
+  }
+  t.same(admitted, [], `all ${guarded.length} guarded routes answer 401 to ${wrong.length} kinds of missing or wrong credentials`);
+
+  // The same requests with the token get through the guard (so the 401s above are the guard's doing).
+  const refusedWithToken: string[] = [];
+  for (const r of guarded.filter((x) => x.method === 'GET' && x.path !== '/api/tail')) {
+    const res = await fetch(base + sample(r.path), { headers: { authorization: `Bearer ${OPERATOR}`, accept: 'application/json' }, redirect: 'manual' });
+    await res.arrayBuffer();
+    if (res.status === 401 || res.status === 403) refusedWithToken.push(`${r.path}: ${res.status}`);
+  }
+  t.same(refusedWithToken, [], 'with the operator token the GET routes are let through');
+
+  const open = routes.filter((r) => PUBLIC.has(`${r.method} ${r.path}`)).map((r) => `${r.method} ${r.path}`);
+  t.ok(open.includes('POST /webhooks/:connection'), `open routes: ${[...new Set(open)].join(', ')}`);
+  const unsigned = await fetch(`${base}/webhooks/shop`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+  t.equal(unsigned.status, 401, 'the webhook route is open to the service only: an unsigned delivery gets 401');
+});
+
+t.test('with no OPERATOR_TOKEN outside demo mode, the console and API are closed', async (t) => {
+  const { base, routes } = await world(t, '');
+  const admitted: string[] = [];
+  for (const r of routes.filter((x) => !PUBLIC.has(`${x.method} ${x.path}`))) {
+    const res = await fetch(base + sample(r.path), { method: r.method, headers: { accept: 'application/json', authorization: 'Bearer anything' }, redirect: 'manual',
+      body: r.method === 'POST' ? '{}' : undefined });
+    await res.arrayBuffer();
+    if (res.status !== 401) admitted.push(`${r.method} ${r.path}: ${res.status}`);
+  }
+  t.same(admitted, [], 'every guarded route answers 401');
+});
