@@ -51,6 +51,33 @@ t.test('subscriptions are made at PUBLIC_URL/webhooks/NAME and real deliveries a
   t.equal(jobs.filter((j) => j.data.connectionId === connection.id).length, rows.length, 'one job each');
 });
 
+t.test('sandbox faults: duplicated deliveries are stored once; corrupted signatures get 401 and succeed on retry', async (t) => {
+  const { sb, h, deps, connection, admin } = await world(t);
+  await syncWebhooks(deps, connection, h.base);
+  const count = async () => Number((await h.tdb.pool.query('SELECT count(*) AS n FROM webhook_deliveries WHERE connection_id = $1', [connection.id])).rows[0].n);
+
+  await admin('faults', { deliveries: { duplicate: 1 } });
+  await admin('activity', { operations: 4, kinds: ['adjust_stock'] });
+  await admin('deliveries/flush');
+  const rows = (await h.tdb.pool.query('SELECT delivery_id FROM webhook_deliveries WHERE connection_id = $1', [connection.id])).rows;
+  t.ok(rows.length >= 4);
+  const sent = await fetch(`${sb.url}/__sandbox/deliveries?limit=100`, { headers: { authorization: `Bearer ${sb.adminToken}` } }).then((r) => r.json() as Promise<any[]>);
+  t.ok(sent.filter((a) => a.status === 200).length >= 2 * rows.length, 'the service really sent every delivery twice, both got 200');
+  t.equal(new Set(rows.map((r) => r.delivery_id)).size, rows.length, 'each delivery id once');
+  t.ok(rows.every((r) => !r.delivery_id.startsWith('sha256:')), 'keyed by X-Service-Delivery');
+  t.equal((await h.jobs()).filter((j) => j.data.connectionId === connection.id).length, rows.length, 'one job per delivery despite the copies');
+
+  const before = rows.length;
+  await admin('faults', { deliveries: { corrupt_signature: 1 } });
+  await admin('activity', { operations: 2, kinds: ['adjust_stock'] });
+  await admin('deliveries/flush');
+  t.equal(await count(), before, 'forged deliveries stored nothing');
+  t.match(h.logs.text(), /signature does not verify/);
+  await admin('faults', {});
+  await admin('deliveries/flush'); // the service retries the failed ones
+  t.ok(await count() >= before + 2, 'the retries with good signatures are stored');
+});
+
 t.test('sync removes our stale subscriptions and leaves everybody else\'s alone', async (t) => {
   const { h, deps, connection } = await world(t);
   const client = await clientFor(deps, connection);
