@@ -25,6 +25,9 @@ export function createPool(url: string, max = 10): pg.Pool {
   const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 5000 });
   // An idle client losing its server must not crash the process; the next query reports it.
   pool.on('error', () => {});
+  // Nor a checked-out one: pg-pool takes its idle listener off while a client is lent out (a transaction
+  // waiting between statements), and pg emits 'error' on it when the server goes; the queries fail instead.
+  pool.on('connect', (client) => { client.on('error', () => {}); });
   return pool;
 }
 
