@@ -1,6 +1,6 @@
 // pg-boss schedules: per active connection an incremental sweep every RECONCILE_INTERVAL_MINUTES and a
 // full sweep on FULL_SWEEP_CRON; housekeeping (sync-log pruning daily, a pending-fetch safety net every
-// minute, this schedule sync every ten minutes so new connections get theirs).
+// minute, this schedule sync every ten minutes so new connections get theirs, and a first full sweep).
 import type { Config } from '../config.ts';
 import type { Db } from '../db/index.ts';
 import type { Boss } from '../queue/boss.ts';
@@ -30,6 +30,14 @@ export async function syncSchedules(db: Db, boss: Boss, config: Config): Promise
   }
   for (const [key, w] of want) {
     await boss.schedule(queues.reconcile, w.cron, w.data, { key, tz: 'UTC', group: { id: String(w.data.connectionId) } });
+  }
+  // A connection never swept (a newcomer's demo, a new account) gets its full sweep now, not at FULL_SWEEP_CRON.
+  const swept = new Set((await db.selectFrom('sync_cursors').select('connection_id').distinct().execute()).map((r) => Number(r.connection_id)));
+  for (const c of active) {
+    const id = Number(c.id);
+    if (swept.has(id)) continue;
+    await boss.send(queues.reconcile, { connectionId: id, full: true } satisfies ReconcileJob,
+      { singletonKey: `initial-${id}`, singletonSeconds: 900, group: { id: String(id) } });
   }
   const housekeeping: [MaintenanceJob['task'], string][] = [['prune-sync-log', '17 4 * * *'], ['pending', '* * * * *'], ['schedules', '*/10 * * * *']];
   const have = new Map((await boss.getSchedules(queues.maintenance)).map((s) => [s.key, s.cron]));

@@ -1,5 +1,6 @@
 // The sync workers of one process: deliveries -> pending fetches, drains, sweeps, maintenance, and (when
 // CHANNEL_WEBHOOK_URL is set) the channel publisher. Several processes share the work through pg-boss.
+import { sql } from 'kysely';
 import { clientFor } from '../api/index.ts';
 import type { ApiClient } from '../api/index.ts';
 import type { Config } from '../config.ts';
@@ -7,6 +8,7 @@ import type { Db } from '../db/index.ts';
 import type { Logger } from '../log.ts';
 import type { Boss } from '../queue/boss.ts';
 import { createQueues, queues, type DeliveryJob } from '../queue/names.ts';
+import { metrics } from '../metrics.ts';
 import { pruneSyncLog } from '../synclog/index.ts';
 import { channelRules, type ChannelChange } from '../stock/channel.ts';
 import { postChannelChanges } from '../stock/feed.ts';
@@ -38,6 +40,14 @@ export async function publishChanges(boss: Boss, changes: ChannelChange[]): Prom
   for (let i = 0; i < changes.length; i += 500) {
     await boss.insert(queues.channelStock, changes.slice(i, i + 500).map((c) => ({ data: c })));
   }
+}
+
+/** commerce_sync_mirror_lag_seconds: age of the oldest change still waiting to be read, per connection. */
+async function updateLag(db: Db): Promise<void> {
+  const rows = await sql<{ name: string; lag: number | null }>`
+    SELECT n.name, extract(epoch FROM now() - min(p.first_marked_at))::float8 AS lag
+    FROM connections n LEFT JOIN pending_fetches p ON p.connection_id = n.id GROUP BY n.name`.execute(db);
+  for (const r of rows.rows) metrics.mirrorLag.set({ connection: r.name }, r.lag ?? 0);
 }
 
 async function connectionActive(db: Db, id: number): Promise<boolean> {
@@ -103,6 +113,7 @@ export async function startSyncWorkers(deps: WorkerDeps): Promise<void> {
       case 'pending':
         // Safety net: pending rows whose drain job was lost (a crash between commit and send) get one.
         for (const p of await pendingPairs(db)) await requestDrain(boss, p.connectionId, p.resource);
+        await updateLag(db);
         break;
     }
   });

@@ -51,10 +51,12 @@ t.test('mount: schedules per active connection, a queued sweep runs, a failing d
     'two sweeps per active connection; none for the lapsed one');
   t.same((await boss.getSchedules(queues.maintenance)).map((s) => s.key).sort(), ['pending', 'prune-sync-log', 'schedules']);
   t.equal(everyMinutes(120), '0 */2 * * *');
+  const initial = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'reconcile' AND singleton_key LIKE 'initial-%'`.execute(tdb.db);
+  t.equal(initial.rows[0]!.n, 2, 'each never-swept active connection gets a first full sweep');
 
   await requestSweep(boss, shop.id, true);
   await until('the queued full sweep', async () =>
-    (await sql<{ n: number }>`SELECT count(*)::int AS n FROM sync_log WHERE action = 'sweep.full' AND connection_id = ${shop.id}`.execute(tdb.db)).rows[0]!.n === 1);
+    (await sql<{ n: number }>`SELECT count(*)::int AS n FROM sync_log WHERE action = 'sweep.full' AND connection_id = ${shop.id}`.execute(tdb.db)).rows[0]!.n >= 1);
   t.equal((await tdb.db.selectFrom('variants').select('id').where('connection_id', '=', shop.id).execute()).length,
     (await (await fetch(`${sandbox.url}/__sandbox/snapshot?resource=variants`, { headers: { Authorization: `Bearer ${sandbox.adminToken}` } })).json() as any).variants.length);
 
