@@ -153,7 +153,7 @@ export const commands: CommandModule['commands'] = {
           if (k && !isKind(k)) throw new UsageError(`--kind must be one of ${kinds.join(', ')}`);
           const conn = str(ctx.values, 'connection') ? await chooseConnection(db, str(ctx.values, 'connection')) : undefined;
           const ops = await listOperations(db, { state, kind: k as PushKind | undefined, connectionId: conn?.id, limit: int(ctx.values, 'limit') });
-          if (ctx.values.json) ctx.out(JSON.stringify(ops.map(present), null, 2));
+          if (ctx.values.json) ctx.out(JSON.stringify(ops.map((o) => present(o)), null, 2));
           else {
             ctx.out(['    id', 'operation'.padEnd(22), 'state'.padEnd(9), 'try', 'updated'.padEnd(19), 'order key'.padEnd(28), 'reason'].join('  '));
             for (const op of ops) ctx.out(row(op));
@@ -163,7 +163,7 @@ export const commands: CommandModule['commands'] = {
         if (verb === 'show') {
           const op = await getOperation(db, Number(arg));
           if (!op) { ctx.out(`no operation ${arg}`); return 1; }
-          ctx.out(JSON.stringify(present(op), null, 2));
+          ctx.out(JSON.stringify(present(op, true), null, 2));
           return 0;
         }
         const boss = await startBoss(database.url, ctx.log, { supervise: false, schedule: false, max: 2 });

@@ -1,7 +1,7 @@
 // JSON API of outbound operations. The console role mounts it behind operator auth.
 //   POST /api/operations/<kind>      body: the operation's input (+ optional "connection": name or id) -> 202 { operation }
 //   GET  /api/operations             ?connection=&kind=&state=&limit=&before=  -> { operations }
-//   GET  /api/operations/:id         -> { operation }
+//   GET  /api/operations/:id         -> { operation } (with its plan)
 //   POST /api/operations/:id/retry   -> 202 { operation }
 import type Router from '@koa/router';
 import bodyParser from 'koa-bodyparser';
@@ -55,13 +55,13 @@ export function mountRoutes(rt: Pick<Runtime, 'config' | 'log' | 'database' | 'b
       limit: q.limit && /^\d+$/.test(q.limit) ? Number(q.limit) : undefined,
       beforeId: q.before && /^\d+$/.test(q.before) ? Number(q.before) : undefined,
     });
-    ctx.body = { operations: ops.map(present) };
+    ctx.body = { operations: ops.map((o) => present(o)) };
   });
 
   router.get('/api/operations/:id', async (ctx) => {
     const op = /^\d+$/.test(ctx.params.id!) ? await getOperation(db, Number(ctx.params.id)) : undefined;
     if (!op) return problem(ctx, 404, `no operation ${ctx.params.id}`);
-    ctx.body = { operation: present(op) };
+    ctx.body = { operation: present(op, true) };
   });
 
   router.post('/api/operations/:id/retry', async (ctx) => {

@@ -245,9 +245,10 @@ export async function mappedOrderId(db: Writer, connectionId: number, channel: s
   return row?.order_id;
 }
 
-/** The API shape of an operation. */
-export function present(op: PushOperation) {
+/** The API shape of an operation; `withPlan` adds the computed requests (large for big orders and counts). */
+export function present(op: PushOperation, withPlan = false) {
   return {
+    ...(withPlan ? { plan: op.plan } : {}),
     id: op.id, connection_id: op.connection_id, kind: op.kind, state: op.state,
     reason: op.reason, field_errors: op.field_errors, status_code: op.status_code, request_id: op.request_id,
     input: op.input, result: op.result, idempotency_key: op.idempotency_key, order_key: op.order_key, attempts: op.attempts,

@@ -38,8 +38,10 @@ t.test('API and CLI', async (t) => {
     const one = await (await fetch(`${base}/${operation.id}`)).json() as any;
     t.equal(one.operation.state, 'confirmed');
     t.type(one.operation.result.order_id, 'number');
+    t.match(one.operation.plan, { currency_iso: 'SGD', order_line_items: [{ variant_id: a.id, quantity: '1' }] }, 'one operation shows its plan');
     const list = await (await fetch(`${base}?kind=import-order&state=confirmed`)).json() as any;
     t.same(list.operations.map((o: any) => o.id), [operation.id]);
+    t.notOk('plan' in list.operations[0], 'the list leaves plans out');
     t.equal((await fetch(`${base}/999999`)).status, 404);
   });
 
