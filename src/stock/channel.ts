@@ -112,7 +112,7 @@ export async function recomputeChannel(db: Tx, rules: ChannelRules, connectionId
     const dels = cause.deliveriesByVariant?.get(id) ?? cause.deliveries ?? [];
     const last = dels[dels.length - 1];
     rows.push({ connection_id: connectionId, variant_id: id, sku: v.sku, status: v.status, quantity: q.quantity, tracked: q.tracked,
-      backorderable: q.backorderable, bundle: q.bundle, stock: JSON.stringify(snapshot) });
+      backorderable: q.backorderable, bundle: q.bundle, stock: snapshot }); // rows go through jsonb_to_recordset as one JSON document
     if (quantityChanged) {
       changes.push({
         connection_id: connectionId, variant_id: id, sku: v.sku,
