@@ -38,3 +38,20 @@ t.test('stock counts: zero allowed, negative and duplicate counts refused', asyn
   t.match(problems('stock-count', { counts: [{ sku: 'A', location_id: 1, quantity: '1' }, { sku: 'A', location_id: 1, quantity: '2' }] }), [/each sku and location_id once/]);
   t.match(problems('receive-purchase-order', { purchase_order_id: 'x' }), [/purchase_order_id/]);
 });
+
+t.test('the input examples in docs/push.md are valid', async (t) => {
+  const { readFileSync } = await import('node:fs');
+  const doc = readFileSync(new URL('../../docs/push.md', import.meta.url), 'utf8');
+  const sections = doc.split(/^### /m).slice(1);
+  let checked = 0;
+  for (const section of sections) {
+    const names = section.split('\n')[0]!.split(/,\s*/).map((s) => s.trim());
+    const example = /```json\n([\s\S]*?)```/.exec(section)?.[1];
+    if (!example) continue;
+    for (const name of names) {
+      t.same(problems(name as never, JSON.parse(example)), [], `${name} example`);
+      checked++;
+    }
+  }
+  t.equal(checked, 8, 'every operation has an example');
+});
