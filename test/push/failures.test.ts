@@ -63,6 +63,27 @@ t.test('a later operation waits for an unfinished earlier one of the same order,
   t.equal((paid.result as any).order_id, ((await getOperation(h.tdb.db, imp.id))!.result as any).order_id);
 });
 
+t.test('a lost answer while packing: the retry packs nothing twice and ships the one fulfillment', async (t) => {
+  const h = await harness(t, { worker: false });
+  const [a, b] = plainVariants(await h.snapshot('variants'));
+  const companies = await h.snapshot('companies');
+  const job = (operationId: number, retryCount = 0) => ({ id: `j-${operationId}-${retryCount}`, name: 'push', data: { operationId }, retryCount, retryLimit: 6 } as any);
+  const imp = await h.push('import-order', { channel: 'l', channel_order_id: 'L-1', customer: { company_id: companies[0].id }, currency: 'SGD', issued_at: '2026-11-21', lines: [{ sku: a.sku, quantity: '2' }, { sku: b.sku, quantity: '1' }] });
+  await runPushJob(h.rt, job(imp.id));
+  const orderId = ((await getOperation(h.tdb.db, imp.id))!.result as any).order_id;
+  const ship = await h.push('ship', { order_id: orderId, lines: [{ sku: a.sku, quantity: '2' }], tracking: { number: 'L-T' } });
+  await h.faults({ responses: { lose_response: 1, routes: '^POST /fulfillments$' } });
+  await t.rejects(runPushJob(h.rt, job(ship.id)), /no answer/);
+  t.equal((await h.snapshot('fulfillments')).filter((f) => f.order_id === orderId).length, 1, 'the service packed it; the answer was lost');
+  await h.faults({});
+  await runPushJob(h.rt, job(ship.id, 1));
+  const done = (await getOperation(h.tdb.db, ship.id))!;
+  t.equal(done.state, 'confirmed', done.reason ?? '');
+  const fs = (await h.snapshot('fulfillments')).filter((f) => f.order_id === orderId);
+  t.equal(fs.length, 1, 'one fulfillment');
+  t.match(fs[0], { id: (done.result as any).fulfillment_id, status: 'fulfilled', tracking_number: 'L-T' });
+});
+
 t.test('void: a shipped order cannot be voided (422 with the field message)', async (t) => {
   const h = await harness(t);
   const [a] = plainVariants(await h.snapshot('variants'));
