@@ -33,6 +33,8 @@ export interface Loop {
   /** Starts one more worker "process" (its own pg-boss) on the same database. */
   startWorker(): Promise<Boss>;
   bosses: Boss[];
+  /** Where the receiver listens (deliveries go to publicUrl/webhooks/NAME). */
+  publicUrl: string;
   /** Polls until fn returns true (bounded; fails with a message instead of hanging). */
   until(what: string, fn: () => Promise<boolean>, timeoutMs?: number): Promise<void>;
   /** Mirror rows that differ from the sandbox snapshot (by raw), plus missing/extra ids. */
@@ -119,7 +121,7 @@ export async function startLoopOn(t: Teardown, tdb: TestDatabase, opts: LoopOpti
     const ids = new Set(snap.map((v) => v.id));
     return { wrong, missing, extra: [...mine.keys()].filter((id) => !ids.has(id)) };
   };
-  return { sandbox, tdb, config, connection, client, logs, admin, startWorker, bosses, until, variantDiff };
+  return { sandbox, tdb, config, connection, client, logs, admin, startWorker, bosses, until, variantDiff, publicUrl: rt.publicUrl };
 }
 
 /** Sorted keys, so jsonb's key order does not count as a difference. */

@@ -1,0 +1,55 @@
+// One busy account must not starve another: account A answers slowly and keeps the workers busy with its
+// drains and a full sweep; a stock change in account B still reaches the mirror while A is at it.
+import t from 'tap';
+import { sql } from 'kysely';
+import { addTokenConnection } from '../../src/api/connections.ts';
+import { syncWebhooks } from '../../src/receiver/subscriptions.ts';
+import { startSandbox } from '../../src/sandbox/index.ts';
+import { requestSweep } from '../../src/sync/jobs.ts';
+import { startLoop } from './harness.ts';
+
+t.test('a slow, busy connection leaves worker slots to the others', async (t) => {
+  const loop = await startLoop(t, { sandbox: { variants: 200 }, config: { WORKER_CONCURRENCY: 4 } });
+  const b = await startSandbox({ variants: 30, timeScale: 100 });
+  t.teardown(() => b.close());
+  const deps = { db: loop.tdb.db, config: loop.config, log: loop.logs.log };
+  const other = await addTokenConnection(deps, { baseUrl: b.url, token: b.token, name: 'other' });
+  await syncWebhooks(deps, other, loop.publicUrl);
+  await loop.until('the first sweep of A', async () =>
+    (await sql<{ n: number }>`SELECT count(*)::int AS n FROM sync_log WHERE action = 'sweep.full'`.execute(loop.tdb.db)).rows[0]!.n >= 1);
+
+  // A answers every request after 3 s, and has a stream of changes and a full sweep to do.
+  await loop.admin('POST', 'faults', { responses: { latency_ms: 3000 } });
+  await requestSweep(loop.bosses[0]!, loop.connection.id, true);
+  for (let i = 0; i < 5; i++) {
+    await loop.admin('POST', 'activity', { operations: 20, kinds: ['adjust_stock', 'place_order', 'update_variant'] });
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  await loop.until('A to be busy', async () =>
+    (await sql<{ n: number }>`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'fetch' AND state = 'active' AND data->>'connectionId' = ${String(loop.connection.id)}`
+      .execute(loop.tdb.db)).rows[0]!.n >= 1);
+
+  const started = Date.now();
+  const res = await fetch(`${b.url}/__sandbox/activity`, { method: 'POST', headers: { Authorization: `Bearer ${b.adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ operations: 3, kinds: ['adjust_stock'] }) });
+  t.equal(res.status, 200);
+  try {
+    await loop.until('B\'s change in the mirror', async () =>
+      (await loop.tdb.db.selectFrom('variants').select('id').where('connection_id', '=', other.id).execute()).length >= 1);
+  } catch (err) {
+    const d = await sql`SELECT id, state, resource, object_id FROM webhook_deliveries WHERE connection_id = ${other.id}`.execute(loop.tdb.db);
+    const j = await sql`SELECT name, state, data, group_id, start_after, created_on, started_on FROM pgboss.job WHERE name IN ('fetch', 'deliveries') AND state <> 'completed' ORDER BY created_on`.execute(loop.tdb.db);
+    const p = await sql`SELECT connection_id, resource, count(*) FROM pending_fetches GROUP BY 1, 2`.execute(loop.tdb.db);
+    console.error(JSON.stringify({ d: d.rows, j: j.rows, p: p.rows }, null, 1));
+    console.error(JSON.stringify(await (await fetch(`${b.url}/__sandbox/deliveries?limit=20`, { headers: { Authorization: `Bearer ${b.adminToken}` } })).json()));
+    console.error(JSON.stringify(await (await fetch(`${b.url}/__sandbox/stats`, { headers: { Authorization: `Bearer ${b.adminToken}` } })).json()));
+    throw err;
+  }
+  const tookMs = Date.now() - started;
+  const aBusy = await sql<{ pending: number; jobs: number; sweeping: number }>`SELECT
+      (SELECT count(*)::int FROM pending_fetches WHERE connection_id = ${loop.connection.id}) AS pending,
+      (SELECT count(*)::int FROM pgboss.job WHERE name = 'fetch' AND state IN ('created', 'active', 'retry') AND data->>'connectionId' = ${String(loop.connection.id)}) AS jobs,
+      (SELECT count(*)::int FROM pgboss.job WHERE name = 'reconcile' AND state = 'active') AS sweeping`.execute(loop.tdb.db);
+  const busy = aBusy.rows[0]!;
+  t.ok(busy.pending + busy.jobs + busy.sweeping > 0, `A still had work in flight when B's change landed (${JSON.stringify(busy)}, after ${tookMs} ms)`);
+});
