@@ -247,6 +247,9 @@ class SandboxServer {
       if (faulty && f.latency_ms) await new Promise((r2) => setTimeout(r2, f.latency_ms));
       if (faulty && this.faultRng.chance(f.error_500 ?? 0)) throw new ApiFail(500, 'Internal server error (injected)');
       if (faulty && this.faultRng.chance(f.error_503 ?? 0)) throw new ApiFail(503, 'Service unavailable (injected); retry, with a smaller page for large lists');
+      if (text.trim() && !/json/i.test(String(req.headers['content-type'] ?? ''))) {
+        throw new ApiFail(400, 'Request bodies are JSON: send Content-Type: application/json');
+      }
       const body = this.parseJson(text);
       const key = (method === 'POST' || method === 'PUT')
         ? (req.headers['idempotency-key'] ?? req.headers['http_idempotency_key'] ?? req.headers['http-idempotency-key']) as string | undefined

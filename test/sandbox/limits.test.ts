@@ -89,10 +89,12 @@ t.test('Errors: 422 with per-field messages in the documented body', async (t) =
 
 t.test('Errors: 400 malformed, 404 unknown, every response with a unique X-Request-ID', async (t) => {
   const c = await sandbox(t, { variants: 2 });
-  const malformed = await fetch(`${c.sb.url}/products`, { method: 'POST', headers: { Authorization: `Bearer ${c.sb.token}` }, body: '{not json' });
+  const malformed = await fetch(`${c.sb.url}/products`, { method: 'POST', headers: { Authorization: `Bearer ${c.sb.token}`, 'Content-Type': 'application/json' }, body: '{not json' });
   t.equal(malformed.status, 400);
   t.match(await malformed.json(), { error: String });
   t.equal((await c.call('POST', '/products', { name: 'unwrapped' })).status, 400, 'a write body must be wrapped under the singular key');
+  const plain = await fetch(`${c.sb.url}/products`, { method: 'POST', headers: { Authorization: `Bearer ${c.sb.token}` }, body: JSON.stringify({ product: { name: 'x' } }) });
+  t.equal(plain.status, 400, 'a body without Content-Type: application/json');
   const missing = await c.get('/variants/999999');
   t.equal(missing.status, 404);
   t.match(missing.body, { error: String });
