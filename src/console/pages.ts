@@ -23,9 +23,10 @@ const when = (d: Date | string | null | undefined) => d ? new Date(d).toISOStrin
 const json = (v: unknown) => v === null || v === undefined ? '' : JSON.stringify(v);
 const ago = (d: Date | null) => d ? `${Math.max(0, Math.round((Date.now() - new Date(d).getTime()) / 1000))} s ago` : 'never';
 
-export function layout(pc: PageContext, title: string, here: string, body: Html): Html {
+export function layout(pc: PageContext, title: string, here: string, body: Html, opts: { refreshSeconds?: number } = {}): Html {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+${opts.refreshSeconds ? html`<meta http-equiv="refresh" content="${opts.refreshSeconds}">` : ''}
 <title>${title} · commerce-sync</title><link rel="stylesheet" href="/assets/console.css"></head>
 <body>
 <header><span class="brand">commerce-sync</span>
@@ -90,7 +91,8 @@ ${c.sweeps.map((w) => html`<tr><td>${w.resource}</td><td>${when(w.lastSweepAt)}<
   return layout(pc, 'Overview', '/', html`
 ${conns.length ? html`<div class="cards">${cards}</div>` : html`<p>No connection yet. Add one with <code>commerce-sync connect</code>, or start without one for the demo sandbox.</p>`}
 <h2>Queues</h2>
-${queueTable(queues)}`);
+${queueTable(queues)}
+<p class="muted">This page refreshes every 15 seconds.</p>`, { refreshSeconds: 15 });
 }
 
 export interface LogPageInput {

@@ -17,7 +17,7 @@ export async function mount(rt: Runtime): Promise<void> {
   const { db } = rt.database;
   const tail = new SyncLogTail(rt.database.url, db, rt.log.child({ component: 'tail' }));
   await tail.start();
-  const { open, guarded, streams } = consoleRouters({
+  const { open, guarded, streams, stop: stopRouters } = consoleRouters({
     config: rt.config, log: rt.log, db, boss: rt.boss, tail, demo: () => rt.demo,
   });
   for (const rel of routeModules) {
@@ -34,16 +34,10 @@ export async function mount(rt: Runtime): Promise<void> {
   rt.app.use(guarded.routes()).use(guarded.allowedMethods());
 
   const stopSampler = startSampler(db, rt.log);
-  // Open event streams would hold the HTTP server's graceful close for its whole grace period: end them
-  // as soon as shutdown starts (the server closes before the roles' onStop steps run).
-  const endStreams = () => { for (const s of streams) s.end(); };
-  process.once('SIGINT', endStreams);
-  process.once('SIGTERM', endStreams);
   rt.onStop.push(async () => {
-    process.off('SIGINT', endStreams);
-    process.off('SIGTERM', endStreams);
     stopSampler();
-    endStreams();
+    stopRouters();
+    for (const s of streams.keys()) s.end();
     await tail.stop();
   });
   rt.afterListen.push(async () => {

@@ -1,6 +1,8 @@
 // The console's HTTP surface: pages, /api JSON, the SSE live tail and /metrics, all behind operator auth
 // (public: /login, /logout and the two static assets). Pages and API share the query functions, so the
 // console shows nothing the API cannot answer.
+import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
 import { PassThrough } from 'node:stream';
 import Router from '@koa/router';
 import bodyParser from 'koa-bodyparser';
@@ -97,9 +99,25 @@ async function optionalConnection(ctx: Context, db: Db, name: string | undefined
 
 const int = (v: string | undefined) => (v && /^\d+$/.test(v) ? Number(v) : undefined);
 
-export function consoleRouters(deps: ConsoleDeps): { open: Router; guarded: Router; streams: Set<PassThrough> } {
+/** Open event streams and the server each one came in on. */
+export type Streams = Map<PassThrough, Server | undefined>;
+
+/**
+ * Ends the event streams of a server that stopped listening. A shutdown closes the HTTP server before the
+ * roles' onStop steps run, and an open stream would otherwise hold that close for its whole grace period.
+ */
+function watchStreams(streams: Streams): NodeJS.Timeout {
+  const timer = setInterval(() => {
+    for (const [stream, server] of streams) if (server && !server.listening) stream.end();
+  }, 250);
+  timer.unref();
+  return timer;
+}
+
+export function consoleRouters(deps: ConsoleDeps): { open: Router; guarded: Router; streams: Streams; stop: () => void } {
   const { db, boss, log } = deps;
-  const streams = new Set<PassThrough>();
+  const streams: Streams = new Map();
+  const watcher = watchStreams(streams);
   const pc = (ctx: Context, extra: Partial<pages.PageContext> = {}): pages.PageContext => ({ access: accessMode(deps.config, deps.demo()), ...extra, ...noticeOf(ctx) });
 
   // --- public: assets and login ---
@@ -269,7 +287,7 @@ export function consoleRouters(deps: ConsoleDeps): { open: Router; guarded: Rout
     ctx.body = record;
   });
 
-  return { open, guarded, streams };
+  return { open, guarded, streams, stop: () => clearInterval(watcher) };
 }
 
 function noticeOf(ctx: Context): Partial<pages.PageContext> {
@@ -290,7 +308,7 @@ function safeNext(v: unknown): string {
  * (or ?after=ID, which the page passes on its first connect). The event id is the largest entry id sent
  * on this stream, so a late-committing entry with a smaller id never makes a reconnect go backwards.
  */
-async function tailStream(ctx: Context, deps: ConsoleDeps, streams: Set<PassThrough>): Promise<void> {
+async function tailStream(ctx: Context, deps: ConsoleDeps, streams: Streams): Promise<void> {
   const filter = await logFilter(ctx, deps.db);
   if (!filter) return;
   const resumeRaw = ctx.get('last-event-id') || flatQuery(ctx).after;
@@ -298,7 +316,7 @@ async function tailStream(ctx: Context, deps: ConsoleDeps, streams: Set<PassThro
   const live: LogFilter = { ...filter, afterId: undefined, limit: undefined, from: undefined, to: undefined };
 
   const stream = new PassThrough();
-  streams.add(stream);
+  streams.set(stream, (ctx.req.socket as Socket & { server?: Server }).server);
   ctx.req.socket.setTimeout(0);
   ctx.req.socket.setNoDelay(true);
   ctx.req.socket.setKeepAlive(true);
@@ -306,6 +324,9 @@ async function tailStream(ctx: Context, deps: ConsoleDeps, streams: Set<PassThro
   ctx.set('Content-Type', 'text/event-stream; charset=utf-8');
   ctx.set('Cache-Control', 'no-cache, no-transform');
   ctx.set('X-Accel-Buffering', 'no');
+  // The stream is the connection's only use: when it ends, the socket goes too (no idle keep-alive
+  // connection left to hold a server close).
+  ctx.set('Connection', 'close');
   ctx.body = stream;
 
   let maxSent = resume ?? 0;

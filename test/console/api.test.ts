@@ -123,6 +123,19 @@ t.test('live tail: filters server-side, resumes after Last-Event-ID', async (t) 
   t.same(more.map((e) => e.data.action), ['while-away']);
 });
 
+t.test('a shutdown ends open event streams instead of waiting for them', async (t) => {
+  const { base, server } = await consoleServer(t, { token: TOKEN });
+  const res = await fetch(`${base}/api/tail`, { headers: auth });
+  const reader = res.body!.getReader();
+  t.match(new TextDecoder().decode((await reader.read()).value), /retry: 2000/);
+  const closing = server.close(120_000);
+  // Ended by the console (a clean end of stream), not cut by the server's grace timeout (an error).
+  let r;
+  do r = await reader.read(); while (!r.done);
+  t.ok(r.done);
+  await closing;
+});
+
 t.test('operator auth: every console and API route refuses a request without the token', async (t) => {
   const { base, db } = await consoleServer(t, { token: TOKEN });
   const shop = await addConnection(db, 'shop');

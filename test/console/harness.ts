@@ -3,7 +3,7 @@
 import { createHmac } from 'node:crypto';
 import { createQueues } from '../../src/queue/names.ts';
 import { startBoss, stopBoss, type Boss } from '../../src/queue/boss.ts';
-import { createApp, listen } from '../../src/server.ts';
+import { createApp, listen, type Server } from '../../src/server.ts';
 import type { RoleModule, Runtime } from '../../src/runtime.ts';
 import { mount } from '../../src/console/role.ts';
 import type { Db } from '../../src/db/index.ts';
@@ -13,7 +13,7 @@ import { captureLogger } from '../support/log.ts';
 
 interface T { teardown(fn: () => unknown): void }
 
-export interface ConsoleServer { base: string; db: Db; boss: Boss; tdb: TestDatabase; rt: Runtime }
+export interface ConsoleServer { base: string; db: Db; boss: Boss; tdb: TestDatabase; rt: Runtime; server: Server }
 
 /** The signing secret deliveries to a harness with `receiver: true` are signed with. */
 export const CLIENT_SECRET = 'console-test-secret';
@@ -33,10 +33,10 @@ export async function consoleServer(t: T, opts: { token?: string; demo?: boolean
     config, log, boss, app, router, publicUrl: '', demo: opts.demo ?? false, readiness: [], afterListen: [], onStop: [],
     database: { url: tdb.url, pool: tdb.pool, db: tdb.db, close: async () => {} },
   };
-  let server: Awaited<ReturnType<typeof listen>> | undefined;
+  let server: Server | undefined;
   t.teardown(async () => {
     for (const step of [...rt.onStop].reverse()) await step();
-    await server?.close(100);
+    if (server?.http.listening) await server.close(100);
     await stopBoss(boss, false);
   });
   if (opts.receiver) {
@@ -46,7 +46,7 @@ export async function consoleServer(t: T, opts: { token?: string; demo?: boolean
   await mount(rt);
   server = await listen(app, 0, '127.0.0.1');
   rt.publicUrl = `http://127.0.0.1:${server.port}`;
-  return { base: rt.publicUrl, db: tdb.db, boss, tdb, rt };
+  return { base: rt.publicUrl, db: tdb.db, boss, tdb, rt, server };
 }
 
 export async function addConnection(db: Db, name: string, extra: { accountName?: string } = {}): Promise<number> {
