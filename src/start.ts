@@ -11,10 +11,11 @@ import { createApp, listen } from './server.ts';
 import { onShutdown } from './shutdown.ts';
 import type { RoleModule, Runtime } from './runtime.ts';
 
-const roleModules: Record<string, string> = {
-  receiver: './receiver/role.ts',
-  worker: './sync/role.ts',
-  console: './console/role.ts',
+// A role is one or more modules exporting mount(rt).
+const roleModules: Record<string, string[]> = {
+  receiver: ['./receiver/role.ts'],
+  worker: ['./sync/role.ts', './push/role.ts'],
+  console: ['./console/role.ts'],
 };
 const demoModule = './demo/index.ts';
 
@@ -36,9 +37,10 @@ export async function runRoles(ctx: CommandContext, roles: string[]): Promise<nu
     await demo.mount(rt);
   }
   for (const role of roles) {
-    if (!present(roleModules[role]!)) { log.warn({ role }, 'role not available in this build'); continue; }
-    const mod = (await import(roleModules[role]!)) as RoleModule;
-    await mod.mount(rt);
+    for (const path of roleModules[role]!) {
+      const mod = (await import(path)) as RoleModule;
+      await mod.mount(rt);
+    }
   }
   const server = await listen(app, config.PORT, config.HOST);
   rt.publicUrl = publicUrl(config, server.port);
