@@ -215,6 +215,7 @@ export interface Database {
   channel_quantities: ChannelQuantitiesTable;
   channel_quantity_changes: ChannelQuantityChangesTable;
   other_records: OtherRecordsTable;
+  channel_rules_applied: ChannelRulesAppliedTable;
 }
 
 export type Connection = Selectable<ConnectionsTable>;
@@ -318,3 +319,4 @@ export interface ChannelQuantityChangesTable {
   detail: Json | null;
 }
 export interface OtherRecordsTable extends MirrorColumns { resource: string }
+export interface ChannelRulesAppliedTable { connection_id: number; fingerprint: string; applied_at: DefaultTimestamp }

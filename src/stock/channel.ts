@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db/index.ts';
 import { logSync } from '../synclog/index.ts';
 import type { Tx } from '../sync/mirror.ts';
-import { channelQuantity, rulesFrom, withAvailable, type ChannelRules, type Component, type LocationAvailability, type VariantStock } from './rules.ts';
+import { channelQuantity, dec, fmt, rulesFrom, withAvailable, type ChannelRules, type Component, type LocationAvailability, type VariantStock } from './rules.ts';
 import type { Config } from '../config.ts';
 
 /** Why a recomputation happened, recorded with every change it makes. */
@@ -153,12 +153,36 @@ export async function recomputeChannel(db: Tx, rules: ChannelRules, connectionId
   return written;
 }
 
-/** Recomputes every mirrored variant of a connection (after the rules change). */
-export async function recomputeAll(db: Db, rules: ChannelRules, connectionId: number, cause: Cause): Promise<number> {
+/** Recomputes every mirrored variant of a connection (after the rules change); returns the number of changes. */
+export async function recomputeAll(db: Db, rules: ChannelRules, connectionId: number, cause: Cause,
+  onChanges?: (changes: ChannelChange[]) => Promise<void>): Promise<number> {
   const ids = (await db.selectFrom('variants').select('id').where('connection_id', '=', connectionId).execute()).map((r) => Number(r.id));
   let n = 0;
   for (let i = 0; i < ids.length; i += 1000) {
-    n += (await db.transaction().execute((tx) => recomputeChannel(tx, rules, connectionId, ids.slice(i, i + 1000), cause))).length;
+    const changes = await db.transaction().execute((tx) => recomputeChannel(tx, rules, connectionId, ids.slice(i, i + 1000), cause));
+    n += changes.length;
+    if (changes.length && onChanges) await onChanges(changes);
   }
+  return n;
+}
+
+export function rulesFingerprint(r: ChannelRules): string {
+  return JSON.stringify({ locations: r.locations ? [...r.locations].sort((a, b) => a - b) : null, buffer: fmt(dec(r.safetyBuffer)) });
+}
+
+/**
+ * When the rules in force (settings or the connection's channel_rules row) differ from those the stored
+ * quantities were computed with, recomputes them all (cause 'rules'). Returns the number of changes, or
+ * null when the rules had not changed.
+ */
+export async function applyRulesIfChanged(db: Db, config: Pick<Config, 'CHANNEL_LOCATIONS' | 'CHANNEL_SAFETY_BUFFER'>, connectionId: number,
+  onChanges?: (changes: ChannelChange[]) => Promise<void>): Promise<number | null> {
+  const rules = await channelRules(db, config, connectionId);
+  const fingerprint = rulesFingerprint(rules);
+  const applied = await db.selectFrom('channel_rules_applied').select('fingerprint').where('connection_id', '=', connectionId).executeTakeFirst();
+  if (applied?.fingerprint === fingerprint) return null;
+  const n = await recomputeAll(db, rules, connectionId, { kind: 'rules' }, onChanges);
+  await db.insertInto('channel_rules_applied').values({ connection_id: connectionId, fingerprint })
+    .onConflict((oc) => oc.column('connection_id').doUpdateSet({ fingerprint, applied_at: new Date() })).execute();
   return n;
 }

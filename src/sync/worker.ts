@@ -10,7 +10,7 @@ import type { Boss } from '../queue/boss.ts';
 import { createQueues, queues, type DeliveryJob } from '../queue/names.ts';
 import { metrics } from '../metrics.ts';
 import { pruneSyncLog } from '../synclog/index.ts';
-import { channelRules, type ChannelChange } from '../stock/channel.ts';
+import { applyRulesIfChanged, channelRules, type ChannelChange } from '../stock/channel.ts';
 import { postChannelChanges } from '../stock/feed.ts';
 import { consumeDeliveries } from './deliveries.ts';
 import { drainPending } from './drain.ts';
@@ -109,6 +109,7 @@ export async function startSyncWorkers(deps: WorkerDeps): Promise<void> {
       }
       case 'schedules':
         await syncSchedules(db, boss, config);
+        await applyRules({ db, boss, config, log });
         break;
       case 'pending':
         // Safety net: pending rows whose drain job was lost (a crash between commit and send) get one.
@@ -125,4 +126,14 @@ export async function startSyncWorkers(deps: WorkerDeps): Promise<void> {
   }
 
   await syncSchedules(db, boss, config);
+  await applyRules({ db, boss, config, log });
+}
+
+/** Channel rules changed (settings, or a channel_rules row): recompute the connection's quantities. */
+async function applyRules(deps: WorkerDeps): Promise<void> {
+  const connections = await deps.db.selectFrom('connections').select(['id', 'name']).where('status', '=', 'active').execute();
+  for (const c of connections) {
+    const n = await applyRulesIfChanged(deps.db, deps.config, Number(c.id), (changes) => publishChanges(deps.boss, changes));
+    if (n !== null) deps.log.info({ connection: c.name, changes: n }, 'channel rules applied');
+  }
 }

@@ -14,7 +14,7 @@ import { createQueues } from '../../src/queue/names.ts';
 import type { Runtime } from '../../src/runtime.ts';
 import { upsertRecords, replaceCompositions } from '../../src/sync/mirror.ts';
 import { resources } from '../../src/sync/resources.ts';
-import { recomputeChannel, recomputeAll, channelRules } from '../../src/stock/channel.ts';
+import { applyRulesIfChanged, recomputeChannel, recomputeAll, channelRules } from '../../src/stock/channel.ts';
 import { mountRoutes } from '../../src/stock/routes.ts';
 import { CHANNEL_SIGNATURE_HEADER } from '../../src/stock/feed.ts';
 import { publishChanges, startSyncWorkers } from '../../src/sync/worker.ts';
@@ -130,4 +130,21 @@ t.test('commerce-sync stock --json prints stock per location and the channel qua
   const one = await run(['--sku', 'SKU-2']);
   t.match(one.out, /SKU-2.*untracked/);
   t.equal((await run(['--sku', 'NOPE'])).code, 1, 'an unknown SKU exits 1');
+});
+
+t.test('changed rules are applied once to every stored quantity', async (t) => {
+  const { db } = await testDatabase(t);
+  const c = await addConnection(db);
+  const { write } = await seed(db, c.id);
+  await write([variant(1, '10'), variant(2, '4')], 'sweep');
+  const settings = { CHANNEL_LOCATIONS: '', CHANNEL_SAFETY_BUFFER: '0' };
+  t.equal(await applyRulesIfChanged(db, settings, c.id), 0, 'first time: recorded, nothing to change');
+  t.equal(await applyRulesIfChanged(db, settings, c.id), null, 'same rules: nothing done');
+  t.equal(await applyRulesIfChanged(db, { ...settings, CHANNEL_SAFETY_BUFFER: '2.0' }, c.id), 2, 'a new buffer changes both');
+  t.equal(await applyRulesIfChanged(db, { ...settings, CHANNEL_SAFETY_BUFFER: '2' }, c.id), null, '2.0 and 2 are the same rule');
+  await db.insertInto('channel_rules').values({ connection_id: c.id, location_ids: [1], safety_buffer: null }).execute();
+  t.equal(await applyRulesIfChanged(db, { ...settings, CHANNEL_SAFETY_BUFFER: '2' }, c.id), 2);
+  const q = await db.selectFrom('channel_quantity_changes').select(['variant_id', 'quantity', 'cause']).where('cause', '=', 'rules').orderBy('id').execute();
+  t.same(q, [{ variant_id: 1, quantity: '9', cause: 'rules' }, { variant_id: 2, quantity: '3', cause: 'rules' },
+    { variant_id: 1, quantity: '7', cause: 'rules' }, { variant_id: 2, quantity: '1', cause: 'rules' }]);
 });
