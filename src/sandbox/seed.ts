@@ -3,7 +3,7 @@
 // Same seed, same catalog. Seeding goes through the service with events switched off.
 import { Decimal } from 'decimal.js';
 import { Random } from './random.ts';
-import { Store, type Stock } from './store.ts';
+import { Store, Table, type Stock } from './store.ts';
 import type { Service } from './service.ts';
 
 export interface SeedOptions { seed: number; variants: number; locations: number }
@@ -123,6 +123,10 @@ export function seed(store: Store, service: Service, opts: SeedOptions): void {
       for (const id of po.purchase_order_line_item_ids) stamped(store.purchase_order_line_items.get(id)!);
     }
   });
-  // Stock touched by the history above got the current time; keep seeded variants dated in the past.
-  for (const v of store.variants.order) if (v.updated_at > at()) v.updated_at = v.created_at;
+  // Records touched by the history above (stock, parents) got the current time; date them when seeding ended.
+  const end = at();
+  for (const name of Object.keys(store) as (keyof Store)[]) {
+    const table = store[name];
+    if (table instanceof Table) for (const r of table.order) if (r.updated_at > end) r.updated_at = end;
+  }
 }

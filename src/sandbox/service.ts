@@ -107,6 +107,9 @@ export class Service {
     const v = this.store.variants.get(variantId);
     if (!v) return;
     this.touch(v);
+    // The product renders the total on hand: it changes with its variants' stock.
+    const product = this.store.products.get(v.product_id);
+    if (product) this.touch(product);
     this.fire('variant.stock_level_update', variantId);
     for (const b of this.store.bundlesOf.get(variantId) ?? []) {
       const bundle = this.store.variants.get(b);
@@ -213,6 +216,7 @@ export class Service {
       country_code: (f.country_code as string | undefined) ?? countryCode(country),
     });
     (company!.address_ids as number[]).push(row.id);
+    this.touch(company!);
     this.fire('address.create', row.id);
     return row;
   }
@@ -227,6 +231,7 @@ export class Service {
       iguana_admin: false, invitation_accepted_at: null,
     });
     (company!.contact_ids as number[]).push(row.id);
+    this.touch(company!);
     this.fire('contact.create', row.id);
     return row;
   }
@@ -347,6 +352,7 @@ export class Service {
       if (f.manage_stock !== undefined && f.manage_stock !== stockBefore) this.stockChanged(row.id);
     } else {
       Object.assign(row, f);
+      if (plural === 'products') for (const vid of row.variant_ids as number[]) { const v = this.store.variants.get(vid); if (v) this.touch(v); }
       if (plural === 'addresses' && f.country !== undefined && body.country_code === undefined) row.country_code = countryCode(f.country as string);
     }
     this.touch(row);
@@ -394,6 +400,7 @@ export class Service {
         if (company) {
           const key = plural === 'addresses' ? 'address_ids' : 'contact_ids';
           company[key] = (company[key] as number[]).filter((x) => x !== id);
+          this.touch(company);
         }
       }
       if (plural === 'invoices') this.deleteInvoice(row);
@@ -667,6 +674,7 @@ export class Service {
       (ful.fulfillment_line_item_ids as number[]).push(fli.id);
       (line.fulfillment_line_item_ids as number[]).push(fli.id);
       line._packed = (line._packed as Decimal).plus(q);
+      this.touch(line);
     }
     (order.fulfillment_ids as number[]).push(ful.id);
     this.fire('fulfillment.create', ful.id);
@@ -828,6 +836,7 @@ export class Service {
       (inv.invoice_line_item_ids as number[]).push(ili.id);
       (l.invoice_line_item_ids as number[]).push(ili.id);
       l._invoiced = D(l.quantity);
+      this.touch(l);
     });
     (order.invoice_ids as number[]).push(inv.id);
     order.invoice_numbers = { ...order.invoice_numbers, [inv.id]: number };
@@ -852,7 +861,11 @@ export class Service {
     for (const id of inv.invoice_line_item_ids as number[]) {
       const ili = this.store.invoice_line_items.get(id)!;
       const line = this.store.order_line_items.get(ili.order_line_item_id);
-      if (line) line._invoiced = (line._invoiced as Decimal).minus(D(ili.quantity));
+      if (line) {
+        line._invoiced = (line._invoiced as Decimal).minus(D(ili.quantity));
+        line.invoice_line_item_ids = (line.invoice_line_item_ids as number[]).filter((x) => x !== id);
+        this.touch(line);
+      }
       this.store.invoice_line_items.remove(id);
     }
     if (order) {

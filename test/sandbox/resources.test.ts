@@ -160,3 +160,22 @@ t.test('Endpoints: records render in the style of the real service', async (t) =
   }
   t.match(o.issued_at, /^\d{4}-\d\d-\d\d$/);
 });
+
+t.test('Common behaviour: updated_at moves whenever a record as rendered changes (incremental sweeps see it)', async (t) => {
+  const c = await sandbox(t, { variants: 30, manualClock: true });
+  await c.admin('POST', 'clock', { set: '2031-01-01T00:00:00.000Z' });
+  const since = '2031-01-01T00:00:00.000Z';
+  const o = (await c.get('/orders?limit=1')).body.orders[0];
+  await c.call('POST', `/orders/${o.id}/actions/fulfil`);
+  const lines = (await c.get(`/order_line_items?order_id=${o.id}&updated_at_min=${since}`)).body.order_line_items;
+  t.equal(lines.length, o.order_line_item_ids.length, 'shipped lines (new fulfillment_line_item_ids)');
+  const line = (await c.get(`/order_line_items/${o.order_line_item_ids[0]}`)).body.order_line_item;
+  const v = (await c.get(`/variants/${line.variant_id}`)).body.variant;
+  t.equal(v.updated_at, since, 'the variant whose stock moved');
+  t.ok((await c.get(`/products?ids=${v.product_id}&updated_at_min=${since}`)).body.products.length, 'its product (total quantity)');
+  const before = (await c.get('/variants?limit=250&updated_at_min=' + since)).body.variants.length;
+  t.ok(before >= 1);
+  const co = (await c.get('/companies?limit=1')).body.companies[0];
+  await c.call('POST', '/addresses', { address: { company_id: co.id, address1: 'x', label: 'New' } });
+  t.equal((await c.get(`/companies/${co.id}`)).body.company.updated_at, since, 'a company gaining an address');
+});
