@@ -142,6 +142,12 @@ if (which.has('sweep')) {
       routes.slice(0, 6).map(([r, n]) => `${r} ${n}`).join(', ') + (routes.length > 6 ? `, and ${routes.length - 6} more routes` : ''));
     console.log(`  time: ${secs(ms)} real; rate-limit floor ${Math.max(0, requests - 300)} sandbox s beyond the first window = ${secs((Math.max(0, requests - 300) * 1000) / TIME_SCALE)} real`);
     console.log(`  429 answers: ${stats.rate_limited}`);
+    // Steady state: the same sweep again finds nothing to write.
+    const before2 = await apiRequests(loop);
+    const started2 = Date.now();
+    const again = await sweepNow(loop, true);
+    console.log(`  again (steady state): ${(await apiRequests(loop)) - before2} requests, drift ${again.drift}, ${secs(Date.now() - started2)} real ` +
+      `(the first sweep also wrote ${r.channelChanges} first channel quantities, their sync-log entries and channel-stock jobs)`);
   });
 }
 
