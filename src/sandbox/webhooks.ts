@@ -21,6 +21,8 @@ export interface DeliveryFaults { drop?: number; duplicate?: number; reorder?: n
 
 interface Delivery {
   id: string; webhookId: number; event: string; objectId: number; url: string; body: string; attempt: number; dueAt: number;
+  /** Store generation it belongs to: after a reset, answers to old deliveries touch no new subscription. */
+  generation: number;
 }
 
 export interface AttemptLog { id: string; event: string; object_id: number; url: string; status: number | string; attempt: number; at: string }
@@ -35,6 +37,9 @@ export class Deliveries {
   private ready: Delivery[] = [];
   private head = 0;
   private waiting: Delivery[] = [];
+  /** Earliest dueAt in `waiting` (Infinity when empty), so a pump scans it only when something is due. */
+  private nextDue = Infinity;
+  private generation = 0;
   private held: Delivery[] = [];
   private inflight = 0;
   private timer: NodeJS.Timeout | null = null;
@@ -62,7 +67,7 @@ export class Deliveries {
     const { event: plural, resource } = pluralEvent(event);
     const now = this.deps.clock.now();
     const body = JSON.stringify({ object_id: objectId, event: plural, timestamp: Math.floor(now / 1000), resource_url: `${this.deps.baseUrl()}/${resource}/${objectId}.json` });
-    for (const w of subs) this.ready.push({ id: randomUUID(), webhookId: w.id, event: plural, objectId, url: w.address, body, attempt: 0, dueAt: now });
+    for (const w of subs) this.ready.push({ id: randomUUID(), webhookId: w.id, event: plural, objectId, url: w.address, body, attempt: 0, dueAt: now, generation: this.generation });
     this.pump();
   }
 
@@ -76,6 +81,7 @@ export class Deliveries {
     for (const d of this.waiting) this.ready.push(d);
     for (const d of this.held) this.ready.push(d);
     this.waiting = [];
+    this.nextDue = Infinity;
     this.held = [];
     this.pump();
     await this.whenIdle();
@@ -89,7 +95,8 @@ export class Deliveries {
   }
 
   clear(): void {
-    this.ready = []; this.head = 0; this.waiting = []; this.held = [];
+    this.ready = []; this.head = 0; this.waiting = []; this.nextDue = Infinity; this.held = [];
+    this.generation++;
   }
 
   close(): void {
@@ -104,10 +111,15 @@ export class Deliveries {
   private pump(): void {
     if (this.closed) return;
     const now = this.deps.clock.now();
-    if (this.waiting.length) {
+    if (this.waiting.length && now >= this.nextDue) {
       const still: Delivery[] = [];
-      for (const d of this.waiting) (d.dueAt <= now ? this.ready : still).push(d);
+      let next = Infinity;
+      for (const d of this.waiting) {
+        if (d.dueAt <= now) this.ready.push(d);
+        else { still.push(d); if (d.dueAt < next) next = d.dueAt; }
+      }
       this.waiting = still;
+      this.nextDue = next;
     }
     while (this.inflight < CONCURRENCY && this.head < this.ready.length) {
       const d = this.ready[this.head++]!;
@@ -125,8 +137,7 @@ export class Deliveries {
   private schedule(): void {
     if (this.timer) { clearTimeout(this.timer); this.timer = null; }
     if (!this.waiting.length) return;
-    const next = Math.min(...this.waiting.map((d) => d.dueAt));
-    const delay = this.deps.clock.realDelay(next);
+    const delay = this.deps.clock.realDelay(this.nextDue);
     if (delay === null) return;
     this.timer = setTimeout(() => { this.timer = null; this.pump(); }, Math.min(Math.max(5, Math.ceil(delay)), 2 ** 31 - 1));
     this.timer.unref();
@@ -134,7 +145,7 @@ export class Deliveries {
 
   private dispatch(d: Delivery): void {
     const store = this.deps.store();
-    if (!store.webhooks.get(d.webhookId)) return; // subscription deleted meanwhile
+    if (d.generation !== this.generation || !store.webhooks.get(d.webhookId)) return; // subscription gone meanwhile
     const f = this.faults;
     const rng = this.deps.rng;
     if (d.attempt === 0 && rng.chance(f.drop ?? 0)) {
@@ -206,7 +217,7 @@ export class Deliveries {
     const status = await this.post(d);
     this.record(d, status);
     const store = this.deps.store();
-    const hook = store.webhooks.get(d.webhookId);
+    const hook = d.generation === this.generation ? store.webhooks.get(d.webhookId) : undefined;
     if (typeof status === 'number' && status >= 200 && status < 400) {
       this.stats.succeeded++;
       if (hook) hook._failingSince = null;
@@ -221,6 +232,7 @@ export class Deliveries {
     const wait = Math.min(RETRY_BASE_S * 2 ** (d.attempt - 1), RETRY_CAP_S);
     d.dueAt = now + wait * 1000;
     this.waiting.push(d);
+    if (d.dueAt < this.nextDue) this.nextDue = d.dueAt;
   }
 
   private unsubscribe(hook: Row, why: string): void {
