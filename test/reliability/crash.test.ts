@@ -49,7 +49,7 @@ t.test('kill -9 of receiver, worker and PostgreSQL under load: nothing acknowled
   const receiver = await world.spawn('receiver');
   world.setReceivers([receiver]);
   const workers = [await world.spawn('worker'), await world.spawn('worker')];
-  const stopLoad = steadyLoad(shop!, 12);
+  const stopLoad = steadyLoad(t, shop!, 12);
   const ackedAtLeast = (n: number, what: string) => until(what, () => world.proxy.acked.size >= n ? true : `${world.proxy.acked.size} acknowledged`, 40_000);
 
   await ackedAtLeast(40, 'deliveries flowing');

@@ -128,8 +128,9 @@ export { until };
  * Steady merchant activity at the sandbox (operations per second, through the same code paths as the API,
  * so each fires webhooks). Returns a stop function that resolves once the last batch is done.
  */
-export function steadyLoad(shop: Shop, perSecond: number, kinds?: string[]): () => Promise<void> {
+export function steadyLoad(t: Teardown, shop: Shop, perSecond: number, kinds?: string[]): () => Promise<void> {
   let stopped = false;
+  t.teardown(() => { stopped = true; });
   let due = 0;
   let performed = 0;
   const loop = (async () => {
