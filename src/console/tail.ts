@@ -1,7 +1,8 @@
 // The live tail: one dedicated PostgreSQL connection LISTENs on `sync_log` (logSync NOTIFYs the newest id
 // of each batch), reads the new rows once and fans them out to every subscriber whose filter matches.
 // Ids are handed out before commit, so a row can commit after a higher id was already read: the gap ids
-// are remembered for a while and read again, so a late commit still reaches the tail.
+// are remembered for a while and read again, so a late commit still reaches the tail. A slow poll backs
+// up the notifications.
 import pg from 'pg';
 import type { Db } from '../db/index.ts';
 import type { Logger } from '../log.ts';
@@ -10,6 +11,7 @@ import { latestSyncLogId, matchesFilter, syncLogAfter, type LogFilter, type LogR
 const GAP_KEEP_MS = 30_000;
 const MAX_GAPS = 2000;
 const BATCH = 1000;
+const POLL_MS = 2000;
 
 interface Subscriber { filter: LogFilter; send: (row: LogRow) => void }
 
@@ -25,6 +27,7 @@ export class SyncLogTail {
   private again = false;
   private stopped = false;
   private retry: NodeJS.Timeout | null = null;
+  private poll: NodeJS.Timeout | null = null;
 
   constructor(url: string, db: Db, log: Logger) {
     this.url = url;
@@ -36,6 +39,9 @@ export class SyncLogTail {
   async start(): Promise<void> {
     this.lastId = await latestSyncLogId(this.db);
     await this.connect();
+    // A writer that inserts without NOTIFY (or a notification lost with a connection) still shows up.
+    this.poll = setInterval(() => { void this.drain(); }, POLL_MS);
+    this.poll.unref();
   }
 
   private async connect(): Promise<void> {
@@ -79,6 +85,12 @@ export class SyncLogTail {
       try {
         do {
           this.again = false;
+          if (!this.subscribers.size) {
+            // Nobody is watching: skip ahead instead of reading rows for no one.
+            this.lastId = Math.max(this.lastId, await latestSyncLogId(this.db));
+            this.gaps.clear();
+            break;
+          }
           const now = Date.now();
           for (const [id, since] of this.gaps) if (now - since > GAP_KEEP_MS) this.gaps.delete(id);
           const rows = await syncLogAfter(this.db, this.lastId, [...this.gaps.keys()], BATCH);
@@ -121,6 +133,7 @@ export class SyncLogTail {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.retry) clearTimeout(this.retry);
+    if (this.poll) clearInterval(this.poll);
     this.subscribers.clear();
     const client = this.client;
     this.client = null;

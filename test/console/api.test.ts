@@ -121,6 +121,12 @@ t.test('live tail: filters server-side, resumes after Last-Event-ID', async (t) 
   const again = await fetch(`${base}/api/tail?connection=shop&sku=A-1`, { headers: { ...auth, 'last-event-id': lastId }, signal: ctl.signal });
   const more = await readEvents(again, (ev) => ev.length >= 1);
   t.same(more.map((e) => e.data.action), ['while-away']);
+
+  // An entry written without NOTIFY still arrives (the tail also polls).
+  const quiet = await fetch(`${base}/api/tail?connection=shop`, { headers: auth, signal: ctl.signal });
+  const reading2 = readEvents(quiet, (ev) => ev.length >= 1);
+  await db.insertInto('sync_log').values({ connection_id: shop, action: 'no-notify', outcome: 'ok' }).execute();
+  t.same((await reading2).map((e) => e.data.action), ['no-notify']);
 });
 
 t.test('a shutdown ends open event streams instead of waiting for them', async (t) => {
