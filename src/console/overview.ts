@@ -2,12 +2,14 @@
 // we, how much API budget is left, what did the last sweep find, what failed. Shared by the console's
 // overview page, /api/overview, /metrics and `commerce-sync status`.
 import { sql } from 'kysely';
+import { rollover } from '../api/budget.ts';
 import type { Db } from '../db/index.ts';
 import { queueDepths, type QueueDepth } from './queues.ts';
 
 export interface BudgetState {
   limit: number;
-  /** Requests left now: the stored count, or the whole limit once the window has reset. */
+  /** Requests that may still be sent in this window: the service's count (the whole limit once a known reset
+   * has passed) less the requests in flight. */
   remaining: number;
   resetAt: Date;
   inFlight: number;
@@ -84,11 +86,16 @@ export async function connectionOverviews(db: Db, onlyId?: number): Promise<Conn
     const errorsLastHour = errors.rows.find((r) => r.connection_id === c.id)?.n ?? 0;
     const lagSeconds = Math.round(Number(d?.lag ?? 0));
     const latest = (xs: (Date | null)[]) => xs.reduce<Date | null>((m, x) => (x && (!m || x > m) ? x : m), null);
-    const budget: BudgetState | null = b ? {
-      limit: b.request_limit,
-      remaining: new Date(b.reset_at).getTime() <= now ? b.request_limit : b.remaining,
-      resetAt: new Date(b.reset_at), inFlight: b.in_flight, accountingErrors: b.accounting_errors,
-    } : null;
+    let budget: BudgetState | null = null;
+    if (b) {
+      // The client's own model (src/api/budget.ts): a known reset that has passed starts a fresh window, and
+      // requests in flight are spent already.
+      const s = rollover({ limit: b.request_limit, remaining: b.remaining, resetAt: new Date(b.reset_at).getTime(), resetKnown: b.reset_known }, now);
+      budget = {
+        limit: s.limit, remaining: Math.max(0, s.remaining - b.in_flight), resetAt: new Date(b.reset_at), inFlight: b.in_flight,
+        accountingErrors: b.accounting_errors,
+      };
+    }
     return {
       id: c.id, name: c.name, accountName: c.account_name, baseUrl: c.base_url, status: c.status, statusReason: c.status_reason,
       health: c.status !== 'active' ? 'down' : errorsLastHour > 0 || lagSeconds > LAG_DEGRADED_SECONDS ? 'degraded' : 'ok',

@@ -14,6 +14,8 @@ t.test('JSON API answers the operator questions', async (t) => {
   const other = await addConnection(db, 'other');
   await addVariant(db, shop, { id: 11, sku: 'SKU-11', stock: [{ location: 1, onHand: '5.5', committed: '1' }, { location: 2, onHand: '2' }] });
   await db.insertInto('api_budgets').values({ connection_id: shop, request_limit: 300, remaining: 123, reset_at: new Date(Date.now() + 60_000) }).execute();
+  // A window whose known reset has passed is full again, less the requests in flight.
+  await db.insertInto('api_budgets').values({ connection_id: other, request_limit: 300, remaining: 0, reset_at: new Date(Date.now() - 1000), reset_known: true, in_flight: 2 }).execute();
   await addDelivery(db, shop, { state: 'queued', objectId: 11 });
   await addDelivery(db, other, { state: 'failed', error: 'boom' });
   await logSync(db, [
@@ -29,7 +31,7 @@ t.test('JSON API answers the operator questions', async (t) => {
     const s = body.connections.find((c) => c.name === 'shop')!;
     t.match(s, { queuedDeliveries: 1, errorsLastHour: 1, health: 'degraded', budget: { remaining: 123, limit: 300 } });
     t.ok((s.lagSeconds as number) >= 0);
-    t.match(body.connections.find((c) => c.name === 'other'), { failedDeliveries: 1, budget: null });
+    t.match(body.connections.find((c) => c.name === 'other'), { failedDeliveries: 1, budget: { remaining: 298, inFlight: 2 } });
     t.ok(body.queues.some((q) => q.queue === 'deliveries-dead'));
   });
 
