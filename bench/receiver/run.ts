@@ -5,6 +5,7 @@
 //   node_modules/.bin/node bench/receiver/run.ts [--duration 10] [--connections 50] [--queued 1000000]
 // Uses DATABASE_URL when set (a server you own: it creates and drops a database), else an embedded PostgreSQL.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createHmac } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -32,12 +33,14 @@ const log = createLogger('warn', { destination: process.stderr, pretty: false })
 
 let adminUrl = process.env.DATABASE_URL ?? '';
 let stopDb = async () => {};
+let postmaster: number | undefined;
 let dataDir: string | undefined;
 if (!adminUrl) {
   dataDir = await mkdtemp(join(os.tmpdir(), 'cs-bench-receiver-'));
   const embedded = await startEmbedded(dataDir, log, 'postgres');
   adminUrl = embedded.adminUrl;
   stopDb = embedded.stop;
+  postmaster = embedded.pid;
 }
 const dbName = `cs_bench_receiver_${process.pid}`;
 const withDb = (name: string) => { const u = new URL(adminUrl); u.pathname = `/${name}`; return u.toString(); };
@@ -90,15 +93,38 @@ function load(port: number, seconds: number): Promise<autocannon.Result> {
   });
 }
 
-interface Row { name: string; rps: number; p50: number; p99: number; ok: number; other: number; stored: string; load: string }
+interface Row { name: string; rps: number; p50: number; p99: number; ok: number; other: number; stored: string; load: string; cpu: string; capacity: number }
 const rows: Row[] = [];
 const jobsQueued = async () => Number((await pool.query(`SELECT count(*) AS n FROM pgboss.job WHERE name = 'deliveries' AND state = 'created'`)).rows[0].n);
 
+// CPU seconds actually used, read from /proc: a measure the other tenants of a shared machine do not distort
+// (they only add waiting). Per delivery it gives the rate 2 idle cores could sustain.
+function procCpu(pid: number): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100; // utime + stime, in clock ticks of 1/100 s
+  } catch { return 0; }
+}
+function postgresCpu(): number {
+  if (!postmaster) return 0;
+  let total = procCpu(postmaster);
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const f = readFileSync(`/proc/${d}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      if (Number(f[1]) === postmaster) total += (Number(f[11]) + Number(f[12])) / 100;
+    } catch { /* gone */ }
+  }
+  return total;
+}
+const selfCpu = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1e6; };
+
 /** Rows and jobs in one snapshot (a batch commits both at once, so two queries could straddle one). */
-async function stored(): Promise<{ rows: number; jobs: number }> {
+async function stored(): Promise<{ rows: number; jobs: number; txns: number }> {
   const r = (await pool.query(`SELECT (SELECT count(*) FROM webhook_deliveries) AS rows,
-    (SELECT count(*) FROM pgboss.job WHERE name = 'deliveries') AS jobs`)).rows[0];
-  return { rows: Number(r.rows), jobs: Number(r.jobs) };
+    (SELECT count(*) FROM pgboss.job WHERE name = 'deliveries') AS jobs,
+    (SELECT count(DISTINCT xmin::text) FROM webhook_deliveries) AS txns`)).rows[0];
+  return { rows: Number(r.rows), jobs: Number(r.jobs), txns: Number(r.txns) };
 }
 
 async function scenario(name: string, target: string): Promise<void> {
@@ -108,15 +134,21 @@ async function scenario(name: string, target: string): Promise<void> {
   await new Promise((r) => setTimeout(r, 500)); // let the warm-up's last commits land
   const before = await stored();
   const loadBefore = os.loadavg()[0]!;
+  const cpu0 = [procCpu(child.pid!), postgresCpu(), selfCpu()];
   const r = await load(port, duration);
+  const cpu1 = [procCpu(child.pid!), postgresCpu(), selfCpu()];
   const loadAfter = os.loadavg()[0]!;
+  const perDelivery = cpu1.map((v, i) => ((v - cpu0[i]!) / Math.max(1, r['2xx'])) * 1e6);
   await stopTarget(child);
   const after = await stored();
   const ok = r['2xx'];
   rows.push({
     name, rps: ok / duration, p50: r.latency.p50, p99: r.latency.p99, ok, other: r.non2xx + r.errors + r.timeouts,
-    stored: target === 'bare' ? '-' : `${after.rows - before.rows} rows, ${after.jobs - before.jobs} jobs`,
+    stored: target === 'bare' ? '-' : `${after.rows - before.rows} rows, ${after.jobs - before.jobs} jobs` +
+      (target === 'receiver' ? `, ${((after.rows - before.rows) / Math.max(1, after.txns - before.txns)).toFixed(1)} per transaction` : ''),
     load: `${loadBefore.toFixed(1)}/${loadAfter.toFixed(1)}`,
+    cpu: perDelivery.map((v) => v.toFixed(0)).join('/'),
+    capacity: 2e6 / perDelivery.reduce((a, b) => a + b, 0),
   });
   console.error(`${name}: ${(ok / duration).toFixed(0)}/s p50 ${r.latency.p50} ms p99 ${r.latency.p99} ms (load ${loadBefore.toFixed(1)} -> ${loadAfter.toFixed(1)})`);
 }
@@ -140,6 +172,7 @@ async function fillQueue(target: number): Promise<number> {
 try {
   await scenario('(b) bare Koa, answers 200', 'bare');
   await scenario('(c) naive: boss.send per request', 'naive');
+  await scenario('(d) read + verify + parse, no database', 'verify');
   await scenario('(a) receiver, group commit', 'receiver');
   if (!args.only || args.only.startsWith('(a)')) {
     await fillQueue(queuedTarget);
@@ -160,8 +193,10 @@ console.log(`load: autocannon, ${connections} connections, ${duration} s per sce
 console.log(`postgres: synchronous_commit=${settings.synchronous_commit} fsync=${settings.fsync} wal_sync_method=${settings.wal_sync_method} shared_buffers=${settings.shared_buffers}`);
 console.log(`receiver settings: WEBHOOK_BATCH_SIZE=${process.env.WEBHOOK_BATCH_SIZE ?? 'default'} WEBHOOK_BATCH_WAIT_MS=${process.env.WEBHOOK_BATCH_WAIT_MS ?? 'default'} WEBHOOK_COMMIT_CONCURRENCY=${process.env.WEBHOOK_COMMIT_CONCURRENCY ?? 'default'}`);
 console.log('load avg: 1-minute load average before/after the measured run (the machine is shared; above 2 the figures include waiting for CPU)');
+console.log('cpu us/delivery: CPU time per acknowledged delivery of the server process / PostgreSQL (all its processes) / the load generator;');
+console.log('2-core capacity: 2 CPU-seconds per second divided by their sum, the rate this work could reach on 2 otherwise idle cores');
 console.log('');
-const header = ['scenario', 'deliveries/s', 'p50 ms', 'p99 ms', '2xx', 'other', 'load avg', 'stored'];
-const table = [header, ...rows.map((r) => [r.name, r.rps.toFixed(0), String(r.p50), String(r.p99), String(r.ok), String(r.other), r.load, r.stored])];
+const header = ['scenario', 'deliveries/s', 'p50 ms', 'p99 ms', '2xx', 'other', 'load avg', 'cpu us/delivery', '2-core capacity/s', 'stored'];
+const table = [header, ...rows.map((r) => [r.name, r.rps.toFixed(0), String(r.p50), String(r.p99), String(r.ok), String(r.other), r.load, r.cpu, r.capacity.toFixed(0), r.stored])];
 const widths = header.map((_, c) => Math.max(...table.map((r) => r[c]!.length)));
 for (const r of table) console.log(r.map((cell, c) => c === 0 || c === r.length - 1 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!)).join('  '));

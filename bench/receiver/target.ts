@@ -2,6 +2,7 @@
 //   receiver  our receiver (role.ts mounted as `start` mounts it): verify, group commit row + job + sync log
 //   bare      a bare Koa handler answering 200
 //   naive     verify the signature, then one boss.send per request (no delivery row, no batching)
+//   verify    (diagnostic) our read + verify + parse without the database, answering 200
 // Prints `READY <port>` when listening; SIGTERM stops it gracefully.
 import Koa from 'koa';
 import Router from '@koa/router';
@@ -25,6 +26,19 @@ if (scenario === 'bare') {
   app = new Koa();
   const router = new Router();
   router.post('/webhooks/:connection', (ctx) => { ctx.body = { ok: true }; });
+  app.use(router.routes());
+} else if (scenario === 'verify') {
+  // Diagnostic: our receiver's whole request path except the database (read, verify, parse), answering 200.
+  const { readRawBody } = await import('../../src/receiver/body.ts');
+  const { verifySignature, signingSecrets } = await import('../../src/receiver/verify.ts');
+  const { parseDelivery } = await import('../../src/receiver/payload.ts');
+  app = new Koa();
+  const router = new Router();
+  router.post('/webhooks/:connection', async (ctx) => {
+    const raw = await readRawBody(ctx.req, config.WEBHOOK_BODY_LIMIT);
+    if (!verifySignature(raw, ctx.get('x-service-signature'), signingSecrets(config))) { ctx.status = 401; return; }
+    ctx.body = { ok: parseDelivery(raw).ok };
+  });
   app.use(router.routes());
 } else if (scenario === 'naive') {
   const boss = await startBoss(url, log, { supervise: false, schedule: false, max: 10 });
