@@ -1,7 +1,6 @@
 // What each resource accepts and how it is listed: writable fields with their types, required fields,
 // list filters, sideloads and the default status filter. The domain rules live in service.ts.
-import { invalid, type Row, type Store } from './store.ts';
-import { parseDecimal } from './store.ts';
+import { invalid, parseDecimal, type Row, type Store } from './store.ts';
 
 export type FieldType = 'int' | 'string' | 'bool' | 'decimal' | 'strings' | 'date' | 'any';
 

@@ -2,7 +2,7 @@
 // go through these, so every change moves stock the same way and fires the same events.
 import { Decimal } from 'decimal.js';
 import { ApiFail, D, invalid, parseDecimal, qty1, ZERO, type Row, type Stock, type Store } from './store.ts';
-import { RESOURCES, parseDate, pickFields } from './resources.ts';
+import { RESOURCES, pickFields } from './resources.ts';
 import { knownEvents, type EventsMode } from './events.ts';
 import type { Clock } from './clock.ts';
 
@@ -183,8 +183,12 @@ export class Service {
 
   // ---- simple resources ----------------------------------------------------------------------------------
 
+  private nullsCache = new Map<string, Record<string, null>>();
+  /** Every writable field of a resource as null: a new record renders all its fields. */
   private nulls(plural: string): Record<string, null> {
-    return Object.fromEntries(Object.keys(RESOURCES[plural]!.writable).map((k) => [k, null]));
+    let n = this.nullsCache.get(plural);
+    if (!n) this.nullsCache.set(plural, (n = Object.fromEntries(Object.keys(RESOURCES[plural]!.writable).map((k) => [k, null]))));
+    return n;
   }
 
   createCompany(body: Body): Row {
@@ -1188,4 +1192,3 @@ function countryCode(country: string | null | undefined): string | null {
   return COUNTRY_CODES[country.toLowerCase()] ?? null;
 }
 
-export { parseDate };
