@@ -184,6 +184,14 @@ export class Service {
   // ---- simple resources ----------------------------------------------------------------------------------
 
   private nullsCache = new Map<string, Record<string, null>>();
+  private variantNullsCache: Record<string, null> | null = null;
+  private variantNulls(): Record<string, null> {
+    if (!this.variantNullsCache) {
+      const { buy_price: _b, retail_price: _r, wholesale_price: _w, ...rest } = this.nulls('variants');
+      this.variantNullsCache = rest;
+    }
+    return this.variantNullsCache;
+  }
   /** Every writable field of a resource as null: a new record renders all its fields. */
   private nulls(plural: string): Record<string, null> {
     let n = this.nullsCache.get(plural);
@@ -298,15 +306,16 @@ export class Service {
       buy: (f.buy_price as string | undefined) ?? null, retail: (f.retail_price as string | undefined) ?? null,
       wholesale: (f.wholesale_price as string | undefined) ?? null,
     };
-    delete f.buy_price; delete f.retail_price; delete f.wholesale_price;
+    // Prices live in _prices (rendered as *_price, prices, variant_prices); no delete on the row, which would
+    // turn 100,000 records into slow dictionary-mode objects.
+    const { buy_price: _b, retail_price: _r, wholesale_price: _w, ...fields } = f;
     const row = this.store.variants.insert({
-      ...this.stamp(), ...this.nulls('variants'), default_ledger_account_id: null, composite: false, is_online: false,
+      ...this.stamp(), ...this.variantNulls(), default_ledger_account_id: null, composite: false, is_online: false,
       keep_selling: false, manage_stock: true, online_ordering: false, sellable: true, taxable: true,
       last_cost_price: cost ? qty1(cost) : null, moving_average_cost: cost ? cost.toString() : null,
       position: (product!.variant_ids as number[]).length + 1, name: product!.name, sku: null, status: 'active',
-      image_ids: [], online_id: null, reorder_point: null, ...f, _prices: prices, _stock: new Map<number, Stock>(),
+      image_ids: [], online_id: null, reorder_point: null, ...fields, _prices: prices, _stock: new Map<number, Stock>(),
     });
-    delete row.buy_price; delete row.retail_price; delete row.wholesale_price;
     if (!row.composite) {
       const stock = row._stock as Map<number, Stock>;
       if (!levels.length) levels.push([this.store.account.primary_location_id, ZERO]);
