@@ -24,6 +24,14 @@ t.test('Limits: rate limit with the three X-Rate-Limit headers and 429 until the
   t.equal(again.headers.get('x-rate-limit-remaining'), '4');
 });
 
+t.test('Limits: every API response carries the rate headers and X-Request-ID, errors included', async (t) => {
+  const c = await sandbox(t, { variants: 2 });
+  for (const r of [await c.get('/variants'), await c.get('/variants/1'), await c.call('POST', '/companies', { company: {} }), await c.get('/nowhere')]) {
+    t.ok(r.headers.get('x-request-id'), `${r.status} has X-Request-ID`);
+    for (const h of ['x-rate-limit-limit', 'x-rate-limit-remaining', 'x-rate-limit-reset']) t.match(r.headers.get(h), /^\d+$/, `${r.status} has ${h}`);
+  }
+});
+
 t.test('Limits: the rate window shrinks with the time scale; its reset is in real seconds', async (t) => {
   const c = await sandbox(t, { variants: 2, rateLimit: 2, timeScale: 100 }); // 300 s window = 3 real seconds
   await c.get('/variants');

@@ -190,6 +190,12 @@ t.test('Events: delivery faults drop, duplicate, reorder and corrupt signatures'
   const second = (await c.call('POST', '/products', { product: { name: 'second' } })).body.product.id;
   await rx.waitFor(5);
   t.same(rx.got.slice(3).map((g) => g.json.object_id), [second, first], 'arrive swapped');
+  await c.admin('POST', 'faults', { deliveries: { delay_ms: 300 } });
+  const sent = Date.now();
+  await c.call('POST', '/products', { product: { name: 'late' } });
+  await rx.waitFor(6);
+  t.equal(rx.got.length, 6, 'a delayed delivery still arrives');
+  t.ok(Date.now() - sent >= 290, 'not before its delay');
   await c.admin('POST', 'faults', {});
   const stats = (await c.admin('GET', 'stats')).body.deliveries;
   t.match(stats, { attempted: Number, succeeded: Number, failed: 0, pending: 0 });
