@@ -1,16 +1,12 @@
 // The receiver role: POST /webhooks/:connection on the shared server (no operator auth: deliveries are
 // authenticated by their signature), its own small pool so workers cannot starve acknowledgements, and
 // webhook subscription sync for every active connection once the public URL is known.
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { createDb, createPool } from '../db/index.ts';
 import type { Connection } from '../db/schema.ts';
 import { createQueues } from '../queue/names.ts';
 import type { Runtime } from '../runtime.ts';
 import { createReceiver } from './receiver.ts';
 import { syncWebhooks } from './subscriptions.ts';
-
-const clientPresent = () => existsSync(fileURLToPath(new URL('../api/connections.ts', import.meta.url)));
 
 export async function mount(rt: Runtime): Promise<void> {
   const { config, log } = rt;
@@ -26,7 +22,13 @@ export async function mount(rt: Runtime): Promise<void> {
     await receiver.close();
     await db.destroy();
   });
-  rt.afterListen.push(() => syncAllWebhooks(rt));
+  // In the background: an unreachable service (retries, backoff) must not hold start up; deliveries are
+  // accepted meanwhile. Shutdown gives it a moment to finish rather than cut it off mid-call.
+  let syncing: Promise<void> = Promise.resolve();
+  rt.afterListen.push(async () => {
+    syncing = syncAllWebhooks(rt).catch((err) => log.warn({ err }, 'webhook subscription sync failed'));
+  });
+  rt.onStop.push(() => Promise.race([syncing, new Promise<void>((r) => setTimeout(r, 2000).unref())]));
   if (!config.COMMERCE_CLIENT_SECRET && !config.COMMERCE_CLIENT_SECRET_PREVIOUS) {
     log.warn('COMMERCE_CLIENT_SECRET is empty: every delivery will be refused with 401');
   }
@@ -34,7 +36,6 @@ export async function mount(rt: Runtime): Promise<void> {
 
 /** Subscription sync for each active connection; a failure is logged, never fatal to start. */
 export async function syncAllWebhooks(rt: Pick<Runtime, 'config' | 'log' | 'database' | 'publicUrl'>): Promise<void> {
-  if (!clientPresent()) { rt.log.warn('webhook subscriptions not synced: the API client is not in this build'); return; }
   const connections = await rt.database.db.selectFrom('connections').selectAll().where('status', '=', 'active').execute();
   for (const connection of connections as Connection[]) {
     try {
