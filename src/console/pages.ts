@@ -186,6 +186,13 @@ export function variantPage(pc: PageContext, r: VariantRecord): Html {
 ${r.stock.length ? r.stock.map((s) => html`<tr><td>${s.location ?? `location ${s.locationId}`}</td><td class="num">${s.onHand}</td><td class="num">${s.committed}</td><td class="num">${s.available}</td><td class="num">${s.incoming}</td><td class="mono at">${when(s.updatedAt ?? s.syncedAt)}</td></tr>`)
     : html`<tr><td colspan="6" class="muted">No stock levels mirrored.</td></tr>`}
 </tbody></table>
+<h2>Stock history</h2>
+<table id="stock-history"><thead><tr><th>At (UTC)</th><th>Changes</th><th>Cause</th><th>Delivery</th></tr></thead><tbody>
+${r.stockHistory.length ? r.stockHistory.map((h) => html`<tr><td class="mono at">${when(h.at)}</td>
+<td>${h.changes.map((c) => html`<div>${locationName(r, c.locationId)}: ${c.field.replace('_', ' ')} ${c.before ?? '-'} → ${c.after ?? '-'}</div>`)}</td>
+<td>${h.cause ?? h.action}</td><td class="mono">${h.deliveryId ?? ''}</td></tr>`)
+    : html`<tr><td colspan="4" class="muted">No stock changes logged.</td></tr>`}
+</tbody></table>
 <h2>Channel quantity history</h2>
 <table id="channel-history"><thead><tr><th>At (UTC)</th><th class="num">Before</th><th class="num">After</th><th>Cause</th><th>Delivery</th><th>Detail</th></tr></thead><tbody>
 ${r.channelHistory.length ? r.channelHistory.map((c) => html`<tr><td class="mono at">${when(c.at)}</td><td class="num">${c.beforeQuantity ?? ''}</td><td class="num">${c.tracked ? c.quantity ?? '' : 'not tracked'}</td><td>${c.cause}</td><td class="mono">${c.deliveryId ?? ''}</td><td class="mono json">${json(c.detail)}</td></tr>`)
@@ -196,6 +203,10 @@ ${r.channelHistory.length ? r.channelHistory.map((c) => html`<tr><td class="mono
 <table id="history"><thead><tr><th>At (UTC)</th><th>Connection</th><th>Resource</th><th>Record</th><th>SKU</th><th>Action</th><th>Outcome</th><th>Before</th><th>After</th><th class="num">ms</th><th>Error / detail</th></tr></thead><tbody>
 ${r.log.length ? logRowsHtml(r.log) : html`<tr><td colspan="11" class="muted">No entries.</td></tr>`}
 </tbody></table>`);
+}
+
+function locationName(r: VariantRecord, id: number): string {
+  return r.stock.find((s) => s.locationId === id)?.location ?? `location ${id}`;
 }
 
 export function notFoundPage(pc: PageContext, what: string): Html {

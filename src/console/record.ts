@@ -13,7 +13,52 @@ export interface VariantRecord {
   channel: { quantity: string | null; tracked: boolean; backorderable: boolean; bundle: boolean; computedAt: Date } | null;
   channelHistory: { id: number; at: Date; beforeQuantity: string | null; quantity: string | null; tracked: boolean; cause: string;
     deliveryId: string | null; deliveryRowId: number | null; jobId: string | null; detail: unknown }[];
+  /** Changes of the per-location figures, read from the sync log's before/after snapshots, newest first. */
+  stockHistory: StockChange[];
   log: LogRow[];
+}
+
+export interface StockChange {
+  at: Date;
+  logId: number;
+  action: string;
+  cause: string | null;
+  deliveryId: string | null;
+  changes: { locationId: number; field: 'on_hand' | 'committed' | 'incoming' | 'available'; before: string | null; after: string | null }[];
+}
+
+type Snapshot = { locations?: { location_id?: unknown; on_hand?: unknown; committed?: unknown; incoming?: unknown; available?: unknown }[] };
+
+/** A stock snapshot as the sync engine logs it; tolerates one level of JSON-in-a-string. */
+function snapshot(v: unknown): Snapshot | null {
+  if (typeof v === 'string') { try { v = JSON.parse(v); } catch { return null; } }
+  return v && typeof v === 'object' && Array.isArray((v as Snapshot).locations) ? v as Snapshot : null;
+}
+
+const fields = ['on_hand', 'committed', 'incoming', 'available'] as const;
+
+/** Per-location differences between the before and after snapshots of log entries. */
+export function stockChanges(log: LogRow[]): StockChange[] {
+  const out: StockChange[] = [];
+  for (const r of log) {
+    const after = snapshot(r.after);
+    if (!after) continue;
+    const before = snapshot(r.before);
+    const byLocation = (s: Snapshot | null) => new Map((s?.locations ?? []).map((l) => [Number(l.location_id), l]));
+    const b = byLocation(before), a = byLocation(after);
+    const changes: StockChange['changes'] = [];
+    for (const id of [...new Set([...b.keys(), ...a.keys()])].sort((x, y) => x - y)) {
+      for (const f of fields) {
+        const was = b.get(id)?.[f], now = a.get(id)?.[f];
+        const w = was === undefined || was === null ? null : String(was), n = now === undefined || now === null ? null : String(now);
+        if (w !== n) changes.push({ locationId: id, field: f, before: w, after: n });
+      }
+    }
+    if (!changes.length) continue;
+    const detail = (r.detail ?? {}) as { cause?: unknown };
+    out.push({ at: r.at, logId: r.id, action: r.action, cause: typeof detail.cause === 'string' ? detail.cause : null, deliveryId: r.delivery_id, changes });
+  }
+  return out;
 }
 
 export interface VariantKey { connectionId?: number; id?: number; sku?: string }
@@ -67,6 +112,7 @@ export async function variantRecord(db: Db, connectionId: number, variantId: num
     channel: ch ? { quantity: ch.quantity, tracked: ch.tracked, backorderable: ch.backorderable, bundle: ch.bundle, computedAt: ch.computed_at } : null,
     channelHistory: changes.rows.map((c) => ({ id: c.id, at: c.at, beforeQuantity: c.before_quantity, quantity: c.quantity, tracked: c.tracked,
       cause: c.cause, deliveryId: c.delivery_id, deliveryRowId: c.delivery_row_id, jobId: c.job_id, detail: c.detail })),
+    stockHistory: stockChanges(log),
     log,
   };
 }

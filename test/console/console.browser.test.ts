@@ -58,7 +58,9 @@ if (chromiumMissing) {
       await page.getByText('live: following new entries').waitFor();
       t.equal(await page.locator('#log-rows tr').count(), 1);
       await logSync(db, { connectionId: shop, resource: 'variant', recordId: 43, sku: 'CAP-43', action: 'not-for-this-filter' });
-      await logSync(db, { connectionId: shop, resource: 'variant', recordId: 42, sku: 'TEE-42', action: 'channel-quantity', before: { q: '8' }, after: { q: '7' } });
+      const at1 = (onHand: string, available: string) => ({ location_id: 1, on_hand: onHand, committed: '2', incoming: '0', available });
+      await logSync(db, { connectionId: shop, resource: 'variant', recordId: 42, sku: 'TEE-42', action: 'channel-quantity', deliveryId: 'dlv-browser-1',
+        before: { locations: [at1('8', '6')], channel_quantity: '9.5' }, after: { locations: [at1('7', '5')], channel_quantity: '8.5' }, detail: { cause: 'delivery' } });
       await page.locator('#log-rows tr', { hasText: 'channel-quantity' }).waitFor();
       t.equal(await page.locator('#log-rows tr', { hasText: 'not-for-this-filter' }).count(), 0);
       t.equal(await page.locator('#log-rows tr').count(), 2);
@@ -101,6 +103,10 @@ if (chromiumMissing) {
       t.match(stock[1], /Warehouse 2\s*3\.5\s*0\s*3\.5/);
       t.match(await page.locator('#channel-quantity').textContent(), /8\.5/);
       t.match(await page.locator('#channel-history').textContent(), /9\.5\s*8\.5\s*delivery\s*dlv-77/);
+      const stockHistory = await page.locator('#stock-history tbody').textContent();
+      t.match(stockHistory, /Warehouse 1: on hand 8 → 7/);
+      t.match(stockHistory, /Warehouse 1: available 6 → 5/);
+      t.match(stockHistory, /delivery\s*dlv-browser-1/);
       const history = await page.locator('#history tbody').textContent();
       t.match(history, /channel-quantity/);
       t.match(history, /delivery\.received/, 'the delivery about the variant (by record id)');
