@@ -176,6 +176,10 @@ export class Client implements ApiClient {
       const s = raw.status;
       if (s >= 200 && s < 300) return raw;
       if (s === 401) {
+        if (!refreshed && await this.#tokens.reload(enc)) {
+          refreshed = true;
+          continue;
+        }
         if (this.connection.auth_kind === 'token') {
           const err = this.#error(raw, call, false);
           await setStatus(this.#deps.db, this.connection, 'unauthorized',

@@ -75,6 +75,17 @@ export class Tokens {
   }
 
   /**
+   * After a 401 on the token `staleEnc`: picks up a token stored since by another process (say a
+   * `commerce-sync connect` that replaced a revoked token while this worker ran). True when there is one.
+   */
+  async reload(staleEnc: string | null): Promise<boolean> {
+    const row = await this.#deps.db.selectFrom('connections').selectAll().where('id', '=', this.#conn.id).executeTakeFirst();
+    if (!row?.access_token_enc || row.access_token_enc === staleEnc) return false;
+    Object.assign(this.#conn, row);
+    return true;
+  }
+
+  /**
    * Replaces the token `staleEnc` (the one that expired or got a 401). Returns the new access token; when
    * another process already replaced it, that one. Throws ApiError (and marks the connection
    * `unauthorized`) when the service refuses the refresh token.
