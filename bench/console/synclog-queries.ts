@@ -53,7 +53,7 @@ function explainSql(f: LogFilter): string {
   if (f.outcome) w.push(`l.outcome = '${f.outcome}'`);
   if (f.recordId !== undefined) w.push(`l.record_id = ${f.recordId}`);
   if (f.from) w.push(`l.at >= '${f.from.toISOString()}'`);
-  if (f.to) w.push(`l.at < '${f.to.toISOString()}'`);
+  if (f.to) w.push(`l.at < '${new Date(f.to).toISOString()}'`);
   if (f.afterId !== undefined) w.push(`l.id > ${f.afterId}`);
   const order = f.afterId !== undefined ? 'l.id ASC' : 'l.at DESC, l.id DESC';
   return `SELECT l.*, c.name FROM sync_log l LEFT JOIN connections c ON c.id = l.connection_id ${w.length ? `WHERE ${w.join(' AND ')}` : ''} ORDER BY ${order} LIMIT 100`;

@@ -22,7 +22,7 @@ import * as pages from './pages.ts';
 import { listDeadLetters, queueDepths } from './queues.ts';
 import { findVariants, variantRecord } from './record.ts';
 import { replayDeadLetter, replayDelivery, ReplayError } from './replay.ts';
-import { connectionIdOf, FilterError, parseLogFilter, querySyncLog, type LogFilter, type LogRow } from './synclog.ts';
+import { connectionIdOf, exactTime, FilterError, parseLogFilter, querySyncLog, type LogFilter, type LogRow } from './synclog.ts';
 import type { SyncLogTail } from './tail.ts';
 
 export interface ConsoleDeps {
@@ -230,7 +230,9 @@ export function consoleRouters(deps: ConsoleDeps): { open: Router; guarded: Rout
     const entries = await querySyncLog(db, filter);
     const last = entries[entries.length - 1];
     const full = entries.length === Math.min(Math.max(filter.limit ?? 100, 1), 1000);
-    ctx.body = { entries, next: full && last ? (filter.afterId !== undefined ? { after: last.id } : { to: last.at.toISOString() }) : null };
+    let next: { after: number } | { to: string; before: number } | null = null;
+    if (full && last) next = filter.afterId !== undefined ? { after: last.id } : { to: (await exactTime(db, last.id)) ?? last.at.toISOString(), before: last.id };
+    ctx.body = { entries, next };
   });
   guarded.get('/api/tail', (ctx) => tailStream(ctx, deps, streams));
   guarded.get('/api/deliveries', async (ctx) => {

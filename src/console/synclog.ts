@@ -14,8 +14,10 @@ export interface LogFilter {
   action?: string;
   /** Entries at or after this time. */
   from?: Date;
-  /** Entries before this time (exclusive): the next page of a newest-first listing. */
-  to?: Date;
+  /** Entries before this time (exclusive). An ISO string keeps PostgreSQL's microseconds (page cursors). */
+  to?: Date | string;
+  /** With `to`: also entries at exactly `to` with a smaller id (the next page when many share a time). */
+  beforeId?: number;
   /** Entries with a larger id, oldest first (the tail's catch-up). */
   afterId?: number;
   limit?: number;
@@ -55,7 +57,13 @@ export async function querySyncLog(db: Db, f: LogFilter): Promise<LogRow[]> {
   if (f.recordId !== undefined) q = q.where('l.record_id', '=', f.recordId);
   if (f.action) q = q.where('l.action', '=', f.action);
   if (f.from) q = q.where('l.at', '>=', f.from);
-  if (f.to) q = q.where('l.at', '<', f.to);
+  if (f.to && f.beforeId !== undefined) {
+    // (at, id) < (to, beforeId), written so the at index bounds the scan.
+    const to = f.to, beforeId = f.beforeId;
+    q = q.where(sql<boolean>`l.at <= ${to}::timestamptz`).where((eb) => eb.or([eb('l.at', '<', sql<Date>`${to}::timestamptz`), eb('l.id', '<', beforeId)]));
+  } else if (f.to) {
+    q = q.where('l.at', '<', sql<Date>`${f.to}::timestamptz`);
+  }
   const limit = Math.min(Math.max(f.limit ?? 100, 1), 1000);
   if (f.afterId !== undefined) {
     return (await q.where('l.id', '>', f.afterId).orderBy('l.id', 'asc').limit(limit).execute()) as LogRow[];
@@ -118,7 +126,8 @@ export async function parseLogFilter(db: Db, q: Record<string, string | string[]
   f.afterId = int('after');
   f.limit = int('limit');
   f.from = time('from');
-  f.to = time('to');
+  if (time('to')) f.to = one('to');
+  f.beforeId = int('before');
   return f;
 }
 
@@ -129,4 +138,11 @@ export async function connectionIdOf(db: Db, nameOrId: string): Promise<number> 
     .executeTakeFirst();
   if (!row) throw new FilterError(`no connection named ${JSON.stringify(nameOrId)}`);
   return row.id;
+}
+
+/** A page cursor for an entry: its time with PostgreSQL's microseconds (a JS Date keeps milliseconds only). */
+export async function exactTime(db: Db, id: number): Promise<string | null> {
+  const r = await db.selectFrom('sync_log').select(sql<string>`to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`.as('at'))
+    .where('id', '=', id).executeTakeFirst();
+  return r?.at ?? null;
 }

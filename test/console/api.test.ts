@@ -49,6 +49,19 @@ t.test('JSON API answers the operator questions', async (t) => {
     t.equal((await fetch(`${base}/api/logs?connection=nope`, { headers: auth })).status, 400);
   });
 
+  await t.test('paging through entries written in one transaction (same time) loses none', async (t) => {
+    await logSync(db, Array.from({ length: 250 }, (_, i) => ({ connectionId: other, resource: 'batch', action: `b${i}` })));
+    const ids = new Set<number>();
+    let qs = 'resource=batch&limit=100';
+    for (let pages = 0; pages < 10; pages++) {
+      const body = await (await fetch(`${base}/api/logs?${qs}`, { headers: auth })).json() as { entries: { id: number }[]; next: Record<string, string | number> | null };
+      for (const e of body.entries) ids.add(e.id);
+      if (!body.next) break;
+      qs = `resource=batch&limit=100&${new URLSearchParams(Object.entries(body.next).map(([k, v]): [string, string] => [k, String(v)]))}`;
+    }
+    t.equal(ids.size, 250);
+  });
+
   await t.test('variant record by sku and by id', async (t) => {
     const found = await (await fetch(`${base}/api/variants?sku=SKU-11`, { headers: auth })).json();
     t.match(found, { variants: [{ connection: 'shop', id: 11 }] });
