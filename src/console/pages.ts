@@ -101,6 +101,8 @@ export interface LogPageInput {
   query: Record<string, string>;
   /** SSE URL carrying the same filters, or null when the page shows a closed time range. */
   stream: string | null;
+  /** The next page of older entries, when there may be one. */
+  older: string | null;
 }
 
 export function logRowsHtml(rows: LogRow[]): Html {
@@ -129,7 +131,8 @@ export function logPage(pc: PageContext, input: LogPageInput): Html {
 <table><thead><tr><th>At (UTC)</th><th>Connection</th><th>Resource</th><th>Record</th><th>SKU</th><th>Action</th><th>Outcome</th><th>Before</th><th>After</th><th class="num">ms</th><th>Error / detail</th></tr></thead>
 <tbody id="log-rows" data-stream="${input.stream ? `${input.stream}${input.stream.includes('?') ? '&' : '?'}after=${maxId}` : ''}">
 ${input.rows.length ? logRowsHtml(input.rows) : html`<tr id="log-empty"><td colspan="11" class="muted">No entries match.</td></tr>`}
-</tbody></table>`);
+</tbody></table>
+${input.older ? html`<p><a href="${input.older}" id="older">Older entries</a></p>` : ''}`);
 }
 
 export function deliveriesPage(pc: PageContext, rows: DeliveryRow[], connections: string[], query: Record<string, string>): Html {

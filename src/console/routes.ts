@@ -161,13 +161,23 @@ export function consoleRouters(deps: ConsoleDeps): { open: Router; guarded: Rout
     let filter: LogFilter;
     try { filter = await parseLogFilter(db, ctx.query); } catch (err) {
       if (!(err instanceof FilterError)) throw err;
-      return page(ctx, pages.logPage(pc(ctx, { problem: err.message }), { rows: [], connections: await connectionNames(db), query: q, stream: null }), 400);
+      return page(ctx, pages.logPage(pc(ctx, { problem: err.message }), { rows: [], connections: await connectionNames(db), query: q, stream: null, older: null }), 400);
     }
     const rows = await querySyncLog(db, { ...filter, afterId: undefined, limit: filter.limit ?? 200 });
     const params = new URLSearchParams();
     for (const k of ['connection', 'resource', 'sku', 'outcome', 'record', 'action'] as const) if (q[k]) params.set(k, q[k]);
     const stream = filter.to ? null : `/api/tail${params.size ? `?${params}` : ''}`;
-    page(ctx, pages.logPage(pc(ctx), { rows, connections: await connectionNames(db), query: q, stream }));
+    const last = rows[rows.length - 1];
+    let older: string | null = null;
+    if (last && rows.length === (filter.limit ?? 200)) {
+      const next = new URLSearchParams(params);
+      if (q.from) next.set('from', q.from);
+      next.set('to', (await exactTime(db, last.id)) ?? last.at.toISOString());
+      next.set('before', String(last.id));
+      if (q.limit) next.set('limit', q.limit);
+      older = `/logs?${next}`;
+    }
+    page(ctx, pages.logPage(pc(ctx), { rows, connections: await connectionNames(db), query: q, stream, older }));
   });
   guarded.get('/deliveries', async (ctx) => {
     const q = flatQuery(ctx);

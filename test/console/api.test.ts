@@ -60,6 +60,12 @@ t.test('JSON API answers the operator questions', async (t) => {
       qs = `resource=batch&limit=100&${new URLSearchParams(Object.entries(body.next).map(([k, v]): [string, string] => [k, String(v)]))}`;
     }
     t.equal(ids.size, 250);
+    // The page links to older entries with the same cursor.
+    const html = await (await fetch(`${base}/logs?resource=batch&limit=100`, { headers: auth })).text();
+    const older = /id="older" href="|href="([^"]+)" id="older"/.exec(html)?.[1]?.replaceAll('&amp;', '&');
+    t.match(older, /^\/logs\?resource=batch&to=.+&before=\d+&limit=100$/);
+    const next = await (await fetch(`${base}${older}`, { headers: auth })).text();
+    t.equal((next.match(/<tr class="outcome-ok" data-id=/g) ?? []).length, 100);
   });
 
   await t.test('variant record by sku and by id', async (t) => {
