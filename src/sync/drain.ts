@@ -9,8 +9,8 @@ import type { ChannelRules } from '../stock/rules.ts';
 import type { ChannelChange } from '../stock/channel.ts';
 import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';
 import { claimPending, clearPending, markPending, releasePending, type Claimed, type Mark } from './pending.ts';
-import { composition, liveStatuses, resources } from './resources.ts';
-import type { Reader } from './reader.ts';
+import { composition, resources } from './resources.ts';
+import { readLive, type Reader } from './reader.ts';
 
 export const BATCH = 250;
 
@@ -101,7 +101,7 @@ async function readBatch(deps: DrainDeps, resource: string, claimed: Claimed[], 
       return;
     }
     const include = spec.include ? { include: spec.include.key } : {};
-    const read = await client.getByIds(spec.path, ids, { priority: 'webhook', key: spec.key, query: { ...include, ...liveStatuses(spec) } });
+    const read = await readLive(client, spec, ids, { priority: 'webhook', key: spec.key, query: include });
     requests += read.requests;
     const found = new Set(read.records.map((r: any) => Number(r?.id)));
     let records = read.records;

@@ -1,5 +1,55 @@
-// What the sync engine needs of the API client: batched reads by id and paginated lists. Tests may hand
-// in any object of this shape; production passes the ApiClient from src/api/.
-import type { ApiClient } from '../api/types.ts';
+// What the sync engine needs of the API client (batched reads by id, paginated lists), and the reads of a
+// resource's live records. Tests may hand in any object of this shape; production passes the ApiClient.
+import type { ApiClient, Page, RequestOptions } from '../api/types.ts';
+import type { ResourceSpec } from './resources.ts';
 
 export type Reader = Pick<ApiClient, 'getByIds' | 'paginate'> & { readonly connection: { id: number; name: string } };
+
+type Query = NonNullable<RequestOptions['query']>;
+
+// A service that refuses several values of `status` in one read (the spec allows status[]=a&status[]=b but
+// does not show it for status) gets one read per state; remembered per connection for the process's life.
+const singleStatusOnly = new Set<number>();
+const refused = (err: unknown) => [400, 422].includes((err as { status?: number }).status ?? 0);
+
+/** Records of the given ids in any live state (not archived): status[]=every state, or one read per state. */
+export async function readLive(client: Reader, spec: ResourceSpec, ids: number[], opts: RequestOptions & { query?: Query }): Promise<{ records: any[]; sideloads: Record<string, any[]>; requests: number }> {
+  const states = spec.statuses;
+  if (!states) return client.getByIds(spec.path, ids, opts);
+  if (!singleStatusOnly.has(client.connection.id)) {
+    try {
+      return await client.getByIds(spec.path, ids, { ...opts, query: { ...opts.query, status: states } });
+    } catch (err) {
+      if (!refused(err)) throw err;
+      singleStatusOnly.add(client.connection.id);
+    }
+  }
+  const out = { records: [] as any[], sideloads: {} as Record<string, any[]>, requests: 0 };
+  for (const status of states) {
+    const r = await client.getByIds(spec.path, ids, { ...opts, query: { ...opts.query, status } });
+    out.records.push(...r.records);
+    for (const [k, v] of Object.entries(r.sideloads)) out.sideloads[k] = [...(out.sideloads[k] ?? []), ...v];
+    out.requests += r.requests;
+  }
+  return out;
+}
+
+/** Pages of a resource's live records (every state), with the same fallback as readLive. */
+export async function* listLive(client: Reader, spec: ResourceSpec, opts: RequestOptions & { query?: Query }): AsyncIterable<Page<any>> {
+  const states = spec.statuses;
+  if (!states) { yield* client.paginate(spec.path, opts); return; }
+  if (!singleStatusOnly.has(client.connection.id)) {
+    let first = true;
+    try {
+      for await (const page of client.paginate(spec.path, { ...opts, query: { ...opts.query, status: states } })) {
+        first = false;
+        yield page;
+      }
+      return;
+    } catch (err) {
+      if (!first || !refused(err)) throw err;
+      singleStatusOnly.add(client.connection.id);
+    }
+  }
+  for (const status of states) yield* client.paginate(spec.path, { ...opts, query: { ...opts.query, status } });
+}

@@ -12,8 +12,8 @@ import type { ChannelChange } from '../stock/channel.ts';
 import type { ChannelRules } from '../stock/rules.ts';
 import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';
 import { upsertChildren, upsertOther } from './mirror.ts';
-import { childCollections, composition, liveStatuses, otherResources, resources, type ResourceSpec } from './resources.ts';
-import type { Reader } from './reader.ts';
+import { childCollections, composition, otherResources, resources, type ResourceSpec } from './resources.ts';
+import { listLive, type Reader } from './reader.ts';
 
 export interface SweepDeps {
   db: Db;
@@ -88,11 +88,12 @@ async function runSweep(deps: SweepDeps, full: boolean): Promise<SweepResult> {
     const seen = new Set<number>();
     let ok = true;
     for (const status of ['active', 'archived'] as const) {
-      const query: Record<string, string | string[]> = status === 'archived' ? { status: 'archived' } : liveStatuses(spec);
+      const query: Record<string, string> = status === 'archived' ? { status: 'archived' } : {};
       if (spec.include) query.include = spec.include.key;
       if (since) query.updated_at_min = since.toISOString();
+      const opts = { priority: 'reconcile' as const, key: spec.key, query };
       try {
-        for await (const page of client.paginate(spec.path, { priority: 'reconcile', key: spec.key, query })) {
+        for await (const page of status === 'archived' ? client.paginate(spec.path, opts) : listLive(client, spec, opts)) {
           stat.pages++;
           stat.records += page.records.length;
           for (const r of page.records) {

@@ -134,11 +134,6 @@ export const otherResources: Record<string, string> = {
   tax_component: 'tax_components', user: 'users', stock_transfer: 'stock_transfers', stock_adjustment: 'stock_adjustments',
 };
 
-/** The query that asks for every live state of a resource (empty: the default list does). */
-export function liveStatuses(spec: ResourceSpec): { status?: string[] } {
-  return spec.statuses ? { status: spec.statuses } : {};
-}
-
 /** Composition reads: GET /variants/composition?ids=<bundle ids>. */
 export const composition = { name: 'composition', path: '/variants/composition', key: 'composition' } as const;
 

@@ -9,7 +9,7 @@ import { requestSweep } from '../../src/sync/jobs.ts';
 import { startLoop } from './harness.ts';
 
 t.test('a slow, busy connection leaves worker slots to the others', async (t) => {
-  const loop = await startLoop(t, { sandbox: { variants: 200 }, config: { WORKER_CONCURRENCY: 4 } });
+  const loop = await startLoop(t, { sandbox: { variants: 200 }, config: { WORKER_CONCURRENCY: 4 }, firstSweep: true });
   const b = await startSandbox({ variants: 30, timeScale: 100 });
   t.teardown(() => b.close());
   const deps = { db: loop.tdb.db, config: loop.config, log: loop.logs.log };

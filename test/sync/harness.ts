@@ -16,6 +16,7 @@ import { syncWebhooks } from '../../src/receiver/subscriptions.ts';
 import type { Runtime } from '../../src/runtime.ts';
 import { startSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/index.ts';
 import { startSyncWorkers } from '../../src/sync/worker.ts';
+import { requestSweep } from '../../src/sync/jobs.ts';
 import { testConfig } from '../support/config.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
@@ -45,6 +46,8 @@ export const TEST_KEY = Buffer.alloc(32, 7).toString('base64');
 
 export interface LoopOptions {
   sandbox?: SandboxOptions; config?: Partial<Record<keyof Config, string | number | boolean>>; workers?: number; subscribe?: string[];
+  /** Queue a full sweep once the connection exists (as a worker starting on a never-swept connection does). */
+  firstSweep?: boolean;
 }
 
 export async function startLoop(t: Teardown, opts: LoopOptions = {}): Promise<Loop> {
@@ -62,6 +65,18 @@ export async function startLoopOn(t: Teardown, tdb: TestDatabase, opts: LoopOpti
     WORKER_CONCURRENCY: 4, ...opts.config,
   });
   const deps = { db: tdb.db, config, log: logs.log };
+
+  // Workers start before the connection exists, so no first sweep is queued behind the test's back
+  // (`firstSweep` asks for one explicitly).
+  const bosses: Boss[] = [];
+  const startWorker = async () => {
+    const boss = await startBoss(tdb.url, logs.log, { supervise: true, schedule: false, max: 4 });
+    bosses.push(boss);
+    await startSyncWorkers({ db: tdb.db, boss, config, log: logs.log });
+    return boss;
+  };
+  for (let i = 0; i < (opts.workers ?? 1); i++) await startWorker();
+
   const connection = await addTokenConnection(deps, { baseUrl: sandbox.url, token: sandbox.token, name: 'shop' });
   const client = await clientFor(deps, connection);
 
@@ -78,14 +93,7 @@ export async function startLoopOn(t: Teardown, tdb: TestDatabase, opts: LoopOpti
   await syncWebhooks(deps, connection, rt.publicUrl);
   for (const event of opts.subscribe ?? []) await client.createWebhook({ address: `${rt.publicUrl}/webhooks/shop`, event });
 
-  const bosses: Boss[] = [];
-  const startWorker = async () => {
-    const boss = await startBoss(tdb.url, logs.log, { supervise: true, schedule: false, max: 4 });
-    bosses.push(boss);
-    await startSyncWorkers({ db: tdb.db, boss, config, log: logs.log });
-    return boss;
-  };
-  for (let i = 0; i < (opts.workers ?? 1); i++) await startWorker();
+  if (opts.firstSweep) await requestSweep(bosses[0]!, connection.id, true);
   t.teardown(async () => {
     await server.close(2000);
     for (const step of [...rt.onStop].reverse()) await step();

@@ -46,10 +46,13 @@ function startRecordedAccount(): Promise<{ url: string; requests: string[]; clos
     if (req.method !== 'GET' || !all || key === 'accounts') return send(404, { error: 'Not found' });
     const q = u.searchParams;
     const ids = [...q.getAll('ids'), ...q.getAll('ids[]')].flatMap((v) => v.split(',')).filter(Boolean).map(Number);
-    // Default: everything not soft-deleted; status=archived: the soft-deleted ones (spec, common behaviour 2).
-    const archived = q.get('status') === 'archived';
+    // Default: everything not soft-deleted; status=X: records in state X. Stricter than the sandbox: several
+    // values of status are refused (400), so the engine's one-read-per-state fallback is exercised.
+    const several = [...q.getAll('status'), ...q.getAll('status[]')];
+    if (several.length > 1) return send(400, { error: 'status takes one value' });
+    const status = several[0] ?? null;
     const min = q.get('updated_at_min');
-    let list = all.filter((r) => (r.status === 'archived') === archived);
+    let list = all.filter((r) => (status === null ? r.status !== 'archived' : (r.status ?? 'active') === status));
     if (ids.length) list = list.filter((r) => ids.includes(r.id));
     if (min) list = list.filter((r) => !r.updated_at || r.updated_at >= min);
     const limit = Math.min(250, Number(q.get('limit') ?? 50));
