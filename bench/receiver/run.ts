@@ -1,8 +1,10 @@
 // Receiver benchmark: deliveries/s and p50/p99 acknowledgement latency under autocannon with correctly
 // signed, unique deliveries, for (a) our receiver with group commit, (b) a bare Koa handler answering 200,
-// (c) a naive handler doing one boss.send per request, and (a) again with 1,000,000 jobs already queued.
+// (c) a naive handler doing one boss.send per request, (d) our request path without the database (diagnostic),
+// and (a) again with 1,000,000 jobs already queued.
 // Each server runs in its own process; the load generator runs here. Run:
-//   node_modules/.bin/node bench/receiver/run.ts [--duration 10] [--connections 50] [--queued 1000000]
+//   node_modules/.bin/node bench/receiver/run.ts [--duration 10] [--connections 50] [--queued 1000000] [--only PREFIX]
+// --only runs the scenarios whose name starts with PREFIX, e.g. '(a)', '(a) receiver, g', '(a) receiver, 1', '(b)'.
 // Uses DATABASE_URL when set (a server you own: it creates and drops a database), else an embedded PostgreSQL.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -182,7 +184,7 @@ try {
   await scenario('(c) naive: boss.send per request', 'naive');
   await scenario('(d) read + verify + parse, no database', 'verify');
   await scenario('(a) receiver, group commit', 'receiver');
-  if (!args.only || args.only.startsWith('(a)')) {
+  if (!args.only || args.only === '(a)' || args.only.startsWith('(a) receiver, 1')) {
     await fillQueue(queuedTarget);
     await scenario(`(a) receiver, ${(await jobsQueued()).toLocaleString('en')} jobs queued`, 'receiver');
   }
