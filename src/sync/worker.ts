@@ -68,7 +68,12 @@ export async function startSyncWorkers(deps: WorkerDeps): Promise<void> {
   const { db, boss, config } = deps;
   const log = deps.log.child({ role: 'worker' });
   await createQueues(boss);
-  const client = clientCache({ db, config, log });
+  // Drains and sweeps get clients of their own: the client keeps one request gate per connection and
+  // database handle, and a gate that mixes priorities has been seen to lose a waiting request (a webhook
+  // read queued ahead of a sweep's read while the sweep's reservation was in progress). Separate handles
+  // on the same pool give separate gates, which share the budget in PostgreSQL as separate processes do.
+  const client = clientCache({ db: db.withoutPlugins(), config, log });
+  const sweepClient = clientCache({ db: db.withoutPlugins(), config, log });
   const concurrency = config.WORKER_CONCURRENCY;
 
   await boss.work<DeliveryJob>(queues.deliveries, { batchSize: 200, pollingIntervalSeconds: 0.5, burstWhenBatchFull: true }, async (jobs) => {
@@ -96,7 +101,7 @@ export async function startSyncWorkers(deps: WorkerDeps): Promise<void> {
   await boss.work<ReconcileJob>(queues.reconcile, { batchSize: 1, localConcurrency: Math.max(1, Math.min(concurrency, 4)), localGroupConcurrency: 1 }, async ([job]) => {
     const { connectionId, full } = job!.data;
     if (!(await connectionActive(db, connectionId))) return;
-    const r = await runSweep({ db, boss, config, log }, await client(connectionId), { full, jobId: job!.id });
+    const r = await runSweep({ db, boss, config, log }, await sweepClient(connectionId), { full, jobId: job!.id });
     log.info({ connectionId, full, drift: r.drift, records: r.records, busy: r.busy ?? false, ms: r.durationMs }, 'sweep done');
   });
 
