@@ -26,6 +26,8 @@ export function lineChart(title: string, points: ChartPoint[], opts: { unit?: st
     body = `<polygon class="area" points="${x(0).toFixed(1)},${h - pad} ${line} ${x(points.length - 1).toFixed(1)},${h - pad}"/>` +
       `<polyline points="${line}"/>`;
   }
-  const caption = `${escapeHtml(title)}: ${last === null ? 'n/a' : `${last}${escapeHtml(unit)}`} (max ${max}${escapeHtml(unit)})`;
+  const hhmm = (d: Date) => d.toISOString().slice(11, 16);
+  const span = points.length > 1 ? ` ${hhmm(points[0]!.at)}-${hhmm(points[points.length - 1]!.at)} UTC` : '';
+  const caption = `${escapeHtml(title)}: ${last === null ? 'n/a' : `${last}${escapeHtml(unit)}`} (max ${max}${escapeHtml(unit)}${span})`;
   return trusted(`<figure class="chart"><svg viewBox="0 0 ${w} ${h}" width="${w}" height="${h}" role="img" aria-label="${caption}">${body}</svg><figcaption>${caption}</figcaption></figure>`);
 }

@@ -142,12 +142,13 @@ export function deliveriesPage(pc: PageContext, rows: DeliveryRow[], connections
 <label>State <select name="state"><option value="">all</option>${deliveryStates.map((s) => html`<option ${query.state === s ? 'selected' : ''}>${s}</option>`)}</select></label>
 <label>Resource <input name="resource" value="${query.resource ?? ''}" size="12"></label>
 <button>Filter</button> <a href="/deliveries">clear</a></form>
-<table id="deliveries"><thead><tr><th>#</th><th>Received (UTC)</th><th>Connection</th><th>Event</th><th>Object</th><th>State</th><th>Error</th><th>Delivery id</th><th></th></tr></thead><tbody>
+<table id="deliveries"><thead><tr><th>#</th><th>Received (UTC)</th><th>Connection</th><th>Event</th><th>Object</th><th>State</th><th>Error</th><th>Delivery id</th><th>Sync log</th><th></th></tr></thead><tbody>
 ${rows.length ? rows.map((d) => html`<tr data-id="${d.id}"><td class="num">${d.id}</td><td class="mono at">${when(d.received_at)}</td><td>${d.connection}</td><td>${d.event ?? ''}</td>
 <td>${d.resource === 'variant' && d.object_id !== null ? html`<a href="/variants/${encodeURIComponent(d.connection)}/${d.object_id}">${d.object_id}</a>` : d.object_id ?? ''}</td>
 <td class="state">${d.state}</td><td>${d.error ?? ''}</td><td class="mono">${d.delivery_id}</td>
+<td>${d.object_id !== null && d.resource ? html`<a href="/logs?connection=${encodeURIComponent(d.connection)}&resource=${encodeURIComponent(d.resource)}&record=${d.object_id}">log</a>` : ''}</td>
 <td><form method="post" action="/deliveries/${d.id}/replay" class="inline"><button>Replay</button></form></td></tr>`)
-    : html`<tr><td colspan="9" class="muted">No deliveries match.</td></tr>`}
+    : html`<tr><td colspan="10" class="muted">No deliveries match.</td></tr>`}
 </tbody></table>`);
 }
 

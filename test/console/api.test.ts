@@ -2,6 +2,7 @@
 import t from 'tap';
 import { logSync } from '../../src/synclog/index.ts';
 import { metrics } from '../../src/metrics.ts';
+import { sampleOnce } from '../../src/console/gauges.ts';
 import { queues, deadLetterOf } from '../../src/queue/names.ts';
 import { addConnection, addDelivery, addVariant, consoleServer, readEvents } from './harness.ts';
 
@@ -103,6 +104,16 @@ t.test('JSON API answers the operator questions', async (t) => {
     t.same(((await (await fetch(`${base}/api/dead-letters`, { headers: auth })).json()) as { deadLetters: unknown[] }).deadLetters, []);
     t.equal((await fetch(`${base}/api/dead-letters/fetch-dead/${deadId}/replay`, { method: 'POST', headers: auth })).status, 404);
     t.equal((await fetch(`${base}/api/dead-letters/fetch/${deadId}/replay`, { method: 'POST', headers: auth })).status, 400);
+  });
+
+  await t.test('the minute samples feed the budget and lag series', async (t) => {
+    t.equal(await sampleOnce(db), 2);
+    await sampleOnce(db); // the same minute again: the first sample stays the only one
+    const series = await (await fetch(`${base}/api/connections/shop/series?minutes=5`, { headers: auth })).json() as Record<string, { value: number }[]>;
+    t.same(series.budget!.map((p) => p.value), [123], 'one sample per minute');
+    t.equal(series.lag!.length, 1);
+    t.equal(series.throughput!.length, 5);
+    t.ok(series.throughput!.reduce((n, p) => n + p.value, 0) >= 1, 'the delivery of this minute is counted');
   });
 
   await t.test('/metrics carries the gauges, refreshed on scrape', async (t) => {
