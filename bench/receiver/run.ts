@@ -16,6 +16,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { startEmbedded } from '../../src/db/embedded.ts';
+import { createPool } from '../../src/db/index.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { createLogger } from '../../src/log.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
@@ -53,7 +54,7 @@ const url = withDb(dbName);
 await migrate(url);
 const setupBoss = await startBoss(url, log, { supervise: false, schedule: false, max: 2 });
 await createQueues(setupBoss);
-const pool = new pg.Pool({ connectionString: url, max: 2 });
+const pool = createPool(url, 2);
 await pool.query(`INSERT INTO connections (name, base_url, auth_kind) VALUES ('bench', 'http://127.0.0.1:1', 'token')`);
 const settings = Object.fromEntries((await pool.query(`SELECT name, setting FROM pg_settings WHERE name IN ('synchronous_commit', 'fsync', 'wal_sync_method', 'shared_buffers')`)).rows.map((r) => [r.name, r.setting]));
 
