@@ -1,5 +1,7 @@
 // The console's JSON API, live tail and /metrics over real HTTP, without a browser.
 import t from 'tap';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { logSync } from '../../src/synclog/index.ts';
 import { metrics } from '../../src/metrics.ts';
 import { sampleOnce } from '../../src/console/gauges.ts';
@@ -191,6 +193,12 @@ t.test('operator auth: every console and API route refuses a request without the
     await res.body?.cancel();
   }
   for (const path of posts) t.equal((await fetch(base + path, { method: 'POST' })).status, 401, `POST ${path} without token`);
+  // Routes other areas mount through the console get the same guard.
+  for (const [file, path] of [['../../src/stock/routes.ts', '/api/channel-stock'], ['../../src/push/routes.ts', '/api/operations']] as const) {
+    if (!existsSync(fileURLToPath(new URL(file, import.meta.url)))) continue;
+    t.equal((await fetch(base + path)).status, 401, `GET ${path} without token`);
+    t.not((await fetch(base + path, { headers: auth })).status, 401, `GET ${path} with the token`);
+  }
   t.equal((await db.selectFrom('webhook_deliveries').select('state').where('id', '=', id).executeTakeFirstOrThrow()).state, 'processed', 'no replay happened');
 
   // A page asks for the login form; API clients get JSON.
