@@ -124,7 +124,9 @@ export function createReceiver(deps: ReceiverDeps): Receiver {
         log.warn({ connection: name }, 'delivery refused: unknown connection');
         return reject(404, 'unknown_connection', `no connection named ${JSON.stringify(name)}`);
       }
-      const deliveryId = deliveryHeader || `sha256:${createHash('sha256').update(raw).digest('hex')}`;
+      // The key must fit a btree entry: an absurdly long id is keyed by its hash, still stable across retries.
+      const deliveryId = !deliveryHeader ? `sha256:${createHash('sha256').update(raw).digest('hex')}`
+        : deliveryHeader.length <= 200 ? deliveryHeader : `sha256-id:${createHash('sha256').update(deliveryHeader).digest('hex')}`;
       const parsed = parseDelivery(raw);
       const item: IncomingDelivery = parsed.ok
         ? {

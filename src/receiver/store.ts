@@ -97,8 +97,11 @@ export async function storeDeliveries(db: Db, boss: Boss, items: IncomingDeliver
   });
 }
 
-/** Errors caused by the data of some item (class 22: data exception, 23: integrity), not by the database being away. */
+/**
+ * Errors caused by the data of some item (class 22: data exception, 23: integrity, 54: a value over a
+ * limit), not by the database being away.
+ */
 export function isDataError(err: unknown): boolean {
   const code = (err as { code?: unknown }).code;
-  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
+  return typeof code === 'string' && /^(22|23|54)/.test(code);
 }

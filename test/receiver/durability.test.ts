@@ -106,3 +106,30 @@ t.test('graceful shutdown: deliveries in flight are committed and answered 200, 
   t.equal((await h.jobs()).length, 21);
   await t.rejects(deliver(h.url(), payload(99)), 'no longer accepting');
 });
+
+t.test('an absurdly long delivery id is keyed by its hash and does not poison its batch', async (t) => {
+  const h = await startReceiver(t);
+  const long = 'x'.repeat(6000);
+  const res = await Promise.all([
+    deliver(h.url(), payload(1), { 'x-service-delivery': long }),
+    deliver(h.url(), payload(2), { 'x-service-delivery': 'normal' }),
+  ]);
+  t.same(res.map((r) => r.status), [200, 200]);
+  t.equal((await deliver(h.url(), payload(1), { 'x-service-delivery': long })).status, 200, 'a retry of it is a duplicate');
+  const rows = await h.rows();
+  t.equal(rows.length, 2);
+  t.match(rows.map((r) => r.delivery_id).sort(), ['normal', /^sha256-id:[0-9a-f]{64}$/]);
+});
+
+t.test('an item the database refuses fails alone, not its batch neighbours', async (t) => {
+  const h = await startReceiver(t, { config: { WEBHOOK_BATCH_WAIT_MS: 200 } }); // so the two share a batch
+  await h.tdb.db.insertInto('connections').values({ name: 'gone', base_url: 'http://127.0.0.1:1', auth_kind: 'token' }).execute();
+  t.equal((await deliver(h.url('gone'), payload(1))).status, 200, 'the receiver now knows (caches) connection gone');
+  await h.tdb.db.deleteFrom('connections').where('name', '=', 'gone').execute();
+  // Still cached: its insert violates the foreign key, in the same batch as a good delivery.
+  const [bad, good] = await Promise.all([deliver(h.url('gone'), payload(2)), deliver(h.url('shop'), payload(3), { 'x-service-delivery': 'neighbour' })]);
+  t.equal(bad.status, 503, 'refused, so the service retries it (and gets 404 once the cache expires)');
+  t.equal(good.status, 200);
+  t.same((await h.rows()).map((r) => r.delivery_id), ['neighbour']);
+  t.match(h.logs.text(), /storing its deliveries one by one/, 'it was the same batch');
+});
