@@ -193,7 +193,8 @@ ${r.stock.length ? r.stock.map((s) => html`<tr><td>${s.location ?? `location ${s
 <h2>Stock history</h2>
 <table id="stock-history"><thead><tr><th>At (UTC)</th><th>Changes</th><th>Cause</th><th>Delivery</th></tr></thead><tbody>
 ${r.stockHistory.length ? r.stockHistory.map((h) => html`<tr><td class="mono at">${when(h.at)}</td>
-<td>${h.changes.map((c) => html`<div>${locationName(r, c.locationId)}: ${c.field.replace('_', ' ')} ${c.before ?? '-'} → ${c.after ?? '-'}</div>`)}</td>
+<td>${[...new Set(h.changes.map((c) => c.locationId))].map((id) => html`<div>${locationName(r, id)}: ${h.changes.filter((c) => c.locationId === id)
+  .map((c) => c.before === null ? `${c.field.replace('_', ' ')} ${c.after ?? '-'}` : `${c.field.replace('_', ' ')} ${c.before} → ${c.after ?? '-'}`).join(', ')}</div>`)}</td>
 <td>${h.cause ?? h.action}</td><td class="mono">${h.deliveryId ?? ''}</td></tr>`)
     : html`<tr><td colspan="4" class="muted">No stock changes logged.</td></tr>`}
 </tbody></table>
