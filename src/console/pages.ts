@@ -135,7 +135,7 @@ ${input.rows.length ? logRowsHtml(input.rows) : html`<tr id="log-empty"><td cols
 ${input.older ? html`<p><a href="${input.older}" id="older">Older entries</a></p>` : ''}`);
 }
 
-export function deliveriesPage(pc: PageContext, rows: DeliveryRow[], connections: string[], query: Record<string, string>): Html {
+export function deliveriesPage(pc: PageContext, rows: DeliveryRow[], connections: string[], query: Record<string, string>, older: string | null = null): Html {
   return layout(pc, 'Deliveries', '/deliveries', html`
 <form class="filters" method="get" action="/deliveries">
 <label>Connection <select name="connection"><option value="">all</option>${connections.map((c) => html`<option ${query.connection === c ? 'selected' : ''}>${c}</option>`)}</select></label>
@@ -149,7 +149,8 @@ ${rows.length ? rows.map((d) => html`<tr data-id="${d.id}"><td class="num">${d.i
 <td>${d.object_id !== null && d.resource ? html`<a href="/logs?connection=${encodeURIComponent(d.connection)}&resource=${encodeURIComponent(d.resource)}&record=${d.object_id}">log</a>` : ''}</td>
 <td><form method="post" action="/deliveries/${d.id}/replay" class="inline"><button>Replay</button></form></td></tr>`)
     : html`<tr><td colspan="10" class="muted">No deliveries match.</td></tr>`}
-</tbody></table>`);
+</tbody></table>
+${older ? html`<p><a href="${older}" id="older">Older deliveries</a></p>` : ''}`);
 }
 
 export function deadLettersPage(pc: PageContext, letters: DeadLetter[], queues: QueueDepth[]): Html {

@@ -184,7 +184,13 @@ export function consoleRouters(deps: ConsoleDeps): { open: Router; guarded: Rout
     const connectionId = await optionalConnection(ctx, db, q.connection);
     if (connectionId === null) return page(ctx, pages.notFoundPage(pc(ctx), `No connection named ${q.connection}.`), 404);
     const rows = await listDeliveries(db, { connectionId, state: (deliveryStates as readonly string[]).includes(q.state ?? '') ? q.state : undefined, resource: q.resource || undefined, before: int(q.before) });
-    page(ctx, pages.deliveriesPage(pc(ctx), rows, await connectionNames(db), q));
+    let older: string | null = null;
+    if (rows.length === 100) {
+      const next = new URLSearchParams(Object.entries(q).filter(([k, v]) => v && ['connection', 'state', 'resource'].includes(k)));
+      next.set('before', String(rows[rows.length - 1]!.id));
+      older = `/deliveries?${next}`;
+    }
+    page(ctx, pages.deliveriesPage(pc(ctx), rows, await connectionNames(db), q, older));
   });
   guarded.post('/deliveries/:id/replay', async (ctx) => {
     const id = int(ctx.params.id);

@@ -94,6 +94,19 @@ t.test('JSON API answers the operator questions', async (t) => {
     t.equal((await fetch(`${base}/api/deliveries/999999/replay`, { method: 'POST', headers: auth })).status, 404);
   });
 
+  await t.test('the deliveries page pages back through older deliveries', async (t) => {
+    await db.insertInto('webhook_deliveries').values(Array.from({ length: 105 }, (_, i) => ({
+      connection_id: shop, delivery_id: `bulk-${i}`, event: 'orders.create', resource: 'order', action: 'create', object_id: i, body: '{}', state: 'processed' as const,
+    }))).execute();
+    const first = await (await fetch(`${base}/deliveries?resource=order`, { headers: auth })).text();
+    t.equal((first.match(/<tr data-id=/g) ?? []).length, 100);
+    const older = /href="([^"]+)" id="older"/.exec(first)?.[1]?.replaceAll('&amp;', '&');
+    t.match(older, /^\/deliveries\?resource=order&before=\d+$/);
+    const second = await (await fetch(`${base}${older}`, { headers: auth })).text();
+    t.equal((second.match(/<tr data-id=/g) ?? []).length, 5);
+    t.notMatch(second, /id="older"/);
+  });
+
   await t.test('dead letters are listed and replayed to their live queue', async (t) => {
     const deadId = await boss.send(deadLetterOf(queues.fetch), { connectionId: shop, resource: 'variant' });
     const list = await (await fetch(`${base}/api/dead-letters`, { headers: auth })).json() as { deadLetters: { id: string; liveQueue: string }[] };
