@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { createDb, createPool } from '../../src/db/index.ts';
 import { startEmbedded, type EmbeddedDatabase } from '../../src/db/embedded.ts';
 import { migrate } from '../../src/db/migrate.ts';
+import { enqueueOperation } from '../../src/push/enqueue.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
 import { captureLogger } from '../support/log.ts';
 import { watchRegressions } from '../support/mirror.ts';
@@ -49,10 +50,34 @@ t.test('kill -9 of receiver, worker and PostgreSQL under load: nothing acknowled
   const receiver = await world.spawn('receiver');
   world.setReceivers([receiver]);
   const workers = [await world.spawn('worker'), await world.spawn('worker')];
+  // A first sweep, so pushes find SKUs in the mirror.
+  await world.reconcile();
+
+  // Outbound operations are pushed all through the kills: channel orders and stock counts.
+  const boss = await startBoss(url, log, { supervise: false, schedule: false, max: 2 });
+  t.teardown(() => stopBoss(boss, false));
+  const variants = (await shop!.snapshot('variants')).filter((v) => v.sku && v.status === 'active' && !v.composite && v.manage_stock !== false);
+  const company = (await shop!.snapshot('companies')).find((c) => c.status === 'active')!;
+  const currency = (await shop!.snapshot('currencies'))[0]!.iso;
+  const location = (await shop!.snapshot('locations'))[0]!.id;
+  const pushed: number[] = [];
+  const push = async (phase: string, n: number) => {
+    for (let i = 0; i < n; i++) {
+      const v = variants[(pushed.length * 7) % variants.length]!;
+      pushed.push((await enqueueOperation({ db, boss }, 'import-order', {
+        channel: 'crash', channel_order_id: `${phase}-${i}`, customer: { company_id: company.id }, currency, issued_at: '2026-11-21',
+        lines: [{ sku: v.sku, quantity: '1' }],
+      })).id);
+      pushed.push((await enqueueOperation({ db, boss }, 'stock-count', {
+        counts: [{ sku: v.sku, location_id: location, quantity: String(100 + pushed.length) }], notes: `crash-${phase}-${i}`,
+      })).id);
+    }
+  };
   const stopLoad = steadyLoad(t, shop!, 12);
   const ackedAtLeast = (n: number, what: string) => until(what, () => world.proxy.acked.size >= n ? true : `${world.proxy.acked.size} acknowledged`, 40_000);
 
   await ackedAtLeast(40, 'deliveries flowing');
+  await push('receiver', 5);
 
   // 1. The receiver, mid-stream. Deliveries sent meanwhile fail (502) and the service retries them.
   receiver.kill('SIGKILL');
@@ -63,6 +88,7 @@ t.test('kill -9 of receiver, worker and PostgreSQL under load: nothing acknowled
   await ackedAtLeast(world.proxy.acked.size + 40, 'deliveries after the receiver restart');
 
   // 2. A worker, while it holds jobs.
+  await push('worker', 5);
   workers[0]!.kill('SIGKILL');
   await workers[0]!.exited;
   workers[0] = await world.spawn('worker');
@@ -75,6 +101,7 @@ t.test('kill -9 of receiver, worker and PostgreSQL under load: nothing acknowled
   pg = await startServer(dir);
   tcp.target.port = pg.port;
   await ackedAtLeast(world.proxy.acked.size + 40, 'deliveries after the PostgreSQL restart');
+  await push('after', 3);
 
   await stopLoad();
   await drainSandbox(shop!);
@@ -95,5 +122,25 @@ t.test('kill -9 of receiver, worker and PostgreSQL under load: nothing acknowled
   await converged(world, 30_000);
   t.pass('mirror equals the sandbox after one sweep');
   t.same(await regressions(), [], 'no mirror record ever moved back to an older updated_at');
+
+  // Every push done exactly once: one order per channel order, one adjustment per counted location.
+  const settled = await until('every push operation settled', async () => {
+    const ops = await db.selectFrom('push_operations').select(['id', 'state']).where('id', 'in', pushed).execute();
+    const open = ops.filter((o) => o.state !== 'confirmed' && o.state !== 'failed');
+    return open.length ? `${open.length} of ${ops.length} still ${[...new Set(open.map((o) => o.state))].join('/')}` : true;
+  }, 60_000, 500).then(() => true, (err: Error) => { t.comment(err.message); return false; });
+  t.ok(settled, 'every push operation confirmed or failed within a minute of the load ending',
+    settled ? {} : { todo: 'BUG: a push job held by the killed worker waits for its pg-boss expiry (15 min): the queues have no heartbeat (see report)' });
+  const ops = await db.selectFrom('push_operations').select(['id', 'kind', 'state', 'reason', 'result', 'input']).where('id', 'in', pushed).execute();
+  t.same(ops.filter((o) => o.state === 'failed').map((o) => `${o.kind} ${o.id}: ${o.reason}`), [], 'no push failed');
+  const orders = (await shop!.snapshot('orders')).filter((o) => typeof o.reference_number === 'string' && /^(receiver|worker|after)-\d+$/.test(o.reference_number));
+  const perReference = new Map<string, number>();
+  for (const o of orders) perReference.set(o.reference_number, (perReference.get(o.reference_number) ?? 0) + 1);
+  t.same([...perReference].filter(([, n]) => n > 1), [], `no channel order imported twice (${orders.length} orders)`);
+  t.equal(perReference.size, ops.filter((o) => o.kind === 'import-order' && o.state === 'confirmed').length, 'one order per confirmed import');
+  const adjustments = (await shop!.snapshot('stock_adjustments')).filter((a) => typeof a.notes === 'string' && a.notes.startsWith('crash-'));
+  const perNote = new Map<string, number>();
+  for (const a of adjustments) perNote.set(a.notes, (perNote.get(a.notes) ?? 0) + 1);
+  t.same([...perNote].filter(([, n]) => n > 1), [], `no stock count adjusted twice (${adjustments.length} adjustments)`);
   for (const p of [receiver2, ...workers]) await p.stop();
 });
