@@ -1,9 +1,8 @@
 // The console's HTTP surface: pages, /api JSON, the SSE live tail and /metrics, all behind operator auth
 // (public: /login, /logout and the two static assets). Pages and API share the query functions, so the
 // console shows nothing the API cannot answer.
-import type { Server } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { PassThrough } from 'node:stream';
 import Router from '@koa/router';
 import bodyParser from 'koa-bodyparser';
 import type { Context, Next } from 'koa';
@@ -100,7 +99,7 @@ async function optionalConnection(ctx: Context, db: Db, name: string | undefined
 const int = (v: string | undefined) => (v && /^\d+$/.test(v) ? Number(v) : undefined);
 
 /** Open event streams and the server each one came in on. */
-export type Streams = Map<PassThrough, Server | undefined>;
+export type Streams = Map<ServerResponse, Server | undefined>;
 
 /**
  * Ends the event streams of a server that stopped listening. A shutdown closes the HTTP server before the
@@ -333,38 +332,41 @@ async function tailStream(ctx: Context, deps: ConsoleDeps, streams: Streams): Pr
   const resume = resumeRaw && /^\d+$/.test(resumeRaw) ? Number(resumeRaw) : undefined;
   const live: LogFilter = { ...filter, afterId: undefined, limit: undefined, from: undefined, to: undefined };
 
-  const stream = new PassThrough();
-  streams.set(stream, (ctx.req.socket as Socket & { server?: Server }).server);
+  // The response is written directly (not as a Koa body stream): a browser leaving the page is the normal
+  // end of an event stream, not an error to report.
+  const res = ctx.res;
+  ctx.respond = false;
+  streams.set(res, (ctx.req.socket as Socket & { server?: Server }).server);
   ctx.req.socket.setTimeout(0);
   ctx.req.socket.setNoDelay(true);
   ctx.req.socket.setKeepAlive(true);
-  ctx.status = 200;
-  ctx.set('Content-Type', 'text/event-stream; charset=utf-8');
-  ctx.set('Cache-Control', 'no-cache, no-transform');
-  ctx.set('X-Accel-Buffering', 'no');
-  // The stream is the connection's only use: when it ends, the socket goes too (no idle keep-alive
-  // connection left to hold a server close).
-  ctx.set('Connection', 'close');
-  ctx.body = stream;
+  res.writeHead(200, {
+    'Content-Type': 'text/event-stream; charset=utf-8',
+    'Cache-Control': 'no-cache, no-transform',
+    'X-Accel-Buffering': 'no',
+    // The stream is the connection's only use: when it ends, the socket goes too (no idle keep-alive
+    // connection left to hold a server close).
+    Connection: 'close',
+  });
+  const send = (text: string) => { if (!res.writableEnded && !res.destroyed) res.write(text); };
 
   let maxSent = resume ?? 0;
   const write = (row: LogRow) => {
     maxSent = Math.max(maxSent, row.id);
-    stream.write(`id: ${maxSent}\nevent: log\ndata: ${JSON.stringify(row)}\n\n`);
+    send(`id: ${maxSent}\nevent: log\ndata: ${JSON.stringify(row)}\n\n`);
   };
   let buffer: LogRow[] | null = [];
   const unsubscribe = deps.tail.subscribe(live, (row) => { if (buffer) buffer.push(row); else write(row); });
-  const heartbeat = setInterval(() => stream.write(': keep-alive\n\n'), HEARTBEAT_MS);
+  const heartbeat = setInterval(() => send(': keep-alive\n\n'), HEARTBEAT_MS);
   heartbeat.unref();
   const close = () => {
     clearInterval(heartbeat);
     unsubscribe();
-    streams.delete(stream);
-    stream.end();
+    streams.delete(res);
+    if (!res.writableEnded) res.end();
   };
-  ctx.req.on('close', close);
-  stream.on('close', close);
-  stream.write('retry: 2000\n\n');
+  res.on('close', close);
+  send('retry: 2000\n\n');
   try {
     const sent = new Set<number>();
     if (resume !== undefined) {

@@ -145,7 +145,7 @@ t.test('JSON API answers the operator questions', async (t) => {
 });
 
 t.test('live tail: filters server-side, resumes after Last-Event-ID', async (t) => {
-  const { base, db } = await consoleServer(t, { token: TOKEN });
+  const { base, db, logLines } = await consoleServer(t, { token: TOKEN });
   const shop = await addConnection(db, 'shop');
   const other = await addConnection(db, 'other');
   const ctl = new AbortController();
@@ -174,6 +174,12 @@ t.test('live tail: filters server-side, resumes after Last-Event-ID', async (t) 
   const reading2 = readEvents(quiet, (ev) => ev.length >= 1);
   await db.insertInto('sync_log').values({ connection_id: shop, action: 'no-notify', outcome: 'ok' }).execute();
   t.same((await reading2).map((e) => e.data.action), ['no-notify']);
+
+  // Clients going away is the normal end of a stream: nothing is logged as an error.
+  ctl.abort();
+  await logSync(db, { connectionId: shop, sku: 'A-1', action: 'after-abort' });
+  await new Promise((r) => setTimeout(r, 300));
+  t.same(logLines().filter((l) => (l.level as number) >= 50), []);
 });
 
 t.test('a shutdown ends open event streams instead of waiting for them', async (t) => {

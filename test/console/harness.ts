@@ -13,7 +13,7 @@ import { captureLogger } from '../support/log.ts';
 
 interface T { teardown(fn: () => unknown): void }
 
-export interface ConsoleServer { base: string; db: Db; boss: Boss; tdb: TestDatabase; rt: Runtime; server: Server }
+export interface ConsoleServer { base: string; db: Db; boss: Boss; tdb: TestDatabase; rt: Runtime; server: Server; logLines: () => Record<string, unknown>[] }
 
 /** The signing secret deliveries to a harness with `receiver: true` are signed with. */
 export const CLIENT_SECRET = 'console-test-secret';
@@ -25,7 +25,7 @@ export const CLIENT_SECRET = 'console-test-secret';
 export async function consoleServer(t: T, opts: { token?: string; demo?: boolean; receiver?: boolean } = {}): Promise<ConsoleServer> {
   const tdb = await testDatabase(t);
   const config = testConfig({ OPERATOR_TOKEN: opts.token ?? '', COMMERCE_CLIENT_SECRET: CLIENT_SECRET });
-  const { log } = captureLogger('warn');
+  const { log, lines: logLines } = captureLogger('warn');
   const boss = await startBoss(tdb.url, log, { supervise: false, schedule: false, max: 3 });
   await createQueues(boss);
   const { app, router } = createApp(tdb.pool, log);
@@ -46,7 +46,7 @@ export async function consoleServer(t: T, opts: { token?: string; demo?: boolean
   await mount(rt);
   server = await listen(app, 0, '127.0.0.1');
   rt.publicUrl = `http://127.0.0.1:${server.port}`;
-  return { base: rt.publicUrl, db: tdb.db, boss, tdb, rt, server };
+  return { base: rt.publicUrl, db: tdb.db, boss, tdb, rt, server, logLines };
 }
 
 export async function addConnection(db: Db, name: string, extra: { accountName?: string } = {}): Promise<number> {
