@@ -99,7 +99,7 @@ export interface LogPageInput {
   rows: LogRow[];
   connections: string[];
   query: Record<string, string>;
-  /** SSE URL carrying the same filters, or null when the page shows a closed time range. */
+  /** SSE URL carrying the same filters and the id to follow on from, or null for a closed time range. */
   stream: string | null;
   /** The next page of older entries, when there may be one. */
   older: string | null;
@@ -115,7 +115,6 @@ export function logRowsHtml(rows: LogRow[]): Html {
 
 export function logPage(pc: PageContext, input: LogPageInput): Html {
   const q = input.query;
-  const maxId = input.rows.reduce((m, r) => Math.max(m, r.id), 0);
   return layout(pc, 'Sync log', '/logs', html`
 <form class="filters" method="get" action="/logs" id="log-filters">
 <label>Connection <select name="connection"><option value="">all</option>${input.connections.map((c) => html`<option ${q.connection === c ? 'selected' : ''}>${c}</option>`)}</select></label>
@@ -129,7 +128,7 @@ export function logPage(pc: PageContext, input: LogPageInput): Html {
 </form>
 <p id="tail-state">${input.stream ? 'connecting to the live tail...' : 'time range closed: not following'}</p>
 <table><thead><tr><th>At (UTC)</th><th>Connection</th><th>Resource</th><th>Record</th><th>SKU</th><th>Action</th><th>Outcome</th><th>Before</th><th>After</th><th class="num">ms</th><th>Error / detail</th></tr></thead>
-<tbody id="log-rows" data-stream="${input.stream ? `${input.stream}${input.stream.includes('?') ? '&' : '?'}after=${maxId}` : ''}">
+<tbody id="log-rows" data-stream="${input.stream ?? ''}">
 ${input.rows.length ? logRowsHtml(input.rows) : html`<tr id="log-empty"><td colspan="11" class="muted">No entries match.</td></tr>`}
 </tbody></table>
 ${input.older ? html`<p><a href="${input.older}" id="older">Older entries</a></p>` : ''}`);

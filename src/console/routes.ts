@@ -21,7 +21,7 @@ import * as pages from './pages.ts';
 import { listDeadLetters, queueDepths } from './queues.ts';
 import { findVariants, variantRecord } from './record.ts';
 import { replayDeadLetter, replayDelivery, ReplayError } from './replay.ts';
-import { connectionIdOf, exactTime, FilterError, parseLogFilter, querySyncLog, type LogFilter, type LogRow } from './synclog.ts';
+import { connectionIdOf, exactTime, FilterError, latestSyncLogId, parseLogFilter, querySyncLog, type LogFilter, type LogRow } from './synclog.ts';
 import type { SyncLogTail } from './tail.ts';
 
 export interface ConsoleDeps {
@@ -162,10 +162,14 @@ export function consoleRouters(deps: ConsoleDeps): { open: Router; guarded: Rout
       if (!(err instanceof FilterError)) throw err;
       return page(ctx, pages.logPage(pc(ctx, { problem: err.message }), { rows: [], connections: await connectionNames(db), query: q, stream: null, older: null }), 400);
     }
+    const latest = await latestSyncLogId(db); // read first: nothing written after it can be missed below
     const rows = await querySyncLog(db, { ...filter, afterId: undefined, limit: filter.limit ?? 200 });
     const params = new URLSearchParams();
     for (const k of ['connection', 'resource', 'sku', 'outcome', 'record', 'action'] as const) if (q[k]) params.set(k, q[k]);
-    const stream = filter.to ? null : `/api/tail${params.size ? `?${params}` : ''}`;
+    // The tail follows on from the newest entry shown (or the newest of all when none matched), so it
+    // neither repeats nor misses what was written since this page was read.
+    const after = rows.length ? Math.max(...rows.map((r) => r.id)) : latest;
+    const stream = filter.to ? null : `/api/tail?${new URLSearchParams([...params, ['after', String(after)]])}`;
     const last = rows[rows.length - 1];
     let older: string | null = null;
     if (last && rows.length === (filter.limit ?? 200)) {
