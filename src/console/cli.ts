@@ -116,22 +116,22 @@ export const commands: CommandModule['commands'] = {
   logs: {
     summary: 'Show the sync log, newest last; --follow keeps printing new entries as they are written.',
     options: {
-      follow: { type: 'boolean', multiple: false, short: 'f', description: 'keep following new entries (Ctrl-C stops)' },
-      connection: { type: 'string', short: 'c', multiple: false, value: 'NAME', description: 'only this connection (name or id)' },
-      sku: { type: 'string', short: 's', multiple: false, value: 'SKU', description: 'only entries about this SKU' },
-      resource: { type: 'string', short: 'r', multiple: false, value: 'NAME', description: 'only this resource, e.g. variant, order' },
-      outcome: { type: 'string', short: 'o', multiple: false, value: 'OUTCOME', description: 'only ok, skipped, error or warning' },
-      record: { type: 'string', short: 'i', multiple: false, value: 'ID', description: 'only entries about this record id' },
-      since: { type: 'string', short: 'S', multiple: false, value: 'WHEN', description: 'entries since a duration ago (30m, 2h, 1d) or an ISO time' },
-      limit: { type: 'string', short: 'n', multiple: false, value: 'N', description: 'how many past entries to show first (default 50)' },
-      json: { type: 'boolean', short: 'j', multiple: false, description: 'one JSON object per line' },
+      follow: { type: 'boolean', short: 'f', description: 'keep following new entries (Ctrl-C stops)' },
+      connection: { type: 'string', short: 'c', value: 'NAME', description: 'only this connection (name or id)' },
+      sku: { type: 'string', short: 's', value: 'SKU', description: 'only entries about this SKU' },
+      resource: { type: 'string', value: 'NAME', description: 'only this resource, e.g. variant, order' },
+      outcome: { type: 'string', value: 'OUTCOME', description: 'only ok, skipped, error or warning' },
+      record: { type: 'string', value: 'ID', description: 'only entries about this record id' },
+      since: { type: 'string', value: 'WHEN', description: 'entries since a duration ago (30m, 2h, 1d) or an ISO time' },
+      limit: { type: 'string', short: 'n', value: 'N', description: 'how many past entries to show first (default 50)' },
+      json: { type: 'boolean', description: 'one JSON object per line' },
     },
     run: logs,
   },
   status: {
     summary: 'Per connection: health, sync lag, API budget left, last sweep and drift, errors; queue depths. Exits 1 when ' +
       'a connection is not healthy or dead letters wait.',
-    options: { json: { type: 'boolean', short: 'j', multiple: false, description: 'print what GET /api/overview answers, as JSON' } },
+    options: { json: { type: 'boolean', description: 'print what GET /api/overview answers, as JSON' } },
     run: status,
   },
 };
