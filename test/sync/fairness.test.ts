@@ -53,3 +53,25 @@ t.test('a slow, busy connection leaves worker slots to the others', async (t) =>
   const busy = aBusy.rows[0]!;
   t.ok(busy.pending + busy.jobs + busy.sweeping > 0, `A still had work in flight when B's change landed (${JSON.stringify(busy)}, after ${tookMs} ms)`);
 });
+
+t.test('webhook reads keep flowing while a sweep of the same connection runs in the same worker', async (t) => {
+  const loop = await startLoop(t, { sandbox: { variants: 1500 } });
+  await loop.admin('POST', 'faults', { responses: { latency_ms: 40 } });
+  await requestSweep(loop.bosses[0]!, loop.connection.id, true);
+  await loop.until('the sweep under way', async () =>
+    (await sql<{ n: number }>`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'reconcile' AND state = 'active'`.execute(loop.tdb.db)).rows[0]!.n === 1);
+  const seen = new Set<number>();
+  for (let round = 0; round < 8; round++) {
+    const { performed } = await loop.admin('POST', 'activity', { operations: 5, kinds: ['adjust_stock'] });
+    await loop.admin('POST', 'deliveries/flush');
+    for (const p of performed) seen.add(p.id);
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  await loop.until('every delivery read back', async () => {
+    const p = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pending_fetches`.execute(loop.tdb.db);
+    const d = await sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_deliveries WHERE state = 'queued'`.execute(loop.tdb.db);
+    return p.rows[0]!.n === 0 && d.rows[0]!.n === 0;
+  }, 40_000);
+  const fetched = await sql<{ n: number }>`SELECT count(*)::int AS n FROM sync_log WHERE action = 'fetch' AND outcome = 'ok'`.execute(loop.tdb.db);
+  t.ok(fetched.rows[0]!.n > 0, `drains read ${fetched.rows[0]!.n} batches while the sweep ran`);
+});
