@@ -63,18 +63,20 @@ export class BudgetGate {
       while (this.#waiters.length) {
         await this.#capacity();
         const head = this.#waiters[0]!;
+        // A better-ranked waiter may be inserted in front of head while we await: remove head itself.
+        const dequeue = () => this.#waiters.splice(this.#waiters.indexOf(head), 1);
         let r;
         try {
           r = await reserve(db, connectionId, head.rank, this.waiterId, settings);
         } catch (err) {
           // The database is the budget: without it nothing may be sent.
-          this.#waiters.shift();
+          dequeue();
           head.reject(err);
           continue;
         }
         if (r.ok) {
           this.#registered = false;
-          this.#waiters.shift();
+          dequeue();
           this.#opts.onAvailable?.(r.available);
           this.queue.add(() => head.task(r.leaseId), { priority: -head.rank }).then(head.resolve, head.reject);
           continue;
