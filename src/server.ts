@@ -45,8 +45,10 @@ export function listen(app: Koa, port: number, host: string): Promise<Server> {
         app, http: server, port: bound,
         close: (graceMs = 10_000) => new Promise<void>((done) => {
           const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+          // Keep-alive sockets that finish their request while we wait are closed as soon as they go idle.
+          const idle = setInterval(() => server.closeIdleConnections(), 100);
           timer.unref();
-          server.close(() => { clearTimeout(timer); done(); });
+          server.close(() => { clearTimeout(timer); clearInterval(idle); done(); });
           server.closeIdleConnections();
         }),
       });

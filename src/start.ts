@@ -8,7 +8,7 @@ import { publicUrl } from './config.ts';
 import { openDatabase } from './db/index.ts';
 import { startBoss, stopBoss } from './queue/boss.ts';
 import { createApp, listen } from './server.ts';
-import { onShutdown } from './shutdown.ts';
+import { handleShutdown, Interrupted } from './shutdown.ts';
 import type { RoleModule, Runtime } from './runtime.ts';
 
 // A role is one or more modules exporting mount(rt).
@@ -23,33 +23,49 @@ const present = (rel: string) => existsSync(fileURLToPath(new URL(rel, import.me
 
 export async function runRoles(ctx: CommandContext, roles: string[]): Promise<number> {
   const { config, log } = ctx;
-  const database = await openDatabase(config, log);
-  const stopSteps: (() => Promise<void>)[] = [() => database.close()];
-  const boss = await startBoss(database.url, log, { supervise: roles.includes('worker'), schedule: roles.includes('worker') });
-  stopSteps.push(() => stopBoss(boss));
-  const { app, router } = createApp(database.pool, log);
-  const rt: Runtime = {
-    config, log, database, boss, app, router, publicUrl: '', demo: false, readiness: [], afterListen: [], onStop: [],
-  };
-  // The demo sandbox goes first so the roles find a connection to work on.
-  if (config.SANDBOX !== 'off' && present(demoModule)) {
-    const demo = (await import(demoModule)) as RoleModule;
-    await demo.mount(rt);
-  }
-  for (const role of roles) {
-    for (const path of roleModules[role]!) {
-      const mod = (await import(path)) as RoleModule;
-      await mod.mount(rt);
+  const shutdown = handleShutdown(log);
+  try {
+    const database = await openDatabase(config, log);
+    shutdown.add(() => database.close());
+    // Stop order (reverse of registration): stop accepting, let the workers finish their jobs, then the
+    // roles' own stop steps (the demo sandbox among them), then the database.
+    const onStop: Runtime['onStop'] = [];
+    shutdown.add(async () => { for (const step of [...onStop].reverse()) await step(); });
+    shutdown.check();
+    const boss = await startBoss(database.url, log, { supervise: roles.includes('worker'), schedule: roles.includes('worker') });
+    shutdown.add(() => stopBoss(boss));
+    shutdown.check();
+    const { app, router } = createApp(database.pool, log);
+    const rt: Runtime = {
+      config, log, database, boss, app, router, publicUrl: '', demo: false, readiness: [], afterListen: [], onStop,
+    };
+    // The demo sandbox goes first so the roles find a connection to work on.
+    if (config.SANDBOX !== 'off' && present(demoModule)) {
+      const demo = (await import(demoModule)) as RoleModule;
+      await demo.mount(rt);
+    }
+    for (const role of roles) {
+      for (const path of roleModules[role]!) {
+        shutdown.check();
+        const mod = (await import(path)) as RoleModule;
+        await mod.mount(rt);
+      }
+    }
+    shutdown.check();
+    const server = await listen(app, config.PORT, config.HOST);
+    shutdown.add(() => server.close());
+    rt.publicUrl = publicUrl(config, server.port);
+    for (const step of rt.afterListen) await step();
+    ctx.out(`commerce-sync ${roles.join(' + ')} listening on http://${config.HOST}:${server.port}` +
+      (config.DATABASE_URL ? '' : ` (embedded PostgreSQL in ${database.embedded?.dataDir})`));
+  } catch (err) {
+    if (!(err instanceof Interrupted)) {
+      // Undo what started before failing (the embedded PostgreSQL above all), then report.
+      await shutdown.stop('start-up failed');
+      throw err;
     }
   }
-  const server = await listen(app, config.PORT, config.HOST);
-  rt.publicUrl = publicUrl(config, server.port);
-  stopSteps.push(async () => { for (const step of [...rt.onStop].reverse()) await step(); });
-  stopSteps.push(() => server.close());
-  for (const step of rt.afterListen) await step();
-  ctx.out(`commerce-sync ${roles.join(' + ')} listening on http://${config.HOST}:${server.port}` +
-    (config.DATABASE_URL ? '' : ` (embedded PostgreSQL in ${database.embedded?.dataDir})`));
-  await onShutdown(log, stopSteps);
+  await shutdown.done;
   return 0;
 }
 

@@ -18,9 +18,12 @@ export async function startBoss(url: string, log: Logger, opts: { supervise?: bo
   return boss;
 }
 
-/** Stops pg-boss and waits until it has really let go of its connections. */
+/**
+ * Stops pg-boss and waits until it has let go of its connections: running jobs get up to 8 s to finish
+ * (a job cut short is retried, every handler is idempotent), so a Ctrl-C never waits long.
+ */
 export async function stopBoss(boss: PgBoss, graceful = true): Promise<void> {
   const stopped = new Promise<void>((resolve) => boss.once('stopped', () => resolve()));
-  await boss.stop({ graceful, timeout: 15_000 });
-  await Promise.race([stopped, new Promise((r) => setTimeout(r, 16_000).unref())]);
+  await boss.stop({ graceful, timeout: 8_000 });
+  await Promise.race([stopped, new Promise((r) => setTimeout(r, 9_000).unref())]);
 }
