@@ -52,7 +52,8 @@ const insertRows = `
   ), notified AS (
     SELECT pg_notify('sync_log', max(id)::text) FROM log HAVING count(*) > 0
   )
-  SELECT id, connection_id, delivery_id FROM ins LEFT JOIN (SELECT count(*) AS n FROM notified) AS x ON true`;
+  SELECT id, connection_id, delivery_id, x.notified FROM ins CROSS JOIN (SELECT count(*) AS notified FROM notified) AS x`;
+// (x.notified is selected so the planner cannot drop the join, and with it the NOTIFY.)
 
 /**
  * Stores the batch; returns per item whether it was new (and its row and job) or a duplicate of a delivery

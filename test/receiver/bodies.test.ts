@@ -62,8 +62,12 @@ t.test('unknown events are stored as unhandled and logged, not rejected, not enq
   t.match(h.logs.text(), /unhandled/);
 });
 
-t.test('stored delivery: row fields, job data, sync-log entry', async (t) => {
+t.test('stored delivery: row fields, job data, sync-log entry and its NOTIFY', async (t) => {
   const h = await startReceiver(t);
+  const listener = await h.tdb.pool.connect();
+  t.teardown(() => listener.release());
+  const notified = new Promise<string | undefined>((resolve) => listener.on('notification', (n) => { if (n.channel === 'sync_log') resolve(n.payload); }));
+  await listener.query('LISTEN sync_log');
   const res = await deliver(h.url(), payload(42, 'fulfillment_returns.create'), { 'x-service-delivery': 'abc-1' });
   t.equal(res.status, 200);
   const [row] = await h.rows();
@@ -77,4 +81,6 @@ t.test('stored delivery: row fields, job data, sync-log entry', async (t) => {
     resource: 'fulfillment_return', action: 'create', objectId: 42 });
   const log = (await h.tdb.pool.query(`SELECT * FROM sync_log WHERE delivery_id = 'abc-1'`)).rows;
   t.match(log, [{ action: 'delivery.received', resource: 'fulfillment_return', record_id: 42, job_id: row!.job_id, outcome: 'ok' }]);
+  const announced = await Promise.race([notified, new Promise<undefined>((r) => setTimeout(() => r(undefined), 5000))]);
+  t.equal(announced, String(log[0].id), 'NOTIFY sync_log with the new entry id, as logSync sends');
 });
