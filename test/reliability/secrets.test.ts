@@ -46,6 +46,7 @@ t.test('a demo run at trace level logs no secret; the database holds no plain to
     'operator token': OPERATOR,
     'encryption key': KEY,
     'encryption key (hex)': Buffer.from(KEY, 'base64').toString('hex'),
+    'database password': decodeURIComponent(new URL(tdb.url).password),
   };
   const auth = { authorization: `Bearer ${OPERATOR}` };
   // Activity flows through webhooks into the mirror.
