@@ -35,7 +35,7 @@ export const settings = {
   SANDBOX: { schema: z.enum(['auto', 'on', 'off']), doc: 'auto: run the built-in sandbox when no connection exists; on: always; off: never.' },
   SANDBOX_PORT: { schema: int(0, 65535), doc: 'Port of the demo sandbox started by `start`; 0 picks a free one.' },
   SANDBOX_SEED: { schema: int(0, 2 ** 31 - 1), doc: 'Seed of the demo sandbox catalog.' },
-  SANDBOX_VARIANTS: { schema: int(1, 1_000_000), doc: 'Number of variants the demo sandbox seeds.' },
+  SANDBOX_VARIANTS: { schema: int(0, 1_000_000), doc: 'Number of variants the demo sandbox seeds.' },
   SANDBOX_ACTIVITY: { schema: z.coerce.number().min(0).max(1000).describe('a number from 0 to 1000'), doc: 'Merchant operations per second the demo sandbox performs.' },
   SANDBOX_HOST: { schema: z.string().min(1, 'a host name or address'), doc: 'Address `commerce-sync sandbox` binds to.' },
   SANDBOX_LOCATIONS: { schema: int(1, 1000), doc: 'Number of stock locations the sandbox seeds.' },
