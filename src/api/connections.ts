@@ -7,7 +7,7 @@ import { Client, keyFor, type ClientDeps, type ClientOptions } from './client.ts
 import { ApiError } from './errors.ts';
 import { errorDetails, parseJson } from './http.ts';
 import type { TokenResponse } from './oauth.ts';
-import { encryptToken } from './secrets.ts';
+import { decryptToken, encryptToken } from './secrets.ts';
 import { tokenColumns } from './tokens.ts';
 import type { ApiClient } from './types.ts';
 
@@ -131,4 +131,28 @@ export async function addOAuthConnection(deps: ClientDeps, input: { baseUrl: str
   const row = await saveConnection(deps.db, baseUrl, account, { auth_kind: 'oauth', ...tokenColumns(keyFor(deps.config), input.tokens, new Date()) }, input.name);
   deps.log.info({ connection: row.name, account: row.account_id }, 'connection saved');
   return row;
+}
+
+/**
+ * A lapsed connection sends nothing (402 stops the budget), so nothing would ever notice the merchant renewed.
+ * The worker probes each lapsed connection now and then with one GET /accounts/current (outside the budget,
+ * which is idle while lapsed): an answer makes the connection active again. Returns the names resumed.
+ */
+export async function probeLapsed(deps: ClientDeps): Promise<string[]> {
+  const lapsed = await deps.db.selectFrom('connections').selectAll().where('status', '=', 'lapsed').execute();
+  const resumed: string[] = [];
+  for (const c of lapsed) {
+    if (!c.access_token_enc) continue;
+    try {
+      await fetchAccount(c.base_url, decryptToken(keyFor(deps.config), c.access_token_enc), deps.config.API_TIMEOUT_MS);
+    } catch (err) {
+      deps.log.debug({ connection: c.name, status: (err as ApiError).status }, 'lapsed connection still refused');
+      continue;
+    }
+    await deps.db.updateTable('connections').set({ status: 'active', status_reason: null, updated_at: sql<Date>`now()` })
+      .where('id', '=', c.id).where('status', '=', 'lapsed').execute();
+    deps.log.info({ connection: c.name }, 'the service answers again: lapsed connection is active again');
+    resumed.push(c.name);
+  }
+  return resumed;
 }

@@ -4,7 +4,7 @@ import { queues } from '../queue/names.ts';
 
 export interface FetchJob { connectionId: number; resource: string }
 export interface ReconcileJob { connectionId: number; full: boolean }
-export interface MaintenanceJob { task: 'prune-sync-log' | 'schedules' | 'pending' }
+export interface MaintenanceJob { task: 'prune-sync-log' | 'schedules' | 'pending' | 'probe-lapsed' }
 
 /** Seconds a drain waits for more marks of its (connection, resource) before reading: the coalescing window. */
 export const DRAIN_WINDOW_SECONDS = 1;

@@ -39,7 +39,7 @@ export async function syncSchedules(db: Db, boss: Boss, config: Config): Promise
     await boss.send(queues.reconcile, { connectionId: id, full: true } satisfies ReconcileJob,
       { singletonKey: `initial-${id}`, singletonSeconds: 900, group: { id: String(id) } });
   }
-  const housekeeping: [MaintenanceJob['task'], string][] = [['prune-sync-log', '17 4 * * *'], ['pending', '* * * * *'], ['schedules', '*/10 * * * *']];
+  const housekeeping: [MaintenanceJob['task'], string][] = [['prune-sync-log', '17 4 * * *'], ['pending', '* * * * *'], ['schedules', '*/10 * * * *'], ['probe-lapsed', '*/5 * * * *']];
   const have = new Map((await boss.getSchedules(queues.maintenance)).map((s) => [s.key, s.cron]));
   for (const [task, cron] of housekeeping) {
     if (have.get(task) !== cron) await boss.schedule(queues.maintenance, cron, { task } satisfies MaintenanceJob, { key: task, tz: 'UTC' });

@@ -1,7 +1,7 @@
 // The sync workers of one process: deliveries -> pending fetches, drains, sweeps, maintenance, and (when
 // CHANNEL_WEBHOOK_URL is set) the channel publisher. Several processes share the work through pg-boss.
 import { sql } from 'kysely';
-import { clientFor } from '../api/index.ts';
+import { clientFor, probeLapsed } from '../api/index.ts';
 import type { ApiClient } from '../api/index.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/index.ts';
@@ -9,7 +9,7 @@ import type { Logger } from '../log.ts';
 import type { Boss } from '../queue/boss.ts';
 import { createQueues, queues, type DeliveryJob } from '../queue/names.ts';
 import { metrics } from '../metrics.ts';
-import { pruneSyncLog } from '../synclog/index.ts';
+import { logSync, pruneSyncLog } from '../synclog/index.ts';
 import { applyRulesIfChanged, channelRules, type ChannelChange } from '../stock/channel.ts';
 import { postChannelChanges } from '../stock/feed.ts';
 import { consumeDeliveries } from './deliveries.ts';
@@ -116,6 +116,16 @@ export async function startSyncWorkers(deps: WorkerDeps): Promise<void> {
         await syncSchedules(db, boss, config);
         await applyRules({ db, boss, config, log });
         break;
+      case 'probe-lapsed': {
+        const resumed = await probeLapsed({ db, config, log });
+        for (const name of resumed) {
+          const c = await db.selectFrom('connections').select('id').where('name', '=', name).executeTakeFirst();
+          await logSync(db, { connectionId: c?.id ?? null, action: 'connection.resumed', detail: { was: 'lapsed' } });
+        }
+        // Sweeps were unscheduled while it was lapsed; the first one repairs whatever changed meanwhile.
+        if (resumed.length) await syncSchedules(db, boss, config);
+        break;
+      }
       case 'pending':
         // Safety net: pending rows whose drain job was lost (a crash between commit and send) get one.
         for (const p of await pendingPairs(db)) await requestDrain(boss, p.connectionId, p.resource);

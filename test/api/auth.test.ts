@@ -1,7 +1,7 @@
 // Tokens and account states against the sandbox: encryption at rest, OAuth refresh in the middle of a read,
 // one refresh for many callers, refused refresh, revoked privileged token (401), lapsed subscription (402).
 import t from 'tap';
-import { addTokenConnection, clientFor, getConnection } from '../../src/api/connections.ts';
+import { addTokenConnection, clientFor, getConnection, probeLapsed } from '../../src/api/connections.ts';
 import { startSandbox } from '../../src/sandbox/index.ts';
 import { ApiError } from '../../src/api/errors.ts';
 import { decryptToken } from '../../src/api/secrets.ts';
@@ -128,6 +128,21 @@ t.test('402: the connection is marked lapsed and stops spending, in every proces
   t.equal(again.status, 402);
   t.match(again.message, /lapsed/);
   t.equal((await s.stats()).requests.total, total, 'nothing sent after the 402');
+});
+
+t.test('402: a lapsed connection is probed and becomes active again once the service answers', async (t) => {
+  const s = await setup(t);
+  await s.admin('POST', 'account', { lapsed: true });
+  await s.client.get('/variants').catch(() => {});
+  t.equal((await getConnection(s.database.db, 'shop'))!.status, 'lapsed');
+  t.same(await probeLapsed(s.deps), [], 'still lapsed: stays lapsed');
+  t.equal((await getConnection(s.database.db, 'shop'))!.status, 'lapsed');
+  await s.admin('POST', 'account', { lapsed: false });
+  t.same(await probeLapsed(s.deps), ['shop']);
+  const row = (await getConnection(s.database.db, 'shop'))!;
+  t.equal(row.status, 'active');
+  t.equal(row.status_reason, null);
+  t.ok((await s.client.get('/variants')).variants.length > 0, 'the same client sends again');
 });
 
 t.test('connecting again renews a connection; a name never switches accounts', async (t) => {
