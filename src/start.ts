@@ -35,9 +35,11 @@ export async function runRoles(ctx: CommandContext, roles: string[]): Promise<nu
     const boss = await startBoss(database.url, log, { supervise: roles.includes('worker'), schedule: roles.includes('worker') });
     shutdown.add(() => stopBoss(boss));
     shutdown.check();
-    const { app, router } = createApp(database.pool, log);
+    // /readyz asks the roles' checks too; they push them onto rt.readiness while mounting.
+    const readiness: Runtime['readiness'] = [];
+    const { app, router } = createApp(database.pool, log, readiness);
     const rt: Runtime = {
-      config, log, database, boss, app, router, publicUrl: '', demo: false, readiness: [], afterListen: [], onStop,
+      config, log, database, boss, app, router, publicUrl: '', demo: false, readiness, afterListen: [], onStop,
     };
     // The demo sandbox goes first so the roles find a connection to work on.
     if (config.SANDBOX !== 'off' && present(demoModule)) {

@@ -77,3 +77,24 @@ t.test('`receiver` runs the role alone, and a SIGTERM stops it cleanly after com
   t.equal(await exited, 0);
   t.equal((await h.rows()).filter((r) => r.delivery_id === 'alone-1').length, 1);
 });
+
+t.test('receiver alone without a signing secret: /readyz says why it is not ready', async (t) => {
+  const h = await startReceiver(t);
+  await h.stop();
+  const child = spawn(process.execPath, ['src/cli.ts', 'receiver'], {
+    env: { ...process.env, DATABASE_URL: h.tdb.url, COMMERCE_CLIENT_SECRET: '', SANDBOX: 'off', PORT: '0', LOG_LEVEL: 'silent' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  let out = '';
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout!.on('data', (d) => { out += d; const m = /listening on http:\/\/[^:]+:(\d+)/.exec(out); if (m) resolve(Number(m[1])); });
+    child.once('exit', (c) => reject(new Error(`exited ${c}: ${out}`)));
+  });
+  const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+  t.equal(ready.status, 503, 'the role\'s own readiness check reaches /readyz');
+  t.match(JSON.stringify(await ready.json()), /secret/i);
+  t.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
+  child.kill('SIGTERM');
+  t.equal(await exited, 0);
+});
