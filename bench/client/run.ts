@@ -5,16 +5,14 @@
 // a 300-second window lasts 3 s). Run:
 //   node_modules/.bin/node bench/client/run.ts [--variants 10000] [--time-scale 100] [--rounds 9]
 // Uses DATABASE_URL when set (a server you own: it creates and drops a database), else an embedded PostgreSQL.
+import { scratchDatabase } from '../support/database.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { addTokenConnection, clientFor } from '../../src/api/connections.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createDb, createPool } from '../../src/db/index.ts';
-import { startEmbedded } from '../../src/db/embedded.ts';
-import { migrate } from '../../src/db/migrate.ts';
 import { createLogger } from '../../src/log.ts';
 import { startSandbox } from '../../src/sandbox/index.ts';
 
@@ -27,23 +25,8 @@ const n = Number(args.variants);
 const log = createLogger('warn', { destination: process.stderr, pretty: false });
 const dir = await mkdtemp(join(os.tmpdir(), 'cs-bench-client-'));
 
-let adminUrl: string;
-let stopDb = async () => {};
-let dbDir: string | undefined;
-if (process.env.DATABASE_URL) adminUrl = process.env.DATABASE_URL;
-else {
-  dbDir = await mkdtemp(join(os.tmpdir(), 'cs-bench-client-db-'));
-  const embedded = await startEmbedded(dbDir, log, 'postgres');
-  adminUrl = embedded.adminUrl;
-  stopDb = embedded.stop;
-}
-const dbName = `cs_bench_client_${process.pid}`;
-const admin = new pg.Client({ connectionString: adminUrl });
-await admin.connect();
-await admin.query(`CREATE DATABASE ${dbName}`);
-const url = new URL(adminUrl);
-url.pathname = `/${dbName}`;
-await migrate(url.toString());
+const scratch = await scratchDatabase('client', log);
+const url = scratch.url;
 const pool = createPool(url.toString(), 8);
 const db = createDb(pool);
 
@@ -102,8 +85,5 @@ console.log(`budget row: remaining ${budget.remaining}/${budget.request_limit}, 
 
 await sandbox.close();
 await db.destroy();
-await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-await admin.end();
-await stopDb();
+await scratch.close();
 await rm(dir, { recursive: true, force: true });
-if (dbDir) await rm(dbDir, { recursive: true, force: true });

@@ -4,17 +4,15 @@
 // machine. The sandbox runs with a time scale (default 100: a 300-second rate window lasts 3 s). Run:
 //   node_modules/.bin/node bench/push/run.ts [--orders 100] [--variants 500] [--time-scale 100] [--concurrency 4]
 // Uses DATABASE_URL when set (a server you own: it creates and drops a database), else an embedded PostgreSQL.
+import { scratchDatabase } from '../support/database.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Decimal } from 'decimal.js';
-import pg from 'pg';
 import { addTokenConnection } from '../../src/api/connections.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createDb, createPool } from '../../src/db/index.ts';
-import { startEmbedded } from '../../src/db/embedded.ts';
-import { migrate } from '../../src/db/migrate.ts';
 import { createLogger } from '../../src/log.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
 import { startSandbox } from '../../src/sandbox/index.ts';
@@ -32,23 +30,8 @@ const orders = Number(args.orders);
 const log = createLogger('warn', { destination: process.stderr, pretty: false });
 const dir = await mkdtemp(join(os.tmpdir(), 'cs-bench-push-'));
 
-let adminUrl: string;
-let stopDb = async () => {};
-let dbDir: string | undefined;
-if (process.env.DATABASE_URL) adminUrl = process.env.DATABASE_URL;
-else {
-  dbDir = await mkdtemp(join(os.tmpdir(), 'cs-bench-push-db-'));
-  const embedded = await startEmbedded(dbDir, log, 'postgres');
-  adminUrl = embedded.adminUrl;
-  stopDb = embedded.stop;
-}
-const dbName = `cs_bench_push_${process.pid}`;
-const admin = new pg.Client({ connectionString: adminUrl });
-await admin.connect();
-await admin.query(`CREATE DATABASE ${dbName}`);
-const url = new URL(adminUrl);
-url.pathname = `/${dbName}`;
-await migrate(url.toString());
+const scratch = await scratchDatabase('push', log);
+const url = scratch.url;
 const pool = createPool(url.toString(), 12);
 const db = createDb(pool);
 const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn', DATA_DIR: dir, DATABASE_URL: url.toString(), WORKER_CONCURRENCY: args.concurrency });
@@ -122,8 +105,5 @@ for (const stop of [...rt.onStop].reverse()) await stop();
 await stopBoss(boss, false);
 await sandbox.close();
 await db.destroy();
-await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => {});
-await admin.end();
-await stopDb();
+await scratch.close();
 await rm(dir, { recursive: true, force: true });
-if (dbDir) await rm(dbDir, { recursive: true, force: true });

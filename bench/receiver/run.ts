@@ -6,18 +6,14 @@
 //   node_modules/.bin/node bench/receiver/run.ts [--duration 10] [--connections 50] [--queued 1000000] [--only PREFIX]
 // --only runs the scenarios whose name starts with PREFIX, e.g. '(a)', '(a) receiver, g', '(a) receiver, 1', '(b)'.
 // Uses DATABASE_URL when set (a server you own: it creates and drops a database), else an embedded PostgreSQL.
+import { scratchDatabase } from '../support/database.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createHmac } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import pg from 'pg';
-import { startEmbedded } from '../../src/db/embedded.ts';
 import { createPool } from '../../src/db/index.ts';
-import { migrate } from '../../src/db/migrate.ts';
 import { createLogger } from '../../src/log.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
 import { createQueues, queues } from '../../src/queue/names.ts';
@@ -34,24 +30,8 @@ const queuedTarget = Number(args.queued);
 const SECRET = 'bench-secret';
 const log = createLogger('warn', { destination: process.stderr, pretty: false });
 
-let adminUrl = process.env.DATABASE_URL ?? '';
-let stopDb = async () => {};
-let postmaster: number | undefined;
-let dataDir: string | undefined;
-if (!adminUrl) {
-  dataDir = await mkdtemp(join(os.tmpdir(), 'cs-bench-receiver-'));
-  const embedded = await startEmbedded(dataDir, log, 'postgres');
-  adminUrl = embedded.adminUrl;
-  stopDb = embedded.stop;
-  postmaster = embedded.pid;
-}
-const dbName = `cs_bench_receiver_${process.pid}`;
-const withDb = (name: string) => { const u = new URL(adminUrl); u.pathname = `/${name}`; return u.toString(); };
-const admin = new pg.Client({ connectionString: adminUrl });
-await admin.connect();
-await admin.query(`CREATE DATABASE ${dbName}`);
-const url = withDb(dbName);
-await migrate(url);
+const scratch = await scratchDatabase('receiver', log);
+const { url, postmaster } = scratch;
 const setupBoss = await startBoss(url, log, { supervise: false, schedule: false, max: 2 });
 await createQueues(setupBoss);
 const pool = createPool(url, 2);
@@ -192,10 +172,7 @@ try {
 } finally {
   await stopBoss(setupBoss, false);
   await pool.end();
-  await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => {});
-  await admin.end();
-  await stopDb();
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  await scratch.close();
 }
 
 const cpus = os.cpus();

@@ -59,16 +59,7 @@ t.test('deliveries and webhooks commands', async (t) => {
 t.test('`receiver` runs the role alone, and a SIGTERM stops it cleanly after committing', async (t) => {
   const h = await startReceiver(t);
   await h.stop(); // only its database is used here
-  const child = spawn(process.execPath, ['src/cli.ts', 'receiver'], {
-    env: { ...process.env, DATABASE_URL: h.tdb.url, COMMERCE_CLIENT_SECRET: SECRET, SANDBOX: 'off', PORT: '0', LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  let out = '';
-  const port = await new Promise<number>((resolve, reject) => {
-    child.stdout!.on('data', (d) => { out += d; const m = /listening on http:\/\/[^:]+:(\d+)/.exec(out); if (m) resolve(Number(m[1])); });
-    child.once('exit', (c) => reject(new Error(`exited ${c}: ${out}`)));
-  });
+  const { child, exited, port } = await receiverAlone(h.tdb.url, { COMMERCE_CLIENT_SECRET: SECRET, LOG_LEVEL: 'warn' });
   const body = payload(11);
   const res = await fetch(`http://127.0.0.1:${port}/webhooks/shop`, { method: 'POST', body, headers: { 'x-service-signature': sign(body), 'x-service-delivery': 'alone-1' } });
   t.equal(res.status, 200);
@@ -81,8 +72,19 @@ t.test('`receiver` runs the role alone, and a SIGTERM stops it cleanly after com
 t.test('receiver alone without a signing secret: /readyz says why it is not ready', async (t) => {
   const h = await startReceiver(t);
   await h.stop();
+  const { child, exited, port } = await receiverAlone(h.tdb.url, { COMMERCE_CLIENT_SECRET: '', LOG_LEVEL: 'silent' });
+  const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+  t.equal(ready.status, 503, 'the role\'s own readiness check reaches /readyz');
+  t.match(JSON.stringify(await ready.json()), /secret/i);
+  t.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
+  child.kill('SIGTERM');
+  t.equal(await exited, 0);
+});
+
+/** `commerce-sync receiver` as its own process on a free port; resolves once it listens. */
+async function receiverAlone(databaseUrl: string, env: NodeJS.ProcessEnv) {
   const child = spawn(process.execPath, ['src/cli.ts', 'receiver'], {
-    env: { ...process.env, DATABASE_URL: h.tdb.url, COMMERCE_CLIENT_SECRET: '', SANDBOX: 'off', PORT: '0', LOG_LEVEL: 'silent' },
+    env: { ...process.env, DATABASE_URL: databaseUrl, SANDBOX: 'off', PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
@@ -91,10 +93,5 @@ t.test('receiver alone without a signing secret: /readyz says why it is not read
     child.stdout!.on('data', (d) => { out += d; const m = /listening on http:\/\/[^:]+:(\d+)/.exec(out); if (m) resolve(Number(m[1])); });
     child.once('exit', (c) => reject(new Error(`exited ${c}: ${out}`)));
   });
-  const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
-  t.equal(ready.status, 503, 'the role\'s own readiness check reaches /readyz');
-  t.match(JSON.stringify(await ready.json()), /secret/i);
-  t.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
-  child.kill('SIGTERM');
-  t.equal(await exited, 0);
-});
+  return { child, exited, port };
+}

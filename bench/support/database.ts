@@ -1,0 +1,47 @@
+// A migrated scratch database for a benchmark: on DATABASE_URL when set, else on an embedded PostgreSQL in a
+// temporary folder. close() drops it and stops what it started.
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { startEmbedded } from '../../src/db/embedded.ts';
+import { migrate } from '../../src/db/migrate.ts';
+import type { Logger } from '../../src/log.ts';
+
+export interface ScratchDatabase {
+  url: string;
+  /** pid of the embedded server's postmaster (for CPU accounting), when we started one. */
+  postmaster?: number;
+  close(): Promise<void>;
+}
+
+export async function scratchDatabase(name: string, log: Logger): Promise<ScratchDatabase> {
+  let adminUrl = process.env.DATABASE_URL ?? '';
+  let stopDb = async () => {};
+  let dataDir: string | undefined;
+  let postmaster: number | undefined;
+  if (!adminUrl) {
+    dataDir = await mkdtemp(join(os.tmpdir(), `cs-bench-${name}-`));
+    const embedded = await startEmbedded(dataDir, log, 'postgres');
+    adminUrl = embedded.adminUrl;
+    stopDb = embedded.stop;
+    postmaster = embedded.pid;
+  }
+  const dbName = `cs_bench_${name}_${process.pid}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${dbName}`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${dbName}`;
+  await migrate(url.toString());
+  return {
+    url: url.toString(),
+    postmaster,
+    close: async () => {
+      await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => {});
+      await admin.end();
+      await stopDb();
+      if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
