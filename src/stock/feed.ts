@@ -4,22 +4,10 @@
 import { createHmac } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from '../db/index.ts';
+import type { ChannelChange } from './channel.ts';
 
-export interface FeedItem {
-  id: number;
-  at: string;
-  connection: string;
-  connection_id: number;
-  variant_id: number;
-  sku: string | null;
-  /** Decimal string; null when untracked. */
-  quantity: string | null;
-  tracked: boolean;
-  backorderable: boolean;
-  before_quantity: string | null;
-  cause: string;
-  delivery_id: string | null;
-}
+/** A change as the feed gives it: the recorded change with its connection's name. */
+export type FeedItem = Omit<ChannelChange, 'before_tracked'> & { connection: string };
 
 export interface FeedPage { changes: FeedItem[]; next: number; has_more: boolean }
 
