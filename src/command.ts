@@ -38,3 +38,9 @@ export type CommandModule = { commands: Record<string, CommandSpec> };
 
 /** A usage problem in a command's arguments: printed with the command's help, exit 2. */
 export class UsageError extends Error {}
+
+/** Lines of a plain-text table: columns padded to their widest cell, two spaces apart. */
+export function formatTable(rows: string[][]): string[] {
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
+  return rows.map((r) => r.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd());
+}

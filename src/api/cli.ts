@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { UsageError, type CommandContext, type CommandModule } from '../command.ts';
+import { formatTable, UsageError, type CommandContext, type CommandModule } from '../command.ts';
 import { openDatabase, type OpenDatabase } from '../db/index.ts';
 import type { Connection } from '../db/schema.ts';
 import { ApiError } from './errors.ts';
@@ -127,8 +127,7 @@ async function connections(ctx: CommandContext): Promise<number> {
       c.name, c.status, `${c.account_name ?? '?'} (${c.account_id ?? '?'})`, c.base_url, c.auth,
       c.budget ? `${c.budget.remaining}/${c.budget.limit}` : '-', String(c.budget?.accounting_errors ?? 0),
     ])];
-    const widths = table[0]!.map((_, i) => Math.max(...table.map((r) => r[i]!.length)));
-    for (const r of table) ctx.out(r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd());
+    for (const line of formatTable(table)) ctx.out(line);
     for (const c of listing) if (c.status !== 'active' && c.status_reason) ctx.out(`${c.name}: ${c.status_reason}`);
     return 0;
   });
@@ -195,8 +194,6 @@ async function api(ctx: CommandContext): Promise<number> {
   });
 }
 
-// Every option spells out `short` and `multiple`: src/cli.ts hands them to parseArgs as given, and Node 24
-// refuses `undefined` for either.
 export const commands: CommandModule['commands'] = {
   connect: {
     summary: 'Add (or renew) a connection to a merchant account: with a privileged access token, or through the OAuth ' +

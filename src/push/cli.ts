@@ -97,7 +97,6 @@ export const commands: CommandModule['commands'] = {
     summary: 'Push an operation to the service and wait for its outcome; or list, show and retry operations.',
     args: `<${kinds.join('|')}> | list | show ID | retry ID`,
     positionals: true,
-    // Every option spells out short and multiple: src/cli.ts hands both to parseArgs, which rejects undefined.
     options: {
       file: { type: 'string', short: 'f', multiple: false, value: 'FILE', description: 'the operation\'s input as JSON (- reads stdin); flags below override it' },
       connection: { type: 'string', short: 'c', multiple: false, value: 'NAME', description: 'connection to push to (default: the only one)' },

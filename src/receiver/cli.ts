@@ -1,6 +1,6 @@
 // Commands: `receiver` (the receiver role alone), `deliveries` (stored deliveries and their state),
 // `webhooks list|sync` (the connections' subscriptions at the service).
-import type { CommandContext, CommandModule } from '../command.ts';
+import { formatTable, type CommandContext, type CommandModule } from '../command.ts';
 import { UsageError } from '../command.ts';
 import { openDatabase } from '../db/index.ts';
 import { runRoles } from '../start.ts';
@@ -43,8 +43,7 @@ async function deliveries(ctx: CommandContext): Promise<number> {
     const table = [['RECEIVED', 'CONNECTION', 'EVENT', 'OBJECT', 'STATE', 'DELIVERY'],
       ...listing.map((d, i) => [d.received_at, d.connection, d.event ?? '-', String(d.object_id ?? '-'),
         d.state + (rows[i]!.error && d.state !== 'queued' ? ` (${rows[i]!.error})` : ''), d.delivery_id])];
-    const widths = table[0]!.map((_, c) => Math.max(...table.map((r) => r[c]!.length)));
-    for (const r of table) ctx.out(r.map((cell, c) => c === r.length - 1 ? cell : cell.padEnd(widths[c]!)).join('  '));
+    for (const line of formatTable(table)) ctx.out(line);
     return 0;
   } finally {
     await database.close();
@@ -96,8 +95,6 @@ async function webhooks(ctx: CommandContext): Promise<number> {
   }
 }
 
-// Every option spells out `short` and `multiple`: src/cli.ts hands them to parseArgs as given, and Node 24
-// refuses undefined for either.
 export const commands: CommandModule['commands'] = {
   receiver: {
     summary: 'Run the webhook receiver alone: POST /webhooks/:connection, /healthz, /readyz.',

@@ -13,7 +13,6 @@ const num = (name: string, v: string | undefined, fallback: number, min: number,
 export const commands: Record<string, CommandSpec> = {
   sandbox: {
     summary: 'Run the simulator of the Commerce Operations Service (prints its base URL and privileged token).',
-    // Every option spells out `short` and `multiple`: src/cli.ts passes both through to parseArgs, which rejects undefined.
     options: {
       host: { type: 'string', short: 'H', multiple: false, value: 'H', description: 'address to bind (SANDBOX_HOST, default 127.0.0.1)' },
       port: { type: 'string', short: 'p', multiple: false, value: 'P', description: 'port, 0 = a free one (SANDBOX_PORT)' },

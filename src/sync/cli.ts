@@ -1,7 +1,7 @@
 // commerce-sync worker | reconcile [--full] [--connection NAME] | stock [--connection NAME] [--sku SKU] [--json]
 import { sql } from 'kysely';
 import { clientFor, listConnections } from '../api/index.ts';
-import { UsageError, type CommandModule } from '../command.ts';
+import { formatTable, UsageError, type CommandModule } from '../command.ts';
 import { openDatabase, type Db } from '../db/index.ts';
 import { startBoss, stopBoss } from '../queue/boss.ts';
 import { createQueues } from '../queue/names.ts';
@@ -57,8 +57,7 @@ function table(rows: StockRow[]): string[] {
     r.locations.forEach((l, i) => lines.push([...(i ? ['', '', '', ''] : head), String(l.location_id), l.on_hand, l.committed, l.incoming, l.available,
       i ? '' : channel + (r.backorderable ? ' (backorder)' : '')]));
   }
-  const widths = lines[0]!.map((_, c) => Math.max(...lines.map((l) => l[c]!.length)));
-  return lines.map((l) => l.map((v, c) => v.padEnd(widths[c]!)).join('  ').trimEnd());
+  return formatTable(lines);
 }
 
 export const commands: CommandModule['commands'] = {
