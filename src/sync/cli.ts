@@ -87,9 +87,10 @@ export const commands: CommandModule['commands'] = {
           const client = await clientFor({ db: database.db, config, log }, c);
           const r = await runSweep({ db: database.db, boss, config, log }, client, { full: ctx.values.full === true, wait: true, jobId: 'cli' });
           ctx.out(`${c.name}: ${r.full ? 'full' : 'incremental'} sweep read ${r.records} records in ${(r.durationMs / 1000).toFixed(1)} s; ` +
-            `drift ${r.drift}; channel quantity changes ${r.channelChanges}`);
+            `${r.initial ? 'initial load of the mirror' : `drift ${r.drift}`}; channel quantity changes ${r.channelChanges}`);
+          const wrote = r.initial ? 'loaded' : 'repaired';
           for (const [res, s] of Object.entries(r.resources)) {
-            if (s.records || s.applied || s.gone) ctx.out(`  ${res.padEnd(22)} records ${s.records}  repaired ${s.applied}  gone ${s.gone}`);
+            if (s.records || s.applied || s.gone) ctx.out(`  ${res.padEnd(22)} records ${s.records}  ${wrote} ${s.applied}  gone ${s.gone}`);
           }
           if (r.unavailable.length) ctx.out(`  not offered by the service: ${r.unavailable.join(', ')}`);
         }

@@ -38,6 +38,8 @@ export interface SweepResult {
   unavailable: string[];
   durationMs: number;
   busy?: boolean;
+  /** The connection's first sweep: what it writes is the initial load, not drift (drift stays 0). */
+  initial?: boolean;
 }
 
 const LOCK_SPACE = 727_031;
@@ -68,7 +70,9 @@ async function runSweep(deps: SweepDeps, full: boolean): Promise<SweepResult> {
   const { db, client } = deps;
   const connectionId = Number(client.connection.id);
   const started = Date.now();
-  const result: SweepResult = { full, records: 0, drift: 0, channelChanges: 0, resources: {}, unavailable: [], durationMs: 0 };
+  // Before any cursor exists, everything a sweep writes is the first load of the mirror, not drift.
+  const initial = !(await db.selectFrom('sync_cursors').select('connection_id').where('connection_id', '=', connectionId).executeTakeFirst());
+  const result: SweepResult = { full, records: 0, drift: 0, channelChanges: 0, resources: {}, unavailable: [], durationMs: 0, initial };
   const ctx: ApplyContext = {
     connectionId, connectionName: client.connection.name, rules: deps.rules, followUps: false,
     cause: { kind: full ? 'full-sweep' : 'sweep', jobId: deps.jobId ?? null },
@@ -115,7 +119,7 @@ async function runSweep(deps: SweepDeps, full: boolean): Promise<SweepResult> {
     if (full && ok) stat.gone = await sweepGone(deps, ctx, spec, seen, changed);
     result.resources[spec.name] = stat;
     result.records += stat.records;
-    const drift = stat.applied + stat.gone;
+    const drift = initial ? 0 : stat.applied + stat.gone;
     result.drift += drift;
     if (drift) metrics.driftFound.inc({ connection: client.connection.name, resource: spec.name }, drift);
     if (ok) await saveCursor(db, connectionId, spec.name, newest, full, drift);
@@ -134,7 +138,7 @@ async function runSweep(deps: SweepDeps, full: boolean): Promise<SweepResult> {
 
   result.durationMs = Date.now() - started;
   await logSync(db, {
-    connectionId, action: full ? 'sweep.full' : 'sweep', jobId: deps.jobId ?? null, durationMs: result.durationMs,
+    connectionId, action: initial ? 'sweep.initial' : full ? 'sweep.full' : 'sweep', jobId: deps.jobId ?? null, durationMs: result.durationMs,
     outcome: result.drift ? 'warning' : 'ok',
     detail: { drift: result.drift, records: result.records, channel_changes: result.channelChanges, resources: result.resources, unavailable: result.unavailable },
   });
@@ -186,6 +190,7 @@ async function sweepCompositions(deps: SweepDeps, ctx: ApplyContext, result: Swe
   }
   result.resources[composition.name] = { records: rows.length, applied: drift, gone: 0, pages: 0 };
   result.records += rows.length;
+  if (result.initial) return;
   result.drift += drift;
   if (drift) metrics.driftFound.inc({ connection: deps.client.connection.name, resource: composition.name }, drift);
 }

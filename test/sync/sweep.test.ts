@@ -62,7 +62,7 @@ t.test('with 20% of deliveries dropped, one incremental sweep makes the mirror e
   t.equal(stale.rows[0]!.n, 0, 'every variant has a channel quantity');
   const cursor = await loop.tdb.db.selectFrom('sync_cursors').selectAll().where('resource', '=', 'variant').executeTakeFirstOrThrow();
   t.ok(cursor.cursor && cursor.last_sweep_at && cursor.last_full_sweep_at, 'cursor and sweep times recorded');
-  const logged = await sql<{ n: number }>`SELECT count(*)::int AS n FROM sync_log WHERE action IN ('sweep', 'sweep.full')`.execute(loop.tdb.db);
+  const logged = await sql<{ n: number }>`SELECT count(*)::int AS n FROM sync_log WHERE action IN ('sweep', 'sweep.full', 'sweep.initial')`.execute(loop.tdb.db);
   t.equal(logged.rows[0]!.n, 2, 'each sweep is in the sync log with its drift');
 });
 
