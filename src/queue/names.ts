@@ -32,11 +32,13 @@ export const deadLetterOf = (name: string) => `${name}-dead`;
 export const isDeadLetter = (name: string) => name.endsWith('-dead');
 export const liveQueueOf = (dead: string) => dead.replace(/-dead$/, '');
 
-const retries: Record<QueueName, { retryLimit: number; retryDelay: number; retryBackoff: boolean; expireInSeconds?: number }> = {
+const retries: Record<QueueName, { retryLimit: number; retryDelay: number; retryBackoff: boolean; expireInSeconds?: number; retentionSeconds?: number }> = {
   deliveries: { retryLimit: 8, retryDelay: 2, retryBackoff: true },
   fetch: { retryLimit: 10, retryDelay: 2, retryBackoff: true, expireInSeconds: 900 },
   reconcile: { retryLimit: 5, retryDelay: 30, retryBackoff: true, expireInSeconds: 3600 },
-  'channel-stock': { retryLimit: 10, retryDelay: 5, retryBackoff: true },
+  // Taken only by a publisher of the operator's (or by CHANNEL_WEBHOOK_URL's poster): without one, changes
+  // would pile up for 14 days. GET /api/channel-stock keeps the whole history by cursor.
+  'channel-stock': { retryLimit: 10, retryDelay: 5, retryBackoff: true, retentionSeconds: 86_400 },
   push: { retryLimit: 6, retryDelay: 5, retryBackoff: true, expireInSeconds: 900 },
   maintenance: { retryLimit: 2, retryDelay: 60, retryBackoff: false },
 };
@@ -48,6 +50,7 @@ export async function createQueues(boss: Boss): Promise<void> {
     const dead = deadLetterOf(name);
     if (!existing.has(dead)) await boss.createQueue(dead).catch(ignoreExists);
     if (!existing.has(name)) await boss.createQueue(name, { ...retries[name], deadLetter: dead }).catch(ignoreExists);
+    else await boss.updateQueue(name, { ...retries[name], deadLetter: dead });
   }
 }
 
