@@ -27,6 +27,7 @@ export const settings = {
   HOST: { schema: z.string().min(1, 'a host name or address'), doc: 'Address the HTTP server binds to; 0.0.0.0 to accept deliveries from outside.' },
   PORT: { schema: int(0, 65535), doc: 'Port of the HTTP server (receiver, console, health); 0 picks a free one.' },
   PUBLIC_URL: { schema: url(', or empty'), doc: 'URL the service reaches us at; webhooks are registered at PUBLIC_URL/webhooks/NAME. Empty: http://HOST:PORT.' },
+  HTTP_REQUEST_TIMEOUT_MS: { schema: int(1000, 600000), doc: 'Longest time a client may take to send a whole request (headers and body); slower ones are cut with 408.' },
   LOG_LEVEL: { schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), doc: 'pino log level.' },
   ROLES: {
     schema: z.string().regex(/^(receiver|worker|console)(,(receiver|worker|console))*$/, 'a comma-separated list of receiver, worker, console'),

@@ -19,8 +19,11 @@ export type ReadinessCheck = () => Promise<string | null>;
 export function createApp(pool: pg.Pool, log: Logger, extraChecks: ReadinessCheck[] = []): { app: Koa; router: Router } {
   const app = new Koa();
   app.proxy = true;
-  app.on('error', (err: Error & { status?: number; expose?: boolean }) => {
-    if (!err.status || err.status >= 500) log.error({ err }, 'http error');
+  app.on('error', (err: Error & { status?: number; code?: string }) => {
+    // A client that timed out or went away is the client's problem, not ours: not an error line each.
+    if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ECONNRESET' || err.message === 'request aborted') {
+      log.debug({ err: err.message }, 'request cut short');
+    } else if (!err.status || err.status >= 500) log.error({ err }, 'http error');
   });
   const router = new Router();
   router.get('/healthz', (ctx) => { ctx.body = { ok: true }; });
@@ -33,9 +36,15 @@ export function createApp(pool: pg.Pool, log: Logger, extraChecks: ReadinessChec
   return { app, router };
 }
 
-export function listen(app: Koa, port: number, host: string): Promise<Server> {
-  const server = http.createServer(app.callback());
+export function listen(app: Koa, port: number, host: string, opts: { requestTimeoutMs?: number } = {}): Promise<Server> {
+  // Node checks request timeouts every connectionsCheckingInterval (30 s by default): check every second.
+  const server = http.createServer({ connectionsCheckingInterval: 1000 }, app.callback());
   server.keepAliveTimeout = 65_000;
+  // A sender that trickles its request (a slow-body attack, a stuck client) holds a socket only this long
+  // (the service gives up on a delivery after 10 s anyway). Responses (SSE streams) are not limited.
+  const requestTimeout = opts.requestTimeoutMs ?? 12_000;
+  server.requestTimeout = requestTimeout;
+  server.headersTimeout = Math.min(10_000, requestTimeout);
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

@@ -54,7 +54,7 @@ export async function runRoles(ctx: CommandContext, roles: string[]): Promise<nu
       }
     }
     shutdown.check();
-    const server = await listen(app, config.PORT, config.HOST);
+    const server = await listen(app, config.PORT, config.HOST, { requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS });
     shutdown.add(() => server.close());
     rt.publicUrl = publicUrl(config, server.port);
     for (const step of rt.afterListen) await step();

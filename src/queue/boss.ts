@@ -12,6 +12,8 @@ export async function startBoss(url: string, log: Logger, opts: { supervise?: bo
     supervise: opts.supervise ?? true,
     schedule: opts.schedule ?? true,
     migrate: true,
+    // How often a supervising process fails jobs whose worker stopped heartbeating (see queue/names.ts).
+    superviseIntervalSeconds: 15,
   });
   boss.on('error', (err: Error) => log.error({ err }, 'pg-boss error'));
   await boss.start();

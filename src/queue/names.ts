@@ -32,7 +32,13 @@ export const deadLetterOf = (name: string) => `${name}-dead`;
 export const isDeadLetter = (name: string) => name.endsWith('-dead');
 export const liveQueueOf = (dead: string) => dead.replace(/-dead$/, '');
 
-const retries: Record<QueueName, { retryLimit: number; retryDelay: number; retryBackoff: boolean; expireInSeconds?: number; retentionSeconds?: number }> = {
+type QueueOptions = { retryLimit: number; retryDelay: number; retryBackoff: boolean; expireInSeconds?: number; retentionSeconds?: number };
+
+// A running job heartbeats (pg-boss does it for the handler); a worker killed mid-job stops heartbeating and
+// its job is retried within about this long, instead of waiting out expireInSeconds (15 min for a push).
+const HEARTBEAT_SECONDS = 10;
+
+const retries: Record<QueueName, QueueOptions> = {
   deliveries: { retryLimit: 8, retryDelay: 2, retryBackoff: true },
   fetch: { retryLimit: 10, retryDelay: 2, retryBackoff: true, expireInSeconds: 900 },
   reconcile: { retryLimit: 5, retryDelay: 30, retryBackoff: true, expireInSeconds: 3600 },
@@ -49,8 +55,9 @@ export async function createQueues(boss: Boss): Promise<void> {
   for (const name of Object.values(queues)) {
     const dead = deadLetterOf(name);
     if (!existing.has(dead)) await boss.createQueue(dead).catch(ignoreExists);
-    if (!existing.has(name)) await boss.createQueue(name, { ...retries[name], deadLetter: dead }).catch(ignoreExists);
-    else await boss.updateQueue(name, { ...retries[name], deadLetter: dead });
+    const options = { ...retries[name], heartbeatSeconds: HEARTBEAT_SECONDS, deadLetter: dead };
+    if (!existing.has(name)) await boss.createQueue(name, options).catch(ignoreExists);
+    else await boss.updateQueue(name, options);
   }
 }
 
