@@ -43,6 +43,6 @@ export async function consumeDeliveries(db: Db, boss: Boss | null, jobs: Deliver
     }
     return pairs;
   });
-  if (boss) for (const p of drains) await requestDrain(boss, p.connectionId, p.resource);
+  if (boss) for (const p of drains) await requestDrain(boss, p.connectionId, p.resource, { db });
   return { processed: handled.length, unhandled: unhandled.length, drains };
 }

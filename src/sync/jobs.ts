@@ -1,4 +1,6 @@
 // Job data of the sync queues and the helpers that send them.
+import { sql } from 'kysely';
+import type { Db } from '../db/index.ts';
 import type { Boss } from '../queue/boss.ts';
 import { queues } from '../queue/names.ts';
 
@@ -6,17 +8,36 @@ export interface FetchJob { connectionId: number; resource: string }
 export interface ReconcileJob { connectionId: number; full: boolean }
 export interface MaintenanceJob { task: 'prune-sync-log' | 'schedules' | 'pending' | 'probe-lapsed' }
 
-/** Seconds a drain waits for more marks of its (connection, resource) before reading: the coalescing window. */
-export const DRAIN_WINDOW_SECONDS = 1;
+/**
+ * How long a drain of (connection, resource) waits for more marks before reading: the coalescing window,
+ * paced by the connection's rate budget. With `pairs` resources waiting and `remaining` requests until the
+ * window resets in `toReset` seconds, each resource may read about every pairs x toReset / remaining seconds,
+ * so steady traffic spends the budget evenly across the window. Spending it as fast as marks come (one read a
+ * second per resource) used the whole window in its first minute and left the mirror a window behind until the
+ * reset. Bounds: 1 s (budget plentiful, or a fresh window) to 60 s. A burst is not slowed: the first drain of a
+ * quiet pair starts at once and reads everything pending, 250 ids a request.
+ */
+export async function drainWindowSeconds(db: Db, connectionId: number): Promise<number> {
+  const row = (await sql<{ remaining: number; reset_known: boolean; to_reset: number; pairs: number }>`
+    SELECT b.remaining, b.reset_known, extract(epoch FROM b.reset_at - now())::float8 AS to_reset,
+      (SELECT count(DISTINCT p.resource)::int FROM pending_fetches p WHERE p.connection_id = b.connection_id) AS pairs
+    FROM api_budgets b WHERE b.connection_id = ${connectionId}`.execute(db)).rows[0];
+  if (!row || !row.reset_known || row.to_reset <= 0) return 1;
+  const perSecond = Math.max(row.remaining, 0) / row.to_reset;
+  return Math.min(60, Math.max(1, Math.ceil(Math.max(row.pairs, 1) / Math.max(perSecond, 1e-3))));
+}
 
 /**
  * Asks for a drain of (connection, resource). Debounced per pair: at most one job per window plus one
  * for the next window, so a burst of deliveries makes one drain and a mark made while a drain runs is
- * always followed by another. The group keeps one busy connection from taking every worker slot.
+ * always followed by another. With `db`, the window is paced by the budget (drainWindowSeconds); without, or
+ * for a backlog the last drain left (`backlog`), it is 1 s. The group keeps one busy connection from taking
+ * every worker slot.
  */
-export async function requestDrain(boss: Boss, connectionId: number, resource: string): Promise<void> {
+export async function requestDrain(boss: Boss, connectionId: number, resource: string, pace?: { db: Db; backlog?: boolean }): Promise<void> {
+  const seconds = pace && !pace.backlog ? await drainWindowSeconds(pace.db, connectionId) : 1;
   await boss.sendDebounced(queues.fetch, { connectionId, resource } satisfies FetchJob, { group: { id: String(connectionId) } },
-    DRAIN_WINDOW_SECONDS, `${connectionId}:${resource}`);
+    seconds, `${connectionId}:${resource}`);
 }
 
 export async function requestSweep(boss: Boss, connectionId: number, full: boolean): Promise<string | null> {

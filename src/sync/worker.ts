@@ -93,8 +93,8 @@ export async function startSyncWorkers(deps: WorkerDeps): Promise<void> {
     const c = await client(connectionId);
     const out = await drainPending({ db, log, client: c, rules: await channelRules(db, config, connectionId), jobId: job!.id }, resource);
     await publishChanges(boss, out.changes);
-    for (const p of out.followUps) await requestDrain(boss, p.connectionId, p.resource);
-    if (out.more) await requestDrain(boss, connectionId, resource);
+    for (const p of out.followUps) await requestDrain(boss, p.connectionId, p.resource, { db });
+    if (out.more) await requestDrain(boss, connectionId, resource, { db, backlog: true });
     log.debug({ connectionId, resource, read: out.read, requests: out.requests, applied: out.applied, changes: out.changes.length }, 'drained');
   });
 
@@ -128,7 +128,7 @@ export async function startSyncWorkers(deps: WorkerDeps): Promise<void> {
       }
       case 'pending':
         // Safety net: pending rows whose drain job was lost (a crash between commit and send) get one.
-        for (const p of await pendingPairs(db)) await requestDrain(boss, p.connectionId, p.resource);
+        for (const p of await pendingPairs(db)) await requestDrain(boss, p.connectionId, p.resource, { db });
         await updateLag(db);
         break;
     }
