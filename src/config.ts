@@ -62,7 +62,7 @@ export const settings = {
   API_MAX_URI_LENGTH: { schema: int(256, 65536), doc: 'Longest request URI the client sends; longer id lists are split.' },
   API_MAX_ATTEMPTS: { schema: int(1, 20), doc: 'Attempts for a request failing with 500/502/504 or a network error.' },
   API_TIMEOUT_MS: { schema: int(100, 600000), doc: 'Timeout of one API request.' },
-  BUDGET_RESERVE: { schema: int(0, 299), doc: 'Requests per window that background reconciliation may not take.' },
+  BUDGET_RESERVE: { schema: int(0, 299), doc: 'Requests per window that background reconciliation may not take (at most half the window).' },
   WEBHOOK_BODY_LIMIT: { schema: int(1024, 64 * 1024 * 1024), doc: 'Largest delivery body accepted (bytes); larger gets 413.' },
   WEBHOOK_BATCH_SIZE: { schema: int(1, 5000), doc: 'Most deliveries the receiver stores in one transaction (group commit).' },
   WEBHOOK_BATCH_WAIT_MS: { schema: int(0, 1000), doc: 'Longest a delivery waits for others to share its transaction when the database is idle.' },

@@ -49,9 +49,13 @@ export function rollover(s: BudgetState, now: number): BudgetState {
   return s;
 }
 
-/** The part of the window reconcile may not take; never the whole window. */
+/**
+ * The part of the window reconcile may not take: BUDGET_RESERVE, but at most half the window. A reserve
+ * close to the service's limit (a small account limit, a large setting) would leave sweeps a slot or none,
+ * and `reconcile` would wait without end.
+ */
 export function effectiveReserve(limit: number, reserve: number): number {
-  return Math.max(0, Math.min(reserve, limit - 1));
+  return Math.max(0, Math.min(reserve, Math.floor(limit / 2)));
 }
 
 /**

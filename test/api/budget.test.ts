@@ -21,7 +21,8 @@ t.test('reconcile cannot take the reserve; interactive and webhook can', async (
   t.equal(d.ok, false);
   if (!d.ok) t.equal(d.reason, 'reserve');
   t.equal(decide(state({ remaining: 31 }), 0, 2, 30, false, now).ok, true);
-  t.equal(effectiveReserve(20, 30), 19, 'a reserve never takes the whole window');
+  t.equal(effectiveReserve(20, 30), 10, 'a reserve never takes more than half the window');
+  t.equal(effectiveReserve(300, 30), 30, 'within half the window it is taken as configured');
 });
 
 t.test('a better-ranked waiter elsewhere gets the slot first', async (t) => {
