@@ -1,14 +1,15 @@
 // Operator access to the console, /api and /metrics. With OPERATOR_TOKEN set, a request must carry it as
-// `Authorization: Bearer TOKEN`, as the password of Basic auth (any user name), or in the `cs_operator`
+// `Authorization: Bearer TOKEN` or as the password of Basic auth (any user name), or carry the `cs_operator`
 // cookie set by the console's login form. Without it, only demo mode on a loopback address is open.
-import { timingSafeEqual, createHash } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { Context, Next } from 'koa';
 import type { Config } from '../config.ts';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 const same = (a: string, b: string) => timingSafeEqual(digest(a), digest(b));
 
-export function presentedToken(ctx: Context): string | null {
+/** The token of an Authorization header (Bearer, or Basic's password), if any. */
+function headerToken(ctx: Context): string | null {
   const auth = ctx.get('authorization');
   if (/^bearer /i.test(auth)) return auth.slice(7).trim();
   if (/^basic /i.test(auth)) {
@@ -16,7 +17,22 @@ export function presentedToken(ctx: Context): string | null {
     const i = decoded.indexOf(':');
     return i >= 0 ? decoded.slice(i + 1) : null;
   }
-  return ctx.cookies.get('cs_operator') ?? null;
+  return null;
+}
+
+/**
+ * The value of the login cookie: derived from the operator token, never the token itself, so a cookie that
+ * leaks (a browser profile, a proxy log) does not give away the API token. Changing the token logs everyone out.
+ */
+export function sessionCookie(config: Config): string {
+  return createHmac('sha256', config.OPERATOR_TOKEN).update('commerce-sync operator session').digest('base64url');
+}
+
+function authorized(ctx: Context, config: Config): boolean {
+  const token = headerToken(ctx);
+  if (token !== null) return same(token, config.OPERATOR_TOKEN);
+  const cookie = ctx.cookies.get('cs_operator');
+  return !!cookie && same(cookie, sessionCookie(config));
 }
 
 /** Whether `token` is the configured operator token (constant time). */
@@ -39,8 +55,7 @@ export function requireOperator(config: Config, demo: () => boolean) {
   return async (ctx: Context, next: Next) => {
     const mode = accessMode(config, demo());
     if (mode === 'token') {
-      const token = presentedToken(ctx);
-      if (token && same(token, config.OPERATOR_TOKEN)) return next();
+      if (authorized(ctx, config)) return next();
     } else if (mode === 'open-demo' && loopback(ctx.request.socket.remoteAddress ?? '')) {
       return next();
     }

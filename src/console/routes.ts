@@ -12,7 +12,7 @@ import type { Logger } from '../log.ts';
 import { registry } from '../metrics.ts';
 import type { Boss } from '../queue/boss.ts';
 import { css, js } from './assets.ts';
-import { accessMode, requireOperator, tokenMatches } from './auth.ts';
+import { accessMode, requireOperator, sessionCookie, tokenMatches } from './auth.ts';
 import { deliveryStates, listDeliveries } from './deliveries.ts';
 import { refreshGauges } from './gauges.ts';
 import type { Html } from './html.ts';
@@ -130,7 +130,7 @@ export function consoleRouters(deps: ConsoleDeps): { open: Router; guarded: Rout
     if (!tokenMatches(deps.config, String(body.token ?? ''))) {
       return page(ctx, pages.loginPage(deps.config.OPERATOR_TOKEN ? 'That is not the operator token.' : 'Logging in needs OPERATOR_TOKEN to be set.', next), 401);
     }
-    ctx.cookies.set('cs_operator', String(body.token), { httpOnly: true, sameSite: 'strict', secure: ctx.secure, path: '/', overwrite: true });
+    ctx.cookies.set('cs_operator', sessionCookie(deps.config), { httpOnly: true, sameSite: 'strict', secure: ctx.secure, path: '/', overwrite: true });
     ctx.redirect(next);
   });
   open.post('/logout', (ctx) => {

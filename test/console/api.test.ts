@@ -235,7 +235,9 @@ t.test('operator auth: every console and API route refuses a request without the
   t.equal(login.status, 302);
   t.equal(login.headers.get('location'), '/deliveries');
   const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+  t.notMatch(cookie, TOKEN, 'the cookie does not carry the operator token itself');
   t.equal((await fetch(`${base}/deliveries`, { headers: { cookie } })).status, 200);
+  t.equal((await fetch(`${base}/deliveries`, { headers: { cookie: `cs_operator=${TOKEN}` } })).status, 401, 'nor does the token work as a cookie');
   const badLogin = await fetch(`${base}/login`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'token=nope&next=//evil.example' });
   t.equal(badLogin.status, 401);
 
