@@ -15,7 +15,8 @@ export async function startBoss(url: string, log: Logger, opts: { supervise?: bo
     // How often a supervising process fails jobs whose worker stopped heartbeating (see queue/names.ts).
     superviseIntervalSeconds: 15,
   });
-  boss.on('error', (err: Error) => log.error({ err }, 'pg-boss error'));
+  // pg's errors carry the whole Client (kilobytes per line during an outage): log what says what happened.
+  boss.on('error', (err: Error & { code?: string }) => log.error({ err: { message: err.message, code: err.code } }, 'pg-boss error'));
   await boss.start();
   return boss;
 }
