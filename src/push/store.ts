@@ -151,7 +151,9 @@ export async function claimOperation(db: Db, id: number, jobId: string): Promise
     await lockOrderKey(tx, peek);
     const op = await tx.selectFrom('push_operations').selectAll().where('id', '=', id).forUpdate().executeTakeFirstOrThrow();
     if (op.state === 'confirmed' || op.state === 'failed') return { status: 'finished', op };
-    if (op.locked_until && op.locked_until > new Date()) return { status: 'busy', op };
+    // Held by another job: busy. Held by this same job: pg-boss offers a job again only once the attempt that
+    // held it stopped heartbeating (a killed worker) or expired, so that attempt is gone and the lease is ours.
+    if (op.locked_until && op.locked_until > new Date() && op.job_id !== jobId) return { status: 'busy', op };
     const older = await tx.selectFrom('push_operations').select('id')
       .where('connection_id', '=', op.connection_id).where('order_key', '=', op.order_key)
       .where('state', 'in', ['queued', 'sent']).where('id', '<', op.id).orderBy('id').limit(1).executeTakeFirst();

@@ -196,6 +196,8 @@ t.test('a slow body is cut by a timeout, and slow clients do not stop other deli
   const sockets = Array.from({ length: 200 }, () => {
     const s = net.connect(port, '127.0.0.1');
     s.on('error', () => {});
+    // Read what the server sends (its 408): an unread socket never reaches 'close'.
+    s.resume();
     s.on('close', () => closedAt.push(Date.now() - started));
     s.write(`POST /webhooks/shop HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nX-Service-Signature: ${sign('{}')}\r\n\r\n{`);
     return s;
@@ -209,8 +211,7 @@ t.test('a slow body is cut by a timeout, and slow clients do not stop other deli
   t.ok(during.heapUsed - before.heapUsed < 16e6, `200 hanging requests hold less than 16 MB of heap (${Math.round((during.heapUsed - before.heapUsed) / 1e5) / 10} MB)`);
   // The service gives up after 10 s; a receiver should not hold a stalled body much longer than that.
   const cut = await until('the receiver to cut the stalled bodies', () => closedAt.length === sockets.length, 15_000, 200).then(() => true, () => false);
-  t.ok(cut, `stalled bodies cut by the receiver within 15 s (${closedAt.length} of ${sockets.length} closed)`,
-    cut ? {} : { todo: 'BUG: no request/body timeout on the receiver: node\'s default requestTimeout (300 s) applies; see report' });
+  t.ok(cut, `stalled bodies cut by the receiver within 15 s (${closedAt.length} of ${sockets.length} closed)`);
   t.equal(receiver.child.exitCode, null, 'the receiver is still running');
   await receiver.stop(5000);
 });

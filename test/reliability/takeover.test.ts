@@ -33,9 +33,9 @@ t.test('kill -9 of the worker during a push: another worker finishes it once', a
   const done = await until('the push to be finished by the other worker', async () => {
     const row = await world.db.selectFrom('push_operations').select(['state', 'reason']).where('id', '=', op.id).executeTakeFirstOrThrow();
     return row.state === 'confirmed' || row.state === 'failed' || `still ${row.state}`;
-  }, 30_000, 250).then(() => true, (err: Error) => { t.comment(err.message); return false; });
-  t.ok(done, `the operation was taken over within 30 s (${Math.round((Date.now() - started) / 1000)} s)`,
-    done ? {} : { todo: 'BUG: a job held by a killed worker waits for its pg-boss expiry (push: 15 min) - the queues have no heartbeatSeconds (see report)' });
+  }, 60_000, 250).then(() => true, (err: Error) => { t.comment(err.message); return false; });
+  // Without heartbeats the job waited for its expiry (15 min for a push); with them, about half a minute.
+  t.ok(done, `the operation was taken over within a minute (${Math.round((Date.now() - started) / 1000)} s)`);
   const orders = (await shop!.snapshot('orders')).filter((o) => o.reference_number === 'T-1');
   t.ok(orders.length <= 1, `the order exists at most once (${orders.length})`);
   if (done) t.equal(orders.length, 1, 'and exactly once once confirmed');
