@@ -10,20 +10,24 @@ export interface MaintenanceJob { task: 'prune-sync-log' | 'schedules' | 'pendin
 
 /**
  * How long a drain of (connection, resource) waits for more marks before reading: the coalescing window,
- * paced by the connection's rate budget. With `pairs` resources waiting and `remaining` requests until the
- * window resets in `toReset` seconds, each resource may read about every pairs x toReset / remaining seconds,
- * so steady traffic spends the budget evenly across the window. Spending it as fast as marks come (one read a
- * second per resource) used the whole window in its first minute and left the mirror a window behind until the
- * reset. Bounds: 1 s (budget plentiful, or a fresh window) to 60 s. A burst is not slowed: the first drain of a
- * quiet pair starts at once and reads everything pending, 250 ids a request.
+ * paced by the connection's rate budget. `pairs` resources share the budget (those waiting now or read in the
+ * last five minutes); with `remaining` requests until the window resets in `toReset` seconds, each resource may
+ * read about every pairs x toReset / (0.8 x remaining) seconds, so steady traffic spends the budget evenly
+ * across the window and leaves a fifth for sweeps, follow-up reads and pushes. Reading as fast as marks came
+ * (one read a second per resource) spent the whole window in its first minute and left the mirror a window
+ * behind until the reset. Bounds: 1 s (budget plentiful, or a fresh window) to 60 s. A burst is not slowed:
+ * the first drain of a quiet pair starts at once and reads everything pending, 250 ids a request.
  */
 export async function drainWindowSeconds(db: Db, connectionId: number): Promise<number> {
   const row = (await sql<{ remaining: number; reset_known: boolean; to_reset: number; pairs: number }>`
     SELECT b.remaining, b.reset_known, extract(epoch FROM b.reset_at - now())::float8 AS to_reset,
-      (SELECT count(DISTINCT p.resource)::int FROM pending_fetches p WHERE p.connection_id = b.connection_id) AS pairs
+      (SELECT count(*)::int FROM (
+        SELECT resource FROM pending_fetches WHERE connection_id = b.connection_id
+        UNION SELECT resource FROM sync_log WHERE connection_id = b.connection_id AND action = 'fetch'
+          AND at > now() - interval '5 minutes') r) AS pairs
     FROM api_budgets b WHERE b.connection_id = ${connectionId}`.execute(db)).rows[0];
   if (!row || !row.reset_known || row.to_reset <= 0) return 1;
-  const perSecond = Math.max(row.remaining, 0) / row.to_reset;
+  const perSecond = 0.8 * Math.max(row.remaining, 0) / row.to_reset;
   return Math.min(60, Math.max(1, Math.ceil(Math.max(row.pairs, 1) / Math.max(perSecond, 1e-3))));
 }
 

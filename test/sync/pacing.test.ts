@@ -3,6 +3,7 @@ import t from 'tap';
 import { sql } from 'kysely';
 import { drainWindowSeconds } from '../../src/sync/jobs.ts';
 import { markPending } from '../../src/sync/pending.ts';
+import { logSync } from '../../src/synclog/index.ts';
 import { testDatabase } from '../support/db.ts';
 
 t.test('the window grows as the budget left per second shrinks, between 1 and 60 s', async (t) => {
@@ -19,11 +20,13 @@ t.test('the window grows as the budget left per second shrinks, between 1 and 60
 
   await markPending(db, ['variant', 'order', 'fulfillment', 'purchase_order'].map((resource) => ({ connectionId: id, resource, id: 1 })));
   await budget(300, 300);
-  t.equal(await drainWindowSeconds(db, id), 4, 'a full window of 300 for 300 s and 4 resources waiting: each reads every 4 s');
+  t.equal(await drainWindowSeconds(db, id), 5, 'a full window of 300 for 300 s, 4 resources waiting, a fifth kept: each reads every 5 s');
   await budget(300, 30);
   t.equal(await drainWindowSeconds(db, id), 1, 'plenty left for the time to the reset: 1 s');
   await budget(100, 250);
-  t.equal(await drainWindowSeconds(db, id), 10, '100 left for 250 s: 0.4 a second, 4 resources: every 10 s');
+  t.equal(await drainWindowSeconds(db, id), 13, '100 left for 250 s: 0.32 a second to use, 4 resources: every 13 s');
+  await logSync(db, { connectionId: id, resource: 'product', action: 'fetch' });
+  t.equal(await drainWindowSeconds(db, id), 16, 'a resource read in the last minutes shares the budget too');
   await budget(0, 200);
   t.equal(await drainWindowSeconds(db, id), 60, 'spent: the longest window, the reads wait for the reset anyway');
   await budget(0, -5);
