@@ -15,7 +15,8 @@ import { createLogger } from '../../src/log.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
 import { resources } from '../../src/sync/resources.ts';
 import { runSweep } from '../../src/sync/worker.ts';
-import { canon, startLoopOn, type Loop, type LoopOptions } from '../../test/sync/harness.ts';
+import { startLoopOn, type Loop, type LoopOptions } from '../../test/sync/harness.ts';
+import { canon } from '../../test/support/mirror.ts';
 
 const TIME_SCALE = Number(process.env.TIME_SCALE ?? 100);
 const BURST_CHANGES = Number(process.env.BURST_CHANGES ?? 10_000);

@@ -4,7 +4,6 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sql } from 'kysely';
 import { addTokenConnection, clientFor } from '../../src/api/connections.ts';
 import type { ApiClient } from '../../src/api/types.ts';
 import type { Config } from '../../src/config.ts';
@@ -20,6 +19,7 @@ import { requestSweep } from '../../src/sync/jobs.ts';
 import { testConfig } from '../support/config.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
+import { mirrorDiff } from '../support/mirror.ts';
 
 interface Teardown { teardown(fn: () => unknown): void }
 
@@ -116,25 +116,8 @@ export async function startLoopOn(t: Teardown, tdb: TestDatabase, opts: LoopOpti
       await new Promise((r) => setTimeout(r, 100));
     }
   };
-  const variantDiff = async () => {
-    const snap: any[] = (await admin('GET', 'snapshot?resource=variants')).variants;
-    const rows = await sql<{ id: number; raw: any; status: string | null }>`SELECT id, raw, status FROM variants WHERE connection_id = ${connection.id}`.execute(tdb.db);
-    const mine = new Map(rows.rows.map((r) => [Number(r.id), r]));
-    const wrong: number[] = [], missing: number[] = [];
-    for (const v of snap) {
-      const m = mine.get(v.id);
-      if (!m) missing.push(v.id);
-      else if (JSON.stringify(canon(m.raw)) !== JSON.stringify(canon(v)) || m.status !== v.status) wrong.push(v.id);
-    }
-    const ids = new Set(snap.map((v) => v.id));
-    return { wrong, missing, extra: [...mine.keys()].filter((id) => !ids.has(id)) };
-  };
+  const variantDiff = async () =>
+    mirrorDiff(tdb.db, connection.id, 'variants', (await admin('GET', 'snapshot?resource=variants')).variants);
   return { sandbox, tdb, config, connection, client, logs, admin, startWorker, bosses, until, variantDiff, publicUrl: rt.publicUrl };
 }
 
-/** Sorted keys, so jsonb's key order does not count as a difference. */
-export function canon(v: any): any {
-  if (Array.isArray(v)) return v.map(canon);
-  if (v && typeof v === 'object') return Object.fromEntries(Object.keys(v).sort().map((k) => [k, canon(v[k])]));
-  return v;
-}

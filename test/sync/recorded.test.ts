@@ -16,7 +16,7 @@ import { childCollections, otherResources, resources } from '../../src/sync/reso
 import { testConfig } from '../support/config.ts';
 import { testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
-import { canon } from './harness.ts';
+import { canon } from '../support/mirror.ts';
 import { fixture, fixtureNames } from './helpers.ts';
 
 const TOKEN = 'recorded-token';

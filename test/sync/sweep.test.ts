@@ -3,7 +3,8 @@
 import t from 'tap';
 import { sql } from 'kysely';
 import { Decimal } from 'decimal.js';
-import { startLoop, canon, type Loop } from './harness.ts';
+import { startLoop, type Loop } from './harness.ts';
+import { canon } from '../support/mirror.ts';
 import { runSweep } from '../../src/sync/worker.ts';
 import { resources } from '../../src/sync/resources.ts';
 
