@@ -141,44 +141,44 @@ export class Service {
         if (line.freeform || line.variant_id == null) continue;
         const open = D(line.quantity).minus(line._shipped as Decimal);
         if (open.lte(0)) continue;
-        const moves = new Map<number, Decimal>();
-        this.expand(line.variant_id, open, moves);
-        for (const [vid, q] of moves) {
-          const key = `${vid}:${order.stock_location_id}`;
-          want.set(key, (want.get(key) ?? ZERO).plus(q));
-        }
+        this.hold(want, line.variant_id, open, order.stock_location_id);
       }
     }
-    const had = order._commit as Map<string, Decimal>;
-    for (const key of new Set([...had.keys(), ...want.keys()])) {
-      const delta = (want.get(key) ?? ZERO).minus(had.get(key) ?? ZERO);
-      const [vid, loc] = key.split(':').map(Number) as [number, number];
-      this.moveStock('committed', vid, loc, delta);
-    }
+    this.settle('committed', order._commit as Map<string, Decimal>, want);
     order._commit = want;
   }
 
+  /** Brings a purchase order's incoming stock in line with its state: an active order brings in its lines. */
   private syncIncoming(po: Row): void {
     const want = new Map<string, Decimal>();
     if (po.status === 'active') {
       for (const id of po.purchase_order_line_item_ids as number[]) {
         const line = this.store.purchase_order_line_items.get(id)!;
         if (line.variant_id == null) continue;
-        const moves = new Map<number, Decimal>();
-        this.expand(line.variant_id, D(line.quantity), moves);
-        for (const [vid, q] of moves) {
-          const key = `${vid}:${po.stock_location_id}`;
-          want.set(key, (want.get(key) ?? ZERO).plus(q));
-        }
+        this.hold(want, line.variant_id, D(line.quantity), po.stock_location_id);
       }
     }
-    const had = po._incoming as Map<string, Decimal>;
+    this.settle('incoming', po._incoming as Map<string, Decimal>, want);
+    po._incoming = want;
+  }
+
+  /** Adds `quantity` of a variant (a bundle: its components) at a location to a document's holdings. */
+  private hold(holdings: Map<string, Decimal>, variantId: number, quantity: Decimal, loc: number): void {
+    const moves = new Map<number, Decimal>();
+    this.expand(variantId, quantity, moves);
+    for (const [vid, q] of moves) {
+      const key = `${vid}:${loc}`;
+      holdings.set(key, (holdings.get(key) ?? ZERO).plus(q));
+    }
+  }
+
+  /** Moves `field` stock by the difference between what a document held and now holds. */
+  private settle(field: 'committed' | 'incoming', had: Map<string, Decimal>, want: Map<string, Decimal>): void {
     for (const key of new Set([...had.keys(), ...want.keys()])) {
       const delta = (want.get(key) ?? ZERO).minus(had.get(key) ?? ZERO);
       const [vid, loc] = key.split(':').map(Number) as [number, number];
-      this.moveStock('incoming', vid, loc, delta);
+      this.moveStock(field, vid, loc, delta);
     }
-    po._incoming = want;
   }
 
   // ---- simple resources ----------------------------------------------------------------------------------
