@@ -28,8 +28,13 @@ export async function drainWindowSeconds(db: Db, connectionId: number): Promise<
     FROM api_budgets b WHERE b.connection_id = ${connectionId}`.execute(db)).rows[0];
   if (!row || !row.reset_known || row.to_reset <= 0) return 1;
   const perSecond = 0.8 * Math.max(row.remaining, 0) / row.to_reset;
-  return Math.min(60, Math.max(1, Math.ceil(Math.max(row.pairs, 1) / Math.max(perSecond, 1e-3))));
+  const wanted = Math.max(row.pairs, 1) / Math.max(perSecond, 1e-3);
+  // pg-boss debounces per time slot of the given length: a length that changed with every call (7 s, 8 s, 7 s)
+  // would open a new slot, and so a new drain, each time. A few fixed steps keep the slots stable.
+  return WINDOW_STEPS.find((s) => s >= wanted) ?? 60;
 }
+
+const WINDOW_STEPS = [1, 2, 3, 5, 8, 13, 20, 30, 45, 60];
 
 /**
  * Asks for a drain of (connection, resource). Debounced per pair: at most one job per window plus one
