@@ -12,6 +12,7 @@ import { startSandbox, type Sandbox, type SandboxOptions } from '../../src/sandb
 import { testConfig } from '../support/config.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
+import { sandboxAdmin } from '../support/sandbox.ts';
 
 interface Teardown { teardown(fn: () => unknown): void }
 
@@ -39,14 +40,7 @@ export async function setup(t: Teardown, opts: { sandbox?: SandboxOptions; confi
   const deps: ClientDeps = { db: database.db, config, log: logs.log };
   const connection = await addTokenConnection(deps, { baseUrl: sandbox.url, token: sandbox.token, name: 'shop' });
   const client = await clientFor(deps, connection, { backoffBaseMs: 10, backoffMaxMs: 100, ...opts.client });
-  const admin = async (method: 'GET' | 'POST', path: string, body?: unknown) => {
-    const res = await fetch(`${sandbox.url}/__sandbox/${path}`, {
-      method, headers: { Authorization: `Bearer ${sandbox.adminToken}`, 'Content-Type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    if (!res.ok) throw new Error(`sandbox admin ${method} ${path}: ${res.status} ${await res.text()}`);
-    return res.json() as Promise<any>;
-  };
+  const admin = sandboxAdmin(sandbox);
   return { sandbox, database, config, deps, connection, client, logs, admin, stats: () => admin('GET', 'stats') };
 }
 

@@ -12,6 +12,7 @@ import { startPushWorker, type PushRuntime } from '../../src/push/worker.ts';
 import { testConfig } from '../support/config.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
+import { sandboxAdmin } from '../support/sandbox.ts';
 
 interface T { teardown(fn: () => unknown): void }
 
@@ -44,15 +45,8 @@ export async function harness(t: T, opts: { config?: Parameters<typeof testConfi
     await stopBoss(boss, false);
   });
   const connection = await addTokenConnection({ db: tdb.db, config, log }, { baseUrl: sb.url, token: sb.token, name: 'shop' });
-  const admin = async (path: string, body?: unknown) => {
-    const res = await fetch(`${sb.url}/__sandbox/${path}`, {
-      method: body === undefined ? 'GET' : 'POST',
-      headers: { authorization: `Bearer ${sb.adminToken}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    if (!res.ok) throw new Error(`sandbox admin ${path}: ${res.status} ${await res.text()}`);
-    return res.json() as Promise<any>;
-  };
+  const call = sandboxAdmin(sb);
+  const admin = (path: string, body?: unknown) => call(body === undefined ? 'GET' : 'POST', path, body);
   const snapshot = async (resource: string) => (await admin(`snapshot?resource=${resource}`))[resource] as any[];
   const h: Harness = {
     sb, tdb, boss, rt, config, connection, admin, snapshot,

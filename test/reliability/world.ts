@@ -16,6 +16,7 @@ import { startDeliveryProxy, type DeliveryProxy } from '../support/delivery-prox
 import { captureLogger } from '../support/log.ts';
 import { clean, describeDiff, mirrorDiff, MIRRORED, type Diff } from '../support/mirror.ts';
 import { spawnCli, until, type CliProcess } from '../support/processes.ts';
+import { sandboxAdmin } from '../support/sandbox.ts';
 
 interface Teardown { teardown(fn: () => unknown): void }
 
@@ -61,14 +62,7 @@ export async function startWorld(t: Teardown, opts: { shops?: number; sandbox?: 
     const sandbox = await startSandbox({ variants: 40, locations: 2, timeScale: 100, seed: i + 1, clientSecret: SECRET, token: `token-${name}`, ...opts.sandbox });
     t.teardown(() => sandbox.close());
     const connection = await addTokenConnection({ db, config, log }, { baseUrl: sandbox.url, token: sandbox.token, name });
-    const admin = async (method: 'GET' | 'POST', path: string, body?: unknown): Promise<any> => {
-      const res = await fetch(`${sandbox.url}/__sandbox/${path}`, {
-        method, headers: { Authorization: `Bearer ${sandbox.adminToken}`, 'Content-Type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      if (!res.ok) throw new Error(`sandbox admin ${method} ${path}: ${res.status} ${await res.text()}`);
-      return res.json();
-    };
+    const admin = sandboxAdmin(sandbox);
     const snapshot = async (resource: string) => (await admin('GET', `snapshot?resource=${resource}`))[resource] as any[];
     shops.push({
       name, sandbox, connection, admin, snapshot,

@@ -20,6 +20,7 @@ import { testConfig } from '../support/config.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
 import { mirrorDiff } from '../support/mirror.ts';
+import { sandboxAdmin } from '../support/sandbox.ts';
 
 interface Teardown { teardown(fn: () => unknown): void }
 
@@ -101,14 +102,7 @@ export async function startLoopOn(t: Teardown, tdb: TestDatabase, opts: LoopOpti
     await stopBoss(rboss, false);
   });
 
-  const admin = async (method: 'GET' | 'POST', path: string, body?: unknown): Promise<any> => {
-    const res = await fetch(`${sandbox.url}/__sandbox/${path}`, {
-      method, headers: { Authorization: `Bearer ${sandbox.adminToken}`, 'Content-Type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    if (!res.ok) throw new Error(`sandbox admin ${method} ${path}: ${res.status} ${await res.text()}`);
-    return res.json();
-  };
+  const admin = sandboxAdmin(sandbox);
   const until = async (what: string, fn: () => Promise<boolean>, timeoutMs = 30_000) => {
     const end = Date.now() + timeoutMs;
     while (!(await fn())) {
