@@ -82,7 +82,9 @@ export class Api {
       throw new ApiFail(404, 'Not found');
     }
     if (head === 'price_lists' && !second && method === 'GET') {
-      return { status: 200, body: { price_lists: PRICE_LISTS }, route: 'GET /price_lists' };
+      // A fixed, short collection: one page, but still the X-Pagination every collection response carries.
+      const pagination = { total_records: PRICE_LISTS.length, total_pages: 1, first_page: true, last_page: true, out_of_bounds: false, offset: 0 };
+      return { status: 200, body: { price_lists: PRICE_LISTS }, headers: { 'X-Pagination': JSON.stringify(pagination) }, route: 'GET /price_lists' };
     }
     if (head === 'variants' && second === 'composition' && method === 'GET') return this.composition(third, q);
     if (head === 'orders' && third === 'actions' && fourth && parts.length === 4 && method === 'POST') {

@@ -30,7 +30,7 @@ t.test('Common list behaviour', async (t) => {
     t.same(p, { total_records: 120, total_pages: 3, first_page: false, last_page: true, out_of_bounds: false, offset: 100 });
     const out = JSON.parse((await c.get('/variants?page=9')).headers.get('x-pagination')!);
     t.equal(out.out_of_bounds, true);
-    for (const path of ['/orders', '/companies', '/webhooks', '/addresses', '/variants/composition', '/users']) {
+    for (const path of ['/orders', '/companies', '/webhooks', '/addresses', '/variants/composition', '/users', '/price_lists']) {
       t.ok((await c.get(path)).headers.get('x-pagination'), `${path} carries X-Pagination`);
     }
     t.equal((await c.get(`/variants/${a}`)).headers.get('x-pagination'), null, 'a single record has none');
