@@ -70,14 +70,20 @@ function rawRequest(port: number, head: string, body: Buffer | string | (() => A
   });
 }
 
-t.test('fuzzing the receiver: no forged delivery accepted, no crash, no 5xx, memory bounded', async (t) => {
-  t.comment(`FUZZ_SEED=${seed}`);
+/** A receiver process for connection `shop`, with its memory probe. */
+async function startReceiver(t: Parameters<typeof testDatabase>[0]) {
   const tdb = await testDatabase(t);
   await tdb.db.insertInto('connections').values({ name: 'shop', base_url: 'http://127.0.0.1:1', auth_kind: 'token' }).execute();
   const receiver = await spawnCli(t, 'receiver', ['receiver'], {
     DATABASE_URL: tdb.url, DATA_DIR: await mkdtemp(join(tmpdir(), 'cs-fuzz-')), COMMERCE_CLIENT_SECRET: SECRET, SANDBOX: 'off',
     HOST: '127.0.0.1', PORT: 0, LOG_LEVEL: 'error', TOKEN_ENCRYPTION_KEY: Buffer.alloc(32, 3).toString('base64'),
   }, { nodeArgs: memoryProbe });
+  return { tdb, receiver };
+}
+
+t.test('fuzzing the receiver: no forged delivery accepted, no crash, no 5xx, memory bounded', async (t) => {
+  t.comment(`FUZZ_SEED=${seed}`);
+  const { tdb, receiver } = await startReceiver(t);
   const url = `${receiver.url}/webhooks/shop`;
   const port = Number(new URL(receiver.url).port);
   const statuses = new Map<number, number>();
@@ -182,12 +188,7 @@ t.test('fuzzing the receiver: no forged delivery accepted, no crash, no 5xx, mem
 });
 
 t.test('a slow body is cut by a timeout, and slow clients do not stop other deliveries', async (t) => {
-  const tdb = await testDatabase(t);
-  await tdb.db.insertInto('connections').values({ name: 'shop', base_url: 'http://127.0.0.1:1', auth_kind: 'token' }).execute();
-  const receiver = await spawnCli(t, 'receiver', ['receiver'], {
-    DATABASE_URL: tdb.url, DATA_DIR: await mkdtemp(join(tmpdir(), 'cs-fuzz-')), COMMERCE_CLIENT_SECRET: SECRET, SANDBOX: 'off',
-    HOST: '127.0.0.1', PORT: 0, LOG_LEVEL: 'error', TOKEN_ENCRYPTION_KEY: Buffer.alloc(32, 3).toString('base64'),
-  }, { nodeArgs: memoryProbe });
+  const { receiver } = await startReceiver(t);
   const port = Number(new URL(receiver.url).port);
   const before = await memoryOf(receiver);
   // 200 clients that send headers and a byte of body, then nothing.
