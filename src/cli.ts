@@ -14,7 +14,7 @@ const registry: [string, string, string][] = [
   ['migrate', 'db/cli.ts', 'apply database migrations (ours and pg-boss\'s) and exit'],
   ['receiver', 'receiver/cli.ts', 'run the webhook receiver alone'],
   ['worker', 'sync/cli.ts', 'run the workers alone (sync, reconciliation, push)'],
-  ['sandbox', 'sandbox/cli.ts', 'run the simulator of the Commerce Operations Service'],
+  ['sandbox', 'demo/cli.ts', 'run the simulator of the Commerce Operations Service'],
   ['connect', 'api/cli.ts', 'add a connection to a merchant account (privileged token or OAuth)'],
   ['connections', 'api/cli.ts', 'list connections and their status'],
   ['api', 'api/cli.ts', 'call the service through the rate-budgeted client and print the JSON answer'],

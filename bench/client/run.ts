@@ -14,7 +14,7 @@ import { addTokenConnection, clientFor } from '../../src/api/connections.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createDb, createPool } from '../../src/db/index.ts';
 import { createLogger } from '../../src/log.ts';
-import { startSandbox } from '../../src/sandbox/index.ts';
+import { startSandbox } from '@commerce-sync/sandbox';
 
 const { values: args } = parseArgs({ options: {
   variants: { type: 'string', default: '10000' },

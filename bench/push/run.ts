@@ -15,7 +15,7 @@ import { loadConfig } from '../../src/config.ts';
 import { createDb, createPool } from '../../src/db/index.ts';
 import { createLogger } from '../../src/log.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
-import { startSandbox } from '../../src/sandbox/index.ts';
+import { startSandbox } from '@commerce-sync/sandbox';
 import { enqueueOperation } from '../../src/push/enqueue.ts';
 import { startPushWorker, type PushRuntime } from '../../src/push/worker.ts';
 import type { PushKind, PushOperation } from '../../src/db/schema.ts';

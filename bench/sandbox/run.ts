@@ -3,7 +3,7 @@
 import http from 'node:http';
 import os from 'node:os';
 import type { AddressInfo } from 'node:net';
-import { startSandbox } from '../../src/sandbox/index.ts';
+import { startSandbox } from '@commerce-sync/sandbox';
 
 const VARIANTS = Number(process.argv[2] ?? 100_000);
 const cpus = os.cpus();

@@ -18,7 +18,7 @@ import { startEmbedded } from '../../src/db/embedded.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { createLogger } from '../../src/log.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
-import { startSandbox } from '../../src/sandbox/index.ts';
+import { startSandbox } from '@commerce-sync/sandbox';
 import { startDeliveryProxy } from '../../test/support/delivery-proxy.ts';
 import { clean, describeDiff, mirrorDiff, MIRRORED } from '../../test/support/mirror.ts';
 import { memoryOf, memoryProbe, spawnCli, until, type CliProcess } from '../../test/support/processes.ts';

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { addTokenConnection, getConnection, listConnections } from '../api/connections.ts';
-import { startSandbox } from '../sandbox/index.ts';
+import { startSandbox } from '@commerce-sync/sandbox';
 import type { Runtime } from '../runtime.ts';
 
 const DEMO = 'demo';

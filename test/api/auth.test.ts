@@ -2,7 +2,7 @@
 // one refresh for many callers, refused refresh, revoked privileged token (401), lapsed subscription (402).
 import t from 'tap';
 import { addTokenConnection, clientFor, getConnection, probeLapsed } from '../../src/api/connections.ts';
-import { startSandbox } from '../../src/sandbox/index.ts';
+import { startSandbox } from '@commerce-sync/sandbox';
 import { ApiError } from '../../src/api/errors.ts';
 import { decryptToken } from '../../src/api/secrets.ts';
 import { needsRefresh } from '../../src/api/tokens.ts';

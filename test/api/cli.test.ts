@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startSandbox } from '../../src/sandbox/index.ts';
+import { startSandbox } from '@commerce-sync/sandbox';
 import { testDatabase } from '../support/db.ts';
 import { TEST_KEY } from './helpers.ts';
 

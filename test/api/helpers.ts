@@ -8,7 +8,7 @@ import { requestToken } from '../../src/api/oauth.ts';
 import type { ClientDeps, ClientOptions } from '../../src/api/client.ts';
 import type { ApiClient } from '../../src/api/types.ts';
 import type { Connection } from '../../src/db/schema.ts';
-import { startSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/index.ts';
+import { startSandbox, type Sandbox, type SandboxOptions } from '@commerce-sync/sandbox';
 import { testConfig } from '../support/config.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';

@@ -5,7 +5,7 @@ import type { Config } from '../../src/config.ts';
 import type { Connection, PushKind, PushOperation } from '../../src/db/schema.ts';
 import { startBoss, stopBoss, type Boss } from '../../src/queue/boss.ts';
 import { createQueues } from '../../src/queue/names.ts';
-import { startSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/index.ts';
+import { startSandbox, type Sandbox, type SandboxOptions } from '@commerce-sync/sandbox';
 import { enqueueOperation } from '../../src/push/enqueue.ts';
 import { getOperation } from '../../src/push/store.ts';
 import { startPushWorker, type PushRuntime } from '../../src/push/worker.ts';

@@ -3,7 +3,7 @@ import t from 'tap';
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
-import { startSandbox } from '../../src/sandbox/index.ts';
+import { startSandbox } from '@commerce-sync/sandbox';
 import { addTokenConnection } from '../../src/api/connections.ts';
 import { SUBSCRIBED_EVENTS } from '../../src/receiver/events.ts';
 import { deliver, payload, sign, SECRET, startReceiver } from './harness.ts';

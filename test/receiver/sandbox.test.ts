@@ -4,7 +4,7 @@ import t from 'tap';
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import { startSandbox } from '../../src/sandbox/index.ts';
+import { startSandbox } from '@commerce-sync/sandbox';
 import { addTokenConnection, clientFor } from '../../src/api/connections.ts';
 import { listWebhooks, syncWebhooks } from '../../src/receiver/subscriptions.ts';
 import { SUBSCRIBED_EVENTS } from '../../src/receiver/events.ts';

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { addTokenConnection } from '../../src/api/connections.ts';
 import type { Db } from '../../src/db/index.ts';
-import { startSandbox } from '../../src/sandbox/index.ts';
+import { startSandbox } from '@commerce-sync/sandbox';
 import { testConfig } from '../support/config.ts';
 import { testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';

@@ -9,7 +9,7 @@ import { addTokenConnection } from '../../src/api/connections.ts';
 import type { Config } from '../../src/config.ts';
 import type { Db } from '../../src/db/index.ts';
 import type { Connection } from '../../src/db/schema.ts';
-import { startSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/index.ts';
+import { startSandbox, type Sandbox, type SandboxOptions } from '@commerce-sync/sandbox';
 import { testConfig } from '../support/config.ts';
 import { testDatabase } from '../support/db.ts';
 import { startDeliveryProxy, type DeliveryProxy } from '../support/delivery-proxy.ts';

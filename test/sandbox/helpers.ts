@@ -1,7 +1,7 @@
 // Test helpers: a sandbox per test over real HTTP, a tiny JSON client for it, and a local webhook receiver.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { startSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/index.ts';
+import { startSandbox, type Sandbox, type SandboxOptions } from '@commerce-sync/sandbox';
 
 interface Teardown { teardown(fn: () => unknown): void }
 

@@ -4,7 +4,7 @@ import t from 'tap';
 import { sql } from 'kysely';
 import { addTokenConnection } from '../../src/api/connections.ts';
 import { syncWebhooks } from '../../src/receiver/subscriptions.ts';
-import { startSandbox } from '../../src/sandbox/index.ts';
+import { startSandbox } from '@commerce-sync/sandbox';
 import { requestSweep } from '../../src/sync/jobs.ts';
 import { startLoop } from './harness.ts';
 

@@ -13,7 +13,7 @@ import { startBoss, stopBoss, type Boss } from '../../src/queue/boss.ts';
 import { mount as mountReceiver } from '../../src/receiver/role.ts';
 import { syncWebhooks } from '../../src/receiver/subscriptions.ts';
 import type { Runtime } from '../../src/runtime.ts';
-import { startSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/index.ts';
+import { startSandbox, type Sandbox, type SandboxOptions } from '@commerce-sync/sandbox';
 import { startSyncWorkers } from '../../src/sync/worker.ts';
 import { requestSweep } from '../../src/sync/jobs.ts';
 import { testConfig } from '../support/config.ts';

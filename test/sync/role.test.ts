@@ -11,7 +11,7 @@ import { createApp } from '../../src/server.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
 import { queues } from '../../src/queue/names.ts';
 import type { Runtime } from '../../src/runtime.ts';
-import { startSandbox } from '../../src/sandbox/index.ts';
+import { startSandbox } from '@commerce-sync/sandbox';
 import { mount } from '../../src/sync/role.ts';
 import { requestSweep } from '../../src/sync/jobs.ts';
 import { markPending } from '../../src/sync/pending.ts';

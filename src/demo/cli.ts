@@ -1,7 +1,7 @@
 // `commerce-sync sandbox`: runs the simulator until Ctrl-C. Every option has an environment variable
 // (config/default.json); a flag beats the environment.
 import { UsageError, type CommandSpec } from '../command.ts';
-import { startSandbox } from './index.ts';
+import { startSandbox } from '@commerce-sync/sandbox';
 
 const num = (name: string, v: string | undefined, fallback: number, min: number, integer: boolean): number => {
   if (v === undefined) return fallback;
