@@ -46,7 +46,7 @@ export const settings = {
   SANDBOX_TIME_SCALE: { schema: z.coerce.number().positive().max(1_000_000).describe('a positive number'), doc: 'Sandbox time runs this many times faster than real time (rate windows, token expiry, retry backoff).' },
   SANDBOX_RATE_LIMIT: { schema: int(1, 1_000_000), doc: 'Requests per rate window the sandbox allows per application and account.' },
   SANDBOX_RATE_WINDOW: { schema: int(1, 86400), doc: 'Length of the sandbox rate window in sandbox seconds.' },
-  SANDBOX_EVENTS: { schema: z.enum(['spec', 'extended']), doc: 'spec: fire only the events the spec lists; extended: also *.update / *.destroy events.' },
+  SANDBOX_PROFILE: { schema: z.enum(['spec', 'documented']), doc: 'spec: the sandbox behaves as the spec says; documented: as the real service is documented (docs/sandbox.md).' },
   COMMERCE_BASE_URL: { schema: url(', or empty'), doc: 'Base URL of a real account to connect at start (with COMMERCE_TOKEN).' },
   COMMERCE_TOKEN: { schema: z.string(), doc: 'Privileged access token for COMMERCE_BASE_URL.', secret: true },
   COMMERCE_CLIENT_ID: { schema: z.string(), doc: 'OAuth client id of the registered application.' },
