@@ -268,6 +268,11 @@ t.test('Admin API: stock_moves lists every change of on hand, committed or incom
   const moves = (await c.admin('GET', `stock_moves?since=${since}`)).body.stock_moves;
   t.same(moves.map((m: any) => [m.variant_id, m.location_id, m.cause]), [[v.id, loc, 'order.create'], [v.id, loc, 'order.fulfil'], [v.id, loc, 'order.fulfil']], 'committed, then on hand and committed');
   t.ok(moves.every((m: any) => m.at === since));
+  t.same(moves.map((m: any) => [m.stock_on_hand, m.committed]).slice(1), [[String(Number(moves[0].stock_on_hand) - 2), '2'], [String(Number(moves[0].stock_on_hand) - 2), '0']],
+    'each move carries the quantities after it');
+  t.same((await c.admin('GET', `stock_moves?after=${moves[0].seq}`)).body.stock_moves.map((m: any) => m.seq), moves.slice(1).map((m: any) => m.seq),
+    'after=<seq> lists only later moves');
+  t.equal((await c.admin('GET', 'stock_moves?after=x')).status, 400);
   const all = (await c.admin('GET', 'stock_moves')).body.stock_moves;
   t.ok(all.length > moves.length && all.some((m: any) => m.cause === 'variant.create'), 'without since: every move kept');
   t.equal((await c.admin('GET', 'stock_moves?since=yesterday')).status, 400);

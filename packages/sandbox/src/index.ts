@@ -385,10 +385,13 @@ class SandboxServer {
       case 'POST deliveries/flush':
         return ok({ delivered: await this.deliveries.flush() });
       case 'GET stock_moves': {
-        const since = query.get('since');
+        // since=<ISO timestamp> (inclusive) or after=<seq> (exclusive: a cursor that never repeats a move).
+        const since = query.get('since'), after = query.get('after');
         if (since !== null && Number.isNaN(Date.parse(since))) throw new ApiFail(400, `since must be an ISO 8601 timestamp, got "${since}"`);
+        if (after !== null && !/^\d+$/.test(after)) throw new ApiFail(400, `after must be a move's seq (an integer), got "${after}"`);
         const from = since === null ? '' : new Date(since).toISOString();
-        return ok({ stock_moves: [...this.store.stockMoves].filter((m) => m.at >= from) });
+        const afterSeq = after === null ? 0 : Number(after);
+        return ok({ stock_moves: [...this.store.stockMoves].filter((m) => m.at >= from && m.seq > afterSeq) });
       }
       case 'GET deliveries':
         return ok(this.deliveries.recent(Math.min(2000, Number(query.get('limit') ?? 100))));

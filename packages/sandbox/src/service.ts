@@ -136,7 +136,7 @@ export class Service {
     const v = this.store.variants.get(variantId)!;
     const s = this.stockAt(v, loc);
     s[field] = (s[field] ?? ZERO).plus(delta);
-    if (!this.muted) this.store.stockMoves.push({ variant_id: variantId, location_id: loc, at: this.now(), cause: this.cause ?? 'unknown' });
+    if (!this.muted) this.store.recordMove(variantId, loc, s, this.now(), this.cause ?? 'unknown');
     this.stockChanged(variantId);
   }
 
@@ -336,7 +336,7 @@ export class Service {
       if (!levels.length) levels.push([this.store.account.primary_location_id, ZERO]);
       for (const [loc, q] of levels) {
         stock.set(loc, { soh: q, committed: null, incoming: null, bin_location: null, reorder_point: null });
-        if (!q.isZero() && !this.muted) this.store.stockMoves.push({ variant_id: row.id, location_id: loc, at: this.now(), cause: this.cause ?? 'unknown' });
+        if (!q.isZero() && !this.muted) this.store.recordMove(row.id, loc, stock.get(loc)!, this.now(), this.cause ?? 'unknown');
       }
     } else if (parts.length) {
       this.store.compositions.set(row.id, parts);

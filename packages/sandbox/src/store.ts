@@ -90,7 +90,11 @@ export interface Stock {
   reorder_point: string | null;
 }
 
-export interface StockMove { variant_id: number; location_id: number; at: string; cause: string }
+/** One change of a variant's stock at a location, with the quantities after it (for measuring freshness). */
+export interface StockMove {
+  seq: number; variant_id: number; location_id: number; at: string; cause: string;
+  stock_on_hand: string; committed: string; incoming: string;
+}
 
 /** A bounded log: keeps the last `capacity` entries. */
 export class Ring<T> {
@@ -151,7 +155,15 @@ export class Store {
   readonly bundlesOf = new Map<number, Set<number>>();
   /** Every change of a variant's on hand, committed or incoming at a location, oldest first (bounded). */
   readonly stockMoves = new Ring<StockMove>(100_000);
+  private moveSeq = 0;
   counters = { order: 0, purchase_order: 0, invoice: 0, credit_note: 0, procurement: 0, stock_adjustment: 0, stock_transfer: 0 };
+
+  recordMove(variantId: number, locationId: number, stock: Stock, at: string, cause: string): void {
+    this.stockMoves.push({
+      seq: ++this.moveSeq, variant_id: variantId, location_id: locationId, at, cause,
+      stock_on_hand: stock.soh.toString(), committed: (stock.committed ?? 0).toString(), incoming: (stock.incoming ?? 0).toString(),
+    });
+  }
 
   table(plural: string): Table | undefined {
     const t = (this as unknown as Record<string, unknown>)[plural];
