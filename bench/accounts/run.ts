@@ -42,6 +42,7 @@ async function measureCpu(world: World, during: Promise<void>): Promise<{ worker
 const head = ['connections', 'idle worker %', 'idle pg %', 'idle % per conn', 'active worker %', 'receiver %', 'active pg %', 'moves',
   'p95 lag median s', 'p95 lag worst s', 'p95 all s', 'open', '429', 'db MB'];
 const rows: string[][] = [];
+const idleTotals: [number, number][] = [];
 for (const n of counts) {
   const t0 = Date.now();
   const world = await startWorld({ name: `accounts${n}`, accounts: n, variants: Number(args.variants), profile: args.profile, log });
@@ -51,6 +52,7 @@ for (const n of counts) {
 
   const idle = await measureCpu(world, new Promise((r) => setTimeout(r, idleMinutes * 60_000)));
   const perConnection = (idle.worker + (idle.pg ?? 0)) / n;
+  idleTotals.push([n, idle.worker + (idle.pg ?? 0)]);
 
   // Activity: one operation at a time on a random account, Poisson-like at n * rate per second overall.
   const lag = new StockLag();
@@ -91,3 +93,8 @@ console.log('\nCPU in % of one core (worker and PostgreSQL); idle % per conn = (
 const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
 console.log(head.map((h, i) => h.padStart(widths[i]!)).join('  '));
 for (const r of rows) console.log(r.map((c, i) => c.padStart(widths[i]!)).join('  '));
+// What one more idle connection costs, without the fixed cost of a running worker and database.
+for (let i = 1; i < idleTotals.length; i++) {
+  const [[n0, c0], [n1, c1]] = [idleTotals[i - 1]!, idleTotals[i]!];
+  console.log(`idle cost of one more connection, ${n0} -> ${n1}: ${((c1 - c0) / (n1 - n0)).toFixed(3)} % of one core`);
+}
