@@ -26,6 +26,10 @@ export const settings = {
   DATA_DIR: { schema: z.string().min(1, 'a folder path'), doc: 'Where local state lives (embedded database, generated keys).' },
   HOST: { schema: z.string().min(1, 'a host name or address'), doc: 'Address the HTTP server binds to; 0.0.0.0 to accept deliveries from outside.' },
   PORT: { schema: int(0, 65535), doc: 'Port of the HTTP server (receiver, console, health); 0 picks a free one.' },
+  WORKER_PORT: {
+    schema: z.union([z.literal(''), int(0, 65535)]).describe('an integer from 0 to 65535, or empty'),
+    doc: 'Port a process running only workers serves /healthz, /readyz and /metrics on; 0 picks a free one. Empty: no HTTP server.',
+  },
   PUBLIC_URL: { schema: url(', or empty'), doc: 'URL the service reaches us at; webhooks are registered at PUBLIC_URL/webhooks/NAME. Empty: http://HOST:PORT.' },
   HTTP_REQUEST_TIMEOUT_MS: { schema: int(1000, 600000), doc: 'Longest time a client may take to send a whole request (headers and body); slower ones are cut with 408.' },
   LOG_LEVEL: { schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), doc: 'pino log level.' },
