@@ -23,6 +23,8 @@ export const settings = {
     schema: z.string().refine((v) => v === '' || /^postgres(ql)?:\/\//.test(v), 'a postgres:// URL, or empty'),
     doc: 'PostgreSQL to use. Empty: start an embedded PostgreSQL under DATA_DIR.',
   },
+  DATABASE_POOL_SIZE: { schema: int(2, 1000), doc: 'Most connections a long-running process opens for its own queries (one pool per process; docs/deploy.md counts them all).' },
+  QUEUE_POOL_SIZE: { schema: int(2, 1000), doc: 'Most connections a long-running process opens for pg-boss.' },
   DATA_DIR: { schema: z.string().min(1, 'a folder path'), doc: 'Where local state lives (embedded database, generated keys).' },
   HOST: { schema: z.string().min(1, 'a host name or address'), doc: 'Address the HTTP server binds to; 0.0.0.0 to accept deliveries from outside.' },
   PORT: { schema: int(0, 65535), doc: 'Port of the HTTP server (receiver, console, health); 0 picks a free one.' },

@@ -45,14 +45,16 @@ export async function runRoles(ctx: CommandContext, roles: string[], opts: { dem
   const { config, log } = ctx;
   const shutdown = handleShutdown(log);
   try {
-    const database = await openDatabase(config, log);
+    const database = await openDatabase(config, log, { poolSize: config.DATABASE_POOL_SIZE });
     shutdown.add(() => database.close());
     // Stop order (reverse of registration): stop accepting, let the workers finish their jobs, then the
     // roles' own stop steps (the demo sandbox among them), then the database.
     const onStop: Runtime['onStop'] = [];
     shutdown.add(async () => { for (const step of [...onStop].reverse()) await step(); });
     shutdown.check();
-    const boss = await startBoss(database.url, log, { supervise: roles.includes('worker'), schedule: roles.includes('worker') });
+    const boss = await startBoss(database.url, log, {
+      supervise: roles.includes('worker'), schedule: roles.includes('worker'), max: config.QUEUE_POOL_SIZE,
+    });
     shutdown.add(() => stopBoss(boss));
     shutdown.check();
     // /readyz asks the roles' checks too; they push them onto rt.readiness while mounting.
