@@ -72,7 +72,7 @@ export async function startWorld(o: WorldOptions): Promise<World> {
   };
   const receiver = await spawnCli(null, 'receiver', ['receiver'], env, { readyTimeoutMs: 120_000 });
   proxy.targets.push(receiver.url);
-  const worker = await spawnCli(null, 'worker', ['worker'], { ...env, PORT: 0 }, { readyTimeoutMs: 120_000 });
+  const worker = await spawnCli(null, 'worker', ['worker'], { ...env, WORKER_PORT: 0 }, { readyTimeoutMs: 120_000 });
   return {
     db, database, accounts, receiver, worker, proxy,
     async close() {
