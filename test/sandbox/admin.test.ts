@@ -86,21 +86,34 @@ t.test('Time: the manual clock moves only when told (advance or set)', async (t)
   t.same(found.map((x: any) => x.id), [p.id]);
 });
 
-t.test('Interface: commerce-sync sandbox prints its base URL and token and runs until Ctrl-C', async (t) => {
-  const child = spawn(process.execPath, ['src/cli.ts', 'sandbox', '--variants', '3', '--port', '0', '--token', 'cli-token', '--profile', 'spec'], {
-    env: { ...process.env, LOG_LEVEL: 'silent', SANDBOX_RATE_LIMIT: '7', SANDBOX_TOKEN: 'env-token' }, stdio: ['ignore', 'pipe', 'pipe'],
-  });
+/** Runs a sandbox process until it has printed its URL, token and admin API; `stop()` sends Ctrl-C and gives the exit code. */
+async function runSandbox(t: { teardown(fn: () => unknown): void }, args: string[], env: Record<string, string>): Promise<{ url: string; stop(): Promise<number | null> }> {
+  const child = spawn(process.execPath, args, { env: { ...process.env, LOG_LEVEL: 'silent', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   t.teardown(() => { child.kill('SIGKILL'); });
   let out = '';
   const url = await new Promise<string>((resolve, reject) => {
-    child.stdout.on('data', (d) => { out += d; const m = /listening at (http:\/\/\S+)/.exec(out); if (m && out.includes('cli-token')) resolve(m[1]!); });
+    child.stdout.on('data', (d) => { out += d; const m = /listening at (http:\/\/\S+)/.exec(out); if (m && out.includes('admin API')) resolve(m[1]!); });
     child.on('exit', (code) => reject(new Error(`exited ${code}: ${out}`)));
   });
+  const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
+  return { url, stop: () => { child.kill('SIGINT'); return exited; } };
+}
+
+t.test('Interface: commerce-sync sandbox prints its base URL and token and runs until Ctrl-C', async (t) => {
+  const { url, stop } = await runSandbox(t, ['src/cli.ts', 'sandbox', '--variants', '3', '--port', '0', '--token', 'cli-token', '--profile', 'spec'], { SANDBOX_RATE_LIMIT: '7', SANDBOX_TOKEN: 'env-token' });
   const r = await fetch(`${url}/variants`, { headers: { Authorization: 'Bearer cli-token' } });
   t.equal(r.status, 200);
   t.equal(r.headers.get('x-rate-limit-limit'), '7', 'the environment sets the rate limit');
   t.equal((await fetch(`${url}/variants`, { headers: { Authorization: 'Bearer env-token' } })).status, 401, 'a flag beats the environment');
-  const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
-  child.kill('SIGINT');
-  t.equal(await exited, 0);
+  t.equal(await stop(), 0);
+});
+
+t.test('Interface: the package runs on its own (packages/sandbox/src/main.ts, flags and SANDBOX_* environment)', async (t) => {
+  const { url, stop } = await runSandbox(t, ['packages/sandbox/src/main.ts', '--variants', '3', '--port', '0', '--profile', 'spec', '--activity', '0'], { SANDBOX_RATE_LIMIT: '9', SANDBOX_TOKEN: 'alone-token' });
+  const r = await fetch(`${url}/variants`, { headers: { Authorization: 'Bearer alone-token' } });
+  t.equal(r.status, 200);
+  t.equal(r.headers.get('x-rate-limit-limit'), '9', 'the environment sets the rate limit');
+  const hook = await fetch(`${url}/webhooks`, { method: 'POST', headers: { Authorization: 'Bearer alone-token', 'Content-Type': 'application/json' }, body: JSON.stringify({ webhook: { address: 'https://example.com/h', event: 'order.finalized' } }) });
+  t.equal(hook.status, 422, '--profile spec');
+  t.equal(await stop(), 0);
 });

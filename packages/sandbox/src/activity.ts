@@ -84,12 +84,12 @@ export class Activity {
         if (!customers.length || !variants.length) return null;
         const c = this.rng.pick(customers);
         const lines = variants.slice(0, this.rng.int(1, 3)).map((v) => ({ variant_id: v.id, quantity: String(this.rng.int(1, 4)) }));
-        return s.createOrder({ company_id: c.id, shipping_address_id: c.address_ids[0], status: 'active', order_line_items: lines }).id;
+        return s.orders.createOrder({ company_id: c.id, shipping_address_id: c.address_ids[0], status: 'active', order_line_items: lines }).id;
       }
       case 'ship_order': {
         const o = this.openOrder();
         if (!o) return null;
-        s.orderAction(o.id, 'fulfil', {});
+        s.orders.orderAction(o.id, 'fulfil', {});
         return o.id;
       }
       case 'ship_lines': {
@@ -98,20 +98,20 @@ export class Activity {
         if (!o) return null;
         const line = (o.order_line_item_ids as number[]).map((id) => store.order_line_items.get(id)!).find((l) => !l.freeform && l._packed.lt(l.quantity));
         if (!line) return null;
-        const { fulfillments } = s.orderAction(o.id, 'fulfil', { order_line_item_ids: [line.id] }) as { fulfillments: Row[] };
-        s.updateFulfillment(fulfillments[0]!.id, { status: 'fulfilled', tracking_company: 'DHL', tracking_number: `T${fulfillments[0]!.id}` });
+        const { fulfillments } = s.orders.orderAction(o.id, 'fulfil', { order_line_item_ids: [line.id] }) as { fulfillments: Row[] };
+        s.orders.updateFulfillment(fulfillments[0]!.id, { status: 'fulfilled', tracking_company: 'DHL', tracking_number: `T${fulfillments[0]!.id}` });
         return o.id;
       }
       case 'finalize_order': {
         const o = this.recent(store.orders.order, (r) => r.status === 'active' || r.status === 'draft');
         if (!o) return null;
-        s.updateOrder(o.id, { status: 'finalized' });
+        s.orders.updateOrder(o.id, { status: 'finalized' });
         return o.id;
       }
       case 'pay_order': {
         const o = this.recent(store.orders.order, (r) => ['active', 'finalized', 'fulfilled'].includes(r.status) && r.payment_status !== 'paid');
         if (!o) return null;
-        s.orderAction(o.id, 'pay', {});
+        s.orders.orderAction(o.id, 'pay', {});
         return o.id;
       }
       case 'return_order': {
@@ -119,14 +119,14 @@ export class Activity {
         if (!o) return null;
         const line = (o.order_line_item_ids as number[]).map((id) => store.order_line_items.get(id)!).find((l) => l._shipped.gt(l._returned));
         if (!line) return null;
-        const ret = s.createReturn({ order_id: o.id, fulfillment_return_line_items: [{ order_line_item_id: line.id, quantity: '1' }] });
-        s.updateReturn(ret.id, { status: 'received' });
+        const ret = s.returns.createReturn({ order_id: o.id, fulfillment_return_line_items: [{ order_line_item_id: line.id, quantity: '1' }] });
+        s.returns.updateReturn(ret.id, { status: 'received' });
         return ret.id;
       }
       case 'void_order': {
         const o = this.recent(store.orders.order, (r) => (r.status === 'active' || r.status === 'draft') && r.fulfillment_status === 'unshipped');
         if (!o) return null;
-        s.orderAction(o.id, 'void', {});
+        s.orders.orderAction(o.id, 'void', {});
         return o.id;
       }
       case 'receive_purchase_order': {
@@ -135,9 +135,9 @@ export class Activity {
           const suppliers = store.companies.order.filter((c) => c.company_type === 'supplier' && c.status === 'active');
           const variants = this.stockVariants();
           if (!suppliers.length || !variants.length) return null;
-          po = s.createPurchaseOrder({ company_id: this.rng.pick(suppliers).id, status: 'active', purchase_order_line_items: variants.slice(0, 2).map((v) => ({ variant_id: v.id, quantity: String(this.rng.int(10, 40)) })) });
+          po = s.purchasing.createPurchaseOrder({ company_id: this.rng.pick(suppliers).id, status: 'active', purchase_order_line_items: variants.slice(0, 2).map((v) => ({ variant_id: v.id, quantity: String(this.rng.int(10, 40)) })) });
         }
-        s.receivePurchaseOrder(po.id, {});
+        s.purchasing.receivePurchaseOrder(po.id, {});
         return po.id;
       }
       case 'adjust_stock': {
@@ -146,7 +146,7 @@ export class Activity {
         const delta = this.rng.int(-5, 10) || 1;
         // Stock found is valued at the variant's cost, as a client is told to do (real-service-notes §3).
         const price = v.moving_average_cost ?? v.last_cost_price ?? '1.0';
-        return s.createStockAdjustment({
+        return s.adjustments.createStockAdjustment({
           stock_location_id: this.rng.pick(this.activeLocations()).id, reason: delta > 0 ? 'supplier' : 'shrinkage',
           stock_adjustment_line_items: [{ variant_id: v.id, quantity: String(delta), ...(delta > 0 ? { price } : {}) }],
         }).id;
@@ -157,23 +157,23 @@ export class Activity {
         if (!v || locs.length < 2) return null;
         const [from, to] = [this.rng.pick(locs), this.rng.pick(locs)];
         if (from.id === to.id) return null;
-        const tr = s.createStockTransfer({ source_location_id: from.id, destination_location_id: to.id, stock_transfer_line_items: [{ variant_id: v.id, quantity: String(this.rng.int(1, 5)) }] });
-        s.transferAction(tr.id, 'receive');
+        const tr = s.adjustments.createStockTransfer({ source_location_id: from.id, destination_location_id: to.id, stock_transfer_line_items: [{ variant_id: v.id, quantity: String(this.rng.int(1, 5)) }] });
+        s.adjustments.transferAction(tr.id, 'receive');
         return tr.id;
       }
       case 'create_variant': {
         const products = store.products.order;
         // Another variant of a recent product, or a new product (product.create) once that one has four.
         const recent = this.recent(products, (r) => r.status === 'active' && !r.variant_ids.some((id: number) => store.variants.get(id)?.composite));
-        const p = recent && recent.variant_ids.length < 4 ? recent : s.createProduct({ name: `Activity Product ${products.length + 1}`, product_type: 'Sample' });
+        const p = recent && recent.variant_ids.length < 4 ? recent : s.catalog.createProduct({ name: `Activity Product ${products.length + 1}`, product_type: 'Sample' });
         const n = p.variant_ids.length + 1;
         const price = this.rng.int(5, 200);
-        return s.createVariant({ product_id: p.id, name: `${p.name} #${n}`, sku: `ACT-${p.id}-${n}`, retail_price: String(price), initial_cost_price: (price * 0.4).toFixed(2), initial_stock_levels: [{ location_id: store.account.primary_location_id, stock_on_hand: String(this.rng.int(0, 50)) }] }).id;
+        return s.catalog.createVariant({ product_id: p.id, name: `${p.name} #${n}`, sku: `ACT-${p.id}-${n}`, retail_price: String(price), initial_cost_price: (price * 0.4).toFixed(2), initial_stock_levels: [{ location_id: store.account.primary_location_id, stock_on_hand: String(this.rng.int(0, 50)) }] }).id;
       }
       case 'update_variant': {
         const v = this.stockVariants()[0];
         if (!v) return null;
-        s.update('variants', v.id, { retail_price: String(this.rng.int(5, 200)), max_online: this.rng.chance(0.3) ? String(this.rng.int(1, 10)) : null });
+        s.catalog.update('variants', v.id, { retail_price: String(this.rng.int(5, 200)), max_online: this.rng.chance(0.3) ? String(this.rng.int(1, 10)) : null });
         return v.id;
       }
       case 'archive_variant': {
@@ -187,22 +187,22 @@ export class Activity {
         const disabled = this.recent(store.products.order, (r) => r.status === 'disabled');
         const p = disabled && this.rng.chance(0.6) ? disabled : store.products.get(this.stockVariants()[0]?.product_id);
         if (!p || p.status === 'archived') return null;
-        s.update('products', p.id, { status: p.status === 'disabled' ? 'active' : 'disabled' });
+        s.catalog.update('products', p.id, { status: p.status === 'disabled' ? 'active' : 'disabled' });
         return p.id;
       }
       case 'create_customer': {
         const n = store.companies.order.length + 1;
-        const c = s.createCompany({ name: `Walk-in Customer ${n}`, company_type: 'consumer', email: `walkin${n}@example.com` });
-        s.createAddress({ company_id: c.id, address1: `${this.rng.int(1, 99)} Market St`, city: 'Singapore', country: 'SG', label: 'Shipping' });
-        s.createContact({ company_id: c.id, first_name: 'Walk-in', last_name: String(n), email: `walkin${n}@example.com` });
+        const c = s.catalog.createCompany({ name: `Walk-in Customer ${n}`, company_type: 'consumer', email: `walkin${n}@example.com` });
+        s.catalog.createAddress({ company_id: c.id, address1: `${this.rng.int(1, 99)} Market St`, city: 'Singapore', country: 'SG', label: 'Shipping' });
+        s.catalog.createContact({ company_id: c.id, first_name: 'Walk-in', last_name: String(n), email: `walkin${n}@example.com` });
         return c.id;
       }
       case 'update_customer': {
         const c = this.recent(store.companies.order, (r) => r.status === 'active' && r.company_type !== 'supplier' && r.address_ids.length);
         if (!c) return null;
-        s.update('addresses', c.address_ids[0], { phone_number: `555-${this.rng.int(1000, 9999)}` });
-        if (c.contact_ids.length) s.update('contacts', c.contact_ids[0], { phone_number: `555-${this.rng.int(1000, 9999)}` });
-        s.update('companies', c.id, { phone_number: `555-${this.rng.int(1000, 9999)}` });
+        s.catalog.update('addresses', c.address_ids[0], { phone_number: `555-${this.rng.int(1000, 9999)}` });
+        if (c.contact_ids.length) s.catalog.update('contacts', c.contact_ids[0], { phone_number: `555-${this.rng.int(1000, 9999)}` });
+        s.catalog.update('companies', c.id, { phone_number: `555-${this.rng.int(1000, 9999)}` });
         return c.id;
       }
     }

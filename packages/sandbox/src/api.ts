@@ -12,20 +12,20 @@ export interface ApiRequest { method: string; parts: string[]; query: URLSearchP
 export interface ApiAnswer { status: number; body?: unknown; headers?: Record<string, string>; route: string }
 
 const CREATE: Record<string, (s: Service, b: Record<string, any>, c: Caller) => Row> = {
-  addresses: (s, b) => s.createAddress(b), companies: (s, b) => s.createCompany(b), contacts: (s, b) => s.createContact(b),
-  currencies: (s, b) => s.createCurrency(b), locations: (s, b) => s.createLocation(b), products: (s, b) => s.createProduct(b),
-  variants: (s, b) => s.createVariant(b), orders: (s, b) => s.createOrder(b), order_line_items: (s, b) => s.createOrderLine(b),
-  fulfillments: (s, b) => s.createFulfillment(b), fulfillment_returns: (s, b) => s.createReturn(b), invoices: (s, b) => s.createInvoice(b),
-  purchase_orders: (s, b) => s.createPurchaseOrder(b), purchase_order_line_items: (s, b) => s.createPurchaseLine(b),
-  stock_adjustments: (s, b) => s.createStockAdjustment(b), stock_transfers: (s, b) => s.createStockTransfer(b),
-  webhooks: (s, b, c) => s.createWebhook(b, c.appId),
+  addresses: (s, b) => s.catalog.createAddress(b), companies: (s, b) => s.catalog.createCompany(b), contacts: (s, b) => s.catalog.createContact(b),
+  currencies: (s, b) => s.catalog.createCurrency(b), locations: (s, b) => s.catalog.createLocation(b), products: (s, b) => s.catalog.createProduct(b),
+  variants: (s, b) => s.catalog.createVariant(b), orders: (s, b) => s.orders.createOrder(b), order_line_items: (s, b) => s.orders.createOrderLine(b),
+  fulfillments: (s, b) => s.orders.createFulfillment(b), fulfillment_returns: (s, b) => s.returns.createReturn(b), invoices: (s, b) => s.orders.createInvoice(b),
+  purchase_orders: (s, b) => s.purchasing.createPurchaseOrder(b), purchase_order_line_items: (s, b) => s.purchasing.createPurchaseLine(b),
+  stock_adjustments: (s, b) => s.adjustments.createStockAdjustment(b), stock_transfers: (s, b) => s.adjustments.createStockTransfer(b),
+  webhooks: (s, b, c) => s.catalog.createWebhook(b, c.appId),
 };
 
 const UPDATE: Record<string, (s: Service, id: number, b: Record<string, any>) => Row> = {
-  orders: (s, id, b) => s.updateOrder(id, b), fulfillments: (s, id, b) => s.updateFulfillment(id, b),
-  fulfillment_returns: (s, id, b) => s.updateReturn(id, b), purchase_orders: (s, id, b) => s.updatePurchaseOrder(id, b),
-  order_line_items: (s, id, b) => s.updateOrderLine(id, b), purchase_order_line_items: (s, id, b) => s.updatePurchaseLine(id, b),
-  webhooks: (s, id, b) => s.updateWebhook(id, b),
+  orders: (s, id, b) => s.orders.updateOrder(id, b), fulfillments: (s, id, b) => s.orders.updateFulfillment(id, b),
+  fulfillment_returns: (s, id, b) => s.returns.updateReturn(id, b), purchase_orders: (s, id, b) => s.purchasing.updatePurchaseOrder(id, b),
+  order_line_items: (s, id, b) => s.orders.updateOrderLine(id, b), purchase_order_line_items: (s, id, b) => s.purchasing.updatePurchaseLine(id, b),
+  webhooks: (s, id, b) => s.catalog.updateWebhook(id, b),
 };
 const PLAIN_UPDATE = new Set(['addresses', 'companies', 'contacts', 'currencies', 'locations', 'products', 'variants', 'invoices']);
 
@@ -80,7 +80,7 @@ export class Api {
       }
       if (method === 'PUT' && second && !third) {
         if (Number(second) !== this.store.account.id) throw new ApiFail(second === 'current' ? 404 : 403, 'Not your account');
-        this.service.run('account.update', () => this.service.updateAccount(wrapped(req.body, 'account')));
+        this.service.run('account.update', () => this.service.catalog.updateAccount(wrapped(req.body, 'account')));
         return { status: 204, route: 'PUT /accounts/:id' };
       }
       throw new ApiFail(404, 'Not found');
@@ -93,16 +93,16 @@ export class Api {
     if (head === 'variants' && second === 'composition' && method === 'GET') return this.composition(third, q);
     if (head === 'orders' && third === 'actions' && fourth && parts.length === 4 && method === 'POST') {
       const body = req.body ?? {};
-      const result = this.service.run(`order.${fourth}`, () => this.service.orderAction(id(second), fourth, body));
+      const result = this.service.run(`order.${fourth}`, () => this.service.orders.orderAction(id(second), fourth, body));
       return { status: 200, body: this.renderAction(result), route: `POST /orders/:id/actions/${fourth}` };
     }
     if (head === 'purchase_orders' && third === 'actions' && fourth === 'receive' && parts.length === 4 && method === 'POST') {
       const body = req.body && typeof req.body === 'object' ? req.body : {};
-      const proc = this.service.run('purchase_order.receive', () => this.service.receivePurchaseOrder(id(second), body));
+      const proc = this.service.run('purchase_order.receive', () => this.service.purchasing.receivePurchaseOrder(id(second), body));
       return { status: 200, body: { procurement: render(this.store, 'procurements', proc) }, route: 'POST /purchase_orders/:id/actions/receive' };
     }
     if (head === 'stock_transfers' && third === 'actions' && fourth && parts.length === 4 && method === 'POST') {
-      const tr = this.service.run(`stock_transfer.${fourth}`, () => this.service.transferAction(id(second), fourth));
+      const tr = this.service.run(`stock_transfer.${fourth}`, () => this.service.adjustments.transferAction(id(second), fourth));
       return { status: 200, body: { stock_transfer: render(this.store, 'stock_transfers', tr) }, route: `POST /stock_transfers/:id/actions/${fourth}` };
     }
 
@@ -130,7 +130,7 @@ export class Api {
       const body = wrapped(req.body, def.singular);
       const existing = table.get(recordId);
       if (existing) this.visible(plural, existing, caller);
-      const row = this.service.run(`${def.singular}.update`, () => UPDATE[plural] ? UPDATE[plural]!(this.service, recordId, body) : this.service.update(plural, recordId, body));
+      const row = this.service.run(`${def.singular}.update`, () => UPDATE[plural] ? UPDATE[plural]!(this.service, recordId, body) : this.service.catalog.update(plural, recordId, body));
       if (plural === 'fulfillments') {
         return { status: 200, body: this.one(plural, row, new URLSearchParams('include=fulfillment_line_items')), route };
       }

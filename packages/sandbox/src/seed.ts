@@ -4,7 +4,8 @@
 import { Decimal } from 'decimal.js';
 import { Random } from './random.ts';
 import { Store, Table, type Stock } from './store.ts';
-import { ADJUSTMENT_REASONS, type Service } from './service.ts';
+import type { Service } from './service.ts';
+import { ADJUSTMENT_REASONS } from './adjustments.ts';
 
 export interface SeedOptions { seed: number; variants: number; locations: number }
 
@@ -68,10 +69,10 @@ export function seed(store: Store, service: Service, opts: SeedOptions): void {
     for (let i = 0; i < companies; i++) {
       const supplier = i % 4 === 3;
       const name = `${rng.pick(WORDS)} ${supplier ? 'Supplies' : 'Store'} ${i + 1}`;
-      const c = stamped(service.createCompany({ name, company_type: supplier ? 'supplier' : i % 2 ? 'consumer' : 'business', company_code: `C${String(i + 1).padStart(4, '0')}`, email: `hello${i + 1}@example.com` }));
+      const c = stamped(service.catalog.createCompany({ name, company_type: supplier ? 'supplier' : i % 2 ? 'consumer' : 'business', company_code: `C${String(i + 1).padStart(4, '0')}`, email: `hello${i + 1}@example.com` }));
       const [city, country] = rng.pick(CITIES);
-      stamped(service.createAddress({ company_id: c.id, address1: `${rng.int(1, 99)} ${rng.pick(WORDS)} Road`, city, country, label: 'Shipping' }));
-      stamped(service.createContact({ company_id: c.id, first_name: rng.pick(WORDS), last_name: 'Smith', email: `buyer${i + 1}@example.com` }));
+      stamped(service.catalog.createAddress({ company_id: c.id, address1: `${rng.int(1, 99)} ${rng.pick(WORDS)} Road`, city, country, label: 'Shipping' }));
+      stamped(service.catalog.createContact({ company_id: c.id, first_name: rng.pick(WORDS), last_name: 'Smith', email: `buyer${i + 1}@example.com` }));
     }
 
     const stockVariants: number[] = [];
@@ -81,7 +82,7 @@ export function seed(store: Store, service: Service, opts: SeedOptions): void {
       productNo++;
       const type = rng.pick(TYPES);
       const name = `${rng.pick(WORDS)} ${type} ${productNo}`;
-      const p = stamped(service.createProduct({ name, product_type: type, brand: rng.pick(WORDS), supplier: `${rng.pick(WORDS)} Supplies`, opt1: 'Size', opt2: 'Colour', tags: type }));
+      const p = stamped(service.catalog.createProduct({ name, product_type: type, brand: rng.pick(WORDS), supplier: `${rng.pick(WORDS)} Supplies`, opt1: 'Size', opt2: 'Colour', tags: type }));
       const bundle = stockVariants.length >= 4 && productNo % 10 === 0;
       const count = bundle ? 1 : Math.min(opts.variants - made, rng.int(1, 4));
       for (let k = 0; k < count; k++) {
@@ -89,10 +90,10 @@ export function seed(store: Store, service: Service, opts: SeedOptions): void {
         const sku = `SKU-${String(made + 1).padStart(6, '0')}`;
         if (bundle) {
           const parts = [rng.pick(stockVariants), rng.pick(stockVariants)].filter((x, i, a) => a.indexOf(x) === i);
-          const v = stamped(service.createVariant({ product_id: p.id, name: `${name} Bundle`, sku, composite: true, retail_price: price.times(2).toString(), composition: parts.map((id, i) => ({ component_id: id, quantity: String(i + 1) })) }));
+          const v = stamped(service.catalog.createVariant({ product_id: p.id, name: `${name} Bundle`, sku, composite: true, retail_price: price.times(2).toString(), composition: parts.map((id, i) => ({ component_id: id, quantity: String(i + 1) })) }));
           v.opt1 = 'Bundle';
         } else {
-          const v = stamped(service.createVariant({
+          const v = stamped(service.catalog.createVariant({
             product_id: p.id, name: `${name} ${SIZES[k % SIZES.length]}`, sku, opt1: SIZES[k % SIZES.length], opt2: rng.pick(COLOURS),
             retail_price: price.toString(), wholesale_price: price.times(0.6).toDecimalPlaces(2).toString(), buy_price: price.times(0.4).toDecimalPlaces(2).toString(),
             keep_selling: rng.chance(0.1), manage_stock: !rng.chance(0.03), max_online: rng.chance(0.1) ? String(rng.int(1, 20)) : null,
@@ -117,12 +118,12 @@ export function seed(store: Store, service: Service, opts: SeedOptions): void {
     for (let i = 0; i < history && customers.length; i++) {
       const c = rng.pick(customers);
       const lines = Array.from({ length: rng.int(1, 3) }, () => ({ variant_id: rng.pick(stockVariants), quantity: String(rng.int(1, 5)) }));
-      const o = stamped(service.createOrder({ company_id: c.id, shipping_address_id: c.address_ids[0], status: i % 5 === 0 ? 'draft' : 'active', order_line_items: lines, stock_location_id: rng.pick(locIds) }));
+      const o = stamped(service.orders.createOrder({ company_id: c.id, shipping_address_id: c.address_ids[0], status: i % 5 === 0 ? 'draft' : 'active', order_line_items: lines, stock_location_id: rng.pick(locIds) }));
       for (const id of o.order_line_item_ids) stamped(store.order_line_items.get(id)!);
     }
     for (let i = 0; i < Math.min(10, Math.floor(history / 5)) && suppliers.length; i++) {
       const lines = Array.from({ length: rng.int(1, 3) }, () => ({ variant_id: rng.pick(stockVariants), quantity: String(rng.int(10, 50)) }));
-      const po = stamped(service.createPurchaseOrder({ company_id: rng.pick(suppliers).id, status: 'active', purchase_order_line_items: lines }));
+      const po = stamped(service.purchasing.createPurchaseOrder({ company_id: rng.pick(suppliers).id, status: 'active', purchase_order_line_items: lines }));
       for (const id of po.purchase_order_line_item_ids) stamped(store.purchase_order_line_items.get(id)!);
     }
   });
