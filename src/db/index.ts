@@ -1,5 +1,5 @@
 // One place that opens the database: the configured DATABASE_URL, or the embedded PostgreSQL.
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
@@ -12,6 +12,8 @@ import type { Database } from './schema.ts';
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
 
 export type Db = Kysely<Database>;
+/** What a store function runs its statements on: the database, or a transaction a caller opened. */
+export type Executor = Kysely<Database> | Transaction<Database>;
 
 export interface OpenDatabase {
   url: string;
