@@ -32,7 +32,7 @@ if (chromiumMissing) {
       const card = page.locator('section.connection[data-connection="shop"]');
       t.match(await card.locator('.budget').textContent(), /211 of 300 left/);
       t.match(await card.textContent(), /Shop & Co <b>/, 'account name shown as text');
-      t.equal(await card.locator('svg').count(), 4, 'throughput, log, lag and budget charts');
+      t.equal(await card.locator('svg').count(), 6, 'deliveries, lag, budget, queues, drift and log charts');
       t.ok(await page.locator('#queues').isVisible());
     });
 
@@ -94,8 +94,9 @@ if (chromiumMissing) {
       await sql`INSERT INTO channel_quantity_changes (connection_id, variant_id, sku, before_quantity, quantity, tracked, backorderable, cause, delivery_id)
                 VALUES (${shop}, 42, 'TEE-42', '9.5', '8.5', true, false, 'delivery', 'dlv-77')`.execute(db);
       await page.goto(`${base}/variants`);
-      await page.getByLabel('SKU').fill('TEE-42');
-      await page.getByRole('button', { name: 'Find' }).click();
+      await page.getByLabel('SKU or name').fill('TEE-42');
+      await page.getByRole('button', { name: 'Show', exact: true }).click();
+      await page.getByRole('link', { name: 'TEE-42' }).click();
       await page.waitForURL(/\/variants\/shop\/42$/);
       t.match(await page.locator('#variant-facts').textContent(), /Tee <script>alert\("x"\)<\/script>/);
       const stock = await page.locator('#stock tbody tr').allTextContents();
