@@ -104,10 +104,10 @@ if (chromiumMissing) {
       t.match(stock[1], /Warehouse 2\s*3\.5\s*0\s*3\.5/);
       t.match(await page.locator('#channel-quantity').textContent(), /8\.5/);
       t.match(await page.locator('#channel-history').textContent(), /9\.5\s*8\.5\s*delivery\s*dlv-77/);
-      const stockHistory = await page.locator('#stock-history tbody').textContent();
+      const stockHistory = await page.locator('#stock-history > tbody').textContent();
       t.match(stockHistory, /Warehouse 1: on hand 8 → 7, available 6 → 5/);
       t.match(stockHistory, /delivery\s*dlv-browser-1/);
-      const history = await page.locator('#history tbody').textContent();
+      const history = await page.locator('#history > tbody').textContent();
       t.match(history, /channel-quantity/);
       t.match(history, /delivery\.received/, 'the delivery about the variant (by record id)');
       t.match(history, /mirror\.update/);

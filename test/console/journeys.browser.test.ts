@@ -25,8 +25,8 @@ const axeSource = readFile(createRequire(import.meta.url).resolve('axe-core/axe.
 
 /** axe-core in the page: the serious and critical violations, as "rule: target" lines. */
 async function axe(page: Page): Promise<string[]> {
-  if (!(await page.evaluate(() => 'axe' in window))) await page.addScriptTag({ content: await axeSource });
-  const result = await page.evaluate(async () => (window as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe.run());
+  if (!(await page.evaluate(() => 'axe' in globalThis))) await page.addScriptTag({ content: await axeSource });
+  const result = await page.evaluate(async () => (globalThis as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe.run());
   return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
     .map((v) => `${v.id}: ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`);
 }
@@ -69,7 +69,7 @@ if (chromiumMissing) {
     await mkdir(ARTIFACTS, { recursive: true });
     const { page, dialogs } = await openBrowser(t);
     await page.setViewportSize({ width: 1400, height: 1000 });
-    const look = async (t: { same(found: unknown, wanted: unknown, message?: string): unknown }, name: string) => {
+    const look = async (t: { same(found: unknown, wanted: unknown, message: string): unknown }, name: string) => {
       t.same(await axe(page), [], `${name}: no serious or critical accessibility violation`);
       await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: false });
     };
