@@ -8,7 +8,7 @@ header a { color: #dfe6f3; text-decoration: none; }
 header nav { display: flex; gap: 1.1rem; flex-wrap: wrap; }
 header a.here { color: #fff; font-weight: 600; }
 header .brand { font-weight: 700; color: #fff; }
-header form { margin-left: auto; }
+header form.inline { margin-left: auto; }
 main { padding: 1rem; }
 .banner { background: #fff4ce; border-bottom: 1px solid #e5c861; padding: .4rem 1rem; }
 .notice { background: #e3f4e6; border: 1px solid #97cf9f; padding: .4rem .8rem; margin-bottom: 1rem; }
@@ -21,7 +21,8 @@ tr.outcome-error td { background: #fdf0f0; }
 tr.outcome-warning td { background: #fff8e6; }
 tr.fresh td { animation: fresh 2s ease-out; }
 @keyframes fresh { from { background: #d8f0ff; } }
-.cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(360px, 1fr)); gap: 1rem; }
+.cards { display: grid; grid-template-columns: 1fr; gap: 1rem; }
+.card .summary { display: grid; grid-template-columns: repeat(auto-fit, minmax(380px, 1fr)); gap: 0 2rem; align-items: start; }
 .card { background: #fff; border: 1px solid #dde1e7; border-radius: 6px; padding: .8rem; }
 .card h2 { margin: 0 0 .5rem; font-size: 1.1rem; }
 .health-ok { color: #1b7f32; } .health-degraded { color: #b26b00; } .health-down { color: #c0262d; }
@@ -31,7 +32,7 @@ dl.facts dd { margin: 0; }
 form.filters { display: flex; gap: .5rem; flex-wrap: wrap; align-items: end; margin-bottom: .8rem; }
 form.filters label { display: flex; flex-direction: column; font-size: .85rem; color: #5b6475; }
 form.inline { display: inline; margin: 0; }
-.charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: .6rem 1rem; margin-top: .6rem; }
+.charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(380px, 1fr)); gap: .6rem 1rem; margin-top: .6rem; }
 .chart { margin: 0; }
 .chart svg { width: 100%; height: auto; background: #fff; border: 1px solid #e3e6eb; }
 .chart figcaption { font-weight: 600; font-size: .9rem; margin-bottom: .2rem; }
@@ -51,10 +52,13 @@ nav.pager { display: flex; gap: 1rem; margin: .6rem 0; }
 td.compact { font-size: .85rem; }
 table.diff { width: auto; margin: .1rem 0; font-size: .8rem; }
 table.diff td, table.diff th { padding: .05rem .4rem; }
+table.diff th[scope="row"] { background: none; font-weight: normal; color: #4d5566; }
 details.raw summary { cursor: pointer; font-size: .8rem; color: #3b5bab; }
 details.raw pre { white-space: pre-wrap; overflow-wrap: anywhere; font-size: .75rem; max-width: 40rem; }
 td.sentence { min-width: 16rem; }
-.connect form { background: #fff; border: 1px solid #dde1e7; padding: .6rem; border-radius: 6px; }
+td.detail { min-width: 15rem; }
+.connect form { background: #fff; border: 1px solid #dde1e7; padding: .6rem; border-radius: 6px; margin-bottom: .6rem; }
+.connect h3 { flex-basis: 100%; margin: 0 0 .2rem; font-size: .95rem; }
 .skip { position: absolute; left: -999px; top: 0; background: #fff; padding: .4rem; z-index: 2; }
 .skip:focus { left: .5rem; }
 .sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
@@ -67,9 +71,24 @@ td.at { white-space: nowrap; }
 td.json { max-width: 30rem; overflow-wrap: anywhere; font-size: .75rem; }
 `;
 
+// Auto-refresh (pages with the #auto-refresh checkbox): reloads while it stays ticked and no form field
+// has the focus, so an operator typing a filter is not interrupted.
+const refreshJs = `
+(function () {
+  var box = document.getElementById('auto-refresh');
+  if (!box) return;
+  var seconds = Number(box.dataset.seconds || 30);
+  setInterval(function () {
+    var f = document.activeElement;
+    var typing = f && (f.tagName === 'INPUT' && f !== box || f.tagName === 'SELECT' || f.tagName === 'TEXTAREA');
+    if (box.checked && !typing && document.visibilityState === 'visible') location.reload();
+  }, seconds * 1000);
+})();
+`;
+
 // Live tail: follows /api/tail (server-sent events) with the page's filters and prepends rows. Values are
 // set with textContent only.
-export const js = `
+const tailJs = `
 (function () {
   var table = document.getElementById('log-rows');
   var state = document.getElementById('tail-state');
@@ -109,3 +128,5 @@ export const js = `
 })();
 
 `;
+
+export const js = refreshJs + tailJs;

@@ -15,6 +15,9 @@ function niceStep(max: number, ticks: number): number {
 }
 
 const fmt = (v: number) => (Number.isInteger(v) ? String(v) : v.toFixed(1));
+/** Axis labels with as many decimals as the step needs (0.25 stays 0.25, not 0.3). */
+const decimals = (step: number) => [0, 1, 2, 3].find((d) => Number.isInteger(Math.round(step * 10 ** d * 1e6) / 1e6)) ?? 3;
+const axisFmt = (v: number, step: number) => v.toFixed(decimals(step));
 const pad2 = (n: number) => String(n).padStart(2, '0');
 /** Hours and minutes for ranges up to a day, day and hour beyond. */
 function timeLabel(d: Date, w: Window): string {
@@ -39,7 +42,7 @@ export function timeChart(title: string, points: Point[], w: Window, opts: Chart
   const parts: string[] = [];
   for (let v = 0; v <= max + step / 2; v += step) {
     parts.push(`<line class="grid" x1="${LEFT}" x2="${W - RIGHT}" y1="${y(v).toFixed(1)}" y2="${y(v).toFixed(1)}"/>`,
-      `<text class="axis" x="${LEFT - 6}" y="${(y(v) + 4).toFixed(1)}" text-anchor="end">${escapeHtml(fmt(v) + unit)}</text>`);
+      `<text class="axis" x="${LEFT - 6}" y="${(y(v) + 4).toFixed(1)}" text-anchor="end">${escapeHtml(axisFmt(v, step) + unit)}</text>`);
   }
   const ticks = 6;
   for (let i = 0; i <= ticks; i++) {
@@ -48,9 +51,11 @@ export function timeChart(title: string, points: Point[], w: Window, opts: Chart
       `<text class="axis" x="${x(t).toFixed(1)}" y="${H - 8}" text-anchor="${i === 0 ? 'start' : i === ticks ? 'end' : 'middle'}">${escapeHtml(timeLabel(new Date(t), w))}</text>`);
   }
   const stepMs = w.stepMinutes * 60_000;
-  if (!points.length) {
-    parts.push(`<text class="empty" x="${LEFT + plotW / 2}" y="${TOP + plotH / 2}" text-anchor="middle">no data in this range</text>`);
-  } else if (kind === 'bars') {
+  if (!points.length || rawMax === 0) {
+    // Said in words: a flat line at zero reads like a broken chart.
+    parts.push(`<text class="empty" x="${LEFT + plotW / 2}" y="${TOP + plotH / 2}" text-anchor="middle">${points.length ? 'zero all through this range' : 'no data in this range'}</text>`);
+  }
+  if (kind === 'bars') {
     const bw = Math.max(1, (stepMs / (t1 - t0)) * plotW - 1);
     for (const p of points) {
       const top = y(p.value);

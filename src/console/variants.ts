@@ -11,7 +11,7 @@ export const variantFilters = {
   backorderable: 'backorderable',
   bundles: 'bundles',
   'changed-1h': 'changed in the last hour',
-  drift: 'repaired by the latest sweep',
+  drift: 'corrected by the latest sweep',
 } as const;
 export type VariantFilter = keyof typeof variantFilters;
 export const variantSorts = { sku: 'SKU', quantity: 'channel quantity', changed: 'last change' } as const;
@@ -54,12 +54,13 @@ function filterSql(f: VariantFilter, threshold: string, connectionId: number): R
     case 'backorderable': return sql<boolean>`cq.backorderable`;
     case 'bundles': return sql<boolean>`v.composite`;
     case 'changed-1h': return sql<boolean>`EXISTS (SELECT 1 FROM channel_quantity_changes c WHERE c.connection_id = v.connection_id AND c.variant_id = v.id AND c.at > now() - interval '1 hour')`;
-    // The rows the latest (non-initial) sweep wrote: mirrored between its start and its end.
+    // Channel quantities the latest (non-initial) sweep corrected: its changes carry its job id, or, for a
+    // sweep run outside a job (the CLI), the sweep cause within its time span.
     case 'drift': return sql<boolean>`EXISTS (
-      SELECT 1 FROM (SELECT at, at - make_interval(secs => coalesce(duration_ms, 0) / 1000.0) AS started FROM sync_log
-                      WHERE connection_id = ${connectionId} AND action IN ('sweep', 'sweep.full') ORDER BY at DESC LIMIT 1) s
-       WHERE (v.synced_at BETWEEN s.started AND s.at)
-          OR EXISTS (SELECT 1 FROM stock_levels sl WHERE sl.connection_id = v.connection_id AND sl.variant_id = v.id AND sl.synced_at BETWEEN s.started AND s.at))`;
+      SELECT 1 FROM (SELECT job_id, at, at - make_interval(secs => coalesce(duration_ms, 0) / 1000.0) AS started FROM sync_log
+                      WHERE connection_id = ${connectionId} AND action IN ('sweep', 'sweep.full') ORDER BY id DESC LIMIT 1) s
+        JOIN channel_quantity_changes c ON c.connection_id = v.connection_id AND c.variant_id = v.id AND c.cause IN ('sweep', 'full-sweep')
+       WHERE CASE WHEN s.job_id IS NOT NULL THEN c.job_id = s.job_id ELSE c.job_id IS NULL AND c.at BETWEEN s.started AND s.at END)`;
   }
 }
 

@@ -14,12 +14,14 @@ function connectForms(opts: { oauthReady: boolean; name?: string; baseUrl?: stri
   const baseField = fixed ? html`<input type="hidden" name="base_url" value="${opts.baseUrl}">`
     : html`<label>Service address <input name="base_url" size="32" required placeholder="https://api.example-commerce.com" type="url"></label>`;
   return html`<div class="connect">
-${!fixed || opts.authKind === 'oauth' ? html`<form method="post" action="/connections/oauth" class="filters" id="connect-oauth">
+${!fixed || opts.authKind === 'oauth' ? html`<form method="post" action="/connections/oauth" class="filters" id="connect-oauth" aria-labelledby="connect-oauth-title">
+${fixed ? '' : html`<h3 id="connect-oauth-title">With OAuth (the service asks the account owner to approve)</h3>`}
 ${baseField}${nameField}
 <button ${opts.oauthReady ? '' : 'disabled'}>${fixed ? 'Reconnect (authorize again)' : 'Connect with OAuth'}</button>
 ${opts.oauthReady ? '' : html`<span class="muted">needs COMMERCE_CLIENT_ID and COMMERCE_CLIENT_SECRET</span>`}
 </form>` : ''}
-${!fixed || opts.authKind === 'token' ? html`<form method="post" action="/connections/token" class="filters" id="connect-token">
+${!fixed || opts.authKind === 'token' ? html`<form method="post" action="/connections/token" class="filters" id="connect-token" aria-labelledby="connect-token-title">
+${fixed ? '' : html`<h3 id="connect-token-title">With a privileged access token</h3>`}
 ${baseField}${nameField}
 <label>Privileged access token <input name="token" type="password" required autocomplete="off" size="24"></label>
 <button>${fixed ? 'Reconnect with this token' : 'Connect with a token'}</button>

@@ -9,7 +9,8 @@ const obj = (v: unknown): Obj | null => {
   if (typeof v === 'string') { try { v = JSON.parse(v); } catch { return null; } }
   return v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : null;
 };
-const text = (v: unknown) => v === null || v === undefined ? '—' : typeof v === 'object' ? JSON.stringify(v) : String(v);
+const scalars = (v: unknown): v is unknown[] => Array.isArray(v) && v.every((e) => e === null || typeof e !== 'object');
+const text = (v: unknown): string => v === null || v === undefined ? '—' : scalars(v) ? v.join(', ') : typeof v === 'object' ? JSON.stringify(v) : String(v);
 const label = (k: string) => k.replace(/_/g, ' ');
 
 /** One sentence for an entry, from its action, record and detail. */
@@ -28,7 +29,8 @@ export function describe(r: LogRow): string {
     s = `${a === 'sweep.full' ? 'A full sweep' : a === 'sweep.initial' ? 'The first full sweep' : 'An incremental sweep'} read ${text(d.records ?? 0)} records and found ${text(d.drift ?? 0)} wrong in the mirror.`;
   } else if (a.startsWith('push.')) {
     const [, kind, state] = a.split('.');
-    s = `Operation ${text(d.operation_id ?? r.record_id)} (${kind}) ${state === 'retry-requested' ? 'was put back in the queue by an operator' : state === 'retry' ? 'failed for now and will be tried again' : `is ${state}`}.`;
+    const sent = Array.isArray(d.requests) ? d.requests.length : 0;
+    s = `Operation ${text(d.operation_id ?? r.record_id)} (${kind})${sent ? ` sent ${sent} request${sent === 1 ? '' : 's'} and` : ''} ${state === 'retry-requested' ? 'was put back in the queue by an operator' : state === 'retry' ? 'failed for now and will be tried again' : `is ${state}`}.`;
   } else s = `${a.replace(/[._]/g, ' ')} on ${what}.`;
   if (r.outcome === 'error' && r.error) s += ` Error: ${r.error}`;
   else if (r.error) s += ` ${r.error}`;
@@ -57,12 +59,41 @@ export function changedFields(before: unknown, after: unknown): { field: string;
   return rows;
 }
 
-/** The detail cell: the before/after table (when something changed) and the raw entry behind a disclosure. */
+/** Nested fields as "tracking company: DHL" rows; arrays of scalars joined, arrays of objects one row each. */
+export function flatFields(v: unknown, prefix = ''): { field: string; value: string }[] {
+  const o = obj(v);
+  if (!o) return prefix ? [{ field: prefix, value: text(v) }] : [];
+  return Object.entries(o).flatMap(([k, x]) => {
+    const name = prefix ? `${prefix} ${label(k)}` : label(k);
+    if (Array.isArray(x)) {
+      return scalars(x) ? [{ field: name, value: text(x) }] : x.flatMap((e, i) => flatFields(e, `${name} ${i + 1}`));
+    }
+    return x && typeof x === 'object' ? flatFields(x, name) : [{ field: name, value: text(x) }];
+  });
+}
+
+/** A small two-column table of fields and values. */
+export function fieldTable(rows: { field: string; value: string }[], caption?: string): Html {
+  return html`<table class="diff">${caption ? html`<caption class="sr">${caption}</caption>` : ''}<tbody>${rows.map((f) => html`<tr><th scope="row">${f.field}</th><td>${f.value}</td></tr>`)}</tbody></table>`;
+}
+
+/**
+ * What changed between two values as a small table: before and after side by side, or, when nothing was
+ * there before, the new values alone. `locationName` names stock locations (else "location 7").
+ */
+export function changeTable(before: unknown, after: unknown, locationName?: (id: number) => string): Html {
+  const named = (f: string) => locationName ? f.replace(/^location (\d+):/, (_, id: string) => `${locationName(Number(id))}:`) : f;
+  const changes = changedFields(before, after).slice(0, 12).map((c) => ({ ...c, field: named(c.field) }));
+  if (!changes.length) return html``;
+  if (changes.every((c) => c.before === '—')) return fieldTable(changes.map((c) => ({ field: c.field, value: c.after })));
+  return html`<table class="diff"><thead><tr><th scope="col">Field</th><th scope="col">Before</th><th scope="col">After</th></tr></thead><tbody>
+${changes.map((c) => html`<tr><th scope="row">${c.field}</th><td class="num">${c.before}</td><td class="num">${c.after}</td></tr>`)}</tbody></table>`;
+}
+
+/** The detail cell: what changed, and the raw entry behind a disclosure. */
 export function detailCell(r: LogRow): Html {
-  const changes = changedFields(r.before, r.after).slice(0, 12);
   const raw = { before: r.before, after: r.after, detail: r.detail, job_id: r.job_id, delivery_id: r.delivery_id, request_id: r.request_id };
-  return html`${changes.length ? html`<table class="diff"><thead><tr><th scope="col">Field</th><th scope="col">Before</th><th scope="col">After</th></tr></thead><tbody>
-${changes.map((c) => html`<tr><td>${c.field}</td><td class="num">${c.before}</td><td class="num">${c.after}</td></tr>`)}</tbody></table>` : ''}
+  return html`${changeTable(r.before, r.after)}
 <details class="raw"><summary>raw JSON</summary><pre>${json(raw)}</pre></details>`;
 }
 

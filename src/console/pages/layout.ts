@@ -32,10 +32,13 @@ export function withQuery(path: string, query: Record<string, string>, change: R
   return s ? `${path}?${s}` : path;
 }
 
+/**
+ * `refreshSeconds`: the page reloads itself (console.js) while its checkbox stays ticked; a meta refresh
+ * could not be paused, which fails WCAG 2.2.1 (axe's meta-refresh rule).
+ */
 export function layout(pc: PageContext, title: string, here: string, body: Html, opts: { refreshSeconds?: number } = {}): Html {
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-${opts.refreshSeconds ? html`<meta http-equiv="refresh" content="${opts.refreshSeconds}">` : ''}
 <title>${title} · commerce-sync</title><link rel="stylesheet" href="/assets/console.css"></head>
 <body>
 <a class="skip" href="#main">Skip to content</a>
@@ -49,6 +52,7 @@ ${pc.notice ? html`<div class="notice" role="status">${pc.notice}</div>` : ''}
 ${pc.problem ? html`<div class="problem" role="alert">${pc.problem}</div>` : ''}
 <h1>${title}</h1>
 ${body}
+${opts.refreshSeconds ? html`<p class="muted"><label><input type="checkbox" id="auto-refresh" data-seconds="${opts.refreshSeconds}" checked> Refresh this page every ${opts.refreshSeconds} seconds</label></p>` : ''}
 </main>
 <script src="/assets/console.js"></script>
 </body></html>`;

@@ -1,9 +1,10 @@
 // Push operations: the filterable list with Retry, and an operation's page with its input, outcome and the
-// requests it sent (from its sync-log entries: each attempt's request id, status and error).
+// requests it sent (method, path, status and request id, from the request lists the push worker keeps in its
+// outcome entries of the sync log).
 import type { PushOperation } from '../../db/schema.ts';
 import { html, type Html } from '../html.ts';
 import type { LogRow } from '../synclog.ts';
-import { LOG_COLUMNS, logHead, logRowsHtml } from './history.ts';
+import { fieldTable, flatFields, LOG_COLUMNS, logHead, logRowsHtml } from './history.ts';
 import { enc, json, layout, select, when, withQuery, type PageContext } from './layout.ts';
 
 export type OperationRow = PushOperation & { connection: string };
@@ -37,10 +38,23 @@ ${input.rows.length ? operationRows(input.rows) : html`<tr><td colspan="7" class
 ${input.older ? html`<p><a href="${input.older}">Older operations</a></p>` : ''}`);
 }
 
+interface RequestRow { at: Date; step: string; method: string; path: string; status: string; requestId: string; ms: string }
+
+/** Each request the operation sent, in the order sent, from the request lists its outcome entries carry. */
+function requestRows(log: LogRow[]): RequestRow[] {
+  return [...log].reverse().flatMap((e) => {
+    const d = (e.detail && typeof e.detail === 'object' ? e.detail : {}) as { requests?: { method: string; path: string; status: number | null; requestId: string | null; ms: number }[] };
+    const step = e.action.split('.').pop() ?? e.action;
+    return (Array.isArray(d.requests) ? d.requests : []).map((r) => ({
+      at: e.at, step, method: r.method, path: r.path, status: r.status === null ? 'no answer' : String(r.status), requestId: r.requestId ?? '', ms: String(r.ms),
+    }));
+  });
+}
+
 export function operationPage(pc: PageContext, op: OperationRow, log: LogRow[]): Html {
   const result = (op.result ?? {}) as Record<string, unknown>;
   const orderId = typeof result.order_id === 'number' ? result.order_id : (op.input as Record<string, unknown>)?.order_id;
-  const requests = log.filter((e) => e.request_id || e.error || e.action.endsWith('.sent') || e.action.endsWith('.confirmed') || e.action.endsWith('.failed') || e.action.endsWith('.retry'));
+  const requests = requestRows(log);
   return layout(pc, `Operation ${op.id}: ${op.kind}`, '/operations', html`
 <dl class="facts" id="operation-facts">
 <dt>Connection</dt><dd>${op.connection}</dd><dt>State</dt><dd class="state">${op.state}</dd>
@@ -54,13 +68,14 @@ ${typeof orderId === 'number' ? html`<dt>Order</dt><dd><a href="/orders/${enc(op
 </dl>
 ${retryable(op) ? html`<form method="post" action="/operations/${op.id}/retry"><button>Retry this operation</button></form>` : ''}
 <h2>Requests sent</h2>
-<table id="operation-requests"><thead><tr><th scope="col">At (UTC)</th><th scope="col">Step</th><th scope="col">Outcome</th><th scope="col">Request id</th><th scope="col" class="num">ms</th><th scope="col">Error</th></tr></thead><tbody>
-${requests.length ? requests.map((e) => html`<tr><td class="mono at">${when(e.at)}</td><td class="mono">${e.action}</td><td>${e.outcome}</td><td class="mono">${e.request_id ?? ''}</td><td class="num">${e.duration_ms ?? ''}</td><td>${e.error ?? ''}</td></tr>`)
-    : html`<tr><td colspan="6" class="muted">Nothing sent yet.</td></tr>`}
+<table id="operation-requests"><caption class="sr">Requests in the order sent</caption><thead><tr><th scope="col">Attempt ended (UTC)</th><th scope="col">Outcome</th><th scope="col">Method</th><th scope="col">Path</th><th scope="col" class="num">Status</th><th scope="col">Request id</th><th scope="col" class="num">ms</th></tr></thead><tbody>
+${requests.length ? requests.map((r) => html`<tr><td class="mono at">${when(r.at)}</td><td>${r.step}</td><td class="mono">${r.method}</td><td class="mono">${r.path}</td><td class="num">${r.status}</td><td class="mono">${r.requestId}</td><td class="num">${r.ms}</td></tr>`)
+    : html`<tr><td colspan="7" class="muted">${op.state === 'queued' || op.state === 'sent' ? 'Nothing sent yet.' : 'No request was sent (the operation was refused before reaching the service).'}</td></tr>`}
 </tbody></table>
 <h2>Input</h2>
-<details open><summary>what was asked</summary><pre class="mono">${JSON.stringify(op.input, null, 2)}</pre></details>
-${op.result ? html`<h2>Result</h2><details><summary>what the service answered</summary><pre class="mono">${json(op.result)}</pre></details>` : ''}
+${fieldTable(flatFields(op.input), 'What was asked')}
+<details class="raw"><summary>raw JSON</summary><pre>${JSON.stringify(op.input, null, 2)}</pre></details>
+${op.result ? html`<h2>Result</h2>${fieldTable(flatFields(op.result), 'What the service answered')}<details class="raw"><summary>raw JSON</summary><pre>${json(op.result)}</pre></details>` : ''}
 <h2>History</h2>
 <table id="operation-history" class="log">${logHead}<tbody>
 ${log.length ? logRowsHtml(log) : html`<tr><td colspan="${LOG_COLUMNS}" class="muted">No entries.</td></tr>`}

@@ -31,7 +31,7 @@ export function overviewPage(pc: PageContext, conns: ConnectionOverview[], serie
     const name = enc(c.name);
     return html`<section class="card connection" data-connection="${c.name}" aria-labelledby="conn-${c.id}">
 <h2 id="conn-${c.id}"><a href="/connections/${name}">${c.name}</a> <span class="health-${c.health}">● ${c.health}</span></h2>
-<dl class="facts">
+<div class="summary"><dl class="facts">
 <dt>Account</dt><dd>${c.accountName ?? ''} <span class="muted">${c.baseUrl}</span></dd>
 <dt>Status</dt><dd>${c.status}${c.statusReason ? html` (${c.statusReason})` : ''}</dd>
 <dt>Deliveries</dt><dd>${c.deliveriesPerMinute}/min (last 5 min), ${c.deliveriesLastHour} in the last hour</dd>
@@ -42,9 +42,9 @@ export function overviewPage(pc: PageContext, conns: ConnectionOverview[], serie
 <dt>Errors</dt><dd><a href="/logs?connection=${name}&amp;outcome=error">${c.errorsLastHour} in the last hour</a></dd>
 <dt>Look at</dt><dd><a href="/variants?connection=${name}&amp;filter=out">out of stock</a> · <a href="/orders?connection=${name}&amp;imported=1h">orders imported in the last hour</a> · <a href="/operations?connection=${name}&amp;state=failed">failed operations</a></dd>
 </dl>
-${c.recentErrors.length ? html`<details><summary>Latest errors (${c.recentErrors.length})</summary><ul>${c.recentErrors.map((e) => html`<li><span class="mono">${when(e.at)}</span> ${e.action} ${e.sku ?? ''}: ${e.error ?? ''}</li>`)}</ul></details>` : ''}
+<div>${c.recentErrors.length ? html`<details><summary>Latest errors (${c.recentErrors.length})</summary><ul>${c.recentErrors.map((e) => html`<li><span class="mono">${when(e.at)}</span> ${e.action} ${e.sku ?? ''}: ${e.error ?? ''}</li>`)}</ul></details>` : ''}
 ${c.sweeps.length ? html`<details><summary>Sweeps per resource</summary><table><thead><tr><th scope="col">Resource</th><th scope="col">Last sweep</th><th scope="col">Full sweep</th><th scope="col" class="num">Drift</th></tr></thead><tbody>
-${c.sweeps.map((w) => html`<tr><td>${w.resource}</td><td>${when(w.lastSweepAt)}</td><td>${when(w.lastFullSweepAt)}</td><td class="num">${w.drift}</td></tr>`)}</tbody></table></details>` : ''}
+${c.sweeps.map((w) => html`<tr><td>${w.resource}</td><td>${when(w.lastSweepAt)}</td><td>${when(w.lastFullSweepAt)}</td><td class="num">${w.drift}</td></tr>`)}</tbody></table></details>` : ''}</div></div>
 ${s ? charts(c, s) : ''}
 </section>`;
   });
@@ -53,5 +53,5 @@ ${conns.length ? html`${rangePicker(range)}<div class="cards">${cards}</div>`
     : html`<p>No connection yet. <a href="/connections">Connect an account</a>, or start without one for the demo sandbox.</p>`}
 <h2>Queues</h2>
 ${queueTable(queues)}
-<p class="muted">Times are UTC. This page refreshes every 30 seconds.</p>`, { refreshSeconds: 30 });
+<p class="muted">Times are UTC.</p>`, { refreshSeconds: 30 });
 }

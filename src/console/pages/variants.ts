@@ -2,7 +2,7 @@
 import { html, type Html } from '../html.ts';
 import type { VariantRecord } from '../record.ts';
 import { variantFilters, variantSorts, type VariantListRow } from '../variants.ts';
-import { LOG_COLUMNS, changedFields, logHead, logRowsHtml } from './history.ts';
+import { LOG_COLUMNS, changeTable, logHead, logRowsHtml } from './history.ts';
 import { enc, json, layout, when, withQuery, type PageContext } from './layout.ts';
 
 export interface VariantIndexInput {
@@ -45,7 +45,7 @@ ${input.rows.length ? input.rows.map((r) => html`<tr data-sku="${r.sku ?? ''}">
 <td><a href="/variants/${enc(input.connection!)}/${r.id}">${r.sku ?? `variant ${r.id}`}</a>${r.composite ? html` <span class="tag">bundle</span>` : ''}${r.backorderable ? html` <span class="tag">backorderable</span>` : ''}</td>
 <td>${r.name ?? ''}</td><td class="num quantity">${quantityText(r)}</td>
 <td class="compact">${r.available.map((a, i) => html`${i ? ' · ' : ''}<span>${a.location} <b>${a.quantity}</b></span>`)}</td>
-<td class="mono at">${when(r.lastChangeAt)}</td><td>${r.lastChangeCause ? `${r.lastChangeCause}${r.lastChangeBefore !== null ? ` (was ${r.lastChangeBefore})` : ''}` : ''}</td></tr>`)
+<td class="mono at">${when(r.lastChangeAt)}</td><td>${r.lastChangeCause ? `${r.lastChangeCause.replace(/-/g, ' ')}${r.lastChangeBefore !== null ? `, was ${r.lastChangeBefore}` : ', first computed'}` : ''}</td></tr>`)
     : html`<tr><td colspan="6" class="muted">No variant matches.</td></tr>`}
 </tbody></table>
 <nav class="pager" aria-label="Pages">${input.page > 1 ? html`<a href="${withQuery('/variants', q, { page: String(input.page - 1) })}" rel="prev">Previous page</a>` : ''}
@@ -72,8 +72,8 @@ ${r.stock.length ? r.stock.map((s) => html`<tr><td>${s.location ?? `location ${s
 <h2>Channel quantity history</h2>
 <p class="muted">Why the channel shows ${r.channel?.quantity ?? 'its quantity'}: each change, newest first, with what caused it.</p>
 <table id="channel-history"><thead><tr><th scope="col">At (UTC)</th><th scope="col" class="num">Before</th><th scope="col" class="num">After</th><th scope="col">Cause</th><th scope="col">Delivery</th><th scope="col">Detail</th></tr></thead><tbody>
-${r.channelHistory.length ? r.channelHistory.map((c) => html`<tr><td class="mono at">${when(c.at)}</td><td class="num">${c.beforeQuantity ?? ''}</td><td class="num">${c.tracked ? c.quantity ?? '' : 'not tracked'}</td><td>${c.cause}</td><td class="mono">${c.deliveryId ?? ''}</td>
-<td>${changeSentence(c.beforeQuantity, c.tracked ? c.quantity : null, c.cause, c.detail)}${c.detail ? html`<details class="raw"><summary>raw JSON</summary><pre>${json(c.detail)}</pre></details>` : ''}</td></tr>`)
+${r.channelHistory.length ? r.channelHistory.map((c) => html`<tr><td class="mono at">${when(c.at)}</td><td class="num">${c.beforeQuantity ?? ''}</td><td class="num">${c.tracked ? c.quantity ?? '' : 'not tracked'}</td><td>${c.cause.replace(/-/g, ' ')}</td><td class="mono">${c.deliveryId ?? ''}</td>
+<td>${changeSentence(c.beforeQuantity, c.tracked ? c.quantity : null, c.cause, c.detail, locationName)}${c.detail ? html`<details class="raw"><summary>raw JSON</summary><pre>${json(c.detail)}</pre></details>` : ''}</td></tr>`)
     : html`<tr><td colspan="6" class="muted">No changes recorded.</td></tr>`}
 </tbody></table>
 <h2>Stock history</h2>
@@ -81,7 +81,7 @@ ${r.channelHistory.length ? r.channelHistory.map((c) => html`<tr><td class="mono
 ${r.stockHistory.length ? r.stockHistory.map((h) => html`<tr><td class="mono at">${when(h.at)}</td>
 <td>${[...new Set(h.changes.map((c) => c.locationId))].map((id) => html`<div>${locationName(id)}: ${h.changes.filter((c) => c.locationId === id)
   .map((c) => c.before === null ? `${c.field.replace('_', ' ')} ${c.after ?? '-'}` : `${c.field.replace('_', ' ')} ${c.before} → ${c.after ?? '-'}`).join(', ')}</div>`)}</td>
-<td>${h.cause ?? h.action}</td><td class="mono">${h.deliveryId ?? ''}</td></tr>`)
+<td>${(h.cause ?? h.action).replace(/-/g, ' ')}</td><td class="mono">${h.deliveryId ?? ''}</td></tr>`)
     : html`<tr><td colspan="4" class="muted">No stock changes logged.</td></tr>`}
 </tbody></table>
 <h2>Sync log for this variant</h2>
@@ -91,10 +91,9 @@ ${r.log.length ? logRowsHtml(r.log) : html`<tr><td colspan="${LOG_COLUMNS}" clas
 </tbody></table>`);
 }
 
-/** "Went from 9.5 to 8.5 because of a delivery", plus the detail's own changed fields. */
-function changeSentence(before: string | null, after: string | null, cause: string, detail: unknown): Html {
+/** "Went from 9.5 to 8.5 (delivery).", plus what changed underneath (stock per location). */
+function changeSentence(before: string | null, after: string | null, cause: string, detail: unknown, locationName: (id: number) => string): Html {
   const d = (detail && typeof detail === 'object' ? detail : {}) as Record<string, unknown>;
-  const fields = changedFields(d.before, d.after);
   return html`<span>${before === null ? `Set to ${after ?? 'not tracked'}` : `Went from ${before} to ${after ?? 'not tracked'}`} (${cause.replace(/-/g, ' ')}).</span>
-${fields.length ? html`<table class="diff"><tbody>${fields.map((f) => html`<tr><td>${f.field}</td><td class="num">${f.before}</td><td class="num">${f.after}</td></tr>`)}</tbody></table>` : ''}`;
+${changeTable(d.before, d.after, locationName)}`;
 }
