@@ -9,14 +9,14 @@ import { enc, json, layout, select, when, withQuery, type PageContext } from './
 
 export type OperationRow = PushOperation & { connection: string };
 
-export const OPERATION_HEAD = html`<thead><tr><th scope="col">#</th><th scope="col">Created (UTC)</th><th scope="col">Kind</th><th scope="col">State</th><th scope="col">Reason</th><th scope="col" class="num">Attempts</th><th scope="col"><span class="sr">Action</span></th></tr></thead>`;
+export const OPERATION_HEAD = html`<thead><tr><th scope="col">#</th><th scope="col">Created (UTC)</th><th scope="col">Connection</th><th scope="col">Kind</th><th scope="col">State</th><th scope="col">Reason</th><th scope="col" class="num">Attempts</th><th scope="col"><span class="sr">Action</span></th></tr></thead>`;
 
 const fieldErrors = (v: unknown) => v && typeof v === 'object'
   ? Object.entries(v as Record<string, unknown>).map(([k, m]) => `${k}: ${Array.isArray(m) ? m.join(', ') : String(m)}`).join('; ') : '';
 const retryable = (op: PushOperation) => op.state === 'failed';
 
 export function operationRows(ops: OperationRow[]): Html {
-  return html`${ops.map((op) => html`<tr data-id="${op.id}" class="state-${op.state}"><td><a href="/operations/${op.id}">${op.id}</a></td><td class="mono at">${when(op.created_at)}</td>
+  return html`${ops.map((op) => html`<tr data-id="${op.id}" class="state-${op.state}"><td><a href="/operations/${op.id}">${op.id}</a></td><td class="mono at">${when(op.created_at)}</td><td>${op.connection}</td>
 <td>${op.kind}</td><td class="state">${op.state}</td><td>${op.reason ?? ''}${op.field_errors ? html`<div class="field-errors">${fieldErrors(op.field_errors)}</div>` : ''}</td><td class="num">${op.attempts}</td>
 <td>${retryable(op) ? html`<form method="post" action="/operations/${op.id}/retry" class="inline"><button aria-label="Retry operation ${op.id}">Retry</button></form>` : ''}</td></tr>`)}`;
 }
@@ -33,7 +33,7 @@ ${select('State', 'state', input.states, q.state)}
 ${select('Kind', 'kind', input.kinds, q.kind)}
 <button>Filter</button> <a href="/operations">clear</a></form>
 <table id="operations">${OPERATION_HEAD}<tbody>
-${input.rows.length ? operationRows(input.rows) : html`<tr><td colspan="7" class="muted">No operation matches.</td></tr>`}
+${input.rows.length ? operationRows(input.rows) : html`<tr><td colspan="8" class="muted">No operation matches.</td></tr>`}
 </tbody></table>
 ${input.older ? html`<p><a href="${input.older}">Older operations</a></p>` : ''}`);
 }

@@ -68,7 +68,7 @@ ${r.returns.length ? r.returns.map((x) => html`<tr><td>${x.id}</td><td>${x.statu
 </tbody></table>
 <h2>Operations on this order</h2>
 <table id="order-operations">${OPERATION_HEAD}<tbody>
-${r.operations.length ? operationRows(r.operations.map((op) => ({ ...op, connection: r.connection.name }))) : html`<tr><td colspan="7" class="muted">No operation touched this order.</td></tr>`}
+${r.operations.length ? operationRows(r.operations.map((op) => ({ ...op, connection: r.connection.name }))) : html`<tr><td colspan="8" class="muted">No operation touched this order.</td></tr>`}
 </tbody></table>
 <h2>History</h2>
 <table id="order-history" class="log">${logHead}<tbody>
