@@ -56,6 +56,13 @@ export async function optionalConnection(ctx: Context, db: Db, name: string | un
   }
 }
 
+/** The record a `/:connection/:id` path names, loaded by `load`; null when the connection, the id or the record is not there. */
+export async function recordAt<T>(ctx: Context, db: Db, load: (db: Db, connectionId: number, id: number) => Promise<T | null | undefined>): Promise<T | null> {
+  const connectionId = await optionalConnection(ctx, db, ctx.params.connection);
+  const id = int(ctx.params.id);
+  return (connectionId && id !== undefined ? await load(db, connectionId, id) : null) ?? null;
+}
+
 export async function connectionNames(db: Db): Promise<string[]> {
   return (await db.selectFrom('connections').select('name').orderBy('name').execute()).map((r) => r.name);
 }

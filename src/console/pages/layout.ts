@@ -32,6 +32,13 @@ export function withQuery(path: string, query: Record<string, string>, change: R
   return s ? `${path}?${s}` : path;
 }
 
+/** Previous / next links of a paged list, keeping the other parameters of the query. */
+export function pager(path: string, query: Record<string, string>, page: number, pages: number): Html {
+  return html`<nav class="pager" aria-label="Pages">${page > 1 ? html`<a href="${withQuery(path, query, { page: String(page - 1) })}" rel="prev">Previous page</a>` : ''}
+<span>Page ${page} of ${pages}</span>
+${page < pages ? html`<a href="${withQuery(path, query, { page: String(page + 1) })}" rel="next">Next page</a>` : ''}</nav>`;
+}
+
 /**
  * `refreshSeconds`: the page reloads itself (console.js) while its checkbox stays ticked; a meta refresh
  * could not be paused, which fails WCAG 2.2.1 (axe's meta-refresh rule).

@@ -3,7 +3,7 @@
 import { html, type Html } from '../html.ts';
 import { importedWithin, type OrderRecord, type OrderRow } from '../orders.ts';
 import { LOG_COLUMNS, logHead, logRowsHtml } from './history.ts';
-import { enc, layout, select, when, withQuery, type PageContext } from './layout.ts';
+import { enc, layout, pager, select, when, type PageContext } from './layout.ts';
 import { operationRows, OPERATION_HEAD } from './operations.ts';
 
 const subs = (o: OrderRow) => Object.entries(o.subStatuses).map(([k, v]) => `${k}: ${v}`).join(', ');
@@ -27,9 +27,7 @@ ${input.rows.length ? input.rows.map((o) => html`<tr data-id="${o.id}"><td><a hr
 <td>${o.company ?? ''}</td><td class="num">${o.lines}</td><td class="num">${o.total ?? ''} ${o.currency ?? ''}</td><td>${o.channel ? `${o.channel} ${o.channelOrderId}` : ''}</td><td class="mono at">${when(o.importedAt)}</td></tr>`)
     : html`<tr><td colspan="8" class="muted">No order matches.</td></tr>`}
 </tbody></table>
-<nav class="pager" aria-label="Pages">${input.page > 1 ? html`<a href="${withQuery('/orders', q, { page: String(input.page - 1) })}" rel="prev">Previous page</a>` : ''}
-<span>Page ${input.page} of ${pages}</span>
-${input.page < pages ? html`<a href="${withQuery('/orders', q, { page: String(input.page + 1) })}" rel="next">Next page</a>` : ''}</nav>`}`);
+${pager('/orders', q, input.page, pages)}`}`);
 }
 
 export function orderPage(pc: PageContext, r: OrderRecord): Html {

@@ -3,7 +3,7 @@ import { html, type Html } from '../html.ts';
 import type { VariantRecord } from '../record.ts';
 import { variantFilters, variantSorts, type VariantListRow } from '../variants.ts';
 import { LOG_COLUMNS, changeTable, logHead, logRowsHtml } from './history.ts';
-import { enc, json, layout, when, withQuery, type PageContext } from './layout.ts';
+import { enc, json, layout, pager, when, withQuery, type PageContext } from './layout.ts';
 
 export interface VariantIndexInput {
   connections: string[];
@@ -48,9 +48,7 @@ ${input.rows.length ? input.rows.map((r) => html`<tr data-sku="${r.sku ?? ''}">
 <td class="mono at">${when(r.lastChangeAt)}</td><td>${r.lastChangeCause ? `${r.lastChangeCause.replace(/-/g, ' ')}${r.lastChangeBefore !== null ? `, was ${r.lastChangeBefore}` : ', first computed'}` : ''}</td></tr>`)
     : html`<tr><td colspan="6" class="muted">No variant matches.</td></tr>`}
 </tbody></table>
-<nav class="pager" aria-label="Pages">${input.page > 1 ? html`<a href="${withQuery('/variants', q, { page: String(input.page - 1) })}" rel="prev">Previous page</a>` : ''}
-<span>Page ${input.page} of ${pages}</span>
-${input.page < pages ? html`<a href="${withQuery('/variants', q, { page: String(input.page + 1) })}" rel="next">Next page</a>` : ''}</nav>`}`);
+${pager('/variants', q, input.page, pages)}`}`);
 }
 
 export function variantPage(pc: PageContext, r: VariantRecord): Html {

@@ -6,7 +6,7 @@ import { InputError } from '../../push/input.ts';
 import { importedWithin, listOrders, orderRecord, orderStatuses, type ImportedWithin } from '../orders.ts';
 import { notFoundPage } from '../pages/layout.ts';
 import { orderIndexPage, orderPage } from '../pages/orders.ts';
-import { connectionNames, flatQuery, int, optionalConnection, page, pageContext, problem, type ConsoleDeps } from '../web.ts';
+import { connectionNames, flatQuery, int, optionalConnection, page, pageContext, problem, recordAt, type ConsoleDeps } from '../web.ts';
 
 const PAGE_SIZE = 50;
 
@@ -27,21 +27,17 @@ export function orderRoutes(r: Router, deps: ConsoleDeps): void {
     page(ctx, orderIndexPage(pageContext(deps, ctx), { connections, connection, statuses, query: q, rows, total, page: oq?.page ?? 1, pageSize: oq?.pageSize ?? PAGE_SIZE }));
   });
   r.get('/orders/:connection/:id', async (ctx) => {
-    const connectionId = await optionalConnection(ctx, db, ctx.params.connection);
-    const id = int(ctx.params.id);
-    const record = connectionId && id !== undefined ? await orderRecord(db, connectionId, id) : null;
+    const record = await recordAt(ctx, db, orderRecord);
     if (!record) return page(ctx, notFoundPage(pageContext(deps, ctx), `No order ${ctx.params.id} on connection ${ctx.params.connection}.`), 404);
     page(ctx, orderPage(pageContext(deps, ctx), record));
   });
   r.post('/orders/:connection/:id/ship', bodyParser({ enableTypes: ['form'], formLimit: '8kb' }), async (ctx) => {
-    const connectionId = await optionalConnection(ctx, db, ctx.params.connection);
-    const id = int(ctx.params.id);
-    const record = connectionId && id !== undefined ? await orderRecord(db, connectionId, id) : null;
+    const record = await recordAt(ctx, db, orderRecord);
     if (!record) return page(ctx, notFoundPage(pageContext(deps, ctx), `No order ${ctx.params.id} on connection ${ctx.params.connection}.`), 404);
     const body = (ctx.request.body ?? {}) as Record<string, string>;
     const tracking = { company: body.tracking_company?.trim() || undefined, number: body.tracking_number?.trim() || undefined };
     try {
-      const op = await enqueueOperation({ db, boss: deps.boss }, 'ship', { order_id: id, ...(tracking.company || tracking.number ? { tracking } : {}) }, record.connection.id);
+      const op = await enqueueOperation({ db, boss: deps.boss }, 'ship', { order_id: record.order.id, ...(tracking.company || tracking.number ? { tracking } : {}) }, record.connection.id);
       ctx.redirect(`/operations/${op.id}?queued=${op.id}`);
     } catch (err) {
       if (!(err instanceof InputError)) throw err;
@@ -60,10 +56,7 @@ export function orderRoutes(r: Router, deps: ConsoleDeps): void {
     ctx.body = { orders: rows, total, page: oq.page };
   });
   r.get('/api/orders/:connection/:id', async (ctx) => {
-    const connectionId = await optionalConnection(ctx, db, ctx.params.connection);
-    if (connectionId === null) return;
-    const id = int(ctx.params.id);
-    const record = connectionId && id !== undefined ? await orderRecord(db, connectionId, id) : null;
+    const record = await recordAt(ctx, db, orderRecord);
     if (!record) return problem(ctx, 404, `no order ${ctx.params.id} on connection ${ctx.params.connection}`);
     ctx.body = record;
   });

@@ -4,7 +4,7 @@ import { notFoundPage } from '../pages/layout.ts';
 import { variantIndexPage, variantPage } from '../pages/variants.ts';
 import { findVariants, variantRecord } from '../record.ts';
 import { listVariants, variantFilters, variantSorts, type VariantFilter, type VariantQuery, type VariantSort } from '../variants.ts';
-import { connectionNames, flatQuery, int, optionalConnection, page, pageContext, problem, type ConsoleDeps, type Query } from '../web.ts';
+import { connectionNames, flatQuery, int, optionalConnection, page, pageContext, problem, recordAt, type ConsoleDeps, type Query } from '../web.ts';
 
 const PAGE_SIZE = 50;
 
@@ -38,9 +38,7 @@ export function variantRoutes(r: Router, deps: ConsoleDeps): void {
     page(ctx, variantIndexPage(pageContext(deps, ctx), { connections, connection, query: q, rows, total, page: query?.page ?? 1, pageSize: query?.pageSize ?? PAGE_SIZE }));
   });
   r.get('/variants/:connection/:id', async (ctx) => {
-    const connectionId = await optionalConnection(ctx, db, ctx.params.connection);
-    const id = int(ctx.params.id);
-    const record = connectionId && id !== undefined ? await variantRecord(db, connectionId, id) : null;
+    const record = await recordAt(ctx, db, variantRecord);
     if (!record) return page(ctx, notFoundPage(pageContext(deps, ctx), `No variant ${ctx.params.id} on connection ${ctx.params.connection}.`), 404);
     page(ctx, variantPage(pageContext(deps, ctx), record));
   });
@@ -61,10 +59,7 @@ export function variantRoutes(r: Router, deps: ConsoleDeps): void {
     ctx.body = { variants: rows, total, page: query.page };
   });
   r.get('/api/variants/:connection/:id', async (ctx) => {
-    const connectionId = await optionalConnection(ctx, db, ctx.params.connection);
-    if (connectionId === null) return;
-    const id = int(ctx.params.id);
-    const record = connectionId && id !== undefined ? await variantRecord(db, connectionId, id) : null;
+    const record = await recordAt(ctx, db, variantRecord);
     if (!record) return problem(ctx, 404, `no variant ${ctx.params.id} on connection ${ctx.params.connection}`);
     ctx.body = record;
   });
