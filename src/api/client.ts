@@ -25,7 +25,12 @@ export interface ClientOptions {
   /** First retry delay of 500/502/504/network failures; doubles per attempt, with full jitter. */
   backoffBaseMs?: number;
   backoffMaxMs?: number;
+  /** Told of every request sent (the push worker records them for the console's operation page). */
+  onRequest?: (r: SentRequest) => void;
 }
+
+/** One HTTP request as sent: status null when no answer came. */
+export interface SentRequest { method: string; path: string; status: number | null; requestId: string | null; ms: number }
 
 export const PAGE_SIZE = 250;
 export const ORDER_LINES_PER_REQUEST = 150;
@@ -125,6 +130,7 @@ export class Client implements ApiClient {
   #gate: BudgetGate;
   #backoffBase: number;
   #backoffMax: number;
+  #onRequest: ((r: SentRequest) => void) | undefined;
 
   constructor(deps: ClientDeps, connection: Connection, opts: ClientOptions = {}) {
     this.#deps = deps;
@@ -133,6 +139,7 @@ export class Client implements ApiClient {
     this.#gate = gateFor(deps, connection);
     this.#backoffBase = opts.backoffBaseMs ?? 500;
     this.#backoffMax = opts.backoffMaxMs ?? 30_000;
+    this.#onRequest = opts.onRequest;
   }
 
   // ---- core ----
@@ -248,6 +255,7 @@ export class Client implements ApiClient {
         { status: null, method: call.method, path: call.path, retryable: true, cause: err });
     } finally {
       metrics.apiRequests.inc({ connection: this.connection.name, method: call.method, status: status === null ? 'none' : String(status) });
+      this.#onRequest?.({ method: call.method, path: call.path, status, requestId: resHeaders?.get('x-request-id') ?? null, ms: Math.round(performance.now() - started) });
       try {
         const r = await release(db, this.connection.id, leaseId, status, resHeaders ? rateHeaders(resHeaders) : null);
         metrics.budgetRemaining.set({ connection: this.connection.name }, Math.max(0, r.available));

@@ -4,10 +4,11 @@ export const css = `
 :root { font-family: system-ui, sans-serif; font-size: 14px; color: #1d2330; background: #f6f7f9; }
 body { margin: 0; }
 header { background: #1d2330; color: #fff; padding: .5rem 1rem; display: flex; gap: 1.5rem; align-items: center; flex-wrap: wrap; }
-header a { color: #cfd8ea; text-decoration: none; }
+header a { color: #dfe6f3; text-decoration: none; }
+header nav { display: flex; gap: 1.1rem; flex-wrap: wrap; }
 header a.here { color: #fff; font-weight: 600; }
 header .brand { font-weight: 700; color: #fff; }
-header form { margin-left: auto; }
+header form.inline { margin-left: auto; }
 main { padding: 1rem; }
 .banner { background: #fff4ce; border-bottom: 1px solid #e5c861; padding: .4rem 1rem; }
 .notice { background: #e3f4e6; border: 1px solid #97cf9f; padding: .4rem .8rem; margin-bottom: 1rem; }
@@ -20,7 +21,8 @@ tr.outcome-error td { background: #fdf0f0; }
 tr.outcome-warning td { background: #fff8e6; }
 tr.fresh td { animation: fresh 2s ease-out; }
 @keyframes fresh { from { background: #d8f0ff; } }
-.cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(360px, 1fr)); gap: 1rem; }
+.cards { display: grid; grid-template-columns: 1fr; gap: 1rem; }
+.card .summary { display: grid; grid-template-columns: repeat(auto-fit, minmax(380px, 1fr)); gap: 0 2rem; align-items: start; }
 .card { background: #fff; border: 1px solid #dde1e7; border-radius: 6px; padding: .8rem; }
 .card h2 { margin: 0 0 .5rem; font-size: 1.1rem; }
 .health-ok { color: #1b7f32; } .health-degraded { color: #b26b00; } .health-down { color: #c0262d; }
@@ -30,23 +32,63 @@ dl.facts dd { margin: 0; }
 form.filters { display: flex; gap: .5rem; flex-wrap: wrap; align-items: end; margin-bottom: .8rem; }
 form.filters label { display: flex; flex-direction: column; font-size: .85rem; color: #5b6475; }
 form.inline { display: inline; margin: 0; }
-.chart { margin: .3rem 0; }
-.chart svg { background: #fafbfc; border: 1px solid #e3e6eb; }
+.charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(380px, 1fr)); gap: .6rem 1rem; margin-top: .6rem; }
+.chart { margin: 0; }
+.chart svg { width: 100%; height: auto; background: #fff; border: 1px solid #e3e6eb; }
+.chart figcaption { font-weight: 600; font-size: .9rem; margin-bottom: .2rem; }
+.chart .chart-summary { font-size: .8rem; color: #4d5566; margin: .1rem 0 0; }
+.chart line.grid { stroke: #eceef2; }
+.chart line.axis, .chart line.tick { stroke: #8a93a3; }
+.chart text.axis { fill: #4d5566; font-size: 11px; }
 .chart polyline { fill: none; stroke: #2f6fde; stroke-width: 1.5; }
-.chart polygon.area { fill: #2f6fde22; stroke: none; }
+.chart circle { fill: #2f6fde; }
 .chart rect { fill: #2f6fde; }
-.chart text.empty { fill: #8a93a3; font-size: 12px; }
-.chart figcaption { font-size: .8rem; color: #5b6475; }
-.muted { color: #8a93a3; }
+.chart rect:hover, .chart circle:hover { fill: #c0262d; }
+.chart text.empty { fill: #5b6475; font-size: 13px; }
+nav.ranges { margin: 0 0 .8rem; display: flex; gap: .8rem; align-items: baseline; }
+nav.ranges a.here { font-weight: 700; color: #1d2330; text-decoration: none; border-bottom: 2px solid #2f6fde; }
+nav.pager { display: flex; gap: 1rem; margin: .6rem 0; }
+.tag { font-size: .75rem; background: #eef0f4; border-radius: 3px; padding: 0 .3rem; color: #3b4252; }
+td.compact { font-size: .85rem; }
+table.diff { width: auto; margin: .1rem 0; font-size: .8rem; }
+table.diff td, table.diff th { padding: .05rem .4rem; }
+table.diff th[scope="row"] { background: none; font-weight: normal; color: #4d5566; }
+details.raw summary { cursor: pointer; font-size: .8rem; color: #3b5bab; }
+details.raw pre { white-space: pre-wrap; overflow-wrap: anywhere; font-size: .75rem; max-width: 40rem; }
+td.sentence { min-width: 16rem; }
+td.detail { min-width: 15rem; }
+.connect form { background: #fff; border: 1px solid #dde1e7; padding: .6rem; border-radius: 6px; margin-bottom: .6rem; }
+.connect h3 { flex-basis: 100%; margin: 0 0 .2rem; font-size: .95rem; }
+.skip { position: absolute; left: -999px; top: 0; background: #fff; padding: .4rem; z-index: 2; }
+.skip:focus { left: .5rem; }
+.sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+a:focus-visible, button:focus-visible, input:focus-visible, select:focus-visible, summary:focus-visible, main:focus-visible { outline: 3px solid #f0a500; outline-offset: 2px; }
+a { color: #1f4fb0; }
+.muted { color: #5b6475; }
 #tail-state { font-size: .85rem; color: #5b6475; }
 code, .mono { font-family: ui-monospace, monospace; font-size: .85rem; }
 td.at { white-space: nowrap; }
 td.json { max-width: 30rem; overflow-wrap: anywhere; font-size: .75rem; }
 `;
 
+// Auto-refresh (pages with the #auto-refresh checkbox): reloads while it stays ticked and no form field
+// has the focus, so an operator typing a filter is not interrupted.
+const refreshJs = `
+(function () {
+  var box = document.getElementById('auto-refresh');
+  if (!box) return;
+  var seconds = Number(box.dataset.seconds || 30);
+  setInterval(function () {
+    var f = document.activeElement;
+    var typing = f && (f.tagName === 'INPUT' && f !== box || f.tagName === 'SELECT' || f.tagName === 'TEXTAREA');
+    if (box.checked && !typing && document.visibilityState === 'visible') location.reload();
+  }, seconds * 1000);
+})();
+`;
+
 // Live tail: follows /api/tail (server-sent events) with the page's filters and prepends rows. Values are
 // set with textContent only.
-export const js = `
+const tailJs = `
 (function () {
   var table = document.getElementById('log-rows');
   var state = document.getElementById('tail-state');
@@ -54,7 +96,6 @@ export const js = `
   var source = new EventSource(table.dataset.stream);
   var max = Number(table.dataset.max || 500);
   function cell(tr, text, cls) { var td = document.createElement('td'); td.textContent = text == null ? '' : String(text); if (cls) td.className = cls; tr.appendChild(td); return td; }
-  function json(v) { return v == null ? '' : JSON.stringify(v); }
   source.addEventListener('log', function (ev) {
     var e = JSON.parse(ev.data);
     var tr = document.createElement('tr');
@@ -65,16 +106,19 @@ export const js = `
     cell(tr, e.resource);
     var rec = cell(tr, '');
     if (e.record_id != null) {
-      if (e.resource === 'variant' && e.connection) { var a = document.createElement('a'); a.href = '/variants/' + encodeURIComponent(e.connection) + '/' + e.record_id; a.textContent = String(e.record_id); rec.appendChild(a); }
+      if ((e.resource === 'variant' || e.resource === 'order' || e.resource === 'operation') && e.connection) { var a = document.createElement('a'); a.href = '/' + e.resource + 's/' + (e.resource === 'operation' ? '' : encodeURIComponent(e.connection) + '/') + e.record_id; a.textContent = String(e.record_id); rec.appendChild(a); }
       else rec.textContent = String(e.record_id);
     }
     cell(tr, e.sku);
-    cell(tr, e.action);
+    cell(tr, e.action, 'mono');
     cell(tr, e.outcome);
-    cell(tr, json(e.before), 'mono json');
-    cell(tr, json(e.after), 'mono json');
+    cell(tr, e.summary, 'sentence');
     cell(tr, e.duration_ms, 'num');
-    cell(tr, e.error || json(e.detail), 'mono json');
+    var detail = cell(tr, '', 'detail');
+    var box = document.createElement('details'); box.className = 'raw';
+    var sum = document.createElement('summary'); sum.textContent = 'raw JSON'; box.appendChild(sum);
+    var pre = document.createElement('pre'); pre.textContent = JSON.stringify({ before: e.before, after: e.after, detail: e.detail, job_id: e.job_id, delivery_id: e.delivery_id, request_id: e.request_id }); box.appendChild(pre);
+    detail.appendChild(box);
     table.insertBefore(tr, table.firstChild);
     var empty = document.getElementById('log-empty'); if (empty) empty.remove();
     while (table.children.length > max) table.removeChild(table.lastChild);
@@ -84,3 +128,5 @@ export const js = `
 })();
 
 `;
+
+export const js = refreshJs + tailJs;

@@ -1,10 +1,10 @@
 // Gauges that describe state rather than events, refreshed from the database when /metrics is scraped,
 // and the once-a-minute samples that let the console draw budget and lag over time.
-import { sql } from 'kysely';
 import type { Db } from '../db/index.ts';
 import type { Logger } from '../log.ts';
 import { metrics } from '../metrics.ts';
 import { connectionOverviews, type ConnectionOverview } from './overview.ts';
+import { isDeadLetter } from '../queue/names.ts';
 import { queueDepths } from './queues.ts';
 
 /** Sets queue depth, budget remaining and mirror lag from what the database says now. */
@@ -22,17 +22,23 @@ export async function refreshGauges(db: Db): Promise<void> {
 
 const SAMPLE_RETENTION_DAYS = 7;
 
-/** Writes this minute's sample per connection (first writer of the minute wins) and prunes old ones. */
-export async function sampleOnce(db: Db, conns?: ConnectionOverview[]): Promise<number> {
-  const list = conns ?? await connectionOverviews(db);
+/**
+ * Writes the sample of the minute holding `now` per connection (the first writer of a minute wins) and prunes
+ * samples older than the retention. `now` is injectable so tests do not depend on the minute they run in.
+ */
+export async function sampleOnce(db: Db, opts: { conns?: ConnectionOverview[]; now?: Date } = {}): Promise<number> {
+  const now = opts.now ?? new Date();
+  const [list, depths] = await Promise.all([opts.conns ?? connectionOverviews(db), queueDepths(db)]);
+  const queuedJobs = depths.filter((q) => !isDeadLetter(q.queue)).reduce((n, q) => n + q.queued, 0);
+  const minute = new Date(Math.floor(now.getTime() / 60_000) * 60_000);
   if (list.length) {
     await db.insertInto('console_samples').values(list.map((c) => ({
-      connection_id: c.id, at: sql<Date>`date_trunc('minute', now())` as never,
+      connection_id: c.id, at: minute,
       budget_remaining: c.budget?.remaining ?? null, budget_limit: c.budget?.limit ?? null,
-      lag_seconds: c.lagSeconds, queued_deliveries: c.queuedDeliveries,
+      lag_seconds: c.lagSeconds, queued_deliveries: c.queuedDeliveries, queued_jobs: queuedJobs,
     }))).onConflict((oc) => oc.columns(['connection_id', 'at']).doNothing()).execute();
   }
-  await db.deleteFrom('console_samples').where('at', '<', sql<Date>`now() - make_interval(days => ${SAMPLE_RETENTION_DAYS})`).execute();
+  await db.deleteFrom('console_samples').where('at', '<', new Date(now.getTime() - SAMPLE_RETENTION_DAYS * 86_400_000)).execute();
   return list.length;
 }
 

@@ -119,29 +119,3 @@ export async function overview(db: Db): Promise<Overview> {
   const [connections, queues] = await Promise.all([connectionOverviews(db), queueDepths(db)]);
   return { at: new Date(), connections, queues };
 }
-
-export interface Point { at: Date; value: number }
-export interface ConnectionSeries { connection: string; throughput: Point[]; syncEvents: Point[]; lag: Point[]; budget: Point[] }
-
-/** Per-minute series for the charts: deliveries and sync-log entries per minute, lag and budget samples. */
-export async function chartSeries(db: Db, connectionId: number, minutes = 60): Promise<Omit<ConnectionSeries, 'connection'>> {
-  const since = sql`date_trunc('minute', now()) - make_interval(mins => ${minutes - 1})`;
-  const perMinute = (table: 'webhook_deliveries' | 'sync_log', column: 'received_at' | 'at') => sql<{ at: Date; value: number }>`
-    SELECT m.at, coalesce(n.value, 0)::int AS value
-      FROM generate_series(${since}, date_trunc('minute', now()), interval '1 minute') AS m(at)
-      LEFT JOIN (SELECT date_trunc('minute', ${sql.ref(column)}) AS at, count(*) AS value FROM ${sql.table(table)}
-                  WHERE connection_id = ${connectionId} AND ${sql.ref(column)} >= ${since} GROUP BY 1) n USING (at)
-     ORDER BY m.at`.execute(db);
-  const [throughput, syncEvents, samples] = await Promise.all([
-    perMinute('webhook_deliveries', 'received_at'),
-    perMinute('sync_log', 'at'),
-    db.selectFrom('console_samples').select(['at', 'lag_seconds', 'budget_remaining'])
-      .where('connection_id', '=', connectionId).where('at', '>=', sql<Date>`${since}`).orderBy('at').execute(),
-  ]);
-  return {
-    throughput: throughput.rows.map((r) => ({ at: r.at, value: r.value })),
-    syncEvents: syncEvents.rows.map((r) => ({ at: r.at, value: r.value })),
-    lag: samples.map((r) => ({ at: r.at as Date, value: r.lag_seconds })),
-    budget: samples.filter((r) => r.budget_remaining !== null).map((r) => ({ at: r.at as Date, value: r.budget_remaining! })),
-  };
-}

@@ -18,7 +18,7 @@ export async function mount(rt: Runtime): Promise<void> {
   const tail = new SyncLogTail(rt.database.url, db, rt.log.child({ component: 'tail' }));
   await tail.start();
   const { open, guarded, streams, stop: stopRouters } = consoleRouters({
-    config: rt.config, log: rt.log, db, boss: rt.boss, tail, demo: () => rt.demo,
+    config: rt.config, log: rt.log, db, boss: rt.boss, tail, demo: () => rt.demo, publicUrl: () => rt.publicUrl,
   });
   for (const rel of routeModules) {
     if (!existsSync(fileURLToPath(new URL(rel, import.meta.url)))) continue;

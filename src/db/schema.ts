@@ -266,6 +266,8 @@ export interface ConsoleSamplesTable {
   budget_limit: number | null;
   lag_seconds: Default<number>;
   queued_deliveries: Default<number>;
+  /** 0070_console_queue_samples.sql: jobs waiting in the work queues (dead letters excluded). */
+  queued_jobs: Default<number>;
 }
 
 // migrations/0030_sync.sql (src/sync/, src/stock/; described in docs/sync.md)

@@ -3,6 +3,7 @@
 // retry, list. Every state change goes through here so the sync log and metrics never miss one.
 import { createHash, randomUUID } from 'node:crypto';
 import { CompiledQuery, sql, type Transaction } from 'kysely';
+import type { SentRequest } from '../api/client.ts';
 import type { Db } from '../db/index.ts';
 import type { Database, PushKind, PushOperation, PushState } from '../db/schema.ts';
 import { metrics } from '../metrics.ts';
@@ -68,7 +69,7 @@ export async function orderKeyFor(db: Writer, connectionId: number, kind: PushKi
   return mapped ? channelKey(mapped.channel, mapped.channel_order_id) : `order:${ref.order_id}`;
 }
 
-export async function recordChange(db: Writer, op: PushOperation, connectionName: string, extra: { error?: string | null; requestId?: string | null; durationMs?: number; outcome?: 'ok' | 'error' | 'warning' } = {}): Promise<void> {
+export async function recordChange(db: Writer, op: PushOperation, connectionName: string, extra: { error?: string | null; requestId?: string | null; durationMs?: number; outcome?: 'ok' | 'error' | 'warning'; requests?: SentRequest[] } = {}): Promise<void> {
   const result = (op.result ?? null) as Record<string, unknown> | null;
   const orderId = typeof result?.order_id === 'number' ? result.order_id : (op.input as OrderRef).order_id;
   const entry = {
@@ -80,7 +81,7 @@ export async function recordChange(db: Writer, op: PushOperation, connectionName
     durationMs: extra.durationMs,
     outcome: extra.outcome ?? (op.state === 'failed' ? 'error' : 'ok'),
     error: extra.error ?? (op.state === 'failed' ? op.reason : null),
-    detail: { operation_id: op.id, kind: op.kind, state: op.state, attempts: op.attempts, order_key: op.order_key, order_id: orderId ?? null, field_errors: op.field_errors ?? undefined },
+    detail: { operation_id: op.id, kind: op.kind, state: op.state, attempts: op.attempts, order_key: op.order_key, order_id: orderId ?? null, field_errors: op.field_errors ?? undefined, requests: extra.requests },
   };
   // The operation's own history, and the outcome once more on the order's, where an operator looks for it.
   const finished = op.state === 'confirmed' || op.state === 'failed';
@@ -179,11 +180,12 @@ export async function saveProgress(db: Db, id: number, patch: { plan?: unknown; 
   }).where('id', '=', id).execute();
 }
 
-export type Outcome =
+/** `requests`: what the run sent (method, path, status, request id), kept in the outcome's sync-log detail. */
+export type Outcome = { requests?: SentRequest[] } & (
   | { state: 'confirmed'; result: Record<string, unknown>; requestId?: string | null; mapping?: { channel: string; channelOrderId: string; orderId: number } }
   | { state: 'failed'; reason: string; fieldErrors?: Record<string, string[]> | null; statusCode?: number | null; requestId?: string | null }
   /** A retryable error; the job will run again (pg-boss retry), the operation stays sent. */
-  | { state: 'retrying'; reason: string; statusCode?: number | null; requestId?: string | null };
+  | { state: 'retrying'; reason: string; statusCode?: number | null; requestId?: string | null });
 
 /** Records the outcome of a run; when final, wakes the next operation of the same order key. */
 export async function finishOperation(db: Db, boss: Boss, op: PushOperation, outcome: Outcome, durationMs?: number): Promise<PushOperation> {
@@ -196,7 +198,7 @@ export async function finishOperation(db: Db, boss: Boss, op: PushOperation, out
         .where('id', '=', op.id).returningAll().executeTakeFirstOrThrow();
       await logSync(tx, {
         connectionId: op.connection_id, resource: 'operation', recordId: op.id, action: `push.${op.kind}.retry`, jobId: op.job_id,
-        requestId: outcome.requestId, durationMs, outcome: 'warning', error: outcome.reason, detail: { kind: op.kind, state: row.state, attempts: row.attempts },
+        requestId: outcome.requestId, durationMs, outcome: 'warning', error: outcome.reason, detail: { kind: op.kind, state: row.state, attempts: row.attempts, requests: outcome.requests },
       });
       return row;
     }
@@ -212,7 +214,7 @@ export async function finishOperation(db: Db, boss: Boss, op: PushOperation, out
         : { state: 'failed', reason: outcome.reason, field_errors: outcome.fieldErrors ? JSON.stringify(outcome.fieldErrors) : null, status_code: outcome.statusCode ?? null, request_id: outcome.requestId ?? op.request_id })
       .set({ locked_until: null, finished_at: sql`now()`, updated_at: sql`now()` })
       .where('id', '=', op.id).returningAll().executeTakeFirstOrThrow();
-    await recordChange(tx, row, name, { durationMs });
+    await recordChange(tx, row, name, { durationMs, requests: outcome.requests });
     const next = await tx.selectFrom('push_operations').select('id')
       .where('connection_id', '=', op.connection_id).where('order_key', '=', op.order_key)
       .where('state', 'in', ['queued', 'sent']).where('id', '!=', op.id).orderBy('id').limit(1).executeTakeFirst();

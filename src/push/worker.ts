@@ -5,6 +5,7 @@
 // the same idempotency keys, and after the last attempt the operation fails with that error.
 import type { Job, JobResult, JobWithMetadata } from 'pg-boss';
 import { ApiError } from '../api/index.ts';
+import type { SentRequest } from '../api/client.ts';
 import { clientFor } from '../api/connections.ts';
 import type { PushOperation } from '../db/schema.ts';
 import { createQueues, queues } from '../queue/names.ts';
@@ -67,13 +68,15 @@ export async function runPushJob(rt: PushRuntime, job: JobWithMetadata<PushJob> 
   }
   const op = claim.op;
   const started = Date.now();
+  // The requests this attempt sends go into its outcome's sync-log detail (the console's operation page).
+  const requests: SentRequest[] = [];
   try {
-    const client = await clientFor({ db, config: rt.config, log }, op.connection_id);
+    const client = await clientFor({ db, config: rt.config, log }, op.connection_id, { onRequest: (r) => requests.push(r) });
     const done = await runners[op.kind](makeContext({ db, client, config: rt.config, log }, op));
-    await finishOperation(db, rt.boss, op, { state: 'confirmed', result: done.result, mapping: done.mapping }, Date.now() - started);
+    await finishOperation(db, rt.boss, op, { state: 'confirmed', result: done.result, mapping: done.mapping, requests }, Date.now() - started);
     log.info({ kind: op.kind }, 'operation confirmed');
   } catch (err) {
-    const outcome = classify(err);
+    const outcome = { ...classify(err), requests };
     const retryLimit = 'retryLimit' in job ? job.retryLimit : 0;
     if (outcome.state === 'retrying' && job.retryCount < retryLimit) {
       await finishOperation(db, rt.boss, op, outcome, Date.now() - started);
@@ -81,7 +84,7 @@ export async function runPushJob(rt: PushRuntime, job: JobWithMetadata<PushJob> 
       throw err;
     }
     const failed: Outcome = outcome.state === 'retrying'
-      ? { state: 'failed', reason: `gave up after ${op.attempts} attempts: ${outcome.reason}`, statusCode: outcome.statusCode, requestId: outcome.requestId }
+      ? { state: 'failed', reason: `gave up after ${op.attempts} attempts: ${outcome.reason}`, statusCode: outcome.statusCode, requestId: outcome.requestId, requests }
       : outcome;
     await finishOperation(db, rt.boss, op, failed, Date.now() - started);
     log.warn({ kind: op.kind, reason: (failed as { reason: string }).reason }, 'operation failed');

@@ -122,16 +122,21 @@ t.test('JSON API answers the operator questions', async (t) => {
   });
 
   await t.test('the minute samples feed the budget and lag series', async (t) => {
-    // Both samples below must fall in one minute: start clear of a minute's end.
-    const second = new Date().getSeconds();
-    if (second >= 57) await new Promise((r) => setTimeout(r, (61 - second) * 1000));
-    t.equal(await sampleOnce(db), 2);
-    await sampleOnce(db); // the same minute again: the first sample stays the only one
-    const series = await (await fetch(`${base}/api/connections/shop/series?minutes=5`, { headers: auth })).json() as Record<string, { value: number }[]>;
+    // A fixed clock far from the real one: the console's own sampler (real time) cannot write into this
+    // window, and the test never depends on the minute it runs in.
+    const at = new Date('2031-03-04T10:20:30Z');
+    t.equal(await sampleOnce(db, { now: at }), 2);
+    await sampleOnce(db, { now: new Date(at.getTime() + 20_000) }); // the same minute again: the first sample stays the only one
+    await db.insertInto('webhook_deliveries').values({ connection_id: shop, delivery_id: 'series-1', event: 'variants/update', resource: 'variant', action: 'update',
+      object_id: 1, body: '{}', state: 'processed', received_at: new Date(at.getTime() - 60_000) }).execute();
+    const series = await (await fetch(`${base}/api/connections/shop/series?minutes=5&end=${at.toISOString()}`, { headers: auth })).json() as Record<string, { value: number }[]>;
     t.same(series.budget!.map((p) => p.value), [123], 'one sample per minute');
+    t.same(series.budgetUsed!.map((p) => p.value), [300 - 123], 'used of the window');
     t.equal(series.lag!.length, 1);
-    t.equal(series.throughput!.length, 5);
-    t.ok(series.throughput!.reduce((n, p) => n + p.value, 0) >= 1, 'the delivery of this minute is counted');
+    t.same(series.throughput!.map((p) => p.value), [0, 0, 0, 1, 0], 'the delivery of the minute before is counted in its minute');
+    const day = await (await fetch(`${base}/api/connections/shop/series?range=24h&end=${at.toISOString()}`, { headers: auth })).json() as Record<string, { value: number }[]>;
+    t.equal(day.throughput!.length, 96, '24 hours in quarter hours');
+    t.equal((await fetch(`${base}/api/connections/shop/series?range=2w`, { headers: auth })).status, 400);
   });
 
   await t.test('/metrics carries the gauges, refreshed on scrape', async (t) => {

@@ -32,7 +32,7 @@ if (chromiumMissing) {
       const card = page.locator('section.connection[data-connection="shop"]');
       t.match(await card.locator('.budget').textContent(), /211 of 300 left/);
       t.match(await card.textContent(), /Shop & Co <b>/, 'account name shown as text');
-      t.equal(await card.locator('svg').count(), 4, 'throughput, log, lag and budget charts');
+      t.equal(await card.locator('svg').count(), 6, 'deliveries, lag, budget, queues, drift and log charts');
       t.ok(await page.locator('#queues').isVisible());
     });
 
@@ -94,8 +94,9 @@ if (chromiumMissing) {
       await sql`INSERT INTO channel_quantity_changes (connection_id, variant_id, sku, before_quantity, quantity, tracked, backorderable, cause, delivery_id)
                 VALUES (${shop}, 42, 'TEE-42', '9.5', '8.5', true, false, 'delivery', 'dlv-77')`.execute(db);
       await page.goto(`${base}/variants`);
-      await page.getByLabel('SKU').fill('TEE-42');
-      await page.getByRole('button', { name: 'Find' }).click();
+      await page.getByLabel('SKU or name').fill('TEE-42');
+      await page.getByRole('button', { name: 'Show', exact: true }).click();
+      await page.getByRole('link', { name: 'TEE-42' }).click();
       await page.waitForURL(/\/variants\/shop\/42$/);
       t.match(await page.locator('#variant-facts').textContent(), /Tee <script>alert\("x"\)<\/script>/);
       const stock = await page.locator('#stock tbody tr').allTextContents();
@@ -103,10 +104,10 @@ if (chromiumMissing) {
       t.match(stock[1], /Warehouse 2\s*3\.5\s*0\s*3\.5/);
       t.match(await page.locator('#channel-quantity').textContent(), /8\.5/);
       t.match(await page.locator('#channel-history').textContent(), /9\.5\s*8\.5\s*delivery\s*dlv-77/);
-      const stockHistory = await page.locator('#stock-history tbody').textContent();
+      const stockHistory = await page.locator('#stock-history > tbody').textContent();
       t.match(stockHistory, /Warehouse 1: on hand 8 → 7, available 6 → 5/);
       t.match(stockHistory, /delivery\s*dlv-browser-1/);
-      const history = await page.locator('#history tbody').textContent();
+      const history = await page.locator('#history > tbody').textContent();
       t.match(history, /channel-quantity/);
       t.match(history, /delivery\.received/, 'the delivery about the variant (by record id)');
       t.match(history, /mirror\.update/);

@@ -22,9 +22,9 @@ export const CLIENT_SECRET = 'console-test-secret';
  * A console on port 0. `receiver: true` also mounts the real receiver role (POST /webhooks/:connection),
  * so a test can send a signed delivery and watch it arrive.
  */
-export async function consoleServer(t: T, opts: { token?: string; demo?: boolean; receiver?: boolean } = {}): Promise<ConsoleServer> {
+export async function consoleServer(t: T, opts: { token?: string; demo?: boolean; receiver?: boolean; config?: Parameters<typeof testConfig>[0] } = {}): Promise<ConsoleServer> {
   const tdb = await testDatabase(t);
-  const config = testConfig({ OPERATOR_TOKEN: opts.token ?? '', COMMERCE_CLIENT_SECRET: CLIENT_SECRET });
+  const config = testConfig({ OPERATOR_TOKEN: opts.token ?? '', COMMERCE_CLIENT_SECRET: CLIENT_SECRET, ...opts.config });
   const { log, lines: logLines } = captureLogger('warn');
   const boss = await startBoss(tdb.url, log, { supervise: false, schedule: false, max: 3 });
   await createQueues(boss);

@@ -1,0 +1,98 @@
+// The frame every console page shares (navigation, demo banner, notices), the login and closed pages, and
+// the small formatting helpers of the page modules. Every value from the database passes through the html
+// tag's escaping.
+import { html, type Html } from '../html.ts';
+import type { QueueDepth } from '../queues.ts';
+
+export interface PageContext {
+  /** How access works now: shown in the banner and the header. */
+  access: 'token' | 'open-demo' | 'closed';
+  /** Set when the page follows an action (replay done, login failed...). */
+  notice?: string;
+  problem?: string;
+}
+
+const nav: [string, string][] = [['/', 'Overview'], ['/variants', 'Variants'], ['/orders', 'Orders'], ['/operations', 'Operations'],
+  ['/logs', 'Sync log'], ['/deliveries', 'Deliveries'], ['/dead-letters', 'Dead letters'], ['/connections', 'Connections']];
+
+export const when = (d: Date | string | null | undefined) => d ? new Date(d).toISOString().replace('T', ' ').slice(0, 19) : '';
+export const json = (v: unknown) => v === null || v === undefined ? '' : JSON.stringify(v);
+export const ago = (d: Date | null) => {
+  if (!d) return 'never';
+  const s = Math.max(0, Math.round((Date.now() - new Date(d).getTime()) / 1000));
+  return s < 120 ? `${s} s ago` : s < 7200 ? `${Math.round(s / 60)} min ago` : s < 172_800 ? `${Math.round(s / 3600)} h ago` : `${Math.round(s / 86_400)} days ago`;
+};
+export const enc = encodeURIComponent;
+
+/** The current page's query with some parameters replaced (empty values dropped). */
+export function withQuery(path: string, query: Record<string, string>, change: Record<string, string | undefined>): string {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries({ ...query, ...change })) if (v) p.set(k, v);
+  const s = p.toString();
+  return s ? `${path}?${s}` : path;
+}
+
+/** Previous / next links of a paged list, keeping the other parameters of the query. */
+export function pager(path: string, query: Record<string, string>, page: number, pages: number): Html {
+  return html`<nav class="pager" aria-label="Pages">${page > 1 ? html`<a href="${withQuery(path, query, { page: String(page - 1) })}" rel="prev">Previous page</a>` : ''}
+<span>Page ${page} of ${pages}</span>
+${page < pages ? html`<a href="${withQuery(path, query, { page: String(page + 1) })}" rel="next">Next page</a>` : ''}</nav>`;
+}
+
+/**
+ * `refreshSeconds`: the page reloads itself (console.js) while its checkbox stays ticked; a meta refresh
+ * could not be paused, which fails WCAG 2.2.1 (axe's meta-refresh rule).
+ */
+export function layout(pc: PageContext, title: string, here: string, body: Html, opts: { refreshSeconds?: number } = {}): Html {
+  return html`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title} · commerce-sync</title><link rel="stylesheet" href="/assets/console.css"></head>
+<body>
+<a class="skip" href="#main">Skip to content</a>
+<header><span class="brand">commerce-sync</span>
+<nav aria-label="Console">${nav.map(([href, label]) => html`<a href="${href}" ${href === here ? html`class="here" aria-current="page"` : ''}>${label}</a>`)}</nav>
+${pc.access === 'token' ? html`<form method="post" action="/logout" class="inline"><button>Log out</button></form>` : ''}
+</header>
+${pc.access === 'open-demo' ? html`<div class="banner" id="demo-banner"><strong>Demo mode:</strong> this console is open without a password to anyone on this machine (localhost), because the built-in sandbox is the account and no OPERATOR_TOKEN is set. Set OPERATOR_TOKEN to protect it.</div>` : ''}
+<main id="main" tabindex="-1">
+${pc.notice ? html`<div class="notice" role="status">${pc.notice}</div>` : ''}
+${pc.problem ? html`<div class="problem" role="alert">${pc.problem}</div>` : ''}
+<h1>${title}</h1>
+${body}
+${opts.refreshSeconds ? html`<p class="muted"><label><input type="checkbox" id="auto-refresh" data-seconds="${opts.refreshSeconds}" checked> Refresh this page every ${opts.refreshSeconds} seconds</label></p>` : ''}
+</main>
+<script src="/assets/console.js"></script>
+</body></html>`;
+}
+
+export function loginPage(problem?: string, next = '/'): Html {
+  return html`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Log in · commerce-sync</title><link rel="stylesheet" href="/assets/console.css"></head>
+<body><header><span class="brand">commerce-sync</span></header><main>
+${problem ? html`<div class="problem" role="alert">${problem}</div>` : ''}
+<h1>Operator login</h1>
+<p>Enter the operator token (OPERATOR_TOKEN). API clients send it as <code>Authorization: Bearer TOKEN</code> instead.</p>
+<form method="post" action="/login"><input type="hidden" name="next" value="${next}">
+<label>Token <input type="password" name="token" autocomplete="current-password" autofocus></label> <button>Log in</button></form>
+</main></body></html>`;
+}
+
+export function closedPage(): Html {
+  return html`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Console closed · commerce-sync</title><link rel="stylesheet" href="/assets/console.css"></head>
+<body><main><h1>Operator console closed</h1><p>Set OPERATOR_TOKEN to use the console and the API.</p></main></body></html>`;
+}
+
+export function notFoundPage(pc: PageContext, what: string): Html {
+  return layout(pc, 'Not found', '', html`<p>${what}</p>`);
+}
+
+export function queueTable(queues: QueueDepth[]): Html {
+  return html`<table id="queues"><caption class="sr">Queue depths</caption><thead><tr><th scope="col">Queue</th><th scope="col" class="num">Waiting</th><th scope="col" class="num">Active</th><th scope="col" class="num">Failed (retained)</th></tr></thead><tbody>
+${queues.map((q) => html`<tr><td>${q.queue.endsWith('-dead') ? html`<a href="/dead-letters?queue=${enc(q.queue)}">${q.queue}</a>` : q.queue}</td><td class="num">${q.queued}</td><td class="num">${q.active}</td><td class="num">${q.failed}</td></tr>`)}
+</tbody></table>`;
+}
+
+/** A select of choices (the empty value first, labelled `all`). */
+export function select(label: string, name: string, choices: readonly string[], current: string | undefined, all = 'all'): Html {
+  return html`<label>${label} <select name="${name}"><option value="">${all}</option>${choices.map((c) => html`<option ${current === c ? 'selected' : ''}>${c}</option>`)}</select></label>`;
+}

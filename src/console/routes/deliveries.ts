@@ -1,0 +1,83 @@
+// Stored deliveries and dead letters: pages, JSON, and their replays.
+import type Router from '@koa/router';
+import { deliveryStates, listDeliveries } from '../deliveries.ts';
+import { deadLettersPage, deliveriesPage } from '../pages/deliveries.ts';
+import { notFoundPage } from '../pages/layout.ts';
+import { listDeadLetters, queueDepths } from '../queues.ts';
+import { replayDeadLetter, replayDelivery, ReplayError } from '../replay.ts';
+import { connectionNames, flatQuery, int, optionalConnection, page, pageContext, problem, type ConsoleDeps } from '../web.ts';
+
+export function deliveryRoutes(r: Router, deps: ConsoleDeps): void {
+  const { db, boss } = deps;
+  r.get('/deliveries', async (ctx) => {
+    const q = flatQuery(ctx);
+    const connectionId = await optionalConnection(ctx, db, q.connection);
+    if (connectionId === null) return page(ctx, notFoundPage(pageContext(deps, ctx), `No connection named ${q.connection}.`), 404);
+    const rows = await listDeliveries(db, { connectionId, state: (deliveryStates as readonly string[]).includes(q.state ?? '') ? q.state : undefined, resource: q.resource || undefined, before: int(q.before) });
+    let older: string | null = null;
+    if (rows.length === 100) {
+      const next = new URLSearchParams(Object.entries(q).filter(([k, v]) => v && ['connection', 'state', 'resource'].includes(k)));
+      next.set('before', String(rows[rows.length - 1]!.id));
+      older = `/deliveries?${next}`;
+    }
+    page(ctx, deliveriesPage(pageContext(deps, ctx), rows, await connectionNames(db), q, older));
+  });
+  r.post('/deliveries/:id/replay', async (ctx) => {
+    const id = int(ctx.params.id);
+    const done = id === undefined ? null : await replayDelivery(db, boss, id);
+    ctx.redirect(done ? `/deliveries?replayed=${id}` : '/deliveries?missing=1');
+  });
+  r.get('/dead-letters', async (ctx) => {
+    const q = flatQuery(ctx);
+    const [letters, queues] = await Promise.all([listDeadLetters(db, { queue: q.queue || undefined }), queueDepths(db)]);
+    page(ctx, deadLettersPage(pageContext(deps, ctx), letters, queues.filter((x) => x.queue.endsWith('-dead'))));
+  });
+  r.post('/dead-letters/:queue/:id/replay', async (ctx) => {
+    try {
+      const done = await replayDeadLetter(db, boss, ctx.params.queue!, ctx.params.id!);
+      ctx.redirect(done ? `/dead-letters?replayed=${encodeURIComponent(ctx.params.id!)}` : '/dead-letters?missing=1');
+    } catch (err) {
+      if (!(err instanceof ReplayError)) throw err;
+      ctx.redirect('/dead-letters?missing=1');
+    }
+  });
+
+  r.get('/api/deliveries', async (ctx) => {
+    const q = flatQuery(ctx);
+    if (q.state && !(deliveryStates as readonly string[]).includes(q.state)) return problem(ctx, 400, `state must be one of ${deliveryStates.join(', ')}`);
+    const connectionId = await optionalConnection(ctx, db, q.connection);
+    if (connectionId === null) return;
+    ctx.body = { deliveries: await listDeliveries(db, { connectionId, state: q.state || undefined, resource: q.resource || undefined, objectId: int(q.object), before: int(q.before), limit: int(q.limit) }) };
+  });
+  r.get('/api/deliveries/:id', async (ctx) => {
+    const id = int(ctx.params.id);
+    const row = id === undefined ? undefined : await db.selectFrom('webhook_deliveries as d').innerJoin('connections as c', 'c.id', 'd.connection_id')
+      .selectAll('d').select('c.name as connection').where('d.id', '=', id).executeTakeFirst();
+    if (!row) return problem(ctx, 404, `no delivery ${ctx.params.id}`);
+    ctx.body = { delivery: row };
+  });
+  r.post('/api/deliveries/:id/replay', async (ctx) => {
+    const id = int(ctx.params.id);
+    const done = id === undefined ? null : await replayDelivery(db, boss, id);
+    if (!done) return problem(ctx, 404, `no delivery ${ctx.params.id}`);
+    ctx.status = 202;
+    ctx.body = { replayed: { delivery: id, jobId: done.jobId } };
+  });
+  r.get('/api/dead-letters', async (ctx) => {
+    const q = flatQuery(ctx);
+    const connectionId = await optionalConnection(ctx, db, q.connection);
+    if (connectionId === null) return;
+    ctx.body = { deadLetters: await listDeadLetters(db, { queue: q.queue || undefined, connectionId, limit: int(q.limit) }) };
+  });
+  r.post('/api/dead-letters/:queue/:id/replay', async (ctx) => {
+    try {
+      const done = await replayDeadLetter(db, boss, ctx.params.queue!, ctx.params.id!);
+      if (!done) return problem(ctx, 404, `no dead letter ${ctx.params.id} waiting in ${ctx.params.queue}`);
+      ctx.status = 202;
+      ctx.body = { replayed: { deadLetter: ctx.params.id, queue: ctx.params.queue, jobId: done.jobId } };
+    } catch (err) {
+      if (err instanceof ReplayError) return problem(ctx, 400, err.message);
+      throw err;
+    }
+  });
+}

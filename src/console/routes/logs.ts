@@ -1,0 +1,141 @@
+// The sync log: its page, /api/logs pages, and the live tail as server-sent events.
+import type { Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { describe } from '../pages/history.ts';
+import { logPage } from '../pages/logs.ts';
+import { exactTime, FilterError, latestSyncLogId, parseLogFilter, querySyncLog, type LogFilter, type LogRow } from '../synclog.ts';
+import { connectionNames, flatQuery, page, pageContext, problem, type ConsoleDeps } from '../web.ts';
+
+const HEARTBEAT_MS = 15_000;
+
+/** Open event streams and the server each one came in on. */
+export type Streams = Map<ServerResponse, Server | undefined>;
+
+/** Parses a log filter or answers 400; null when it answered. */
+async function logFilter(ctx: Context, deps: ConsoleDeps): Promise<LogFilter | null> {
+  try {
+    return await parseLogFilter(deps.db, ctx.query);
+  } catch (err) {
+    if (err instanceof FilterError) { problem(ctx, 400, err.message); return null; }
+    throw err;
+  }
+}
+
+export function logRoutes(r: Router, deps: ConsoleDeps, streams: Streams): void {
+  const { db } = deps;
+  r.get('/tail', (ctx) => { ctx.redirect(`/logs${ctx.querystring ? `?${ctx.querystring}` : ''}`); });
+  r.get('/logs', async (ctx) => {
+    const q = flatQuery(ctx);
+    let filter: LogFilter;
+    try { filter = await parseLogFilter(db, ctx.query); } catch (err) {
+      if (!(err instanceof FilterError)) throw err;
+      return page(ctx, logPage(pageContext(deps, ctx, { problem: err.message }), { rows: [], connections: await connectionNames(db), query: q, stream: null, older: null }), 400);
+    }
+    const latest = await latestSyncLogId(db); // read first: nothing written after it can be missed below
+    const rows = await querySyncLog(db, { ...filter, afterId: undefined, limit: filter.limit ?? 200 });
+    const params = new URLSearchParams();
+    for (const k of ['connection', 'resource', 'sku', 'outcome', 'record', 'action'] as const) if (q[k]) params.set(k, q[k]);
+    // The tail follows on from the newest entry shown (or the newest of all when none matched), so it
+    // neither repeats nor misses what was written since this page was read.
+    const after = rows.length ? Math.max(...rows.map((x) => x.id)) : latest;
+    const stream = filter.to ? null : `/api/tail?${new URLSearchParams([...params, ['after', String(after)]])}`;
+    const last = rows[rows.length - 1];
+    let older: string | null = null;
+    if (last && rows.length === (filter.limit ?? 200)) {
+      const next = new URLSearchParams(params);
+      if (q.from) next.set('from', q.from);
+      next.set('to', (await exactTime(db, last.id)) ?? last.at.toISOString());
+      next.set('before', String(last.id));
+      if (q.limit) next.set('limit', q.limit);
+      older = `/logs?${next}`;
+    }
+    page(ctx, logPage(pageContext(deps, ctx), { rows, connections: await connectionNames(db), query: q, stream, older }));
+  });
+  r.get('/api/logs', async (ctx) => {
+    const filter = await logFilter(ctx, deps);
+    if (!filter) return;
+    const entries = await querySyncLog(db, filter);
+    const last = entries[entries.length - 1];
+    const full = entries.length === Math.min(Math.max(filter.limit ?? 100, 1), 1000);
+    let next: { after: number } | { to: string; before: number } | null = null;
+    if (full && last) next = filter.afterId !== undefined ? { after: last.id } : { to: (await exactTime(db, last.id)) ?? last.at.toISOString(), before: last.id };
+    ctx.body = { entries, next };
+  });
+  r.get('/api/tail', (ctx) => tailStream(ctx, deps, streams));
+}
+
+/**
+ * Ends the event streams of a server that stopped listening. A shutdown closes the HTTP server before the
+ * roles' onStop steps run, and an open stream would otherwise hold that close for its whole grace period.
+ */
+export function watchStreams(streams: Streams): NodeJS.Timeout {
+  const timer = setInterval(() => {
+    for (const [stream, server] of streams) if (server && !server.listening) stream.end();
+  }, 250);
+  timer.unref();
+  return timer;
+}
+
+/**
+ * Server-sent events of new sync-log entries matching the query's filters. Resumes after Last-Event-ID
+ * (or ?after=ID, which the page passes on its first connect). The event id is the largest entry id sent
+ * on this stream, so a late-committing entry with a smaller id never makes a reconnect go backwards.
+ * Each event is the /api/logs entry plus `summary`, the sentence the page shows.
+ */
+async function tailStream(ctx: Context, deps: ConsoleDeps, streams: Streams): Promise<void> {
+  const filter = await logFilter(ctx, deps);
+  if (!filter) return;
+  const resumeRaw = ctx.get('last-event-id') || flatQuery(ctx).after;
+  const resume = resumeRaw && /^\d+$/.test(resumeRaw) ? Number(resumeRaw) : undefined;
+  const live: LogFilter = { ...filter, afterId: undefined, limit: undefined, from: undefined, to: undefined };
+
+  // The response is written directly (not as a Koa body stream): a browser leaving the page is the normal
+  // end of an event stream, not an error to report.
+  const res = ctx.res;
+  ctx.respond = false;
+  streams.set(res, (ctx.req.socket as Socket & { server?: Server }).server);
+  ctx.req.socket.setTimeout(0);
+  ctx.req.socket.setNoDelay(true);
+  ctx.req.socket.setKeepAlive(true);
+  res.writeHead(200, {
+    'Content-Type': 'text/event-stream; charset=utf-8',
+    'Cache-Control': 'no-cache, no-transform',
+    'X-Accel-Buffering': 'no',
+    // The stream is the connection's only use: when it ends, the socket goes too (no idle keep-alive
+    // connection left to hold a server close).
+    Connection: 'close',
+  });
+  const send = (text: string) => { if (!res.writableEnded && !res.destroyed) res.write(text); };
+
+  let maxSent = resume ?? 0;
+  const write = (row: LogRow) => {
+    maxSent = Math.max(maxSent, row.id);
+    send(`id: ${maxSent}\nevent: log\ndata: ${JSON.stringify({ ...row, summary: describe(row) })}\n\n`);
+  };
+  let buffer: LogRow[] | null = [];
+  const unsubscribe = deps.tail.subscribe(live, (row) => { if (buffer) buffer.push(row); else write(row); });
+  const heartbeat = setInterval(() => send(': keep-alive\n\n'), HEARTBEAT_MS);
+  heartbeat.unref();
+  const close = () => {
+    clearInterval(heartbeat);
+    unsubscribe();
+    streams.delete(res);
+    if (!res.writableEnded) res.end();
+  };
+  res.on('close', close);
+  send('retry: 2000\n\n');
+  try {
+    const sent = new Set<number>();
+    if (resume !== undefined) {
+      for (const row of await querySyncLog(deps.db, { ...live, afterId: resume, limit: 1000 })) { write(row); sent.add(row.id); }
+    }
+    const pending = buffer;
+    buffer = null;
+    for (const row of pending) if (!sent.has(row.id)) write(row);
+  } catch (err) {
+    deps.log.warn({ err }, 'tail catch-up failed');
+    close();
+  }
+}

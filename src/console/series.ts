@@ -1,0 +1,86 @@
+// The numbers behind the overview's charts, over a chosen time range cut into equal buckets: deliveries per
+// minute, sync-log entries per minute, stock lag, API budget used and left, queue depths (from the minute
+// samples of console_samples) and the drift each sweep found (from the sweep entries of the sync log).
+// `end` is injectable so a test never depends on the minute it runs in.
+import { sql } from 'kysely';
+import type { Db } from '../db/index.ts';
+
+export interface Point { at: Date; value: number }
+
+export const ranges = {
+  '1h': { label: 'last hour', minutes: 60, stepMinutes: 1 },
+  '24h': { label: 'last 24 hours', minutes: 24 * 60, stepMinutes: 15 },
+  '7d': { label: 'last 7 days', minutes: 7 * 24 * 60, stepMinutes: 120 },
+} as const;
+export type RangeName = keyof typeof ranges;
+export const isRange = (v: unknown): v is RangeName => typeof v === 'string' && Object.hasOwn(ranges, v);
+
+export interface Window { start: Date; end: Date; stepMinutes: number }
+
+/** Buckets of `stepMinutes` aligned to the epoch, the last one holding `end`; the window ends where it ends. */
+export function timeWindow(minutes: number, stepMinutes: number, end: Date): Window {
+  const step = stepMinutes * 60_000;
+  const last = Math.floor(end.getTime() / step) * step;
+  const count = Math.max(1, Math.round(minutes / stepMinutes));
+  return { start: new Date(last - (count - 1) * step), end: new Date(last + step), stepMinutes };
+}
+
+export interface ConnectionSeries {
+  window: Window;
+  /** Deliveries received per minute (averaged over each bucket); one point per bucket. */
+  throughput: Point[];
+  /** Sync-log entries per minute; one point per bucket. */
+  syncEvents: Point[];
+  /** Stock lag in seconds (age of the oldest change not yet mirrored), the worst sample of each bucket. */
+  lag: Point[];
+  /** API budget left, the lowest sample of each bucket. */
+  budget: Point[];
+  /** API requests used of the rate window, the highest sample of each bucket. */
+  budgetUsed: Point[];
+  /** Deliveries waiting to be processed, the highest sample of each bucket. */
+  queuedDeliveries: Point[];
+  /** Jobs waiting in the work queues, the highest sample of each bucket. */
+  queuedJobs: Point[];
+  /** Records each sweep found wrong in the mirror, one point per sweep. */
+  drift: Point[];
+}
+
+const perMinute = (count: number, stepMinutes: number) => Math.round((count / stepMinutes) * 10) / 10;
+
+export async function chartSeries(db: Db, connectionId: number, w: Window): Promise<ConnectionSeries> {
+  const step = sql`make_interval(mins => ${w.stepMinutes})`;
+  const bin = (column: string) => sql`date_bin(${step}, ${sql.ref(column)}, timestamptz '1970-01-01Z')`;
+  const counts = (table: 'webhook_deliveries' | 'sync_log', column: 'received_at' | 'at') => sql<{ at: Date; n: number }>`
+    SELECT b.at, coalesce(n.n, 0)::int AS n
+      FROM generate_series(${w.start}::timestamptz, ${w.end}::timestamptz - ${step}, ${step}) AS b(at)
+      LEFT JOIN (SELECT ${bin(column)} AS at, count(*) AS n FROM ${sql.table(table)}
+                  WHERE connection_id = ${connectionId} AND ${sql.ref(column)} >= ${w.start} AND ${sql.ref(column)} < ${w.end}
+                  GROUP BY 1) n USING (at)
+     ORDER BY b.at`.execute(db);
+  const [deliveries, events, samples, sweeps] = await Promise.all([
+    counts('webhook_deliveries', 'received_at'),
+    counts('sync_log', 'at'),
+    sql<{ at: Date; lag: number; left: number | null; used: number | null; deliveries: number; jobs: number }>`
+      SELECT ${bin('at')} AS at, max(lag_seconds) AS lag, min(budget_remaining) AS left,
+             max(budget_limit - budget_remaining) AS used, max(queued_deliveries) AS deliveries, max(queued_jobs) AS jobs
+        FROM console_samples WHERE connection_id = ${connectionId} AND at >= ${w.start} AND at < ${w.end}
+       GROUP BY 1 ORDER BY 1`.execute(db),
+    sql<{ at: Date; drift: number }>`
+      SELECT at, coalesce((detail->>'drift')::int, 0) AS drift FROM sync_log
+       WHERE connection_id = ${connectionId} AND action IN ('sweep', 'sweep.full', 'sweep.initial') AND at >= ${w.start} AND at < ${w.end}
+       ORDER BY at LIMIT 1000`.execute(db),
+  ]);
+  const s = samples.rows;
+  const points = (pick: (r: typeof s[number]) => number | null) => s.flatMap((r) => { const v = pick(r); return v === null ? [] : [{ at: r.at, value: Number(v) }]; });
+  return {
+    window: w,
+    throughput: deliveries.rows.map((r) => ({ at: r.at, value: perMinute(r.n, w.stepMinutes) })),
+    syncEvents: events.rows.map((r) => ({ at: r.at, value: perMinute(r.n, w.stepMinutes) })),
+    lag: points((r) => r.lag),
+    budget: points((r) => r.left),
+    budgetUsed: points((r) => r.used),
+    queuedDeliveries: points((r) => r.deliveries),
+    queuedJobs: points((r) => r.jobs),
+    drift: sweeps.rows.map((r) => ({ at: r.at, value: r.drift })),
+  };
+}

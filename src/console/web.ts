@@ -1,0 +1,92 @@
+// What every console route shares: the one way to answer with a page (security headers) or a JSON problem,
+// query parsing, the page context (access mode, the notice after an action) and the connection lookups.
+import type { Context } from 'koa';
+import type { Config } from '../config.ts';
+import type { Db } from '../db/index.ts';
+import type { Logger } from '../log.ts';
+import type { Boss } from '../queue/boss.ts';
+import { accessMode } from './auth.ts';
+import type { Html } from './html.ts';
+import type { PageContext } from './pages/layout.ts';
+import { connectionIdOf, FilterError } from './synclog.ts';
+import type { SyncLogTail } from './tail.ts';
+
+export interface ConsoleDeps {
+  config: Config;
+  log: Logger;
+  db: Db;
+  boss: Boss;
+  tail: SyncLogTail;
+  demo: () => boolean;
+  /** Where this process is reached (PUBLIC_URL, or the address it listens on): OAuth redirects and webhooks. */
+  publicUrl: () => string;
+}
+
+const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'";
+
+/**
+ * Answers with a console page. `leavesSite`: a form on it redirects to the service (the OAuth authorize page),
+ * which form-action 'self' would block; only the connections page needs it.
+ */
+export function page(ctx: Context, body: Html, status = 200, opts: { leavesSite?: boolean } = {}): void {
+  ctx.status = status;
+  ctx.type = 'text/html; charset=utf-8';
+  ctx.set('Content-Security-Policy', opts.leavesSite ? CSP.replace("form-action 'self'", "form-action 'self' http: https:") : CSP);
+  ctx.set('X-Content-Type-Options', 'nosniff');
+  ctx.set('Cache-Control', 'no-store');
+  ctx.body = body.value;
+}
+
+/** Answers an API request with `{error}` (and details such as field errors when given). */
+export function problem(ctx: Context, status: number, error: string, details?: unknown): void {
+  ctx.status = status;
+  ctx.body = details === undefined ? { error } : { error, details };
+}
+
+export type Query = Record<string, string>;
+export const flatQuery = (ctx: Context): Query => Object.fromEntries(Object.entries(ctx.query).map(([k, v]) => [k, (Array.isArray(v) ? v[0] : v) ?? '']));
+export const int = (v: string | undefined) => (v && /^\d+$/.test(v) ? Number(v) : undefined);
+
+/** The connection a parameter names (name or id): undefined when not given, null after answering 404. */
+export async function optionalConnection(ctx: Context, db: Db, name: string | undefined): Promise<number | undefined | null> {
+  if (!name) return undefined;
+  try { return await connectionIdOf(db, name); } catch (err) {
+    if (err instanceof FilterError) { problem(ctx, 404, err.message); return null; }
+    throw err;
+  }
+}
+
+/** The record a `/:connection/:id` path names, loaded by `load`; null when the connection, the id or the record is not there. */
+export async function recordAt<T>(ctx: Context, db: Db, load: (db: Db, connectionId: number, id: number) => Promise<T | null | undefined>): Promise<T | null> {
+  const connectionId = await optionalConnection(ctx, db, ctx.params.connection);
+  const id = int(ctx.params.id);
+  return (connectionId && id !== undefined ? await load(db, connectionId, id) : null) ?? null;
+}
+
+export async function connectionNames(db: Db): Promise<string[]> {
+  return (await db.selectFrom('connections').select('name').orderBy('name').execute()).map((r) => r.name);
+}
+
+// What a redirect after an action says on the next page. Only these fixed sentences are shown, so a link
+// cannot make the console display text of someone else's choosing.
+const notices: Record<string, (v: string) => Partial<PageContext>> = {
+  replayed: (v) => ({ notice: `Replayed ${v}: it is queued again.` }),
+  missing: () => ({ problem: 'Nothing to replay: it is gone or no longer waiting.' }),
+  retried: (v) => ({ notice: `Operation ${v} is queued again with the same idempotency key.` }),
+  queued: (v) => ({ notice: `Operation ${v} is queued; this page shows its progress.` }),
+  connected: (v) => ({ notice: `Connected ${v}: its webhooks point at this console.` }),
+  disabled: (v) => ({ notice: `Disabled ${v}: nothing is sent to the service for it until it is reconnected.` }),
+};
+
+/** The page context of a request: access mode, and the notice of the action that led here. */
+export function pageContext(deps: ConsoleDeps, ctx: Context, extra: Partial<PageContext> = {}): PageContext {
+  const q = flatQuery(ctx);
+  const fromQuery = Object.entries(notices).filter(([k]) => q[k]).map(([k, f]) => f(q[k]!.slice(0, 80)));
+  return { access: accessMode(deps.config, deps.demo()), ...Object.assign({}, ...fromQuery), ...extra };
+}
+
+/** Only local paths: a login must not redirect to another site. */
+export function safeNext(v: unknown): string {
+  const s = typeof v === 'string' ? v : '';
+  return s.startsWith('/') && !s.startsWith('//') && !s.startsWith('/\\') ? s : '/';
+}
