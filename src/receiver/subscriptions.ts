@@ -28,9 +28,9 @@ export interface SyncResult {
   refused: { event: string; reason: string }[];
 }
 
-// Events a connection's service refused, per connection, for the life of the process: a check every few
-// minutes does not ask again. A restart asks again (the service may have learned them).
-const refusedEvents = new Map<number, Set<string>>();
+// Events a connection's service refused, per connection and service, for the life of the process: a check
+// every few minutes does not ask again. A restart asks again (the service may have learned them).
+const refusedEvents = new Map<string, Set<string>>();
 
 /** The base URL deliveries reach us at: the given one, PUBLIC_URL, or http://HOST:PORT. */
 export function baseUrl(config: Config, given?: string): string {
@@ -82,8 +82,9 @@ export async function syncWebhooks(deps: SubscriptionDeps, connection: Connectio
       else stale.push(w);
     } else if (!names.has(owner)) stale.push(w);
   }
-  const refused = refusedEvents.get(connection.id) ?? new Set<string>();
-  refusedEvents.set(connection.id, refused);
+  const refusedKey = `${connection.id} ${connection.base_url}`;
+  const refused = refusedEvents.get(refusedKey) ?? new Set<string>();
+  refusedEvents.set(refusedKey, refused);
   for (const event of wanted) {
     if (have.has(event) || refused.has(event)) continue;
     try {
