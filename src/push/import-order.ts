@@ -94,6 +94,14 @@ async function orderByReference(ctx: OpContext, channel: string, channelOrderId:
     }
   }
   if (!candidates.length) return undefined;
+  // An order an earlier import left without its lines beyond the first 150 is not a finished import.
+  const incomplete = await ctx.db.selectFrom('push_operations').select(sql<string>`result->>'order_id'`.as('order_id'))
+    .where('connection_id', '=', ctx.op.connection_id).where('kind', '=', 'import-order')
+    .where(sql<boolean>`(result->>'incomplete')::boolean IS TRUE AND (result->>'order_id')::bigint = ANY(${candidates}::bigint[])`).executeTakeFirst();
+  if (incomplete) {
+    throw new OperationFailed(`order ${incomplete.order_id} was created on the service for this channel order by an earlier import, but adding its ` +
+      `lines beyond the first 150 was refused. Fix or delete order ${incomplete.order_id} on the service; importing again returns that same order.`);
+  }
   const others = await ctx.db.selectFrom('channel_orders').select('order_id')
     .where('connection_id', '=', ctx.op.connection_id).where('order_id', 'in', candidates).where('channel', '!=', channel).execute();
   const taken = new Set(others.map((r) => Number(r.order_id)));

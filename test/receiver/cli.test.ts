@@ -28,7 +28,7 @@ t.test('deliveries and webhooks commands', async (t) => {
   const h = await startReceiver(t, { config: { TOKEN_ENCRYPTION_KEY: KEY } });
   await addTokenConnection({ db: h.tdb.db, config: h.rt.config, log: h.logs.log }, { baseUrl: sb.url, token: sb.token, name: 'acme' });
   for (let i = 1; i <= 3; i++) await deliver(h.url(), payload(i), { 'x-service-delivery': `cli-${i}` });
-  await deliver(h.url(), payload(4, 'invoices.create'), { 'x-service-delivery': 'cli-4' });
+  await deliver(h.url(), payload(4, 'payments.create'), { 'x-service-delivery': 'cli-4' });
   const env = { DATABASE_URL: h.tdb.url, TOKEN_ENCRYPTION_KEY: KEY, COMMERCE_CLIENT_SECRET: SECRET, PUBLIC_URL: h.base };
 
   const json = await cli(['deliveries', '--json', '--limit', '2'], env);
@@ -36,7 +36,7 @@ t.test('deliveries and webhooks commands', async (t) => {
   const list = JSON.parse(json.stdout);
   t.equal(list.length, 2, '--limit');
   t.same(Object.keys(list[0]).sort(), ['connection', 'delivery_id', 'event', 'object_id', 'received_at', 'state']);
-  t.match(list[0], { delivery_id: 'cli-4', connection: 'shop', event: 'invoices.create', object_id: 4, state: 'unhandled' });
+  t.match(list[0], { delivery_id: 'cli-4', connection: 'shop', event: 'payments.create', object_id: 4, state: 'unhandled' });
   t.ok(!Number.isNaN(Date.parse(list[0].received_at)));
 
   const text = await cli(['deliveries', '--connection', 'shop'], env);

@@ -11,3 +11,15 @@ export function sandboxAdmin(sandbox: { url: string; adminToken: string }): Sand
     return res.json();
   };
 }
+
+/**
+ * The two behaviours the client must work with (docs/sync.md): the spec's, and the service's as documented.
+ * End-to-end suites loop over these; `sandboxProfile` gives the sandbox options of each.
+ */
+export const PROFILES = ['spec', 'documented'] as const;
+export type Profile = (typeof PROFILES)[number];
+
+export function sandboxProfile(profile: Profile | undefined): Record<string, unknown> {
+  // Until the sandbox has its `profile` option, `events` is the nearest stand-in.
+  return profile ? { events: profile === 'spec' ? 'spec' : 'extended' } : {};
+}

@@ -20,7 +20,7 @@ import { testConfig } from '../support/config.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
 import { mirrorDiff } from '../support/mirror.ts';
-import { sandboxAdmin } from '../support/sandbox.ts';
+import { sandboxAdmin, sandboxProfile, type Profile } from '../support/sandbox.ts';
 
 interface Teardown { teardown(fn: () => unknown): void }
 
@@ -46,6 +46,8 @@ export interface Loop {
 export const TEST_KEY = Buffer.alloc(32, 7).toString('base64');
 
 export interface LoopOptions {
+  /** The service's behaviour: the spec's or the documented one (the sandbox's default when absent). */
+  profile?: Profile;
   sandbox?: SandboxOptions; config?: Partial<Record<keyof Config, string | number | boolean>>; workers?: number; subscribe?: string[];
   /** Queue a full sweep once the connection exists (as a worker starting on a never-swept connection does). */
   firstSweep?: boolean;
@@ -57,7 +59,7 @@ export async function startLoop(t: Teardown, opts: LoopOptions = {}): Promise<Lo
 
 /** The loop on a given (migrated) database; the benchmarks bring their own. */
 export async function startLoopOn(t: Teardown, tdb: TestDatabase, opts: LoopOptions = {}): Promise<Loop> {
-  const sandbox = await startSandbox({ variants: 30, timeScale: 100, ...opts.sandbox });
+  const sandbox = await startSandbox({ variants: 30, timeScale: 100, ...sandboxProfile(opts.profile), ...opts.sandbox });
   t.teardown(() => sandbox.close());
   const dataDir = await mkdtemp(join(tmpdir(), 'cs-sync-'));
   const logs = captureLogger('warn');

@@ -33,7 +33,8 @@ t.test('a stock change made in the sandbox reaches the mirror through a real del
   t.ok(change.job_id, '... and the fetch job');
   const logged = await sql<{ n: number }>`SELECT count(*)::int AS n FROM sync_log WHERE resource = 'variant' AND record_id = ${variantId} AND action IN ('channel-quantity', 'stock')`.execute(loop.tdb.db);
   t.ok(logged.rows[0]!.n >= 1, 'and in the sync log');
-  t.equal(await pending(loop), 0, 'nothing left pending');
+  // The stock_adjustment.create delivery reads the adjustment, then the variants it moves: those drain too.
+  await loop.until('nothing left pending', async () => (await pending(loop)) === 0);
 });
 
 t.test('duplicated and reordered deliveries leave the mirror right, at one read per batch', async (t) => {
