@@ -1,4 +1,5 @@
 import t from 'tap';
+import { PROFILES } from '../support/sandbox.ts';
 import { harness, plainVariants, type Harness } from './harness.ts';
 
 async function importOne(h: Harness, channelOrderId: string, lines: { sku: string; quantity: string }[]) {
@@ -11,8 +12,8 @@ async function importOne(h: Harness, channelOrderId: string, lines: { sku: strin
 const linesOf = async (h: Harness, orderId: number) => (await h.snapshot('order_line_items')).filter((l) => l.order_id === orderId);
 const fulfillmentsOf = async (h: Harness, orderId: number) => (await h.snapshot('fulfillments')).filter((f) => f.order_id === orderId);
 
-t.test('ship, invoice, pay, void and return against the sandbox', async (t) => {
-  const h = await harness(t);
+for (const profile of PROFILES) t.test(`${profile}: ship, invoice, pay, void and return against the sandbox`, async (t) => {
+  const h = await harness(t, { profile });
   const [a, b, c] = plainVariants(await h.snapshot('variants'));
 
   await t.test('ship everything with tracking, named by channel order', async (t) => {

@@ -1,9 +1,10 @@
 import t from 'tap';
+import { PROFILES } from '../support/sandbox.ts';
 import { Decimal } from 'decimal.js';
 import { harness, onHand, plainVariants } from './harness.ts';
 
-t.test('receive purchase orders and count stock against the sandbox', async (t) => {
-  const h = await harness(t, { sandbox: { variants: 300, locations: 2 } });
+for (const profile of PROFILES) t.test(`${profile}: receive purchase orders and count stock against the sandbox`, async (t) => {
+  const h = await harness(t, { profile, sandbox: { variants: 300, locations: 2 } });
   const pos = (await h.snapshot('purchase_orders')).filter((p) => p.status === 'active');
   t.ok(pos.length >= 2, 'the sandbox has open purchase orders');
   const poLines = await h.snapshot('purchase_order_line_items');
