@@ -225,9 +225,6 @@ export const composition = { name: 'composition', path: '/variants/composition',
 export const HANDLED_RESOURCES: ReadonlySet<string> = new Set(
   Object.values(catalog).filter((s) => Object.keys(s.events).length).map((s) => s.name));
 
-/** Every resource name a pending fetch may carry. */
-export const fetchable = new Set([...HANDLED_RESOURCES, ...Object.keys(resources), composition.name]);
-
 /** The events we subscribe every connection to: every event of a handled resource, spec's and documented. */
 export const SUBSCRIBED_EVENTS: readonly string[] = Object.values(catalog)
   .flatMap((s) => Object.keys(s.events).map((action) => `${s.name}.${action}`));

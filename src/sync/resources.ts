@@ -1,3 +1,3 @@
 // The sync engine's resource tables come from the one catalogue (src/catalog/); re-exported for its readers.
-export { childCollections, composition, fetchable, orderLineItems, otherResources, resourceName, resources } from '../catalog/index.ts';
+export { childCollections, composition, orderLineItems, otherResources, resourceName, resources } from '../catalog/index.ts';
 export type { ChildSpec, ResourceSpec } from '../catalog/index.ts';

@@ -142,6 +142,8 @@ for (const profile of PROFILES) {
     const products = (await loop.admin('GET', 'snapshot?resource=products')).products as any[];
     const p = products.find((x) => x.status === 'active')!;
     await loop.client.request('PUT', `/products/${p.id}`, { body: { product: { status: 'disabled' } } });
+    t.equal(((await loop.admin('GET', 'snapshot?resource=products')).products as any[]).find((x) => x.id === p.id)?.status, 'disabled',
+      'the service has the product disabled');
     const { requestSweep } = await import('../../src/sync/jobs.ts');
     await requestSweep(loop.bosses[0]!, loop.connection.id, true);
     await loop.until('the sweep', async () => !!(await loop.tdb.db.selectFrom('sync_log').select('id').where('action', 'like', 'sweep.%').executeTakeFirst()), 60_000);
