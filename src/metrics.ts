@@ -1,4 +1,5 @@
-// Prometheus metrics, one registry per process, served at /metrics by the console role.
+// Prometheus metrics, one registry per process, served at /metrics by every process that serves HTTP (the
+// console adds the database-wide gauges; receiver and worker processes serve their own counters).
 // Every module increments these rather than defining its own, so names stay consistent.
 import client from 'prom-client';
 
@@ -27,3 +28,9 @@ export const metrics = {
   recordsFetched: counter('commerce_sync_records_fetched_total', 'Records read from the service', ['connection', 'resource']),
   pushOperations: counter('commerce_sync_push_operations_total', 'Outbound operations by final state', ['connection', 'operation', 'state']),
 };
+
+/** The /metrics answer: this process's registry in the Prometheus text format. */
+export async function serveMetrics(ctx: { type: string; body: unknown }): Promise<void> {
+  ctx.type = registry.contentType;
+  ctx.body = await registry.metrics();
+}

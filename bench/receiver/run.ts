@@ -1,10 +1,12 @@
 // Receiver benchmark: deliveries/s and p50/p99 acknowledgement latency under autocannon with correctly
 // signed, unique deliveries, for (a) our receiver with group commit, (b) a bare Koa handler answering 200,
 // (c) a naive handler doing one boss.send per request, (d) our request path without the database (diagnostic),
-// and (a) again with 1,000,000 jobs already queued.
+// (e) the anchor: the simplest receiver a user could write (Koa, verify, one INSERT per request), and (a) again
+// with 1,000,000 jobs already queued. Our rate is printed as a ratio to the anchor's, measured in the same run.
 // Each server runs in its own process; the load generator runs here. Run:
 //   node_modules/.bin/node bench/receiver/run.ts [--duration 10] [--connections 50] [--queued 1000000] [--only PREFIX]
-// --only runs the scenarios whose name starts with PREFIX, e.g. '(a)', '(a) receiver, g', '(a) receiver, 1', '(b)'.
+// --only runs the scenarios whose name starts with PREFIX, e.g. '(a)', '(a) receiver, g', '(a) receiver, 1', '(b)';
+// the anchor (e) runs whatever --only says, since the ratios need it.
 // Uses DATABASE_URL when set (a server you own: it creates and drops a database), else an embedded PostgreSQL.
 import { scratchDatabase } from '../support/database.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -76,7 +78,7 @@ function load(port: number, seconds: number): Promise<autocannon.Result> {
   });
 }
 
-interface Row { name: string; rps: number; p50: number; p99: number; ok: number; other: number; stored: string; load: string; cpu: string; capacity: number }
+interface Row { name: string; target: string; rps: number; p50: number; p99: number; ok: number; other: number; stored: string; load: string; cpu: string; capacity: number }
 const rows: Row[] = [];
 const jobsQueued = async () => Number((await pool.query(`SELECT count(*) AS n FROM pgboss.job WHERE name = 'deliveries' AND state = 'created'`)).rows[0].n);
 
@@ -117,7 +119,7 @@ async function stored(): Promise<{ rows: number; jobs: number; txns: number }> {
 }
 
 async function scenario(name: string, target: string): Promise<void> {
-  if (args.only && !name.startsWith(args.only)) return;
+  if (args.only && !name.startsWith(args.only) && target !== 'anchor') return;
   const { port, child } = await startTarget(target);
   await load(port, 2); // warm-up: JIT, pools, caches
   await new Promise((r) => setTimeout(r, 500)); // let the warm-up's last commits land
@@ -132,8 +134,8 @@ async function scenario(name: string, target: string): Promise<void> {
   const after = await stored();
   const ok = r['2xx'];
   rows.push({
-    name, rps: ok / duration, p50: r.latency.p50, p99: r.latency.p99, ok, other: r.non2xx + r.errors + r.timeouts,
-    stored: target === 'bare' ? '-' : `${after.rows - before.rows} rows, ${after.jobs - before.jobs} jobs` +
+    name, target, rps: ok / duration, p50: r.latency.p50, p99: r.latency.p99, ok, other: r.non2xx + r.errors + r.timeouts,
+    stored: target === 'bare' || target === 'anchor' ? '-' : `${after.rows - before.rows} rows, ${after.jobs - before.jobs} jobs` +
       (target === 'receiver' ? `, ${((after.rows - before.rows) / Math.max(1, after.txns - before.txns)).toFixed(1)} per transaction` : ''),
     load: `${loadBefore.toFixed(1)}/${loadAfter.toFixed(1)}`,
     cpu: perDelivery.map((v) => v.toFixed(0)).join('/'),
@@ -161,6 +163,7 @@ async function fillQueue(target: number): Promise<number> {
 }
 
 try {
+  await scenario('(e) anchor: Koa + verify + one INSERT', 'anchor');
   await scenario('(b) bare Koa, answers 200', 'bare');
   await scenario('(c) naive: boss.send per request', 'naive');
   await scenario('(d) read + verify + parse, no database', 'verify');
@@ -184,7 +187,8 @@ console.log('load avg: 1-minute load average before/after the measured run (the 
 console.log('cpu us/delivery: CPU time per acknowledged delivery of the server process / PostgreSQL (all its processes) / the load generator;');
 console.log('2-core capacity: 2 CPU-seconds per second divided by their sum, the rate this work could reach on 2 otherwise idle cores');
 console.log('');
-const header = ['scenario', 'deliveries/s', 'p50 ms', 'p99 ms', '2xx', 'other', 'load avg', 'cpu us/delivery', '2-core capacity/s', 'stored'];
-const table = [header, ...rows.map((r) => [r.name, r.rps.toFixed(0), String(r.p50), String(r.p99), String(r.ok), String(r.other), r.load, r.cpu, r.capacity.toFixed(0), r.stored])];
+const anchor = rows.find((r) => r.target === 'anchor')?.rps;
+const header = ['scenario', 'deliveries/s', 'x anchor', 'p50 ms', 'p99 ms', '2xx', 'other', 'load avg', 'cpu us/delivery', '2-core capacity/s', 'stored'];
+const table = [header, ...rows.map((r) => [r.name, r.rps.toFixed(0), anchor ? (r.rps / anchor).toFixed(2) : '-', String(r.p50), String(r.p99), String(r.ok), String(r.other), r.load, r.cpu, r.capacity.toFixed(0), r.stored])];
 const widths = header.map((_, c) => Math.max(...table.map((r) => r[c]!.length)));
 for (const r of table) console.log(r.map((cell, c) => c === 0 || c === r.length - 1 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!)).join('  '));

@@ -3,6 +3,8 @@
 //   bare      a bare Koa handler answering 200
 //   naive     verify the signature, then one boss.send per request (no delivery row, no batching)
 //   verify    (diagnostic) our read + verify + parse without the database, answering 200
+//   anchor    the simplest receiver a user could write: Koa, verify the signature, one INSERT per request into
+//             a table of its own (synchronous_commit on), answer 200
 // Prints `READY <port>` when listening; SIGTERM stops it gracefully.
 import Koa from 'koa';
 import Router from '@koa/router';
@@ -38,6 +40,25 @@ if (scenario === 'bare') {
     const raw = await readRawBody(ctx.req, config.WEBHOOK_BODY_LIMIT);
     if (!verifySignature(raw, ctx.get('x-service-signature'), signingSecrets(config))) { ctx.status = 401; return; }
     ctx.body = { ok: parseDelivery(raw).ok };
+  });
+  app.use(router.routes());
+} else if (scenario === 'anchor') {
+  const pool = createPool(url, 10); // pg's default pool size: what a user who writes this gets
+  await pool.query(`CREATE TABLE IF NOT EXISTS anchor_deliveries (delivery_id text PRIMARY KEY, connection text NOT NULL,
+    body jsonb NOT NULL, received_at timestamptz NOT NULL DEFAULT now())`);
+  stops.push(() => pool.end());
+  app = new Koa();
+  const router = new Router();
+  router.post('/webhooks/:connection', async (ctx) => {
+    const chunks: Buffer[] = [];
+    for await (const c of ctx.req) chunks.push(c as Buffer);
+    const raw = Buffer.concat(chunks);
+    const expected = Buffer.from(createHmac('sha256', config.COMMERCE_CLIENT_SECRET).update(raw).digest('base64'));
+    const given = Buffer.from(ctx.get('x-service-signature').trim());
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) { ctx.status = 401; return; }
+    // synchronous_commit is the server's default (on; run.ts prints it): the 200 follows a durable commit.
+    await pool.query('INSERT INTO anchor_deliveries (delivery_id, connection, body) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [ctx.get('x-service-delivery'), ctx.params.connection, raw.toString('utf8')]);
+    ctx.body = { ok: true };
   });
   app.use(router.routes());
 } else if (scenario === 'naive') {

@@ -52,8 +52,8 @@ const stockIds: number[] = snap.variants.filter((v: any) => !v.composite).map((v
 const finished = new Promise<void>((r) => { done = r; });
 t0 = performance.now();
 for (let batch = 0; batch < target / 250; batch++) {
-  const lines = Array.from({ length: 250 }, (_, k) => ({ variant_id: stockIds[((batch * 250 + k) * 13) % stockIds.length]!, quantity: '1' }));
-  const r = await post('/stock_adjustments', { stock_adjustment: { stock_location_id: 1, reason: 'bench', stock_adjustment_line_items: lines } });
+  const lines = Array.from({ length: 250 }, (_, k) => ({ variant_id: stockIds[((batch * 250 + k) * 13) % stockIds.length]!, quantity: '1', price: '1' }));
+  const r = await post('/stock_adjustments', { stock_adjustment: { stock_location_id: 1, reason: 'supplier', stock_adjustment_line_items: lines } });
   if (r.status !== 201) throw new Error(`adjustment: ${r.status} ${await r.text()}`);
 }
 await finished;

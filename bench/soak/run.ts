@@ -51,7 +51,7 @@ const sandbox = await startSandbox({ variants: Number(args.variants), locations:
 const connection = await addTokenConnection({ db, config, log }, { baseUrl: sandbox.url, token: sandbox.token, name: 'soak' });
 const proxy = await startDeliveryProxy(null);
 const env = {
-  DATABASE_URL: url, DATA_DIR: dir, TOKEN_ENCRYPTION_KEY: KEY, COMMERCE_CLIENT_SECRET: SECRET, SANDBOX: 'off', HOST: '127.0.0.1', PORT: 0,
+  DATABASE_URL: url, DATA_DIR: dir, TOKEN_ENCRYPTION_KEY: KEY, COMMERCE_CLIENT_SECRET: SECRET, SANDBOX: 'off', HOST: '127.0.0.1', PORT: 0, WORKER_PORT: 0,
   PUBLIC_URL: proxy.url, LOG_LEVEL: args['log-level']!,
 };
 const receiver = await spawnCli(null, 'receiver', ['receiver'], env, { nodeArgs: memoryProbe });

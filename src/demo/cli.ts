@@ -1,7 +1,7 @@
 // `commerce-sync sandbox`: runs the simulator until Ctrl-C. Every option has an environment variable
 // (config/default.json); a flag beats the environment.
 import { UsageError, type CommandSpec } from '../command.ts';
-import { startSandbox } from '@commerce-sync/sandbox';
+import { PROFILES, startSandbox, type Profile } from '@commerce-sync/sandbox';
 
 const num = (name: string, v: string | undefined, fallback: number, min: number, integer: boolean): number => {
   if (v === undefined) return fallback;
@@ -26,14 +26,14 @@ export const commands: Record<string, CommandSpec> = {
       'time-scale': { type: 'string', short: 'x', multiple: false, value: 'X', description: 'sandbox time runs X times faster (SANDBOX_TIME_SCALE)' },
       'rate-limit': { type: 'string', short: 'r', multiple: false, value: 'N', description: 'requests per window (SANDBOX_RATE_LIMIT)' },
       'rate-window': { type: 'string', short: 'w', multiple: false, value: 'S', description: 'rate window in sandbox seconds (SANDBOX_RATE_WINDOW)' },
-      events: { type: 'string', short: 'e', multiple: false, value: 'spec|extended', description: 'event set (SANDBOX_EVENTS)' },
+      profile: { type: 'string', short: 'P', multiple: false, value: 'spec|documented', description: 'behave as the spec says or as the real service is documented (SANDBOX_PROFILE)' },
       activity: { type: 'string', short: 'A', multiple: false, value: 'PER_SECOND', description: 'merchant operations per second (SANDBOX_ACTIVITY)' },
     },
     details: 'The admin API lives under <url>/__sandbox/ (Authorization: Bearer <admin token>); see docs/sandbox.md.',
     async run({ values, config, log, out }) {
       const s = (k: string) => values[k] as string | undefined;
-      const events = s('events') ?? config.SANDBOX_EVENTS;
-      if (events !== 'spec' && events !== 'extended') throw new UsageError(`--events must be spec or extended, got "${events}"`);
+      const profile = s('profile') ?? config.SANDBOX_PROFILE;
+      if (!(PROFILES as readonly string[]).includes(profile)) throw new UsageError(`--profile must be ${PROFILES.join(' or ')}, got "${profile}"`);
       const sandbox = await startSandbox({
         host: s('host') ?? config.SANDBOX_HOST,
         port: num('port', s('port'), config.SANDBOX_PORT, 0, true),
@@ -47,7 +47,7 @@ export const commands: Record<string, CommandSpec> = {
         timeScale: num('time-scale', s('time-scale'), config.SANDBOX_TIME_SCALE, Number.MIN_VALUE, false),
         rateLimit: num('rate-limit', s('rate-limit'), config.SANDBOX_RATE_LIMIT, 1, true),
         rateWindowSeconds: num('rate-window', s('rate-window'), config.SANDBOX_RATE_WINDOW, 1, true),
-        events,
+        profile: profile as Profile,
         activity: num('activity', s('activity'), config.SANDBOX_ACTIVITY, 0, false),
         log: log.child({ role: 'sandbox' }),
       });

@@ -46,6 +46,7 @@ export async function mount(rt: Runtime): Promise<void> {
     seed: config.SANDBOX_SEED,
     variants: config.SANDBOX_VARIANTS,
     activity: config.SANDBOX_ACTIVITY,
+    profile: config.SANDBOX_PROFILE,
     token,
     clientId: config.COMMERCE_CLIENT_ID,
     clientSecret: config.COMMERCE_CLIENT_SECRET,

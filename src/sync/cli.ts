@@ -62,7 +62,8 @@ function table(rows: StockRow[]): string[] {
 
 export const commands: CommandModule['commands'] = {
   worker: {
-    summary: 'Run the sync workers alone (deliveries, fetch drains, sweeps, maintenance); several processes share the work.',
+    summary: 'Run the sync workers alone (deliveries, fetch drains, sweeps, maintenance); several processes share the work. ' +
+      'Serves /healthz, /readyz and /metrics on WORKER_PORT when it is set.',
     run: (ctx) => runRoles(ctx, ['worker']),
   },
   reconcile: {

@@ -23,7 +23,7 @@ async function cli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: numb
 }
 
 t.test('deliveries and webhooks commands', async (t) => {
-  const sb = await startSandbox({ variants: 3, clientSecret: SECRET, events: 'spec' });
+  const sb = await startSandbox({ variants: 3, clientSecret: SECRET, profile: 'spec' });
   t.teardown(() => sb.close());
   const h = await startReceiver(t, { config: { TOKEN_ENCRYPTION_KEY: KEY } });
   await addTokenConnection({ db: h.tdb.db, config: h.rt.config, log: h.logs.log }, { baseUrl: sb.url, token: sb.token, name: 'acme' });

@@ -15,7 +15,7 @@ import { SECRET, startReceiver } from './harness.ts';
 const KEY = randomBytes(32).toString('base64');
 
 async function world(t: { teardown(fn: () => unknown): void }) {
-  const sb = await startSandbox({ variants: 5, clientSecret: SECRET, events: 'spec' });
+  const sb = await startSandbox({ variants: 5, clientSecret: SECRET, profile: 'spec' });
   t.teardown(() => sb.close());
   const h = await startReceiver(t, { config: { TOKEN_ENCRYPTION_KEY: KEY } });
   const deps = { db: h.tdb.db, config: h.rt.config, log: h.logs.log };

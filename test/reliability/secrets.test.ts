@@ -90,7 +90,7 @@ t.test('production roles with a real connection run no sandbox: nothing answers 
   await addTokenConnection({ db: tdb.db, config, log: captureLogger('silent').log }, { baseUrl: account.url, token: account.token, name: 'shop' });
   const dataDir = await mkdtemp(join(tmpdir(), 'cs-nosandbox-'));
   // SANDBOX is left at its default (auto), as in production.
-  const env = { DATABASE_URL: tdb.url, DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: 0, LOG_LEVEL: 'info', TOKEN_ENCRYPTION_KEY: KEY, COMMERCE_CLIENT_SECRET: 'real-secret', OPERATOR_TOKEN: OPERATOR };
+  const env = { DATABASE_URL: tdb.url, DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: 0, WORKER_PORT: 0, LOG_LEVEL: 'info', TOKEN_ENCRYPTION_KEY: KEY, COMMERCE_CLIENT_SECRET: 'real-secret', OPERATOR_TOKEN: OPERATOR };
   const roles = await Promise.all([
     spawnCli(t, 'receiver', ['receiver'], env), spawnCli(t, 'worker', ['worker'], env), spawnCli(t, 'console', ['start'], { ...env, ROLES: 'console' }),
     spawnCli(t, 'start', ['start'], env), spawnCli(t, 'start (COMMERCE_BASE_URL)', ['start'], { ...env, COMMERCE_BASE_URL: account.url, COMMERCE_TOKEN: account.token }),

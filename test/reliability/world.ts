@@ -71,7 +71,7 @@ export async function startWorld(t: Teardown, opts: { shops?: number; sandbox?: 
   }
   const env = (extra: Record<string, string | number> = {}) => ({
     DATABASE_URL: databaseUrl, DATA_DIR: dataDir, TOKEN_ENCRYPTION_KEY: KEY, COMMERCE_CLIENT_SECRET: SECRET,
-    SANDBOX: 'off', HOST: '127.0.0.1', PORT: 0, PUBLIC_URL: proxy.url, LOG_LEVEL: 'warn', WORKER_CONCURRENCY: 4,
+    SANDBOX: 'off', HOST: '127.0.0.1', PORT: 0, WORKER_PORT: 0, PUBLIC_URL: proxy.url, LOG_LEVEL: 'warn', WORKER_CONCURRENCY: 4,
     ...extra,
   });
   const world: World = {

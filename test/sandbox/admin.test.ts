@@ -87,7 +87,7 @@ t.test('Time: the manual clock moves only when told (advance or set)', async (t)
 });
 
 t.test('Interface: commerce-sync sandbox prints its base URL and token and runs until Ctrl-C', async (t) => {
-  const child = spawn(process.execPath, ['src/cli.ts', 'sandbox', '--variants', '3', '--port', '0', '--token', 'cli-token', '--events', 'spec'], {
+  const child = spawn(process.execPath, ['src/cli.ts', 'sandbox', '--variants', '3', '--port', '0', '--token', 'cli-token', '--profile', 'spec'], {
     env: { ...process.env, LOG_LEVEL: 'silent', SANDBOX_RATE_LIMIT: '7', SANDBOX_TOKEN: 'env-token' }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   t.teardown(() => { child.kill('SIGKILL'); });

@@ -1,5 +1,5 @@
 // States and stock under random merchant activity: every committed and on-hand figure equals what the
-// orders, fulfillments, purchase orders and adjustments in the snapshot imply.
+// orders, fulfillments, returns, purchase orders, adjustments and transfers in the snapshot imply.
 import t from 'tap';
 import { Decimal } from 'decimal.js';
 import { sandbox } from './helpers.ts';
@@ -10,10 +10,12 @@ t.test('States and stock: committed and on hand always follow the documents (600
   const before = new Map((await snap('variants')).map((v) => [v.id, v]));
   const performed = (await c.admin('POST', 'activity', { operations: 600 })).body.performed;
   t.ok(performed.length > 500);
-  const [vs, orders, lines, comps, fls, fuls, pos, pols, adjls, adjs] = await Promise.all(
-    ['variants', 'orders', 'order_line_items', 'composition', 'fulfillment_line_items', 'fulfillments', 'purchase_orders', 'purchase_order_line_items', 'stock_adjustment_line_items', 'stock_adjustments'].map(snap));
+  const [vs, orders, lines, comps, fls, fuls, pos, pols, adjls, adjs, trls, trs, rets, retls] = await Promise.all(
+    ['variants', 'orders', 'order_line_items', 'composition', 'fulfillment_line_items', 'fulfillments', 'purchase_orders', 'purchase_order_line_items',
+      'stock_adjustment_line_items', 'stock_adjustments', 'stock_transfer_line_items', 'stock_transfers', 'fulfillment_returns', 'fulfillment_return_line_items'].map(snap));
   const byId = <T extends { id: number }>(rows: T[]) => new Map(rows.map((r) => [r.id, r]));
-  const variants = byId(vs!), lineById = byId(lines!), fulById = byId(fuls!), poById = byId(pos!), adjById = byId(adjs!);
+  const variants = byId(vs!), lineById = byId(lines!), fulById = byId(fuls!), poById = byId(pos!), adjById = byId(adjs!), trById = byId(trs!), retById = byId(rets!);
+  t.ok(trls!.length > 0 && retls!.length > 0, 'the activity transferred and returned stock');
   const parts = new Map<number, any[]>();
   for (const x of comps!) parts.set(x.bundle_id, [...(parts.get(x.bundle_id) ?? []), x]);
   const expand = (vid: number, q: Decimal, out: Map<number, Decimal>) => {
@@ -45,6 +47,13 @@ t.test('States and stock: committed and on hand always follow the documents (600
     }
   }
   for (const a of adjls!) add(onHand, a.variant_id, adjById.get(a.stock_adjustment_id)!.stock_location_id, new Decimal(a.quantity));
+  for (const l of trls!) {
+    const tr = trById.get(l.stock_transfer_id)!;
+    if (tr.status !== 'received') continue;
+    add(onHand, l.variant_id, tr.source_location_id, new Decimal(l.quantity).neg());
+    add(onHand, l.variant_id, tr.destination_location_id, new Decimal(l.quantity));
+  }
+  for (const l of retls!) { const r = retById.get(l.fulfillment_return_id)!; if (r.status === 'received') add(onHand, l.variant_id, r.location_id, new Decimal(l.quantity)); }
   for (const l of pols!) { const po = poById.get(l.purchase_order_id)!; if (po.status === 'received') add(onHand, l.variant_id, po.stock_location_id, new Decimal(l.quantity)); }
   let checked = 0, wrongCommitted = 0, wrongOnHand = 0;
   for (const v of vs!) {
@@ -60,5 +69,5 @@ t.test('States and stock: committed and on hand always follow the documents (600
   }
   t.ok(checked > 80);
   t.equal(wrongCommitted, 0, 'committed = unshipped quantities of active and finalized orders');
-  t.equal(wrongOnHand, 0, 'on hand = seeded + adjustments + receipts - shipments');
+  t.equal(wrongOnHand, 0, 'on hand = seeded + adjustments + receipts + transfers + returns - shipments');
 });

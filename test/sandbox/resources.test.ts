@@ -103,10 +103,11 @@ t.test('Endpoints: order line items, fulfillments, invoices, purchase order line
   t.equal(inv.invoice_line_items.length, o.order_line_item_ids.length);
   const line = (await c.get(`/order_line_items/${o.order_line_item_ids[0]}`)).body.order_line_item;
   t.match(line, { order_id: o.id, quantity: /\.\d$/, freeform: false, fulfillment_line_item_ids: [Number] });
-  const po = (await c.get('/purchase_orders?limit=1&include=purchase_order_line_items')).body;
-  t.ok(po.purchase_orders.length && po.purchase_order_line_items.length);
-  const pol = (await c.get(`/purchase_order_line_items?purchase_order_id=${po.purchase_orders[0].id}`)).body.purchase_order_line_items;
-  t.same(pol.map((x: any) => x.id).sort(), [...po.purchase_orders[0].purchase_order_line_item_ids].sort());
+  const poId = (await c.get('/purchase_orders?limit=1')).body.purchase_orders[0].id;
+  const po = (await c.get(`/purchase_orders/${poId}?include=purchase_order_line_items`)).body;
+  t.ok(po.purchase_order.purchase_order_line_item_ids.length && po.purchase_order_line_items.length);
+  const pol = (await c.get(`/purchase_order_line_items?purchase_order_id=${poId}`)).body.purchase_order_line_items;
+  t.same(pol.map((x: any) => x.id), po.purchase_order.purchase_order_line_item_ids, 'in position order');
   const v = (await c.get('/variants?composite=false&limit=1')).body.variants[0];
   const adj = (await c.call('POST', '/stock_adjustments', { stock_adjustment: { stock_location_id: v.locations[0].location_id, reason: 'damaged', stock_adjustment_line_items: [{ variant_id: v.id, quantity: -1 }] } })).body.stock_adjustment;
   t.same((await c.get('/stock_adjustments')).body.stock_adjustments.map((x: any) => x.id), [adj.id]);
@@ -172,7 +173,7 @@ t.test('Common behaviour: updated_at moves whenever a record as rendered changes
   const line = (await c.get(`/order_line_items/${o.order_line_item_ids[0]}`)).body.order_line_item;
   const v = (await c.get(`/variants/${line.variant_id}`)).body.variant;
   t.equal(v.updated_at, since, 'the variant whose stock moved');
-  t.ok((await c.get(`/products?ids=${v.product_id}&updated_at_min=${since}`)).body.products.length, 'its product (total quantity)');
+  t.same((await c.get(`/products?ids=${v.product_id}&updated_at_min=${since}`)).body.products, [], 'not its product, whose quantity changed (tradegecko/gecko: spec/vcr_cassettes/products_sideloaded.yml)');
   const before = (await c.get('/variants?limit=250&updated_at_min=' + since)).body.variants.length;
   t.ok(before >= 1);
   const co = (await c.get('/companies?limit=1')).body.companies[0];

@@ -42,7 +42,7 @@ t.test('States: an active order commits stock; a draft does not; void releases i
   const voided = await c.call('POST', `/orders/${o.id}/actions/void`);
   t.equal(voided.status, 200);
   t.equal(voided.body.order.status, 'void');
-  t.same(await stockAt(c, v.id, loc), { location_id: loc, stock_on_hand: '10', committed: '2', incoming: null, bin_location: null, reorder_point: null });
+  t.same(await stockAt(c, v.id, loc), { location_id: loc, stock_on_hand: '10', committed: '2', available: '8', incoming: null, bin_location: null, reorder_point: null });
   t.equal((await c.call('POST', `/orders/${o.id}/actions/void`)).status, 422, 'void twice is refused');
 });
 
@@ -127,7 +127,7 @@ t.test('States: fulfillment PUT to fulfilled stores tracking and ships; answer i
   t.equal(r.status, 200);
   t.match(r.body.fulfillment, { status: 'fulfilled', tracking_company: 'DHL', tracking_number: 'Z123', tracking_url: 'https://track.example/Z123' });
   t.equal(r.body.fulfillment_line_items.length, 1);
-  t.same(await stockAt(c, v.id, loc), { location_id: loc, stock_on_hand: '7', committed: '0', incoming: null, bin_location: null, reorder_point: null });
+  t.same(await stockAt(c, v.id, loc), { location_id: loc, stock_on_hand: '7', committed: '0', available: '7', incoming: null, bin_location: null, reorder_point: null });
   t.equal((await c.call('PUT', `/fulfillments/${f.id}`, { fulfillment: { status: 'packed' } })).status, 422, 'no way back from fulfilled');
 });
 
@@ -183,7 +183,7 @@ t.test('States: purchase orders raise incoming while active; receive (whole only
   const rec = await c.call('POST', `/purchase_orders/${po.id}/actions/receive`);
   t.equal(rec.status, 200);
   t.ok(Number.isInteger(rec.body.procurement.id));
-  t.same(await stockAt(c, v.id, loc), { location_id: loc, stock_on_hand: '30', committed: null, incoming: '0', bin_location: null, reorder_point: null });
+  t.same(await stockAt(c, v.id, loc), { location_id: loc, stock_on_hand: '30', committed: null, available: '30', incoming: '0', bin_location: null, reorder_point: null });
   t.equal((await c.get(`/purchase_orders/${po.id}`)).body.purchase_order.status, 'received');
   t.equal((await c.call('POST', `/purchase_orders/${po.id}/actions/receive`)).status, 422, 'received once only');
 });
@@ -192,12 +192,12 @@ t.test('States: a stock adjustment changes on hand', async (t) => {
   const c = await sandbox(t);
   const { loc, other, mk } = await setup(c);
   const v = await mk();
-  const r = await c.call('POST', '/stock_adjustments', { stock_adjustment: { stock_location_id: other, reason: 'count', stock_adjustment_line_items: [{ variant_id: v.id, quantity: '-1.5' }] } });
+  const r = await c.call('POST', '/stock_adjustments', { stock_adjustment: { stock_location_id: other, reason: 'damaged', stock_adjustment_line_items: [{ variant_id: v.id, quantity: '-1.5' }] } });
   t.equal(r.status, 201);
   t.equal(r.body.stock_adjustment.stock_adjustment_line_item_ids.length, 1);
   t.equal((await stockAt(c, v.id, other))!.stock_on_hand, '2.5');
   t.equal((await stockAt(c, v.id, loc))!.stock_on_hand, '10');
-  const bad = await c.call('POST', '/stock_adjustments', { stock_adjustment: { stock_location_id: other, stock_adjustment_line_items: [{ variant_id: 999999, quantity: '1' }] } });
+  const bad = await c.call('POST', '/stock_adjustments', { stock_adjustment: { stock_location_id: other, reason: 'supplier', stock_adjustment_line_items: [{ variant_id: 999999, quantity: '1', price: '1' }] } });
   t.equal(bad.status, 422);
 });
 

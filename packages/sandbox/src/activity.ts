@@ -1,18 +1,24 @@
-// Merchant activity: orders placed, shipped and voided, purchase orders received, stock adjusted, variants
-// created, updated and archived, all through the service so each fires its webhooks.
+// Merchant activity: orders placed, finalized, paid, shipped (whole or line by line), returned and voided,
+// purchase orders received, stock adjusted and transferred, variants created, updated and archived, products
+// disabled and re-enabled, customers created and updated; all through the service, so each moves stock and
+// fires its webhooks as the API would, and every documented event has an activity that fires it.
 import type { Random } from './random.ts';
 import type { Service } from './service.ts';
 import type { Row } from './store.ts';
 import { ApiFail } from './store.ts';
 
-export const ACTIVITY_KINDS = ['place_order', 'ship_order', 'void_order', 'receive_purchase_order', 'adjust_stock', 'create_variant', 'update_variant', 'archive_variant'] as const;
-export type ActivityKind = (typeof ACTIVITY_KINDS)[number];
+// Each kind: its relative frequency when none is asked for, and the operation it is (the cause of its stock moves).
+const KINDS = {
+  place_order: [30, 'order.create'], ship_order: [20, 'order.fulfil'], ship_lines: [5, 'order.fulfil'],
+  finalize_order: [4, 'order.update'], pay_order: [3, 'order.pay'], return_order: [3, 'fulfillment_return.create'],
+  void_order: [5, 'order.void'], receive_purchase_order: [8, 'purchase_order.receive'], adjust_stock: [20, 'stock_adjustment.create'],
+  transfer_stock: [4, 'stock_transfer.receive'], create_variant: [5, 'variant.create'], update_variant: [5, 'variant.update'],
+  archive_variant: [2, 'variant.destroy'], toggle_product: [2, 'product.update'], create_customer: [2, 'company.create'],
+  update_customer: [2, 'company.update'],
+} as const satisfies Record<string, readonly [number, string]>;
 
-// Relative frequency of each kind when none is asked for.
-const WEIGHTS: [ActivityKind, number][] = [
-  ['place_order', 30], ['ship_order', 25], ['void_order', 5], ['receive_purchase_order', 8], ['adjust_stock', 20],
-  ['create_variant', 5], ['update_variant', 5], ['archive_variant', 2],
-];
+export type ActivityKind = keyof typeof KINDS;
+export const ACTIVITY_KINDS = Object.keys(KINDS) as ActivityKind[];
 
 export class Activity {
   private readonly service: Service;
@@ -23,11 +29,11 @@ export class Activity {
   }
 
   private pickKind(kinds?: readonly ActivityKind[]): ActivityKind {
-    const pool = WEIGHTS.filter(([k]) => !kinds || kinds.includes(k));
-    const total = pool.reduce((s, [, w]) => s + w, 0);
+    const pool = ACTIVITY_KINDS.filter((k) => !kinds || kinds.includes(k));
+    const total = pool.reduce((s, k) => s + KINDS[k][0], 0);
     let r = this.rng.next() * total;
-    for (const [k, w] of pool) if ((r -= w) < 0) return k;
-    return pool[0]![0];
+    for (const k of pool) if ((r -= KINDS[k][0]) < 0) return k;
+    return pool[0]!;
   }
 
   perform(n: number, kinds?: readonly ActivityKind[]): { kind: string; id: number }[] {
@@ -35,7 +41,7 @@ export class Activity {
     for (let i = 0; i < n; i++) {
       const kind = this.pickKind(kinds);
       try {
-        const id = this.service.run(() => this.one(kind));
+        const id = this.service.run(KINDS[kind][1], () => this.one(kind));
         if (id !== null) out.push({ kind, id });
       } catch (err) {
         if (!(err instanceof ApiFail)) throw err;
@@ -60,6 +66,14 @@ export class Activity {
     return undefined;
   }
 
+  private openOrder(): Row | undefined {
+    return this.recent(this.service.store.orders.order, (r) => r.status === 'active' || r.status === 'finalized');
+  }
+
+  private activeLocations(): Row[] {
+    return this.service.store.locations.order.filter((l) => l.status === 'active');
+  }
+
   private one(kind: ActivityKind): number | null {
     const s = this.service;
     const store = s.store;
@@ -73,10 +87,41 @@ export class Activity {
         return s.createOrder({ company_id: c.id, shipping_address_id: c.address_ids[0], status: 'active', order_line_items: lines }).id;
       }
       case 'ship_order': {
-        const o = this.recent(store.orders.order, (r) => r.status === 'active' || r.status === 'finalized');
+        const o = this.openOrder();
         if (!o) return null;
         s.orderAction(o.id, 'fulfil', {});
         return o.id;
+      }
+      case 'ship_lines': {
+        // One line at a time, as a 3PL does: a packed fulfillment, then PUT to fulfilled.
+        const o = this.recent(store.orders.order, (r) => (r.status === 'active' || r.status === 'finalized') && r.packed_status !== 'packed');
+        if (!o) return null;
+        const line = (o.order_line_item_ids as number[]).map((id) => store.order_line_items.get(id)!).find((l) => !l.freeform && l._packed.lt(l.quantity));
+        if (!line) return null;
+        const { fulfillments } = s.orderAction(o.id, 'fulfil', { order_line_item_ids: [line.id] }) as { fulfillments: Row[] };
+        s.updateFulfillment(fulfillments[0]!.id, { status: 'fulfilled', tracking_company: 'DHL', tracking_number: `T${fulfillments[0]!.id}` });
+        return o.id;
+      }
+      case 'finalize_order': {
+        const o = this.recent(store.orders.order, (r) => r.status === 'active' || r.status === 'draft');
+        if (!o) return null;
+        s.updateOrder(o.id, { status: 'finalized' });
+        return o.id;
+      }
+      case 'pay_order': {
+        const o = this.recent(store.orders.order, (r) => ['active', 'finalized', 'fulfilled'].includes(r.status) && r.payment_status !== 'paid');
+        if (!o) return null;
+        s.orderAction(o.id, 'pay', {});
+        return o.id;
+      }
+      case 'return_order': {
+        const o = this.recent(store.orders.order, (r) => r.fulfillment_status !== 'unshipped' && r.return_status === 'not_returned');
+        if (!o) return null;
+        const line = (o.order_line_item_ids as number[]).map((id) => store.order_line_items.get(id)!).find((l) => l._shipped.gt(l._returned));
+        if (!line) return null;
+        const ret = s.createReturn({ order_id: o.id, fulfillment_return_line_items: [{ order_line_item_id: line.id, quantity: '1' }] });
+        s.updateReturn(ret.id, { status: 'received' });
+        return ret.id;
       }
       case 'void_order': {
         const o = this.recent(store.orders.order, (r) => (r.status === 'active' || r.status === 'draft') && r.fulfillment_status === 'unshipped');
@@ -96,19 +141,34 @@ export class Activity {
         return po.id;
       }
       case 'adjust_stock': {
-        const variants = this.stockVariants();
-        if (!variants.length) return null;
-        const v = variants[0]!;
-        const locs = store.locations.order.filter((l) => l.status === 'active');
+        const v = this.stockVariants()[0];
+        if (!v) return null;
         const delta = this.rng.int(-5, 10) || 1;
-        return s.createStockAdjustment({ stock_location_id: this.rng.pick(locs).id, reason: 'stock count', stock_adjustment_line_items: [{ variant_id: v.id, quantity: String(delta) }] }).id;
+        // Stock found is valued at the variant's cost, as a client is told to do (real-service-notes §3).
+        const price = v.moving_average_cost ?? v.last_cost_price ?? '1.0';
+        return s.createStockAdjustment({
+          stock_location_id: this.rng.pick(this.activeLocations()).id, reason: delta > 0 ? 'supplier' : 'shrinkage',
+          stock_adjustment_line_items: [{ variant_id: v.id, quantity: String(delta), ...(delta > 0 ? { price } : {}) }],
+        }).id;
+      }
+      case 'transfer_stock': {
+        const v = this.stockVariants()[0];
+        const locs = this.activeLocations();
+        if (!v || locs.length < 2) return null;
+        const [from, to] = [this.rng.pick(locs), this.rng.pick(locs)];
+        if (from.id === to.id) return null;
+        const tr = s.createStockTransfer({ source_location_id: from.id, destination_location_id: to.id, stock_transfer_line_items: [{ variant_id: v.id, quantity: String(this.rng.int(1, 5)) }] });
+        s.transferAction(tr.id, 'receive');
+        return tr.id;
       }
       case 'create_variant': {
         const products = store.products.order;
-        const p = this.recent(products, (r) => r.status === 'active' && !r.variant_ids.some((id: number) => store.variants.get(id)?.composite));
-        if (!p) return null;
+        // Another variant of a recent product, or a new product (product.create) once that one has four.
+        const recent = this.recent(products, (r) => r.status === 'active' && !r.variant_ids.some((id: number) => store.variants.get(id)?.composite));
+        const p = recent && recent.variant_ids.length < 4 ? recent : s.createProduct({ name: `Activity Product ${products.length + 1}`, product_type: 'Sample' });
         const n = p.variant_ids.length + 1;
-        return s.createVariant({ product_id: p.id, name: `${p.name} #${n}`, sku: `ACT-${p.id}-${n}`, retail_price: String(this.rng.int(5, 200)), initial_stock_levels: [{ location_id: store.account.primary_location_id, stock_on_hand: String(this.rng.int(0, 50)) }] }).id;
+        const price = this.rng.int(5, 200);
+        return s.createVariant({ product_id: p.id, name: `${p.name} #${n}`, sku: `ACT-${p.id}-${n}`, retail_price: String(price), initial_cost_price: (price * 0.4).toFixed(2), initial_stock_levels: [{ location_id: store.account.primary_location_id, stock_on_hand: String(this.rng.int(0, 50)) }] }).id;
       }
       case 'update_variant': {
         const v = this.stockVariants()[0];
@@ -121,6 +181,29 @@ export class Activity {
         if (!v) return null;
         s.destroy('variants', v.id);
         return v.id;
+      }
+      case 'toggle_product': {
+        // A merchant disables a product for a while and enables it again (real-service-notes §5).
+        const disabled = this.recent(store.products.order, (r) => r.status === 'disabled');
+        const p = disabled && this.rng.chance(0.6) ? disabled : store.products.get(this.stockVariants()[0]?.product_id);
+        if (!p || p.status === 'archived') return null;
+        s.update('products', p.id, { status: p.status === 'disabled' ? 'active' : 'disabled' });
+        return p.id;
+      }
+      case 'create_customer': {
+        const n = store.companies.order.length + 1;
+        const c = s.createCompany({ name: `Walk-in Customer ${n}`, company_type: 'consumer', email: `walkin${n}@example.com` });
+        s.createAddress({ company_id: c.id, address1: `${this.rng.int(1, 99)} Market St`, city: 'Singapore', country: 'SG', label: 'Shipping' });
+        s.createContact({ company_id: c.id, first_name: 'Walk-in', last_name: String(n), email: `walkin${n}@example.com` });
+        return c.id;
+      }
+      case 'update_customer': {
+        const c = this.recent(store.companies.order, (r) => r.status === 'active' && r.company_type !== 'supplier' && r.address_ids.length);
+        if (!c) return null;
+        s.update('addresses', c.address_ids[0], { phone_number: `555-${this.rng.int(1000, 9999)}` });
+        if (c.contact_ids.length) s.update('contacts', c.contact_ids[0], { phone_number: `555-${this.rng.int(1000, 9999)}` });
+        s.update('companies', c.id, { phone_number: `555-${this.rng.int(1000, 9999)}` });
+        return c.id;
       }
     }
   }

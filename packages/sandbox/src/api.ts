@@ -5,6 +5,7 @@ import { RESOURCES, type ResourceDef } from './resources.ts';
 import { list, sideloads, values } from './list.ts';
 import { render, renderComposition } from './render.ts';
 import type { Service } from './service.ts';
+import { listSideloads, type Profile } from './profile.ts';
 
 export interface Caller { appId: number; accountId: number; access: 'full' | 'read' }
 export interface ApiRequest { method: string; parts: string[]; query: URLSearchParams; body: Record<string, any> | null; caller: Caller }
@@ -24,6 +25,7 @@ const UPDATE: Record<string, (s: Service, id: number, b: Record<string, any>) =>
   orders: (s, id, b) => s.updateOrder(id, b), fulfillments: (s, id, b) => s.updateFulfillment(id, b),
   fulfillment_returns: (s, id, b) => s.updateReturn(id, b), purchase_orders: (s, id, b) => s.updatePurchaseOrder(id, b),
   order_line_items: (s, id, b) => s.updateOrderLine(id, b), purchase_order_line_items: (s, id, b) => s.updatePurchaseLine(id, b),
+  webhooks: (s, id, b) => s.updateWebhook(id, b),
 };
 const PLAIN_UPDATE = new Set(['addresses', 'companies', 'contacts', 'currencies', 'locations', 'products', 'variants', 'invoices']);
 
@@ -48,8 +50,10 @@ function wrapped(body: Record<string, any> | null, key: string): Record<string, 
 
 export class Api {
   private readonly service: Service;
-  constructor(service: Service) {
+  private readonly profile: Profile;
+  constructor(service: Service, profile: Profile) {
     this.service = service;
+    this.profile = profile;
   }
   private get store(): Store {
     return this.service.store;
@@ -76,7 +80,7 @@ export class Api {
       }
       if (method === 'PUT' && second && !third) {
         if (Number(second) !== this.store.account.id) throw new ApiFail(second === 'current' ? 404 : 403, 'Not your account');
-        this.service.run(() => this.service.updateAccount(wrapped(req.body, 'account')));
+        this.service.run('account.update', () => this.service.updateAccount(wrapped(req.body, 'account')));
         return { status: 204, route: 'PUT /accounts/:id' };
       }
       throw new ApiFail(404, 'Not found');
@@ -89,13 +93,17 @@ export class Api {
     if (head === 'variants' && second === 'composition' && method === 'GET') return this.composition(third, q);
     if (head === 'orders' && third === 'actions' && fourth && parts.length === 4 && method === 'POST') {
       const body = req.body ?? {};
-      const result = this.service.run(() => this.service.orderAction(id(second), fourth, body));
+      const result = this.service.run(`order.${fourth}`, () => this.service.orderAction(id(second), fourth, body));
       return { status: 200, body: this.renderAction(result), route: `POST /orders/:id/actions/${fourth}` };
     }
     if (head === 'purchase_orders' && third === 'actions' && fourth === 'receive' && parts.length === 4 && method === 'POST') {
       const body = req.body && typeof req.body === 'object' ? req.body : {};
-      const proc = this.service.run(() => this.service.receivePurchaseOrder(id(second), body));
+      const proc = this.service.run('purchase_order.receive', () => this.service.receivePurchaseOrder(id(second), body));
       return { status: 200, body: { procurement: render(this.store, 'procurements', proc) }, route: 'POST /purchase_orders/:id/actions/receive' };
+    }
+    if (head === 'stock_transfers' && third === 'actions' && fourth && parts.length === 4 && method === 'POST') {
+      const tr = this.service.run(`stock_transfer.${fourth}`, () => this.service.transferAction(id(second), fourth));
+      return { status: 200, body: { stock_transfer: render(this.store, 'stock_transfers', tr) }, route: `POST /stock_transfers/:id/actions/${fourth}` };
     }
 
     const def = head ? RESOURCES[head] : undefined;
@@ -105,7 +113,7 @@ export class Api {
     if (!second) {
       if (method === 'GET') return this.list(def, q, caller);
       if (method === 'POST' && CREATE[plural]) {
-        const row = this.service.run(() => CREATE[plural]!(this.service, wrapped(req.body, def.singular), caller));
+        const row = this.service.run(`${def.singular}.create`, () => CREATE[plural]!(this.service, wrapped(req.body, def.singular), caller));
         return { status: 201, body: this.one(plural, row, new URLSearchParams()), route: `POST /${plural}` };
       }
       throw new ApiFail(404, `${method} /${plural} is not an endpoint`);
@@ -120,7 +128,9 @@ export class Api {
     }
     if (method === 'PUT' && (UPDATE[plural] || PLAIN_UPDATE.has(plural))) {
       const body = wrapped(req.body, def.singular);
-      const row = this.service.run(() => UPDATE[plural] ? UPDATE[plural]!(this.service, recordId, body) : this.service.update(plural, recordId, body));
+      const existing = table.get(recordId);
+      if (existing) this.visible(plural, existing, caller);
+      const row = this.service.run(`${def.singular}.update`, () => UPDATE[plural] ? UPDATE[plural]!(this.service, recordId, body) : this.service.update(plural, recordId, body));
       if (plural === 'fulfillments') {
         return { status: 200, body: this.one(plural, row, new URLSearchParams('include=fulfillment_line_items')), route };
       }
@@ -130,7 +140,7 @@ export class Api {
       const row = table.get(recordId);
       if (!row) throw new ApiFail(404, `${def.singular} ${recordId} not found`);
       this.visible(plural, row, caller);
-      this.service.run(() => this.service.destroy(plural, recordId));
+      this.service.run(`${def.singular}.destroy`, () => this.service.destroy(plural, recordId));
       return { status: 204, route };
     }
     throw new ApiFail(404, `${method} /${plural}/{id} is not an endpoint`);
@@ -139,9 +149,11 @@ export class Api {
   private list(def: ResourceDef, q: URLSearchParams, caller: Caller): ApiAnswer {
     const table = this.store.table(def.plural)!;
     const extra = def.plural === 'webhooks' ? [(r: Row) => r.oauth_application_id === caller.appId] : [];
-    const { records, pagination } = list(def, table.order, q, extra, (i) => table.get(i));
+    const { records, pagination } = list(def, table.order, q, extra, (i) => table.get(i), this.store);
     const body: Record<string, unknown> = { [def.plural]: records.map((r) => render(this.store, def.plural, r)) };
-    for (const [key, rows] of sideloads(this.store, def, records, q)) body[key] = rows.map((r) => render(this.store, key, r));
+    if (listSideloads(this.profile, def.plural)) {
+      for (const [key, rows] of sideloads(this.store, def, records, q)) body[key] = rows.map((r) => render(this.store, key, r));
+    }
     return { status: 200, body, headers: { 'X-Pagination': JSON.stringify(pagination) }, route: `GET /${def.plural}` };
   }
 

@@ -13,7 +13,9 @@ import { Api, type ApiAnswer, type Caller } from './api.ts';
 import { Tokens, OAuthFail } from './oauth.ts';
 import { Deliveries, type DeliveryFaults } from './webhooks.ts';
 import { Activity, ACTIVITY_KINDS, type ActivityKind } from './activity.ts';
-import type { EventsMode } from './events.ts';
+import { PROFILES, type Profile } from './profile.ts';
+
+export { PROFILES, type Profile } from './profile.ts';
 
 export interface SandboxOptions {
   host?: string;
@@ -29,7 +31,8 @@ export interface SandboxOptions {
   manualClock?: boolean;
   rateLimit?: number;
   rateWindowSeconds?: number;
-  events?: EventsMode;
+  /** spec: as the spec describes the service; documented: as its public documentation shows it (docs/sandbox.md). */
+  profile?: Profile;
   activity?: number;
   maxUriLength?: number;
   tokenExpiresIn?: number;
@@ -48,11 +51,13 @@ export interface Sandbox {
 export const DEFAULTS = {
   host: '127.0.0.1', port: 0, seed: 1, variants: 50, locations: 3, token: 'sandbox-token', clientId: 'commerce-sync',
   clientSecret: 'sandbox-secret', adminToken: 'sandbox-admin', timeScale: 1, manualClock: false, rateLimit: 300,
-  rateWindowSeconds: 300, events: 'extended' as EventsMode, activity: 0, maxUriLength: 8192, tokenExpiresIn: 7200,
+  rateWindowSeconds: 300, profile: 'documented' as Profile, activity: 0, maxUriLength: 8192, tokenExpiresIn: 7200,
 };
 
 const IDEMPOTENCY_LIFETIME_MS = 24 * 3600_000;
 const MAX_BODY = 20 * 1024 * 1024;
+/** Node's own header limit (16 KiB) would answer 431 before the sandbox's URI check could answer 414. */
+const MAX_HEADER_SIZE = 1024 * 1024;
 
 export interface ResponseFaults { error_500?: number; error_503?: number; latency_ms?: number; lose_response?: number; routes?: string }
 
@@ -80,6 +85,7 @@ class SandboxServer {
   constructor(opts: SandboxOptions) {
     const clean = Object.fromEntries(Object.entries(opts).filter(([, v]) => v !== undefined));
     this.o = { ...DEFAULTS, log: pino({ level: 'silent' }), ...clean };
+    if (!PROFILES.includes(this.o.profile)) throw new Error(`profile must be ${PROFILES.join(' or ')}, got "${this.o.profile}"`);
     this.clock = new Clock(this.o.timeScale, this.o.manualClock);
     this.faultRng = new Random(this.o.seed * 7919 + 1);
     this.tokens = new Tokens(this.clock, { clientId: this.o.clientId, clientSecret: this.o.clientSecret, expiresIn: this.o.tokenExpiresIn });
@@ -94,14 +100,14 @@ class SandboxServer {
   reset(seedValue: number, variants: number): void {
     this.deliveries.clear();
     this.store = newStore(this.clock.now());
-    this.service = new Service(this.store, this.clock, this.o.events, (event, id) => this.deliveries.enqueue(event, id));
+    this.service = new Service(this.store, this.clock, this.o.profile, (event, id) => this.deliveries.enqueue(event, id));
     this.service.muted = true;
     try {
       seed(this.store, this.service, { seed: seedValue, variants, locations: this.o.locations });
     } finally {
       this.service.muted = false;
     }
-    this.api = new Api(this.service);
+    this.api = new Api(this.service, this.o.profile);
     this.activity = new Activity(this.service, new Random(seedValue * 31 + 17));
     this.windows.clear();
     this.idempotent.clear();
@@ -157,8 +163,8 @@ class SandboxServer {
 
   private failure(err: unknown): Answer {
     if (err instanceof ApiFail) {
-      const body: Record<string, unknown> = { error: err.message };
-      if (err.status === 422 && err.errors) body.errors = err.errors;
+      // A 422 carries only the per-field errors (tradegecko/gecko: spec/vcr_cassettes/products_new_invalid.yml).
+      const body = err.status === 422 ? { errors: err.errors ?? { base: [err.message] } } : { error: err.message };
       return { status: err.status, headers: { ...err.headers }, body: JSON.stringify(body) };
     }
     if (err instanceof OAuthFail) return { status: err.status, headers: {}, body: JSON.stringify({ error: err.error, error_description: err.message }) };
@@ -378,6 +384,15 @@ class SandboxServer {
       }
       case 'POST deliveries/flush':
         return ok({ delivered: await this.deliveries.flush() });
+      case 'GET stock_moves': {
+        // since=<ISO timestamp> (inclusive) or after=<seq> (exclusive: a cursor that never repeats a move).
+        const since = query.get('since'), after = query.get('after');
+        if (since !== null && Number.isNaN(Date.parse(since))) throw new ApiFail(400, `since must be an ISO 8601 timestamp, got "${since}"`);
+        if (after !== null && !/^\d+$/.test(after)) throw new ApiFail(400, `after must be a move's seq (an integer), got "${after}"`);
+        const from = since === null ? '' : new Date(since).toISOString();
+        const afterSeq = after === null ? 0 : Number(after);
+        return ok({ stock_moves: [...this.store.stockMoves].filter((m) => m.at >= from && m.seq > afterSeq) });
+      }
       case 'GET deliveries':
         return ok(this.deliveries.recent(Math.min(2000, Number(query.get('limit') ?? 100))));
       default:
@@ -388,7 +403,7 @@ class SandboxServer {
 
 export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> {
   const sb = new SandboxServer(opts);
-  const server = http.createServer((req, res) => {
+  const server = http.createServer({ maxHeaderSize: MAX_HEADER_SIZE }, (req, res) => {
     sb.handle(req, res).catch((err) => {
       sb.o.log.error({ err }, 'sandbox: request failed');
       if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'application/json' });

@@ -59,7 +59,7 @@ function matcher(type: FieldType, raw: string[]): (v: unknown) => boolean {
 export interface ListResult { records: Row[]; pagination: Pagination }
 
 /** Filters, sorts and pages `rows` (in creation order) by the query. */
-export function list(def: ResourceDef, rows: readonly Row[], q: URLSearchParams, extra: ((r: Row) => boolean)[] = [], lookup?: (id: number) => Row | undefined): ListResult {
+export function list(def: ResourceDef, rows: readonly Row[], q: URLSearchParams, extra: ((r: Row) => boolean)[] = [], lookup?: (id: number) => Row | undefined, store?: Store): ListResult {
   const tests: ((r: Row) => boolean)[] = [...extra];
   const ids = ints(q, 'ids');
   if (ids) { const set = new Set(ids); tests.push((r) => set.has(r.id)); }
@@ -79,7 +79,14 @@ export function list(def: ResourceDef, rows: readonly Row[], q: URLSearchParams,
     const m = matcher(type, values(q, name, type === 'int'));
     tests.push((r) => m(r[name]));
   }
-  const limit = Math.min(positive(q, 'limit', DEFAULT_LIMIT), MAX_LIMIT);
+  for (const [name, derive] of Object.entries(def.computedFilters ?? {})) {
+    if (!store || (!q.has(name) && !q.has(`${name}[]`))) continue;
+    const m = matcher('string', values(q, name, false));
+    tests.push((r) => m(derive(store, r)));
+  }
+  const limit = positive(q, 'limit', DEFAULT_LIMIT);
+  // Announced in 2019 (tradegecko/smaug: source/changes.html.md): a larger page is refused, not clamped.
+  if (limit > MAX_LIMIT) throw new ApiFail(400, `limit must be at most ${MAX_LIMIT}, got ${limit}`);
   const page = positive(q, 'page', 1);
 
   // With ids and a by-id lookup, only those records are tested (the common "these ids" read stays fast).
@@ -90,7 +97,7 @@ export function list(def: ResourceDef, rows: readonly Row[], q: URLSearchParams,
   const offset = (page - 1) * limit;
   let total = 0;
   let records: Row[];
-  if (!order) {
+  if (!order && !def.defaultOrder) {
     // Most recent first (creation order is id order): walk backwards, keep only the requested page.
     records = [];
     outer: for (let i = candidates.length - 1; i >= 0; i--) {
@@ -100,24 +107,13 @@ export function list(def: ResourceDef, rows: readonly Row[], q: URLSearchParams,
       total++;
     }
   } else {
-    const m = /^\s*([a-z_][a-z0-9_]*)(?:\s+(asc|desc))?\s*$/i.exec(order);
-    if (!m) throw new ApiFail(400, `order must be "<field> asc|desc", got "${order}"`);
-    const field = m[1]!;
-    const dir = (m[2] ?? 'asc').toLowerCase() === 'desc' ? -1 : 1;
     const matched: Row[] = [];
     outer: for (const r of candidates) {
       for (const t of tests) if (!t(r)) continue outer;
       matched.push(r);
     }
-    matched.sort((a, b) => {
-      const x = a[field], y = b[field];
-      if (x === y) return (a.id - b.id) * dir;
-      if (x == null) return -dir;
-      if (y == null) return dir;
-      const nx = typeof x === 'string' && /^-?\d+(\.\d+)?$/.test(x) ? Number(x) : x;
-      const ny = typeof y === 'string' && /^-?\d+(\.\d+)?$/.test(y) ? Number(y) : y;
-      return (nx < ny ? -1 : nx > ny ? 1 : 0) * dir;
-    });
+    if (order) sortBy(matched, order);
+    else matched.sort(def.defaultOrder);
     total = matched.length;
     records = matched.slice(offset, offset + limit);
   }
@@ -129,6 +125,23 @@ export function list(def: ResourceDef, rows: readonly Row[], q: URLSearchParams,
       out_of_bounds: page > Math.max(pages, 1), offset,
     },
   };
+}
+
+/** `order=<field> [asc|desc]`: numeric strings compare as numbers, ties by id. */
+function sortBy(matched: Row[], order: string): void {
+  const m = /^\s*([a-z_][a-z0-9_]*)(?:\s+(asc|desc))?\s*$/i.exec(order);
+  if (!m) throw new ApiFail(400, `order must be "<field> asc|desc", got "${order}"`);
+  const field = m[1]!;
+  const dir = (m[2] ?? 'asc').toLowerCase() === 'desc' ? -1 : 1;
+  matched.sort((a, b) => {
+    const x = a[field], y = b[field];
+    if (x === y) return (a.id - b.id) * dir;
+    if (x == null) return -dir;
+    if (y == null) return dir;
+    const nx = typeof x === 'string' && /^-?\d+(\.\d+)?$/.test(x) ? Number(x) : x;
+    const ny = typeof y === 'string' && /^-?\d+(\.\d+)?$/.test(y) ? Number(y) : y;
+    return (nx < ny ? -1 : nx > ny ? 1 : 0) * dir;
+  });
 }
 
 /** `include=a,b` (or include[]=): sideloaded arrays keyed by plural, merged and de-duplicated. */

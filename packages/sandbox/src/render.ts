@@ -43,7 +43,8 @@ export function renderVariant(store: Store, v: Row): Record<string, unknown> {
   const incomingLevels: Record<string, string | null> = {};
   let soh = ZERO, committed = ZERO, incoming = ZERO;
   for (const [loc, s] of stock) {
-    locations.push({ location_id: loc, stock_on_hand: qty(s.soh), committed: qty(s.committed), incoming: qty(s.incoming), bin_location: s.bin_location, reorder_point: s.reorder_point });
+    const available = s.soh.minus(s.committed ?? ZERO);
+    locations.push({ location_id: loc, stock_on_hand: qty(s.soh), committed: qty(s.committed), available: qty(available), incoming: qty(s.incoming), bin_location: s.bin_location, reorder_point: s.reorder_point });
     soh = soh.plus(s.soh);
     stockLevels[loc] = qty1(s.soh);
     if (s.committed !== null) {
@@ -65,6 +66,7 @@ export function renderVariant(store: Store, v: Row): Record<string, unknown> {
     stock_on_hand: qty(soh),
     committed_stock: qty(committed),
     incoming_stock: qty(incoming),
+    available_stock: qty(soh.minus(committed)),
     buy_price: prices.buy ?? null,
     retail_price: prices.retail ?? null,
     wholesale_price: prices.wholesale ?? null,
@@ -80,10 +82,11 @@ export function renderVariant(store: Store, v: Row): Record<string, unknown> {
 
 export function renderProduct(store: Store, p: Row): Record<string, unknown> {
   const out = plain(p);
+  // On hand less committed over its stock variants (tradegecko/smaug: locales/product.en.yml).
   let total = ZERO;
   for (const id of p.variant_ids as number[]) {
     const v = store.variants.get(id);
-    if (v && !v.composite) for (const s of (v._stock as Map<number, Stock>).values()) total = total.plus(s.soh);
+    if (v && !v.composite) for (const s of (v._stock as Map<number, Stock>).values()) total = total.plus(s.soh).minus(s.committed ?? ZERO);
   }
   out.quantity = qty(total);
   return out;

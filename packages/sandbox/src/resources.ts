@@ -18,7 +18,15 @@ export interface ResourceDef {
   defaultStatuses: string[] | null;
   /** DELETE: 'archive' (soft), 'permanent', or absent (404). */
   deletion?: 'archive' | 'permanent';
+  /** Filters on a value derived from related records (string match), e.g. a line item's order status. */
+  computedFilters?: Record<string, (store: Store, row: Row) => unknown>;
+  /** Order of a list without `order=`; absent: most recent first. */
+  defaultOrder?: (a: Row, b: Row) => number;
 }
+
+/** Line items: by parent, then `position` (real-service-notes §6), then id. */
+const byPosition = (parent: string) => (a: Row, b: Row): number =>
+  (a[parent] - b[parent]) || ((a.position ?? 0) - (b.position ?? 0)) || (a.id - b.id);
 
 const byIds = (store: Store, plural: string, ids: Iterable<unknown>): Row[] => {
   const t = store.table(plural)!;
@@ -96,7 +104,7 @@ export const RESOURCES: Record<string, ResourceDef> = {
     plural: 'products', singular: 'product',
     writable: {
       name: 'string', brand: 'string', description: 'string', image_url: 'string', product_type: 'string', supplier: 'string',
-      vendor: 'string', tags: 'string', opt1: 'string', opt2: 'string', opt3: 'string',
+      vendor: 'string', tags: 'string', opt1: 'string', opt2: 'string', opt3: 'string', status: 'string',
     },
     required: ['name'], filters: { product_type: 'string', brand: 'string', supplier: 'string', vendor: 'string', name: 'string' },
     defaultStatuses: ACTIVE, includes: { variants: children('variants', 'variant_ids') }, deletion: 'archive',
@@ -145,6 +153,8 @@ export const RESOURCES: Record<string, ResourceDef> = {
     required: ['order_id', 'quantity'], filters: { order_id: 'int', variant_id: 'int', freeform: 'bool' }, defaultStatuses: null,
     includes: { variant: parent('variants', 'variant_id'), variants: parent('variants', 'variant_id'), order: parent('orders', 'order_id'), orders: parent('orders', 'order_id') },
     deletion: 'permanent',
+    computedFilters: { order_status: (store, row) => store.orders.get(row.order_id)?.status },
+    defaultOrder: byPosition('order_id'),
   },
   fulfillments: {
     plural: 'fulfillments', singular: 'fulfillment',
@@ -207,19 +217,23 @@ export const RESOURCES: Record<string, ResourceDef> = {
     required: ['purchase_order_id', 'quantity'], filters: { purchase_order_id: 'int', variant_id: 'int', procurement_id: 'int' }, defaultStatuses: null,
     includes: { variants: parent('variants', 'variant_id'), variant: parent('variants', 'variant_id') },
     deletion: 'permanent',
+    defaultOrder: byPosition('purchase_order_id'),
   },
   procurements: { plural: 'procurements', singular: 'procurement', writable: {}, filters: { purchase_order_id: 'int' }, defaultStatuses: null },
   stock_adjustments: {
-    plural: 'stock_adjustments', singular: 'stock_adjustment', writable: { stock_location_id: 'int', reason: 'string', notes: 'string', adjustment_number: 'string' },
-    required: ['stock_location_id'], filters: { stock_location_id: 'int', reason: 'string' }, defaultStatuses: null,
+    plural: 'stock_adjustments', singular: 'stock_adjustment',
+    writable: { stock_location_id: 'int', reason: 'string', stock_adjustment_reason_id: 'int', notes: 'string', adjustment_number: 'string' },
+    required: ['stock_location_id'], filters: { stock_location_id: 'int', reason: 'string', stock_adjustment_reason_id: 'int' }, defaultStatuses: null,
     includes: { stock_adjustment_line_items: children('stock_adjustment_line_items', 'stock_adjustment_line_item_ids') },
   },
   stock_adjustment_line_items: {
     plural: 'stock_adjustment_line_items', singular: 'stock_adjustment_line_item', writable: {}, filters: { stock_adjustment_id: 'int', variant_id: 'int' }, defaultStatuses: null,
   },
   stock_transfers: {
-    plural: 'stock_transfers', singular: 'stock_transfer', writable: { source_location_id: 'int', destination_location_id: 'int', notes: 'string', reference_number: 'string' },
-    required: ['source_location_id', 'destination_location_id'], filters: { source_location_id: 'int', destination_location_id: 'int' }, defaultStatuses: null,
+    plural: 'stock_transfers', singular: 'stock_transfer',
+    writable: { source_location_id: 'int', destination_location_id: 'int', notes: 'string', adjustment_number: 'string', transacted_at: 'any' },
+    required: ['source_location_id', 'destination_location_id'], filters: { source_location_id: 'int', destination_location_id: 'int', adjustment_number: 'string' },
+    defaultStatuses: ['active', 'received'],
     includes: { stock_transfer_line_items: children('stock_transfer_line_items', 'stock_transfer_line_item_ids') },
   },
   stock_transfer_line_items: {
@@ -228,6 +242,14 @@ export const RESOURCES: Record<string, ResourceDef> = {
   webhooks: {
     plural: 'webhooks', singular: 'webhook', writable: { address: 'string', event: 'string' }, required: ['address', 'event'],
     filters: { event: 'string', address: 'string', oauth_application_id: 'int' }, defaultStatuses: null, deletion: 'permanent',
+  },
+  payments: {
+    plural: 'payments', singular: 'payment', writable: {}, filters: { invoice_id: 'int', payment_method_id: 'int', reference: 'string' },
+    defaultStatuses: ['active'],
+  },
+  stock_adjustment_reasons: {
+    plural: 'stock_adjustment_reasons', singular: 'stock_adjustment_reason', writable: {},
+    filters: { name: 'string', reason_code: 'string', default_quantity: 'string', is_system: 'bool' }, defaultStatuses: ['active'],
   },
   users: { plural: 'users', singular: 'user', writable: {}, filters: { email: 'string' }, defaultStatuses: ACTIVE },
   payment_terms: { plural: 'payment_terms', singular: 'payment_term', writable: {}, filters: {}, defaultStatuses: ACTIVE },

@@ -4,7 +4,7 @@
 import { Decimal } from 'decimal.js';
 import { Random } from './random.ts';
 import { Store, Table, type Stock } from './store.ts';
-import type { Service } from './service.ts';
+import { ADJUSTMENT_REASONS, type Service } from './service.ts';
 
 export interface SeedOptions { seed: number; variants: number; locations: number }
 
@@ -49,6 +49,9 @@ export function seed(store: Store, service: Service, opts: SeedOptions): void {
   store.users.insert({ ...base, first_name: 'Sandbox', last_name: 'Owner', email: 'owner@sandbox.example', status: 'active', location: null, position: 'Owner', phone_number: null, mobile_phone: null, last_sign_in_at: t0, avatar_url: null, notification_email: false, sales_report_email: false, action_items_email: 'off', billing_contact: true, permissions: ['read_reports', 'read_products', 'write_stocks', 'write_orders', 'write_settings', 'write_companies'], account_id: 1 });
   store.payment_terms.insert({ ...base, name: 'NET30', due_in_days: 30, status: 'active', from: 'invoice' });
   store.payment_methods.insert({ ...base, name: 'Bank transfer', is_default: true });
+  ADJUSTMENT_REASONS.forEach((code) => store.stock_adjustment_reasons.insert({
+    ...base, name: code[0]!.toUpperCase() + code.slice(1), reason_code: code, default_quantity: ['supplier', 'customer', 'production'].includes(code) ? 1 : -1, is_system: true, status: 'active',
+  }));
   store.tax_types.insert({ ...base, name: 'GST', code: 'GST', status: 'active', xero_online_id: null, imported_from: null, effective_rate: '7.0', tax_component_ids: [] });
 
   for (let i = 0; i < Math.max(1, opts.locations); i++) {
@@ -60,7 +63,7 @@ export function seed(store: Store, service: Service, opts: SeedOptions): void {
   store.account.primary_billing_location_id = store.locations.order[0]!.id;
   const locIds = store.locations.order.map((l) => l.id);
 
-  service.run(() => {
+  service.run('seed', () => {
     const companies = Math.max(4, Math.min(200, Math.ceil(opts.variants / 20)));
     for (let i = 0; i < companies; i++) {
       const supplier = i % 4 === 3;

@@ -3,34 +3,47 @@
 import { Decimal } from 'decimal.js';
 import { ApiFail, D, invalid, parseDecimal, qty1, ZERO, type Row, type Stock, type Store } from './store.ts';
 import { RESOURCES, pickFields } from './resources.ts';
-import { knownEvents, type EventsMode } from './events.ts';
+import { ALL_EVENTS, profileEvents, type Profile } from './profile.ts';
 import type { Clock } from './clock.ts';
 
 export const APPLICATION_ID = 1;
 export const MAX_LINES_PER_REQUEST = 250;
+
+/** Events of the order statuses a client must hear about (real-service-notes §2). */
+const ORDER_STATUS_EVENTS: Record<string, string> = { finalized: 'order.finalized', fulfilled: 'order.fulfilled' };
+
+/** The documented adjustment reasons (tradegecko/smaug: locales/stock_adjustment.en.yml), seeded as system reasons. */
+export const ADJUSTMENT_REASONS = ['supplier', 'customer', 'damaged', 'shrinkage', 'promotion', 'production'] as const;
 
 type Body = Record<string, any>;
 
 export class Service {
   readonly store: Store;
   readonly clock: Clock;
-  readonly events: Set<string>;
+  readonly events: ReadonlySet<string>;
   private pending: Map<string, [string, number]> | null = null;
+  /** What the running operation is (`order.create`, `order.fulfil`...): the cause of its stock moves. */
+  private cause: string | null = null;
   /** True while seeding: no events at all. */
   muted = false;
   private readonly onEvent: (event: string, id: number) => void;
 
-  constructor(store: Store, clock: Clock, mode: EventsMode, onEvent: (event: string, id: number) => void) {
+  constructor(store: Store, clock: Clock, profile: Profile, onEvent: (event: string, id: number) => void) {
     this.store = store;
     this.clock = clock;
-    this.events = knownEvents(mode);
+    this.events = profileEvents(profile);
     this.onEvent = onEvent;
   }
 
-  /** Runs one operation; its events are fired once each, after it succeeded. */
-  run<T>(fn: () => T): T {
+
+  /**
+   * Runs one operation, named `cause` (`<resource>.<create|update|destroy|action>`, the cause of its stock
+   * moves); its events are fired once each, after it succeeded.
+   */
+  run<T>(cause: string, fn: () => T): T {
     if (this.pending) return fn();
     this.pending = new Map();
+    this.cause = cause;
     try {
       const out = fn();
       const fired = [...this.pending.values()];
@@ -39,10 +52,12 @@ export class Service {
       return out;
     } finally {
       this.pending = null;
+      this.cause = null;
     }
   }
 
   fire(event: string, id: number): void {
+    if (!ALL_EVENTS.has(event)) throw new Error(`sandbox bug: ${event} is neither a spec nor a documented event`);
     if (this.muted || !this.events.has(event)) return;
     if (this.pending) this.pending.set(`${event}:${id}`, [event, id]);
     else this.onEvent(event, id);
@@ -107,9 +122,8 @@ export class Service {
     const v = this.store.variants.get(variantId);
     if (!v) return;
     this.touch(v);
-    // The product renders the total on hand: it changes with its variants' stock.
-    const product = this.store.products.get(v.product_id);
-    if (product) this.touch(product);
+    // The product's `quantity` changes too, but its updated_at does not (a recorded response shows it:
+    // tradegecko/gecko: spec/vcr_cassettes/products_sideloaded.yml).
     this.fire('variant.stock_level_update', variantId);
     for (const b of this.store.bundlesOf.get(variantId) ?? []) {
       const bundle = this.store.variants.get(b);
@@ -122,6 +136,7 @@ export class Service {
     const v = this.store.variants.get(variantId)!;
     const s = this.stockAt(v, loc);
     s[field] = (s[field] ?? ZERO).plus(delta);
+    if (!this.muted) this.store.recordMove(variantId, loc, s, this.now(), this.cause ?? 'unknown');
     this.stockChanged(variantId);
   }
 
@@ -319,7 +334,10 @@ export class Service {
     if (!row.composite) {
       const stock = row._stock as Map<number, Stock>;
       if (!levels.length) levels.push([this.store.account.primary_location_id, ZERO]);
-      for (const [loc, q] of levels) stock.set(loc, { soh: q, committed: null, incoming: null, bin_location: null, reorder_point: null });
+      for (const [loc, q] of levels) {
+        stock.set(loc, { soh: q, committed: null, incoming: null, bin_location: null, reorder_point: null });
+        if (!q.isZero() && !this.muted) this.store.recordMove(row.id, loc, stock.get(loc)!, this.now(), this.cause ?? 'unknown');
+      }
     } else if (parts.length) {
       this.store.compositions.set(row.id, parts);
       for (const p of parts) {
@@ -336,11 +354,27 @@ export class Service {
 
   createWebhook(body: Body, applicationId: number): Row {
     const f = pickFields(RESOURCES.webhooks!, body, { create: true });
+    this.checkWebhook(f);
+    return this.store.webhooks.insert({ ...this.stamp(), event: f.event, address: f.address, oauth_application_id: applicationId, _failingSince: null });
+  }
+
+  /** PUT /webhooks/{id} (real-service-notes §6): a new address or event; failures so far are kept. */
+  updateWebhook(id: number, body: Body): Row {
+    const hook = this.find('webhooks', id);
+    const f = pickFields(RESOURCES.webhooks!, body, { create: false });
+    for (const req of ['address', 'event']) if (req in f && (f[req] == null || f[req] === '')) throw invalid({ [req]: ["can't be blank"] });
+    this.checkWebhook(f);
+    Object.assign(hook, f);
+    this.touch(hook);
+    return hook;
+  }
+
+  /** An event of this profile's list (422 otherwise, as the real service validates it) and an http(s) address. */
+  private checkWebhook(f: Record<string, unknown>): void {
     const errors: Record<string, string[]> = {};
     if (typeof f.event === 'string' && !this.events.has(f.event)) errors.event = ['is not included in the list'];
     if (typeof f.address === 'string' && !(/^https?:\/\//.test(f.address) && URL.canParse(f.address))) errors.address = ['is not a valid URL'];
     this.check(errors);
-    return this.store.webhooks.insert({ ...this.stamp(), event: f.event, address: f.address, oauth_application_id: applicationId, _failingSince: null });
   }
 
   /** PUT on the resources without special rules. */
@@ -349,6 +383,9 @@ export class Service {
     const row = this.find(plural, id);
     const f = pickFields(def, body, { create: false });
     const errors: Record<string, string[]> = {};
+    if (plural === 'products' && f.status !== undefined && !['active', 'disabled'].includes(f.status as string)) {
+      errors.status = ['must be active or disabled (DELETE archives)'];
+    }
     if (plural === 'companies') {
       if (f.company_type !== undefined && !['business', 'supplier', 'consumer'].includes(f.company_type as string)) errors.company_type = ['is not included in the list'];
       if (f.status !== undefined && !['active', 'disabled', 'archived'].includes(f.status as string)) errors.status = ['is not included in the list'];
@@ -369,8 +406,8 @@ export class Service {
       if (plural === 'addresses' && f.country !== undefined && body.country_code === undefined) row.country_code = countryCode(f.country as string);
     }
     this.touch(row);
-    const singular = def.singular;
-    this.fire(`${singular}.update`, id);
+    const event = `${def.singular}.update`;
+    if (ALL_EVENTS.has(event)) this.fire(event, id);
     return row;
   }
 
@@ -391,6 +428,7 @@ export class Service {
     this.check(errors);
     for (const k of writable) if (k in body) this.store.account[k] = body[k];
     this.touch(this.store.account);
+    this.fire('account.update', this.store.account.id);
   }
 
   /** DELETE: soft (archived / deleted) or permanent, per resource. */
@@ -418,7 +456,7 @@ export class Service {
       }
       if (plural === 'invoices') this.deleteInvoice(row);
       this.store.table(plural)!.remove(id);
-      this.fire(`${def.singular}.destroy`, id);
+      this.fireDestroy(def.singular, id);
       return;
     }
     if (row.status === 'archived') return;
@@ -427,10 +465,16 @@ export class Service {
     if (plural === 'products') {
       for (const vid of row.variant_ids as number[]) {
         const v = this.store.variants.get(vid);
-        if (v && v.status !== 'archived') { v.status = 'archived'; this.touch(v); this.fire('variant.destroy', vid); }
+        if (v && v.status !== 'archived') { v.status = 'archived'; this.touch(v); }
       }
     }
-    this.fire(`${def.singular}.destroy`, id);
+    this.fireDestroy(def.singular, id);
+  }
+
+  /** `<resource>.destroy` exists for companies, invoices and products only (real-service-notes §2). */
+  private fireDestroy(singular: string, id: number): void {
+    const event = `${singular}.destroy`;
+    if (ALL_EVENTS.has(event)) this.fire(event, id);
   }
 
   // ---- orders --------------------------------------------------------------------------------------------
@@ -503,6 +547,18 @@ export class Service {
     if (n > 0 && shipped === n && (order.status === 'active' || order.status === 'finalized')) order.status = 'fulfilled';
     this.syncCommitments(order);
     this.touch(order);
+    this.statusEvents(order, ORDER_STATUS_EVENTS);
+  }
+
+  /**
+   * Fires the event of a status a record has newly reached (`order.finalized`...), whichever path got it
+   * there: every operation on the record ends here, so no path can miss or repeat one.
+   */
+  private statusEvents(row: Row, events: Record<string, string>): void {
+    if (row._status === row.status) return;
+    row._status = row.status;
+    const event = events[row.status];
+    if (event) this.fire(event, row.id);
   }
 
   private orderParties(body: Body, errors: Record<string, string[]>, f: Record<string, unknown>): (() => Partial<Row>) {
@@ -560,6 +616,7 @@ export class Service {
       ...f, ...parties(), _commit: new Map<string, Decimal>(),
     });
     order.status = status;
+    order._status = status;
     for (const w of this.addOrderLines(order, body.order_line_items, {})) w();
     this.refreshOrder(order);
     order.updated_at = order.created_at;
@@ -595,7 +652,6 @@ export class Service {
     for (const w of work) w();
     if (voiding) this.voidFulfillmentsOf(order);
     this.refreshOrder(order);
-    this.fire('order.update', order.id);
     return order;
   }
 
@@ -605,7 +661,6 @@ export class Service {
     this.voidFulfillmentsOf(order);
     order.status = 'deleted';
     this.refreshOrder(order);
-    this.fire('order.destroy', order.id);
   }
 
   private voidFulfillmentsOf(order: Row): void {
@@ -622,7 +677,6 @@ export class Service {
     order.order_line_item_ids = (order.order_line_item_ids as number[]).filter((x) => x !== line.id);
     this.store.order_line_items.remove(line.id);
     this.refreshOrder(order);
-    this.fire('order.update', order.id);
   }
 
   createOrderLine(body: Body): Row {
@@ -706,7 +760,7 @@ export class Service {
       if (line.variant_id != null) this.moveOnHand(line.variant_id, ful.stock_location_id, D(fli.quantity).neg());
     }
     this.touch(ful);
-    this.fire('fulfillment.update', ful.id);
+    this.fire('fulfillment.fulfilled', ful.id);
     this.refreshOrder(order);
   }
 
@@ -718,7 +772,6 @@ export class Service {
     }
     ful.status = status;
     this.touch(ful);
-    this.fire('fulfillment.update', ful.id);
   }
 
   createFulfillment(body: Body): Row {
@@ -736,7 +789,6 @@ export class Service {
     if (status === 'fulfilled') this.ship(ful, { tracking_company, tracking_number, tracking_url });
     else Object.assign(ful, Object.fromEntries(Object.entries({ tracking_company, tracking_number, tracking_url }).filter(([, v]) => v !== undefined)));
     this.refreshOrder(order!);
-    this.fire('order.update', order!.id);
     return ful;
   }
 
@@ -758,8 +810,7 @@ export class Service {
     const order = this.store.orders.get(ful.order_id)!;
     if (status === 'fulfilled' && ful.status === 'packed') this.ship(ful, {});
     else if (status === 'void' && ful.status === 'packed') { this.unpack(ful, 'void'); this.refreshOrder(order); }
-    else { this.touch(ful); this.fire('fulfillment.update', ful.id); }
-    this.fire('order.update', order.id);
+    else this.touch(ful);
     return ful;
   }
 
@@ -781,8 +832,8 @@ export class Service {
         if (['void', 'deleted'].includes(order.status)) throw new ApiFail(422, `A ${order.status} order cannot be paid`, { status: [`is ${order.status}`] });
         if (order.invoice_status !== 'invoiced') this.invoice(order, true);
         order.payment_status = 'paid';
+        this.pay(order);
         this.refreshOrder(order);
-        this.fire('order.update', order.id);
         return { order };
       }
       case 'pack': {
@@ -791,28 +842,31 @@ export class Service {
         if (!items.length) throw new ApiFail(422, 'Nothing left to pack on this order', { order_line_item_ids: ['nothing left to pack'] });
         const ful = this.newFulfillment(order, items, {});
         this.refreshOrder(order);
-        this.fire('order.update', order.id);
         return { fulfillment: ful };
       }
       case 'fulfil':
       case 'fulfill': {
         this.packable(order);
         const done: Row[] = [];
-        if (spec == null) {
+        const items = this.selection(order, spec, 'order_line_item_ids');
+        if (spec != null) {
+          // With a selection: a packed fulfillment of those quantities, shipped later by PUT /fulfillments/{id}
+          // (tradegecko/smaug: source/guides/3pl.html.md.erb).
+          if (items.length) done.push(this.newFulfillment(order, items, {}));
+        } else {
+          // Without one: every packed fulfillment ships, and a fulfilled one covers the unpacked rest.
           for (const fid of order.fulfillment_ids as number[]) {
             const ful = this.store.fulfillments.get(fid)!;
             if (ful.status === 'packed') { this.ship(ful, {}); done.push(ful); }
           }
-        }
-        const items = this.selection(order, spec, 'order_line_item_ids');
-        if (items.length) {
-          const ful = this.newFulfillment(order, items, {});
-          this.ship(ful, {});
-          done.push(ful);
+          if (items.length) {
+            const ful = this.newFulfillment(order, items, {});
+            this.ship(ful, {});
+            done.push(ful);
+          }
         }
         if (!done.length) throw new ApiFail(422, 'Nothing left to fulfil on this order', { order_line_item_ids: ['nothing left to fulfil'] });
         this.refreshOrder(order);
-        this.fire('order.update', order.id);
         return { fulfillments: done };
       }
       case 'void': {
@@ -821,7 +875,6 @@ export class Service {
         this.voidFulfillmentsOf(order);
         order.status = 'void';
         this.refreshOrder(order);
-        this.fire('order.update', order.id);
         return { order };
       }
       default:
@@ -857,8 +910,17 @@ export class Service {
     if (order.status === 'draft' || order.status === 'active') order.status = 'finalized';
     this.refreshOrder(order);
     this.fire('invoice.create', inv.id);
-    this.fire('order.update', order.id);
     return inv;
+  }
+
+  /** A payment of the order's latest invoice (the pay action; real-service-notes §2 payment.create). */
+  private pay(order: Row): void {
+    const invoiceId = (order.invoice_ids as number[]).at(-1) ?? null;
+    const payment = this.store.payments.insert({
+      ...this.stamp(), invoice_id: invoiceId, order_id: order.id, amount: order.total, paid_at: this.now(),
+      payment_method_id: this.store.account.default_payment_method_id, reference: null, exchange_rate: '1.0', status: 'active',
+    });
+    this.fire('payment.create', payment.id);
   }
 
   createInvoice(body: Body): Row {
@@ -931,7 +993,6 @@ export class Service {
     order!.return_status = 'returning';
     this.touch(order!);
     this.fire('fulfillment_return.create', ret.id);
-    this.fire('order.update', order!.id);
     return ret;
   }
 
@@ -956,6 +1017,7 @@ export class Service {
       const order = this.store.orders.get(ret.order_id)!;
       order.return_status = 'returned';
       this.touch(order);
+      this.fire('fulfillment_return.received', ret.id);
     } else if (status === 'void' && ret.status === 'returning') {
       ret.status = 'void';
       for (const rid of ret.fulfillment_return_line_item_ids as number[]) {
@@ -965,7 +1027,6 @@ export class Service {
       }
     }
     this.touch(ret);
-    this.fire('fulfillment_return.update', ret.id);
     return ret;
   }
 
@@ -1060,7 +1121,6 @@ export class Service {
     Object.assign(po, f);
     for (const w of work) w();
     this.refreshPurchaseOrder(po);
-    this.fire('purchase_order.update', po.id);
     return po;
   }
 
@@ -1069,7 +1129,6 @@ export class Service {
     if (po.status === 'deleted') return;
     po.status = 'deleted';
     this.refreshPurchaseOrder(po);
-    this.fire('purchase_order.update', po.id);
   }
 
   private deletePurchaseLine(line: Row): void {
@@ -1100,7 +1159,6 @@ export class Service {
     if (typeof body.label === 'string') line.label = body.label;
     this.touch(line);
     this.refreshPurchaseOrder(po);
-    this.fire('purchase_order.update', po.id);
     return line;
   }
 
@@ -1119,19 +1177,33 @@ export class Service {
       const line = this.store.purchase_order_line_items.get(lid)!;
       line.procurement_id = proc.id;
       this.touch(line);
-      if (line.variant_id != null) this.moveOnHand(line.variant_id, po.stock_location_id, D(line.quantity));
+      if (line.variant_id == null) continue;
+      this.receiveCost(line.variant_id, D(line.quantity), D(line.price));
+      this.moveOnHand(line.variant_id, po.stock_location_id, D(line.quantity));
     }
     po.procurement_status = 'procured';
     (po.procurement_ids as number[]).push(proc.id);
-    this.fire('purchase_order.receive', po.id);
-    this.fire('purchase_order.update', po.id);
+    this.fire('purchase_order.received', po.id);
+    this.fire('procurement.create', proc.id);
     return proc;
   }
 
   // ---- stock adjustments and transfers -------------------------------------------------------------------
 
-  private stockLines(body: Body, field: string, errors: Record<string, string[]>, signed: boolean): [Row, Decimal][] {
-    const out: [Row, Decimal][] = [];
+  /** Moving average cost after `quantity` came in at `price` (documented: adjustments and receipts move it). */
+  private receiveCost(variantId: number, quantity: Decimal, price: Decimal): void {
+    const v = this.store.variants.get(variantId);
+    if (!v || v.composite) return;
+    let onHand = ZERO;
+    for (const st of (v._stock as Map<number, Stock>).values()) onHand = onHand.plus(st.soh);
+    const mac = v.moving_average_cost == null ? null : D(v.moving_average_cost);
+    const next = mac === null || onHand.lte(0) ? price : onHand.times(mac).plus(quantity.times(price)).div(onHand.plus(quantity));
+    v.moving_average_cost = next.toDecimalPlaces(4).toString();
+    this.touch(v);
+  }
+
+  private stockLines(body: Body, field: string, errors: Record<string, string[]>, signed: boolean): [Row, Decimal, Body][] {
+    const out: [Row, Decimal, Body][] = [];
     const items = body[field];
     if (!Array.isArray(items) || !items.length) { errors[field] = ["can't be blank"]; return out; }
     if (items.length > MAX_LINES_PER_REQUEST) { errors[field] = [`too many line items in one request (at most ${MAX_LINES_PER_REQUEST})`]; return out; }
@@ -1142,31 +1214,55 @@ export class Service {
       if (!v) return void (errors[key] ??= []).push('variant_id does not exist');
       if (v.composite) return void (errors[key] ??= []).push('a composite variant holds no stock of its own');
       if (!q || q.isZero() || (!signed && q.lt(0))) return void (errors[key] ??= []).push(signed ? 'quantity must not be 0' : 'quantity must be greater than 0');
-      out.push([v, q]);
+      out.push([v, q, e]);
     });
     return out;
+  }
+
+  /** `reason` (a documented code) or `stock_adjustment_reason_id`: the reason row, or an error. */
+  private adjustmentReason(f: Record<string, unknown>, errors: Record<string, string[]>): Row | undefined {
+    if (f.stock_adjustment_reason_id != null) return this.need('stock_adjustment_reasons', f.stock_adjustment_reason_id, 'stock_adjustment_reason_id', errors);
+    if (f.reason == null || f.reason === '') { errors.reason = [`can't be blank (one of ${ADJUSTMENT_REASONS.join(', ')}, or a stock_adjustment_reason_id)`]; return undefined; }
+    const row = this.store.stock_adjustment_reasons.order.find((r) => r.reason_code === f.reason);
+    if (!row) errors.reason = [`is not included in the list (${ADJUSTMENT_REASONS.join(', ')})`];
+    return row;
   }
 
   createStockAdjustment(body: Body): Row {
     const f = pickFields(RESOURCES.stock_adjustments!, body, { create: true });
     const errors: Record<string, string[]> = {};
     this.need('locations', f.stock_location_id, 'stock_location_id', errors);
+    const reason = this.adjustmentReason(f, errors);
     const items = this.stockLines(body, 'stock_adjustment_line_items', errors, true);
+    const prices = items.map(([, q, e], i) => {
+      // A line that adds stock needs its price; one that removes stock is valued at the moving average cost.
+      if (q.lte(0)) return null;
+      const price = e.price == null ? null : parseDecimal(e.price);
+      if (e.price == null) (errors[`stock_adjustment_line_items[${i}]`] ??= []).push('price is required when quantity is greater than 0');
+      else if (!price || price.lt(0)) (errors[`stock_adjustment_line_items[${i}]`] ??= []).push('price is not a number');
+      return price;
+    });
     this.check(errors);
     const adj = this.store.stock_adjustments.insert({
-      ...this.stamp(), stock_location_id: f.stock_location_id, reason: f.reason ?? null, notes: f.notes ?? null,
+      ...this.stamp(), stock_location_id: f.stock_location_id, reason: reason!.reason_code, reason_label: reason!.name,
+      stock_adjustment_reason_id: reason!.id, notes: f.notes ?? null,
       adjustment_number: f.adjustment_number ?? `SA${String(++this.store.counters.stock_adjustment).padStart(4, '0')}`,
       stock_adjustment_line_item_ids: [],
     });
-    for (const [v, q] of items) {
-      const li = this.store.stock_adjustment_line_items.insert({ ...this.stamp(), stock_adjustment_id: adj.id, variant_id: v.id, quantity: qty1(q), price: null });
+    items.forEach(([v, q], i) => {
+      const price = prices[i] ?? (v.moving_average_cost == null ? null : D(v.moving_average_cost));
+      const li = this.store.stock_adjustment_line_items.insert({
+        ...this.stamp(), stock_adjustment_id: adj.id, variant_id: v.id, quantity: qty1(q), price: price === null ? null : price.toString(),
+      });
       (adj.stock_adjustment_line_item_ids as number[]).push(li.id);
+      if (q.gt(0)) this.receiveCost(v.id, q, prices[i]!);
       this.moveOnHand(v.id, adj.stock_location_id, q);
-    }
+    });
     this.fire('stock_adjustment.create', adj.id);
     return adj;
   }
 
+  /** Created `active`; the stock moves when it is received (real-service-notes §5). */
   createStockTransfer(body: Body): Row {
     const f = pickFields(RESOURCES.stock_transfers!, body, { create: true });
     const errors: Record<string, string[]> = {};
@@ -1175,19 +1271,46 @@ export class Service {
     if (f.source_location_id != null && f.source_location_id === f.destination_location_id) errors.destination_location_id = ['must differ from the source location'];
     const items = this.stockLines(body, 'stock_transfer_line_items', errors, false);
     this.check(errors);
+    return this.newTransfer(f.source_location_id as number, f.destination_location_id as number, items.map(([v, q]) => [v.id, q]), f);
+  }
+
+  private newTransfer(source: number, destination: number, lines: [number, Decimal][], f: Record<string, unknown>): Row {
     const tr = this.store.stock_transfers.insert({
-      ...this.stamp(), source_location_id: f.source_location_id, destination_location_id: f.destination_location_id,
-      notes: f.notes ?? null, reference_number: f.reference_number ?? null, status: 'received',
-      order_number: `ST${String(++this.store.counters.stock_transfer).padStart(4, '0')}`, stock_transfer_line_item_ids: [],
+      ...this.stamp(), source_location_id: source, destination_location_id: destination, notes: f.notes ?? null, status: 'active',
+      adjustment_number: f.adjustment_number ?? `ST${String(++this.store.counters.stock_transfer).padStart(4, '0')}`,
+      received_at: null, transacted_at: f.transacted_at ?? null, cached_quantity: qty1(lines.reduce((sum, [, q]) => sum.plus(q), ZERO)),
+      stock_transfer_line_item_ids: [],
     });
-    for (const [v, q] of items) {
-      const li = this.store.stock_transfer_line_items.insert({ ...this.stamp(), stock_transfer_id: tr.id, variant_id: v.id, quantity: qty1(q) });
+    for (const [variantId, q] of lines) {
+      const li = this.store.stock_transfer_line_items.insert({ ...this.stamp(), stock_transfer_id: tr.id, variant_id: variantId, quantity: qty1(q) });
       (tr.stock_transfer_line_item_ids as number[]).push(li.id);
-      this.moveOnHand(v.id, tr.source_location_id, q.neg());
-      this.moveOnHand(v.id, tr.destination_location_id, q);
     }
     this.fire('stock_transfer.create', tr.id);
     return tr;
+  }
+
+  /** `receive` moves the stock; `revert` of a received transfer creates its reversal (an active transfer back). */
+  transferAction(id: number, action: string): Row {
+    const tr = this.find('stock_transfers', id);
+    const lines = (tr.stock_transfer_line_item_ids as number[]).map((lid) => this.store.stock_transfer_line_items.get(lid)!);
+    if (action === 'receive') {
+      if (tr.status !== 'active') throw new ApiFail(422, `A ${tr.status} stock transfer cannot be received`, { status: [`is ${tr.status}`] });
+      tr.status = 'received';
+      tr.received_at = this.now();
+      tr.transacted_at ??= tr.received_at;
+      this.touch(tr);
+      for (const li of lines) {
+        this.moveOnHand(li.variant_id, tr.source_location_id, D(li.quantity).neg());
+        this.moveOnHand(li.variant_id, tr.destination_location_id, D(li.quantity));
+      }
+      return tr;
+    }
+    if (action === 'revert') {
+      if (tr.status !== 'received') throw new ApiFail(422, 'Only a received stock transfer can be reverted', { status: [`is ${tr.status}`] });
+      return this.newTransfer(tr.destination_location_id, tr.source_location_id, lines.map((li) => [li.variant_id, D(li.quantity)]),
+        { notes: `Reversal of Stock Transfer #${tr.adjustment_number}` });
+    }
+    throw new ApiFail(404, `Unknown stock transfer action ${action}`);
   }
 }
 

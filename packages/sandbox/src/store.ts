@@ -77,7 +77,7 @@ export const PLURALS: Record<string, string> = {
   purchase_order_line_item: 'purchase_order_line_items', procurement: 'procurements', stock_adjustment: 'stock_adjustments',
   stock_adjustment_line_item: 'stock_adjustment_line_items', stock_transfer: 'stock_transfers',
   stock_transfer_line_item: 'stock_transfer_line_items', invoice: 'invoices', invoice_line_item: 'invoice_line_items',
-  webhook: 'webhooks', user: 'users', payment_term: 'payment_terms', payment_method: 'payment_methods',
+  webhook: 'webhooks', user: 'users', payment: 'payments', stock_adjustment_reason: 'stock_adjustment_reasons', payment_term: 'payment_terms', payment_method: 'payment_methods',
   tax_type: 'tax_types', price_list: 'price_lists', composition: 'composition',
 };
 export const SINGULARS: Record<string, string> = Object.fromEntries(Object.entries(PLURALS).map(([s, p]) => [p, s]));
@@ -88,6 +88,33 @@ export interface Stock {
   incoming: Decimal | null;
   bin_location: string | null;
   reorder_point: string | null;
+}
+
+/** One change of a variant's stock at a location, with the quantities after it (for measuring freshness). */
+export interface StockMove {
+  seq: number; variant_id: number; location_id: number; at: string; cause: string;
+  stock_on_hand: string; committed: string; incoming: string;
+}
+
+/** A bounded log: keeps the last `capacity` entries. */
+export class Ring<T> {
+  private readonly items: T[] = [];
+  private start = 0;
+  private readonly capacity: number;
+  constructor(capacity: number) {
+    this.capacity = capacity;
+  }
+  push(item: T): void {
+    if (this.items.length < this.capacity) this.items.push(item);
+    else {
+      this.items[this.start] = item;
+      this.start = (this.start + 1) % this.capacity;
+    }
+  }
+  /** Entries oldest first. */
+  *[Symbol.iterator](): Iterator<T> {
+    for (let i = 0; i < this.items.length; i++) yield this.items[(this.start + i) % this.items.length]!;
+  }
 }
 
 /** Every table of one account. */
@@ -112,9 +139,11 @@ export class Store {
   readonly fulfillment_return_line_items = new Table(52001);
   readonly invoices = new Table(55001);
   readonly invoice_line_items = new Table(57001);
+  readonly payments = new Table(58001);
   readonly purchase_orders = new Table(60001);
   readonly purchase_order_line_items = new Table(62001);
   readonly procurements = new Table(65001);
+  readonly stock_adjustment_reasons = new Table(1);
   readonly stock_adjustments = new Table(70001);
   readonly stock_adjustment_line_items = new Table(72001);
   readonly stock_transfers = new Table(75001);
@@ -124,7 +153,17 @@ export class Store {
   readonly compositions = new Map<number, { component_id: number; quantity: Decimal }[]>();
   /** component variant id -> bundles that use it. */
   readonly bundlesOf = new Map<number, Set<number>>();
+  /** Every change of a variant's on hand, committed or incoming at a location, oldest first (bounded). */
+  readonly stockMoves = new Ring<StockMove>(100_000);
+  private moveSeq = 0;
   counters = { order: 0, purchase_order: 0, invoice: 0, credit_note: 0, procurement: 0, stock_adjustment: 0, stock_transfer: 0 };
+
+  recordMove(variantId: number, locationId: number, stock: Stock, at: string, cause: string): void {
+    this.stockMoves.push({
+      seq: ++this.moveSeq, variant_id: variantId, location_id: locationId, at, cause,
+      stock_on_hand: stock.soh.toString(), committed: (stock.committed ?? 0).toString(), incoming: (stock.incoming ?? 0).toString(),
+    });
+  }
 
   table(plural: string): Table | undefined {
     const t = (this as unknown as Record<string, unknown>)[plural];

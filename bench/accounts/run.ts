@@ -1,0 +1,100 @@
+// Many accounts on one deployment: N sandbox accounts (each its own budget of 300 requests / 300 s, its own
+// webhooks), one connection each, one receiver and one worker process. First every account idles (the cost of
+// an idle connection: worker and PostgreSQL CPU divided by N), then each sees a low rate of merchant activity
+// (the stock lag per connection). Prints, per N: CPU while idle and while active, p95 stock lag per connection
+// (median and worst), the database size.
+//
+//   node_modules/.bin/node bench/accounts/run.ts [--accounts 10,100,500] [--rate 0.05] [--idle-minutes 3]
+//       [--minutes 5] [--variants 20] [--profile spec|documented]
+import { cpus, totalmem } from 'node:os';
+import { parseArgs } from 'node:util';
+import { sql } from 'kysely';
+import { createLogger } from '../../src/log.ts';
+import { StockLag } from '../freshness/lag.ts';
+import { cpuSeconds, percentile, postgresCpuSeconds, settled, startWorld, takeMoves, type World } from '../freshness/world.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    accounts: { type: 'string', default: '10,100,500' }, rate: { type: 'string', default: '0.05' }, 'idle-minutes': { type: 'string', default: '3' },
+    minutes: { type: 'string', default: '5' }, variants: { type: 'string', default: '20' }, profile: { type: 'string' },
+  },
+});
+const counts = args.accounts!.split(',').map(Number);
+const rate = Number(args.rate), idleMinutes = Number(args['idle-minutes']), minutes = Number(args.minutes);
+const log = createLogger('warn', { destination: process.stderr, pretty: false });
+const sec = (ms: number) => (Number.isFinite(ms) ? (ms / 1000).toFixed(1) : '-');
+
+console.log(`accounts: ${counts.join(', ')} connections, ${rate} operations/s each for ${minutes} min after ${idleMinutes} min idle, ` +
+  `${args.variants} variants each, 300 requests / 300 s per account${args.profile ? `, profile ${args.profile}` : ''}`);
+console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, ${(totalmem() / 2 ** 30).toFixed(1)} GB, node ${process.version}`);
+
+/** CPU % of one core used by the worker, the receiver and PostgreSQL over `ms` of wall time while `during` runs. */
+async function measureCpu(world: World, during: Promise<void>): Promise<{ worker: number; receiver: number; pg: number | null; ms: number }> {
+  const t0 = Date.now();
+  const w0 = cpuSeconds(world.worker.pid), r0 = cpuSeconds(world.receiver.pid), p0 = postgresCpuSeconds(world.database.postmaster);
+  await during;
+  const ms = Date.now() - t0;
+  const w1 = cpuSeconds(world.worker.pid), r1 = cpuSeconds(world.receiver.pid), p1 = postgresCpuSeconds(world.database.postmaster);
+  const pct = (a: number, b: number) => (100 * (b - a)) / (ms / 1000);
+  return { worker: pct(w0, w1), receiver: pct(r0, r1), pg: p0 === null || p1 === null ? null : pct(p0, p1), ms };
+}
+
+const head = ['connections', 'idle worker %', 'idle pg %', 'idle % per conn', 'active worker %', 'receiver %', 'active pg %', 'moves',
+  'p95 lag median s', 'p95 lag worst s', 'p95 all s', 'open', '429', 'db MB'];
+const rows: string[][] = [];
+const idleTotals: [number, number][] = [];
+for (const n of counts) {
+  const t0 = Date.now();
+  const world = await startWorld({ name: `accounts${n}`, accounts: n, variants: Number(args.variants), profile: args.profile, log });
+  await settled(world, 1_800_000);
+  console.log(`  ${n} connections: set up and first sweeps done in ${sec(Date.now() - t0)} s`);
+  const stats0 = await Promise.all(world.accounts.map((a) => a.admin('GET', 'stats')));
+
+  const idle = await measureCpu(world, new Promise((r) => setTimeout(r, idleMinutes * 60_000)));
+  const perConnection = (idle.worker + (idle.pg ?? 0)) / n;
+  idleTotals.push([n, idle.worker + (idle.pg ?? 0)]);
+
+  // Activity: one operation at a time on a random account, Poisson-like at n * rate per second overall.
+  const lag = new StockLag();
+  const cursors = new Map<number, number>();
+  let stopped = false;
+  const load = (async () => {
+    let due = 0;
+    while (!stopped) {
+      due += (n * rate) / 10;
+      while (due >= 1 && !stopped) {
+        due -= 1;
+        const a = world.accounts[Math.floor(Math.random() * n)]!;
+        await a.admin('POST', 'activity', { operations: 1 }).catch(() => {});
+        lag.add(a.connectionId, await takeMoves(a, cursors));
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+  const checker = (async () => { while (!stopped) { await lag.check(world.db); await new Promise((r) => setTimeout(r, 500)); } })();
+  const active = await measureCpu(world, new Promise((r) => setTimeout(r, minutes * 60_000)));
+  stopped = true;
+  await load;
+  await checker;
+  for (const end = Date.now() + 120_000; lag.open && Date.now() < end;) { await lag.check(world.db); await new Promise((r) => setTimeout(r, 500)); }
+
+  const p95s = [...lag.lags.values()].map((l) => percentile([...l].sort((a, b) => a - b), 95)).sort((a, b) => a - b);
+  const stats1 = await Promise.all(world.accounts.map((a) => a.admin('GET', 'stats')));
+  const limited = stats1.reduce((s, x, i) => s + x.rate_limited - stats0[i]!.rate_limited, 0);
+  const size = (await sql<{ b: string }>`SELECT pg_database_size(current_database())::text AS b`.execute(world.db)).rows[0]!.b;
+  rows.push([String(n), idle.worker.toFixed(1), idle.pg?.toFixed(1) ?? '-', perConnection.toFixed(3), active.worker.toFixed(1), active.receiver.toFixed(1),
+    active.pg?.toFixed(1) ?? '-', String(lag.times.length), sec(percentile(p95s, 50)), sec(p95s.at(-1) ?? NaN), sec(percentile(lag.all(), 95)),
+    String(lag.open), String(limited), (Number(size) / 2 ** 20).toFixed(0)]);
+  console.log(`  ${n} connections: ${rows.at(-1)!.join(' | ')}`);
+  await world.close();
+}
+
+console.log('\nCPU in % of one core (worker and PostgreSQL); idle % per conn = (worker + PostgreSQL) / connections while idle.');
+const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+console.log(head.map((h, i) => h.padStart(widths[i]!)).join('  '));
+for (const r of rows) console.log(r.map((c, i) => c.padStart(widths[i]!)).join('  '));
+// What one more idle connection costs, without the fixed cost of a running worker and database.
+for (let i = 1; i < idleTotals.length; i++) {
+  const [[n0, c0], [n1, c1]] = [idleTotals[i - 1]!, idleTotals[i]!];
+  console.log(`idle cost of one more connection, ${n0} -> ${n1}: ${((c1 - c0) / (n1 - n0)).toFixed(3)} % of one core`);
+}

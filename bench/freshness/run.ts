@@ -1,0 +1,104 @@
+// Stock freshness at the real rate limit: how long after stock moves at the service does our mirror (and so the
+// channel quantity) move. One sandbox account at real time and 300 requests / 300 s, a receiver and a worker as
+// separate processes, merchant activity of all kinds at each rate in turn (a fresh world per rate). Prints the
+// stock lag percentiles beside the floor, requests per minute and per changed variant, answers of 429, and
+// whether the incremental sweeps ran on schedule.
+//
+//   node_modules/.bin/node bench/freshness/run.ts [--rates 1,2,5,10] [--minutes 5] [--variants 500]
+//       [--profile spec|documented] [--sweep-minutes 5]
+//
+// Set DATABASE_URL to use an existing PostgreSQL (it creates and drops a scratch database per rate).
+import { cpus, totalmem } from 'node:os';
+import { parseArgs } from 'node:util';
+import { sql } from 'kysely';
+import { createLogger } from '../../src/log.ts';
+import { floorLags, StockLag } from './lag.ts';
+import { cpuSeconds, percentile, postgresCpuSeconds, settled, startWorld, takeMoves } from './world.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    rates: { type: 'string', default: '1,2,5,10' }, minutes: { type: 'string', default: '5' }, variants: { type: 'string', default: '500' },
+    profile: { type: 'string' }, 'sweep-minutes': { type: 'string', default: '5' },
+  },
+});
+const rates = args.rates!.split(',').map(Number);
+const minutes = Number(args.minutes);
+const sweepMinutes = Number(args['sweep-minutes']);
+if (rates.some((r) => !(r > 0)) || !(minutes > 0)) throw new Error('--rates takes positive numbers, --minutes a positive number');
+const log = createLogger('warn', { destination: process.stderr, pretty: false });
+const WINDOW_S = 300, LIMIT = 300;
+const s = (ms: number) => (Number.isFinite(ms) ? (ms / 1000).toFixed(1) : '-');
+
+console.log(`freshness: ${minutes} min per rate, rates ${rates.join(', ')} operations/s, ${args.variants} variants, ` +
+  `${LIMIT} requests / ${WINDOW_S} s, time scale 1${args.profile ? `, sandbox profile ${args.profile}` : ''}`);
+console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, ${(totalmem() / 2 ** 30).toFixed(1)} GB, node ${process.version}`);
+const rows: string[][] = [];
+const head = ['ops/s', 'moves', 'variants', 'p50 s', 'p95 s', 'p99 s', 'max s', 'floor p50/p95/max s', 'open', 'req/min', 'req/variant',
+  '429', 'sweeps', 'worker CPU %', 'pg CPU %'];
+
+for (const rate of rates) {
+  const world = await startWorld({ name: `fresh${String(rate).replace('.', '_')}`, accounts: 1, variants: Number(args.variants), profile: args.profile,
+    env: { RECONCILE_INTERVAL_MINUTES: String(sweepMinutes) }, log });
+  const [account] = world.accounts;
+  await settled(world);
+  const stats0 = await account!.admin('GET', 'stats');
+  const start = Date.now();
+  const cpu0 = { worker: cpuSeconds(world.worker.pid), pg: postgresCpuSeconds(world.database.postmaster) };
+  const lag = new StockLag();
+  const cursors = new Map<number, number>();
+  await takeMoves(account!, cursors); // skip the moves of the set-up
+  let stopped = false;
+  // Activity every 100 ms; the moves it made are listed as soon as the call returns.
+  const load = (async () => {
+    let due = 0;
+    while (!stopped) {
+      due += rate / 10;
+      const n = Math.floor(due);
+      due -= n;
+      if (n > 0) {
+        await account!.admin('POST', 'activity', { operations: n }).catch(() => {});
+        lag.add(account!.connectionId, await takeMoves(account!, cursors));
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+  const poll = () => lag.check(world.db);
+  let nextReport = start + 60_000;
+  while (Date.now() - start < minutes * 60_000) {
+    await poll();
+    if (Date.now() >= nextReport) {
+      nextReport += 60_000;
+      console.log(`  ${rate}/s, minute ${Math.round((Date.now() - start) / 60_000)}: ${lag.times.length} moves, ${lag.all().length} caught up, ` +
+        `${lag.open} open (oldest ${s(lag.oldestOpenMs())} s)`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  stopped = true;
+  await load;
+  const elapsed = Date.now() - start;
+  const stats1 = await account!.admin('GET', 'stats');
+  const cpu1 = { worker: cpuSeconds(world.worker.pid), pg: postgresCpuSeconds(world.database.postmaster) };
+  // Moves made near the end still count: give them a minute to be caught up.
+  for (const end = Date.now() + 60_000; lag.open && Date.now() < end;) { await poll(); await new Promise((r) => setTimeout(r, 250)); }
+  const sweeps = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM sync_log WHERE action = 'sweep' AND at >= ${new Date(start)}`.execute(world.db)).rows[0]!.n;
+  const expectedSweeps = Math.floor(minutes / sweepMinutes);
+  const sorted = lag.all();
+  const floor = floorLags(lag.times, (WINDOW_S / LIMIT) * 1000, start).sort((a, b) => a - b);
+  const requests = stats1.requests.total - stats0.requests.total;
+  const byRoute = Object.entries(stats1.requests.by_route as Record<string, number>)
+    .map(([r, n]) => [r, n - (stats0.requests.by_route[r] ?? 0)] as const).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]);
+  rows.push([String(rate), String(lag.times.length), String(lag.variants.size), s(percentile(sorted, 50)), s(percentile(sorted, 95)), s(percentile(sorted, 99)),
+    s(sorted.at(-1) ?? NaN), `${s(percentile(floor, 50))} / ${s(percentile(floor, 95))} / ${s(floor.at(-1) ?? NaN)}`, String(lag.open),
+    (requests / (elapsed / 60_000)).toFixed(1), lag.variants.size ? (requests / lag.variants.size).toFixed(3) : '-',
+    String(stats1.rate_limited - stats0.rate_limited), `${sweeps}/${expectedSweeps}`,
+    ((100 * (cpu1.worker - cpu0.worker)) / (elapsed / 1000)).toFixed(1),
+    cpu1.pg === null || cpu0.pg === null ? '-' : ((100 * (cpu1.pg - cpu0.pg)) / (elapsed / 1000)).toFixed(1)]);
+  console.log(`  ${rate}/s requests by route: ${byRoute.map(([r, n]) => `${r} ${n}`).join(', ')}`);
+  await world.close();
+}
+
+console.log('\nstock lag: from a move at the service to the mirror row showing it (the channel quantity is recomputed in that write)');
+const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+console.log(head.map((h, i) => h.padStart(widths[i]!)).join('  '));
+for (const r of rows) console.log(r.map((c, i) => c.padStart(widths[i]!)).join('  '));
+console.log('open: moves not caught up a minute after the load stopped. floor: every changed variant read in the next request slot.');
