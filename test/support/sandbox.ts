@@ -1,4 +1,5 @@
-// The sandbox's admin API (/__sandbox/...) as the tests call it.
+// The sandbox's admin API (/__sandbox/...) as the tests call it, and the profiles end-to-end suites loop over.
+import { PROFILES, type Profile } from '@commerce-sync/sandbox';
 export type SandboxAdmin = (method: 'GET' | 'POST', path: string, body?: unknown) => Promise<any>;
 
 export function sandboxAdmin(sandbox: { url: string; adminToken: string }): SandboxAdmin {
@@ -16,10 +17,8 @@ export function sandboxAdmin(sandbox: { url: string; adminToken: string }): Sand
  * The two behaviours the client must work with (docs/sync.md): the spec's, and the service's as documented.
  * End-to-end suites loop over these; `sandboxProfile` gives the sandbox options of each.
  */
-export const PROFILES = ['spec', 'documented'] as const;
-export type Profile = (typeof PROFILES)[number];
+export { PROFILES, type Profile };
 
-export function sandboxProfile(profile: Profile | undefined): Record<string, unknown> {
-  // Until the sandbox has its `profile` option, `events` is the nearest stand-in.
-  return profile ? { events: profile === 'spec' ? 'spec' : 'extended' } : {};
+export function sandboxProfile(profile: Profile | undefined): { profile?: Profile } {
+  return profile ? { profile } : {};
 }
