@@ -1,5 +1,5 @@
-// The 422 body in both shapes: the spec's (`error` plus `errors`) and the documented one, `{"errors": {...}}`
-// with no top-level `error` (real-service-notes §6), each parsed into the same field errors.
+// The 422 body as documented, `{"errors": {...}}` with no top-level `error` (real-service-notes §6), parsed into
+// field errors like the spec's shape (`error` plus `errors`, test/api/http.test.ts).
 import t from 'tap';
 import { ApiError } from '../../src/api/index.ts';
 import { errorDetails } from '../../src/api/http.ts';
