@@ -104,9 +104,10 @@ export async function syncWebhooks(deps: SubscriptionDeps, connection: Connectio
   deps.log.info({ connection: connection.name, address, kept: result.kept.length, created: result.created.length,
     removed: result.removed.length, refused: result.refused.length }, 'webhook subscriptions synced');
   if (result.created.length || result.removed.length || result.refused.length) {
-    // A first subscription is not a repair; anything created or removed after that is.
+    // A first subscription is not a repair, nor is a refusal alone; anything created or removed after that is.
+    const repaired = !!stored && (result.created.length > 0 || result.removed.length > 0);
     await logSync(deps.db, {
-      connectionId: connection.id, action: stored ? 'webhooks.repaired' : 'webhooks.subscribed', outcome: stored && result.created.length ? 'warning' : 'ok',
+      connectionId: connection.id, action: repaired ? 'webhooks.repaired' : 'webhooks.synced', outcome: repaired && result.created.length ? 'warning' : 'ok',
       detail: {
         address, kept: result.kept.length, created: result.created.map((w) => w.event), removed: result.removed.map((w) => w.event),
         refused: result.refused.map((r) => r.event),
