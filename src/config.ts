@@ -76,6 +76,7 @@ export const settings = {
   WEBHOOK_ACK_TIMEOUT_MS: { schema: int(100, 60000), doc: 'A delivery not committed within this gets 503 (the service waits 10 s).' },
   WORKER_CONCURRENCY: { schema: int(1, 64), doc: 'Jobs a worker process runs at once per queue.' },
   RECONCILE_INTERVAL_MINUTES: { schema: int(1, 1440), doc: 'Minutes between incremental sweeps per connection.' },
+  WEBHOOK_CHECK_MINUTES: { schema: int(1, 1440), doc: 'Minutes between checks that repair webhook subscriptions (the service deletes one after 3 days of failures).' },
   RECONCILE_OVERLAP_SECONDS: { schema: int(0, 86400), doc: 'How far an incremental sweep reaches back before its last cursor.' },
   FULL_SWEEP_CRON: { schema: z.string().regex(/^(\S+\s+){4}\S+$/, 'a five-field cron expression'), doc: 'When the full sweep runs (cron, UTC).' },
   CHANNEL_LOCATIONS: { schema: z.string().regex(/^(\d+(,\d+)*)?$/, 'comma-separated location ids, or empty for all'), doc: 'Locations whose stock counts toward the channel quantity; empty: all.' },
@@ -83,6 +84,14 @@ export const settings = {
   CHANNEL_WEBHOOK_URL: { schema: url(', or empty'), doc: 'Where channel quantity changes are POSTed (signed with CHANNEL_WEBHOOK_SECRET); empty: not posted.' },
   CHANNEL_WEBHOOK_SECRET: { schema: z.string(), doc: 'HMAC key for CHANNEL_WEBHOOK_URL posts.', secret: true },
   ALLOW_CREATE_CURRENCY: { schema: bool, doc: 'Order import may create a missing currency.' },
+  STOCK_ADJUSTMENT_REASON: {
+    schema: z.enum(['supplier', 'customer', 'damaged', 'shrinkage', 'promotion', 'production']),
+    doc: 'Documented reason code of the stock adjustments a stock count makes.',
+  },
+  STOCK_ADJUSTMENT_REASON_ID: {
+    schema: z.union([z.literal(''), z.coerce.number().int().positive()]).describe('a positive integer, or empty'),
+    doc: 'A custom stock_adjustment_reason_id sent instead of STOCK_ADJUSTMENT_REASON; empty: the reason code.',
+  },
   SYNC_LOG_RETENTION_DAYS: { schema: int(1, 3650), doc: 'Days the sync log keeps entries.' },
   OPERATOR_TOKEN: { schema: z.string(), doc: 'Bearer token (or password) for the console and /api. Empty: open on localhost in demo mode only.', secret: true },
 } as const;

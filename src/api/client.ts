@@ -332,14 +332,15 @@ export class Client implements ApiClient {
 
   async getByIds<T = any>(path: string, ids: number[], opts: RequestOptions = {}): Promise<{ records: T[]; sideloads: Record<string, any[]>; requests: number }> {
     const unique = [...new Set(ids)];
-    const { ids: _ignored, limit: _limit, page: _page, ...query } = opts.query ?? {};
-    const urlOf = (chunk: number[]) => buildUrl(this.connection.base_url, path, { ...query, ids: chunk, limit: PAGE_SIZE, page: 1 });
+    const by = opts.by ?? 'ids';
+    const { [by]: _ignored, limit: _limit, page: _page, ...query } = opts.query ?? {};
+    const urlOf = (chunk: number[]) => buildUrl(this.connection.base_url, path, { ...query, [by]: chunk, limit: PAGE_SIZE, page: 1 });
     const chunks = splitIds(urlOf, unique, this.#deps.config.API_MAX_URI_LENGTH);
     const sent = { n: 0 };
     const results = await Promise.all(chunks.map(async (chunk) => {
       const records: T[] = [];
       const sideloads: Record<string, any[]> = {};
-      for await (const page of this.#pages<T>(path, { ...opts, query: { ...query, ids: chunk } }, sent)) {
+      for await (const page of this.#pages<T>(path, { ...opts, query: { ...query, [by]: chunk } }, sent)) {
         records.push(...page.records);
         mergeSideloads(sideloads, page.sideloads);
       }

@@ -40,7 +40,7 @@ export function keyFromPath(path: string): string {
 // Decimal fields the spec carries as strings; should one arrive as a JSON number it is kept as its exact text.
 const decimalFields = new Set([
   'quantity', 'stock_on_hand', 'committed', 'incoming', 'reorder_point', 'rate', 'exchange_rate', 'max_online',
-  'default_discount_rate', 'default_tax_rate', 'price', 'initial_cost_price', 'precision',
+  'default_discount_rate', 'default_tax_rate', 'price', 'initial_cost_price', 'precision', 'moving_average_cost', 'last_cost_price',
 ]);
 
 /**

@@ -34,6 +34,8 @@ export interface RequestOptions {
   idempotencyKey?: string;
   /** Response key to unwrap (defaults from the path: 'variants' for /variants). */
   key?: string;
+  /** getByIds: the filter the ids go in (default `ids`; `order_id` reads an order's lines by parent). */
+  by?: string;
 }
 
 export interface WriteOptions { idempotencyKey?: string; priority?: Priority }
@@ -52,7 +54,10 @@ export interface ApiClient {
   get<T = any>(path: string, opts?: RequestOptions): Promise<T>;
   /** limit=250, driven by X-Pagination; a 503 halves the page size for the rest of the read. */
   paginate<T = any>(path: string, opts?: RequestOptions): AsyncIterable<Page<T>>;
-  /** ids split into <=250 per request and URIs under API_MAX_URI_LENGTH; missing ids are simply absent. */
+  /**
+   * ids split into <=250 per request and URIs under API_MAX_URI_LENGTH; missing ids are simply absent. With
+   * `by` the ids filter another field (parent ids), and each chunk is read page by page, 250 records a page.
+   */
   getByIds<T = any>(path: string, ids: number[], opts?: RequestOptions): Promise<{ records: T[]; sideloads: Record<string, any[]>; requests: number }>;
   /** More than 150 lines: create with the first 150, then PUTs adding the rest. */
   createOrder(order: object, opts?: WriteOptions): Promise<any>;

@@ -7,6 +7,7 @@ import { overview, type ConnectionOverview } from './overview.ts';
 import type { QueueDepth } from './queues.ts';
 import { FilterError, parseLogFilter, querySyncLog, type LogRow } from './synclog.ts';
 import { SyncLogTail } from './tail.ts';
+import { lastWebhookRepairs } from '../receiver/subscriptions.ts';
 
 const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
 
@@ -105,6 +106,14 @@ async function status(ctx: CommandContext): Promise<number> {
     const o = await overview(database.db);
     if (ctx.values.json) ctx.out(JSON.stringify(o, null, 2));
     else for (const line of formatStatus(o.connections, o.queues)) ctx.out(line);
+    // Webhook subscriptions the scheduled check had to recreate (the service deletes them after 3 days of failures).
+    if (!ctx.values.json) {
+      const repairs = await lastWebhookRepairs(database.db);
+      for (const c of o.connections) {
+        const r = repairs.get(c.id);
+        if (r) ctx.out(`${c.name}: webhooks repaired ${ago(r.at)}: recreated ${(r.detail?.created ?? []).join(', ') || 'none'}; removed ${(r.detail?.removed ?? []).join(', ') || 'none'}`);
+      }
+    }
     // Exit 1 when something needs a person: scripts and monitors can use `status` as a check.
     return o.connections.some((c) => c.health !== 'ok') || o.queues.some((q) => q.queue.endsWith('-dead') && q.queued > 0) ? 1 : 0;
   } finally {

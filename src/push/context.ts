@@ -74,25 +74,35 @@ export async function resolveOrderId(ctx: OpContext, ref: OrderRef): Promise<num
   return id;
 }
 
-/** Mirror lookup SKU -> variant id (active variants first). Unknown SKUs are absent from the map. */
+/**
+ * Mirror lookup SKU -> variant id. SKUs are not unique on the service (real-service-notes §6): a SKU held by
+ * several live variants is refused naming them, never guessed; one held only by archived variants gives the
+ * newest of them. Throws OperationFailed for unknown and ambiguous SKUs, all named at once.
+ */
 export async function variantIdsBySku(db: Db, connectionId: number, skus: string[]): Promise<Map<string, number>> {
   const unique = [...new Set(skus)];
   const out = new Map<string, number>();
   if (!unique.length) return out;
   const rows = await db.selectFrom('variants').select(['id', 'sku', 'status'])
     .where('connection_id', '=', connectionId).where('sku', 'in', unique)
-    .orderBy('updated_at', 'desc').execute();
-  for (const r of rows.sort((a, b) => Number(a.status === 'archived') - Number(b.status === 'archived'))) {
-    if (r.sku && !out.has(r.sku)) out.set(r.sku, r.id);
+    .where((eb) => eb.or([eb('status', 'is', null), eb('status', '!=', 'gone')]))
+    .orderBy('updated_at', 'desc').orderBy('id', 'desc').execute();
+  const problems: string[] = [];
+  for (const sku of unique) {
+    const mine = rows.filter((r) => r.sku === sku);
+    const live = mine.filter((r) => r.status !== 'archived');
+    if (live.length > 1) {
+      problems.push(`SKU ${sku} is held by ${live.length} live variants (ids ${live.map((r) => r.id).sort((a, b) => a - b).join(', ')}): ` +
+        'give each variant a SKU of its own on the service, or archive the extra ones');
+    } else if (live.length || mine.length) out.set(sku, (live[0] ?? mine[0])!.id);
   }
+  const missing = unique.filter((s) => !out.has(s) && !problems.some((p) => p.startsWith(`SKU ${s} `)));
+  if (missing.length) {
+    problems.unshift(`unknown SKU${missing.length > 1 ? 's' : ''} ${missing.join(', ')}: not in the mirror of this connection's variants ` +
+      '(check the SKU; a variant created minutes ago appears after the next sync, `commerce-sync reconcile`)');
+  }
+  if (problems.length) throw new OperationFailed(problems.join('; '));
   return out;
-}
-
-export function unknownSkus(skus: string[], found: Map<string, number>): OperationFailed | null {
-  const missing = [...new Set(skus)].filter((s) => !found.has(s));
-  if (!missing.length) return null;
-  return new OperationFailed(`unknown SKU${missing.length > 1 ? 's' : ''} ${missing.join(', ')}: not in the mirror of this connection's variants ` +
-    '(check the SKU; a variant created minutes ago appears after the next sync, `commerce-sync reconcile`)');
 }
 
 export interface OrderLine { id: number; variant_id: number | null; quantity: string | null }
@@ -101,7 +111,9 @@ export interface OrderLine { id: number; variant_id: number | null; quantity: st
 export async function readOrder(ctx: OpContext, orderId: number): Promise<{ order: Record<string, unknown>; lines: OrderLine[] }> {
   const res = await ctx.client.request<Record<string, any>>('GET', `/orders/${orderId}`, { query: { include: 'order_line_items' }, ...outbound });
   const order = res.body.order as Record<string, unknown>;
-  const lines = ((res.body.order_line_items ?? []) as OrderLine[]);
+  // Sideloading works on a single order (real-service-notes §1); should it not, the lines' own collection answers.
+  const lines = Array.isArray(res.body.order_line_items) ? res.body.order_line_items as OrderLine[]
+    : (await ctx.client.getByIds<OrderLine>('/order_line_items', [orderId], { by: 'order_id', ...outbound })).records;
   return { order, lines };
 }
 
@@ -114,8 +126,6 @@ export async function orderLinesFor(ctx: OpContext, orderId: number, lines: { or
   const { lines: orderLines } = await readOrder(ctx, orderId);
   const skus = lines.flatMap((l) => (l.sku ? [l.sku] : []));
   const bySku = await variantIdsBySku(ctx.db, ctx.op.connection_id, skus);
-  const unknown = unknownSkus(skus, bySku);
-  if (unknown) throw unknown;
   const problems: string[] = [];
   const out = lines.map((l) => {
     let line: OrderLine | undefined;

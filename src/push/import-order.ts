@@ -1,11 +1,16 @@
 // Import a channel order. The idempotency key comes from (connection, channel, channel order id) and the
 // mapping to the service's order id is kept, so the same channel order never becomes two orders: within the
-// key's 24 hours the service replays its answer, after that the mapping answers without calling it.
+// key's 24 hours the service replays its answer, after that the mapping answers without calling it. The channel
+// order id goes into the order's reference_number, and before creating, the order is looked up by it
+// (GET /orders?reference_number=, real-service-notes §6): an import whose mapping was lost, or whose first
+// attempt's answer was lost more than 24 hours ago, finds the order instead of creating a second one.
 import { sql } from 'kysely';
 import { ApiError } from '../api/index.ts';
+import { catalog } from '../catalog/index.ts';
+import { listLive } from '../sync/reader.ts';
 import type { ImportOrderInput } from './input.ts';
 import { mappedOrderId } from './store.ts';
-import { OperationFailed, nonEmpty, outbound, unknownSkus, variantIdsBySku, type Done, type OpContext } from './context.ts';
+import { OperationFailed, nonEmpty, outbound, variantIdsBySku, type Done, type OpContext } from './context.ts';
 
 export async function importOrder(ctx: OpContext): Promise<Done> {
   const input = ctx.op.input as ImportOrderInput;
@@ -14,11 +19,13 @@ export async function importOrder(ctx: OpContext): Promise<Done> {
   if (existing !== undefined) {
     return { result: { order_id: existing, already_imported: true }, mapping: { ...mapping, orderId: existing } };
   }
+  const found = await orderByReference(ctx, input.channel, input.channel_order_id);
+  if (found !== undefined) {
+    return { result: { order_id: found, already_imported: true, found_by: 'reference_number' }, mapping: { ...mapping, orderId: found } };
+  }
   const order = await ctx.plan(async () => {
     const skus = input.lines.flatMap((l) => (skuOf(l) ? [skuOf(l)!] : []));
     const ids = await variantIdsBySku(ctx.db, ctx.op.connection_id, skus);
-    const unknown = unknownSkus(skus, ids);
-    if (unknown) throw unknown;
     await ensureCurrency(ctx, input.currency);
     const customer = 'company_id' in input.customer
       ? nonEmpty({ company_id: input.customer.company_id, shipping_address_id: input.customer.shipping_address_id, billing_address_id: input.customer.billing_address_id })
@@ -72,6 +79,33 @@ async function noteRefusal(ctx: OpContext, err: unknown): Promise<void> {
       `${err.message}. Fix or delete order ${put[1]} on the service; importing this channel order again returns that same order.`,
     err.fieldErrors, err.status);
   }
+}
+
+/**
+ * The order on the service carrying this channel order id as its reference_number, in any live state. An order
+ * mapped to another channel's order with the same id (reference numbers are per channel) is not this one.
+ */
+async function orderByReference(ctx: OpContext, channel: string, channelOrderId: string): Promise<number | undefined> {
+  const candidates: number[] = [];
+  const spec = catalog.order!;
+  for await (const page of listLive(ctx.client, spec, { ...outbound, key: spec.key, query: { reference_number: channelOrderId } })) {
+    for (const o of page.records as { id?: unknown; reference_number?: unknown }[]) {
+      if (o.reference_number === channelOrderId && Number.isSafeInteger(Number(o.id))) candidates.push(Number(o.id));
+    }
+  }
+  if (!candidates.length) return undefined;
+  // An order an earlier import left without its lines beyond the first 150 is not a finished import.
+  const incomplete = await ctx.db.selectFrom('push_operations').select(sql<string>`result->>'order_id'`.as('order_id'))
+    .where('connection_id', '=', ctx.op.connection_id).where('kind', '=', 'import-order')
+    .where(sql<boolean>`(result->>'incomplete')::boolean IS TRUE AND (result->>'order_id')::bigint = ANY(${candidates}::bigint[])`).executeTakeFirst();
+  if (incomplete) {
+    throw new OperationFailed(`order ${incomplete.order_id} was created on the service for this channel order by an earlier import, but adding its ` +
+      `lines beyond the first 150 was refused. Fix or delete order ${incomplete.order_id} on the service; importing again returns that same order.`);
+  }
+  const others = await ctx.db.selectFrom('channel_orders').select('order_id')
+    .where('connection_id', '=', ctx.op.connection_id).where('order_id', 'in', candidates).where('channel', '!=', channel).execute();
+  const taken = new Set(others.map((r) => Number(r.order_id)));
+  return candidates.sort((a, b) => a - b).find((id) => !taken.has(id));
 }
 
 const skuOf = (l: ImportOrderInput['lines'][number]): string | undefined => ('sku' in l && typeof l.sku === 'string' ? l.sku : undefined);

@@ -71,7 +71,8 @@ async function webhooks(ctx: CommandContext): Promise<number> {
           const r = await syncWebhooks(deps, connection, publicUrl);
           results.push(r);
           if (!ctx.values.json) {
-            ctx.out(`${connection.name}: ${r.address}: ${r.kept.length} kept, ${r.created.length} created, ${r.removed.length} removed`);
+            ctx.out(`${connection.name}: ${r.address}: ${r.kept.length} kept, ${r.created.length} created, ${r.removed.length} removed` +
+              (r.refused.length ? `, ${r.refused.length} refused by the service (${r.refused.map((x) => x.event).join(', ')})` : ''));
             for (const w of r.created) ctx.out(`  + ${w.event}`);
             for (const w of r.removed) ctx.out(`  - ${w.event} ${w.address}`);
           }

@@ -2,26 +2,10 @@
 // the singular (`fulfillment.create`). The spec does not give the mapping, so we apply the English plural
 // rule to the last word of the noun before the first dot, rather than keep a table of known strings.
 
-/** Events we subscribe every connection to (the spec's list). */
-export const SUBSCRIBED_EVENTS = [
-  'product.create',
-  'variant.create',
-  'variant.stock_level_update',
-  'order.create',
-  'fulfillment.create',
-  'fulfillment_return.create',
-  'purchase_order.create',
-  'stock_transfer.create',
-] as const;
+import { HANDLED_RESOURCES, SUBSCRIBED_EVENTS } from '../catalog/index.ts';
 
-/**
- * Resources whose events the workers act on (whatever the action: the worker re-reads the record).
- * An event about any other resource is stored as `unhandled` and not enqueued.
- */
-export const HANDLED_RESOURCES: ReadonlySet<string> = new Set([
-  'product', 'variant', 'order', 'fulfillment', 'fulfillment_return', 'purchase_order', 'stock_transfer',
-  'stock_adjustment', 'company', 'address', 'contact', 'currency', 'location', 'composition',
-]);
+// Both lists come from the catalogue: an event about any other resource is stored as `unhandled`, not enqueued.
+export { HANDLED_RESOURCES, SUBSCRIBED_EVENTS };
 
 export interface NormalisedEvent {
   /** Singular resource, e.g. `fulfillment_return`; null when the event has no `noun.action` shape. */

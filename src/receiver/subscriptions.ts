@@ -1,12 +1,17 @@
 // Webhook subscriptions of a connection: every event in SUBSCRIBED_EVENTS at
 // {PUBLIC_URL}/webhooks/{connection name}, and none of ours left over. "Ours" is any address under our
 // PUBLIC_URL's /webhooks/ path: subscriptions other integrations made on the same account are never touched.
-import type { ApiClient } from '../api/index.ts';
+// A subscription the service refuses (a service that only knows the spec's eight events answers 422 for the
+// documented others) is logged and skipped. The address is kept on the connection, so the scheduled check
+// (checkAllWebhooks) repairs subscriptions the service deleted after 3 days of failures, at the same address.
+import { sql } from 'kysely';
+import { ApiError, type ApiClient } from '../api/index.ts';
 import type { Config } from '../config.ts';
 import { publicUrl as derivedPublicUrl } from '../config.ts';
 import type { Db } from '../db/index.ts';
 import type { Connection } from '../db/schema.ts';
 import type { Logger } from '../log.ts';
+import { logSync } from '../synclog/index.ts';
 import { SUBSCRIBED_EVENTS } from './events.ts';
 
 export interface SubscriptionDeps { db: Db; config: Config; log: Logger }
@@ -19,7 +24,13 @@ export interface SyncResult {
   kept: Webhook[];
   created: Webhook[];
   removed: Webhook[];
+  /** Events the service refused to subscribe (it does not know them): skipped. */
+  refused: { event: string; reason: string }[];
 }
+
+// Events a connection's service refused, per connection and service, for the life of the process: a check
+// every few minutes does not ask again. A restart asks again (the service may have learned them).
+const refusedEvents = new Map<string, Set<string>>();
 
 /** The base URL deliveries reach us at: the given one, PUBLIC_URL, or http://HOST:PORT. */
 export function baseUrl(config: Config, given?: string): string {
@@ -53,13 +64,14 @@ function ourConnectionName(base: string, address: string): string | null {
  * on one account must not undo each other).
  */
 export async function syncWebhooks(deps: SubscriptionDeps, connection: Connection, publicUrl?: string): Promise<SyncResult> {
-  const base = baseUrl(deps.config, publicUrl);
+  const stored = await storedAddress(deps.db, connection.id);
+  const base = publicUrl || !stored ? baseUrl(deps.config, publicUrl) : stored.slice(0, stored.lastIndexOf('/webhooks/'));
   const address = deliveryAddress(base, connection.name);
   const client = await clientOf(deps, connection);
   const existing = (await client.listWebhooks()).map(asWebhook);
   const names = new Set((await deps.db.selectFrom('connections').select('name').execute()).map((r) => r.name));
   const wanted = new Set<string>(SUBSCRIBED_EVENTS);
-  const result: SyncResult = { connection: connection.name, address, kept: [], created: [], removed: [] };
+  const result: SyncResult = { connection: connection.name, address, kept: [], created: [], removed: [], refused: [] };
   const have = new Set<string>();
   const stale: Webhook[] = [];
   for (const w of existing) {
@@ -70,17 +82,72 @@ export async function syncWebhooks(deps: SubscriptionDeps, connection: Connectio
       else stale.push(w);
     } else if (!names.has(owner)) stale.push(w);
   }
+  const refusedKey = `${connection.id} ${connection.base_url}`;
+  const refused = refusedEvents.get(refusedKey) ?? new Set<string>();
+  refusedEvents.set(refusedKey, refused);
   for (const event of wanted) {
-    if (have.has(event)) continue;
-    result.created.push(asWebhook(await client.createWebhook({ address, event })));
+    if (have.has(event) || refused.has(event)) continue;
+    try {
+      result.created.push(asWebhook(await client.createWebhook({ address, event })));
+    } catch (err) {
+      if (!(err instanceof ApiError) || ![400, 422].includes(err.status ?? 0)) throw err;
+      refused.add(event);
+      result.refused.push({ event, reason: err.message });
+      deps.log.warn({ connection: connection.name, event, err: err.message }, 'the service refused a webhook subscription; skipped');
+    }
   }
   for (const w of stale) {
     await client.deleteWebhook(w.id);
     result.removed.push(w);
   }
+  await sql`UPDATE connections SET webhook_address = ${address} WHERE id = ${connection.id}`.execute(deps.db);
   deps.log.info({ connection: connection.name, address, kept: result.kept.length, created: result.created.length,
-    removed: result.removed.length }, 'webhook subscriptions synced');
+    removed: result.removed.length, refused: result.refused.length }, 'webhook subscriptions synced');
+  if (result.created.length || result.removed.length || result.refused.length) {
+    // A first subscription is not a repair, nor is a refusal alone; anything created or removed after that is.
+    const repaired = !!stored && (result.created.length > 0 || result.removed.length > 0);
+    await logSync(deps.db, {
+      connectionId: connection.id, action: repaired ? 'webhooks.repaired' : 'webhooks.synced', outcome: repaired && result.created.length ? 'warning' : 'ok',
+      detail: {
+        address, kept: result.kept.length, created: result.created.map((w) => w.event), removed: result.removed.map((w) => w.event),
+        refused: result.refused.map((r) => r.event),
+      },
+    });
+  }
   return result;
+}
+
+async function storedAddress(db: Db, connectionId: number): Promise<string | null> {
+  const r = await sql<{ webhook_address: string | null }>`SELECT webhook_address FROM connections WHERE id = ${connectionId}`.execute(db);
+  return r.rows[0]?.webhook_address ?? null;
+}
+
+/**
+ * The scheduled check: each active connection whose subscriptions were made once is synced again at its stored
+ * address, which recreates what the service deleted. A failure of one connection is logged, never fatal.
+ */
+export async function checkAllWebhooks(deps: SubscriptionDeps): Promise<SyncResult[]> {
+  const rows = await sql<{ id: number }>`SELECT id FROM connections WHERE status = 'active' AND webhook_address IS NOT NULL ORDER BY id`.execute(deps.db);
+  const out: SyncResult[] = [];
+  for (const { id } of rows.rows) {
+    const connection = await deps.db.selectFrom('connections').selectAll().where('id', '=', Number(id)).executeTakeFirst();
+    if (!connection) continue;
+    try {
+      out.push(await syncWebhooks(deps, connection as Connection));
+    } catch (err) {
+      deps.log.warn({ err, connection: connection.name }, 'webhook subscription check failed; the next check tries again');
+      await logSync(deps.db, { connectionId: connection.id, action: 'webhooks.check', outcome: 'error', error: (err as Error).message }).catch(() => {});
+    }
+  }
+  return out;
+}
+
+/** Per connection, the newest subscription repair in the sync log (for `commerce-sync status`). */
+export async function lastWebhookRepairs(db: Db): Promise<Map<number, { at: Date; detail: any }>> {
+  const r = await sql<{ connection_id: number; at: Date; detail: any }>`
+    SELECT DISTINCT ON (connection_id) connection_id, at, detail FROM sync_log
+    WHERE action = 'webhooks.repaired' ORDER BY connection_id, at DESC`.execute(db);
+  return new Map(r.rows.map((x) => [Number(x.connection_id), { at: x.at, detail: x.detail }]));
 }
 
 /** The connection's subscriptions as the service lists them, each marked whether it is ours. */

@@ -5,9 +5,9 @@ import { sql } from 'kysely';
 import { metrics } from '../metrics.ts';
 import { recomputeChannel, type Cause, type ChannelChange } from '../stock/channel.ts';
 import type { ChannelRules } from '../stock/rules.ts';
-import { markGone, replaceCompositions, upsertChildren, upsertRecords, type Tx } from './mirror.ts';
+import { readsFor, type Read, type ResourceSpec } from '../catalog/index.ts';
+import { markGone, replaceCompositions, upsertChildren, upsertOther, upsertRecords, type Tx } from './mirror.ts';
 import type { Mark } from './pending.ts';
-import type { ResourceSpec } from './resources.ts';
 
 export interface Applied {
   applied: number[];
@@ -26,6 +26,8 @@ export interface ApplyContext {
   cause: Cause;
   /** Ask for follow-up reads (the drain does; sweeps read everything anyway). */
   followUps: boolean;
+  /** Record id -> the action of the delivery that asked for it (drain): its reads come from the catalogue. */
+  events?: Map<number, string>;
 }
 
 const ids = (list: any[] | undefined, field: string) =>
@@ -33,11 +35,12 @@ const ids = (list: any[] | undefined, field: string) =>
 
 /** Writes records (and sideloads) of a mirrored resource; `goneIds`: ids the service no longer has at all. */
 export async function applyRecords(tx: Tx, ctx: ApplyContext, spec: ResourceSpec, records: any[], sideloads: Record<string, any[]> = {}, goneIds: number[] = []): Promise<Applied> {
-  const res = await upsertRecords(tx, spec, ctx.connectionId, records);
-  const gone = await markGone(tx, spec, ctx.connectionId, goneIds);
+  const keptWhole = spec.table === 'other_records';
+  const res = keptWhole ? await upsertOther(tx, spec.name, ctx.connectionId, records) : await upsertRecords(tx, spec, ctx.connectionId, records);
+  const gone = keptWhole ? [] : await markGone(tx, spec, ctx.connectionId, goneIds);
   const followUps: Mark[] = [];
   let stockTouched: number[] = [];
-  if (spec.include && Array.isArray(sideloads[spec.include.key])) {
+  if (spec.include?.table && Array.isArray(sideloads[spec.include.key])) {
     // Replace the line items of parents we just wrote; items of unchanged parents are upserted (idempotent).
     await upsertChildren(tx, spec.include, ctx.connectionId, sideloads[spec.include.key]!, records, res.applied);
   }
@@ -54,7 +57,7 @@ export async function applyRecords(tx: Tx, ctx: ApplyContext, spec: ResourceSpec
       }
     }
   }
-  if (ctx.followUps && res.applied.length) followUps.push(...await followUpsFor(tx, ctx.connectionId, spec, records.filter((r) => res.applied.includes(Number(r?.id))), sideloads));
+  if (ctx.followUps) followUps.push(...await followUpsFor(tx, ctx, spec, records, new Set(res.applied), sideloads));
   const changes = stockTouched.length ? await recomputeChannel(tx, ctx.rules, ctx.connectionId, stockTouched, ctx.cause) : [];
   if (records.length) metrics.recordsFetched.inc({ connection: ctx.connectionName, resource: spec.name }, records.length);
   return { ...res, gone, changes, followUps };
@@ -68,32 +71,39 @@ export async function applyCompositions(tx: Tx, ctx: ApplyContext, bundleIds: nu
   return { changed, changes };
 }
 
-// Which other records a change implies we should re-read. Stock moves with orders (committed), shipments
-// (on hand) and receipts (incoming, on hand); the service may not announce each with a variant event.
-async function followUpsFor(tx: Tx, connectionId: number, spec: ResourceSpec, records: any[], sideloads: Record<string, any[]>): Promise<Mark[]> {
+// Which other records a read implies we should re-read, as the catalogue says for the event that asked for it
+// (or, for a record read for another reason, for the resource): stock moves with orders (committed), shipments
+// (on hand), receipts, adjustments and transfers, and the service may not announce each with a variant event.
+// A record read for a delivery follows its event's reads even when unchanged (the event says something moved);
+// any other record only when the read changed it.
+async function followUpsFor(tx: Tx, ctx: ApplyContext, spec: ResourceSpec, records: any[], applied: Set<number>, sideloads: Record<string, any[]>): Promise<Mark[]> {
+  const { connectionId } = ctx;
+  const want: Record<Read, any[]> = { record: [], lines: [], variants: [], order: [], purchase_order: [] };
+  for (const r of records) {
+    const id = Number(r?.id);
+    const action = ctx.events?.get(id);
+    const reads = action !== undefined ? readsFor(spec.name, action) : applied.has(id) ? readsFor(spec.name, null) : [];
+    for (const read of reads) want[read].push(r);
+  }
   const out: Mark[] = [];
   const mark = (resource: string, list: number[], reason: string) => { for (const id of list) out.push({ connectionId, resource, id, reason }); };
-  const lines = spec.include ? sideloads[spec.include.key] : undefined;
-  switch (spec.name) {
-    case 'order':
-      mark('variant', ids(lines, 'variant_id'), 'order lines');
-      break;
-    case 'purchase_order':
-      mark('variant', ids(lines, 'variant_id'), 'purchase order lines');
-      break;
-    case 'fulfillment':
-    case 'fulfillment_return': {
-      mark('order', ids(records, 'order_id'), `${spec.name} of order`);
-      let variants = ids(lines, 'variant_id');
-      const olis = ids(lines, 'order_line_item_id');
-      if (olis.length) {
-        const known = await sql<{ variant_id: number }>`SELECT DISTINCT variant_id FROM order_line_items
-          WHERE connection_id = ${connectionId} AND id = ANY(${olis}::bigint[]) AND variant_id IS NOT NULL`.execute(tx);
-        variants = [...new Set([...variants, ...known.rows.map((r) => Number(r.variant_id))])];
-      }
-      mark('variant', variants, `${spec.name} lines`);
-      break;
-    }
+  mark('order', ids(want.order, 'order_id'), `${spec.name} of order`);
+  mark('purchase_order', ids(want.purchase_order, 'purchase_order_id'), `${spec.name} of purchase order`);
+  if (!want.variants.length) return out;
+  const parents = new Set(want.variants.map((r) => Number(r.id)));
+  const child = spec.include;
+  const lines = child ? (sideloads[child.key] ?? []).filter((l) => parents.has(Number(l?.[child.parentColumn])) ||
+    want.variants.some((p) => child.parentIdFields.some((f) => Array.isArray(p?.[f]) && p[f].map(Number).includes(Number(l?.id))))) : [];
+  let variants = ids(lines, 'variant_id');
+  if (spec.variantIdsField) variants.push(...want.variants.flatMap((r) => (Array.isArray(r?.[spec.variantIdsField!]) ? r[spec.variantIdsField!] : [])).map(Number));
+  // Return lines name the order line, not the variant: the mirrored order line knows it.
+  const olis = ids(lines, 'order_line_item_id');
+  if (olis.length) {
+    const known = await sql<{ variant_id: number }>`SELECT DISTINCT variant_id FROM order_line_items
+      WHERE connection_id = ${connectionId} AND id = ANY(${olis}::bigint[]) AND variant_id IS NOT NULL`.execute(tx);
+    variants.push(...known.rows.map((r) => Number(r.variant_id)));
   }
+  variants = [...new Set(variants.filter((v) => Number.isSafeInteger(v) && v > 0))];
+  mark('variant', variants, `${spec.name} lines`);
   return out;
 }

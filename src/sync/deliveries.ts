@@ -6,14 +6,17 @@ import type { Db } from '../db/index.ts';
 import type { Boss } from '../queue/boss.ts';
 import type { DeliveryJob } from '../queue/names.ts';
 import { markPending, type Mark } from './pending.ts';
-import { resourceName, resources } from './resources.ts';
+import { HANDLED_RESOURCES, resourceName } from '../catalog/index.ts';
 import { requestDrain } from './jobs.ts';
 
-/** What a delivery makes us read: the record it names, when we mirror its resource. */
+/**
+ * What a delivery makes us read: the record it names, when the catalogue handles its resource. The reason
+ * carries the event, so the drain knows what else it reads (catalog readsFor: lines, variants, order...).
+ */
 export function marksFor(job: DeliveryJob): Mark[] {
   const resource = resourceName(job.resource);
   if (!resource || job.objectId === null || job.objectId === undefined) return [];
-  if (resources[resource] || resource === 'composition') {
+  if (HANDLED_RESOURCES.has(resource)) {
     return [{ connectionId: job.connectionId, resource, id: Number(job.objectId), deliveryRowId: job.deliveryRowId, reason: `${resource}.${job.action ?? 'event'}` }];
   }
   return [];

@@ -9,8 +9,8 @@ import type { ChannelRules } from '../stock/rules.ts';
 import type { ChannelChange } from '../stock/channel.ts';
 import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';
 import { claimPending, clearPending, markPending, releasePending, type Claimed, type Mark } from './pending.ts';
-import { composition, resources } from './resources.ts';
-import { readLive, type Reader } from './reader.ts';
+import { catalog, composition } from '../catalog/index.ts';
+import { readLive, readLines, type Reader } from './reader.ts';
 
 export const BATCH = 250;
 
@@ -93,7 +93,7 @@ async function readBatch(deps: DrainDeps, resource: string, claimed: Claimed[], 
       await clearPending(tx, connectionId, resource, claimed);
     });
   } else {
-    const spec = resources[resource];
+    const spec = catalog[resource];
     if (!spec) {
       // Not something we mirror (a stale row from an older version): drop it.
       await clearPending(db, connectionId, resource, claimed);
@@ -116,7 +116,13 @@ async function readBatch(deps: DrainDeps, resource: string, claimed: Claimed[], 
       for (const [k, v] of Object.entries(archived.sideloads)) sideloads[k] = [...(sideloads[k] ?? []), ...v];
       goneIds = missing.filter((id) => !foundArchived.has(id));
     }
+    requests += await readLines(client, spec, records, sideloads, { priority: 'webhook' });
     returned = records.length;
+    // The event that asked for each record decides what else is read (catalog readsFor).
+    for (const c of claimed) {
+      const action = c.reason?.startsWith(`${resource}.`) ? c.reason.slice(resource.length + 1) : undefined;
+      if (action) (ctx.events ??= new Map()).set(c.id, action);
+    }
     await db.transaction().execute(async (tx) => {
       const r = await applyRecords(tx, ctx, spec, records, sideloads, goneIds);
       applied = r.applied.length;

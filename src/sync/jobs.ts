@@ -6,7 +6,7 @@ import { queues } from '../queue/names.ts';
 
 export interface FetchJob { connectionId: number; resource: string }
 export interface ReconcileJob { connectionId: number; full: boolean }
-export interface MaintenanceJob { task: 'prune-sync-log' | 'schedules' | 'pending' | 'probe-lapsed' }
+export interface MaintenanceJob { task: 'prune-sync-log' | 'schedules' | 'pending' | 'probe-lapsed' | 'webhooks' }
 
 /**
  * How long a drain of (connection, resource) waits for more marks before reading: the coalescing window,

@@ -81,6 +81,8 @@ export async function upsertRecords(db: Tx, spec: ResourceSpec, connectionId: nu
  * no longer lists are removed.
  */
 export async function upsertChildren(db: Tx, child: ChildSpec, connectionId: number, items: any[], parents: any[] = [], replaceFor: number[] = []): Promise<UpsertResult> {
+  const table = child.table;
+  if (!table) throw new Error(`${child.key} are not mirrored`);
   const map: Record<string, number> = {};
   for (const p of parents) {
     for (const f of child.parentIdFields) {
@@ -89,11 +91,11 @@ export async function upsertChildren(db: Tx, child: ChildSpec, connectionId: num
   }
   const parentExpr = `COALESCE(cs_bigint(r->>'${child.parentColumn}'), cs_bigint(p.parents->>(r->>'id')))`;
   const result = await upsertRows(db, {
-    table: child.table, columns: { ...child.columns, [child.parentColumn]: parentExpr }, conflict: ['connection_id', 'id'],
+    table, columns: { ...child.columns, [child.parentColumn]: parentExpr }, conflict: ['connection_id', 'id'],
     filter: `${parentExpr} IS NOT NULL`,
   }, connectionId, items, { parents: map });
   if (replaceFor.length) {
-    await sql`DELETE FROM ${sql.raw(ident(child.table))} WHERE connection_id = ${connectionId}
+    await sql`DELETE FROM ${sql.raw(ident(table))} WHERE connection_id = ${connectionId}
       AND ${sql.raw(ident(child.parentColumn))} = ANY(${replaceFor}::bigint[]) AND NOT (id = ANY(${result.seen}::bigint[]))`.execute(db);
   }
   return result;

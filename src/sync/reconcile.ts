@@ -13,7 +13,7 @@ import type { ChannelRules } from '../stock/rules.ts';
 import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';
 import { upsertChildren, upsertOther } from './mirror.ts';
 import { childCollections, composition, otherResources, resources, type ResourceSpec } from './resources.ts';
-import { listLive, type Reader } from './reader.ts';
+import { listLive, readLines, type Reader } from './reader.ts';
 
 export interface SweepDeps {
   db: Db;
@@ -104,6 +104,7 @@ async function runSweep(deps: SweepDeps, full: boolean): Promise<SweepResult> {
             if (r?.id != null) seen.add(Number(r.id));
             if (typeof r?.updated_at === 'string' && (!newest || r.updated_at > newest)) newest = r.updated_at;
           }
+          await readLines(client, spec, page.records, page.sideloads, { priority: 'reconcile' });
           const applied = await db.transaction().execute((tx) => applyRecords(tx, ctx, spec, page.records, page.sideloads));
           stat.applied += applied.applied.length;
           for (const m of applied.followUps) if (m.resource === 'composition') bundlesToRead.add(m.id);
@@ -218,22 +219,23 @@ async function sweepChildren(deps: SweepDeps, result: SweepResult): Promise<void
 
 async function sweepOthers(deps: SweepDeps, result: SweepResult): Promise<void> {
   const connectionId = Number(deps.client.connection.id);
-  for (const [name, key] of Object.entries(otherResources)) {
+  for (const spec of otherResources) {
     const stat: ResourceSweep = { records: 0, applied: 0, gone: 0, pages: 0 };
     try {
       for (const status of ['active', 'archived'] as const) {
-        for await (const page of deps.client.paginate(`/${key}`, { priority: 'reconcile', key, query: status === 'archived' ? { status } : {} })) {
+        const opts = { priority: 'reconcile' as const, key: spec.key, query: status === 'archived' ? { status } : {} };
+        for await (const page of status === 'archived' ? deps.client.paginate(spec.path, opts) : listLive(deps.client, spec, opts)) {
           stat.pages++;
           stat.records += page.records.length;
-          stat.applied += (await upsertOther(deps.db, name, connectionId, page.records)).applied.length;
+          stat.applied += (await upsertOther(deps.db, spec.name, connectionId, page.records)).applied.length;
         }
       }
     } catch (err) {
       if (!unavailable(err)) throw err;
-      result.unavailable.push(key);
+      result.unavailable.push(spec.key);
       continue;
     }
-    result.resources[name] = stat;
+    result.resources[spec.name] = stat;
     result.records += stat.records;
   }
 }

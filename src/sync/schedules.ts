@@ -1,6 +1,7 @@
 // pg-boss schedules: per active connection an incremental sweep every RECONCILE_INTERVAL_MINUTES and a
 // full sweep on FULL_SWEEP_CRON; housekeeping (sync-log pruning daily, a pending-fetch safety net every
-// minute, this schedule sync every ten minutes so new connections get theirs, and a first full sweep).
+// minute, this schedule sync every ten minutes so new connections get theirs, a first full sweep, and the webhook
+// subscription check every WEBHOOK_CHECK_MINUTES).
 import type { Config } from '../config.ts';
 import type { Db } from '../db/index.ts';
 import type { Boss } from '../queue/boss.ts';
@@ -39,7 +40,8 @@ export async function syncSchedules(db: Db, boss: Boss, config: Config): Promise
     await boss.send(queues.reconcile, { connectionId: id, full: true } satisfies ReconcileJob,
       { singletonKey: `initial-${id}`, singletonSeconds: 900, group: { id: String(id) } });
   }
-  const housekeeping: [MaintenanceJob['task'], string][] = [['prune-sync-log', '17 4 * * *'], ['pending', '* * * * *'], ['schedules', '*/10 * * * *'], ['probe-lapsed', '*/5 * * * *']];
+  const housekeeping: [MaintenanceJob['task'], string][] = [['prune-sync-log', '17 4 * * *'], ['pending', '* * * * *'], ['schedules', '*/10 * * * *'], ['probe-lapsed', '*/5 * * * *'],
+    ['webhooks', everyMinutes(config.WEBHOOK_CHECK_MINUTES)]];
   const have = new Map((await boss.getSchedules(queues.maintenance)).map((s) => [s.key, s.cron]));
   for (const [task, cron] of housekeeping) {
     if (have.get(task) !== cron) await boss.schedule(queues.maintenance, cron, { task } satisfies MaintenanceJob, { key: task, tz: 'UTC' });

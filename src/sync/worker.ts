@@ -18,6 +18,7 @@ import { requestDrain, type FetchJob, type MaintenanceJob, type ReconcileJob } f
 import { pendingPairs } from './pending.ts';
 import { sweep, type SweepResult } from './reconcile.ts';
 import { syncSchedules } from './schedules.ts';
+import { checkAllWebhooks } from '../receiver/subscriptions.ts';
 
 export interface WorkerDeps { db: Db; boss: Boss; config: Config; log: Logger }
 
@@ -126,6 +127,10 @@ export async function startSyncWorkers(deps: WorkerDeps): Promise<void> {
         if (resumed.length) await syncSchedules(db, boss, config);
         break;
       }
+      case 'webhooks':
+        // The service deletes a subscription after 3 days of failed deliveries: recreate what is missing.
+        await checkAllWebhooks({ db, config, log });
+        break;
       case 'pending':
         // Safety net: pending rows whose drain job was lost (a crash between commit and send) get one.
         for (const p of await pendingPairs(db)) await requestDrain(boss, p.connectionId, p.resource, { db });

@@ -12,7 +12,7 @@ import { startPushWorker, type PushRuntime } from '../../src/push/worker.ts';
 import { testConfig } from '../support/config.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
-import { sandboxAdmin } from '../support/sandbox.ts';
+import { sandboxAdmin, sandboxProfile, type Profile } from '../support/sandbox.ts';
 
 interface T { teardown(fn: () => unknown): void }
 
@@ -32,11 +32,11 @@ export interface Harness {
   mirrorVariants(): Promise<any[]>;
 }
 
-export async function harness(t: T, opts: { config?: Parameters<typeof testConfig>[0]; sandbox?: SandboxOptions; worker?: boolean } = {}): Promise<Harness> {
+export async function harness(t: T, opts: { config?: Parameters<typeof testConfig>[0]; sandbox?: SandboxOptions; worker?: boolean; profile?: Profile } = {}): Promise<Harness> {
   const config = testConfig({ API_MAX_ATTEMPTS: 3, ...opts.config });
   const { log } = captureLogger('warn');
   const tdb = await testDatabase(t);
-  const sb = await startSandbox({ variants: 20, locations: 2, timeScale: 100, ...opts.sandbox });
+  const sb = await startSandbox({ variants: 20, locations: 2, timeScale: 100, ...sandboxProfile(opts.profile), ...opts.sandbox });
   t.teardown(() => sb.close());
   const boss = await startBoss(tdb.url, log, { supervise: true, schedule: false, max: 4 });
   const rt: PushRuntime = { config, log, database: { url: tdb.url, pool: tdb.pool, db: tdb.db, close: async () => {} }, boss, onStop: [] };

@@ -1,4 +1,5 @@
 import t from 'tap';
+import { PROFILES } from '../support/sandbox.ts';
 import { harness, plainVariants } from './harness.ts';
 
 const customer = {
@@ -7,8 +8,8 @@ const customer = {
   billing_address: { address1: '1 Analytical Row', city: 'London', country: 'GB', label: 'Bill' },
 };
 
-t.test('order import against the sandbox', async (t) => {
-  const h = await harness(t);
+for (const profile of PROFILES) t.test(`${profile}: order import against the sandbox`, async (t) => {
+  const h = await harness(t, { profile });
   const variants = plainVariants(await h.snapshot('variants'));
   const [a, b] = variants;
   const companies = await h.snapshot('companies');

@@ -1,9 +1,10 @@
 import t from 'tap';
+import { PROFILES } from '../support/sandbox.ts';
 import { Decimal } from 'decimal.js';
 import { harness, onHand, plainVariants } from './harness.ts';
 
-t.test('receive purchase orders and count stock against the sandbox', async (t) => {
-  const h = await harness(t, { sandbox: { variants: 300, locations: 2 } });
+for (const profile of PROFILES) t.test(`${profile}: receive purchase orders and count stock against the sandbox`, async (t) => {
+  const h = await harness(t, { profile, sandbox: { variants: 300, locations: 2 } });
   const pos = (await h.snapshot('purchase_orders')).filter((p) => p.status === 'active');
   t.ok(pos.length >= 2, 'the sandbox has open purchase orders');
   const poLines = await h.snapshot('purchase_order_line_items');
@@ -71,8 +72,14 @@ t.test('receive purchase orders and count stock against the sandbox', async (t) 
     const lineItems = await h.snapshot('stock_adjustment_line_items');
     const a = adjustments.find((x) => x.id === result.adjustments.find((r: any) => r.location_id === locA).stock_adjustment_id);
     t.equal(a.stock_location_id, locA);
-    t.equal(a.reason, 'stock count');
+    t.equal(a.reason, 'shrinkage', 'a documented reason code (STOCK_ADJUSTMENT_REASON)');
     const aLines = lineItems.filter((l) => l.stock_adjustment_id === a.id);
+    // A line raising stock carries the variant's cost as its price (the documented service refuses it without).
+    const cost = new Decimal(up.moving_average_cost ?? up.last_cost_price);
+    const upLine = (result.adjustments.find((r: any) => r.location_id === locA).lines as any[]).find((l) => l.variant_id === up.id);
+    t.ok(new Decimal(upLine.price).eq(cost), `the raising line was sent with price ${upLine.price}, the variant's cost ${cost}`);
+    t.notOk((result.adjustments.find((r: any) => r.location_id === locA).lines as any[]).find((l) => l.variant_id === down.id).price,
+      'a lowering line carries no price (the service uses the moving average)');
     t.equal(aLines.length, 2, 'the unchanged variant is not a line');
     t.notOk(lineItems.some((l) => l.variant_id === same.id && result.adjustments.some((r: any) => r.stock_adjustment_id === l.stock_adjustment_id)), 'no line for the unchanged variant');
     const after = new Map((await h.snapshot('variants')).map((v) => [v.id, v]));

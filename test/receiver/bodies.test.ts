@@ -54,10 +54,10 @@ t.test('unsigned requests are refused before the connection is looked up', async
 
 t.test('unknown events are stored as unhandled and logged, not rejected, not enqueued', async (t) => {
   const h = await startReceiver(t);
-  const res = await deliver(h.url(), payload(77, 'invoices.create'), { 'x-service-delivery': 'inv-1' });
+  const res = await deliver(h.url(), payload(77, 'payments.create'), { 'x-service-delivery': 'inv-1' });
   t.equal(res.status, 200);
   const [row] = await h.rows();
-  t.match(row, { delivery_id: 'inv-1', state: 'unhandled', resource: 'invoice', action: 'create', object_id: 77, job_id: null });
+  t.match(row, { delivery_id: 'inv-1', state: 'unhandled', resource: 'payment', action: 'create', object_id: 77, job_id: null });
   t.equal((await h.jobs()).length, 0);
   t.match(h.logs.text(), /unhandled/);
 });

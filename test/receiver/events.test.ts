@@ -33,7 +33,7 @@ t.test('singular names stay singular, so every subscribed event maps to itself',
 t.test('handled events go to the workers; unknown ones are recognised as such', async (t) => {
   t.equal(normaliseEvent('variants.stock_level_update').handled, true);
   t.equal(normaliseEvent('fulfillment_returns.create').handled, true);
-  t.match(normaliseEvent('invoices.create'), { resource: 'invoice', subscription: 'invoice.create', handled: false });
+  t.match(normaliseEvent('payments.create'), { resource: 'payment', subscription: 'payment.create', handled: false });
   t.match(normaliseEvent('gibberish'), { resource: null, action: null, subscription: null, handled: false });
   t.match(normaliseEvent(''), { subscription: null, handled: false });
   t.match(normaliseEvent('.create'), { subscription: null, handled: false });

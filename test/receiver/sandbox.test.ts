@@ -6,8 +6,9 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { startSandbox } from '@commerce-sync/sandbox';
 import { addTokenConnection, clientFor } from '../../src/api/connections.ts';
-import { listWebhooks, syncWebhooks } from '../../src/receiver/subscriptions.ts';
+import { checkAllWebhooks, lastWebhookRepairs, listWebhooks, syncWebhooks } from '../../src/receiver/subscriptions.ts';
 import { SUBSCRIBED_EVENTS } from '../../src/receiver/events.ts';
+import { eventsIn } from '../../src/catalog/index.ts';
 import { syncAllWebhooks } from '../../src/receiver/role.ts';
 import { SECRET, startReceiver } from './harness.ts';
 
@@ -29,10 +30,14 @@ t.test('subscriptions are made at PUBLIC_URL/webhooks/NAME and real deliveries a
   const { sb, h, deps, connection, admin } = await world(t);
   const first = await syncWebhooks(deps, connection, h.base);
   t.equal(first.address, `${h.base}/webhooks/acme`);
-  t.same(first.created.map((w) => w.event).sort(), [...SUBSCRIBED_EVENTS].sort(), 'every event we handle');
+  t.same([...first.created.map((w) => w.event), ...first.refused.map((r) => r.event)].sort(), [...SUBSCRIBED_EVENTS].sort(),
+    'every event we handle is subscribed or, when the service does not know it, refused and skipped');
+  t.same(first.created.map((w) => w.event).sort(), eventsIn('spec').sort(), 'a service of the spec takes the spec\'s events');
+  t.ok(first.refused.every((r) => /422/.test(r.reason)), 'the others it refuses with 422');
   const again = await syncWebhooks(deps, connection, h.base);
   t.equal(again.created.length, 0, 'a second sync changes nothing');
-  t.equal(again.kept.length, SUBSCRIBED_EVENTS.length);
+  t.equal(again.refused.length, 0, 'and does not ask again for refused events');
+  t.equal(again.kept.length, first.created.length);
 
   const performed = await admin('activity', { operations: 3, kinds: ['adjust_stock'] });
   t.equal(performed.performed.length, 3);
@@ -92,14 +97,14 @@ t.test('sync removes our stale subscriptions and leaves everybody else\'s alone'
   t.equal(removed.length, 2);
   const listed = await listWebhooks(deps, connection, h.base);
   t.ok(listed.some((w) => w.id === foreign.id && !w.ours), 'foreign subscription kept and marked not ours');
-  t.equal(listed.filter((w) => w.ours).length, SUBSCRIBED_EVENTS.length);
+  t.equal(listed.filter((w) => w.ours).length, eventsIn('spec').length);
 });
 
 t.test('the role syncs every active connection after listen', async (t) => {
   const { h, deps, connection } = await world(t);
   await syncAllWebhooks(h.rt);
   const listed = await listWebhooks(deps, connection, h.base);
-  t.equal(listed.filter((w) => w.ours && w.address === `${h.base}/webhooks/acme`).length, SUBSCRIBED_EVENTS.length);
+  t.equal(listed.filter((w) => w.ours && w.address === `${h.base}/webhooks/acme`).length, eventsIn('spec').length);
 });
 
 t.test('a receiver answering 410 gets its subscription deleted by the service', async (t) => {
@@ -117,8 +122,29 @@ t.test('a receiver answering 410 gets its subscription deleted by the service', 
   t.ok(hits >= 1, 'the delivery reached the 410 receiver');
   const after = await listWebhooks(deps, connection, goneBase);
   t.equal(after.filter((w) => w.event === 'variant.stock_level_update').length, 0, 'subscription deleted after 410');
-  t.equal(after.length, SUBSCRIBED_EVENTS.length - 1, 'the others are untouched');
+  t.equal(after.length, eventsIn('spec').length - 1, 'the others are untouched');
   const log = await fetch(`${sb.url}/__sandbox/deliveries?limit=5`, { headers: { authorization: `Bearer ${sb.adminToken}` } }).then((r) => r.json() as Promise<any[]>);
   t.ok(log.some((a) => a.status === 410));
 });
 
+
+t.test('the scheduled check recreates subscriptions the service deleted, at the stored address, and logs the repair', async (t) => {
+  const { h, deps, connection } = await world(t);
+  await syncWebhooks(deps, connection, h.base);
+  const client = await clientFor(deps, connection);
+  const victim = (await listWebhooks(deps, connection, h.base)).find((w) => w.event === 'order.create')!;
+  await client.deleteWebhook(victim.id); // as the service does after 3 days of failed deliveries
+  t.equal(await lastWebhookRepairs(h.tdb.db).then((m) => m.get(connection.id)), undefined, 'no repair yet');
+
+  // A worker does not know the receiver's URL: the check uses the address stored at the last sync.
+  const [r] = await checkAllWebhooks({ ...deps, config: { ...deps.config, PUBLIC_URL: 'http://elsewhere.example' } });
+  t.same(r!.created.map((w) => w.event), ['order.create'], 'the deleted subscription is back');
+  t.equal(r!.address, `${h.base}/webhooks/acme`);
+  const listed = await listWebhooks(deps, connection, h.base);
+  t.equal(listed.filter((w) => w.ours && w.address === `${h.base}/webhooks/acme`).length, eventsIn('spec').length);
+  const repair = (await lastWebhookRepairs(h.tdb.db)).get(connection.id);
+  t.match(repair?.detail, { created: ['order.create'], address: `${h.base}/webhooks/acme` }, 'the repair is in the sync log');
+
+  const [again] = await checkAllWebhooks(deps);
+  t.equal(again!.created.length + again!.removed.length, 0, 'nothing to repair the next time');
+});

@@ -1,4 +1,5 @@
-// The sandbox's admin API (/__sandbox/...) as the tests call it.
+// The sandbox's admin API (/__sandbox/...) as the tests call it, and the profiles end-to-end suites loop over.
+import { PROFILES, type Profile } from '@commerce-sync/sandbox';
 export type SandboxAdmin = (method: 'GET' | 'POST', path: string, body?: unknown) => Promise<any>;
 
 export function sandboxAdmin(sandbox: { url: string; adminToken: string }): SandboxAdmin {
@@ -10,4 +11,14 @@ export function sandboxAdmin(sandbox: { url: string; adminToken: string }): Sand
     if (!res.ok) throw new Error(`sandbox admin ${method} ${path}: ${res.status} ${await res.text()}`);
     return res.json();
   };
+}
+
+/**
+ * The two behaviours the client must work with (docs/sync.md): the spec's, and the service's as documented.
+ * End-to-end suites loop over these; `sandboxProfile` gives the sandbox options of each.
+ */
+export { PROFILES, type Profile };
+
+export function sandboxProfile(profile: Profile | undefined): { profile?: Profile } {
+  return profile ? { profile } : {};
 }

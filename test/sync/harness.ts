@@ -1,6 +1,7 @@
 // The whole loop for sync tests: a sandbox over HTTP, a fresh database, a token connection, the receiver
 // mounted as `start` mounts it, webhook subscriptions, and the sync workers (one or more "processes",
 // each with its own pg-boss). Changes are made in the sandbox; the mirror is compared with its snapshot.
+import { createHmac } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,7 +21,7 @@ import { testConfig } from '../support/config.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
 import { mirrorDiff } from '../support/mirror.ts';
-import { sandboxAdmin } from '../support/sandbox.ts';
+import { sandboxAdmin, sandboxProfile, type Profile } from '../support/sandbox.ts';
 
 interface Teardown { teardown(fn: () => unknown): void }
 
@@ -39,6 +40,8 @@ export interface Loop {
   publicUrl: string;
   /** Polls until fn returns true (bounded; fails with a message instead of hanging). */
   until(what: string, fn: () => Promise<boolean>, timeoutMs?: number): Promise<void>;
+  /** Posts a delivery signed as the service signs them (an event the sandbox does not send, or one it lost). */
+  deliver(event: string, objectId: number): Promise<Response>;
   /** Mirror rows that differ from the sandbox snapshot (by raw), plus missing/extra ids. */
   variantDiff(): Promise<{ wrong: number[]; missing: number[]; extra: number[] }>;
 }
@@ -46,6 +49,8 @@ export interface Loop {
 export const TEST_KEY = Buffer.alloc(32, 7).toString('base64');
 
 export interface LoopOptions {
+  /** The service's behaviour: the spec's or the documented one (the sandbox's default when absent). */
+  profile?: Profile;
   sandbox?: SandboxOptions; config?: Partial<Record<keyof Config, string | number | boolean>>; workers?: number; subscribe?: string[];
   /** Queue a full sweep once the connection exists (as a worker starting on a never-swept connection does). */
   firstSweep?: boolean;
@@ -57,7 +62,7 @@ export async function startLoop(t: Teardown, opts: LoopOptions = {}): Promise<Lo
 
 /** The loop on a given (migrated) database; the benchmarks bring their own. */
 export async function startLoopOn(t: Teardown, tdb: TestDatabase, opts: LoopOptions = {}): Promise<Loop> {
-  const sandbox = await startSandbox({ variants: 30, timeScale: 100, ...opts.sandbox });
+  const sandbox = await startSandbox({ variants: 30, timeScale: 100, ...sandboxProfile(opts.profile), ...opts.sandbox });
   t.teardown(() => sandbox.close());
   const dataDir = await mkdtemp(join(tmpdir(), 'cs-sync-'));
   const logs = captureLogger('warn');
@@ -112,6 +117,15 @@ export async function startLoopOn(t: Teardown, tdb: TestDatabase, opts: LoopOpti
   };
   const variantDiff = async () =>
     mirrorDiff(tdb.db, connection.id, 'variants', (await admin('GET', 'snapshot?resource=variants')).variants);
-  return { sandbox, tdb, config, connection, client, logs, admin, startWorker, bosses, until, variantDiff, publicUrl: rt.publicUrl };
+  let delivered = 0;
+  const deliver = (event: string, objectId: number) => {
+    const body = JSON.stringify({ event, object_id: objectId, timestamp: Math.floor(Date.now() / 1000) });
+    return fetch(`${rt.publicUrl}/webhooks/shop`, {
+      method: 'POST', body,
+      headers: { 'content-type': 'application/json', 'x-service-delivery': `test-${++delivered}-${event}-${objectId}`,
+        'x-service-signature': createHmac('sha256', sandbox.clientSecret).update(body).digest('base64') },
+    });
+  };
+  return { sandbox, tdb, config, connection, client, logs, admin, startWorker, bosses, until, variantDiff, deliver, publicUrl: rt.publicUrl };
 }
 

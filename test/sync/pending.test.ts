@@ -28,7 +28,7 @@ t.test('a burst of deliveries about few records makes few pending rows; unmirror
     jobs.push({ deliveryRowId: await delivery(db, c.id, 'variant', objectId, i), connectionId: c.id, resource: 'variant', action: 'stock_level_update', objectId });
   }
   jobs.push({ deliveryRowId: await delivery(db, c.id, 'order', 7, 50), connectionId: c.id, resource: 'order', action: 'create', objectId: 7 });
-  jobs.push({ deliveryRowId: await delivery(db, c.id, 'stock_transfer', 9, 51), connectionId: c.id, resource: 'stock_transfer', action: 'create', objectId: 9 });
+  jobs.push({ deliveryRowId: await delivery(db, c.id, 'payment', 9, 51), connectionId: c.id, resource: 'payment', action: 'create', objectId: 9 });
   jobs.push({ deliveryRowId: await delivery(db, c.id, 'variant', null, 52), connectionId: c.id, resource: 'variant', action: 'create', objectId: null });
   const r = await consumeDeliveries(db, null, jobs);
   t.same(r, { processed: 51, unhandled: 2, drains: [{ connectionId: c.id, resource: 'variant' }, { connectionId: c.id, resource: 'order' }] });
@@ -37,7 +37,7 @@ t.test('a burst of deliveries about few records makes few pending rows; unmirror
     .sort((a, b) => Number(a[1]) - Number(b[1])));
   t.ok(rows.every((x) => x.delivery_row_ids.length <= 20), 'delivery ids kept, at most 20');
   const states = await db.selectFrom('webhook_deliveries').select(['state', 'error']).where('state', '=', 'unhandled').orderBy('id').execute();
-  t.same(states.map((s) => s.error), ['resource stock_transfer is not mirrored', 'delivery names no object_id']);
+  t.same(states.map((s) => s.error), ['resource payment is not mirrored', 'delivery names no object_id']);
   // The same batch again (a retried job) changes nothing but the marks.
   await consumeDeliveries(db, null, jobs);
   t.equal((await db.selectFrom('pending_fetches').select('id').execute()).length, 6);

@@ -101,13 +101,13 @@ t.test('a full sweep of the recorded account puts every record into the mirror, 
   }
   for (const child of childCollections) {
     if (!fixtureNames().includes(child.key)) continue;
-    same(t, await rawOf(child.table), fixture(child.key), child.key);
+    same(t, await rawOf(child.table!), fixture(child.key), child.key);
   }
-  for (const [name, key] of Object.entries(otherResources)) {
+  for (const { name, key } of otherResources) {
     if (!fixtureNames().includes(key)) continue;
     same(t, await rawOf('other_records', sql`AND resource = ${name}`), fixture(key), key);
   }
-  const covered = new Set([...Object.values(resources).map((s) => s.key), ...childCollections.map((c) => c.key), ...Object.values(otherResources)]);
+  const covered = new Set([...Object.values(resources).map((s) => s.key), ...childCollections.map((c) => c.key), ...otherResources.map((s) => s.key)]);
   t.same(fixtureNames().filter((n) => !covered.has(n)).sort(), ['accounts', 'webhooks'],
     'only the account (kept on the connection) and our own webhook subscriptions are not mirror records');
   const conn = await tdb.db.selectFrom('connections').select('raw').where('id', '=', connection.id).executeTakeFirstOrThrow();

@@ -49,7 +49,7 @@ t.test('mount: schedules per active connection, a queued sweep runs, a failing d
   const schedules = (await boss.getSchedules(queues.reconcile)).map((s) => [s.key, s.cron]).sort();
   t.same(schedules, [[`full-${broken.id}`, '30 2 * * *'], [`full-${shop.id}`, '30 2 * * *'], [`incremental-${broken.id}`, '*/7 * * * *'], [`incremental-${shop.id}`, '*/7 * * * *']].sort(),
     'two sweeps per active connection; none for the lapsed one');
-  t.same((await boss.getSchedules(queues.maintenance)).map((s) => s.key).sort(), ['pending', 'probe-lapsed', 'prune-sync-log', 'schedules']);
+  t.same((await boss.getSchedules(queues.maintenance)).map((s) => s.key).sort(), ['pending', 'probe-lapsed', 'prune-sync-log', 'schedules', 'webhooks']);
   t.equal(everyMinutes(120), '0 */2 * * *');
   const initial = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'reconcile' AND singleton_key LIKE 'initial-%'`.execute(tdb.db);
   t.equal(initial.rows[0]!.n, 2, 'each never-swept active connection gets a first full sweep');
