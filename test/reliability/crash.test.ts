@@ -3,6 +3,7 @@
 // nothing happened twice (no delivery stored twice, no mirror record moved back to an older version), and
 // that after one full sweep the mirror equals the sandbox.
 import t from 'tap';
+import { ACTIVITY_KINDS } from '@commerce-sync/sandbox';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -77,7 +78,9 @@ t.test('kill -9 of receiver, worker and PostgreSQL under load: nothing acknowled
       })).id);
     }
   };
-  const stopLoad = steadyLoad(t, shop!, 12);
+  // No archived variants or disabled products meanwhile: an import naming one is rightly refused by the service,
+  // which would make the count of confirmed imports depend on the activity's dice rather than on the crashes.
+  const stopLoad = steadyLoad(t, shop!, 12, ACTIVITY_KINDS.filter((k) => k !== 'archive_variant' && k !== 'toggle_product'));
   const ackedAtLeast = (n: number, what: string) => until(what, () => world.proxy.acked.size >= n ? true : `${world.proxy.acked.size} acknowledged`, 40_000);
 
   await ackedAtLeast(30, 'deliveries flowing');

@@ -16,6 +16,7 @@ import { Activity, ACTIVITY_KINDS, type ActivityKind } from './activity.ts';
 import { PROFILES, type Profile } from './profile.ts';
 
 export { PROFILES, type Profile } from './profile.ts';
+export { ACTIVITY_KINDS, type ActivityKind } from './activity.ts';
 
 export interface SandboxOptions {
   host?: string;
