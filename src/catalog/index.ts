@@ -54,7 +54,15 @@ export interface ResourceSpec {
   events: Record<string, EventSpec>;
   /** A record field listing variant ids it moves (products: variant_ids). */
   variantIdsField?: string;
+  /**
+   * How soon the channel needs it, which decides its share of the read budget (src/sync/pacing.ts): `stock`
+   * moves a channel quantity itself; `documents` (orders, fulfilments, receipts...) move stock only through
+   * their variants, whose own events say so; `reference` (customers, addresses...) can wait for a quiet slot.
+   */
+  freshness: Freshness;
 }
+
+export type Freshness = 'stock' | 'documents' | 'reference';
 
 const base = {
   id: `cs_bigint(r->>'id')`,
@@ -97,12 +105,12 @@ const movedLines = (key: string, parentColumn: string): ChildSpec => ({
   key, table: null, parentColumn, parentIdFields: [`${key.replace(/s$/, '')}_ids`], columns: {},
 });
 
-const kept = { table: 'other_records', columns: {}, incremental: false } as const;
+const kept = { table: 'other_records', columns: {}, incremental: false, freshness: 'reference' } as const;
 
 /** Every resource, mirrored in its own table or kept whole in other_records. */
 export const catalog: Record<string, ResourceSpec> = {
   variant: {
-    name: 'variant', path: '/variants', key: 'variants', table: 'variants', incremental: true,
+    name: 'variant', freshness: 'stock', path: '/variants', key: 'variants', table: 'variants', incremental: true,
     columns: {
       ...base, product_id: big('product_id'), sku: txt('sku'), name: txt('name'),
       composite: bool('composite', false), manage_stock: bool('manage_stock', true), keep_selling: bool('keep_selling', false),
@@ -111,7 +119,7 @@ export const catalog: Record<string, ResourceSpec> = {
     events: { create: ev(both, RECORD), stock_level_update: ev(both, RECORD) },
   },
   product: {
-    name: 'product', path: '/products', key: 'products', table: 'products', incremental: true,
+    name: 'product', freshness: 'reference', path: '/products', key: 'products', table: 'products', incremental: true,
     // Documented: a product can be disabled (real-service-notes §5); read it, or a full sweep marks it gone.
     statuses: ['active', 'disabled'], variantIdsField: 'variant_ids',
     columns: { ...base, name: txt('name'), brand: txt('brand') },
@@ -119,12 +127,12 @@ export const catalog: Record<string, ResourceSpec> = {
     events: { create: ev(both, RECORD), destroy: ev(documented, ['record', 'variants']) },
   },
   location: {
-    name: 'location', path: '/locations', key: 'locations', table: 'locations', incremental: true,
+    name: 'location', freshness: 'reference', path: '/locations', key: 'locations', table: 'locations', incremental: true,
     columns: { ...base, name: `COALESCE(r->>'name', r->>'label')`, holds_stock: `cs_bool(r->'holds_stock')` },
     events: { create: ev(documented, RECORD), update: ev(documented, RECORD) },
   },
   order: {
-    name: 'order', path: '/orders', key: 'orders', table: 'orders', incremental: true, include: orderLineItems,
+    name: 'order', freshness: 'documents', path: '/orders', key: 'orders', table: 'orders', incremental: true, include: orderLineItems,
     statuses: ['draft', 'active', 'finalized', 'fulfilled', 'void', 'deleted'],
     columns: {
       ...base, order_number: txt('order_number'), company_id: big('company_id'), contact_id: big('contact_id'),
@@ -133,7 +141,7 @@ export const catalog: Record<string, ResourceSpec> = {
     events: { create: ev(both, WITH_VARIANTS), finalized: ev(documented, WITH_VARIANTS), fulfilled: ev(documented, WITH_VARIANTS) },
   },
   fulfillment: {
-    name: 'fulfillment', path: '/fulfillments', key: 'fulfillments', table: 'fulfillments', incremental: true, include: fulfillmentLineItems,
+    name: 'fulfillment', freshness: 'documents', path: '/fulfillments', key: 'fulfillments', table: 'fulfillments', incremental: true, include: fulfillmentLineItems,
     statuses: ['packed', 'fulfilled', 'void', 'deleted'],
     columns: {
       ...base, order_id: big('order_id'), stock_location_id: big('stock_location_id'), packed_at: `cs_timestamptz(r->>'packed_at')`,
@@ -142,7 +150,7 @@ export const catalog: Record<string, ResourceSpec> = {
     events: { create: ev(both, OF_ORDER), fulfilled: ev(documented, OF_ORDER) },
   },
   fulfillment_return: {
-    name: 'fulfillment_return', path: '/fulfillment_returns', key: 'fulfillment_returns', table: 'fulfillment_returns', incremental: true,
+    name: 'fulfillment_return', freshness: 'documents', path: '/fulfillment_returns', key: 'fulfillment_returns', table: 'fulfillment_returns', incremental: true,
     include: fulfillmentReturnLineItems,
     // Never `active`: a default list would return none of them.
     statuses: ['returning', 'received', 'void', 'deleted'],
@@ -150,39 +158,39 @@ export const catalog: Record<string, ResourceSpec> = {
     events: { create: ev(both, OF_ORDER), received: ev(documented, OF_ORDER) },
   },
   purchase_order: {
-    name: 'purchase_order', path: '/purchase_orders', key: 'purchase_orders', table: 'purchase_orders', incremental: true,
+    name: 'purchase_order', freshness: 'documents', path: '/purchase_orders', key: 'purchase_orders', table: 'purchase_orders', incremental: true,
     include: purchaseOrderLineItems, statuses: ['draft', 'active', 'received', 'void', 'deleted'],
     columns: { ...base, company_id: big('company_id'), stock_location_id: big('stock_location_id') },
     events: { create: ev(both, WITH_VARIANTS), received: ev(documented, WITH_VARIANTS) },
   },
   company: {
-    name: 'company', path: '/companies', key: 'companies', table: 'companies', incremental: true, statuses: ['active', 'disabled'],
+    name: 'company', freshness: 'reference', path: '/companies', key: 'companies', table: 'companies', incremental: true, statuses: ['active', 'disabled'],
     columns: { ...base, name: txt('name'), company_type: txt('company_type'), company_code: txt('company_code'), email: txt('email') },
     events: { create: ev(documented, RECORD), update: ev(documented, RECORD), destroy: ev(documented, RECORD) },
   },
   address: {
-    name: 'address', path: '/addresses', key: 'addresses', table: 'addresses', incremental: true,
+    name: 'address', freshness: 'reference', path: '/addresses', key: 'addresses', table: 'addresses', incremental: true,
     columns: { ...base, company_id: big('company_id'), label: txt('label'), address1: txt('address1'), city: txt('city'), country_code: txt('country_code') },
     events: { create: ev(documented, RECORD), update: ev(documented, RECORD) },
   },
   contact: {
-    name: 'contact', path: '/contacts', key: 'contacts', table: 'contacts', incremental: true,
+    name: 'contact', freshness: 'reference', path: '/contacts', key: 'contacts', table: 'contacts', incremental: true,
     columns: { ...base, company_id: big('company_id'), first_name: txt('first_name'), last_name: txt('last_name'), email: txt('email') },
     events: { create: ev(documented, RECORD), update: ev(documented, RECORD) },
   },
   currency: {
-    name: 'currency', path: '/currencies', key: 'currencies', table: 'currencies', incremental: true,
+    name: 'currency', freshness: 'reference', path: '/currencies', key: 'currencies', table: 'currencies', incremental: true,
     columns: { ...base, iso: txt('iso'), name: txt('name'), rate: num('rate') },
     events: {},
   },
   // Kept whole; their events matter for what they move or change elsewhere.
   stock_adjustment: {
-    ...kept, name: 'stock_adjustment', path: '/stock_adjustments', key: 'stock_adjustments',
+    ...kept, name: 'stock_adjustment', freshness: 'documents', path: '/stock_adjustments', key: 'stock_adjustments',
     include: movedLines('stock_adjustment_line_items', 'stock_adjustment_id'),
     events: { create: ev(documented, WITH_VARIANTS) },
   },
   stock_transfer: {
-    ...kept, name: 'stock_transfer', path: '/stock_transfers', key: 'stock_transfers',
+    ...kept, name: 'stock_transfer', freshness: 'documents', path: '/stock_transfers', key: 'stock_transfers',
     include: movedLines('stock_transfer_line_items', 'stock_transfer_id'),
     // Documented: created active, moves stock when received (real-service-notes §5).
     statuses: ['active', 'received'],
@@ -190,12 +198,12 @@ export const catalog: Record<string, ResourceSpec> = {
   },
   procurement: {
     // A purchase order's receipt: reading its purchase order reads the lines' variants.
-    ...kept, name: 'procurement', path: '/procurements', key: 'procurements',
+    ...kept, name: 'procurement', freshness: 'documents', path: '/procurements', key: 'procurements',
     events: { create: ev(documented, ['record', 'purchase_order']) },
   },
   invoice: {
     // An invoice changes its order's invoice_status.
-    ...kept, name: 'invoice', path: '/invoices', key: 'invoices',
+    ...kept, name: 'invoice', freshness: 'documents', path: '/invoices', key: 'invoices',
     events: { create: ev(documented, ['record', 'order']), destroy: ev(documented, RECORD) },
   },
   invoice_line_item: { ...kept, name: 'invoice_line_item', path: '/invoice_line_items', key: 'invoice_line_items', events: {} },

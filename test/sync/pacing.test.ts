@@ -1,34 +1,41 @@
-// The drain's coalescing window is paced by the rate budget: what is left is spread until the reset.
+// The drain's coalescing window: the budget left until the reset, shared by the resources waiting, stock first.
 import t from 'tap';
 import { sql } from 'kysely';
-import { drainWindowSeconds } from '../../src/sync/jobs.ts';
+import { budgetState, drainWindow, drainWindowSeconds } from '../../src/sync/pacing.ts';
 import { markPending } from '../../src/sync/pending.ts';
 import { logSync } from '../../src/synclog/index.ts';
 import { testDatabase } from '../support/db.ts';
 
-t.test('the window grows as the budget left per second shrinks, between 1 and 60 s', async (t) => {
+const DOCS = ['order', 'fulfillment', 'purchase_order'];
+
+t.test('windows: short while the budget is plentiful, widening as it runs out, stock reads last', async (t) => {
+  const state = (remaining: number, toReset: number | null, active: string[]) => ({ remaining, toReset, active });
+  t.equal(drainWindow(state(300, null, []), 'variant'), 1, 'no budget window known yet: read at once');
+  t.equal(drainWindow(state(0, -5, []), 'order'), 1, 'the reset has passed: a fresh window, read at once');
+  t.equal(drainWindow(state(300, 300, ['variant']), 'variant'), 2, 'alone, 0.8 a second to use: every 1.25 s, the 2 s step');
+  // 240 of 300 s usable, shared by a variant (12) and three document resources (2 each): 12/18 of 0.8/s.
+  t.equal(drainWindow(state(300, 300, ['variant', ...DOCS]), 'variant'), 2, 'stock: 1.9 s');
+  t.equal(drainWindow(state(300, 300, ['variant', ...DOCS]), 'order'), 13, 'a document: 11.25 s, the 13 s step');
+  t.equal(drainWindow(state(300, 300, ['variant', ...DOCS, 'company']), 'company'), 60, 'reference data waits longest: 46 s, the 60 s step');
+  t.equal(drainWindow(state(300, 30, ['variant', ...DOCS]), 'order'), 2, 'plenty left for the time to the reset: short windows for all');
+  t.equal(drainWindow(state(100, 250, ['variant', ...DOCS]), 'variant'), 5, '100 left for 250 s: stock every 4.7 s');
+  t.equal(drainWindow(state(100, 250, ['variant', ...DOCS]), 'order'), 30, '... and a document every 28 s');
+  t.equal(drainWindow(state(0, 200, ['variant']), 'variant'), 60, 'spent: the longest window, the reads wait for the reset anyway');
+  t.equal(drainWindow(state(300, 300, ['composition', 'variant']), 'composition'), 3, 'a bundle\'s makeup is stock too');
+});
+
+t.test('the state comes from the shared budget, the pending fetches and the recent reads', async (t) => {
   const { db } = await testDatabase(t);
   const { id } = await db.insertInto('connections').values({ name: 'paced', base_url: 'http://127.0.0.1:1', auth_kind: 'token' })
     .returning('id').executeTakeFirstOrThrow();
   await db.insertInto('api_budgets').values({ connection_id: id }).execute();
-  const budget = (remaining: number, resetInSeconds: number, known = true) => sql`
-    UPDATE api_budgets SET remaining = ${remaining}, reset_known = ${known},
-      reset_at = now() + make_interval(secs => ${resetInSeconds}) WHERE connection_id = ${id}`.execute(db);
-
-  await budget(300, 300, false);
-  t.equal(await drainWindowSeconds(db, id), 1, 'no window known yet: read at once');
-
-  await markPending(db, ['variant', 'order', 'fulfillment', 'purchase_order'].map((resource) => ({ connectionId: id, resource, id: 1 })));
-  await budget(300, 300);
-  t.equal(await drainWindowSeconds(db, id), 5, 'a full window of 300 for 300 s, 4 resources waiting, a fifth kept: each reads every 5 s');
-  await budget(300, 30);
-  t.equal(await drainWindowSeconds(db, id), 1, 'plenty left for the time to the reset: 1 s');
-  await budget(100, 250);
-  t.equal(await drainWindowSeconds(db, id), 13, '100 left for 250 s: 0.32 a second to use, 4 resources: every 13 s');
-  await logSync(db, { connectionId: id, resource: 'product', action: 'fetch' });
-  t.equal(await drainWindowSeconds(db, id), 20, 'a resource read in the last minutes shares the budget too (15.6 s: the 20 s step)');
-  await budget(0, 200);
-  t.equal(await drainWindowSeconds(db, id), 60, 'spent: the longest window, the reads wait for the reset anyway');
-  await budget(0, -5);
-  t.equal(await drainWindowSeconds(db, id), 1, 'the reset has passed: a fresh window, read at once');
+  await sql`UPDATE api_budgets SET remaining = 100, reset_known = true, reset_at = now() + interval '250 seconds' WHERE connection_id = ${id}`.execute(db);
+  await markPending(db, ['variant', ...DOCS].map((resource) => ({ connectionId: id, resource, id: 1 })));
+  await logSync(db, { connectionId: id, resource: 'company', action: 'fetch' });
+  const state = await budgetState(db, id);
+  t.equal(state.remaining, 100);
+  t.ok(state.toReset! > 240 && state.toReset! <= 250, `${state.toReset} s to the reset`);
+  t.same([...state.active].sort(), ['company', 'fulfillment', 'order', 'purchase_order', 'variant'], 'waiting, or read in the last five minutes');
+  t.equal(await drainWindowSeconds(db, id, 'variant'), 5);
+  t.equal(await drainWindowSeconds(db, id, 'company'), 60, 'reference data: 116 s wanted, the longest window');
 });
