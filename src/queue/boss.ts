@@ -14,6 +14,9 @@ export async function startBoss(url: string, log: Logger, opts: { supervise?: bo
     migrate: true,
     // How often a supervising process fails jobs whose worker stopped heartbeating (see queue/names.ts).
     superviseIntervalSeconds: 15,
+    // Queue statistics (the ready count a worker's burst mode looks at) as fresh as supervision.
+    monitorIntervalSeconds: 15,
+    queueCacheIntervalSeconds: 15,
   });
   // pg's errors carry the whole Client (kilobytes per line during an outage): log what says what happened.
   boss.on('error', (err: Error & { code?: string }) => log.error({ err: { message: err.message, code: err.code } }, 'pg-boss error'));

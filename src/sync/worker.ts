@@ -82,9 +82,13 @@ export async function startSyncWorkers(deps: WorkerDeps): Promise<void> {
     log.debug({ deliveries: jobs.length, ...r, drains: r.drains.length }, 'deliveries consumed');
   });
 
-  // A connection may hold at most half the drain slots, so one busy account cannot starve the others.
+  // A connection may hold at most WORKER_CONCURRENCY / 2 drain slots, so one busy account cannot starve the
+  // others. Drains mostly wait on the API, so there are twice WORKER_CONCURRENCY slots; with a backlog a slot
+  // fetches its next job at once (with hundreds of accounts, a pause of 0.5 s between jobs capped the drains
+  // at a few a second and the stock lag grew to tens of seconds).
   await boss.work<FetchJob>(queues.fetch, {
-    batchSize: 1, localConcurrency: concurrency, localGroupConcurrency: Math.max(1, Math.ceil(concurrency / 2)), pollingIntervalSeconds: 0.5,
+    batchSize: 1, localConcurrency: concurrency * 2, localGroupConcurrency: Math.max(1, Math.ceil(concurrency / 2)), pollingIntervalSeconds: 0.5,
+    burstWhenReadyExceeds: 1,
   }, async ([job]) => {
     const { connectionId, resource } = job!.data;
     if (!(await connectionActive(db, connectionId))) {
