@@ -3,7 +3,8 @@
 // replay commits together with its sync-log entry (pg-boss runs inside our transaction via `db`).
 import type { Db } from '../db/index.ts';
 import { bossDb, type Boss } from '../queue/boss.ts';
-import { isDeadLetter, liveQueueOf, queues, type DeliveryJob } from '../queue/names.ts';
+import type { DeliveryJob } from '../queue/jobs.ts';
+import { isDeadLetter, liveQueueOf, queues } from '../queue/names.ts';
 import { logSync } from '../synclog/index.ts';
 
 export interface ReplayResult { jobId: string }

@@ -8,6 +8,7 @@ import type { Db, Executor } from '../db/index.ts';
 import type { PushKind, PushOperation, PushState } from '../db/schema.ts';
 import { metrics } from '../metrics.ts';
 import { bossDb, type Boss } from '../queue/boss.ts';
+import type { PushJob } from '../queue/jobs.ts';
 import { queues } from '../queue/names.ts';
 import { logSync } from '../synclog/index.ts';
 import type { OrderRef } from './input.ts';
@@ -16,8 +17,6 @@ import type { OrderRef } from './input.ts';
 export const PUSH_JOB_PRIORITY = 10;
 /** How long a worker holds an operation; matches the push queue's job expiry. */
 const LEASE_SECONDS = 900;
-
-export interface PushJob { operationId: number }
 
 export async function sendPushJob(boss: Boss, tx: Executor, operationId: number, startAfterSeconds?: number): Promise<string | null> {
   const data: PushJob = { operationId };

@@ -7,7 +7,7 @@ import { startBoss, stopBoss } from '../queue/boss.ts';
 import { createQueues } from '../queue/names.ts';
 import { runRoles } from '../start.ts';
 import { dec, fmt, withAvailable } from '../stock/rules.ts';
-import { runSweep } from './worker.ts';
+import { runSweep } from './reconcile.ts';
 
 export interface StockRow {
   connection: string;

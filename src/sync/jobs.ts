@@ -3,10 +3,7 @@ import { sql } from 'kysely';
 import type { Db } from '../db/index.ts';
 import type { Boss } from '../queue/boss.ts';
 import { queues } from '../queue/names.ts';
-
-export interface FetchJob { connectionId: number; resource: string }
-export interface ReconcileJob { connectionId: number; full: boolean }
-export interface MaintenanceJob { task: 'prune-sync-log' | 'schedules' | 'pending' | 'probe-lapsed' | 'webhooks' }
+import type { FetchJob, ReconcileJob } from '../queue/jobs.ts';
 
 /**
  * How long a drain of (connection, resource) waits for more marks before reading: the coalescing window,
