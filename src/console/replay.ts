@@ -5,7 +5,7 @@ import type { Db } from '../db/index.ts';
 import { bossDb, type Boss } from '../queue/boss.ts';
 import type { DeliveryJob } from '../queue/jobs.ts';
 import { isDeadLetter, liveQueueOf, queues } from '../queue/names.ts';
-import { logSync } from '../synclog/index.ts';
+import { logSync } from '../db/synclog.ts';
 
 export interface ReplayResult { jobId: string }
 

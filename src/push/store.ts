@@ -10,7 +10,7 @@ import { metrics } from '../metrics.ts';
 import { bossDb, type Boss } from '../queue/boss.ts';
 import type { PushJob } from '../queue/jobs.ts';
 import { queues } from '../queue/names.ts';
-import { logSync } from '../synclog/index.ts';
+import { logSync } from '../db/synclog.ts';
 import type { OrderRef } from './input.ts';
 
 /** pg-boss priority of push jobs: outbound work comes before background jobs sharing a worker. */

@@ -3,7 +3,7 @@
 // in channel_quantity_changes, and writes stock changes to the sync log.
 import { sql } from 'kysely';
 import type { Db, Executor } from '../db/index.ts';
-import { logSync } from '../synclog/index.ts';
+import { logSync } from '../db/synclog.ts';
 import { channelQuantity, dec, fmt, rulesFrom, withAvailable, type ChannelRules, type Component, type LocationAvailability, type VariantStock } from './rules.ts';
 import type { Config } from '../config.ts';
 

@@ -7,7 +7,7 @@ import { metrics } from '../metrics.ts';
 import { recomputeChannel, type Cause, type ChannelChange } from '../stock/channel.ts';
 import type { ChannelRules } from '../stock/rules.ts';
 import { readsFor, type Read, type ResourceSpec } from '../catalog/index.ts';
-import { markGone, replaceCompositions, upsertChildren, upsertOther, upsertRecords } from './mirror.ts';
+import { markGone, replaceCompositions, upsertChildren, upsertOther, upsertRecords } from '../db/mirror.ts';
 import type { Mark } from './pending.ts';
 
 export interface Applied {

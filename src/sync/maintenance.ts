@@ -9,7 +9,7 @@ import { checkAllWebhooks } from '../receiver/subscriptions.ts';
 import type { WorkerDeps } from '../runtime.ts';
 import { applyRulesIfChanged } from '../stock/channel.ts';
 import { publishChanges } from '../stock/feed.ts';
-import { logSync, pruneSyncLog } from '../synclog/index.ts';
+import { logSync, pruneSyncLog } from '../db/synclog.ts';
 import { requestDrain } from './jobs.ts';
 import { pendingPairs } from './pending.ts';
 import { syncSchedules } from './schedules.ts';

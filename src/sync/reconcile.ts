@@ -10,12 +10,12 @@ import type { Logger } from '../log.ts';
 import { metrics } from '../metrics.ts';
 import type { ReconcileJob } from '../queue/jobs.ts';
 import type { WorkerDeps } from '../runtime.ts';
-import { logSync } from '../synclog/index.ts';
+import { logSync } from '../db/synclog.ts';
 import { channelRules, type ChannelChange } from '../stock/channel.ts';
 import { publishChanges } from '../stock/feed.ts';
 import type { ChannelRules } from '../stock/rules.ts';
 import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';
-import { upsertChildren, upsertOther } from './mirror.ts';
+import { upsertChildren, upsertOther } from '../db/mirror.ts';
 import { childCollections, composition, otherResources, resources, type ResourceSpec } from './resources.ts';
 import { listLive, readLines, type Reader } from './reader.ts';
 

@@ -12,7 +12,7 @@ import { createApp, listen } from '../../src/server.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
 import { createQueues } from '../../src/queue/names.ts';
 import type { Runtime } from '../../src/runtime.ts';
-import { upsertRecords, replaceCompositions } from '../../src/sync/mirror.ts';
+import { upsertRecords, replaceCompositions } from '../../src/db/mirror.ts';
 import { resources } from '../../src/sync/resources.ts';
 import { applyRulesIfChanged, recomputeChannel, recomputeAll, channelRules } from '../../src/stock/channel.ts';
 import { mountRoutes } from '../../src/stock/routes.ts';

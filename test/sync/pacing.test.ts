@@ -3,7 +3,7 @@ import t from 'tap';
 import { sql } from 'kysely';
 import { drainWindowSeconds } from '../../src/sync/jobs.ts';
 import { markPending } from '../../src/sync/pending.ts';
-import { logSync } from '../../src/synclog/index.ts';
+import { logSync } from '../../src/db/synclog.ts';
 import { testDatabase } from '../support/db.ts';
 
 t.test('the window grows as the budget left per second shrinks, between 1 and 60 s', async (t) => {

@@ -2,8 +2,8 @@
 // Writers call logSync (inside their own transaction when they have one, so the entry commits with the
 // change it describes). Each insert also NOTIFYs `sync_log` with the new id, which feeds the live tail.
 import { sql } from 'kysely';
-import type { Executor } from '../db/index.ts';
-import type { SyncLogEntry } from '../db/schema.ts';
+import type { Executor } from './index.ts';
+import type { SyncLogEntry } from './schema.ts';
 
 export interface SyncLogInput {
   connectionId?: number | null;

@@ -2,8 +2,8 @@
 // updated_at with an older one) and idempotent (an identical record writes nothing). A record without
 // updated_at (older revisions send none for addresses, locations...) is written when it differs.
 import { sql } from 'kysely';
-import type { Executor } from '../db/index.ts';
-import { resources, type ChildSpec, type ResourceSpec } from './resources.ts';
+import type { Executor } from './index.ts';
+import { resources, type ChildSpec, type ResourceSpec } from '../catalog/index.ts';
 
 export interface UpsertResult {
   /** Ids whose row was inserted or changed. */
