@@ -21,7 +21,7 @@ const registry: [string, string, string][] = [
   ['webhooks', 'receiver/cli.ts', 'list or sync webhook subscriptions (webhooks list, webhooks sync)'],
   ['deliveries', 'receiver/cli.ts', 'list stored webhook deliveries and their state'],
   ['reconcile', 'sync/cli.ts', 'run a reconciliation sweep now'],
-  ['stock', 'sync/cli.ts', 'print mirrored stock per location and the channel quantity'],
+  ['stock', 'stock/cli.ts', 'print mirrored stock per location and the channel quantity'],
   ['push', 'push/cli.ts', 'push an operation to the service (import-order, ship, invoice, pay, void, return, receive, stock-count)'],
   ['logs', 'console/cli.ts', 'show or follow the sync log'],
   ['status', 'console/cli.ts', 'per connection: health, lag, budget, queue depths'],

@@ -3,7 +3,7 @@
 import type Router from '@koa/router';
 import type Koa from 'koa';
 import type { Config } from './config.ts';
-import type { OpenDatabase } from './db/index.ts';
+import type { Db, OpenDatabase } from './db/index.ts';
 import type { Logger } from './log.ts';
 import type { Boss } from './queue/boss.ts';
 import type { ReadinessCheck } from './server.ts';
@@ -25,6 +25,9 @@ export interface Runtime {
   /** Run at shutdown, in reverse order of registration, before the database closes. */
   onStop: (() => Promise<void>)[];
 }
+
+/** What a queue's handler needs (a worker process builds it from its Runtime). */
+export interface WorkerDeps { db: Db; boss: Boss; config: Config; log: Logger }
 
 /** A role module (receiver/role.ts, sync/role.ts, console/role.ts) exports `mount`. */
 export type RoleModule = { mount(rt: Runtime): Promise<void> };

@@ -1,6 +1,6 @@
 // The HTTP server every long-running role shares: health endpoints here, routers from the roles.
 import http from 'node:http';
-import Koa from 'koa';
+import Koa, { type Context } from 'koa';
 import Router from '@koa/router';
 import type pg from 'pg';
 import { databaseReadiness } from './db/index.ts';
@@ -12,6 +12,12 @@ export interface Server {
   port: number;
   /** Stop accepting, let in-flight requests finish (up to graceMs), then close. */
   close(graceMs?: number): Promise<void>;
+}
+
+/** Answers a JSON API request with `{error}` and any extra fields (field problems, details). */
+export function problem(ctx: Context, status: number, error: string, extra?: Record<string, unknown>): void {
+  ctx.status = status;
+  ctx.body = { error, ...extra };
 }
 
 export type ReadinessCheck = () => Promise<string | null>;

@@ -1,5 +1,5 @@
 // The client of one connection: every request reserves a slot of the shared budget (gate.ts, budget.ts),
-// carries the current access token (tokens.ts), and is retried as the spec's status codes say.
+// carries the current access token (tokens.ts), and is retried as the spec's status codes say (retry.ts).
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../config.ts';
@@ -12,6 +12,7 @@ import { ApiError } from './errors.ts';
 import { BudgetGate } from './gate.ts';
 import { buildUrl, errorDetails, keyFromPath, parseJson, parsePagination } from './http.ts';
 import { tokenKey } from './secrets.ts';
+import { decideRetry, initialRetryState } from './retry.ts';
 import { setStatus, Tokens } from './tokens.ts';
 import {
   priorityRank, type ApiClient, type ApiResponse, type Method, type OrderAction, type Page, type Priority,
@@ -156,75 +157,63 @@ export class Client implements ApiClient {
     return (await this.request<T>('GET', path, opts)).body;
   }
 
-  #backoff(failures: number): number {
-    const cap = Math.min(this.#backoffMax, this.#backoffBase * 2 ** (failures - 1));
-    return Math.round(cap / 2 + Math.random() * (cap / 2));
-  }
-
   async #execute(call: Call): Promise<Raw> {
     const { config, log } = this.#deps;
-    const max = config.API_MAX_ATTEMPTS;
-    let failures = 0;
-    let limited = 0;
-    let refreshed = false;
+    const policy = { maxAttempts: config.API_MAX_ATTEMPTS, backoffBaseMs: this.#backoffBase, backoffMaxMs: this.#backoffMax };
+    let state = initialRetryState;
     for (;;) {
       const { token, enc } = await this.#tokens.current();
       let raw: Raw;
       try {
         raw = await this.#gate.run(call.rank, (lease) => this.#attempt(call, token, lease));
       } catch (err) {
-        if (err instanceof ApiError && err.status === null && err.retryable && ++failures < max) {
-          log.warn({ connection: this.connection.name, method: call.method, path: call.path, attempt: failures, err: err.message }, 'no answer from the service; retrying');
-          await sleep(this.#backoff(failures));
-          continue;
-        }
-        throw err;
+        const d = err instanceof ApiError && err.status === null && err.retryable ? decideRetry(null, state, policy, call) : null;
+        if (d?.action !== 'retry') throw err;
+        state = d.next;
+        log.warn({ connection: this.connection.name, method: call.method, path: call.path, attempt: state.failures, err: (err as Error).message }, 'no answer from the service; retrying');
+        await sleep(d.delayMs);
+        continue;
       }
-      const s = raw.status;
-      if (s >= 200 && s < 300) return raw;
-      if (s === 401) {
-        if (!refreshed && await this.#tokens.reload(enc)) {
-          refreshed = true;
+      const d = decideRetry(raw.status, state, policy, call);
+      switch (d.action) {
+        case 'done': return raw;
+        case 'retry':
+          if (d.next.failures > state.failures) {
+            log.warn({ connection: this.connection.name, method: call.method, path: call.path, status: raw.status, requestId: raw.requestId, attempt: d.next.failures }, 'service error; retrying');
+          }
+          state = d.next;
+          if (d.delayMs) await sleep(d.delayMs);
           continue;
-        }
-        if (this.connection.auth_kind === 'token') {
-          const err = this.#error(raw, call, false);
-          await setStatus(this.#deps.db, this.connection, 'unauthorized',
-            `the service refused the privileged access token (401) [X-Request-ID ${raw.requestId ?? '-'}]; add a new token with commerce-sync connect --token`);
-          log.error({ connection: this.connection.name, requestId: raw.requestId }, 'access token refused (401): connection marked unauthorized');
-          throw err;
-        }
-        if (!refreshed) {
-          refreshed = true;
+        case 'refresh':
+          state = d.next;
+          if (await this.#tokens.reload(enc)) continue;
+          if (this.connection.auth_kind === 'token') throw await this.#unauthorized(raw, call);
           await this.#tokens.refresh(enc); // throws (and marks the connection) when it cannot
           continue;
+        case 'unauthorized': throw await this.#unauthorized(raw, call);
+        case 'lapse': {
+          const err = this.#error(raw, call, false);
+          await setStatus(this.#deps.db, this.connection, 'lapsed', `the service answered 402: ${err.serviceMessage ?? 'subscription has lapsed'} [X-Request-ID ${raw.requestId ?? '-'}]`);
+          log.error({ connection: this.connection.name, requestId: raw.requestId }, 'subscription lapsed (402): connection marked lapsed, no more requests are sent');
+          throw err;
         }
-        const reason = `the service refused a freshly refreshed access token (401) [X-Request-ID ${raw.requestId ?? '-'}]; run commerce-sync connect again`;
-        await setStatus(this.#deps.db, this.connection, 'unauthorized', reason);
-        throw this.#error(raw, call, false);
+        case 'halve-page': throw this.#error(raw, call, true);
+        case 'fail': throw this.#error(raw, call, d.retryable);
       }
-      if (s === 402) {
-        const err = this.#error(raw, call, false);
-        await setStatus(this.#deps.db, this.connection, 'lapsed', `the service answered 402: ${err.serviceMessage ?? 'subscription has lapsed'} [X-Request-ID ${raw.requestId ?? '-'}]`);
-        log.error({ connection: this.connection.name, requestId: raw.requestId }, 'subscription lapsed (402): connection marked lapsed, no more requests are sent');
-        throw err;
-      }
-      if (s === 429) {
-        // Our accounting let a request through that the service refused; the budget now waits for the reset.
-        if (++limited < max) continue;
-        throw this.#error(raw, call, true);
-      }
-      if (s === 503 && call.list) throw this.#error(raw, call, true);
-      if (s === 500 || s === 502 || s === 503 || s === 504 || s === 408) {
-        if (++failures < max) {
-          log.warn({ connection: this.connection.name, method: call.method, path: call.path, status: s, requestId: raw.requestId, attempt: failures }, 'service error; retrying');
-          await sleep(this.#backoff(failures));
-          continue;
-        }
-        throw this.#error(raw, call, true);
-      }
-      throw this.#error(raw, call, false);
     }
+  }
+
+  /** A 401 the token cannot fix: the connection is marked unauthorized with what the operator should do. */
+  async #unauthorized(raw: Raw, call: Call): Promise<ApiError> {
+    if (this.connection.auth_kind === 'token') {
+      await setStatus(this.#deps.db, this.connection, 'unauthorized',
+        `the service refused the privileged access token (401) [X-Request-ID ${raw.requestId ?? '-'}]; add a new token with commerce-sync connect --token`);
+      this.#deps.log.error({ connection: this.connection.name, requestId: raw.requestId }, 'access token refused (401): connection marked unauthorized');
+    } else {
+      await setStatus(this.#deps.db, this.connection, 'unauthorized',
+        `the service refused a freshly refreshed access token (401) [X-Request-ID ${raw.requestId ?? '-'}]; run commerce-sync connect again`);
+    }
+    return this.#error(raw, call, false);
   }
 
   /** One HTTP request under a budget lease; the lease goes back with the answer's rate headers. */

@@ -32,6 +32,20 @@ export async function clientFor(deps: ClientDeps, connection: Connection | numbe
   return new Client(deps, row, opts);
 }
 
+/** Clients kept per connection for the life of a process (they carry token state); a failed lookup is retried. */
+export function clientCache(deps: ClientDeps): (connectionId: number) => Promise<ApiClient> {
+  const cache = new Map<number, Promise<ApiClient>>();
+  return (id) => {
+    let c = cache.get(id);
+    if (!c) {
+      c = clientFor(deps, id);
+      c.catch(() => cache.delete(id));
+      cache.set(id, c);
+    }
+    return c;
+  };
+}
+
 export function normalizeBaseUrl(baseUrl: string): string {
   const trimmed = baseUrl.trim().replace(/\/+$/, '');
   if (!/^https?:\/\/[^\s/]+/.test(trimmed) || !URL.canParse(trimmed)) throw new Error(`--base-url ${JSON.stringify(baseUrl)} is not an http(s) URL`);

@@ -1,17 +1,11 @@
 // Operator replays. A stored delivery goes back on `deliveries` as a new job with the same DeliveryJob
 // data and its row returns to `queued`; a dead letter moves back to its live queue with its data. Each
 // replay commits together with its sync-log entry (pg-boss runs inside our transaction via `db`).
-import { CompiledQuery, type Transaction } from 'kysely';
-import type { Db as IDatabase } from 'pg-boss';
 import type { Db } from '../db/index.ts';
-import type { Database } from '../db/schema.ts';
-import type { Boss } from '../queue/boss.ts';
-import { isDeadLetter, liveQueueOf, queues, type DeliveryJob } from '../queue/names.ts';
-import { logSync } from '../synclog/index.ts';
-
-function bossDb(trx: Transaction<Database>): IDatabase {
-  return { executeSql: async (text, values) => ({ rows: (await trx.executeQuery(CompiledQuery.raw(text, values ?? []))).rows as unknown[] }) };
-}
+import { bossDb, type Boss } from '../queue/boss.ts';
+import type { DeliveryJob } from '../queue/jobs.ts';
+import { isDeadLetter, liveQueueOf, queues } from '../queue/names.ts';
+import { logSync } from '../db/synclog.ts';
 
 export interface ReplayResult { jobId: string }
 

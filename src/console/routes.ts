@@ -13,7 +13,8 @@ import { orderRoutes } from './routes/orders.ts';
 import { overviewRoutes } from './routes/overview.ts';
 import { sessionRoutes } from './routes/session.ts';
 import { variantRoutes } from './routes/variants.ts';
-import { page, problem, type ConsoleDeps } from './web.ts';
+import { page, type ConsoleDeps } from './web.ts';
+import { problem } from '../server.ts';
 
 export type { ConsoleDeps } from './web.ts';
 export type { Streams } from './routes/logs.ts';

@@ -1,6 +1,7 @@
-// What every console route shares: the one way to answer with a page (security headers) or a JSON problem,
+// What every console route shares: the one way to answer with a page (security headers; JSON problems use server.ts),
 // query parsing, the page context (access mode, the notice after an action) and the connection lookups.
 import type { Context } from 'koa';
+import { problem } from '../server.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/index.ts';
 import type { Logger } from '../log.ts';
@@ -35,12 +36,6 @@ export function page(ctx: Context, body: Html, status = 200, opts: { leavesSite?
   ctx.set('X-Content-Type-Options', 'nosniff');
   ctx.set('Cache-Control', 'no-store');
   ctx.body = body.value;
-}
-
-/** Answers an API request with `{error}` (and details such as field errors when given). */
-export function problem(ctx: Context, status: number, error: string, details?: unknown): void {
-  ctx.status = status;
-  ctx.body = details === undefined ? { error } : { error, details };
 }
 
 export type Query = Record<string, string>;

@@ -5,10 +5,10 @@
 //   POST /api/operations/:id/retry   -> 202 { operation }
 import type Router from '@koa/router';
 import bodyParser from 'koa-bodyparser';
-import type { Context } from 'koa';
 import type { PushKind, PushState } from '../db/schema.ts';
 import { createQueues } from '../queue/names.ts';
 import type { Runtime } from '../runtime.ts';
+import { problem } from '../server.ts';
 import { InputError, isKind, kinds } from './input.ts';
 import { chooseConnection, enqueueOperation, ConnectionChoiceError } from './enqueue.ts';
 import { getOperation, listOperations, present, retryOperation, RetryRefused } from './store.ts';
@@ -33,7 +33,7 @@ export function mountRoutes(rt: Pick<Runtime, 'config' | 'log' | 'database' | 'b
       ctx.status = 202;
       ctx.body = { operation: present(op) };
     } catch (err) {
-      if (err instanceof InputError) return problem(ctx, 400, `invalid ${kind} input`, err.problems);
+      if (err instanceof InputError) return problem(ctx, 400, `invalid ${kind} input`, { problems: err.problems });
       if (err instanceof ConnectionChoiceError) return problem(ctx, 400, err.message);
       throw err;
     }
@@ -76,9 +76,4 @@ export function mountRoutes(rt: Pick<Runtime, 'config' | 'log' | 'database' | 'b
       throw err;
     }
   });
-}
-
-function problem(ctx: Context, status: number, error: string, problems?: string[]): void {
-  ctx.status = status;
-  ctx.body = problems ? { error, problems } : { error };
 }

@@ -2,14 +2,15 @@
 // the oldest unfinished operation of an order key runs), finish (state, sync log, metrics, wake the next one),
 // retry, list. Every state change goes through here so the sync log and metrics never miss one.
 import { createHash, randomUUID } from 'node:crypto';
-import { CompiledQuery, sql, type Transaction } from 'kysely';
+import { sql } from 'kysely';
 import type { SentRequest } from '../api/client.ts';
-import type { Db } from '../db/index.ts';
-import type { Database, PushKind, PushOperation, PushState } from '../db/schema.ts';
+import type { Db, Executor } from '../db/index.ts';
+import type { PushKind, PushOperation, PushState } from '../db/schema.ts';
 import { metrics } from '../metrics.ts';
-import type { Boss } from '../queue/boss.ts';
+import { bossDb, type Boss } from '../queue/boss.ts';
+import type { PushJob } from '../queue/jobs.ts';
 import { queues } from '../queue/names.ts';
-import { logSync } from '../synclog/index.ts';
+import { logSync } from '../db/synclog.ts';
 import type { OrderRef } from './input.ts';
 
 /** pg-boss priority of push jobs: outbound work comes before background jobs sharing a worker. */
@@ -17,17 +18,7 @@ export const PUSH_JOB_PRIORITY = 10;
 /** How long a worker holds an operation; matches the push queue's job expiry. */
 const LEASE_SECONDS = 900;
 
-export interface PushJob { operationId: number }
-
-type Tx = Transaction<Database>;
-type Writer = Db | Tx;
-
-/** pg-boss's IDatabase over a Kysely transaction, so a job is sent in the same transaction as its row. */
-function bossDb(tx: Writer) {
-  return { executeSql: async (text: string, values?: unknown[]) => ({ rows: (await tx.executeQuery(CompiledQuery.raw(text, values ?? []))).rows as unknown[] }) };
-}
-
-export async function sendPushJob(boss: Boss, tx: Writer, operationId: number, startAfterSeconds?: number): Promise<string | null> {
+export async function sendPushJob(boss: Boss, tx: Executor, operationId: number, startAfterSeconds?: number): Promise<string | null> {
   const data: PushJob = { operationId };
   return boss.send(queues.push, data, { priority: PUSH_JOB_PRIORITY, db: bossDb(tx), ...(startAfterSeconds ? { startAfter: startAfterSeconds } : {}) });
 }
@@ -43,7 +34,7 @@ export function importKey(connectionId: number, channel: string, channelOrderId:
   return `cs-import-${digest}${generation ? `-${generation}` : ''}`;
 }
 
-async function refusedImports(tx: Writer, connectionId: number, input: Record<string, unknown>): Promise<number> {
+async function refusedImports(tx: Executor, connectionId: number, input: Record<string, unknown>): Promise<number> {
   const row = await tx.selectFrom('push_operations').select((eb) => eb.fn.countAll<string>().as('n'))
     .where('connection_id', '=', connectionId).where('kind', '=', 'import-order').where('state', '=', 'failed')
     .where(sql<boolean>`(result->>'create_refused')::boolean IS TRUE`)
@@ -59,7 +50,7 @@ const channelKey = (channel: string, channelOrderId: string) => `channel:${chann
  * its channel order whether later operations name it by order_id or by channel ref, so import, ship and pay
  * of one order queue behind each other even before the import has an order id.
  */
-export async function orderKeyFor(db: Writer, connectionId: number, kind: PushKind, input: Record<string, unknown>): Promise<string> {
+export async function orderKeyFor(db: Executor, connectionId: number, kind: PushKind, input: Record<string, unknown>): Promise<string> {
   if (kind === 'stock-count') return 'stock-count';
   if (kind === 'receive-purchase-order') return `purchase-order:${input.purchase_order_id}`;
   const ref = input as OrderRef;
@@ -69,7 +60,7 @@ export async function orderKeyFor(db: Writer, connectionId: number, kind: PushKi
   return mapped ? channelKey(mapped.channel, mapped.channel_order_id) : `order:${ref.order_id}`;
 }
 
-export async function recordChange(db: Writer, op: PushOperation, connectionName: string, extra: { error?: string | null; requestId?: string | null; durationMs?: number; outcome?: 'ok' | 'error' | 'warning'; requests?: SentRequest[] } = {}): Promise<void> {
+export async function recordChange(db: Executor, op: PushOperation, connectionName: string, extra: { error?: string | null; requestId?: string | null; durationMs?: number; outcome?: 'ok' | 'error' | 'warning'; requests?: SentRequest[] } = {}): Promise<void> {
   const result = (op.result ?? null) as Record<string, unknown> | null;
   const orderId = typeof result?.order_id === 'number' ? result.order_id : (op.input as OrderRef).order_id;
   const entry = {
@@ -92,7 +83,7 @@ export async function recordChange(db: Writer, op: PushOperation, connectionName
   metrics.pushOperations.inc({ connection: connectionName, operation: op.kind, state: op.state });
 }
 
-export async function connectionName(db: Writer, connectionId: number): Promise<string> {
+export async function connectionName(db: Executor, connectionId: number): Promise<string> {
   const row = await db.selectFrom('connections').select('name').where('id', '=', connectionId).executeTakeFirst();
   return row?.name ?? String(connectionId);
 }
@@ -133,7 +124,7 @@ export async function listOperations(db: Db, f: ListFilter = {}): Promise<PushOp
 }
 
 /** Serialises claim and finish per (connection, order key) across processes. */
-async function lockOrderKey(tx: Tx, op: Pick<PushOperation, 'connection_id' | 'order_key'>): Promise<void> {
+async function lockOrderKey(tx: Executor, op: Pick<PushOperation, 'connection_id' | 'order_key'>): Promise<void> {
   await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`push:${op.connection_id}:${op.order_key}`}, 0))`.execute(tx);
 }
 
@@ -243,7 +234,7 @@ export async function retryOperation(db: Db, boss: Boss, id: number): Promise<Pu
 }
 
 /** The service's order id of an imported channel order, if known. */
-export async function mappedOrderId(db: Writer, connectionId: number, channel: string, channelOrderId: string): Promise<number | undefined> {
+export async function mappedOrderId(db: Executor, connectionId: number, channel: string, channelOrderId: string): Promise<number | undefined> {
   const row = await db.selectFrom('channel_orders').select('order_id')
     .where('connection_id', '=', connectionId).where('channel', '=', channel).where('channel_order_id', '=', channelOrderId).executeTakeFirst();
   return row?.order_id;

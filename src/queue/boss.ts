@@ -1,8 +1,14 @@
 // pg-boss on the same PostgreSQL: it creates and migrates its own schema (pgboss) on start.
-import { PgBoss } from 'pg-boss';
+import { fromKysely, PgBoss, type Db as BossDatabase } from 'pg-boss';
+import type { Executor } from '../db/index.ts';
 import type { Logger } from '../log.ts';
 
 export type Boss = PgBoss;
+
+/** pg-boss statements on our executor: a job sent with `{ db: bossDb(trx) }` commits or rolls back with trx. */
+export function bossDb(executor: Executor): BossDatabase {
+  return fromKysely(executor);
+}
 
 export async function startBoss(url: string, log: Logger, opts: { supervise?: boolean; schedule?: boolean; max?: number } = {}): Promise<PgBoss> {
   const boss = new PgBoss({

@@ -1,10 +1,11 @@
-// Every pg-boss queue commerce-sync uses, in one place. Each has its own dead-letter queue
+// Every pg-boss queue commerce-sync uses and its policy (retries, expiry, dead letters), in one place; the data
+// each carries is in jobs.ts. Each has its own dead-letter queue
 // (`<name>-dead`): a job that keeps failing lands there with its last error, and replaying it means
 // sending its data back to `<name>`.
 import type { Boss } from './boss.ts';
 
 export const queues = {
-  /** receiver -> worker: one job per stored delivery, data DeliveryJob. */
+  /** receiver -> worker: one job per stored delivery, data DeliveryJob (jobs.ts). */
   deliveries: 'deliveries',
   /** drain of pending (connection, resource, id) fetches, data { connectionId, resource }. */
   fetch: 'fetch',
@@ -19,14 +20,6 @@ export const queues = {
 } as const;
 
 export type QueueName = (typeof queues)[keyof typeof queues];
-
-export interface DeliveryJob {
-  deliveryRowId: number;
-  connectionId: number;
-  resource: string | null;
-  action: string | null;
-  objectId: number | null;
-}
 
 export const deadLetterOf = (name: string) => `${name}-dead`;
 export const isDeadLetter = (name: string) => name.endsWith('-dead');

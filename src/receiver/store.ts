@@ -6,7 +6,8 @@ import { randomUUID } from 'node:crypto';
 import { CompiledQuery } from 'kysely';
 import type { Db } from '../db/index.ts';
 import type { Boss } from '../queue/boss.ts';
-import { queues, type DeliveryJob } from '../queue/names.ts';
+import { queues } from '../queue/names.ts';
+import type { DeliveryJob } from '../queue/jobs.ts';
 
 export type DeliveryState = 'queued' | 'unhandled' | 'rejected';
 

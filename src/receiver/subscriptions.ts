@@ -11,7 +11,7 @@ import { publicUrl as derivedPublicUrl } from '../config.ts';
 import type { Db } from '../db/index.ts';
 import type { Connection } from '../db/schema.ts';
 import type { Logger } from '../log.ts';
-import { logSync } from '../synclog/index.ts';
+import { logSync } from '../db/synclog.ts';
 import { SUBSCRIBED_EVENTS } from './events.ts';
 
 export interface SubscriptionDeps { db: Db; config: Config; log: Logger }

@@ -2,9 +2,8 @@
 // bundle that uses one of them as a component), records each change of a channel quantity with its cause
 // in channel_quantity_changes, and writes stock changes to the sync log.
 import { sql } from 'kysely';
-import type { Db } from '../db/index.ts';
-import { logSync } from '../synclog/index.ts';
-import type { Tx } from '../sync/mirror.ts';
+import type { Db, Executor } from '../db/index.ts';
+import { logSync } from '../db/synclog.ts';
 import { channelQuantity, dec, fmt, rulesFrom, withAvailable, type ChannelRules, type Component, type LocationAvailability, type VariantStock } from './rules.ts';
 import type { Config } from '../config.ts';
 
@@ -45,12 +44,12 @@ function canonical(v: unknown): string {
 // Channel-feed ids must become visible in order: writers of changes serialise on this lock.
 const FEED_LOCK = 727_030;
 
-export async function channelRules(db: Tx, config: Pick<Config, 'CHANNEL_LOCATIONS' | 'CHANNEL_SAFETY_BUFFER'>, connectionId: number): Promise<ChannelRules> {
+export async function channelRules(db: Executor, config: Pick<Config, 'CHANNEL_LOCATIONS' | 'CHANNEL_SAFETY_BUFFER'>, connectionId: number): Promise<ChannelRules> {
   const row = await db.selectFrom('channel_rules').selectAll().where('connection_id', '=', connectionId).executeTakeFirst();
   return rulesFrom(config, row ? { location_ids: row.location_ids?.map(Number) ?? null, safety_buffer: row.safety_buffer } : null);
 }
 
-async function loadVariants(db: Tx, connectionId: number, ids: number[]): Promise<Map<number, VariantStock>> {
+async function loadVariants(db: Executor, connectionId: number, ids: number[]): Promise<Map<number, VariantStock>> {
   const out = new Map<number, VariantStock>();
   if (!ids.length) return out;
   const vs = await sql<{ id: number; sku: string | null; status: string | null; composite: boolean; manage_stock: boolean; keep_selling: boolean; max_online: string | null }>`
@@ -68,7 +67,7 @@ async function loadVariants(db: Tx, connectionId: number, ids: number[]): Promis
  * Recomputes channel quantities for the given variants and the bundles built from them. Runs inside the
  * caller's transaction so the change commits with the mirror write that caused it. Returns the changes.
  */
-export async function recomputeChannel(db: Tx, rules: ChannelRules, connectionId: number, variantIds: number[], cause: Cause): Promise<ChannelChange[]> {
+export async function recomputeChannel(db: Executor, rules: ChannelRules, connectionId: number, variantIds: number[], cause: Cause): Promise<ChannelChange[]> {
   const ids = [...new Set(variantIds.map(Number))];
   if (!ids.length) return [];
   const bundles = await sql<{ bundle_id: number }>`SELECT DISTINCT bundle_id FROM compositions

@@ -1,9 +1,13 @@
 // The channel feed: channel quantity changes after a cursor (the change id), oldest first. Ids become
 // visible in order (writers serialise on a lock, see channel.ts), so a reader that follows `next` never
-// skips a change. Also the signed POST of changes to CHANNEL_WEBHOOK_URL.
+// skips a change. Also putting changes on the channel-stock queue, and the signed POST of
+// them to CHANNEL_WEBHOOK_URL.
 import { createHmac } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from '../db/index.ts';
+import type { Boss } from '../queue/boss.ts';
+import type { ChannelStockJob } from '../queue/jobs.ts';
+import { queues } from '../queue/names.ts';
 import type { ChannelChange } from './channel.ts';
 
 /** A change as the feed gives it: the recorded change with its connection's name. */
@@ -20,6 +24,13 @@ export async function channelFeed(db: Db, opts: { since: number; limit: number; 
     ORDER BY c.id LIMIT ${opts.limit + 1}`.execute(db);
   const list = rows.rows.slice(0, opts.limit).map((r) => ({ ...r, id: Number(r.id), at: new Date(r.at).toISOString() }));
   return { changes: list, next: list.length ? list[list.length - 1]!.id : opts.since, has_more: rows.rows.length > opts.limit };
+}
+
+/** Puts channel changes on the channel-stock queue (one job each). */
+export async function publishChanges(boss: Boss, changes: ChannelStockJob[]): Promise<void> {
+  for (let i = 0; i < changes.length; i += 500) {
+    await boss.insert(queues.channelStock, changes.slice(i, i + 500).map((c) => ({ data: c })));
+  }
 }
 
 /** Header carrying the signature of a channel POST: base64 HMAC-SHA256 of the body with CHANNEL_WEBHOOK_SECRET. */

@@ -2,11 +2,12 @@
 // line items, and the channel quantities of every variant the write touched. Shared by the drain
 // (delivery-driven reads) and the sweeps, so both write the same way.
 import { sql } from 'kysely';
+import type { Executor } from '../db/index.ts';
 import { metrics } from '../metrics.ts';
 import { recomputeChannel, type Cause, type ChannelChange } from '../stock/channel.ts';
 import type { ChannelRules } from '../stock/rules.ts';
 import { readsFor, type Read, type ResourceSpec } from '../catalog/index.ts';
-import { markGone, replaceCompositions, upsertChildren, upsertOther, upsertRecords, type Tx } from './mirror.ts';
+import { markGone, replaceCompositions, upsertChildren, upsertOther, upsertRecords } from '../db/mirror.ts';
 import type { Mark } from './pending.ts';
 
 export interface Applied {
@@ -34,7 +35,7 @@ const ids = (list: any[] | undefined, field: string) =>
   [...new Set((list ?? []).map((r) => r?.[field]).filter((v) => v !== null && v !== undefined && /^\d+$/.test(String(v))).map(Number))];
 
 /** Writes records (and sideloads) of a mirrored resource; `goneIds`: ids the service no longer has at all. */
-export async function applyRecords(tx: Tx, ctx: ApplyContext, spec: ResourceSpec, records: any[], sideloads: Record<string, any[]> = {}, goneIds: number[] = []): Promise<Applied> {
+export async function applyRecords(tx: Executor, ctx: ApplyContext, spec: ResourceSpec, records: any[], sideloads: Record<string, any[]> = {}, goneIds: number[] = []): Promise<Applied> {
   const keptWhole = spec.table === 'other_records';
   const res = keptWhole ? await upsertOther(tx, spec.name, ctx.connectionId, records) : await upsertRecords(tx, spec, ctx.connectionId, records);
   const gone = keptWhole ? [] : await markGone(tx, spec, ctx.connectionId, goneIds);
@@ -64,7 +65,7 @@ export async function applyRecords(tx: Tx, ctx: ApplyContext, spec: ResourceSpec
 }
 
 /** Writes compositions read for the given bundles and recomputes those whose makeup changed. */
-export async function applyCompositions(tx: Tx, ctx: ApplyContext, bundleIds: number[], rows: any[]): Promise<{ changed: number[]; changes: ChannelChange[] }> {
+export async function applyCompositions(tx: Executor, ctx: ApplyContext, bundleIds: number[], rows: any[]): Promise<{ changed: number[]; changes: ChannelChange[] }> {
   const changed = await replaceCompositions(tx, ctx.connectionId, bundleIds, rows);
   const changes = changed.length ? await recomputeChannel(tx, ctx.rules, ctx.connectionId, changed, ctx.cause) : [];
   if (rows.length) metrics.recordsFetched.inc({ connection: ctx.connectionName, resource: 'composition' }, rows.length);
@@ -76,7 +77,7 @@ export async function applyCompositions(tx: Tx, ctx: ApplyContext, bundleIds: nu
 // (on hand), receipts, adjustments and transfers, and the service may not announce each with a variant event.
 // A record read for a delivery follows its event's reads even when unchanged (the event says something moved);
 // any other record only when the read changed it.
-async function followUpsFor(tx: Tx, ctx: ApplyContext, spec: ResourceSpec, records: any[], applied: Set<number>, sideloads: Record<string, any[]>): Promise<Mark[]> {
+async function followUpsFor(tx: Executor, ctx: ApplyContext, spec: ResourceSpec, records: any[], applied: Set<number>, sideloads: Record<string, any[]>): Promise<Mark[]> {
   const { connectionId } = ctx;
   const want: Record<Read, any[]> = { record: [], lines: [], variants: [], order: [], purchase_order: [] };
   for (const r of records) {

@@ -4,7 +4,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/index.ts';
 import type { Boss } from '../queue/boss.ts';
-import type { DeliveryJob } from '../queue/names.ts';
+import type { DeliveryJob } from '../queue/jobs.ts';
 import { markPending, type Mark } from './pending.ts';
 import { HANDLED_RESOURCES, resourceName } from '../catalog/index.ts';
 import { requestDrain } from './jobs.ts';

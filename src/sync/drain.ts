@@ -4,7 +4,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/index.ts';
 import type { Logger } from '../log.ts';
-import { logSync } from '../synclog/index.ts';
+import { logSync } from '../db/synclog.ts';
 import type { ChannelRules } from '../stock/rules.ts';
 import type { ChannelChange } from '../stock/channel.ts';
 import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';

@@ -1,17 +1,14 @@
-// Job data of the sync queues and the helpers that send them.
+// The helpers that send the sync queues' jobs (their payload types live in src/queue/jobs.ts).
 import type { Db } from '../db/index.ts';
 import type { Boss } from '../queue/boss.ts';
 import { queues } from '../queue/names.ts';
+import type { FetchJob, ReconcileJob } from '../queue/jobs.ts';
 import { drainWindowSeconds } from './pacing.ts';
-
-export interface FetchJob { connectionId: number; resource: string }
-export interface ReconcileJob { connectionId: number; full: boolean }
-export interface MaintenanceJob { task: 'prune-sync-log' | 'schedules' | 'pending' | 'probe-lapsed' | 'webhooks' }
 
 /**
  * Asks for a drain of (connection, resource). Debounced per pair: at most one job per window plus one
  * for the next window, so a burst of deliveries makes one drain and a mark made while a drain runs is
- * always followed by another. With `db`, the window is paced by the budget (drainWindowSeconds); without, or
+ * always followed by another. With `db`, the window is paced by the budget (src/sync/pacing.ts); without, or
  * for a backlog the last drain left (`backlog`), it is 1 s. The group keeps one busy connection from taking
  * every worker slot.
  */

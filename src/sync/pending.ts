@@ -2,7 +2,7 @@
 // row; a drain claims up to 250 rows, reads them in one list call, and clears only rows nobody re-marked
 // while it was reading (seq unchanged).
 import { sql } from 'kysely';
-import type { Tx } from './mirror.ts';
+import type { Executor as Tx } from '../db/index.ts';
 
 export interface Mark {
   connectionId: number;

@@ -4,14 +4,18 @@
 // has at all are marked gone. Whatever a sweep changes in the mirror is drift: counted per resource in
 // the sync log, metrics and sync_cursors. Reads run at the 'reconcile' priority, below webhook reads.
 import { sql } from 'kysely';
+import type { ApiClient } from '../api/index.ts';
 import type { Db } from '../db/index.ts';
 import type { Logger } from '../log.ts';
 import { metrics } from '../metrics.ts';
-import { logSync } from '../synclog/index.ts';
-import type { ChannelChange } from '../stock/channel.ts';
+import type { ReconcileJob } from '../queue/jobs.ts';
+import type { WorkerDeps } from '../runtime.ts';
+import { logSync } from '../db/synclog.ts';
+import { channelRules, type ChannelChange } from '../stock/channel.ts';
+import { publishChanges } from '../stock/feed.ts';
 import type { ChannelRules } from '../stock/rules.ts';
 import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';
-import { upsertChildren, upsertOther } from './mirror.ts';
+import { upsertChildren, upsertOther } from '../db/mirror.ts';
 import { childCollections, composition, otherResources, resources, type ResourceSpec } from './resources.ts';
 import { listLive, readLines, type Reader } from './reader.ts';
 
@@ -59,14 +63,14 @@ export async function sweep(deps: SweepDeps, opts: { full: boolean; wait?: boole
       if (!got.rows[0]?.ok) return { full: opts.full, records: 0, drift: 0, channelChanges: 0, resources: {}, unavailable: [], durationMs: 0, busy: true };
     }
     try {
-      return await runSweep(deps, opts.full);
+      return await sweepLocked(deps, opts.full);
     } finally {
       await sql`SELECT pg_advisory_unlock(${LOCK_SPACE}, ${connectionId}::int)`.execute(conn);
     }
   });
 }
 
-async function runSweep(deps: SweepDeps, full: boolean): Promise<SweepResult> {
+async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult> {
   const { db, client } = deps;
   const connectionId = Number(client.connection.id);
   const started = Date.now();
@@ -238,4 +242,20 @@ async function sweepOthers(deps: SweepDeps, result: SweepResult): Promise<void> 
     result.resources[spec.name] = stat;
     result.records += stat.records;
   }
+}
+
+/** Runs one sweep of a connection now (the reconcile job, and `commerce-sync reconcile`). */
+export async function runSweep(deps: WorkerDeps, client: ApiClient, opts: { full: boolean; wait?: boolean; jobId?: string | null }): Promise<SweepResult> {
+  return sweep({
+    db: deps.db, log: deps.log, client, rules: await channelRules(deps.db, deps.config, client.connection.id),
+    overlapSeconds: deps.config.RECONCILE_OVERLAP_SECONDS, jobId: opts.jobId ?? null,
+    onChanges: (changes) => publishChanges(deps.boss, changes),
+  }, { full: opts.full, wait: opts.wait });
+}
+
+/** The reconcile queue's handler: one sweep of an active connection. */
+export async function handleReconcile(deps: WorkerDeps, client: ApiClient, job: { id: string; data: ReconcileJob }): Promise<void> {
+  const { connectionId, full } = job.data;
+  const r = await runSweep(deps, client, { full, jobId: job.id });
+  deps.log.info({ connectionId, full, drift: r.drift, records: r.records, busy: r.busy ?? false, ms: r.durationMs }, 'sweep done');
 }

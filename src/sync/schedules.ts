@@ -6,7 +6,7 @@ import type { Config } from '../config.ts';
 import type { Db } from '../db/index.ts';
 import type { Boss } from '../queue/boss.ts';
 import { queues } from '../queue/names.ts';
-import type { MaintenanceJob, ReconcileJob } from './jobs.ts';
+import type { MaintenanceJob, ReconcileJob } from '../queue/jobs.ts';
 
 /** A cron expression for "every N minutes" (N from 1 to 1440). */
 export function everyMinutes(n: number): string {

@@ -1,68 +1,23 @@
-// The sync workers of one process: deliveries -> pending fetches, drains, sweeps, maintenance, and (when
-// CHANNEL_WEBHOOK_URL is set) the channel publisher. Several processes share the work through pg-boss.
-import { sql } from 'kysely';
-import { clientFor, probeLapsed } from '../api/index.ts';
-import type { ApiClient } from '../api/index.ts';
-import type { Config } from '../config.ts';
+// The sync workers of one process: which handler takes which queue, with what concurrency. Several
+// processes share the work through pg-boss. The handlers: deliveries.ts, drain.ts (fetch), reconcile.ts,
+// maintenance.ts, and stock/feed.ts's poster for channel-stock when CHANNEL_WEBHOOK_URL is set.
+import { clientCache } from '../api/index.ts';
 import type { Db } from '../db/index.ts';
-import type { Logger } from '../log.ts';
-import type { Boss } from '../queue/boss.ts';
-import { createQueues, queues, type DeliveryJob } from '../queue/names.ts';
-import { metrics } from '../metrics.ts';
-import { logSync, pruneSyncLog } from '../synclog/index.ts';
-import { applyRulesIfChanged, channelRules, type ChannelChange } from '../stock/channel.ts';
-import { postChannelChanges } from '../stock/feed.ts';
+import type { ChannelStockJob, DeliveryJob, FetchJob, MaintenanceJob, ReconcileJob } from '../queue/jobs.ts';
+import { createQueues, queues } from '../queue/names.ts';
+import type { WorkerDeps } from '../runtime.ts';
+import { channelRules } from '../stock/channel.ts';
+import { postChannelChanges, publishChanges } from '../stock/feed.ts';
 import { consumeDeliveries } from './deliveries.ts';
 import { drainPending } from './drain.ts';
-import { requestDrain, type FetchJob, type MaintenanceJob, type ReconcileJob } from './jobs.ts';
-import { pendingPairs } from './pending.ts';
-import { sweep, type SweepResult } from './reconcile.ts';
+import { requestDrain } from './jobs.ts';
+import { applyRules, handleMaintenance } from './maintenance.ts';
+import { handleReconcile } from './reconcile.ts';
 import { syncSchedules } from './schedules.ts';
-import { checkAllWebhooks } from '../receiver/subscriptions.ts';
-
-export interface WorkerDeps { db: Db; boss: Boss; config: Config; log: Logger }
-
-/** Clients are kept per connection for the life of the process (they carry token state). */
-export function clientCache(deps: Omit<WorkerDeps, 'boss'>): (connectionId: number) => Promise<ApiClient> {
-  const cache = new Map<number, Promise<ApiClient>>();
-  return (id) => {
-    let c = cache.get(id);
-    if (!c) {
-      c = clientFor({ db: deps.db, config: deps.config, log: deps.log }, id);
-      c.catch(() => cache.delete(id));
-      cache.set(id, c);
-    }
-    return c;
-  };
-}
-
-/** Puts channel changes on the channel-stock queue (one job each). */
-export async function publishChanges(boss: Boss, changes: ChannelChange[]): Promise<void> {
-  for (let i = 0; i < changes.length; i += 500) {
-    await boss.insert(queues.channelStock, changes.slice(i, i + 500).map((c) => ({ data: c })));
-  }
-}
-
-/** commerce_sync_mirror_lag_seconds: age of the oldest change still waiting to be read, per connection. */
-async function updateLag(db: Db): Promise<void> {
-  const rows = await sql<{ name: string; lag: number | null }>`
-    SELECT n.name, extract(epoch FROM now() - min(p.first_marked_at))::float8 AS lag
-    FROM connections n LEFT JOIN pending_fetches p ON p.connection_id = n.id GROUP BY n.name`.execute(db);
-  for (const r of rows.rows) metrics.mirrorLag.set({ connection: r.name }, r.lag ?? 0);
-}
 
 async function connectionActive(db: Db, id: number): Promise<boolean> {
   const row = await db.selectFrom('connections').select('status').where('id', '=', id).executeTakeFirst();
   return row?.status === 'active';
-}
-
-/** Runs one sweep of a connection now (the reconcile job, and `commerce-sync reconcile`). */
-export async function runSweep(deps: WorkerDeps, client: ApiClient, opts: { full: boolean; wait?: boolean; jobId?: string | null }): Promise<SweepResult> {
-  return sweep({
-    db: deps.db, log: deps.log, client, rules: await channelRules(deps.db, deps.config, client.connection.id),
-    overlapSeconds: deps.config.RECONCILE_OVERLAP_SECONDS, jobId: opts.jobId ?? null,
-    onChanges: (changes) => publishChanges(deps.boss, changes),
-  }, { full: opts.full, wait: opts.wait });
 }
 
 export async function startSyncWorkers(deps: WorkerDeps): Promise<void> {
@@ -104,60 +59,20 @@ export async function startSyncWorkers(deps: WorkerDeps): Promise<void> {
   });
 
   await boss.work<ReconcileJob>(queues.reconcile, { batchSize: 1, localConcurrency: Math.max(1, Math.min(concurrency, 4)), localGroupConcurrency: 1 }, async ([job]) => {
-    const { connectionId, full } = job!.data;
-    if (!(await connectionActive(db, connectionId))) return;
-    const r = await runSweep({ db, boss, config, log }, await sweepClient(connectionId), { full, jobId: job!.id });
-    log.info({ connectionId, full, drift: r.drift, records: r.records, busy: r.busy ?? false, ms: r.durationMs }, 'sweep done');
+    if (!(await connectionActive(db, job!.data.connectionId))) return;
+    await handleReconcile({ db, boss, config, log }, await sweepClient(job!.data.connectionId), job!);
   });
 
   await boss.work<MaintenanceJob>(queues.maintenance, { batchSize: 1 }, async ([job]) => {
-    switch (job!.data.task) {
-      case 'prune-sync-log': {
-        const n = await pruneSyncLog(db, config.SYNC_LOG_RETENTION_DAYS);
-        log.info({ deleted: n, retentionDays: config.SYNC_LOG_RETENTION_DAYS }, 'sync log pruned');
-        break;
-      }
-      case 'schedules':
-        await syncSchedules(db, boss, config);
-        await applyRules({ db, boss, config, log });
-        break;
-      case 'probe-lapsed': {
-        const resumed = await probeLapsed({ db, config, log });
-        for (const name of resumed) {
-          const c = await db.selectFrom('connections').select('id').where('name', '=', name).executeTakeFirst();
-          await logSync(db, { connectionId: c?.id ?? null, action: 'connection.resumed', detail: { was: 'lapsed' } });
-        }
-        // Sweeps were unscheduled while it was lapsed; the first one repairs whatever changed meanwhile.
-        if (resumed.length) await syncSchedules(db, boss, config);
-        break;
-      }
-      case 'webhooks':
-        // The service deletes a subscription after 3 days of failed deliveries: recreate what is missing.
-        await checkAllWebhooks({ db, config, log });
-        break;
-      case 'pending':
-        // Safety net: pending rows whose drain job was lost (a crash between commit and send) get one.
-        for (const p of await pendingPairs(db)) await requestDrain(boss, p.connectionId, p.resource, { db });
-        await updateLag(db);
-        break;
-    }
+    await handleMaintenance({ db, boss, config, log }, job!.data.task);
   });
 
   if (config.CHANNEL_WEBHOOK_URL) {
-    await boss.work<ChannelChange>(queues.channelStock, { batchSize: 100 }, async (jobs) => {
+    await boss.work<ChannelStockJob>(queues.channelStock, { batchSize: 100 }, async (jobs) => {
       await postChannelChanges(config.CHANNEL_WEBHOOK_URL, config.CHANNEL_WEBHOOK_SECRET, jobs.map((j) => j.data));
     });
   }
 
   await syncSchedules(db, boss, config);
   await applyRules({ db, boss, config, log });
-}
-
-/** Channel rules changed (settings, or a channel_rules row): recompute the connection's quantities. */
-async function applyRules(deps: WorkerDeps): Promise<void> {
-  const connections = await deps.db.selectFrom('connections').select(['id', 'name']).where('status', '=', 'active').execute();
-  for (const c of connections) {
-    const n = await applyRulesIfChanged(deps.db, deps.config, Number(c.id), (changes) => publishChanges(deps.boss, changes));
-    if (n !== null) deps.log.info({ connection: c.name, changes: n }, 'channel rules applied');
-  }
 }

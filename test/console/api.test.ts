@@ -2,7 +2,7 @@
 import t from 'tap';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { logSync } from '../../src/synclog/index.ts';
+import { logSync } from '../../src/db/synclog.ts';
 import { metrics } from '../../src/metrics.ts';
 import { sampleOnce } from '../../src/console/gauges.ts';
 import { queues, deadLetterOf } from '../../src/queue/names.ts';

@@ -2,7 +2,7 @@
 import t from 'tap';
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { logSync } from '../../src/synclog/index.ts';
+import { logSync } from '../../src/db/synclog.ts';
 import { parseSince } from '../../src/console/cli.ts';
 import { testDatabase } from '../support/db.ts';
 import { addConnection, addDelivery } from './harness.ts';

@@ -3,7 +3,7 @@
 // page shows a variant's history, and markup in data stays text.
 import t from 'tap';
 import { sql } from 'kysely';
-import { logSync } from '../../src/synclog/index.ts';
+import { logSync } from '../../src/db/synclog.ts';
 import { queues } from '../../src/queue/names.ts';
 import { chromiumMissing, openBrowser } from './browser.ts';
 import { addConnection, addDelivery, addVariant, consoleServer, sendDelivery } from './harness.ts';

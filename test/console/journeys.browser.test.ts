@@ -14,7 +14,7 @@ import { addTokenConnection, clientFor } from '../../src/api/connections.ts';
 import { enqueueOperation } from '../../src/push/enqueue.ts';
 import { getOperation } from '../../src/push/store.ts';
 import { startPushWorker } from '../../src/push/worker.ts';
-import { runSweep } from '../../src/sync/worker.ts';
+import { runSweep } from '../../src/sync/reconcile.ts';
 import { sandboxAdmin } from '../support/sandbox.ts';
 import { chromiumMissing, openBrowser } from './browser.ts';
 import { consoleServer } from './harness.ts';

@@ -12,12 +12,12 @@ import { createApp, listen } from '../../src/server.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
 import { createQueues } from '../../src/queue/names.ts';
 import type { Runtime } from '../../src/runtime.ts';
-import { upsertRecords, replaceCompositions } from '../../src/sync/mirror.ts';
+import { upsertRecords, replaceCompositions } from '../../src/db/mirror.ts';
 import { resources } from '../../src/sync/resources.ts';
 import { applyRulesIfChanged, recomputeChannel, recomputeAll, channelRules } from '../../src/stock/channel.ts';
 import { mountRoutes } from '../../src/stock/routes.ts';
-import { CHANNEL_SIGNATURE_HEADER } from '../../src/stock/feed.ts';
-import { publishChanges, startSyncWorkers } from '../../src/sync/worker.ts';
+import { CHANNEL_SIGNATURE_HEADER, publishChanges } from '../../src/stock/feed.ts';
+import { startSyncWorkers } from '../../src/sync/worker.ts';
 import type { Db } from '../../src/db/index.ts';
 
 const variant = (id: number, onHand: string, extra: object = {}) => ({

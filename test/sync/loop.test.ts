@@ -4,7 +4,7 @@ import t from 'tap';
 import { PROFILES } from '../support/sandbox.ts';
 import { sql } from 'kysely';
 import { startLoop } from './harness.ts';
-import { stockReport } from '../../src/sync/cli.ts';
+import { stockReport } from '../../src/stock/cli.ts';
 
 for (const profile of PROFILES) t.test(`${profile}: a stock change made in the sandbox reaches the mirror through a real delivery`, async (t) => {
   const loop = await startLoop(t, { profile });

@@ -2,7 +2,7 @@ import t from 'tap';
 import { sql } from 'kysely';
 import { testDatabase } from '../support/db.ts';
 import { addConnection, fixture } from './helpers.ts';
-import { markGone, replaceCompositions, upsertChildren, upsertOther, upsertRecords } from '../../src/sync/mirror.ts';
+import { markGone, replaceCompositions, upsertChildren, upsertOther, upsertRecords } from '../../src/db/mirror.ts';
 import { resources, orderLineItems } from '../../src/sync/resources.ts';
 
 t.test('recorded variants go in whole: stock rows, null committed, "-0.0", composite null', async (t) => {

@@ -3,7 +3,7 @@ import t from 'tap';
 import { sql } from 'kysely';
 import { budgetState, drainWindow, drainWindowSeconds } from '../../src/sync/pacing.ts';
 import { markPending } from '../../src/sync/pending.ts';
-import { logSync } from '../../src/synclog/index.ts';
+import { logSync } from '../../src/db/synclog.ts';
 import { testDatabase } from '../support/db.ts';
 
 const DOCS = ['order', 'fulfillment', 'purchase_order'];

@@ -11,7 +11,7 @@ import { sql } from 'kysely';
 import { addTokenConnection, clientFor } from '../../src/api/connections.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
 import { createQueues } from '../../src/queue/names.ts';
-import { runSweep } from '../../src/sync/worker.ts';
+import { runSweep } from '../../src/sync/reconcile.ts';
 import { childCollections, otherResources, resources } from '../../src/sync/resources.ts';
 import { testConfig } from '../support/config.ts';
 import { testDatabase } from '../support/db.ts';

@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import { Decimal } from 'decimal.js';
 import { startLoop, type Loop } from './harness.ts';
 import { canon } from '../support/mirror.ts';
-import { runSweep } from '../../src/sync/worker.ts';
+import { runSweep } from '../../src/sync/reconcile.ts';
 import { resources } from '../../src/sync/resources.ts';
 
 const sweepNow = (loop: Loop, full: boolean) =>

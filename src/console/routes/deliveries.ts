@@ -5,7 +5,8 @@ import { deadLettersPage, deliveriesPage } from '../pages/deliveries.ts';
 import { notFoundPage } from '../pages/layout.ts';
 import { listDeadLetters, queueDepths } from '../queues.ts';
 import { replayDeadLetter, replayDelivery, ReplayError } from '../replay.ts';
-import { connectionNames, flatQuery, int, optionalConnection, page, pageContext, problem, type ConsoleDeps } from '../web.ts';
+import { connectionNames, flatQuery, int, optionalConnection, page, pageContext, type ConsoleDeps } from '../web.ts';
+import { problem } from '../../server.ts';
 
 export function deliveryRoutes(r: Router, deps: ConsoleDeps): void {
   const { db, boss } = deps;

@@ -6,7 +6,8 @@ import type { Context } from 'koa';
 import { describe } from '../pages/history.ts';
 import { logPage } from '../pages/logs.ts';
 import { exactTime, FilterError, latestSyncLogId, parseLogFilter, querySyncLog, type LogFilter, type LogRow } from '../synclog.ts';
-import { connectionNames, flatQuery, page, pageContext, problem, type ConsoleDeps } from '../web.ts';
+import { connectionNames, flatQuery, page, pageContext, type ConsoleDeps } from '../web.ts';
+import { problem } from '../../server.ts';
 
 const HEARTBEAT_MS = 15_000;
 

@@ -6,7 +6,8 @@ import { InputError } from '../../push/input.ts';
 import { importedWithin, listOrders, orderRecord, orderStatuses, type ImportedWithin } from '../orders.ts';
 import { notFoundPage } from '../pages/layout.ts';
 import { orderIndexPage, orderPage } from '../pages/orders.ts';
-import { connectionNames, flatQuery, int, optionalConnection, page, pageContext, problem, recordAt, type ConsoleDeps } from '../web.ts';
+import { connectionNames, flatQuery, int, optionalConnection, page, pageContext, recordAt, type ConsoleDeps } from '../web.ts';
+import { problem } from '../../server.ts';
 
 const PAGE_SIZE = 50;
 

@@ -6,7 +6,8 @@ import { connectionOverviews, overview } from '../overview.ts';
 import { overviewPage } from '../pages/overview.ts';
 import { queueDepths } from '../queues.ts';
 import { chartSeries, isRange, ranges, timeWindow } from '../series.ts';
-import { flatQuery, int, optionalConnection, page, pageContext, problem, type ConsoleDeps } from '../web.ts';
+import { flatQuery, int, optionalConnection, page, pageContext, type ConsoleDeps } from '../web.ts';
+import { problem } from '../../server.ts';
 
 export function overviewRoutes(r: Router, deps: ConsoleDeps): void {
   const { db, log } = deps;

@@ -4,7 +4,8 @@ import { notFoundPage } from '../pages/layout.ts';
 import { variantIndexPage, variantPage } from '../pages/variants.ts';
 import { findVariants, variantRecord } from '../record.ts';
 import { listVariants, variantFilters, variantSorts, type VariantFilter, type VariantQuery, type VariantSort } from '../variants.ts';
-import { connectionNames, flatQuery, int, optionalConnection, page, pageContext, problem, recordAt, type ConsoleDeps, type Query } from '../web.ts';
+import { connectionNames, flatQuery, int, optionalConnection, page, pageContext, recordAt, type ConsoleDeps, type Query } from '../web.ts';
+import { problem } from '../../server.ts';
 
 const PAGE_SIZE = 50;
 

@@ -1,10 +1,9 @@
 // The sync log: one row per delivery, fetch, mirror change, sweep, push or error, for operators.
 // Writers call logSync (inside their own transaction when they have one, so the entry commits with the
 // change it describes). Each insert also NOTIFYs `sync_log` with the new id, which feeds the live tail.
-import { sql, type Kysely, type Transaction } from 'kysely';
-import type { Database, SyncLogEntry } from '../db/schema.ts';
-
-export type SyncLogWriter = Kysely<Database> | Transaction<Database>;
+import { sql } from 'kysely';
+import type { Executor } from './index.ts';
+import type { SyncLogEntry } from './schema.ts';
 
 export interface SyncLogInput {
   connectionId?: number | null;
@@ -44,7 +43,7 @@ function row(e: SyncLogInput): SyncLogEntry {
 }
 
 /** Appends entries; returns their ids. */
-export async function logSync(db: SyncLogWriter, entries: SyncLogInput | SyncLogInput[]): Promise<number[]> {
+export async function logSync(db: Executor, entries: SyncLogInput | SyncLogInput[]): Promise<number[]> {
   const list = Array.isArray(entries) ? entries : [entries];
   if (!list.length) return [];
   const ids = (await db.insertInto('sync_log').values(list.map(row)).returning('id').execute()).map((r) => r.id);
@@ -53,7 +52,7 @@ export async function logSync(db: SyncLogWriter, entries: SyncLogInput | SyncLog
 }
 
 /** Deletes entries older than the retention; returns how many went. */
-export async function pruneSyncLog(db: Kysely<Database>, retentionDays: number): Promise<number> {
+export async function pruneSyncLog(db: Executor, retentionDays: number): Promise<number> {
   const res = await db.deleteFrom('sync_log').where(sql<boolean>`at < now() - make_interval(days => ${retentionDays})`).executeTakeFirst();
   return Number(res.numDeletedRows);
 }

@@ -2,12 +2,8 @@
 // updated_at with an older one) and idempotent (an identical record writes nothing). A record without
 // updated_at (older revisions send none for addresses, locations...) is written when it differs.
 import { sql } from 'kysely';
-import type { Db } from '../db/index.ts';
-import type { Transaction } from 'kysely';
-import type { Database } from '../db/schema.ts';
-import { resources, type ChildSpec, type ResourceSpec } from './resources.ts';
-
-export type Tx = Db | Transaction<Database>;
+import type { Executor } from './index.ts';
+import { resources, type ChildSpec, type ResourceSpec } from '../catalog/index.ts';
 
 export interface UpsertResult {
   /** Ids whose row was inserted or changed. */
@@ -43,7 +39,7 @@ interface TableWrite {
   filter?: string;
 }
 
-async function upsertRows(db: Tx, w: TableWrite, connectionId: number, records: any[], params: { parents?: Record<string, number> } = {}): Promise<UpsertResult> {
+async function upsertRows(db: Executor, w: TableWrite, connectionId: number, records: any[], params: { parents?: Record<string, number> } = {}): Promise<UpsertResult> {
   const list = dedupe(records);
   if (!list.length) return { applied: [], inserted: [], seen: [] };
   const cols = Object.keys(w.columns).map(ident);
@@ -69,7 +65,7 @@ async function upsertRows(db: Tx, w: TableWrite, connectionId: number, records: 
 }
 
 /** Upserts records of a mirrored resource (and, for variants, their per-location stock rows). */
-export async function upsertRecords(db: Tx, spec: ResourceSpec, connectionId: number, records: any[]): Promise<UpsertResult> {
+export async function upsertRecords(db: Executor, spec: ResourceSpec, connectionId: number, records: any[]): Promise<UpsertResult> {
   const result = await upsertRows(db, { table: spec.table, columns: spec.columns, conflict: ['connection_id', 'id'] }, connectionId, records);
   if (spec.name === 'variant' && result.applied.length) await writeStockLevels(db, connectionId, result.applied);
   return result;
@@ -80,7 +76,7 @@ export async function upsertRecords(db: Tx, spec: ResourceSpec, connectionId: nu
  * item lacks it, from the parents' *_ids lists. With `replaceFor`, items of those parents that the answer
  * no longer lists are removed.
  */
-export async function upsertChildren(db: Tx, child: ChildSpec, connectionId: number, items: any[], parents: any[] = [], replaceFor: number[] = []): Promise<UpsertResult> {
+export async function upsertChildren(db: Executor, child: ChildSpec, connectionId: number, items: any[], parents: any[] = [], replaceFor: number[] = []): Promise<UpsertResult> {
   const table = child.table;
   if (!table) throw new Error(`${child.key} are not mirrored`);
   const map: Record<string, number> = {};
@@ -102,7 +98,7 @@ export async function upsertChildren(db: Tx, child: ChildSpec, connectionId: num
 }
 
 /** Upserts records of a resource we keep whole only (invoices, users, ...). */
-export async function upsertOther(db: Tx, resource: string, connectionId: number, records: any[]): Promise<UpsertResult> {
+export async function upsertOther(db: Executor, resource: string, connectionId: number, records: any[]): Promise<UpsertResult> {
   return upsertRows(db, {
     table: 'other_records', columns: { id: `cs_bigint(r->>'id')`, status: `r->>'status'`, created_at: `cs_timestamptz(r->>'created_at')`, updated_at: `cs_timestamptz(r->>'updated_at')` },
     constants: { resource: `'${ident(resource)}'` }, conflict: ['connection_id', 'resource', 'id'],
@@ -114,7 +110,7 @@ export async function upsertOther(db: Tx, resource: string, connectionId: number
  * revision) or the older `stock_levels` / `committed_stock_levels` / `incoming_stock_levels` maps.
  * Missing quantities (committed: null, no incoming) count as 0.
  */
-export async function writeStockLevels(db: Tx, connectionId: number, variantIds: number[]): Promise<void> {
+export async function writeStockLevels(db: Executor, connectionId: number, variantIds: number[]): Promise<void> {
   await sql`DELETE FROM stock_levels WHERE connection_id = ${connectionId} AND variant_id = ANY(${variantIds}::bigint[])`.execute(db);
   await sql`
     INSERT INTO stock_levels (connection_id, variant_id, location_id, on_hand, committed, incoming, bin_location, reorder_point, raw, updated_at)
@@ -142,7 +138,7 @@ export async function writeStockLevels(db: Tx, connectionId: number, variantIds:
  * Replaces the composition of the given bundles with what the service answered (bundles absent from
  * the answer have none). Returns the bundles whose makeup changed.
  */
-export async function replaceCompositions(db: Tx, connectionId: number, bundleIds: number[], rows: any[]): Promise<number[]> {
+export async function replaceCompositions(db: Executor, connectionId: number, bundleIds: number[], rows: any[]): Promise<number[]> {
   if (!bundleIds.length) return [];
   const wanted = new Set(bundleIds.map(Number));
   const list = rows.filter((r) => r && wanted.has(Number(r.bundle_id)) && r.component_id != null);
@@ -171,7 +167,7 @@ export async function replaceCompositions(db: Tx, connectionId: number, bundleId
  * Marks mirror rows that the service no longer returns, neither active nor archived: status 'gone'.
  * Returns the ids whose status changed.
  */
-export async function markGone(db: Tx, spec: ResourceSpec, connectionId: number, ids: number[]): Promise<number[]> {
+export async function markGone(db: Executor, spec: ResourceSpec, connectionId: number, ids: number[]): Promise<number[]> {
   if (!ids.length) return [];
   const rows = await sql<{ id: number }>`
     UPDATE ${sql.raw(ident(spec.table))} SET status = 'gone', synced_at = now()

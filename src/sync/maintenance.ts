@@ -1,0 +1,66 @@
+// The maintenance queue's handler: sync-log retention, schedules and channel rules, lapsed connections,
+// webhook subscriptions, and the safety net for pending fetches whose drain job was lost.
+import { sql } from 'kysely';
+import { probeLapsed } from '../api/index.ts';
+import type { Db } from '../db/index.ts';
+import { metrics } from '../metrics.ts';
+import type { MaintenanceJob } from '../queue/jobs.ts';
+import { checkAllWebhooks } from '../receiver/subscriptions.ts';
+import type { WorkerDeps } from '../runtime.ts';
+import { applyRulesIfChanged } from '../stock/channel.ts';
+import { publishChanges } from '../stock/feed.ts';
+import { logSync, pruneSyncLog } from '../db/synclog.ts';
+import { requestDrain } from './jobs.ts';
+import { pendingPairs } from './pending.ts';
+import { syncSchedules } from './schedules.ts';
+
+export async function handleMaintenance(deps: WorkerDeps, task: MaintenanceJob['task']): Promise<void> {
+  const { db, boss, config, log } = deps;
+  switch (task) {
+    case 'prune-sync-log': {
+      const n = await pruneSyncLog(db, config.SYNC_LOG_RETENTION_DAYS);
+      log.info({ deleted: n, retentionDays: config.SYNC_LOG_RETENTION_DAYS }, 'sync log pruned');
+      break;
+    }
+    case 'schedules':
+      await syncSchedules(db, boss, config);
+      await applyRules(deps);
+      break;
+    case 'probe-lapsed': {
+      const resumed = await probeLapsed({ db, config, log });
+      for (const name of resumed) {
+        const c = await db.selectFrom('connections').select('id').where('name', '=', name).executeTakeFirst();
+        await logSync(db, { connectionId: c?.id ?? null, action: 'connection.resumed', detail: { was: 'lapsed' } });
+      }
+      // Sweeps were unscheduled while it was lapsed; the first one repairs whatever changed meanwhile.
+      if (resumed.length) await syncSchedules(db, boss, config);
+      break;
+    }
+    case 'webhooks':
+      // The service deletes a subscription after 3 days of failed deliveries: recreate what is missing.
+      await checkAllWebhooks({ db, config, log });
+      break;
+    case 'pending':
+      // Safety net: pending rows whose drain job was lost (a crash between commit and send) get one.
+      for (const p of await pendingPairs(db)) await requestDrain(boss, p.connectionId, p.resource, { db });
+      await updateLag(db);
+      break;
+  }
+}
+
+/** Channel rules changed (settings, or a channel_rules row): recompute the connection's quantities. */
+export async function applyRules(deps: WorkerDeps): Promise<void> {
+  const connections = await deps.db.selectFrom('connections').select(['id', 'name']).where('status', '=', 'active').execute();
+  for (const c of connections) {
+    const n = await applyRulesIfChanged(deps.db, deps.config, Number(c.id), (changes) => publishChanges(deps.boss, changes));
+    if (n !== null) deps.log.info({ connection: c.name, changes: n }, 'channel rules applied');
+  }
+}
+
+/** commerce_sync_mirror_lag_seconds: age of the oldest change still waiting to be read, per connection. */
+async function updateLag(db: Db): Promise<void> {
+  const rows = await sql<{ name: string; lag: number | null }>`
+    SELECT n.name, extract(epoch FROM now() - min(p.first_marked_at))::float8 AS lag
+    FROM connections n LEFT JOIN pending_fetches p ON p.connection_id = n.id GROUP BY n.name`.execute(db);
+  for (const r of rows.rows) metrics.mirrorLag.set({ connection: r.name }, r.lag ?? 0);
+}
