@@ -1,5 +1,5 @@
 // Reconciliation sweeps. Incremental: every mirrored resource listed by updated_at_min (the cursor less an
-// overlap), active and archived, 250 a page. Full: every record, active and archived, plus compositions,
+// overlap), live and archived in one listing, 250 a page. Full: every record, active and archived, plus compositions,
 // line-item collections and the resources kept whole in other_records; mirror rows the service no longer
 // has at all are marked gone. Whatever a sweep changes in the mirror is drift: counted per resource in
 // the sync log, metrics and sync_cursors. Reads run at the 'reconcile' priority, below webhook reads.
@@ -95,31 +95,30 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
     let newest: string | null = null;
     const seen = new Set<number>();
     let ok = true;
-    for (const status of ['active', 'archived'] as const) {
-      const query: Record<string, string> = status === 'archived' ? { status: 'archived' } : {};
-      if (spec.include) query.include = spec.include.key;
-      if (since) query.updated_at_min = since.toISOString();
-      const opts = { priority: 'reconcile' as const, key: spec.key, query };
-      try {
-        for await (const page of status === 'archived' ? client.paginate(spec.path, opts) : listLive(client, spec, opts)) {
-          stat.pages++;
-          stat.records += page.records.length;
-          for (const r of page.records) {
-            if (r?.id != null) seen.add(Number(r.id));
-            if (typeof r?.updated_at === 'string' && (!newest || r.updated_at > newest)) newest = r.updated_at;
-          }
-          await readLines(client, spec, page.records, page.sideloads, { priority: 'reconcile' });
-          const applied = await db.transaction().execute((tx) => applyRecords(tx, ctx, spec, page.records, page.sideloads));
-          stat.applied += applied.applied.length;
-          for (const m of applied.followUps) if (m.resource === 'composition') bundlesToRead.add(m.id);
-          await changed(applied.changes);
+    // Live and archived records in one listing (status[]=every live state and archived): one request per
+    // resource and page where two were spent before; a service refusing several states gets one per state.
+    const query: Record<string, string> = {};
+    if (spec.include) query.include = spec.include.key;
+    if (since) query.updated_at_min = since.toISOString();
+    const everyState = { ...spec, statuses: [...(spec.statuses ?? ['active']), 'archived'] };
+    try {
+      for await (const page of listLive(client, everyState, { priority: 'reconcile', key: spec.key, query })) {
+        stat.pages++;
+        stat.records += page.records.length;
+        for (const r of page.records) {
+          if (r?.id != null) seen.add(Number(r.id));
+          if (typeof r?.updated_at === 'string' && (!newest || r.updated_at > newest)) newest = r.updated_at;
         }
-      } catch (err) {
-        if (!unavailable(err)) throw err;
-        ok = false;
-        if (!result.unavailable.includes(spec.name)) result.unavailable.push(spec.name);
-        break;
+        await readLines(client, spec, page.records, page.sideloads, { priority: 'reconcile' });
+        const applied = await db.transaction().execute((tx) => applyRecords(tx, ctx, spec, page.records, page.sideloads));
+        stat.applied += applied.applied.length;
+        for (const m of applied.followUps) if (m.resource === 'composition') bundlesToRead.add(m.id);
+        await changed(applied.changes);
       }
+    } catch (err) {
+      if (!unavailable(err)) throw err;
+      ok = false;
+      if (!result.unavailable.includes(spec.name)) result.unavailable.push(spec.name);
     }
     if (full && ok) stat.gone = await sweepGone(deps, ctx, spec, seen, changed);
     result.resources[spec.name] = stat;
