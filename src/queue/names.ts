@@ -4,7 +4,7 @@
 import type { Boss } from './boss.ts';
 
 export const queues = {
-  /** receiver -> worker: one job per stored delivery, data DeliveryJob. */
+  /** receiver -> worker: one job per connection per committed batch of deliveries, data DeliveriesJob. */
   deliveries: 'deliveries',
   /** drain of pending (connection, resource, id) fetches, data { connectionId, resource }. */
   fetch: 'fetch',
@@ -20,6 +20,13 @@ export const queues = {
 
 export type QueueName = (typeof queues)[keyof typeof queues];
 
+/** The receiver's job: the webhook_deliveries rows one transaction stored for one connection (the rows say the rest). */
+export interface DeliveryBatchJob {
+  connectionId: number;
+  deliveryRowIds: number[];
+}
+
+/** One delivery: what an operator's replay sends, and what jobs queued before batch jobs carry. */
 export interface DeliveryJob {
   deliveryRowId: number;
   connectionId: number;
@@ -27,6 +34,12 @@ export interface DeliveryJob {
   action: string | null;
   objectId: number | null;
 }
+
+/** Data of a job on `deliveries`. */
+export type DeliveriesJob = DeliveryBatchJob | DeliveryJob;
+
+/** The delivery rows a job on `deliveries` names. */
+export const deliveryRowIdsOf = (job: DeliveriesJob): number[] => 'deliveryRowIds' in job ? job.deliveryRowIds : [job.deliveryRowId];
 
 export const deadLetterOf = (name: string) => `${name}-dead`;
 export const isDeadLetter = (name: string) => name.endsWith('-dead');

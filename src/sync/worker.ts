@@ -7,12 +7,12 @@ import type { Config } from '../config.ts';
 import type { Db } from '../db/index.ts';
 import type { Logger } from '../log.ts';
 import type { Boss } from '../queue/boss.ts';
-import { createQueues, queues, type DeliveryJob } from '../queue/names.ts';
+import { createQueues, queues } from '../queue/names.ts';
 import { metrics } from '../metrics.ts';
 import { logSync, pruneSyncLog } from '../synclog/index.ts';
 import { applyRulesIfChanged, channelRules, type ChannelChange } from '../stock/channel.ts';
 import { postChannelChanges } from '../stock/feed.ts';
-import { consumeDeliveries } from './deliveries.ts';
+import { workDeliveries } from './deliveries.ts';
 import { drainPending } from './drain.ts';
 import { requestDrain, type FetchJob, type MaintenanceJob, type ReconcileJob } from './jobs.ts';
 import { pendingPairs } from './pending.ts';
@@ -77,10 +77,7 @@ export async function startSyncWorkers(deps: WorkerDeps): Promise<void> {
   const sweepClient = clientCache({ db: db.withoutPlugins(), config, log });
   const concurrency = config.WORKER_CONCURRENCY;
 
-  await boss.work<DeliveryJob>(queues.deliveries, { batchSize: 200, pollingIntervalSeconds: 0.5, burstWhenBatchFull: true }, async (jobs) => {
-    const r = await consumeDeliveries(db, boss, jobs.map((j) => j.data));
-    log.debug({ deliveries: jobs.length, ...r, drains: r.drains.length }, 'deliveries consumed');
-  });
+  await workDeliveries({ db, boss, log });
 
   // A connection may hold at most half the drain slots, so one busy account cannot starve the others.
   await boss.work<FetchJob>(queues.fetch, {
