@@ -151,7 +151,8 @@ async function fillQueue(target: number): Promise<number> {
   const started = Date.now();
   while (have < target) {
     const n = Math.min(batch, target - have);
-    const jobs = Array.from({ length: n }, (_, i) => ({ data: { deliveryRowId: 0, connectionId: 1, resource: 'variant', action: 'stock_level_update', objectId: i } }));
+    // Shaped like the receiver's: one connection's rows of one committed batch (ids of rows that do not exist).
+    const jobs = Array.from({ length: n }, (_, i) => ({ data: { connectionId: 1, deliveryRowIds: Array.from({ length: 16 }, (_, k) => -(i * 16 + k + 1)) } }));
     await setupBoss.insert(queues.deliveries, jobs);
     have += n;
   }

@@ -2,7 +2,13 @@
 // so a replay sends it back unchanged: change these shapes only together with the handlers.
 import type { ChannelChange } from '../stock/channel.ts';
 
-/** deliveries: one job per stored delivery. */
+/** deliveries: the webhook_deliveries rows one receiver transaction stored for one connection (the rows say the rest). */
+export interface DeliveryBatchJob {
+  connectionId: number;
+  deliveryRowIds: number[];
+}
+
+/** deliveries: one delivery, as an operator's replay sends it (and as jobs queued before batch jobs carry it). */
 export interface DeliveryJob {
   deliveryRowId: number;
   connectionId: number;
@@ -10,6 +16,12 @@ export interface DeliveryJob {
   action: string | null;
   objectId: number | null;
 }
+
+/** Data of a job on `deliveries`. */
+export type DeliveriesJob = DeliveryBatchJob | DeliveryJob;
+
+/** The delivery rows a job on `deliveries` names. */
+export const deliveryRowIdsOf = (job: DeliveriesJob): number[] => 'deliveryRowIds' in job ? job.deliveryRowIds : [job.deliveryRowId];
 
 /** fetch: drain the pending fetches of (connection, resource). */
 export interface FetchJob { connectionId: number; resource: string }

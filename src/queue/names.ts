@@ -5,7 +5,7 @@
 import type { Boss } from './boss.ts';
 
 export const queues = {
-  /** receiver -> worker: one job per stored delivery, data DeliveryJob (jobs.ts). */
+  /** receiver -> worker: one job per connection per committed batch of deliveries, data DeliveriesJob (jobs.ts). */
   deliveries: 'deliveries',
   /** drain of pending (connection, resource, id) fetches, data { connectionId, resource }. */
   fetch: 'fetch',

@@ -10,7 +10,8 @@ export interface DeliveryPayload extends NormalisedEvent {
   resourceUrl: string | null;
 }
 
-export type ParseResult = { ok: true; payload: DeliveryPayload } | { ok: false; reason: string };
+/** `text`: the body decoded (once, here), as stored. */
+export type ParseResult = { ok: true; payload: DeliveryPayload; text: string } | { ok: false; reason: string };
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -22,8 +23,10 @@ function integer(v: unknown): number | null {
 
 export function parseDelivery(raw: Buffer): ParseResult {
   let body: unknown;
+  let text: string;
   try {
-    body = JSON.parse(utf8.decode(raw));
+    text = utf8.decode(raw);
+    body = JSON.parse(text);
   } catch (err) {
     return { ok: false, reason: `not JSON: ${(err as Error).message}` };
   }
@@ -35,5 +38,5 @@ export function parseDelivery(raw: Buffer): ParseResult {
   const seconds = integer(b.timestamp);
   const eventAt = seconds === null || seconds > 8_640_000_000_000 ? null : new Date(seconds * 1000);
   const resourceUrl = typeof b.resource_url === 'string' ? b.resource_url : null;
-  return { ok: true, payload: { event: b.event, objectId, eventAt, resourceUrl, ...normaliseEvent(b.event) } };
+  return { ok: true, payload: { event: b.event, objectId, eventAt, resourceUrl, ...normaliseEvent(b.event) }, text };
 }

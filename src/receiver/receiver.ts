@@ -32,7 +32,8 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
-interface CachedConnection { id: number | null; until: number }
+interface ConnectionInfo { id: number; disabled: boolean }
+interface CachedConnection { connection: ConnectionInfo | null; until: number }
 
 // A connection's id by name, cached briefly: a delivery should not cost a lookup query. Unknown names are
 // cached for less, so a connection added a moment ago starts receiving soon.
@@ -65,15 +66,21 @@ export function createReceiver(deps: ReceiverDeps): Receiver {
     maxPending: config.WEBHOOK_BATCH_SIZE * config.WEBHOOK_COMMIT_CONCURRENCY * 20,
   });
 
-  async function connectionId(name: string): Promise<number | null> {
+  async function lookUp(name: string): Promise<ConnectionInfo | null> {
     const now = Date.now();
-    const hit = cache.get(name);
-    if (hit && hit.until > now) return hit.id;
-    const row = await db.selectFrom('connections').select('id').where('name', '=', name).executeTakeFirst();
-    const id = row?.id ?? null;
+    const row = await db.selectFrom('connections').select(['id', 'status']).where('name', '=', name).executeTakeFirst();
+    const connection = row ? { id: row.id, disabled: row.status === 'disabled' } : null;
     if (cache.size > 10_000) cache.clear();
-    cache.set(name, { id, until: now + (id === null ? UNKNOWN_TTL_MS : KNOWN_TTL_MS) });
-    return id;
+    cache.set(name, { connection, until: now + (connection === null ? UNKNOWN_TTL_MS : KNOWN_TTL_MS) });
+    return connection;
+  }
+
+  async function connectionOf(name: string): Promise<ConnectionInfo | null> {
+    const hit = cache.get(name);
+    const cached = hit && hit.until > Date.now() ? hit.connection : await lookUp(name);
+    // 410 makes the service delete the subscription: answer it only on a fresh read, never from the cache
+    // (a connection enabled again a moment ago, with its subscriptions just recreated, must not lose them).
+    return cached?.disabled ? lookUp(name) : cached;
   }
 
   /** Waits for the commit, or gives up before the service's 10-second window closes. */
@@ -113,17 +120,24 @@ export function createReceiver(deps: ReceiverDeps): Receiver {
           'delivery refused: signature does not verify');
         return reject(401, 'signature', 'signature missing or wrong');
       }
-      let connection: number | null;
+      let found: ConnectionInfo | null;
       try {
-        connection = await connectionId(name);
+        found = await connectionOf(name);
       } catch (err) {
         log.error({ err, connection: name }, 'delivery not stored: connection lookup failed');
         return unavailable(ctx, 'database unavailable');
       }
-      if (connection === null) {
+      if (found === null) {
         log.warn({ connection: name }, 'delivery refused: unknown connection');
         return reject(404, 'unknown_connection', `no connection named ${JSON.stringify(name)}`);
       }
+      if (found.disabled) {
+        // Deliberate: the service deletes a subscription answered 410, so a disabled connection stops
+        // receiving. Enabling it again recreates the subscriptions (webhooks sync); its sweeps catch up.
+        log.warn({ connection: name, delivery: deliveryHeader || null }, 'delivery refused: connection disabled (410 ends the subscription)');
+        return reject(410, 'disabled_connection', `connection ${JSON.stringify(name)} is disabled`);
+      }
+      const connection = found.id;
       // The key must fit a btree entry: an absurdly long id is keyed by its hash, still stable across retries.
       const deliveryId = !deliveryHeader ? `sha256:${createHash('sha256').update(raw).digest('hex')}`
         : deliveryHeader.length <= 200 ? deliveryHeader : `sha256-id:${createHash('sha256').update(deliveryHeader).digest('hex')}`;
@@ -132,7 +146,7 @@ export function createReceiver(deps: ReceiverDeps): Receiver {
         ? {
             connectionId: connection, deliveryId, event: parsed.payload.event, resource: parsed.payload.resource,
             action: parsed.payload.action, objectId: parsed.payload.objectId, eventAt: parsed.payload.eventAt,
-            resourceUrl: parsed.payload.resourceUrl, body: raw.toString('utf8'),
+            resourceUrl: parsed.payload.resourceUrl, body: parsed.text,
             state: parsed.payload.handled ? 'queued' : 'unhandled',
             error: parsed.payload.handled ? null : `event ${parsed.payload.event} is not one we act on`,
           }

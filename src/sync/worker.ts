@@ -3,12 +3,12 @@
 // maintenance.ts, and stock/feed.ts's poster for channel-stock when CHANNEL_WEBHOOK_URL is set.
 import { clientCache } from '../api/index.ts';
 import type { Db } from '../db/index.ts';
-import type { ChannelStockJob, DeliveryJob, FetchJob, MaintenanceJob, ReconcileJob } from '../queue/jobs.ts';
+import type { ChannelStockJob, FetchJob, MaintenanceJob, ReconcileJob } from '../queue/jobs.ts';
 import { createQueues, queues } from '../queue/names.ts';
 import type { WorkerDeps } from '../runtime.ts';
 import { channelRules } from '../stock/channel.ts';
 import { postChannelChanges, publishChanges } from '../stock/feed.ts';
-import { consumeDeliveries } from './deliveries.ts';
+import { workDeliveries } from './deliveries.ts';
 import { drainPending } from './drain.ts';
 import { requestDrain } from './jobs.ts';
 import { applyRules, handleMaintenance } from './maintenance.ts';
@@ -32,10 +32,7 @@ export async function startSyncWorkers(deps: WorkerDeps): Promise<void> {
   const sweepClient = clientCache({ db: db.withoutPlugins(), config, log });
   const concurrency = config.WORKER_CONCURRENCY;
 
-  await boss.work<DeliveryJob>(queues.deliveries, { batchSize: 200, pollingIntervalSeconds: 0.5, burstWhenBatchFull: true }, async (jobs) => {
-    const r = await consumeDeliveries(db, boss, jobs.map((j) => j.data));
-    log.debug({ deliveries: jobs.length, ...r, drains: r.drains.length }, 'deliveries consumed');
-  });
+  await workDeliveries({ db, boss, log });
 
   // A connection may hold at most WORKER_CONCURRENCY / 2 drain slots, so one busy account cannot starve the
   // others. Drains mostly wait on the API, so there are twice WORKER_CONCURRENCY slots; with a backlog a slot

@@ -46,6 +46,20 @@ t.test('unknown connection: 404, nothing stored', async (t) => {
   t.equal((await deliver(h.url('shop'), payload(1))).status, 200);
 });
 
+t.test('disabled connection: 410 (the service then deletes the subscription), nothing stored; enabled again: 200 at once', async (t) => {
+  const h = await startReceiver(t);
+  t.equal((await deliver(h.url(), payload(1))).status, 200);
+  await h.tdb.db.insertInto('connections').values({ name: 'off', base_url: 'http://127.0.0.1:1', auth_kind: 'token', status: 'disabled' }).execute();
+  const res = await deliver(h.url('off'), payload(2));
+  t.equal(res.status, 410);
+  t.match(await res.json(), { error: /disabled/ });
+  t.equal((await h.rows()).length, 1, 'nothing stored for it');
+  t.match(h.logs.text(), /connection disabled/);
+  await h.tdb.db.updateTable('connections').set({ status: 'active' }).where('name', '=', 'off').execute();
+  t.equal((await deliver(h.url('off'), payload(3))).status, 200, 'a cached "disabled" is read again before a 410');
+  t.equal((await h.rows()).length, 2);
+});
+
 t.test('unsigned requests are refused before the connection is looked up', async (t) => {
   const h = await startReceiver(t);
   const res = await deliver(h.url('nobody'), payload(1), { 'x-service-signature': null });
@@ -77,8 +91,7 @@ t.test('stored delivery: row fields, job data, sync-log entry and its NOTIFY', a
   t.match(full.resource_url, /\/variants\/42\.json$/);
   const [job] = await h.jobs();
   t.equal(job!.id, row!.job_id, 'the row names its job');
-  t.same(job!.data, { deliveryRowId: Number((await h.tdb.pool.query('SELECT id FROM webhook_deliveries')).rows[0].id), connectionId: h.connectionId,
-    resource: 'fulfillment_return', action: 'create', objectId: 42 });
+  t.same(job!.data, { connectionId: h.connectionId, deliveryRowIds: [Number((await h.tdb.pool.query('SELECT id FROM webhook_deliveries')).rows[0].id)] });
   const log = (await h.tdb.pool.query(`SELECT * FROM sync_log WHERE delivery_id = 'abc-1'`)).rows;
   t.match(log, [{ action: 'delivery.received', resource: 'fulfillment_return', record_id: 42, job_id: row!.job_id, outcome: 'ok' }]);
   const announced = await Promise.race([notified, new Promise<undefined>((r) => setTimeout(() => r(undefined), 5000))]);

@@ -2,7 +2,7 @@ import t from 'tap';
 import { createHash } from 'node:crypto';
 import { deliver, payload, pgProxy, startReceiver } from './harness.ts';
 
-t.test('the same delivery twice: both 200, one row, one job', async (t) => {
+t.test('the same delivery twice: both 200, one row, in one job', async (t) => {
   const h = await startReceiver(t);
   const body = payload(5);
   const first = await deliver(h.url(), body, { 'x-service-delivery': 'dup-1' });
@@ -14,7 +14,7 @@ t.test('the same delivery twice: both 200, one row, one job', async (t) => {
   const together = await Promise.all([1, 2, 3].map(() => deliver(h.url(), payload(6), { 'x-service-delivery': 'dup-2' })));
   t.same(together.map((r) => r.status), [200, 200, 200]);
   t.equal((await h.rows()).length, 2);
-  t.equal((await h.jobs()).length, 2);
+  t.same(await h.jobbed(), await h.queued(), 'each stored delivery in exactly one job');
 });
 
 t.test('no delivery id: keyed by the sha256 of the body', async (t) => {
@@ -26,10 +26,10 @@ t.test('no delivery id: keyed by the sha256 of the body', async (t) => {
   const rows = await h.rows();
   t.equal(rows.length, 2);
   t.equal(rows[0]!.delivery_id, `sha256:${createHash('sha256').update(body).digest('hex')}`);
-  t.equal((await h.jobs()).length, 2);
+  t.equal((await h.jobbed()).length, 2);
 });
 
-t.test('200 parallel deliveries: 200 rows, 200 jobs, in fewer transactions', async (t) => {
+t.test('200 parallel deliveries: 200 rows, each in one job, in fewer transactions', async (t) => {
   const h = await startReceiver(t);
   const res = await Promise.all(Array.from({ length: 200 }, (_, i) => deliver(h.url(), payload(1000 + i), { 'x-service-delivery': `p-${i}` })));
   t.same(new Set(res.map((r) => r.status)), new Set([200]));
@@ -37,8 +37,11 @@ t.test('200 parallel deliveries: 200 rows, 200 jobs, in fewer transactions', asy
   t.equal(rows.length, 200);
   t.equal(new Set(rows.map((r) => r.object_id)).size, 200);
   const jobs = await h.jobs();
-  t.equal(jobs.length, 200);
-  t.same(new Set(jobs.map((j) => j.id)), new Set(rows.map((r) => r.job_id)), 'each row names its own job');
+  t.same(await h.jobbed(), await h.queued(), 'each of the 200 rows in exactly one job');
+  t.equal((await h.queued()).length, 200);
+  const ids = (await h.tdb.pool.query('SELECT id FROM webhook_deliveries ORDER BY id')).rows.map((r) => Number(r.id));
+  t.ok(rows.every((r, i) => jobs.find((j) => j.id === r.job_id)?.data.deliveryRowIds.includes(ids[i])), 'each row names the job that holds it');
+  t.ok(jobs.length < 200, `one job per committed batch: ${jobs.length} jobs`);
   const log = await h.tdb.pool.query(`SELECT count(*)::int AS n FROM sync_log WHERE action = 'delivery.received'`);
   t.equal(log.rows[0].n, 200);
   const txns = (await h.tdb.pool.query('SELECT count(DISTINCT xmin::text)::int AS n FROM webhook_deliveries')).rows[0].n;
@@ -59,7 +62,8 @@ t.test('database unreachable: 503, never 2xx; once it is back nothing is lost', 
   const again = await Promise.all(Array.from({ length: 10 }, (_, i) => deliver(h.url(), payload(100 + i), { 'x-service-delivery': `down-${i}` })));
   t.same(again.map((r) => r.status), Array(10).fill(200));
   t.equal((await h.rows()).length, 15);
-  t.equal((await h.jobs()).length, 15);
+  t.same(await h.jobbed(), await h.queued(), 'each in exactly one job');
+  t.equal((await h.jobbed()).length, 15);
 });
 
 t.test('database blocked past the ack timeout: 503; the late commit is kept and the retry is a duplicate', async (t) => {
@@ -77,7 +81,8 @@ t.test('database blocked past the ack timeout: 503; the late commit is kept and 
   const again = await Promise.all(Array.from({ length: 5 }, (_, i) => deliver(h.url(), payload(10 + i), { 'x-service-delivery': `slow-${i}` })));
   t.same(again.map((r) => r.status), Array(5).fill(200));
   t.equal((await h.rows()).length, 6, 'each delivery once');
-  t.equal((await h.jobs()).length, 6, 'each job once');
+  t.same(await h.jobbed(), await h.queued(), 'each in exactly one job');
+  t.equal((await h.jobbed()).length, 6, 'each job once');
 });
 
 t.test('graceful shutdown: deliveries in flight are committed and answered 200, then the port closes', async (t) => {
@@ -103,7 +108,8 @@ t.test('graceful shutdown: deliveries in flight are committed and answered 200, 
   await stopping;
   t.same(res.map((r) => r.status), Array(20).fill(200), 'answered after their commit');
   t.equal((await h.rows()).length, 21);
-  t.equal((await h.jobs()).length, 21);
+  t.same(await h.jobbed(), await h.queued(), 'each in exactly one job');
+  t.equal((await h.jobbed()).length, 21);
   await t.rejects(deliver(h.url(), payload(99)), 'no longer accepting');
 });
 

@@ -31,6 +31,10 @@ export interface Harness {
   stop(): Promise<void>;
   rows(): Promise<{ delivery_id: string; state: string; event: string | null; resource: string | null; action: string | null; object_id: number | null; job_id: string | null; error: string | null; body: string }[]>;
   jobs(): Promise<{ id: string; data: any }[]>;
+  /** The delivery row ids the jobs on `deliveries` name, ascending; a row named by two jobs appears twice. */
+  jobbed(connectionId?: number): Promise<number[]>;
+  /** The ids of the stored rows in state `queued`, ascending. */
+  queued(connectionId?: number): Promise<number[]>;
 }
 
 export interface HarnessOptions {
@@ -69,6 +73,10 @@ export async function startReceiver(t: Teardown, opts: HarnessOptions = {}): Pro
     base, url: (c = 'shop') => `${base}/webhooks/${c}`, tdb, boss, rt, server, logs, connectionId, stop,
     rows: async () => (await tdb.pool.query('SELECT * FROM webhook_deliveries ORDER BY id')).rows,
     jobs: async () => (await tdb.pool.query(`SELECT id, data FROM pgboss.job WHERE name = 'deliveries' ORDER BY created_on`)).rows,
+    jobbed: async (c?: number) => (await tdb.pool.query(`SELECT x::bigint AS id FROM pgboss.job, jsonb_array_elements_text(data->'deliveryRowIds') AS x
+      WHERE name = 'deliveries' AND ($1::bigint IS NULL OR (data->>'connectionId')::bigint = $1) ORDER BY 1`, [c ?? null])).rows.map((r) => Number(r.id)),
+    queued: async (c?: number) => (await tdb.pool.query(`SELECT id FROM webhook_deliveries WHERE state = 'queued' AND ($1::bigint IS NULL OR connection_id = $1) ORDER BY id`,
+      [c ?? null])).rows.map((r) => Number(r.id)),
   };
 }
 

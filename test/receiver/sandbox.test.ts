@@ -52,8 +52,7 @@ t.test('subscriptions are made at PUBLIC_URL/webhooks/NAME and real deliveries a
     .then((r) => r.json() as Promise<{ variants: { id: number }[] }>);
   const ids = new Set(variants.variants.map((v) => v.id));
   t.ok(rows.every((r) => ids.has(Number(r.object_id))), 'each about a variant of the account');
-  const jobs = await h.jobs();
-  t.equal(jobs.filter((j) => j.data.connectionId === connection.id).length, rows.length, 'one job each');
+  t.same(await h.jobbed(connection.id), rows.map((r) => Number(r.id)), 'each in exactly one job');
 });
 
 t.test('sandbox faults: duplicated deliveries are stored once; corrupted signatures get 401 and succeed on retry', async (t) => {
@@ -70,7 +69,8 @@ t.test('sandbox faults: duplicated deliveries are stored once; corrupted signatu
   t.ok(sent.filter((a) => a.status === 200).length >= 2 * rows.length, 'the service really sent every delivery twice, both got 200');
   t.equal(new Set(rows.map((r) => r.delivery_id)).size, rows.length, 'each delivery id once');
   t.ok(rows.every((r) => !r.delivery_id.startsWith('sha256:')), 'keyed by X-Service-Delivery');
-  t.equal((await h.jobs()).filter((j) => j.data.connectionId === connection.id).length, rows.length, 'one job per delivery despite the copies');
+  t.same(await h.jobbed(connection.id), await h.queued(connection.id), 'each delivery in exactly one job despite the copies');
+  t.equal((await h.jobbed(connection.id)).length, rows.length);
 
   const before = rows.length;
   await admin('faults', { deliveries: { corrupt_signature: 1 } });

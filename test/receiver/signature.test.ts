@@ -47,7 +47,7 @@ t.test('over HTTP: good signatures are stored, bad ones get 401 and store nothin
   }
   const rows = await h.rows();
   t.same(rows.map((r) => r.object_id).sort((a, b) => a! - b!), [7, 9, 10], 'only the verified deliveries are stored');
-  t.equal((await h.jobs()).length, 3);
+  t.equal((await h.jobbed()).length, 3);
   t.notOk(h.logs.text().includes(marker), 'refused bodies never reach the log');
   t.match(h.logs.text(), /signature does not verify/);
 });
