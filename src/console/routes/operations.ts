@@ -3,7 +3,8 @@
 import type Router from '@koa/router';
 import type { PushKind, PushState } from '../../db/schema.ts';
 import { kinds } from '../../push/input.ts';
-import { getOperation, listOperations, retryOperation, RetryRefused } from '../../push/store.ts';
+import { getOperation, listOperations } from '../../db/operations.ts';
+import { retryOperation, RetryRefused } from '../../push/store.ts';
 import { createQueues } from '../../queue/names.ts';
 import { notFoundPage } from '../pages/layout.ts';
 import { operationIndexPage, operationPage } from '../pages/operations.ts';
