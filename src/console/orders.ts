@@ -3,6 +3,7 @@
 // the push operations that touched it.
 import { sql } from 'kysely';
 import type { Db } from '../db/index.ts';
+import { getConnection } from '../db/connections.ts';
 import { operationsOfOrder } from '../db/operations.ts';
 import type { PushOperation } from '../db/schema.ts';
 import { querySyncLog, type LogRow } from './synclog.ts';
@@ -71,7 +72,7 @@ export interface OrderRecord {
 }
 
 export async function orderRecord(db: Db, connectionId: number, orderId: number): Promise<OrderRecord | null> {
-  const conn = await db.selectFrom('connections').select(['id', 'name']).where('id', '=', connectionId).executeTakeFirst();
+  const conn = await getConnection(db, connectionId);
   const row = conn && (await sql<Raw>`SELECT ${select} WHERE o.connection_id = ${connectionId} AND o.id = ${orderId}`.execute(db)).rows[0];
   if (!conn || !row) return null;
   const order = present(row);

@@ -4,6 +4,7 @@
 // themselves are the operations store's (db/operations.ts).
 import { createHash, randomUUID } from 'node:crypto';
 import type { SentRequest } from '../api/client.ts';
+import { connectionName } from '../db/connections.ts';
 import type { Db, Executor } from '../db/index.ts';
 import {
   channelOrderOf, countRefusedImports, firstUnfinished, getOperationForUpdate, insertOperation, lockOrderKey, mapChannelOrder,
@@ -75,11 +76,6 @@ export async function recordChange(db: Executor, op: PushOperation, connectionNa
     ...(finished && orderId !== undefined ? [{ ...entry, resource: 'order', recordId: orderId }] : []),
   ]);
   metrics.pushOperations.inc({ connection: connectionName, operation: op.kind, state: op.state });
-}
-
-export async function connectionName(db: Executor, connectionId: number): Promise<string> {
-  const row = await db.selectFrom('connections').select('name').where('id', '=', connectionId).executeTakeFirst();
-  return row?.name ?? String(connectionId);
 }
 
 /** Stores a validated operation and its job in one transaction. */

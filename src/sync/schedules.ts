@@ -3,6 +3,7 @@
 // minute, this schedule sync every ten minutes so new connections get theirs, a first full sweep, and the webhook
 // subscription check every WEBHOOK_CHECK_MINUTES).
 import type { Config } from '../config.ts';
+import { listConnections } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
 import type { Boss } from '../queue/boss.ts';
 import { queues } from '../queue/names.ts';
@@ -16,7 +17,7 @@ export function everyMinutes(n: number): string {
 }
 
 export async function syncSchedules(db: Db, boss: Boss, config: Config): Promise<void> {
-  const active = await db.selectFrom('connections').select(['id']).where('status', '=', 'active').execute();
+  const active = await listConnections(db, 'active');
   const want = new Map<string, { cron: string; data: ReconcileJob }>();
   for (const c of active) {
     const id = Number(c.id);
