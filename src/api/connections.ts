@@ -1,8 +1,8 @@
 // Connections (one merchant account each): adding them, finding them, and the client of one.
+import { ensureBudget } from '../db/budgets.ts';
 import { connectionByName, connectionOfAccount, getConnection, listConnections, setConnectionStatus, upsertConnection } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
 import type { Connection } from '../db/schema.ts';
-import { ensureBudget } from './budget.ts';
 import { Client, keyFor, type ClientDeps, type ClientOptions } from './client.ts';
 import { ApiError } from './errors.ts';
 import { errorDetails, parseJson } from './http.ts';

@@ -3,6 +3,7 @@
 // overview page, /api/overview, /metrics and `commerce-sync status`.
 import { sql } from 'kysely';
 import { rollover } from '../api/budget.ts';
+import { listBudgets } from '../db/budgets.ts';
 import type { Db } from '../db/index.ts';
 import { queueDepths, type QueueDepth } from './queues.ts';
 
@@ -67,7 +68,7 @@ export async function connectionOverviews(db: Db, onlyId?: number): Promise<Conn
                coalesce((SELECT extract(epoch FROM now() - min(p.first_marked_at))::float8 FROM pending_fetches p
                           WHERE p.connection_id = c.id), 0)) AS lag
         FROM connections c WHERE c.id = ANY(${ids})`.execute(db),
-    db.selectFrom('api_budgets').selectAll().where('connection_id', 'in', ids).execute(),
+    listBudgets(db, ids),
     db.selectFrom('sync_cursors').selectAll().where('connection_id', 'in', ids).orderBy('resource').execute(),
     sql<{ connection_id: number; n: number }>`
       SELECT connection_id, count(*)::int AS n FROM sync_log
