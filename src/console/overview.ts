@@ -4,6 +4,7 @@
 import { sql } from 'kysely';
 import { rollover } from '../api/budget.ts';
 import { listBudgets } from '../db/budgets.ts';
+import { listCursors } from '../db/cursors.ts';
 import type { Db } from '../db/index.ts';
 import { queueDepths, type QueueDepth } from './queues.ts';
 
@@ -69,7 +70,7 @@ export async function connectionOverviews(db: Db, onlyId?: number): Promise<Conn
                           WHERE p.connection_id = c.id), 0)) AS lag
         FROM connections c WHERE c.id = ANY(${ids})`.execute(db),
     listBudgets(db, ids),
-    db.selectFrom('sync_cursors').selectAll().where('connection_id', 'in', ids).orderBy('resource').execute(),
+    listCursors(db, ids),
     sql<{ connection_id: number; n: number }>`
       SELECT connection_id, count(*)::int AS n FROM sync_log
        WHERE outcome = 'error' AND at > now() - interval '1 hour' AND connection_id = ANY(${ids})

@@ -4,6 +4,7 @@
 // subscription check every WEBHOOK_CHECK_MINUTES).
 import type { Config } from '../config.ts';
 import { listConnections } from '../db/connections.ts';
+import { sweptConnections } from '../db/cursors.ts';
 import type { Db } from '../db/index.ts';
 import type { Boss } from '../queue/boss.ts';
 import { queues } from '../queue/names.ts';
@@ -34,7 +35,7 @@ export async function syncSchedules(db: Db, boss: Boss, config: Config): Promise
     await boss.schedule(queues.reconcile, w.cron, w.data, { key, tz: 'UTC', group: { id: String(w.data.connectionId) } });
   }
   // A connection never swept (a newcomer's demo, a new account) gets its full sweep now, not at FULL_SWEEP_CRON.
-  const swept = new Set((await db.selectFrom('sync_cursors').select('connection_id').distinct().execute()).map((r) => Number(r.connection_id)));
+  const swept = await sweptConnections(db);
   for (const c of active) {
     const id = Number(c.id);
     if (swept.has(id)) continue;
