@@ -3,23 +3,12 @@
 // reads and writes rows.
 import { sql, type Selectable } from 'kysely';
 import type { Executor } from './index.ts';
-import type { ChannelRulesTable } from './schema.ts';
+import type { ChannelQuantityChangesTable, ChannelRulesTable } from './schema.ts';
 
-/** A recorded change of a channel quantity, as the feed and the channel-stock queue carry it. */
-export interface ChannelChange {
-  id: number;
-  connection_id: number;
-  variant_id: number;
-  sku: string | null;
-  quantity: string | null;
-  tracked: boolean;
-  backorderable: boolean;
-  before_quantity: string | null;
-  before_tracked: boolean | null;
-  cause: string;
-  delivery_id: string | null;
-  at: string;
-}
+/** A recorded change of a channel quantity, as the feed and the channel-stock queue carry it (`at` as ISO text). */
+export type ChannelChange = Pick<Selectable<ChannelQuantityChangesTable>,
+  'id' | 'connection_id' | 'variant_id' | 'sku' | 'quantity' | 'tracked' | 'backorderable' | 'before_quantity' | 'before_tracked' | 'cause' | 'delivery_id'>
+  & { at: string };
 
 /** A change as the feed gives it: the recorded change with its connection's name. */
 export type FeedItem = Omit<ChannelChange, 'before_tracked'> & { connection: string };
