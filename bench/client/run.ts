@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { addTokenConnection, clientFor } from '../../src/api/connections.ts';
 import { loadConfig } from '../../src/config.ts';
+import { listBudgets } from '../../src/db/budgets.ts';
 import { createDb, createPool } from '../../src/db/index.ts';
 import { createLogger } from '../../src/log.ts';
 import { startSandbox } from '@commerce-sync/sandbox';
@@ -80,7 +81,8 @@ console.log(`machine: ${cpus.length} x ${cpus[0]?.model ?? 'unknown cpu'}, ${Mat
 console.log(`sandbox: ${ids.length} active variants (seeded in ${(seedMs / 1000).toFixed(1)} s), rate 300 per 300 s at time scale ${args['time-scale']} (window ${(300 / Number(args['time-scale'])).toFixed(1)} s real)`);
 const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
 for (const r of rows) console.log(r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
-const budget = await db.selectFrom('api_budgets').selectAll().executeTakeFirstOrThrow();
+const [budget] = await listBudgets(db);
+if (!budget) throw new Error('no budget row');
 console.log(`budget row: remaining ${budget.remaining}/${budget.request_limit}, accounting errors ${budget.accounting_errors}, requests ${budget.requests_total}`);
 
 await sandbox.close();

@@ -13,6 +13,7 @@ import { Decimal } from 'decimal.js';
 import { addTokenConnection } from '../../src/api/connections.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createDb, createPool } from '../../src/db/index.ts';
+import { operationsByIds } from '../../src/db/operations.ts';
 import { createLogger } from '../../src/log.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
 import { startSandbox } from '@commerce-sync/sandbox';
@@ -48,7 +49,7 @@ await startPushWorker(rt, { pollingIntervalSeconds: 0.5 });
 
 async function settle(ids: number[]): Promise<PushOperation[]> {
   for (;;) {
-    const rows = await db.selectFrom('push_operations').selectAll().where('id', 'in', ids).execute();
+    const rows = await operationsByIds(db, ids);
     if (rows.every((r) => r.state === 'confirmed' || r.state === 'failed')) return rows;
     await new Promise((r) => setTimeout(r, 200));
   }

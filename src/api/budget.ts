@@ -6,8 +6,8 @@
 // Model: `remaining` is the service's own count for the current window (the lowest X-Rate-Limit-Remaining
 // seen, since that count only falls within a window); every request sent but not yet answered is a live
 // lease and may or may not be in that count yet, so what we may still send is remaining - leases.
-import { sql } from 'kysely';
-import type { Db } from '../db/index.ts';
+import { betterWaiter, deleteLease, deleteWaiter, insertLease, liveLeases, lockBudget, saveBudget, saveWaiter, type LockedBudget } from '../db/budgets.ts';
+import type { Db, Executor } from '../db/index.ts';
 import { RECONCILE_RANK } from './types.ts';
 
 export interface BudgetState {
@@ -97,10 +97,6 @@ export function applyAnswer(s: BudgetState, status: number | null, h: RateHeader
 
 // ---- database side ----
 
-interface BudgetRow {
-  request_limit: number; remaining: number; reset_at: Date; reset_known: boolean; now: Date;
-  status: string; status_reason: string | null;
-}
 
 export type Reservation =
   | { ok: true; leaseId: number; available: number }
@@ -109,40 +105,12 @@ export type Reservation =
 
 export interface BudgetSettings { reserve: number; leaseMs: number }
 
-const toState = (r: BudgetRow): BudgetState => ({
+const toState = (r: LockedBudget): BudgetState => ({
   limit: r.request_limit, remaining: r.remaining, resetAt: r.reset_at.getTime(), resetKnown: r.reset_known,
 });
 
-export async function ensureBudget(db: Db, connectionId: number): Promise<void> {
-  await db.insertInto('api_budgets').values({ connection_id: connectionId }).onConflict((oc) => oc.doNothing()).execute();
-}
-
-async function lockBudget(trx: Db, connectionId: number): Promise<BudgetRow> {
-  const load = () => sql<BudgetRow>`
-    SELECT b.request_limit, b.remaining, b.reset_at, b.reset_known, now() AS now, c.status, c.status_reason
-    FROM api_budgets b JOIN connections c ON c.id = b.connection_id
-    WHERE b.connection_id = ${connectionId} FOR UPDATE OF b`.execute(trx);
-  let { rows } = await load();
-  if (!rows[0]) {
-    await ensureBudget(trx, connectionId);
-    ({ rows } = await load());
-    if (!rows[0]) throw new Error(`connection ${connectionId} does not exist`);
-  }
-  return rows[0];
-}
-
-async function liveLeases(trx: Db, connectionId: number): Promise<number> {
-  await sql`DELETE FROM api_budget_leases WHERE connection_id = ${connectionId} AND expires_at < now()`.execute(trx);
-  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM api_budget_leases WHERE connection_id = ${connectionId}`.execute(trx);
-  return rows[0]!.n;
-}
-
-async function saveState(trx: Db, connectionId: number, s: BudgetState, inFlight: number, extra: { sent?: boolean; accountingError?: boolean } = {}): Promise<void> {
-  await sql`UPDATE api_budgets SET request_limit = ${s.limit}, remaining = ${s.remaining},
-      reset_at = ${new Date(s.resetAt)}, reset_known = ${s.resetKnown}, in_flight = ${inFlight},
-      requests_total = requests_total + ${extra.sent ? 1 : 0},
-      accounting_errors = accounting_errors + ${extra.accountingError ? 1 : 0}, updated_at = now()
-    WHERE connection_id = ${connectionId}`.execute(trx);
+async function saveState(trx: Executor, connectionId: number, s: BudgetState, inFlight: number, extra?: { sent?: boolean; accountingError?: boolean }): Promise<void> {
+  await saveBudget(trx, connectionId, { limit: s.limit, remaining: s.remaining, resetAt: new Date(s.resetAt), resetKnown: s.resetKnown }, inFlight, extra);
 }
 
 /** Takes a slot for a request of `rank`, or says how long to wait (and registers `waiter` as waiting). */
@@ -150,28 +118,22 @@ export function reserve(db: Db, connectionId: number, rank: number, waiter: stri
   return db.transaction().execute(async (trx) => {
     const row = await lockBudget(trx, connectionId);
     if (row.status !== 'active') {
-      await sql`DELETE FROM api_budget_waiters WHERE connection_id = ${connectionId} AND waiter = ${waiter}`.execute(trx);
+      await deleteWaiter(trx, connectionId, waiter);
       return { ok: false, stopped: true, status: row.status, reason: row.status_reason };
     }
     const now = row.now.getTime();
     const inFlight = await liveLeases(trx, connectionId);
-    const { rows: better } = await sql<{ one: number }>`
-      SELECT 1 AS one FROM api_budget_waiters WHERE connection_id = ${connectionId} AND waiter <> ${waiter}
-        AND rank < ${rank} AND expires_at > now() LIMIT 1`.execute(trx);
+    const better = await betterWaiter(trx, connectionId, waiter, rank);
     const before = toState(row);
     const state = rollover(before, now);
-    const d = decide(state, inFlight, rank, cfg.reserve, better.length > 0, now);
+    const d = decide(state, inFlight, rank, cfg.reserve, better, now);
     if (d.ok) {
-      const { rows } = await sql<{ id: number }>`
-        INSERT INTO api_budget_leases (connection_id, rank, expires_at)
-        VALUES (${connectionId}, ${rank}, now() + make_interval(secs => ${cfg.leaseMs / 1000})) RETURNING id`.execute(trx);
-      await sql`DELETE FROM api_budget_waiters WHERE connection_id = ${connectionId} AND waiter = ${waiter}`.execute(trx);
+      const leaseId = await insertLease(trx, connectionId, rank, cfg.leaseMs);
+      await deleteWaiter(trx, connectionId, waiter);
       await saveState(trx, connectionId, state, inFlight + 1, { sent: true });
-      return { ok: true, leaseId: rows[0]!.id, available: state.remaining - inFlight - 1 };
+      return { ok: true, leaseId, available: state.remaining - inFlight - 1 };
     }
-    await sql`INSERT INTO api_budget_waiters (connection_id, waiter, rank, expires_at)
-      VALUES (${connectionId}, ${waiter}, ${rank}, now() + make_interval(secs => ${(d.waitMs + 2000) / 1000}))
-      ON CONFLICT (connection_id, waiter) DO UPDATE SET rank = EXCLUDED.rank, expires_at = EXCLUDED.expires_at`.execute(trx);
+    await saveWaiter(trx, connectionId, waiter, rank, d.waitMs);
     if (state !== before) await saveState(trx, connectionId, state, inFlight);
     return { ok: false, stopped: false, waitMs: d.waitMs, reason: d.reason, available: state.remaining - inFlight };
   });
@@ -181,7 +143,7 @@ export function reserve(db: Db, connectionId: number, rank: number, waiter: stri
 export function release(db: Db, connectionId: number, leaseId: number, status: number | null, headers: RateHeaders | null): Promise<{ available: number; accountingError: boolean }> {
   return db.transaction().execute(async (trx) => {
     const row = await lockBudget(trx, connectionId);
-    await sql`DELETE FROM api_budget_leases WHERE id = ${leaseId}`.execute(trx);
+    await deleteLease(trx, leaseId);
     const inFlight = await liveLeases(trx, connectionId);
     const state = applyAnswer(rollover(toState(row), row.now.getTime()), status, headers, row.now.getTime());
     const accountingError = status === 429;
@@ -192,5 +154,5 @@ export function release(db: Db, connectionId: number, leaseId: number, status: n
 
 /** This process no longer waits for the connection's budget. */
 export async function clearWaiter(db: Db, connectionId: number, waiter: string): Promise<void> {
-  await sql`DELETE FROM api_budget_waiters WHERE connection_id = ${connectionId} AND waiter = ${waiter}`.execute(db);
+  await deleteWaiter(db, connectionId, waiter);
 }

@@ -5,6 +5,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { formatTable, UsageError, type CommandContext, type CommandModule } from '../command.ts';
+import { listBudgets } from '../db/budgets.ts';
 import { openDatabase, type OpenDatabase } from '../db/index.ts';
 import type { Connection } from '../db/schema.ts';
 import { ApiError } from './errors.ts';
@@ -110,7 +111,7 @@ async function connect(ctx: CommandContext): Promise<number> {
 async function connections(ctx: CommandContext): Promise<number> {
   return withDatabase(ctx, async (database) => {
     const rows = await listConnections(database.db);
-    const budgets = await database.db.selectFrom('api_budgets').selectAll().execute();
+    const budgets = await listBudgets(database.db);
     const byId = new Map(budgets.map((b) => [b.connection_id, b]));
     const listing = rows.map((c) => {
       const b = byId.get(c.id);

@@ -1,8 +1,8 @@
 // Connections (one merchant account each): adding them, finding them, and the client of one.
-import { sql } from 'kysely';
+import { ensureBudget } from '../db/budgets.ts';
+import { connectionByName, connectionOfAccount, getConnection, listConnections, setConnectionStatus, upsertConnection } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
 import type { Connection } from '../db/schema.ts';
-import { ensureBudget } from './budget.ts';
 import { Client, keyFor, type ClientDeps, type ClientOptions } from './client.ts';
 import { ApiError } from './errors.ts';
 import { errorDetails, parseJson } from './http.ts';
@@ -12,17 +12,8 @@ import { tokenColumns } from './tokens.ts';
 import type { ApiClient } from './types.ts';
 
 export type { ClientDeps };
-
-export async function getConnection(db: Db, idOrName: number | string): Promise<Connection | undefined> {
-  const q = db.selectFrom('connections').selectAll();
-  const byId = typeof idOrName === 'number' || /^\d+$/.test(idOrName);
-  const row = byId ? await q.where('id', '=', Number(idOrName)).executeTakeFirst() : undefined;
-  return row ?? (typeof idOrName === 'string' ? q.where('name', '=', idOrName).executeTakeFirst() : undefined);
-}
-
-export function listConnections(db: Db): Promise<Connection[]> {
-  return db.selectFrom('connections').selectAll().orderBy('id').execute();
-}
+// Callers find connections here beside clientFor; the statements are the connections store's.
+export { getConnection, listConnections };
 
 /** The client of a connection (a row, or its id or name). Clients of one connection share its budget. */
 export async function clientFor(deps: ClientDeps, connection: Connection | number | string, opts?: ClientOptions): Promise<ApiClient> {
@@ -100,26 +91,25 @@ async function saveConnection(db: Db, baseUrl: string, account: { id: number; na
   if (name !== undefined && !NAME.test(name)) throw new Error(`--name ${JSON.stringify(name)}: use lowercase letters, digits, - and _ (at most 63, starting with a letter or digit)`);
   const values = {
     base_url: baseUrl, account_id: account.id, account_name: account.name, ...creds,
-    status: 'active' as const, status_reason: null, raw: JSON.stringify(account.raw), updated_at: sql<Date>`now()`,
+    status: 'active' as const, status_reason: null, raw: JSON.stringify(account.raw),
   };
   let target = name;
   if (target !== undefined) {
     // A name keeps meaning one account: its mirror rows, budget and webhooks belong to that account.
-    const existing = await db.selectFrom('connections').select(['base_url', 'account_id']).where('name', '=', target).executeTakeFirst();
+    const existing = await connectionByName(db, target);
     if (existing && (existing.base_url !== baseUrl || (existing.account_id !== null && existing.account_id !== account.id))) {
       throw new Error(`connection ${target} is account ${existing.account_id} at ${existing.base_url}; choose another --name`);
     }
   } else {
-    const same = await db.selectFrom('connections').select('name').where('base_url', '=', baseUrl).where('account_id', '=', account.id).orderBy('id').executeTakeFirst();
+    const same = await connectionOfAccount(db, baseUrl, account.id);
     if (same) target = same.name;
     else {
       target = slugName(account.name, account.id);
-      const taken = await db.selectFrom('connections').select('id').where('name', '=', target).executeTakeFirst();
+      const taken = await connectionByName(db, target);
       if (taken) target = `${target.slice(0, 50)}-${account.id}`;
     }
   }
-  const row = await db.insertInto('connections').values({ name: target, ...values })
-    .onConflict((oc) => oc.column('name').doUpdateSet(values)).returningAll().executeTakeFirstOrThrow();
+  const row = await upsertConnection(db, { name: target, ...values });
   await ensureBudget(db, row.id);
   return row;
 }
@@ -153,7 +143,7 @@ export async function addOAuthConnection(deps: ClientDeps, input: { baseUrl: str
  * which is idle while lapsed): an answer makes the connection active again. Returns the names resumed.
  */
 export async function probeLapsed(deps: ClientDeps): Promise<string[]> {
-  const lapsed = await deps.db.selectFrom('connections').selectAll().where('status', '=', 'lapsed').execute();
+  const lapsed = await listConnections(deps.db, 'lapsed');
   const resumed: string[] = [];
   for (const c of lapsed) {
     if (!c.access_token_enc) continue;
@@ -163,8 +153,7 @@ export async function probeLapsed(deps: ClientDeps): Promise<string[]> {
       deps.log.debug({ connection: c.name, status: (err as ApiError).status }, 'lapsed connection still refused');
       continue;
     }
-    await deps.db.updateTable('connections').set({ status: 'active', status_reason: null, updated_at: sql<Date>`now()` })
-      .where('id', '=', c.id).where('status', '=', 'lapsed').execute();
+    await setConnectionStatus(deps.db, c.id, 'active', null, 'lapsed');
     deps.log.info({ connection: c.name }, 'the service answers again: lapsed connection is active again');
     resumed.push(c.name);
   }

@@ -3,8 +3,8 @@
 // (SELECT ... FOR UPDATE) while it calls the token endpoint and stores the new pair in the same transaction,
 // so the rotated refresh token is saved atomically; other processes block on the lock, then find the new
 // token and reuse it instead of spending the (now rotated) refresh token again.
-import { sql } from 'kysely';
 import type { Config } from '../config.ts';
+import { getConnection, getConnectionForUpdate, setConnectionStatus, updateConnection } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
 import type { Connection } from '../db/schema.ts';
 import type { Logger } from '../log.ts';
@@ -39,7 +39,7 @@ export function needsRefresh(c: Pick<Connection, 'auth_kind' | 'token_expires_at
 
 /** Marks a connection as no longer usable (or usable again); the in-memory row follows. */
 export async function setStatus(db: Db, connection: Connection, status: Connection['status'], reason: string | null): Promise<void> {
-  await db.updateTable('connections').set({ status, status_reason: reason, updated_at: sql<Date>`now()` }).where('id', '=', connection.id).execute();
+  await setConnectionStatus(db, connection.id, status, reason);
   connection.status = status;
   connection.status_reason = reason;
 }
@@ -79,7 +79,7 @@ export class Tokens {
    * `commerce-sync connect` that replaced a revoked token while this worker ran). True when there is one.
    */
   async reload(staleEnc: string | null): Promise<boolean> {
-    const row = await this.#deps.db.selectFrom('connections').selectAll().where('id', '=', this.#conn.id).executeTakeFirst();
+    const row = await getConnection(this.#deps.db, this.#conn.id);
     if (!row?.access_token_enc || row.access_token_enc === staleEnc) return false;
     Object.assign(this.#conn, row);
     return true;
@@ -104,14 +104,13 @@ export class Tokens {
       throw new ApiError(reason, { status: 401 });
     }
     const outcome = await db.transaction().execute(async (trx) => {
-      const row = await trx.selectFrom('connections').selectAll().where('id', '=', conn.id).forUpdate().executeTakeFirstOrThrow();
+      const row = await getConnectionForUpdate(trx, conn.id);
       if (row.access_token_enc && row.access_token_enc !== staleEnc && !needsRefresh(row)) {
         return { row, refreshed: false, error: null as ApiError | null };
       }
       if (!row.refresh_token_enc) {
         const reason = 'the access token expired and there is no refresh token; run commerce-sync connect --oauth again';
-        const updated = await trx.updateTable('connections').set({ status: 'unauthorized', status_reason: reason, updated_at: sql<Date>`now()` })
-          .where('id', '=', conn.id).returningAll().executeTakeFirstOrThrow();
+        const updated = (await setConnectionStatus(trx, conn.id, 'unauthorized', reason))!;
         return { row: updated, refreshed: false, error: new ApiError(reason, { status: 401 }) };
       }
       let t: TokenResponse;
@@ -121,13 +120,10 @@ export class Tokens {
         if (err instanceof ApiError && err.retryable) throw err; // no answer or a server error: try again later
         const why = err instanceof ApiError ? `${err.status ?? ''} ${err.serviceMessage ?? err.message}`.trim() : (err as Error).message;
         const reason = `token refresh refused by the service (${why}); run commerce-sync connect --oauth again`;
-        const updated = await trx.updateTable('connections').set({ status: 'unauthorized', status_reason: reason, updated_at: sql<Date>`now()` })
-          .where('id', '=', conn.id).returningAll().executeTakeFirstOrThrow();
+        const updated = (await setConnectionStatus(trx, conn.id, 'unauthorized', reason))!;
         return { row: updated, refreshed: false, error: new ApiError(reason, { status: 401, requestId: err instanceof ApiError ? err.requestId : null }) };
       }
-      const updated = await trx.updateTable('connections')
-        .set({ ...tokenColumns(key, t, new Date(), row.refresh_token_enc), updated_at: sql<Date>`now()` })
-        .where('id', '=', conn.id).returningAll().executeTakeFirstOrThrow();
+      const updated = (await updateConnection(trx, conn.id, tokenColumns(key, t, new Date(), row.refresh_token_enc)))!;
       return { row: updated, refreshed: true, error: null };
     });
     Object.assign(conn, outcome.row);

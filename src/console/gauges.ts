@@ -1,5 +1,6 @@
 // Gauges that describe state rather than events, refreshed from the database when /metrics is scraped,
 // and the once-a-minute samples that let the console draw budget and lag over time.
+import { pruneSamples, saveSamples } from '../db/samples.ts';
 import type { Db } from '../db/index.ts';
 import type { Logger } from '../log.ts';
 import { metrics } from '../metrics.ts';
@@ -31,14 +32,12 @@ export async function sampleOnce(db: Db, opts: { conns?: ConnectionOverview[]; n
   const [list, depths] = await Promise.all([opts.conns ?? connectionOverviews(db), queueDepths(db)]);
   const queuedJobs = depths.filter((q) => !isDeadLetter(q.queue)).reduce((n, q) => n + q.queued, 0);
   const minute = new Date(Math.floor(now.getTime() / 60_000) * 60_000);
-  if (list.length) {
-    await db.insertInto('console_samples').values(list.map((c) => ({
-      connection_id: c.id, at: minute,
-      budget_remaining: c.budget?.remaining ?? null, budget_limit: c.budget?.limit ?? null,
-      lag_seconds: c.lagSeconds, queued_deliveries: c.queuedDeliveries, queued_jobs: queuedJobs,
-    }))).onConflict((oc) => oc.columns(['connection_id', 'at']).doNothing()).execute();
-  }
-  await db.deleteFrom('console_samples').where('at', '<', new Date(now.getTime() - SAMPLE_RETENTION_DAYS * 86_400_000)).execute();
+  await saveSamples(db, list.map((c) => ({
+    connection_id: c.id, at: minute,
+    budget_remaining: c.budget?.remaining ?? null, budget_limit: c.budget?.limit ?? null,
+    lag_seconds: c.lagSeconds, queued_deliveries: c.queuedDeliveries, queued_jobs: queuedJobs,
+  })));
+  await pruneSamples(db, new Date(now.getTime() - SAMPLE_RETENTION_DAYS * 86_400_000));
   return list.length;
 }
 

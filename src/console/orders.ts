@@ -3,6 +3,8 @@
 // the push operations that touched it.
 import { sql } from 'kysely';
 import type { Db } from '../db/index.ts';
+import { getConnection } from '../db/connections.ts';
+import { operationsOfOrder } from '../db/operations.ts';
 import type { PushOperation } from '../db/schema.ts';
 import { querySyncLog, type LogRow } from './synclog.ts';
 
@@ -70,7 +72,7 @@ export interface OrderRecord {
 }
 
 export async function orderRecord(db: Db, connectionId: number, orderId: number): Promise<OrderRecord | null> {
-  const conn = await db.selectFrom('connections').select(['id', 'name']).where('id', '=', connectionId).executeTakeFirst();
+  const conn = await getConnection(db, connectionId);
   const row = conn && (await sql<Raw>`SELECT ${select} WHERE o.connection_id = ${connectionId} AND o.id = ${orderId}`.execute(db)).rows[0];
   if (!conn || !row) return null;
   const order = present(row);
@@ -88,13 +90,7 @@ export async function orderRecord(db: Db, connectionId: number, orderId: number)
     sql<{ fulfillment_return_id: number; order_line_item_id: number | null; quantity: string | null }>`
       SELECT rl.fulfillment_return_id, rl.order_line_item_id, rl.quantity::text FROM fulfillment_return_line_items rl JOIN fulfillment_returns r ON r.connection_id = rl.connection_id AND r.id = rl.fulfillment_return_id
        WHERE r.connection_id = ${connectionId} AND r.order_id = ${orderId} ORDER BY rl.id`.execute(db),
-    db.selectFrom('push_operations').selectAll().where('connection_id', '=', connectionId)
-      .where((eb) => eb.or([
-        eb('order_key', '=', `order:${orderId}`),
-        ...(channelKey ? [eb('order_key', '=', channelKey)] : []),
-        eb(sql<string>`input->>'order_id'`, '=', String(orderId)),
-        eb(sql<string>`result->>'order_id'`, '=', String(orderId)),
-      ])).orderBy('id', 'desc').limit(100).execute(),
+    operationsOfOrder(db, connectionId, orderId, channelKey),
     querySyncLog(db, { connectionId, resource: 'order', recordId: orderId, limit: 100 }),
   ]);
   return {

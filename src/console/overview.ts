@@ -3,6 +3,8 @@
 // overview page, /api/overview, /metrics and `commerce-sync status`.
 import { sql } from 'kysely';
 import { rollover } from '../api/budget.ts';
+import { listBudgets } from '../db/budgets.ts';
+import { listCursors } from '../db/cursors.ts';
 import type { Db } from '../db/index.ts';
 import { queueDepths, type QueueDepth } from './queues.ts';
 
@@ -67,8 +69,8 @@ export async function connectionOverviews(db: Db, onlyId?: number): Promise<Conn
                coalesce((SELECT extract(epoch FROM now() - min(p.first_marked_at))::float8 FROM pending_fetches p
                           WHERE p.connection_id = c.id), 0)) AS lag
         FROM connections c WHERE c.id = ANY(${ids})`.execute(db),
-    db.selectFrom('api_budgets').selectAll().where('connection_id', 'in', ids).execute(),
-    db.selectFrom('sync_cursors').selectAll().where('connection_id', 'in', ids).orderBy('resource').execute(),
+    listBudgets(db, ids),
+    listCursors(db, ids),
     sql<{ connection_id: number; n: number }>`
       SELECT connection_id, count(*)::int AS n FROM sync_log
        WHERE outcome = 'error' AND at > now() - interval '1 hour' AND connection_id = ANY(${ids})

@@ -2,6 +2,7 @@
 // the history of both with their causes (channel_quantity_changes from the sync engine, sync_log entries
 // about the variant for the stock side). Quantities stay decimal strings.
 import { sql } from 'kysely';
+import { changesOf, quantityOf } from '../db/channel.ts';
 import type { Db } from '../db/index.ts';
 import { querySyncLog, type LogRow } from './synclog.ts';
 
@@ -86,21 +87,14 @@ export async function variantRecord(db: Db, connectionId: number, variantId: num
         FROM stock_levels s LEFT JOIN locations l ON l.connection_id = s.connection_id AND l.id = s.location_id
        WHERE s.connection_id = ${connectionId} AND s.variant_id = ${variantId}
        ORDER BY s.location_id`.execute(db),
-    sql<{ quantity: string | null; tracked: boolean; backorderable: boolean; bundle: boolean; computed_at: Date }>`
-      SELECT quantity::text, tracked, backorderable, bundle, computed_at FROM channel_quantities
-       WHERE connection_id = ${connectionId} AND variant_id = ${variantId}`.execute(db),
-    sql<{ id: number; at: Date; before_quantity: string | null; quantity: string | null; tracked: boolean; cause: string;
-          delivery_id: string | null; delivery_row_id: number | null; job_id: string | null; detail: unknown }>`
-      SELECT id, at, before_quantity::text, quantity::text, tracked, cause, delivery_id, delivery_row_id, job_id, detail
-        FROM channel_quantity_changes WHERE connection_id = ${connectionId} AND variant_id = ${variantId}
-       ORDER BY id DESC LIMIT ${historyLimit}`.execute(db),
+    quantityOf(db, connectionId, variantId),
+    changesOf(db, connectionId, variantId, historyLimit),
     querySyncLog(db, { connectionId, resource: 'variant', recordId: variantId, limit: historyLimit }),
     v.sku ? querySyncLog(db, { connectionId, sku: v.sku, limit: historyLimit }) : Promise.resolve([]),
   ]);
   const seen = new Set<number>();
   const log = [...byRecord, ...bySku].filter((r) => !seen.has(r.id) && seen.add(r.id))
     .sort((a, b) => b.at.getTime() - a.at.getTime() || b.id - a.id).slice(0, historyLimit);
-  const ch = channel.rows[0];
   return {
     connection: { id: connectionId, name: v.connection },
     variant: {
@@ -109,8 +103,8 @@ export async function variantRecord(db: Db, connectionId: number, variantId: num
     },
     stock: stock.rows.map((s) => ({ locationId: s.location_id, location: s.location, onHand: s.on_hand, committed: s.committed,
       incoming: s.incoming, available: s.available, updatedAt: s.updated_at, syncedAt: s.synced_at })),
-    channel: ch ? { quantity: ch.quantity, tracked: ch.tracked, backorderable: ch.backorderable, bundle: ch.bundle, computedAt: ch.computed_at } : null,
-    channelHistory: changes.rows.map((c) => ({ id: c.id, at: c.at, beforeQuantity: c.before_quantity, quantity: c.quantity, tracked: c.tracked,
+    channel: channel ? { quantity: channel.quantity, tracked: channel.tracked, backorderable: channel.backorderable, bundle: channel.bundle, computedAt: channel.computed_at } : null,
+    channelHistory: changes.map((c) => ({ id: c.id, at: c.at, beforeQuantity: c.before_quantity, quantity: c.quantity, tracked: c.tracked,
       cause: c.cause, deliveryId: c.delivery_id, deliveryRowId: c.delivery_row_id, jobId: c.job_id, detail: c.detail })),
     stockHistory: stockChanges(log),
     log,

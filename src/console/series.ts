@@ -3,6 +3,7 @@
 // samples of console_samples) and the drift each sweep found (from the sweep entries of the sync log).
 // `end` is injectable so a test never depends on the minute it runs in.
 import { sql } from 'kysely';
+import { binnedSamples } from '../db/samples.ts';
 import type { Db } from '../db/index.ts';
 
 export interface Point { at: Date; value: number }
@@ -60,17 +61,13 @@ export async function chartSeries(db: Db, connectionId: number, w: Window): Prom
   const [deliveries, events, samples, sweeps] = await Promise.all([
     counts('webhook_deliveries', 'received_at'),
     counts('sync_log', 'at'),
-    sql<{ at: Date; lag: number; left: number | null; used: number | null; deliveries: number; jobs: number }>`
-      SELECT ${bin('at')} AS at, max(lag_seconds) AS lag, min(budget_remaining) AS left,
-             max(budget_limit - budget_remaining) AS used, max(queued_deliveries) AS deliveries, max(queued_jobs) AS jobs
-        FROM console_samples WHERE connection_id = ${connectionId} AND at >= ${w.start} AND at < ${w.end}
-       GROUP BY 1 ORDER BY 1`.execute(db),
+    binnedSamples(db, connectionId, w, bin('at')),
     sql<{ at: Date; drift: number }>`
       SELECT at, coalesce((detail->>'drift')::int, 0) AS drift FROM sync_log
        WHERE connection_id = ${connectionId} AND action IN ('sweep', 'sweep.full', 'sweep.initial') AND at >= ${w.start} AND at < ${w.end}
        ORDER BY at LIMIT 1000`.execute(db),
   ]);
-  const s = samples.rows;
+  const s = samples;
   const points = (pick: (r: typeof s[number]) => number | null) => s.flatMap((r) => { const v = pick(r); return v === null ? [] : [{ at: r.at, value: Number(v) }]; });
   return {
     window: w,

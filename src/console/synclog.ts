@@ -1,7 +1,8 @@
 // Reading the sync log: filtered queries for the console, the API and the CLI. Each filter maps onto one
 // of the (column, at DESC) indexes of 0001_initial.sql, so a query reads only the rows it returns.
-import { sql } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db } from '../db/index.ts';
+import type { SyncLogTable } from '../db/schema.ts';
 
 export const outcomes = ['ok', 'skipped', 'error', 'warning'] as const;
 
@@ -23,25 +24,8 @@ export interface LogFilter {
   limit?: number;
 }
 
-export interface LogRow {
-  id: number;
-  at: Date;
-  connection_id: number | null;
-  connection: string | null;
-  resource: string | null;
-  record_id: number | null;
-  sku: string | null;
-  action: string;
-  before: unknown;
-  after: unknown;
-  job_id: string | null;
-  delivery_id: string | null;
-  request_id: string | null;
-  duration_ms: number | null;
-  outcome: string;
-  error: string | null;
-  detail: unknown;
-}
+/** A sync log entry with its connection's name. */
+export type LogRow = Selectable<SyncLogTable> & { connection: string | null };
 
 const selectRows = (db: Db) => db.selectFrom('sync_log as l').leftJoin('connections as c', 'c.id', 'l.connection_id')
   .select(['l.id', 'l.at', 'l.connection_id', 'c.name as connection', 'l.resource', 'l.record_id', 'l.sku', 'l.action',

@@ -58,9 +58,7 @@ export async function recordAt<T>(ctx: Context, db: Db, load: (db: Db, connectio
   return (connectionId && id !== undefined ? await load(db, connectionId, id) : null) ?? null;
 }
 
-export async function connectionNames(db: Db): Promise<string[]> {
-  return (await db.selectFrom('connections').select('name').orderBy('name').execute()).map((r) => r.name);
-}
+export { connectionNames } from '../db/connections.ts';
 
 // What a redirect after an action says on the next page. Only these fixed sentences are shown, so a link
 // cannot make the console display text of someone else's choosing.

@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { addTokenConnection, getConnection, listConnections } from '../api/connections.ts';
+import { updateConnection } from '../db/connections.ts';
 import { startSandbox } from '@commerce-sync/sandbox';
 import type { Runtime } from '../runtime.ts';
 
@@ -61,8 +62,7 @@ export async function mount(rt: Runtime): Promise<void> {
     await addTokenConnection(deps, { baseUrl: sandbox.url, token, name: DEMO });
   } else {
     // The sandbox listens on a new port each start unless SANDBOX_PORT is set.
-    await db.updateTable('connections').set({ base_url: sandbox.url, status: 'active', status_reason: null, updated_at: new Date() })
-      .where('id', '=', existing.id).execute();
+    await updateConnection(db, existing.id, { base_url: sandbox.url, status: 'active', status_reason: null });
   }
   log.info({ sandbox: sandbox.url, variants: config.SANDBOX_VARIANTS, activity: config.SANDBOX_ACTIVITY }, 'demo sandbox running');
 }

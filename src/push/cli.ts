@@ -8,7 +8,8 @@ import { startBoss, stopBoss } from '../queue/boss.ts';
 import { createQueues } from '../queue/names.ts';
 import { InputError, isKind, kinds } from './input.ts';
 import { ConnectionChoiceError, chooseConnection, enqueueOperation } from './enqueue.ts';
-import { getOperation, listOperations, present, retryOperation, RetryRefused } from './store.ts';
+import { getOperation, listOperations } from '../db/operations.ts';
+import { present, retryOperation, RetryRefused } from './store.ts';
 
 const aliases: Record<string, PushKind> = { receive: 'receive-purchase-order', 'import': 'import-order', count: 'stock-count', fulfil: 'ship', fulfill: 'ship' };
 const finished = (s: PushState) => s === 'confirmed' || s === 'failed';

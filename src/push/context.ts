@@ -7,7 +7,7 @@ import type { Db } from '../db/index.ts';
 import type { PushOperation } from '../db/schema.ts';
 import type { Logger } from '../log.ts';
 import type { OrderRef } from './input.ts';
-import { mappedOrderId, saveProgress } from './store.ts';
+import { mappedOrderId, saveProgress } from '../db/operations.ts';
 
 export interface OpContext {
   db: Db;

@@ -9,7 +9,7 @@ import { ApiError } from '../api/index.ts';
 import { catalog } from '../catalog/index.ts';
 import { listLive } from '../sync/reader.ts';
 import type { ImportOrderInput } from './input.ts';
-import { mappedOrderId } from './store.ts';
+import { incompleteImportOrder, mappedOrderId, ordersMappedElsewhere } from '../db/operations.ts';
 import { OperationFailed, nonEmpty, outbound, variantIdsBySku, type Done, type OpContext } from './context.ts';
 
 export async function importOrder(ctx: OpContext): Promise<Done> {
@@ -95,16 +95,12 @@ async function orderByReference(ctx: OpContext, channel: string, channelOrderId:
   }
   if (!candidates.length) return undefined;
   // An order an earlier import left without its lines beyond the first 150 is not a finished import.
-  const incomplete = await ctx.db.selectFrom('push_operations').select(sql<string>`result->>'order_id'`.as('order_id'))
-    .where('connection_id', '=', ctx.op.connection_id).where('kind', '=', 'import-order')
-    .where(sql<boolean>`(result->>'incomplete')::boolean IS TRUE AND (result->>'order_id')::bigint = ANY(${candidates}::bigint[])`).executeTakeFirst();
-  if (incomplete) {
-    throw new OperationFailed(`order ${incomplete.order_id} was created on the service for this channel order by an earlier import, but adding its ` +
-      `lines beyond the first 150 was refused. Fix or delete order ${incomplete.order_id} on the service; importing again returns that same order.`);
+  const incomplete = await incompleteImportOrder(ctx.db, ctx.op.connection_id, candidates);
+  if (incomplete !== undefined) {
+    throw new OperationFailed(`order ${incomplete} was created on the service for this channel order by an earlier import, but adding its ` +
+      `lines beyond the first 150 was refused. Fix or delete order ${incomplete} on the service; importing again returns that same order.`);
   }
-  const others = await ctx.db.selectFrom('channel_orders').select('order_id')
-    .where('connection_id', '=', ctx.op.connection_id).where('order_id', 'in', candidates).where('channel', '!=', channel).execute();
-  const taken = new Set(others.map((r) => Number(r.order_id)));
+  const taken = await ordersMappedElsewhere(ctx.db, ctx.op.connection_id, candidates, channel);
   return candidates.sort((a, b) => a - b).find((id) => !taken.has(id));
 }
 

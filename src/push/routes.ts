@@ -11,7 +11,8 @@ import type { Runtime } from '../runtime.ts';
 import { problem } from '../server.ts';
 import { InputError, isKind, kinds } from './input.ts';
 import { chooseConnection, enqueueOperation, ConnectionChoiceError } from './enqueue.ts';
-import { getOperation, listOperations, present, retryOperation, RetryRefused } from './store.ts';
+import { getOperation, listOperations } from '../db/operations.ts';
+import { present, retryOperation, RetryRefused } from './store.ts';
 
 const states: PushState[] = ['queued', 'sent', 'confirmed', 'failed'];
 

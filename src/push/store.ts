@@ -1,11 +1,16 @@
 // The operations table and its life cycle: create (row + job in one transaction), claim by a worker (only
 // the oldest unfinished operation of an order key runs), finish (state, sync log, metrics, wake the next one),
-// retry, list. Every state change goes through here so the sync log and metrics never miss one.
+// retry. Every state change goes through here so the sync log and metrics never miss one; the statements
+// themselves are the operations store's (db/operations.ts).
 import { createHash, randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
 import type { SentRequest } from '../api/client.ts';
+import { connectionName } from '../db/connections.ts';
 import type { Db, Executor } from '../db/index.ts';
-import type { PushKind, PushOperation, PushState } from '../db/schema.ts';
+import {
+  channelOrderOf, countRefusedImports, firstUnfinished, getOperationForUpdate, insertOperation, lockOrderKey, mapChannelOrder,
+  markFinished, markRetrying, markSent, orderKeyOf, requeueOperation, setOperationJob,
+} from '../db/operations.ts';
+import type { PushKind, PushOperation } from '../db/schema.ts';
 import { metrics } from '../metrics.ts';
 import { bossDb, type Boss } from '../queue/boss.ts';
 import type { PushJob } from '../queue/jobs.ts';
@@ -34,15 +39,6 @@ export function importKey(connectionId: number, channel: string, channelOrderId:
   return `cs-import-${digest}${generation ? `-${generation}` : ''}`;
 }
 
-async function refusedImports(tx: Executor, connectionId: number, input: Record<string, unknown>): Promise<number> {
-  const row = await tx.selectFrom('push_operations').select((eb) => eb.fn.countAll<string>().as('n'))
-    .where('connection_id', '=', connectionId).where('kind', '=', 'import-order').where('state', '=', 'failed')
-    .where(sql<boolean>`(result->>'create_refused')::boolean IS TRUE`)
-    .where(sql<boolean>`input->>'channel' = ${input.channel as string} AND input->>'channel_order_id' = ${input.channel_order_id as string}`)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
-}
-
 const channelKey = (channel: string, channelOrderId: string) => `channel:${channel}:${channelOrderId}`;
 
 /**
@@ -55,8 +51,7 @@ export async function orderKeyFor(db: Executor, connectionId: number, kind: Push
   if (kind === 'receive-purchase-order') return `purchase-order:${input.purchase_order_id}`;
   const ref = input as OrderRef;
   if (ref.channel !== undefined && ref.channel_order_id !== undefined) return channelKey(ref.channel, ref.channel_order_id);
-  const mapped = await db.selectFrom('channel_orders').select(['channel', 'channel_order_id'])
-    .where('connection_id', '=', connectionId).where('order_id', '=', ref.order_id!).executeTakeFirst();
+  const mapped = await channelOrderOf(db, connectionId, ref.order_id!);
   return mapped ? channelKey(mapped.channel, mapped.channel_order_id) : `order:${ref.order_id}`;
 }
 
@@ -83,49 +78,21 @@ export async function recordChange(db: Executor, op: PushOperation, connectionNa
   metrics.pushOperations.inc({ connection: connectionName, operation: op.kind, state: op.state });
 }
 
-export async function connectionName(db: Executor, connectionId: number): Promise<string> {
-  const row = await db.selectFrom('connections').select('name').where('id', '=', connectionId).executeTakeFirst();
-  return row?.name ?? String(connectionId);
-}
-
 /** Stores a validated operation and its job in one transaction. */
 export async function createOperation(db: Db, boss: Boss, args: { connectionId: number; kind: PushKind; input: Record<string, unknown> }): Promise<PushOperation> {
   const { connectionId, kind, input } = args;
   return db.transaction().execute(async (tx) => {
-    const key = kind === 'import-order'
-      ? importKey(connectionId, input.channel as string, input.channel_order_id as string, await refusedImports(tx, connectionId, input))
+    const channel = input.channel as string;
+    const channelOrderId = input.channel_order_id as string;
+    const idempotencyKey = kind === 'import-order'
+      ? importKey(connectionId, channel, channelOrderId, await countRefusedImports(tx, connectionId, channel, channelOrderId))
       : `cs-${kind}-${randomUUID()}`;
     const orderKey = await orderKeyFor(tx, connectionId, kind, input);
-    let op = await tx.insertInto('push_operations')
-      .values({ connection_id: connectionId, kind, input: JSON.stringify(input), idempotency_key: key, order_key: orderKey })
-      .returningAll().executeTakeFirstOrThrow();
-    const jobId = await sendPushJob(boss, tx, op.id);
-    op = await tx.updateTable('push_operations').set({ job_id: jobId }).where('id', '=', op.id).returningAll().executeTakeFirstOrThrow();
+    let op = await insertOperation(tx, { connectionId, kind, input, idempotencyKey, orderKey });
+    op = await setOperationJob(tx, op.id, await sendPushJob(boss, tx, op.id));
     await recordChange(tx, op, await connectionName(tx, connectionId));
     return op;
   });
-}
-
-export async function getOperation(db: Db, id: number): Promise<PushOperation | undefined> {
-  return db.selectFrom('push_operations').selectAll().where('id', '=', id).executeTakeFirst();
-}
-
-export interface ListFilter { connectionId?: number; kind?: PushKind; state?: PushState; orderKey?: string; limit?: number; beforeId?: number }
-
-/** Newest first. */
-export async function listOperations(db: Db, f: ListFilter = {}): Promise<PushOperation[]> {
-  let q = db.selectFrom('push_operations').selectAll().orderBy('id', 'desc').limit(Math.min(f.limit ?? 50, 500));
-  if (f.connectionId !== undefined) q = q.where('connection_id', '=', f.connectionId);
-  if (f.kind) q = q.where('kind', '=', f.kind);
-  if (f.state) q = q.where('state', '=', f.state);
-  if (f.orderKey) q = q.where('order_key', '=', f.orderKey);
-  if (f.beforeId !== undefined) q = q.where('id', '<', f.beforeId);
-  return q.execute();
-}
-
-/** Serialises claim and finish per (connection, order key) across processes. */
-async function lockOrderKey(tx: Executor, op: Pick<PushOperation, 'connection_id' | 'order_key'>): Promise<void> {
-  await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`push:${op.connection_id}:${op.order_key}`}, 0))`.execute(tx);
 }
 
 export type Claim =
@@ -138,37 +105,20 @@ export type Claim =
 /** Takes an operation for this worker if it is the oldest unfinished one of its order key. */
 export async function claimOperation(db: Db, id: number, jobId: string): Promise<Claim> {
   return db.transaction().execute(async (tx): Promise<Claim> => {
-    const peek = await tx.selectFrom('push_operations').select(['connection_id', 'order_key']).where('id', '=', id).executeTakeFirst();
+    const peek = await orderKeyOf(tx, id);
     if (!peek) return { status: 'missing' };
     await lockOrderKey(tx, peek);
-    const op = await tx.selectFrom('push_operations').selectAll().where('id', '=', id).forUpdate().executeTakeFirstOrThrow();
+    const op = (await getOperationForUpdate(tx, id))!;
     if (op.state === 'confirmed' || op.state === 'failed') return { status: 'finished', op };
     // Held by another job: busy. Held by this same job: pg-boss offers a job again only once the attempt that
     // held it stopped heartbeating (a killed worker) or expired, so that attempt is gone and the lease is ours.
     if (op.locked_until && op.locked_until > new Date() && op.job_id !== jobId) return { status: 'busy', op };
-    const older = await tx.selectFrom('push_operations').select('id')
-      .where('connection_id', '=', op.connection_id).where('order_key', '=', op.order_key)
-      .where('state', 'in', ['queued', 'sent']).where('id', '<', op.id).orderBy('id').limit(1).executeTakeFirst();
-    if (older) return { status: 'waiting', op, behind: older.id };
-    const claimed = await tx.updateTable('push_operations')
-      .set({
-        state: 'sent', attempts: sql`attempts + 1`, job_id: jobId,
-        locked_until: sql`now() + make_interval(secs => ${LEASE_SECONDS})`, sent_at: sql`coalesce(sent_at, now())`, updated_at: sql`now()`,
-      })
-      .where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+    const older = await firstUnfinished(tx, op, true);
+    if (older !== undefined) return { status: 'waiting', op, behind: older };
+    const claimed = await markSent(tx, id, jobId, LEASE_SECONDS);
     if (op.state === 'queued') await recordChange(tx, claimed, await connectionName(tx, op.connection_id));
     return { status: 'claimed', op: claimed };
   });
-}
-
-/** Saves partial progress (ids of steps already done) so a retry skips them. */
-export async function saveProgress(db: Db, id: number, patch: { plan?: unknown; result?: Record<string, unknown>; requestId?: string | null }): Promise<void> {
-  await db.updateTable('push_operations').set({
-    ...(patch.plan !== undefined ? { plan: JSON.stringify(patch.plan) } : {}),
-    ...(patch.result ? { result: sql`coalesce(result, '{}'::jsonb) || ${JSON.stringify(patch.result)}::jsonb` } : {}),
-    ...(patch.requestId ? { request_id: patch.requestId } : {}),
-    updated_at: sql`now()`,
-  }).where('id', '=', id).execute();
 }
 
 /** `requests`: what the run sent (method, path, status, request id), kept in the outcome's sync-log detail. */
@@ -184,9 +134,7 @@ export async function finishOperation(db: Db, boss: Boss, op: PushOperation, out
     await lockOrderKey(tx, op);
     const name = await connectionName(tx, op.connection_id);
     if (outcome.state === 'retrying') {
-      const row = await tx.updateTable('push_operations')
-        .set({ reason: outcome.reason, status_code: outcome.statusCode ?? null, request_id: outcome.requestId ?? op.request_id, locked_until: null, updated_at: sql`now()` })
-        .where('id', '=', op.id).returningAll().executeTakeFirstOrThrow();
+      const row = await markRetrying(tx, op, outcome);
       await logSync(tx, {
         connectionId: op.connection_id, resource: 'operation', recordId: op.id, action: `push.${op.kind}.retry`, jobId: op.job_id,
         requestId: outcome.requestId, durationMs, outcome: 'warning', error: outcome.reason, detail: { kind: op.kind, state: row.state, attempts: row.attempts, requests: outcome.requests },
@@ -194,22 +142,12 @@ export async function finishOperation(db: Db, boss: Boss, op: PushOperation, out
       return row;
     }
     if (outcome.state === 'confirmed' && outcome.mapping) {
-      await tx.insertInto('channel_orders').values({
-        connection_id: op.connection_id, channel: outcome.mapping.channel, channel_order_id: outcome.mapping.channelOrderId,
-        order_id: outcome.mapping.orderId, operation_id: op.id,
-      }).onConflict((oc) => oc.columns(['connection_id', 'channel', 'channel_order_id']).doNothing()).execute();
+      await mapChannelOrder(tx, { connectionId: op.connection_id, ...outcome.mapping, operationId: op.id });
     }
-    const row = await tx.updateTable('push_operations')
-      .set(outcome.state === 'confirmed'
-        ? { state: 'confirmed', result: sql`coalesce(result, '{}'::jsonb) || ${JSON.stringify(outcome.result)}::jsonb`, reason: null, field_errors: null, status_code: null, request_id: outcome.requestId ?? op.request_id }
-        : { state: 'failed', reason: outcome.reason, field_errors: outcome.fieldErrors ? JSON.stringify(outcome.fieldErrors) : null, status_code: outcome.statusCode ?? null, request_id: outcome.requestId ?? op.request_id })
-      .set({ locked_until: null, finished_at: sql`now()`, updated_at: sql`now()` })
-      .where('id', '=', op.id).returningAll().executeTakeFirstOrThrow();
+    const row = await markFinished(tx, op, outcome);
     await recordChange(tx, row, name, { durationMs, requests: outcome.requests });
-    const next = await tx.selectFrom('push_operations').select('id')
-      .where('connection_id', '=', op.connection_id).where('order_key', '=', op.order_key)
-      .where('state', 'in', ['queued', 'sent']).where('id', '!=', op.id).orderBy('id').limit(1).executeTakeFirst();
-    if (next) await sendPushJob(boss, tx, next.id);
+    const next = await firstUnfinished(tx, op, false);
+    if (next !== undefined) await sendPushJob(boss, tx, next);
     return row;
   });
 }
@@ -219,25 +157,16 @@ export class RetryRefused extends Error {}
 /** Puts a failed (or stuck) operation back in the queue with the same idempotency key. */
 export async function retryOperation(db: Db, boss: Boss, id: number): Promise<PushOperation> {
   return db.transaction().execute(async (tx) => {
-    const op = await tx.selectFrom('push_operations').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+    const op = await getOperationForUpdate(tx, id);
     if (!op) throw new RetryRefused(`operation ${id} does not exist`);
     if (op.state === 'confirmed') throw new RetryRefused(`operation ${id} is already confirmed; nothing to retry`);
     if (op.locked_until && op.locked_until > new Date()) throw new RetryRefused(`operation ${id} is running right now`);
     const jobId = await sendPushJob(boss, tx, op.id);
-    const row = await tx.updateTable('push_operations')
-      .set({ state: op.state === 'failed' ? 'queued' : op.state, reason: null, field_errors: null, status_code: null, finished_at: null, job_id: jobId, updated_at: sql`now()` })
-      .where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+    const row = await requeueOperation(tx, op, jobId);
     await logSync(tx, { connectionId: op.connection_id, resource: 'operation', recordId: op.id, action: `push.${op.kind}.retry-requested`, jobId, detail: { kind: op.kind, previous_state: op.state, previous_reason: op.reason } });
     metrics.pushOperations.inc({ connection: await connectionName(tx, op.connection_id), operation: op.kind, state: row.state });
     return row;
   });
-}
-
-/** The service's order id of an imported channel order, if known. */
-export async function mappedOrderId(db: Executor, connectionId: number, channel: string, channelOrderId: string): Promise<number | undefined> {
-  const row = await db.selectFrom('channel_orders').select('order_id')
-    .where('connection_id', '=', connectionId).where('channel', '=', channel).where('channel_order_id', '=', channelOrderId).executeTakeFirst();
-  return row?.order_id;
 }
 
 /** The API shape of an operation; `withPlan` adds the computed requests (large for big orders and counts). */

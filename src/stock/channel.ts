@@ -3,9 +3,12 @@
 // in channel_quantity_changes, and writes stock changes to the sync log.
 import { sql } from 'kysely';
 import type { Db, Executor } from '../db/index.ts';
+import { appliedRules, getChannelRules, recordChanges, saveAppliedRules, saveQuantities, storedQuantities, type ChannelChange } from '../db/channel.ts';
 import { logSync } from '../db/synclog.ts';
 import { channelQuantity, dec, fmt, rulesFrom, withAvailable, type ChannelRules, type Component, type LocationAvailability, type VariantStock } from './rules.ts';
 import type { Config } from '../config.ts';
+
+export type { ChannelChange };
 
 /** Why a recomputation happened, recorded with every change it makes. */
 export interface Cause {
@@ -17,21 +20,6 @@ export interface Cause {
   deliveriesByVariant?: Map<number, { rowId: number; deliveryId: string | null }[]>;
 }
 
-export interface ChannelChange {
-  id: number;
-  connection_id: number;
-  variant_id: number;
-  sku: string | null;
-  quantity: string | null;
-  tracked: boolean;
-  backorderable: boolean;
-  before_quantity: string | null;
-  before_tracked: boolean | null;
-  cause: string;
-  delivery_id: string | null;
-  at: string;
-}
-
 interface Snapshot { locations: LocationAvailability[]; channel_quantity: string | null }
 
 /** JSON with sorted keys: jsonb hands objects back in its own key order. */
@@ -41,11 +29,8 @@ function canonical(v: unknown): string {
   return JSON.stringify(v ?? null);
 }
 
-// Channel-feed ids must become visible in order: writers of changes serialise on this lock.
-const FEED_LOCK = 727_030;
-
 export async function channelRules(db: Executor, config: Pick<Config, 'CHANNEL_LOCATIONS' | 'CHANNEL_SAFETY_BUFFER'>, connectionId: number): Promise<ChannelRules> {
-  const row = await db.selectFrom('channel_rules').selectAll().where('connection_id', '=', connectionId).executeTakeFirst();
+  const row = await getChannelRules(db, connectionId);
   return rulesFrom(config, row ? { location_ids: row.location_ids?.map(Number) ?? null, safety_buffer: row.safety_buffer } : null);
 }
 
@@ -83,10 +68,7 @@ export async function recomputeChannel(db: Executor, rules: ChannelRules, connec
     list.push({ quantity: c.quantity, component_id: Number(c.component_id) });
     makeup.set(Number(c.bundle_id), list);
   }
-  const current = await sql<{ variant_id: number; quantity: string | null; tracked: boolean; backorderable: boolean; stock: Snapshot }>`
-    SELECT variant_id, quantity::text AS quantity, tracked, backorderable, stock FROM channel_quantities
-    WHERE connection_id = ${connectionId} AND variant_id = ANY(${targets}::bigint[])`.execute(db);
-  const before = new Map(current.rows.map((r) => [Number(r.variant_id), r]));
+  const before = new Map((await storedQuantities(db, connectionId, targets)).map((r) => [Number(r.variant_id), r]));
 
   const rows: any[] = [];
   const changes: any[] = [];
@@ -111,7 +93,7 @@ export async function recomputeChannel(db: Executor, rules: ChannelRules, connec
     const dels = cause.deliveriesByVariant?.get(id) ?? cause.deliveries ?? [];
     const last = dels[dels.length - 1];
     rows.push({ connection_id: connectionId, variant_id: id, sku: v.sku, status: v.status, quantity: q.quantity, tracked: q.tracked,
-      backorderable: q.backorderable, bundle: q.bundle, stock: snapshot }); // rows go through jsonb_to_recordset as one JSON document
+      backorderable: q.backorderable, bundle: q.bundle, stock: snapshot });
     if (quantityChanged) {
       changes.push({
         connection_id: connectionId, variant_id: id, sku: v.sku,
@@ -131,23 +113,10 @@ export async function recomputeChannel(db: Executor, rules: ChannelRules, connec
     });
   }
   if (!rows.length) return [];
-  let written: ChannelChange[] = [];
-  if (changes.length) {
-    await sql`SELECT pg_advisory_xact_lock(${FEED_LOCK})`.execute(db);
-    written = (await db.insertInto('channel_quantity_changes').values(changes).returning([
-      'id', 'connection_id', 'variant_id', 'sku', 'quantity', 'tracked', 'backorderable', 'before_quantity', 'before_tracked', 'cause', 'delivery_id', 'at',
-    ]).execute()).map((c) => ({ ...c, at: c.at.toISOString() }));
-  }
+  const written = await recordChanges(db, changes);
   const lastChange = new Map(written.map((c) => [Number(c.variant_id), Number(c.id)]));
   for (const r of rows) r.last_change_id = lastChange.get(r.variant_id) ?? null;
-  await sql`
-    INSERT INTO channel_quantities AS c (connection_id, variant_id, sku, status, quantity, tracked, backorderable, bundle, stock, last_change_id, computed_at)
-    SELECT connection_id, variant_id, sku, status, quantity, tracked, backorderable, bundle, stock, last_change_id, now()
-    FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS x(connection_id bigint, variant_id bigint, sku text, status text,
-      quantity numeric, tracked boolean, backorderable boolean, bundle boolean, stock jsonb, last_change_id bigint)
-    ON CONFLICT (connection_id, variant_id) DO UPDATE SET sku = excluded.sku, status = excluded.status, quantity = excluded.quantity,
-      tracked = excluded.tracked, backorderable = excluded.backorderable, bundle = excluded.bundle, stock = excluded.stock,
-      last_change_id = COALESCE(excluded.last_change_id, c.last_change_id), computed_at = now()`.execute(db);
+  await saveQuantities(db, rows);
   await logSync(db, logs);
   return written;
 }
@@ -178,10 +147,8 @@ export async function applyRulesIfChanged(db: Db, config: Pick<Config, 'CHANNEL_
   onChanges?: (changes: ChannelChange[]) => Promise<void>): Promise<number | null> {
   const rules = await channelRules(db, config, connectionId);
   const fingerprint = rulesFingerprint(rules);
-  const applied = await db.selectFrom('channel_rules_applied').select('fingerprint').where('connection_id', '=', connectionId).executeTakeFirst();
-  if (applied?.fingerprint === fingerprint) return null;
+  if ((await appliedRules(db, connectionId)) === fingerprint) return null;
   const n = await recomputeAll(db, rules, connectionId, { kind: 'rules' }, onChanges);
-  await db.insertInto('channel_rules_applied').values({ connection_id: connectionId, fingerprint })
-    .onConflict((oc) => oc.column('connection_id').doUpdateSet({ fingerprint, applied_at: new Date() })).execute();
+  await saveAppliedRules(db, connectionId, fingerprint);
   return n;
 }

@@ -1,29 +1,20 @@
 // The channel feed: channel quantity changes after a cursor (the change id), oldest first. Ids become
-// visible in order (writers serialise on a lock, see channel.ts), so a reader that follows `next` never
+// visible in order (writers serialise on a lock, see db/channel.ts), so a reader that follows `next` never
 // skips a change. Also putting changes on the channel-stock queue, and the signed POST of
 // them to CHANNEL_WEBHOOK_URL.
 import { createHmac } from 'node:crypto';
-import { sql } from 'kysely';
 import type { Db } from '../db/index.ts';
 import type { Boss } from '../queue/boss.ts';
 import type { ChannelStockJob } from '../queue/jobs.ts';
 import { queues } from '../queue/names.ts';
-import type { ChannelChange } from './channel.ts';
-
-/** A change as the feed gives it: the recorded change with its connection's name. */
-export type FeedItem = Omit<ChannelChange, 'before_tracked'> & { connection: string };
+import { changesAfter, type FeedItem } from '../db/channel.ts';
 
 export interface FeedPage { changes: FeedItem[]; next: number; has_more: boolean }
 
 export async function channelFeed(db: Db, opts: { since: number; limit: number; connection?: string | null }): Promise<FeedPage> {
-  const rows = await sql<FeedItem>`
-    SELECT c.id, c.at, n.name AS connection, c.connection_id, c.variant_id, c.sku, c.quantity::text AS quantity, c.tracked,
-      c.backorderable, c.before_quantity::text AS before_quantity, c.cause, c.delivery_id
-    FROM channel_quantity_changes c JOIN connections n ON n.id = c.connection_id
-    WHERE c.id > ${opts.since} ${opts.connection ? sql`AND n.name = ${opts.connection}` : sql``}
-    ORDER BY c.id LIMIT ${opts.limit + 1}`.execute(db);
-  const list = rows.rows.slice(0, opts.limit).map((r) => ({ ...r, id: Number(r.id), at: new Date(r.at).toISOString() }));
-  return { changes: list, next: list.length ? list[list.length - 1]!.id : opts.since, has_more: rows.rows.length > opts.limit };
+  const rows = await changesAfter(db, opts);
+  const list = rows.slice(0, opts.limit).map((r) => ({ ...r, id: Number(r.id), at: new Date(r.at).toISOString() }));
+  return { changes: list, next: list.length ? list[list.length - 1]!.id : opts.since, has_more: rows.length > opts.limit };
 }
 
 /** Puts channel changes on the channel-stock queue (one job each). */

@@ -2,6 +2,7 @@
 // webhook subscriptions, and the safety net for pending fetches whose drain job was lost.
 import { sql } from 'kysely';
 import { probeLapsed } from '../api/index.ts';
+import { connectionByName, listConnections } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
 import { metrics } from '../metrics.ts';
 import type { MaintenanceJob } from '../queue/jobs.ts';
@@ -29,7 +30,7 @@ export async function handleMaintenance(deps: WorkerDeps, task: MaintenanceJob['
     case 'probe-lapsed': {
       const resumed = await probeLapsed({ db, config, log });
       for (const name of resumed) {
-        const c = await db.selectFrom('connections').select('id').where('name', '=', name).executeTakeFirst();
+        const c = await connectionByName(db, name);
         await logSync(db, { connectionId: c?.id ?? null, action: 'connection.resumed', detail: { was: 'lapsed' } });
       }
       // Sweeps were unscheduled while it was lapsed; the first one repairs whatever changed meanwhile.
@@ -50,7 +51,7 @@ export async function handleMaintenance(deps: WorkerDeps, task: MaintenanceJob['
 
 /** Channel rules changed (settings, or a channel_rules row): recompute the connection's quantities. */
 export async function applyRules(deps: WorkerDeps): Promise<void> {
-  const connections = await deps.db.selectFrom('connections').select(['id', 'name']).where('status', '=', 'active').execute();
+  const connections = await listConnections(deps.db, 'active');
   for (const c of connections) {
     const n = await applyRulesIfChanged(deps.db, deps.config, Number(c.id), (changes) => publishChanges(deps.boss, changes));
     if (n !== null) deps.log.info({ connection: c.name, changes: n }, 'channel rules applied');

@@ -5,6 +5,7 @@
 // the sync log, metrics and sync_cursors. Reads run at the 'reconcile' priority, below webhook reads.
 import { sql } from 'kysely';
 import type { ApiClient } from '../api/index.ts';
+import { getCursor, hasCursors, saveCursor } from '../db/cursors.ts';
 import type { Db } from '../db/index.ts';
 import type { Logger } from '../log.ts';
 import { metrics } from '../metrics.ts';
@@ -75,7 +76,7 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
   const connectionId = Number(client.connection.id);
   const started = Date.now();
   // Before any cursor exists, everything a sweep writes is the first load of the mirror, not drift.
-  const initial = !(await db.selectFrom('sync_cursors').select('connection_id').where('connection_id', '=', connectionId).executeTakeFirst());
+  const initial = !(await hasCursors(db, connectionId));
   const result: SweepResult = { full, records: 0, drift: 0, channelChanges: 0, resources: {}, unavailable: [], durationMs: 0, initial };
   const ctx: ApplyContext = {
     connectionId, connectionName: client.connection.name, rules: deps.rules, followUps: false,
@@ -90,7 +91,7 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
   for (const spec of Object.values(resources)) {
     if (!full && !spec.incremental) continue;
     const stat: ResourceSweep = { records: 0, applied: 0, gone: 0, pages: 0 };
-    const cursorRow = await db.selectFrom('sync_cursors').select(['cursor']).where('connection_id', '=', connectionId).where('resource', '=', spec.name).executeTakeFirst();
+    const cursorRow = await getCursor(db, connectionId, spec.name);
     const since = !full && cursorRow?.cursor ? new Date(new Date(cursorRow.cursor).getTime() - deps.overlapSeconds * 1000) : null;
     let newest: string | null = null;
     const seen = new Set<number>();
@@ -147,15 +148,6 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
     detail: { drift: result.drift, records: result.records, channel_changes: result.channelChanges, resources: result.resources, unavailable: result.unavailable },
   });
   return result;
-}
-
-async function saveCursor(db: Db, connectionId: number, resource: string, newest: string | null, full: boolean, drift: number): Promise<void> {
-  await sql`
-    INSERT INTO sync_cursors (connection_id, resource, cursor, last_sweep_at, last_full_sweep_at, last_drift)
-    VALUES (${connectionId}, ${resource}, ${newest}::timestamptz, now(), ${full ? new Date() : null}, ${drift})
-    ON CONFLICT (connection_id, resource) DO UPDATE SET
-      cursor = GREATEST(sync_cursors.cursor, excluded.cursor), last_sweep_at = now(),
-      last_full_sweep_at = COALESCE(excluded.last_full_sweep_at, sync_cursors.last_full_sweep_at), last_drift = excluded.last_drift`.execute(db);
 }
 
 /** Full sweep: mirror rows neither list returned are gone from the service. */

@@ -3,6 +3,8 @@
 // minute, this schedule sync every ten minutes so new connections get theirs, a first full sweep, and the webhook
 // subscription check every WEBHOOK_CHECK_MINUTES).
 import type { Config } from '../config.ts';
+import { listConnections } from '../db/connections.ts';
+import { sweptConnections } from '../db/cursors.ts';
 import type { Db } from '../db/index.ts';
 import type { Boss } from '../queue/boss.ts';
 import { queues } from '../queue/names.ts';
@@ -16,7 +18,7 @@ export function everyMinutes(n: number): string {
 }
 
 export async function syncSchedules(db: Db, boss: Boss, config: Config): Promise<void> {
-  const active = await db.selectFrom('connections').select(['id']).where('status', '=', 'active').execute();
+  const active = await listConnections(db, 'active');
   const want = new Map<string, { cron: string; data: ReconcileJob }>();
   for (const c of active) {
     const id = Number(c.id);
@@ -33,7 +35,7 @@ export async function syncSchedules(db: Db, boss: Boss, config: Config): Promise
     await boss.schedule(queues.reconcile, w.cron, w.data, { key, tz: 'UTC', group: { id: String(w.data.connectionId) } });
   }
   // A connection never swept (a newcomer's demo, a new account) gets its full sweep now, not at FULL_SWEEP_CRON.
-  const swept = new Set((await db.selectFrom('sync_cursors').select('connection_id').distinct().execute()).map((r) => Number(r.connection_id)));
+  const swept = await sweptConnections(db);
   for (const c of active) {
     const id = Number(c.id);
     if (swept.has(id)) continue;

@@ -2,6 +2,7 @@
 // processes share the work through pg-boss. The handlers: deliveries.ts, drain.ts (fetch), reconcile.ts,
 // maintenance.ts, and stock/feed.ts's poster for channel-stock when CHANNEL_WEBHOOK_URL is set.
 import { clientCache } from '../api/index.ts';
+import { connectionStatus } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
 import type { ChannelStockJob, FetchJob, MaintenanceJob, ReconcileJob } from '../queue/jobs.ts';
 import { createQueues, queues } from '../queue/names.ts';
@@ -16,8 +17,7 @@ import { handleReconcile } from './reconcile.ts';
 import { syncSchedules } from './schedules.ts';
 
 async function connectionActive(db: Db, id: number): Promise<boolean> {
-  const row = await db.selectFrom('connections').select('status').where('id', '=', id).executeTakeFirst();
-  return row?.status === 'active';
+  return (await connectionStatus(db, id)) === 'active';
 }
 
 export async function startSyncWorkers(deps: WorkerDeps): Promise<void> {

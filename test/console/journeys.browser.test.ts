@@ -12,7 +12,7 @@ import type { Page } from 'playwright-core';
 import { startSandbox } from '@commerce-sync/sandbox';
 import { addTokenConnection, clientFor } from '../../src/api/connections.ts';
 import { enqueueOperation } from '../../src/push/enqueue.ts';
-import { getOperation } from '../../src/push/store.ts';
+import { getOperation } from '../../src/db/operations.ts';
 import { startPushWorker } from '../../src/push/worker.ts';
 import { runSweep } from '../../src/sync/reconcile.ts';
 import { sandboxAdmin } from '../support/sandbox.ts';

@@ -3,7 +3,7 @@
 // driven by hand here (no background worker), so the test decides which attempt is the last.
 import t from 'tap';
 import { runPushJob } from '../../src/push/worker.ts';
-import { getOperation } from '../../src/push/store.ts';
+import { getOperation } from '../../src/db/operations.ts';
 import { retryOperation } from '../../src/push/store.ts';
 import { harness, plainVariants } from './harness.ts';
 

@@ -7,7 +7,7 @@ import { startBoss, stopBoss, type Boss } from '../../src/queue/boss.ts';
 import { createQueues } from '../../src/queue/names.ts';
 import { startSandbox, type Sandbox, type SandboxOptions } from '@commerce-sync/sandbox';
 import { enqueueOperation } from '../../src/push/enqueue.ts';
-import { getOperation } from '../../src/push/store.ts';
+import { getOperation } from '../../src/db/operations.ts';
 import { startPushWorker, type PushRuntime } from '../../src/push/worker.ts';
 import { testConfig } from '../support/config.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';

@@ -3,7 +3,9 @@
 import type Router from '@koa/router';
 import type { PushKind, PushState } from '../../db/schema.ts';
 import { kinds } from '../../push/input.ts';
-import { getOperation, listOperations, retryOperation, RetryRefused } from '../../push/store.ts';
+import { connectionNamesById } from '../../db/connections.ts';
+import { getOperation, listOperations } from '../../db/operations.ts';
+import { retryOperation, RetryRefused } from '../../push/store.ts';
 import { createQueues } from '../../queue/names.ts';
 import { notFoundPage } from '../pages/layout.ts';
 import { operationIndexPage, operationPage } from '../pages/operations.ts';
@@ -17,7 +19,7 @@ export function operationRoutes(r: Router, deps: ConsoleDeps): void {
   const { db, boss } = deps;
   let queuesReady: Promise<void> | undefined;
   const ready = () => (queuesReady ??= createQueues(boss).catch((err) => { queuesReady = undefined; throw err; }));
-  const names = async () => new Map((await db.selectFrom('connections').select(['id', 'name']).execute()).map((c) => [c.id, c.name]));
+  const names = () => connectionNamesById(db);
 
   r.get('/operations', async (ctx) => {
     const q = flatQuery(ctx);

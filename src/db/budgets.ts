@@ -1,0 +1,88 @@
+// The budgets store: every statement on api_budgets, api_budget_leases and api_budget_waiters. What a budget
+// allows (reserve, release, the pure decisions) is api/budget.ts; this module only reads and writes rows, and
+// the caller holds the budget row's lock (lockBudget) for the length of its transaction.
+import { sql, type Selectable } from 'kysely';
+import type { Executor } from './index.ts';
+import type { ApiBudgetsTable, Connection } from './schema.ts';
+
+export type BudgetRow = Selectable<ApiBudgetsTable>;
+
+/** The budget columns the decisions work on, with the database's clock and the connection's status. */
+export interface LockedBudget {
+  request_limit: number; remaining: number; reset_at: Date; reset_known: boolean; now: Date;
+  status: Connection['status']; status_reason: string | null;
+}
+
+export async function ensureBudget(db: Executor, connectionId: number): Promise<void> {
+  await db.insertInto('api_budgets').values({ connection_id: connectionId }).onConflict((oc) => oc.doNothing()).execute();
+}
+
+/** Locks the connection's budget row (made when missing) until the caller's transaction ends. */
+export async function lockBudget(trx: Executor, connectionId: number): Promise<LockedBudget> {
+  const load = () => sql<LockedBudget>`
+    SELECT b.request_limit, b.remaining, b.reset_at, b.reset_known, now() AS now, c.status, c.status_reason
+    FROM api_budgets b JOIN connections c ON c.id = b.connection_id
+    WHERE b.connection_id = ${connectionId} FOR UPDATE OF b`.execute(trx);
+  let { rows } = await load();
+  if (!rows[0]) {
+    await ensureBudget(trx, connectionId);
+    ({ rows } = await load());
+    if (!rows[0]) throw new Error(`connection ${connectionId} does not exist`);
+  }
+  return rows[0];
+}
+
+export interface SavedBudget { limit: number; remaining: number; resetAt: Date; resetKnown: boolean }
+
+export async function saveBudget(trx: Executor, connectionId: number, s: SavedBudget, inFlight: number, extra: { sent?: boolean; accountingError?: boolean } = {}): Promise<void> {
+  await sql`UPDATE api_budgets SET request_limit = ${s.limit}, remaining = ${s.remaining},
+      reset_at = ${s.resetAt}, reset_known = ${s.resetKnown}, in_flight = ${inFlight},
+      requests_total = requests_total + ${extra.sent ? 1 : 0},
+      accounting_errors = accounting_errors + ${extra.accountingError ? 1 : 0}, updated_at = now()
+    WHERE connection_id = ${connectionId}`.execute(trx);
+}
+
+/** The budget rows of these connections (all when none are named). */
+export async function listBudgets(db: Executor, connectionIds?: number[]): Promise<BudgetRow[]> {
+  if (connectionIds && !connectionIds.length) return [];
+  let q = db.selectFrom('api_budgets').selectAll();
+  if (connectionIds) q = q.where('connection_id', 'in', connectionIds);
+  return q.execute();
+}
+
+/** Drops expired leases, then counts the live ones (requests sent and not yet answered). */
+export async function liveLeases(trx: Executor, connectionId: number): Promise<number> {
+  await sql`DELETE FROM api_budget_leases WHERE connection_id = ${connectionId} AND expires_at < now()`.execute(trx);
+  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM api_budget_leases WHERE connection_id = ${connectionId}`.execute(trx);
+  return rows[0]!.n;
+}
+
+export async function insertLease(trx: Executor, connectionId: number, rank: number, leaseMs: number): Promise<number> {
+  const { rows } = await sql<{ id: number }>`
+    INSERT INTO api_budget_leases (connection_id, rank, expires_at)
+    VALUES (${connectionId}, ${rank}, now() + make_interval(secs => ${leaseMs / 1000})) RETURNING id`.execute(trx);
+  return rows[0]!.id;
+}
+
+export async function deleteLease(trx: Executor, leaseId: number): Promise<void> {
+  await sql`DELETE FROM api_budget_leases WHERE id = ${leaseId}`.execute(trx);
+}
+
+/** Whether another live waiter wants the budget for a more urgent (lower) rank. */
+export async function betterWaiter(trx: Executor, connectionId: number, waiter: string, rank: number): Promise<boolean> {
+  const { rows } = await sql<{ one: number }>`
+    SELECT 1 AS one FROM api_budget_waiters WHERE connection_id = ${connectionId} AND waiter <> ${waiter}
+      AND rank < ${rank} AND expires_at > now() LIMIT 1`.execute(trx);
+  return rows.length > 0;
+}
+
+/** Registers (or renews) a waiter for waitMs, with two seconds of slack. */
+export async function saveWaiter(trx: Executor, connectionId: number, waiter: string, rank: number, waitMs: number): Promise<void> {
+  await sql`INSERT INTO api_budget_waiters (connection_id, waiter, rank, expires_at)
+    VALUES (${connectionId}, ${waiter}, ${rank}, now() + make_interval(secs => ${(waitMs + 2000) / 1000}))
+    ON CONFLICT (connection_id, waiter) DO UPDATE SET rank = EXCLUDED.rank, expires_at = EXCLUDED.expires_at`.execute(trx);
+}
+
+export async function deleteWaiter(db: Executor, connectionId: number, waiter: string): Promise<void> {
+  await sql`DELETE FROM api_budget_waiters WHERE connection_id = ${connectionId} AND waiter = ${waiter}`.execute(db);
+}

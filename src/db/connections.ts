@@ -1,0 +1,75 @@
+// The connections store: every statement on connections (one merchant account each). Adding a connection
+// (fetching the account, naming it) and tokens are api/connections.ts and api/tokens.ts; this module only reads
+// and writes rows.
+import { sql, type Updateable } from 'kysely';
+import type { Executor } from './index.ts';
+import type { Connection, ConnectionsTable, NewConnection } from './schema.ts';
+
+type Status = Connection['status'];
+
+/** By id (a number or a string of digits) first, else by name. */
+export async function getConnection(db: Executor, idOrName: number | string): Promise<Connection | undefined> {
+  const q = db.selectFrom('connections').selectAll();
+  const byId = typeof idOrName === 'number' || /^\d+$/.test(idOrName);
+  const row = byId ? await q.where('id', '=', Number(idOrName)).executeTakeFirst() : undefined;
+  return row ?? (typeof idOrName === 'string' ? q.where('name', '=', idOrName).executeTakeFirst() : undefined);
+}
+
+/** The row locked for update (inside the caller's transaction). */
+export async function getConnectionForUpdate(tx: Executor, id: number): Promise<Connection> {
+  return tx.selectFrom('connections').selectAll().where('id', '=', id).forUpdate().executeTakeFirstOrThrow();
+}
+
+export async function connectionByName(db: Executor, name: string): Promise<Connection | undefined> {
+  return db.selectFrom('connections').selectAll().where('name', '=', name).executeTakeFirst();
+}
+
+/** The first connection made for an account at a base URL. */
+export async function connectionOfAccount(db: Executor, baseUrl: string, accountId: number): Promise<Connection | undefined> {
+  return db.selectFrom('connections').selectAll().where('base_url', '=', baseUrl).where('account_id', '=', accountId).orderBy('id').executeTakeFirst();
+}
+
+export function listConnections(db: Executor, status?: Status): Promise<Connection[]> {
+  let q = db.selectFrom('connections').selectAll().orderBy('id');
+  if (status) q = q.where('status', '=', status);
+  return q.execute();
+}
+
+/** Connection names, sorted. */
+export async function connectionNames(db: Executor): Promise<string[]> {
+  return (await db.selectFrom('connections').select('name').orderBy('name').execute()).map((r) => r.name);
+}
+
+/** Name by id of every connection. */
+export async function connectionNamesById(db: Executor): Promise<Map<number, string>> {
+  return new Map((await db.selectFrom('connections').select(['id', 'name']).execute()).map((c) => [c.id, c.name]));
+}
+
+/** The name of a connection; its id as text when it is gone. */
+export async function connectionName(db: Executor, id: number): Promise<string> {
+  const row = await db.selectFrom('connections').select('name').where('id', '=', id).executeTakeFirst();
+  return row?.name ?? String(id);
+}
+
+export async function connectionStatus(db: Executor, id: number): Promise<Status | undefined> {
+  const row = await db.selectFrom('connections').select('status').where('id', '=', id).executeTakeFirst();
+  return row?.status;
+}
+
+/** Inserts a connection, or replaces the one of the same name with these values. */
+export async function upsertConnection(db: Executor, values: NewConnection): Promise<Connection> {
+  const { name: _name, ...update } = values;
+  return db.insertInto('connections').values(values)
+    .onConflict((oc) => oc.column('name').doUpdateSet({ ...update, updated_at: sql<Date>`now()` })).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function updateConnection(db: Executor, id: number, values: Updateable<ConnectionsTable>): Promise<Connection | undefined> {
+  return db.updateTable('connections').set({ ...values, updated_at: sql<Date>`now()` }).where('id', '=', id).returningAll().executeTakeFirst();
+}
+
+/** Sets the status (and its reason); `from` only changes a connection that still has that status. */
+export async function setConnectionStatus(db: Executor, id: number, status: Status, reason: string | null, from?: Status): Promise<Connection | undefined> {
+  let q = db.updateTable('connections').set({ status, status_reason: reason, updated_at: sql<Date>`now()` }).where('id', '=', id);
+  if (from) q = q.where('status', '=', from);
+  return q.returningAll().executeTakeFirst();
+}

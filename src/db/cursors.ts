@@ -1,0 +1,37 @@
+// The cursors store: every statement on sync_cursors (per connection and resource: the newest updated_at a
+// sweep read, and when it last swept). The sweep itself is sync/reconcile.ts.
+import { sql, type Selectable } from 'kysely';
+import type { Executor } from './index.ts';
+import type { SyncCursorsTable } from './schema.ts';
+
+export type SyncCursor = Selectable<SyncCursorsTable>;
+
+/** Whether any sweep of the connection has saved a cursor yet. */
+export async function hasCursors(db: Executor, connectionId: number): Promise<boolean> {
+  return !!(await db.selectFrom('sync_cursors').select('connection_id').where('connection_id', '=', connectionId).executeTakeFirst());
+}
+
+/** The ids of connections swept at least once. */
+export async function sweptConnections(db: Executor): Promise<Set<number>> {
+  return new Set((await db.selectFrom('sync_cursors').select('connection_id').distinct().execute()).map((r) => Number(r.connection_id)));
+}
+
+export async function getCursor(db: Executor, connectionId: number, resource: string): Promise<Pick<SyncCursor, 'cursor'> | undefined> {
+  return db.selectFrom('sync_cursors').select(['cursor']).where('connection_id', '=', connectionId).where('resource', '=', resource).executeTakeFirst();
+}
+
+/** The cursors of these connections, by resource. */
+export async function listCursors(db: Executor, connectionIds: number[]): Promise<SyncCursor[]> {
+  if (!connectionIds.length) return [];
+  return db.selectFrom('sync_cursors').selectAll().where('connection_id', 'in', connectionIds).orderBy('resource').execute();
+}
+
+/** Records a sweep of a resource; the cursor only moves forward. */
+export async function saveCursor(db: Executor, connectionId: number, resource: string, newest: string | null, full: boolean, drift: number): Promise<void> {
+  await sql`
+    INSERT INTO sync_cursors (connection_id, resource, cursor, last_sweep_at, last_full_sweep_at, last_drift)
+    VALUES (${connectionId}, ${resource}, ${newest}::timestamptz, now(), ${full ? new Date() : null}, ${drift})
+    ON CONFLICT (connection_id, resource) DO UPDATE SET
+      cursor = GREATEST(sync_cursors.cursor, excluded.cursor), last_sweep_at = now(),
+      last_full_sweep_at = COALESCE(excluded.last_full_sweep_at, sync_cursors.last_full_sweep_at), last_drift = excluded.last_drift`.execute(db);
+}
