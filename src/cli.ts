@@ -11,7 +11,7 @@ import { UsageError, type CommandModule, type CommandSpec } from './command.ts';
 // name -> module (relative to src/) and one-line summary, in the order help lists them.
 const registry: [string, string, string][] = [
   ['start', 'start.ts', 'run receiver, workers and console (and the sandbox when no account is connected)'],
-  ['migrate', 'db/cli.ts', 'apply database migrations (ours and pg-boss\'s) and exit'],
+  ['migrate', 'db/cli.ts', "apply database migrations (ours and pg-boss's) and exit"],
   ['receiver', 'receiver/cli.ts', 'run the webhook receiver alone'],
   ['worker', 'sync/cli.ts', 'run the workers alone (sync, reconciliation, push)'],
   ['sandbox', 'demo/cli.ts', 'run the simulator of the Commerce Operations Service'],
@@ -37,14 +37,17 @@ function mainHelp(): string {
     'Commands:',
     ...available.map(([n, , s]) => `  ${n.padEnd(width)}  ${s}`),
     '',
-    'Run `commerce-sync <command> --help` for a command\'s options. Settings come from config/default.json and',
+    "Run `commerce-sync <command> --help` for a command's options. Settings come from config/default.json and",
     'environment variables (see README.md).',
   ].join('\n');
 }
 
 export function commandHelp(name: string, spec: CommandSpec): string {
   const opts = Object.entries(spec.options ?? {});
-  const rows = opts.map(([k, o]) => [`${o.short ? `-${o.short}, ` : ''}--${k}${o.type === 'string' ? ` ${o.value ?? 'VALUE'}` : ''}`, o.description]);
+  const rows = opts.map(([k, o]) => [
+    `${o.short ? `-${o.short}, ` : ''}--${k}${o.type === 'string' ? ` ${o.value ?? 'VALUE'}` : ''}`,
+    o.description,
+  ]);
   rows.push(['-h, --help', 'show this help']);
   const width = Math.max(...rows.map(([a]) => a!.length));
   return [
@@ -77,9 +80,19 @@ async function main(argv: string[]): Promise<number> {
     parsed = parseArgs({
       args: rest,
       // Node 24's parseArgs rejects keys present with an undefined value: pass only what is set.
-      options: { ...Object.fromEntries(Object.entries(spec.options ?? {}).map(([k, o]) => [k, {
-        type: o.type, ...(o.short ? { short: o.short } : {}), ...(o.multiple ? { multiple: o.multiple } : {}),
-      }])), help: { type: 'boolean', short: 'h' } },
+      options: {
+        ...Object.fromEntries(
+          Object.entries(spec.options ?? {}).map(([k, o]) => [
+            k,
+            {
+              type: o.type,
+              ...(o.short ? { short: o.short } : {}),
+              ...(o.multiple ? { multiple: o.multiple } : {}),
+            },
+          ]),
+        ),
+        help: { type: 'boolean', short: 'h' },
+      },
       allowPositionals: spec.positionals ?? false,
       strict: true,
     });
@@ -105,8 +118,12 @@ async function main(argv: string[]): Promise<number> {
   const log = createLogger(config.LOG_LEVEL, { destination: process.stderr, pretty: process.stderr.isTTY });
   try {
     const code = await spec.run({
-      name, values: parsed.values as never, positionals: parsed.positionals, config, log,
-      out: (line) => process.stdout.write(line + '\n'),
+      name,
+      values: parsed.values as never,
+      positionals: parsed.positionals,
+      config,
+      log,
+      out: (line) => process.stdout.write(`${line}\n`),
     });
     return code ?? 0;
   } catch (err) {
@@ -120,7 +137,9 @@ async function main(argv: string[]): Promise<number> {
 }
 
 main(process.argv.slice(2)).then(
-  (code) => { process.exitCode = code; },
+  (code) => {
+    process.exitCode = code;
+  },
   (err) => {
     console.error(`commerce-sync: ${err instanceof Error ? err.message : String(err)}`);
     if (process.env.LOG_LEVEL === 'debug' || process.env.LOG_LEVEL === 'trace') console.error(err);

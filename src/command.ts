@@ -31,6 +31,7 @@ export interface CommandSpec {
   positionals?: boolean;
   /** Commands that only print help or manage config do not need it loaded. */
   needsConfig?: boolean;
+  // biome-ignore lint/suspicious/noConfusingVoidType: a command that returns nothing exits 0, one that returns a number exits with it
   run(ctx: CommandContext): Promise<number | void>;
 }
 
@@ -42,5 +43,10 @@ export class UsageError extends Error {}
 /** Lines of a plain-text table: columns padded to their widest cell, two spaces apart. */
 export function formatTable(rows: string[][]): string[] {
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
-  return rows.map((r) => r.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd());
+  return rows.map((r) =>
+    r
+      .map((cell, c) => cell.padEnd(widths[c]!))
+      .join('  ')
+      .trimEnd(),
+  );
 }

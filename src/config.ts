@@ -6,14 +6,13 @@ import { z } from 'zod';
 
 const defaultsPath = fileURLToPath(new URL('../config/default.json', import.meta.url));
 
-const int = (min: number, max: number) =>
-  z.coerce.number().int().min(min).max(max).describe(`an integer from ${min} to ${max}`);
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max).describe(`an integer from ${min} to ${max}`);
 const bool = z
   .union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no'])])
   .transform((v) => v === true || v === 'true' || v === '1' || v === 'yes')
   .describe('true or false');
 const url = (what: string) =>
-  z.string().refine((v) => v === '' || /^https?:\/\/[^\s]+$/.test(v) && URL.canParse(v), {
+  z.string().refine((v) => v === '' || (/^https?:\/\/[^\s]+$/.test(v) && URL.canParse(v)), {
     message: `an http(s) URL${what}`,
   });
 const decimal = z.string().regex(/^\d+(\.\d+)?$/, 'a non-negative decimal such as 0 or 2.5');
@@ -23,65 +22,130 @@ export const settings = {
     schema: z.string().refine((v) => v === '' || /^postgres(ql)?:\/\//.test(v), 'a postgres:// URL, or empty'),
     doc: 'PostgreSQL to use. Empty: start an embedded PostgreSQL under DATA_DIR.',
   },
-  DATABASE_POOL_SIZE: { schema: int(2, 1000), doc: 'Most connections a long-running process opens for its own queries (one pool per process; docs/deploy.md counts them all).' },
+  DATABASE_POOL_SIZE: {
+    schema: int(2, 1000),
+    doc: 'Most connections a long-running process opens for its own queries (one pool per process; docs/deploy.md counts them all).',
+  },
   QUEUE_POOL_SIZE: { schema: int(2, 1000), doc: 'Most connections a long-running process opens for pg-boss.' },
   DATA_DIR: { schema: z.string().min(1, 'a folder path'), doc: 'Where local state lives (embedded database, generated keys).' },
-  HOST: { schema: z.string().min(1, 'a host name or address'), doc: 'Address the HTTP server binds to; 0.0.0.0 to accept deliveries from outside.' },
+  HOST: {
+    schema: z.string().min(1, 'a host name or address'),
+    doc: 'Address the HTTP server binds to; 0.0.0.0 to accept deliveries from outside.',
+  },
   PORT: { schema: int(0, 65535), doc: 'Port of the HTTP server (receiver, console, health); 0 picks a free one.' },
   WORKER_PORT: {
     schema: z.union([z.literal(''), int(0, 65535)]).describe('an integer from 0 to 65535, or empty'),
     doc: 'Port a process running only workers serves /healthz, /readyz and /metrics on; 0 picks a free one. Empty: no HTTP server.',
   },
-  PUBLIC_URL: { schema: url(', or empty'), doc: 'URL the service reaches us at; webhooks are registered at PUBLIC_URL/webhooks/NAME. Empty: http://HOST:PORT.' },
-  HTTP_REQUEST_TIMEOUT_MS: { schema: int(1000, 600000), doc: 'Longest time a client may take to send a whole request (headers and body); slower ones are cut with 408.' },
+  PUBLIC_URL: {
+    schema: url(', or empty'),
+    doc: 'URL the service reaches us at; webhooks are registered at PUBLIC_URL/webhooks/NAME. Empty: http://HOST:PORT.',
+  },
+  HTTP_REQUEST_TIMEOUT_MS: {
+    schema: int(1000, 600000),
+    doc: 'Longest time a client may take to send a whole request (headers and body); slower ones are cut with 408.',
+  },
   LOG_LEVEL: { schema: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), doc: 'pino log level.' },
   ROLES: {
-    schema: z.string().regex(/^(receiver|worker|console)(,(receiver|worker|console))*$/, 'a comma-separated list of receiver, worker, console'),
+    schema: z
+      .string()
+      .regex(/^(receiver|worker|console)(,(receiver|worker|console))*$/, 'a comma-separated list of receiver, worker, console'),
     doc: 'Roles `start` runs in this process.',
   },
-  SANDBOX: { schema: z.enum(['auto', 'on', 'off']), doc: 'auto: run the built-in sandbox when no connection exists; on: always; off: never.' },
+  SANDBOX: {
+    schema: z.enum(['auto', 'on', 'off']),
+    doc: 'auto: run the built-in sandbox when no connection exists; on: always; off: never.',
+  },
   SANDBOX_PORT: { schema: int(0, 65535), doc: 'Port of the demo sandbox started by `start`; 0 picks a free one.' },
   SANDBOX_SEED: { schema: int(0, 2 ** 31 - 1), doc: 'Seed of the demo sandbox catalog.' },
   SANDBOX_VARIANTS: { schema: int(0, 1_000_000), doc: 'Number of variants the demo sandbox seeds.' },
-  SANDBOX_ACTIVITY: { schema: z.coerce.number().min(0).max(1000).describe('a number from 0 to 1000'), doc: 'Merchant operations per second the demo sandbox performs.' },
+  SANDBOX_ACTIVITY: {
+    schema: z.coerce.number().min(0).max(1000).describe('a number from 0 to 1000'),
+    doc: 'Merchant operations per second the demo sandbox performs.',
+  },
   SANDBOX_HOST: { schema: z.string().min(1, 'a host name or address'), doc: 'Address `commerce-sync sandbox` binds to.' },
   SANDBOX_LOCATIONS: { schema: int(1, 1000), doc: 'Number of stock locations the sandbox seeds.' },
   SANDBOX_TOKEN: { schema: z.string().min(1, 'a non-empty token'), doc: 'Privileged access token the sandbox accepts.', secret: true },
-  SANDBOX_CLIENT_SECRET: { schema: z.string().min(1, 'a non-empty secret'), doc: 'OAuth client secret of the sandbox; also its webhook signing key.', secret: true },
-  SANDBOX_ADMIN_TOKEN: { schema: z.string().min(1, 'a non-empty token'), doc: 'Bearer token of the sandbox admin API (/__sandbox/).', secret: true },
-  SANDBOX_TIME_SCALE: { schema: z.coerce.number().positive().max(1_000_000).describe('a positive number'), doc: 'Sandbox time runs this many times faster than real time (rate windows, token expiry, retry backoff).' },
+  SANDBOX_CLIENT_SECRET: {
+    schema: z.string().min(1, 'a non-empty secret'),
+    doc: 'OAuth client secret of the sandbox; also its webhook signing key.',
+    secret: true,
+  },
+  SANDBOX_ADMIN_TOKEN: {
+    schema: z.string().min(1, 'a non-empty token'),
+    doc: 'Bearer token of the sandbox admin API (/__sandbox/).',
+    secret: true,
+  },
+  SANDBOX_TIME_SCALE: {
+    schema: z.coerce.number().positive().max(1_000_000).describe('a positive number'),
+    doc: 'Sandbox time runs this many times faster than real time (rate windows, token expiry, retry backoff).',
+  },
   SANDBOX_RATE_LIMIT: { schema: int(1, 1_000_000), doc: 'Requests per rate window the sandbox allows per application and account.' },
   SANDBOX_RATE_WINDOW: { schema: int(1, 86400), doc: 'Length of the sandbox rate window in sandbox seconds.' },
-  SANDBOX_PROFILE: { schema: z.enum(['spec', 'documented']), doc: 'spec: the sandbox behaves as the spec says; documented: as the real service is documented (docs/sandbox.md).' },
+  SANDBOX_PROFILE: {
+    schema: z.enum(['spec', 'documented']),
+    doc: 'spec: the sandbox behaves as the spec says; documented: as the real service is documented (docs/sandbox.md).',
+  },
   COMMERCE_BASE_URL: { schema: url(', or empty'), doc: 'Base URL of a real account to connect at start (with COMMERCE_TOKEN).' },
   COMMERCE_TOKEN: { schema: z.string(), doc: 'Privileged access token for COMMERCE_BASE_URL.', secret: true },
   COMMERCE_CLIENT_ID: { schema: z.string(), doc: 'OAuth client id of the registered application.' },
-  COMMERCE_CLIENT_SECRET: { schema: z.string(), doc: 'OAuth client secret; also the webhook signing key. Empty: generated under DATA_DIR (demo only).', secret: true },
-  COMMERCE_CLIENT_SECRET_PREVIOUS: { schema: z.string(), doc: 'Previous client secret, still accepted on deliveries during rotation.', secret: true },
+  COMMERCE_CLIENT_SECRET: {
+    schema: z.string(),
+    doc: 'OAuth client secret; also the webhook signing key. Empty: generated under DATA_DIR (demo only).',
+    secret: true,
+  },
+  COMMERCE_CLIENT_SECRET_PREVIOUS: {
+    schema: z.string(),
+    doc: 'Previous client secret, still accepted on deliveries during rotation.',
+    secret: true,
+  },
   TOKEN_ENCRYPTION_KEY: {
-    schema: z.string().refine((v) => v === '' || Buffer.from(v, 'base64').length === 32, '32 bytes in base64 (openssl rand -base64 32), or empty'),
+    schema: z
+      .string()
+      .refine((v) => v === '' || Buffer.from(v, 'base64').length === 32, '32 bytes in base64 (openssl rand -base64 32), or empty'),
     doc: 'AES-256-GCM key for tokens at rest. Empty: generated into DATA_DIR/secret.key.',
     secret: true,
   },
-  IDEMPOTENCY_HEADER: { schema: z.string().regex(/^[A-Za-z0-9_-]+$/, 'an HTTP header name'), doc: 'Header that carries idempotency keys on POST and PUT.' },
+  IDEMPOTENCY_HEADER: {
+    schema: z.string().regex(/^[A-Za-z0-9_-]+$/, 'an HTTP header name'),
+    doc: 'Header that carries idempotency keys on POST and PUT.',
+  },
   API_CONCURRENCY: { schema: int(1, 64), doc: 'Requests in flight per process and connection.' },
   API_MAX_URI_LENGTH: { schema: int(256, 65536), doc: 'Longest request URI the client sends; longer id lists are split.' },
   API_MAX_ATTEMPTS: { schema: int(1, 20), doc: 'Attempts for a request failing with 500/502/504 or a network error.' },
   API_TIMEOUT_MS: { schema: int(100, 600000), doc: 'Timeout of one API request.' },
-  BUDGET_RESERVE: { schema: int(0, 299), doc: 'Requests per window that background reconciliation may not take (at most half the window).' },
+  BUDGET_RESERVE: {
+    schema: int(0, 299),
+    doc: 'Requests per window that background reconciliation may not take (at most half the window).',
+  },
   WEBHOOK_BODY_LIMIT: { schema: int(1024, 64 * 1024 * 1024), doc: 'Largest delivery body accepted (bytes); larger gets 413.' },
   WEBHOOK_BATCH_SIZE: { schema: int(1, 5000), doc: 'Most deliveries the receiver stores in one transaction (group commit).' },
-  WEBHOOK_BATCH_WAIT_MS: { schema: int(0, 1000), doc: 'Longest a delivery waits for others to share its transaction when the database is idle.' },
+  WEBHOOK_BATCH_WAIT_MS: {
+    schema: int(0, 1000),
+    doc: 'Longest a delivery waits for others to share its transaction when the database is idle.',
+  },
   WEBHOOK_COMMIT_CONCURRENCY: { schema: int(1, 32), doc: 'Delivery transactions the receiver runs at once (its pool size).' },
   WEBHOOK_ACK_TIMEOUT_MS: { schema: int(100, 60000), doc: 'A delivery not committed within this gets 503 (the service waits 10 s).' },
   WORKER_CONCURRENCY: { schema: int(1, 64), doc: 'Jobs a worker process runs at once per queue.' },
   RECONCILE_INTERVAL_MINUTES: { schema: int(1, 1440), doc: 'Minutes between incremental sweeps per connection.' },
-  WEBHOOK_CHECK_MINUTES: { schema: int(1, 1440), doc: 'Minutes between checks that repair webhook subscriptions (the service deletes one after 3 days of failures).' },
+  WEBHOOK_CHECK_MINUTES: {
+    schema: int(1, 1440),
+    doc: 'Minutes between checks that repair webhook subscriptions (the service deletes one after 3 days of failures).',
+  },
   RECONCILE_OVERLAP_SECONDS: { schema: int(0, 86400), doc: 'How far an incremental sweep reaches back before its last cursor.' },
-  FULL_SWEEP_CRON: { schema: z.string().regex(/^(\S+\s+){4}\S+$/, 'a five-field cron expression'), doc: 'When the full sweep runs (cron, UTC).' },
-  CHANNEL_LOCATIONS: { schema: z.string().regex(/^(\d+(,\d+)*)?$/, 'comma-separated location ids, or empty for all'), doc: 'Locations whose stock counts toward the channel quantity; empty: all.' },
+  FULL_SWEEP_CRON: {
+    schema: z.string().regex(/^(\S+\s+){4}\S+$/, 'a five-field cron expression'),
+    doc: 'When the full sweep runs (cron, UTC).',
+  },
+  CHANNEL_LOCATIONS: {
+    schema: z.string().regex(/^(\d+(,\d+)*)?$/, 'comma-separated location ids, or empty for all'),
+    doc: 'Locations whose stock counts toward the channel quantity; empty: all.',
+  },
   CHANNEL_SAFETY_BUFFER: { schema: decimal, doc: 'Units held back from the channel quantity.' },
-  CHANNEL_WEBHOOK_URL: { schema: url(', or empty'), doc: 'Where channel quantity changes are POSTed (signed with CHANNEL_WEBHOOK_SECRET); empty: not posted.' },
+  CHANNEL_WEBHOOK_URL: {
+    schema: url(', or empty'),
+    doc: 'Where channel quantity changes are POSTed (signed with CHANNEL_WEBHOOK_SECRET); empty: not posted.',
+  },
   CHANNEL_WEBHOOK_SECRET: { schema: z.string(), doc: 'HMAC key for CHANNEL_WEBHOOK_URL posts.', secret: true },
   ALLOW_CREATE_CURRENCY: { schema: bool, doc: 'Order import may create a missing currency.' },
   STOCK_ADJUSTMENT_REASON: {
@@ -93,7 +157,11 @@ export const settings = {
     doc: 'A custom stock_adjustment_reason_id sent instead of STOCK_ADJUSTMENT_REASON; empty: the reason code.',
   },
   SYNC_LOG_RETENTION_DAYS: { schema: int(1, 3650), doc: 'Days the sync log keeps entries.' },
-  OPERATOR_TOKEN: { schema: z.string(), doc: 'Bearer token (or password) for the console and /api. Empty: open on localhost in demo mode only.', secret: true },
+  OPERATOR_TOKEN: {
+    schema: z.string(),
+    doc: 'Bearer token (or password) for the console and /api. Empty: open on localhost in demo mode only.',
+    secret: true,
+  },
 } as const;
 
 type Settings = typeof settings;

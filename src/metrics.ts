@@ -14,19 +14,33 @@ const gauge = (name: string, help: string, labelNames: string[] = []) =>
 export const metrics = {
   deliveriesReceived: counter('commerce_sync_deliveries_received_total', 'Webhook deliveries stored', ['connection', 'event']),
   deliveriesRejected: counter('commerce_sync_deliveries_rejected_total', 'Webhook deliveries refused', ['reason']),
-  deliveriesDuplicate: counter('commerce_sync_deliveries_duplicate_total', 'Deliveries seen before, acknowledged and dropped', ['connection']),
+  deliveriesDuplicate: counter('commerce_sync_deliveries_duplicate_total', 'Deliveries seen before, acknowledged and dropped', [
+    'connection',
+  ]),
   ackLatency: new client.Histogram({
-    name: 'commerce_sync_ack_latency_seconds', help: 'Time from request start to acknowledgement of a delivery',
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [registry],
+    name: 'commerce_sync_ack_latency_seconds',
+    help: 'Time from request start to acknowledgement of a delivery',
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
   }),
-  apiRequests: counter('commerce_sync_api_requests_total', 'Requests sent to the service, by answer status', ['connection', 'method', 'status']),
-  apiAccountingErrors: counter('commerce_sync_api_accounting_errors_total', '429 answers received: the budget accounting was wrong', ['connection']),
+  apiRequests: counter('commerce_sync_api_requests_total', 'Requests sent to the service, by answer status', [
+    'connection',
+    'method',
+    'status',
+  ]),
+  apiAccountingErrors: counter('commerce_sync_api_accounting_errors_total', '429 answers received: the budget accounting was wrong', [
+    'connection',
+  ]),
   budgetRemaining: gauge('commerce_sync_api_budget_remaining', 'Requests left in the current rate window', ['connection']),
   queueDepth: gauge('commerce_sync_queue_depth', 'Jobs waiting per queue', ['queue']),
   mirrorLag: gauge('commerce_sync_mirror_lag_seconds', 'Age of the oldest unprocessed change per connection', ['connection']),
   driftFound: counter('commerce_sync_drift_found_total', 'Records a sweep found wrong in the mirror', ['connection', 'resource']),
   recordsFetched: counter('commerce_sync_records_fetched_total', 'Records read from the service', ['connection', 'resource']),
-  pushOperations: counter('commerce_sync_push_operations_total', 'Outbound operations by final state', ['connection', 'operation', 'state']),
+  pushOperations: counter('commerce_sync_push_operations_total', 'Outbound operations by final state', [
+    'connection',
+    'operation',
+    'state',
+  ]),
 };
 
 /** The /metrics answer: this process's registry in the Prometheus text format. */

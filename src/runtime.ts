@@ -27,7 +27,12 @@ export interface Runtime {
 }
 
 /** What a queue's handler needs (a worker process builds it from its Runtime). */
-export interface WorkerDeps { db: Db; boss: Boss; config: Config; log: Logger }
+export interface WorkerDeps {
+  db: Db;
+  boss: Boss;
+  config: Config;
+  log: Logger;
+}
 
 /** A role module (receiver/role.ts, sync/role.ts, console/role.ts) exports `mount`. */
 export type RoleModule = { mount(rt: Runtime): Promise<void> };

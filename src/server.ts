@@ -32,7 +32,9 @@ export function createApp(pool: pg.Pool, log: Logger, extraChecks: ReadinessChec
     } else if (!err.status || err.status >= 500) log.error({ err }, 'http error');
   });
   const router = new Router();
-  router.get('/healthz', (ctx) => { ctx.body = { ok: true }; });
+  router.get('/healthz', (ctx) => {
+    ctx.body = { ok: true };
+  });
   router.get('/readyz', async (ctx) => {
     const reasons = (await Promise.all([() => databaseReadiness(pool), ...extraChecks].map((c) => c()))).filter(Boolean);
     ctx.status = reasons.length ? 503 : 200;
@@ -57,15 +59,22 @@ export function listen(app: Koa, port: number, host: string, opts: { requestTime
       server.off('error', reject);
       const bound = (server.address() as { port: number }).port;
       resolve({
-        app, http: server, port: bound,
-        close: (graceMs = 10_000) => new Promise<void>((done) => {
-          const timer = setTimeout(() => server.closeAllConnections(), graceMs);
-          // Keep-alive sockets that finish their request while we wait are closed as soon as they go idle.
-          const idle = setInterval(() => server.closeIdleConnections(), 100);
-          timer.unref();
-          server.close(() => { clearTimeout(timer); clearInterval(idle); done(); });
-          server.closeIdleConnections();
-        }),
+        app,
+        http: server,
+        port: bound,
+        close: (graceMs = 10_000) =>
+          new Promise<void>((done) => {
+            const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+            // Keep-alive sockets that finish their request while we wait are closed as soon as they go idle.
+            const idle = setInterval(() => server.closeIdleConnections(), 100);
+            timer.unref();
+            server.close(() => {
+              clearTimeout(timer);
+              clearInterval(idle);
+              done();
+            });
+            server.closeIdleConnections();
+          }),
       });
     });
   });

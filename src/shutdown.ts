@@ -25,12 +25,18 @@ export function handleShutdown(log: Logger): Shutdown {
   let requested = false;
   let chain = Promise.resolve();
   let resolveDone!: () => void;
-  const done = new Promise<void>((r) => { resolveDone = r; });
+  const done = new Promise<void>((r) => {
+    resolveDone = r;
+  });
   const runAll = (list: Step[]) => {
     chain = chain.then(async () => {
       for (const step of list.reverse()) {
         const started = Date.now();
-        try { await step(); } catch (err) { log.error({ err }, 'error during shutdown'); }
+        try {
+          await step();
+        } catch (err) {
+          log.error({ err }, 'error during shutdown');
+        }
         log.debug({ step: step.name || 'step', ms: Date.now() - started }, 'shutdown step done');
       }
     });
@@ -42,7 +48,10 @@ export function handleShutdown(log: Logger): Shutdown {
     void runAll(steps.splice(0)).then(resolveDone);
   };
   const onSignal = (signal: string) => {
-    if (requested) { log.warn({ signal }, 'second signal: exiting now'); process.exit(130); }
+    if (requested) {
+      log.warn({ signal }, 'second signal: exiting now');
+      process.exit(130);
+    }
     begin(signal);
   };
   process.once('SIGINT', () => onSignal('SIGINT'));
@@ -52,8 +61,13 @@ export function handleShutdown(log: Logger): Shutdown {
       if (requested) void runAll([step]);
       else steps.push(step);
     },
-    check() { if (requested) throw new Interrupted('interrupted during start-up'); },
-    stop(reason) { if (!requested) begin(reason); return done; },
+    check() {
+      if (requested) throw new Interrupted('interrupted during start-up');
+    },
+    stop(reason) {
+      if (!requested) begin(reason);
+      return done;
+    },
     done,
   };
 }

@@ -50,10 +50,14 @@ export async function runRoles(ctx: CommandContext, roles: string[], opts: { dem
     // Stop order (reverse of registration): stop accepting, let the workers finish their jobs, then the
     // roles' own stop steps (the demo sandbox among them), then the database.
     const onStop: Runtime['onStop'] = [];
-    shutdown.add(async () => { for (const step of [...onStop].reverse()) await step(); });
+    shutdown.add(async () => {
+      for (const step of [...onStop].reverse()) await step();
+    });
     shutdown.check();
     const boss = await startBoss(database.url, log, {
-      supervise: roles.includes('worker'), schedule: roles.includes('worker'), max: config.QUEUE_POOL_SIZE,
+      supervise: roles.includes('worker'),
+      schedule: roles.includes('worker'),
+      max: config.QUEUE_POOL_SIZE,
     });
     shutdown.add(() => stopBoss(boss));
     shutdown.check();
@@ -61,7 +65,17 @@ export async function runRoles(ctx: CommandContext, roles: string[], opts: { dem
     const readiness: Runtime['readiness'] = [];
     const { app, router } = createApp(database.pool, log, readiness);
     const rt: Runtime = {
-      config, log, database, boss, app, router, publicUrl: '', demo: false, readiness, afterListen: [], onStop,
+      config,
+      log,
+      database,
+      boss,
+      app,
+      router,
+      publicUrl: '',
+      demo: false,
+      readiness,
+      afterListen: [],
+      onStop,
     };
     // The demo sandbox goes first so the roles find a connection to work on.
     if (opts.demo && runsDemo(config, roles) && present(demoModule)) {
@@ -76,7 +90,12 @@ export async function runRoles(ctx: CommandContext, roles: string[], opts: { dem
       }
     }
     // The console serves /metrics with its database-wide gauges; other processes serve their own counters.
-    if (!roles.includes('console')) router.get('/metrics', requireOperator(config, () => rt.demo), serveMetrics);
+    if (!roles.includes('console'))
+      router.get(
+        '/metrics',
+        requireOperator(config, () => rt.demo),
+        serveMetrics,
+      );
     shutdown.check();
     const port = portFor(config, roles);
     const server = port === null ? null : await listen(app, port, config.HOST, { requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS });
@@ -85,9 +104,13 @@ export async function runRoles(ctx: CommandContext, roles: string[], opts: { dem
       rt.publicUrl = publicUrl(config, server.port);
     }
     for (const step of rt.afterListen) await step();
-    ctx.out(`commerce-sync ${roles.join(' + ')} ` +
-      (server ? `listening on http://${config.HOST}:${server.port}` : 'running without an HTTP server: set WORKER_PORT to serve /healthz, /readyz and /metrics') +
-      (config.DATABASE_URL ? '' : ` (embedded PostgreSQL in ${database.embedded?.dataDir})`));
+    ctx.out(
+      `commerce-sync ${roles.join(' + ')} ` +
+        (server
+          ? `listening on http://${config.HOST}:${server.port}`
+          : 'running without an HTTP server: set WORKER_PORT to serve /healthz, /readyz and /metrics') +
+        (config.DATABASE_URL ? '' : ` (embedded PostgreSQL in ${database.embedded?.dataDir})`),
+    );
   } catch (err) {
     if (!(err instanceof Interrupted)) {
       // Undo what started before failing (the embedded PostgreSQL above all), then report.
@@ -101,7 +124,8 @@ export async function runRoles(ctx: CommandContext, roles: string[], opts: { dem
 
 export const commands: CommandModule['commands'] = {
   start: {
-    summary: 'Run the receiver, workers and console in one process (the roles in ROLES). With no DATABASE_URL an ' +
+    summary:
+      'Run the receiver, workers and console in one process (the roles in ROLES). With no DATABASE_URL an ' +
       'embedded PostgreSQL starts under DATA_DIR; with no connected account the sandbox runs as a demo.',
     run: (ctx) => runRoles(ctx, ctx.config.ROLES.split(','), { demo: true }),
   },

@@ -8,11 +8,11 @@ t.test('--help lists the commands, one line each', async (t) => {
   const r = cli(['--help']);
   t.equal(r.status, 0);
   t.match(r.stdout, /Usage: commerce-sync <command>/);
-  t.match(r.stdout, /\n  start +run receiver/);
-  t.match(r.stdout, /\n  migrate +apply database migrations/);
+  t.match(r.stdout, /\n {2}start +run receiver/);
+  t.match(r.stdout, /\n {2}migrate +apply database migrations/);
 });
 
-t.test('a command\'s --help shows its options', async (t) => {
+t.test("a command's --help shows its options", async (t) => {
   const r = cli(['migrate', '--help']);
   t.equal(r.status, 0);
   t.match(r.stdout, /Usage: commerce-sync migrate/);
@@ -36,10 +36,13 @@ t.test('a bad config value stops with one line per problem and exit 2', async (t
   const r = cli(['migrate'], { PORT: 'eighty', LOG_LEVEL: 'chatty' });
   t.equal(r.status, 2);
   const lines = r.stderr.trim().split('\n');
-  t.same(lines, [
-    'config: LOG_LEVEL = "chatty" is not valid: expected one of fatal, error, warn, info, debug, trace, silent',
-    'config: PORT = "eighty" is not valid: expected an integer from 0 to 65535',
-  ].sort((a, b) => lines.indexOf(a) - lines.indexOf(b)));
+  t.same(
+    lines,
+    [
+      'config: LOG_LEVEL = "chatty" is not valid: expected one of fatal, error, warn, info, debug, trace, silent',
+      'config: PORT = "eighty" is not valid: expected an integer from 0 to 65535',
+    ].sort((a, b) => lines.indexOf(a) - lines.indexOf(b)),
+  );
 });
 
 t.test('migrate against DATABASE_URL applies the schema', async (t) => {

@@ -2,7 +2,12 @@ import t from 'tap';
 import { ConfigError, loadConfig, publicUrl, readDefaults, settings } from '../src/config.ts';
 
 const problems = (env: NodeJS.ProcessEnv, defaults?: Record<string, unknown>): string[] => {
-  try { loadConfig(env, defaults); } catch (err) { if (err instanceof ConfigError) return err.problems; throw err; }
+  try {
+    loadConfig(env, defaults);
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
   return [];
 };
 

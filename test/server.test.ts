@@ -44,7 +44,12 @@ t.test('/readyz is 503 when the database is unreachable; /healthz still 200', as
 t.test('a request trickling its body is cut after the request timeout', async (t) => {
   const { pool } = await testDatabase(t);
   const { app, router } = createApp(pool, captureLogger().log);
-  router.post('/sink', async (ctx) => { for await (const _ of ctx.req) { /* read it all */ } ctx.body = 'ok'; });
+  router.post('/sink', async (ctx) => {
+    for await (const _ of ctx.req) {
+      /* read it all */
+    }
+    ctx.body = 'ok';
+  });
   const server = await listen(app, 0, '127.0.0.1', { requestTimeoutMs: 1000 });
   t.teardown(() => server.close(100));
   const { connect } = await import('node:net');
@@ -54,7 +59,9 @@ t.test('a request trickling its body is cut after the request timeout', async (t
   const drip = setInterval(() => socket.write(' '), 1000);
   t.teardown(() => clearInterval(drip));
   let answer = '';
-  socket.on('data', (d) => { answer += d; });
+  socket.on('data', (d) => {
+    answer += d;
+  });
   const closed = await Promise.race([
     new Promise<'closed'>((r) => socket.once('close', () => r('closed'))),
     new Promise<'open'>((r) => setTimeout(() => r('open'), 15_000).unref()),

@@ -15,32 +15,61 @@ import { cpuSeconds, percentile, postgresCpuSeconds, settled, startWorld, takeMo
 
 const { values: args } = parseArgs({
   options: {
-    accounts: { type: 'string', default: '10,100,500' }, rate: { type: 'string', default: '0.05' }, 'idle-minutes': { type: 'string', default: '3' },
-    minutes: { type: 'string', default: '5' }, variants: { type: 'string', default: '20' }, profile: { type: 'string' },
+    accounts: { type: 'string', default: '10,100,500' },
+    rate: { type: 'string', default: '0.05' },
+    'idle-minutes': { type: 'string', default: '3' },
+    minutes: { type: 'string', default: '5' },
+    variants: { type: 'string', default: '20' },
+    profile: { type: 'string' },
   },
 });
 const counts = args.accounts!.split(',').map(Number);
-const rate = Number(args.rate), idleMinutes = Number(args['idle-minutes']), minutes = Number(args.minutes);
+const rate = Number(args.rate),
+  idleMinutes = Number(args['idle-minutes']),
+  minutes = Number(args.minutes);
 const log = createLogger('warn', { destination: process.stderr, pretty: false });
 const sec = (ms: number) => (Number.isFinite(ms) ? (ms / 1000).toFixed(1) : '-');
 
-console.log(`accounts: ${counts.join(', ')} connections, ${rate} operations/s each for ${minutes} min after ${idleMinutes} min idle, ` +
-  `${args.variants} variants each, 300 requests / 300 s per account${args.profile ? `, profile ${args.profile}` : ''}`);
+console.log(
+  `accounts: ${counts.join(', ')} connections, ${rate} operations/s each for ${minutes} min after ${idleMinutes} min idle, ` +
+    `${args.variants} variants each, 300 requests / 300 s per account${args.profile ? `, profile ${args.profile}` : ''}`,
+);
 console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, ${(totalmem() / 2 ** 30).toFixed(1)} GB, node ${process.version}`);
 
 /** CPU % of one core used by the worker, the receiver and PostgreSQL over `ms` of wall time while `during` runs. */
-async function measureCpu(world: World, during: Promise<void>): Promise<{ worker: number; receiver: number; pg: number | null; ms: number }> {
+async function measureCpu(
+  world: World,
+  during: Promise<void>,
+): Promise<{ worker: number; receiver: number; pg: number | null; ms: number }> {
   const t0 = Date.now();
-  const w0 = cpuSeconds(world.worker.pid), r0 = cpuSeconds(world.receiver.pid), p0 = postgresCpuSeconds(world.database.postmaster);
+  const w0 = cpuSeconds(world.worker.pid),
+    r0 = cpuSeconds(world.receiver.pid),
+    p0 = postgresCpuSeconds(world.database.postmaster);
   await during;
   const ms = Date.now() - t0;
-  const w1 = cpuSeconds(world.worker.pid), r1 = cpuSeconds(world.receiver.pid), p1 = postgresCpuSeconds(world.database.postmaster);
+  const w1 = cpuSeconds(world.worker.pid),
+    r1 = cpuSeconds(world.receiver.pid),
+    p1 = postgresCpuSeconds(world.database.postmaster);
   const pct = (a: number, b: number) => (100 * (b - a)) / (ms / 1000);
   return { worker: pct(w0, w1), receiver: pct(r0, r1), pg: p0 === null || p1 === null ? null : pct(p0, p1), ms };
 }
 
-const head = ['connections', 'idle worker %', 'idle pg %', 'idle % per conn', 'active worker %', 'receiver %', 'active pg %', 'moves',
-  'p95 lag median s', 'p95 lag worst s', 'p95 all s', 'open', '429', 'db MB'];
+const head = [
+  'connections',
+  'idle worker %',
+  'idle pg %',
+  'idle % per conn',
+  'active worker %',
+  'receiver %',
+  'active pg %',
+  'moves',
+  'p95 lag median s',
+  'p95 lag worst s',
+  'p95 all s',
+  'open',
+  '429',
+  'db MB',
+];
 const rows: string[][] = [];
 const idleTotals: [number, number][] = [];
 for (const n of counts) {
@@ -71,20 +100,48 @@ for (const n of counts) {
       await new Promise((r) => setTimeout(r, 100));
     }
   })();
-  const checker = (async () => { while (!stopped) { await lag.check(world.db); await new Promise((r) => setTimeout(r, 500)); } })();
+  const checker = (async () => {
+    while (!stopped) {
+      await lag.check(world.db);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  })();
   const active = await measureCpu(world, new Promise((r) => setTimeout(r, minutes * 60_000)));
   stopped = true;
   await load;
   await checker;
-  for (const end = Date.now() + 120_000; lag.open && Date.now() < end;) { await lag.check(world.db); await new Promise((r) => setTimeout(r, 500)); }
+  for (const end = Date.now() + 120_000; lag.open && Date.now() < end; ) {
+    await lag.check(world.db);
+    await new Promise((r) => setTimeout(r, 500));
+  }
 
-  const p95s = [...lag.lags.values()].map((l) => percentile([...l].sort((a, b) => a - b), 95)).sort((a, b) => a - b);
+  const p95s = [...lag.lags.values()]
+    .map((l) =>
+      percentile(
+        [...l].sort((a, b) => a - b),
+        95,
+      ),
+    )
+    .sort((a, b) => a - b);
   const stats1 = await Promise.all(world.accounts.map((a) => a.admin('GET', 'stats')));
   const limited = stats1.reduce((s, x, i) => s + x.rate_limited - stats0[i]!.rate_limited, 0);
   const size = (await sql<{ b: string }>`SELECT pg_database_size(current_database())::text AS b`.execute(world.db)).rows[0]!.b;
-  rows.push([String(n), idle.worker.toFixed(1), idle.pg?.toFixed(1) ?? '-', perConnection.toFixed(3), active.worker.toFixed(1), active.receiver.toFixed(1),
-    active.pg?.toFixed(1) ?? '-', String(lag.times.length), sec(percentile(p95s, 50)), sec(p95s.at(-1) ?? NaN), sec(percentile(lag.all(), 95)),
-    String(lag.open), String(limited), (Number(size) / 2 ** 20).toFixed(0)]);
+  rows.push([
+    String(n),
+    idle.worker.toFixed(1),
+    idle.pg?.toFixed(1) ?? '-',
+    perConnection.toFixed(3),
+    active.worker.toFixed(1),
+    active.receiver.toFixed(1),
+    active.pg?.toFixed(1) ?? '-',
+    String(lag.times.length),
+    sec(percentile(p95s, 50)),
+    sec(p95s.at(-1) ?? NaN),
+    sec(percentile(lag.all(), 95)),
+    String(lag.open),
+    String(limited),
+    (Number(size) / 2 ** 20).toFixed(0),
+  ]);
   console.log(`  ${n} connections: ${rows.at(-1)!.join(' | ')}`);
   await world.close();
 }

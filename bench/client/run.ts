@@ -17,11 +17,13 @@ import { createDb, createPool } from '../../src/db/index.ts';
 import { createLogger } from '../../src/log.ts';
 import { startSandbox } from '@commerce-sync/sandbox';
 
-const { values: args } = parseArgs({ options: {
-  variants: { type: 'string', default: '10000' },
-  'time-scale': { type: 'string', default: '100' },
-  rounds: { type: 'string', default: '9' },
-} });
+const { values: args } = parseArgs({
+  options: {
+    variants: { type: 'string', default: '10000' },
+    'time-scale': { type: 'string', default: '100' },
+    rounds: { type: 'string', default: '9' },
+  },
+});
 const n = Number(args.variants);
 const log = createLogger('warn', { destination: process.stderr, pretty: false });
 const dir = await mkdtemp(join(os.tmpdir(), 'cs-bench-client-'));
@@ -36,8 +38,11 @@ const deps = { db, config, log };
 const started = performance.now();
 const sandbox = await startSandbox({ variants: n, timeScale: Number(args['time-scale']), log });
 const seedMs = performance.now() - started;
-const stats = async () => (await (await fetch(`${sandbox.url}/__sandbox/stats`, { headers: { Authorization: `Bearer ${sandbox.adminToken}` } })).json()) as any;
-const snapshot = (await (await fetch(`${sandbox.url}/__sandbox/snapshot?resource=variants`, { headers: { Authorization: `Bearer ${sandbox.adminToken}` } })).json()) as any;
+const stats = async () =>
+  (await (await fetch(`${sandbox.url}/__sandbox/stats`, { headers: { Authorization: `Bearer ${sandbox.adminToken}` } })).json()) as any;
+const snapshot = (await (
+  await fetch(`${sandbox.url}/__sandbox/snapshot?resource=variants`, { headers: { Authorization: `Bearer ${sandbox.adminToken}` } })
+).json()) as any;
 const ids: number[] = snapshot.variants.filter((v: any) => v.status !== 'archived').map((v: any) => v.id);
 const connection = await addTokenConnection(deps, { baseUrl: sandbox.url, token: sandbox.token, name: 'bench' });
 const client = await clientFor(deps, connection);
@@ -52,8 +57,14 @@ async function measure(name: string, fn: () => Promise<{ records: number; reques
   const after = await stats();
   const sent = after.requests.total - before.requests.total;
   if (sent !== r.requests) log.warn({ sent, counted: r.requests }, 'the client and the sandbox count differently');
-  rows.push([name, String(r.records), String(sent), String(name.startsWith('by id x') ? bound * Number(name.slice(7)) : bound), seconds.toFixed(2),
-    String((after.requests.by_status['429'] ?? 0) - (before.requests.by_status['429'] ?? 0))]);
+  rows.push([
+    name,
+    String(r.records),
+    String(sent),
+    String(name.startsWith('by id x') ? bound * Number(name.slice(7)) : bound),
+    seconds.toFixed(2),
+    String((after.requests.by_status['429'] ?? 0) - (before.requests.by_status['429'] ?? 0)),
+  ]);
 }
 
 await measure('by id', async () => {
@@ -61,13 +72,18 @@ await measure('by id', async () => {
   return { records: r.records.length, requests: r.requests };
 });
 await measure('full list', async () => {
-  let records = 0, requests = 0;
-  for await (const page of client.paginate('/variants', { priority: 'reconcile' })) { records += page.records.length; requests++; }
+  let records = 0,
+    requests = 0;
+  for await (const page of client.paginate('/variants', { priority: 'reconcile' })) {
+    records += page.records.length;
+    requests++;
+  }
   return { records, requests };
 });
 const rounds = Number(args.rounds);
 await measure(`by id x${rounds}`, async () => {
-  let records = 0, requests = 0;
+  let records = 0,
+    requests = 0;
   for (let i = 0; i < rounds; i++) {
     const r = await client.getByIds('/variants', ids);
     records += r.records.length;
@@ -77,13 +93,19 @@ await measure(`by id x${rounds}`, async () => {
 });
 
 const cpus = os.cpus();
-console.log(`machine: ${cpus.length} x ${cpus[0]?.model ?? 'unknown cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`);
-console.log(`sandbox: ${ids.length} active variants (seeded in ${(seedMs / 1000).toFixed(1)} s), rate 300 per 300 s at time scale ${args['time-scale']} (window ${(300 / Number(args['time-scale'])).toFixed(1)} s real)`);
+console.log(
+  `machine: ${cpus.length} x ${cpus[0]?.model ?? 'unknown cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
+);
+console.log(
+  `sandbox: ${ids.length} active variants (seeded in ${(seedMs / 1000).toFixed(1)} s), rate 300 per 300 s at time scale ${args['time-scale']} (window ${(300 / Number(args['time-scale'])).toFixed(1)} s real)`,
+);
 const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
 for (const r of rows) console.log(r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
 const [budget] = await listBudgets(db);
 if (!budget) throw new Error('no budget row');
-console.log(`budget row: remaining ${budget.remaining}/${budget.request_limit}, accounting errors ${budget.accounting_errors}, requests ${budget.requests_total}`);
+console.log(
+  `budget row: remaining ${budget.remaining}/${budget.request_limit}, accounting errors ${budget.accounting_errors}, requests ${budget.requests_total}`,
+);
 
 await sandbox.close();
 await db.destroy();

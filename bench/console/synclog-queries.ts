@@ -40,7 +40,10 @@ for (const [name, f] of cases) {
   const rows = await querySyncLog(db, { ...f, limit: 100 });
   const ms = performance.now() - t0;
   const { rows: plan } = await pool.query(`EXPLAIN ${explainSql(f)}`);
-  const scans = plan.map((p: Record<string, string>) => p['QUERY PLAN']!).filter((l: string) => /Scan/.test(l)).map((l: string) => l.trim().replace(/\s+\(cost.*$/, ''));
+  const scans = plan
+    .map((p: Record<string, string>) => p['QUERY PLAN']!)
+    .filter((l: string) => /Scan/.test(l))
+    .map((l: string) => l.trim().replace(/\s+\(cost.*$/, ''));
   console.log(`${name.padEnd(26)} ${String(rows.length).padStart(3)} rows ${ms.toFixed(2).padStart(7)} ms  ${scans.join(' | ')}`);
 }
 

@@ -7,9 +7,19 @@ import { Decimal } from 'decimal.js';
 import { sql } from 'kysely';
 import type { Db } from '../../src/db/index.ts';
 
-export interface StockMove { variant_id: number; location_id: number; at: string; stock_on_hand: string; committed: string; incoming: string }
+export interface StockMove {
+  variant_id: number;
+  location_id: number;
+  at: string;
+  stock_on_hand: string;
+  committed: string;
+  incoming: string;
+}
 
-interface Pending { at: number; after: string }
+interface Pending {
+  at: number;
+  after: string;
+}
 
 const qty = (v: unknown) => new Decimal(String(v ?? 0)).toString();
 const state = (onHand: unknown, committed: unknown, incoming: unknown) => `${qty(onHand)}|${qty(committed)}|${qty(incoming)}`;
@@ -56,11 +66,23 @@ export class StockLag {
   /** Reads the mirror rows of every variant with open moves and settles what they show. */
   async check(db: Db): Promise<void> {
     if (!this.pending.size) return;
-    const pairs = [...new Set([...this.pending.keys()].map((k) => k.split(':').slice(0, 2).join(':')))].map((p) => p.split(':').map(Number));
-    const rows = (await sql<{ connection_id: string; variant_id: string; location_id: string; on_hand: string; committed: string; incoming: string; synced_at: Date }>`
+    const pairs = [...new Set([...this.pending.keys()].map((k) => k.split(':').slice(0, 2).join(':')))].map((p) =>
+      p.split(':').map(Number),
+    );
+    const rows = (
+      await sql<{
+        connection_id: string;
+        variant_id: string;
+        location_id: string;
+        on_hand: string;
+        committed: string;
+        incoming: string;
+        synced_at: Date;
+      }>`
       SELECT s.connection_id, s.variant_id, s.location_id, s.on_hand, s.committed, s.incoming, s.synced_at
       FROM stock_levels s JOIN unnest(${pairs.map((p) => p[0])}::bigint[], ${pairs.map((p) => p[1])}::bigint[]) AS w(c, v)
-        ON s.connection_id = w.c AND s.variant_id = w.v`.execute(db)).rows;
+        ON s.connection_id = w.c AND s.variant_id = w.v`.execute(db)
+    ).rows;
     for (const r of rows) {
       const key = `${r.connection_id}:${r.variant_id}:${r.location_id}`;
       const list = this.pending.get(key);
@@ -68,7 +90,11 @@ export class StockLag {
       const shown = state(r.on_hand, r.committed, r.incoming);
       // The newest move whose after-state the mirror shows: it and every older one are caught up.
       let last = -1;
-      for (let i = list.length - 1; i >= 0; i--) if (list[i]!.after === shown) { last = i; break; }
+      for (let i = list.length - 1; i >= 0; i--)
+        if (list[i]!.after === shown) {
+          last = i;
+          break;
+        }
       if (last < 0) continue;
       const written = r.synced_at.getTime();
       const lags = this.lags.get(Number(r.connection_id)) ?? [];

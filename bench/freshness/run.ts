@@ -17,8 +17,11 @@ import { cpuSeconds, percentile, postgresCpuSeconds, settled, startWorld, takeMo
 
 const { values: args } = parseArgs({
   options: {
-    rates: { type: 'string', default: '1,2,5,10' }, minutes: { type: 'string', default: '5' }, variants: { type: 'string', default: '500' },
-    profile: { type: 'string' }, 'sweep-minutes': { type: 'string', default: '5' },
+    rates: { type: 'string', default: '1,2,5,10' },
+    minutes: { type: 'string', default: '5' },
+    variants: { type: 'string', default: '500' },
+    profile: { type: 'string' },
+    'sweep-minutes': { type: 'string', default: '5' },
   },
 });
 const rates = args.rates!.split(',').map(Number);
@@ -26,19 +29,43 @@ const minutes = Number(args.minutes);
 const sweepMinutes = Number(args['sweep-minutes']);
 if (rates.some((r) => !(r > 0)) || !(minutes > 0)) throw new Error('--rates takes positive numbers, --minutes a positive number');
 const log = createLogger('warn', { destination: process.stderr, pretty: false });
-const WINDOW_S = 300, LIMIT = 300;
+const WINDOW_S = 300,
+  LIMIT = 300;
 const s = (ms: number) => (Number.isFinite(ms) ? (ms / 1000).toFixed(1) : '-');
 
-console.log(`freshness: ${minutes} min per rate, rates ${rates.join(', ')} operations/s, ${args.variants} variants, ` +
-  `${LIMIT} requests / ${WINDOW_S} s, time scale 1${args.profile ? `, sandbox profile ${args.profile}` : ''}`);
+console.log(
+  `freshness: ${minutes} min per rate, rates ${rates.join(', ')} operations/s, ${args.variants} variants, ` +
+    `${LIMIT} requests / ${WINDOW_S} s, time scale 1${args.profile ? `, sandbox profile ${args.profile}` : ''}`,
+);
 console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, ${(totalmem() / 2 ** 30).toFixed(1)} GB, node ${process.version}`);
 const rows: string[][] = [];
-const head = ['ops/s', 'moves', 'variants', 'p50 s', 'p95 s', 'p99 s', 'max s', 'floor p50/p95/max s', 'open', 'req/min', 'req/variant',
-  '429', 'sweeps', 'worker CPU %', 'pg CPU %'];
+const head = [
+  'ops/s',
+  'moves',
+  'variants',
+  'p50 s',
+  'p95 s',
+  'p99 s',
+  'max s',
+  'floor p50/p95/max s',
+  'open',
+  'req/min',
+  'req/variant',
+  '429',
+  'sweeps',
+  'worker CPU %',
+  'pg CPU %',
+];
 
 for (const rate of rates) {
-  const world = await startWorld({ name: `fresh${String(rate).replace('.', '_')}`, accounts: 1, variants: Number(args.variants), profile: args.profile,
-    env: { RECONCILE_INTERVAL_MINUTES: String(sweepMinutes) }, log });
+  const world = await startWorld({
+    name: `fresh${String(rate).replace('.', '_')}`,
+    accounts: 1,
+    variants: Number(args.variants),
+    profile: args.profile,
+    env: { RECONCILE_INTERVAL_MINUTES: String(sweepMinutes) },
+    log,
+  });
   const [account] = world.accounts;
   await settled(world);
   const stats0 = await account!.admin('GET', 'stats');
@@ -68,8 +95,10 @@ for (const rate of rates) {
     await poll();
     if (Date.now() >= nextReport) {
       nextReport += 60_000;
-      console.log(`  ${rate}/s, minute ${Math.round((Date.now() - start) / 60_000)}: ${lag.times.length} moves, ${lag.all().length} caught up, ` +
-        `${lag.open} open (oldest ${s(lag.oldestOpenMs())} s)`);
+      console.log(
+        `  ${rate}/s, minute ${Math.round((Date.now() - start) / 60_000)}: ${lag.times.length} moves, ${lag.all().length} caught up, ` +
+          `${lag.open} open (oldest ${s(lag.oldestOpenMs())} s)`,
+      );
     }
     await new Promise((r) => setTimeout(r, 250));
   }
@@ -79,20 +108,38 @@ for (const rate of rates) {
   const stats1 = await account!.admin('GET', 'stats');
   const cpu1 = { worker: cpuSeconds(world.worker.pid), pg: postgresCpuSeconds(world.database.postmaster) };
   // Moves made near the end still count: give them a minute to be caught up.
-  for (const end = Date.now() + 60_000; lag.open && Date.now() < end;) { await poll(); await new Promise((r) => setTimeout(r, 250)); }
-  const sweeps = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM sync_log WHERE action = 'sweep' AND at >= ${new Date(start)}`.execute(world.db)).rows[0]!.n;
+  for (const end = Date.now() + 60_000; lag.open && Date.now() < end; ) {
+    await poll();
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const sweeps = (
+    await sql<{ n: number }>`SELECT count(*)::int AS n FROM sync_log WHERE action = 'sweep' AND at >= ${new Date(start)}`.execute(world.db)
+  ).rows[0]!.n;
   const expectedSweeps = Math.floor(minutes / sweepMinutes);
   const sorted = lag.all();
   const floor = floorLags(lag.times, (WINDOW_S / LIMIT) * 1000, start).sort((a, b) => a - b);
   const requests = stats1.requests.total - stats0.requests.total;
   const byRoute = Object.entries(stats1.requests.by_route as Record<string, number>)
-    .map(([r, n]) => [r, n - (stats0.requests.by_route[r] ?? 0)] as const).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]);
-  rows.push([String(rate), String(lag.times.length), String(lag.variants.size), s(percentile(sorted, 50)), s(percentile(sorted, 95)), s(percentile(sorted, 99)),
-    s(sorted.at(-1) ?? NaN), `${s(percentile(floor, 50))} / ${s(percentile(floor, 95))} / ${s(floor.at(-1) ?? NaN)}`, String(lag.open),
-    (requests / (elapsed / 60_000)).toFixed(1), lag.variants.size ? (requests / lag.variants.size).toFixed(3) : '-',
-    String(stats1.rate_limited - stats0.rate_limited), `${sweeps}/${expectedSweeps}`,
+    .map(([r, n]) => [r, n - (stats0.requests.by_route[r] ?? 0)] as const)
+    .filter(([, n]) => n > 0)
+    .sort((a, b) => b[1] - a[1]);
+  rows.push([
+    String(rate),
+    String(lag.times.length),
+    String(lag.variants.size),
+    s(percentile(sorted, 50)),
+    s(percentile(sorted, 95)),
+    s(percentile(sorted, 99)),
+    s(sorted.at(-1) ?? NaN),
+    `${s(percentile(floor, 50))} / ${s(percentile(floor, 95))} / ${s(floor.at(-1) ?? NaN)}`,
+    String(lag.open),
+    (requests / (elapsed / 60_000)).toFixed(1),
+    lag.variants.size ? (requests / lag.variants.size).toFixed(3) : '-',
+    String(stats1.rate_limited - stats0.rate_limited),
+    `${sweeps}/${expectedSweeps}`,
     ((100 * (cpu1.worker - cpu0.worker)) / (elapsed / 1000)).toFixed(1),
-    cpu1.pg === null || cpu0.pg === null ? '-' : ((100 * (cpu1.pg - cpu0.pg)) / (elapsed / 1000)).toFixed(1)]);
+    cpu1.pg === null || cpu0.pg === null ? '-' : ((100 * (cpu1.pg - cpu0.pg)) / (elapsed / 1000)).toFixed(1),
+  ]);
   console.log(`  ${rate}/s requests by route: ${byRoute.map(([r, n]) => `${r} ${n}`).join(', ')}`);
   await world.close();
 }

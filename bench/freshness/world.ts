@@ -52,13 +52,26 @@ export async function startWorld(o: WorldOptions): Promise<World> {
   const accounts: Account[] = [];
   for (let i = 0; i < o.accounts; i++) {
     // `profile` is passed through as given, so the same script measures a sandbox with or without profiles.
-    const options = { variants: o.variants, locations: 3, timeScale: 1, rateLimit: 300, rateWindowSeconds: 300, clientSecret: SECRET,
-      token: `bench-token-${i}`, seed: 7 + i, ...(o.profile ? { profile: o.profile } : {}) } as SandboxOptions;
+    const options = {
+      variants: o.variants,
+      locations: 3,
+      timeScale: 1,
+      rateLimit: 300,
+      rateWindowSeconds: 300,
+      clientSecret: SECRET,
+      token: `bench-token-${i}`,
+      seed: 7 + i,
+      ...(o.profile ? { profile: o.profile } : {}),
+    } as SandboxOptions;
     const sandbox = await startSandbox(options);
-    const connection = await addTokenConnection({ db, config, log: o.log }, { baseUrl: sandbox.url, token: sandbox.token, name: `account-${i}` });
+    const connection = await addTokenConnection(
+      { db, config, log: o.log },
+      { baseUrl: sandbox.url, token: sandbox.token, name: `account-${i}` },
+    );
     const admin = async (method: string, path: string, body?: unknown) => {
       const res = await fetch(`${sandbox.url}/__sandbox/${path}`, {
-        method, headers: { authorization: `Bearer ${sandbox.adminToken}`, 'content-type': 'application/json' },
+        method,
+        headers: { authorization: `Bearer ${sandbox.adminToken}`, 'content-type': 'application/json' },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       if (!res.ok) throw new Error(`sandbox admin ${method} ${path}: ${res.status} ${await res.text()}`);
@@ -67,14 +80,26 @@ export async function startWorld(o: WorldOptions): Promise<World> {
     accounts.push({ sandbox, connectionId: Number(connection.id), admin });
   }
   const env = {
-    DATABASE_URL: database.url, TOKEN_ENCRYPTION_KEY: KEY, COMMERCE_CLIENT_SECRET: SECRET, SANDBOX: 'off', HOST: '127.0.0.1', PORT: 0,
-    PUBLIC_URL: proxy.url, LOG_LEVEL: 'warn', ...o.env,
+    DATABASE_URL: database.url,
+    TOKEN_ENCRYPTION_KEY: KEY,
+    COMMERCE_CLIENT_SECRET: SECRET,
+    SANDBOX: 'off',
+    HOST: '127.0.0.1',
+    PORT: 0,
+    PUBLIC_URL: proxy.url,
+    LOG_LEVEL: 'warn',
+    ...o.env,
   };
   const receiver = await spawnCli(null, 'receiver', ['receiver'], env, { readyTimeoutMs: 120_000 });
   proxy.targets.push(receiver.url);
   const worker = await spawnCli(null, 'worker', ['worker'], { ...env, WORKER_PORT: 0 }, { readyTimeoutMs: 120_000 });
   return {
-    db, database, accounts, receiver, worker, proxy,
+    db,
+    database,
+    accounts,
+    receiver,
+    worker,
+    proxy,
     async close() {
       await worker.stop();
       await receiver.stop();
@@ -93,7 +118,9 @@ export async function startWorld(o: WorldOptions): Promise<World> {
  */
 export async function takeMoves(account: Account, cursors: Map<number, number>): Promise<StockMove[]> {
   const after = cursors.get(account.connectionId) ?? 0;
-  const { stock_moves: moves } = await account.admin('GET', `stock_moves?after=${after}`) as { stock_moves: (StockMove & { seq: number })[] };
+  const { stock_moves: moves } = (await account.admin('GET', `stock_moves?after=${after}`)) as {
+    stock_moves: (StockMove & { seq: number })[];
+  };
   if (moves.length) cursors.set(account.connectionId, moves[moves.length - 1]!.seq);
   return moves;
 }
@@ -101,13 +128,23 @@ export async function takeMoves(account: Account, cursors: Map<number, number>):
 /** Waits until every account's first full sweep is done and nothing is pending: the start line of a measure. */
 export async function settled(world: World, timeoutMs = 600_000): Promise<void> {
   const ids = world.accounts.map((a) => a.connectionId);
-  await until('first full sweeps and an empty queue', async () => {
-    const r = (await sql<{ swept: number; pending: number; queued: number }>`
+  await until(
+    'first full sweeps and an empty queue',
+    async () => {
+      const r = (
+        await sql<{ swept: number; pending: number; queued: number }>`
       SELECT (SELECT count(DISTINCT connection_id)::int FROM sync_log WHERE action = 'sweep.initial' AND connection_id = ANY(${ids}::bigint[])) AS swept,
              (SELECT count(*)::int FROM pending_fetches) AS pending,
-             (SELECT count(*)::int FROM webhook_deliveries WHERE state = 'queued') AS queued`.execute(world.db)).rows[0]!;
-    return (r.swept === ids.length && r.pending === 0 && r.queued === 0) || `${r.swept}/${ids.length} swept, ${r.pending} pending fetches, ${r.queued} queued`;
-  }, timeoutMs, 1000);
+             (SELECT count(*)::int FROM webhook_deliveries WHERE state = 'queued') AS queued`.execute(world.db)
+      ).rows[0]!;
+      return (
+        (r.swept === ids.length && r.pending === 0 && r.queued === 0) ||
+        `${r.swept}/${ids.length} swept, ${r.pending} pending fetches, ${r.queued} queued`
+      );
+    },
+    timeoutMs,
+    1000,
+  );
 }
 
 const CLOCK_TICKS = 100; // USER_HZ on Linux
@@ -120,7 +157,10 @@ export function cpuSeconds(pid: number, reaped = false): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after the command name: utime and stime are the 12th and 13th, cutime and cstime the 14th and 15th.
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+    const f = stat
+      .slice(stat.lastIndexOf(')') + 2)
+      .split(' ')
+      .map(Number);
     return (f[11]! + f[12]! + (reaped ? f[13]! + f[14]! : 0)) / CLOCK_TICKS;
   } catch {
     return 0;
@@ -133,7 +173,9 @@ export function postgresCpuSeconds(postmaster: number | undefined): number | nul
   let children: number[] = [];
   try {
     children = readFileSync(`/proc/${postmaster}/task/${postmaster}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch { /* gone */ }
+  } catch {
+    /* gone */
+  }
   return cpuSeconds(postmaster, true) + children.reduce((s, pid) => s + cpuSeconds(pid), 0);
 }
 

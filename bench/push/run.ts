@@ -21,12 +21,14 @@ import { enqueueOperation } from '../../src/push/enqueue.ts';
 import { startPushWorker, type PushRuntime } from '../../src/push/worker.ts';
 import type { PushKind, PushOperation } from '../../src/db/schema.ts';
 
-const { values: args } = parseArgs({ options: {
-  orders: { type: 'string', default: '100' },
-  variants: { type: 'string', default: '500' },
-  'time-scale': { type: 'string', default: '100' },
-  concurrency: { type: 'string', default: '4' },
-} });
+const { values: args } = parseArgs({
+  options: {
+    orders: { type: 'string', default: '100' },
+    variants: { type: 'string', default: '500' },
+    'time-scale': { type: 'string', default: '100' },
+    concurrency: { type: 'string', default: '4' },
+  },
+});
 const orders = Number(args.orders);
 const log = createLogger('warn', { destination: process.stderr, pretty: false });
 const dir = await mkdtemp(join(os.tmpdir(), 'cs-bench-push-'));
@@ -35,15 +37,27 @@ const scratch = await scratchDatabase('push', log);
 const url = scratch.url;
 const pool = createPool(url.toString(), 12);
 const db = createDb(pool);
-const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn', DATA_DIR: dir, DATABASE_URL: url.toString(), WORKER_CONCURRENCY: args.concurrency });
+const config = loadConfig({
+  ...process.env,
+  LOG_LEVEL: 'warn',
+  DATA_DIR: dir,
+  DATABASE_URL: url.toString(),
+  WORKER_CONCURRENCY: args.concurrency,
+});
 const boss = await startBoss(url.toString(), log, { supervise: true, schedule: false, max: 6 });
 const rt: PushRuntime = { config, log, database: { url: url.toString(), pool, db, close: async () => {} }, boss, onStop: [] };
 
 const sandbox = await startSandbox({ variants: Number(args.variants), locations: 2, timeScale: Number(args['time-scale']), log });
-const adminGet = async (path: string) => (await (await fetch(`${sandbox.url}/__sandbox/${path}`, { headers: { Authorization: `Bearer ${sandbox.adminToken}` } })).json()) as any;
+const adminGet = async (path: string) =>
+  (await (await fetch(`${sandbox.url}/__sandbox/${path}`, { headers: { Authorization: `Bearer ${sandbox.adminToken}` } })).json()) as any;
 const connection = await addTokenConnection({ db, config, log }, { baseUrl: sandbox.url, token: sandbox.token, name: 'bench' });
-const variants = ((await adminGet('snapshot?resource=variants')).variants as any[]).filter((v) => v.sku && v.status !== 'archived' && !v.composite && v.manage_stock !== false);
-await db.insertInto('variants').values(variants.map((v) => ({ connection_id: connection.id, id: v.id, sku: v.sku, status: 'active', raw: JSON.stringify(v) }))).execute();
+const variants = ((await adminGet('snapshot?resource=variants')).variants as any[]).filter(
+  (v) => v.sku && v.status !== 'archived' && !v.composite && v.manage_stock !== false,
+);
+await db
+  .insertInto('variants')
+  .values(variants.map((v) => ({ connection_id: connection.id, id: v.id, sku: v.sku, status: 'active', raw: JSON.stringify(v) })))
+  .execute();
 const company = (await adminGet('snapshot?resource=companies')).companies.find((c: any) => c.company_type !== 'supplier');
 await startPushWorker(rt, { pollingIntervalSeconds: 0.5 });
 
@@ -63,26 +77,57 @@ async function phase(name: string, make: () => Promise<PushOperation[]>) {
   const ms = performance.now() - t0;
   const requests = (await adminGet('stats')).requests.total - before;
   const failed = done.filter((o) => o.state === 'failed');
-  console.log(`${name.padEnd(26)} ${String(ops.length).padStart(5)} ops  ${(ms / 1000).toFixed(2).padStart(7)} s  ` +
-    `${(ops.length / (ms / 1000)).toFixed(1).padStart(7)} ops/s  ${(requests / ops.length).toFixed(2).padStart(6)} requests/op` +
-    (failed.length ? `  FAILED ${failed.length}: ${failed[0]!.reason}` : ''));
+  console.log(
+    `${name.padEnd(26)} ${String(ops.length).padStart(5)} ops  ${(ms / 1000).toFixed(2).padStart(7)} s  ` +
+      `${(ops.length / (ms / 1000)).toFixed(1).padStart(7)} ops/s  ${(requests / ops.length).toFixed(2).padStart(6)} requests/op` +
+      (failed.length ? `  FAILED ${failed.length}: ${failed[0]!.reason}` : ''),
+  );
   return done;
 }
 
 const enqueue = (kind: PushKind, input: unknown) => enqueueOperation({ db, boss }, kind, input, connection.id);
-console.log(`push benchmark: ${orders} orders, ${variants.length} variants, WORKER_CONCURRENCY ${config.WORKER_CONCURRENCY}, sandbox time scale ${args['time-scale']}`);
+console.log(
+  `push benchmark: ${orders} orders, ${variants.length} variants, WORKER_CONCURRENCY ${config.WORKER_CONCURRENCY}, sandbox time scale ${args['time-scale']}`,
+);
 const line = (i: number, k: number) => ({ sku: variants[(i * 3 + k) % variants.length].sku, quantity: String(1 + (k % 2)) });
 const t0 = performance.now();
-await phase('import-order (3 lines)', () => Promise.all(Array.from({ length: orders }, (_, i) =>
-  enqueue('import-order', { channel: 'bench', channel_order_id: `O-${i}`, customer: { company_id: company.id }, currency: 'SGD', issued_at: '2026-11-21', lines: [line(i, 0), line(i, 1), line(i, 2)] }))));
-await phase('ship (pack + fulfil)', () => Promise.all(Array.from({ length: orders }, (_, i) =>
-  enqueue('ship', { channel: 'bench', channel_order_id: `O-${i}`, tracking: { company: 'DHL', number: `T-${i}` } }))));
-await phase('pay', () => Promise.all(Array.from({ length: orders }, (_, i) => enqueue('pay', { channel: 'bench', channel_order_id: `O-${i}` }))));
+await phase('import-order (3 lines)', () =>
+  Promise.all(
+    Array.from({ length: orders }, (_, i) =>
+      enqueue('import-order', {
+        channel: 'bench',
+        channel_order_id: `O-${i}`,
+        customer: { company_id: company.id },
+        currency: 'SGD',
+        issued_at: '2026-11-21',
+        lines: [line(i, 0), line(i, 1), line(i, 2)],
+      }),
+    ),
+  ),
+);
+await phase('ship (pack + fulfil)', () =>
+  Promise.all(
+    Array.from({ length: orders }, (_, i) =>
+      enqueue('ship', { channel: 'bench', channel_order_id: `O-${i}`, tracking: { company: 'DHL', number: `T-${i}` } }),
+    ),
+  ),
+);
+await phase('pay', () =>
+  Promise.all(Array.from({ length: orders }, (_, i) => enqueue('pay', { channel: 'bench', channel_order_id: `O-${i}` }))),
+);
 await phase('import + ship + pay queued', async () => {
   const ops: PushOperation[] = [];
   for (let i = 0; i < orders; i++) {
     const ref = { channel: 'bench2', channel_order_id: `P-${i}` };
-    ops.push(await enqueue('import-order', { ...ref, customer: { company_id: company.id }, currency: 'SGD', issued_at: '2026-11-21', lines: [line(i, 0)] }));
+    ops.push(
+      await enqueue('import-order', {
+        ...ref,
+        customer: { company_id: company.id },
+        currency: 'SGD',
+        issued_at: '2026-11-21',
+        lines: [line(i, 0)],
+      }),
+    );
     ops.push(await enqueue('ship', ref));
     ops.push(await enqueue('pay', ref));
   }
@@ -90,16 +135,22 @@ await phase('import + ship + pay queued', async () => {
 });
 const snap = new Map(((await adminGet('snapshot?resource=variants')).variants as any[]).map((v) => [v.id, v]));
 const locId = (await adminGet('snapshot?resource=locations')).locations[0].id;
-const [count] = await phase(`stock-count (${variants.length} SKUs)`, async () => [await enqueue('stock-count', {
-  counts: variants.map((v, i) => {
-    const soh = new Decimal(snap.get(v.id)?.locations?.find((l: any) => l.location_id === locId)?.stock_on_hand ?? '0');
-    // A third counted as they are (when not negative), the rest one above their absolute stock.
-    return { sku: v.sku, location_id: locId, quantity: (i % 3 === 0 && !soh.isNeg() ? soh : soh.abs().plus(1)).toString() };
+const [count] = await phase(`stock-count (${variants.length} SKUs)`, async () => [
+  await enqueue('stock-count', {
+    counts: variants.map((v, i) => {
+      const soh = new Decimal(snap.get(v.id)?.locations?.find((l: any) => l.location_id === locId)?.stock_on_hand ?? '0');
+      // A third counted as they are (when not negative), the rest one above their absolute stock.
+      return { sku: v.sku, location_id: locId, quantity: (i % 3 === 0 && !soh.isNeg() ? soh : soh.abs().plus(1)).toString() };
+    }),
   }),
-})]);
-console.log(`  stock count: ${(count!.result as any)?.changed_lines} changed lines in ${(count!.result as any)?.adjustments?.length} adjustments, ${(count!.result as any)?.unchanged?.length} unchanged`);
+]);
+console.log(
+  `  stock count: ${(count!.result as any)?.changed_lines} changed lines in ${(count!.result as any)?.adjustments?.length} adjustments, ${(count!.result as any)?.unchanged?.length} unchanged`,
+);
 const stats = await adminGet('stats');
-console.log(`total ${((performance.now() - t0) / 1000).toFixed(1)} s, ${stats.requests.total} requests, 429 answers: ${stats.rate_limited}`);
+console.log(
+  `total ${((performance.now() - t0) / 1000).toFixed(1)} s, ${stats.requests.total} requests, 429 answers: ${stats.rate_limited}`,
+);
 console.log(`machine: ${os.cpus().length} x ${os.cpus()[0]?.model}, ${os.platform()} ${os.release()}, node ${process.version}`);
 
 for (const stop of [...rt.onStop].reverse()) await stop();

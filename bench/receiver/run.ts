@@ -20,12 +20,14 @@ import { createLogger } from '../../src/log.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
 import { createQueues, queues } from '../../src/queue/names.ts';
 
-const { values: args } = parseArgs({ options: {
-  duration: { type: 'string', default: '10' },
-  connections: { type: 'string', default: '50' },
-  queued: { type: 'string', default: '1000000' },
-  only: { type: 'string' },
-} });
+const { values: args } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '50' },
+    queued: { type: 'string', default: '1000000' },
+    only: { type: 'string' },
+  },
+});
 const duration = Number(args.duration);
 const connections = Number(args.connections);
 const queuedTarget = Number(args.queued);
@@ -38,13 +40,28 @@ const setupBoss = await startBoss(url, log, { supervise: false, schedule: false,
 await createQueues(setupBoss);
 const pool = createPool(url, 2);
 await pool.query(`INSERT INTO connections (name, base_url, auth_kind) VALUES ('bench', 'http://127.0.0.1:1', 'token')`);
-const settings = Object.fromEntries((await pool.query(`SELECT name, setting FROM pg_settings WHERE name IN ('synchronous_commit', 'fsync', 'wal_sync_method', 'shared_buffers')`)).rows.map((r) => [r.name, r.setting]));
+const settings = Object.fromEntries(
+  (
+    await pool.query(
+      `SELECT name, setting FROM pg_settings WHERE name IN ('synchronous_commit', 'fsync', 'wal_sync_method', 'shared_buffers')`,
+    )
+  ).rows.map((r) => [r.name, r.setting]),
+);
 
 function startTarget(scenario: string): Promise<{ port: number; child: ChildProcess }> {
-  const child = spawn(process.execPath, [...(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []), 'bench/receiver/target.ts', scenario, url], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, COMMERCE_CLIENT_SECRET: SECRET, LOG_LEVEL: 'warn' },
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      ...(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []),
+      'bench/receiver/target.ts',
+      scenario,
+      url,
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, COMMERCE_CLIENT_SECRET: SECRET, LOG_LEVEL: 'warn' },
+    },
+  );
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d) => {
@@ -56,7 +73,11 @@ function startTarget(scenario: string): Promise<{ port: number; child: ChildProc
   });
 }
 
-const stopTarget = (child: ChildProcess) => new Promise<void>((resolve) => { child.once('exit', () => resolve()); child.kill('SIGTERM'); });
+const stopTarget = (child: ChildProcess) =>
+  new Promise<void>((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
 
 let seq = 0;
 function load(port: number, seconds: number): Promise<autocannon.Result> {
@@ -65,22 +86,44 @@ function load(port: number, seconds: number): Promise<autocannon.Result> {
     url: `http://127.0.0.1:${port}`,
     connections,
     duration: seconds,
-    requests: [{
-      method: 'POST',
-      path: '/webhooks/bench',
-      setupRequest: (req: any) => {
-        const id = ++seq;
-        const body = `{"object_id":${id},"event":"variants.stock_level_update","timestamp":${Math.floor(Date.now() / 1000)},"resource_url":"http://127.0.0.1:1/variants/${id}.json"}`;
-        return { ...req, body, headers: { 'content-type': 'application/json', 'x-service-delivery': `${run}-${id}`,
-          'x-service-signature': createHmac('sha256', SECRET).update(body).digest('base64') } };
+    requests: [
+      {
+        method: 'POST',
+        path: '/webhooks/bench',
+        setupRequest: (req: any) => {
+          const id = ++seq;
+          const body = `{"object_id":${id},"event":"variants.stock_level_update","timestamp":${Math.floor(Date.now() / 1000)},"resource_url":"http://127.0.0.1:1/variants/${id}.json"}`;
+          return {
+            ...req,
+            body,
+            headers: {
+              'content-type': 'application/json',
+              'x-service-delivery': `${run}-${id}`,
+              'x-service-signature': createHmac('sha256', SECRET).update(body).digest('base64'),
+            },
+          };
+        },
       },
-    }],
+    ],
   });
 }
 
-interface Row { name: string; target: string; rps: number; p50: number; p99: number; ok: number; other: number; stored: string; load: string; cpu: string; capacity: number }
+interface Row {
+  name: string;
+  target: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  ok: number;
+  other: number;
+  stored: string;
+  load: string;
+  cpu: string;
+  capacity: number;
+}
 const rows: Row[] = [];
-const jobsQueued = async () => Number((await pool.query(`SELECT count(*) AS n FROM pgboss.job WHERE name = 'deliveries' AND state = 'created'`)).rows[0].n);
+const jobsQueued = async () =>
+  Number((await pool.query(`SELECT count(*) AS n FROM pgboss.job WHERE name = 'deliveries' AND state = 'created'`)).rows[0].n);
 
 // CPU seconds actually used, read from /proc: a measure the other tenants of a shared machine do not distort
 // (they only add waiting). Per delivery it gives the rate 2 idle cores could sustain.
@@ -88,7 +131,9 @@ function procCpu(pid: number): number {
   try {
     const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
     return (Number(f[11]) + Number(f[12])) / 100; // utime + stime, in clock ticks of 1/100 s
-  } catch { return 0; }
+  } catch {
+    return 0;
+  }
 }
 function postgresCpu(): number {
   // The postmaster's own time plus that of its children: live ones from their stat, exited ones from the
@@ -98,23 +143,32 @@ function postgresCpu(): number {
   try {
     const f = readFileSync(`/proc/${postmaster}/stat`, 'utf8').split(') ')[1]!.split(' ');
     total += (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / 100;
-  } catch { return 0; }
+  } catch {
+    return 0;
+  }
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
     try {
       const f = readFileSync(`/proc/${d}/stat`, 'utf8').split(') ')[1]!.split(' ');
       if (Number(f[1]) === postmaster) total += (Number(f[11]) + Number(f[12])) / 100;
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
   }
   return total;
 }
-const selfCpu = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1e6; };
+const selfCpu = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+};
 
 /** Rows and jobs in one snapshot (a batch commits both at once, so two queries could straddle one). */
 async function stored(): Promise<{ rows: number; jobs: number; txns: number }> {
-  const r = (await pool.query(`SELECT (SELECT count(*) FROM webhook_deliveries) AS rows,
+  const r = (
+    await pool.query(`SELECT (SELECT count(*) FROM webhook_deliveries) AS rows,
     (SELECT count(*) FROM pgboss.job WHERE name = 'deliveries') AS jobs,
-    (SELECT count(DISTINCT xmin::text) FROM webhook_deliveries) AS txns`)).rows[0];
+    (SELECT count(DISTINCT xmin::text) FROM webhook_deliveries) AS txns`)
+  ).rows[0];
   return { rows: Number(r.rows), jobs: Number(r.jobs), txns: Number(r.txns) };
 }
 
@@ -134,14 +188,27 @@ async function scenario(name: string, target: string): Promise<void> {
   const after = await stored();
   const ok = r['2xx'];
   rows.push({
-    name, target, rps: ok / duration, p50: r.latency.p50, p99: r.latency.p99, ok, other: r.non2xx + r.errors + r.timeouts,
-    stored: target === 'bare' || target === 'anchor' ? '-' : `${after.rows - before.rows} rows, ${after.jobs - before.jobs} jobs` +
-      (target === 'receiver' ? `, ${((after.rows - before.rows) / Math.max(1, after.txns - before.txns)).toFixed(1)} per transaction` : ''),
+    name,
+    target,
+    rps: ok / duration,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    ok,
+    other: r.non2xx + r.errors + r.timeouts,
+    stored:
+      target === 'bare' || target === 'anchor'
+        ? '-'
+        : `${after.rows - before.rows} rows, ${after.jobs - before.jobs} jobs` +
+          (target === 'receiver'
+            ? `, ${((after.rows - before.rows) / Math.max(1, after.txns - before.txns)).toFixed(1)} per transaction`
+            : ''),
     load: `${loadBefore.toFixed(1)}/${loadAfter.toFixed(1)}`,
     cpu: perDelivery.map((v) => v.toFixed(0)).join('/'),
     capacity: 2e6 / perDelivery.reduce((a, b) => a + b, 0),
   });
-  console.error(`${name}: ${(ok / duration).toFixed(0)}/s p50 ${r.latency.p50} ms p99 ${r.latency.p99} ms (load ${loadBefore.toFixed(1)} -> ${loadAfter.toFixed(1)})`);
+  console.error(
+    `${name}: ${(ok / duration).toFixed(0)}/s p50 ${r.latency.p50} ms p99 ${r.latency.p99} ms (load ${loadBefore.toFixed(1)} -> ${loadAfter.toFixed(1)})`,
+  );
 }
 
 async function fillQueue(target: number): Promise<number> {
@@ -152,7 +219,9 @@ async function fillQueue(target: number): Promise<number> {
   while (have < target) {
     const n = Math.min(batch, target - have);
     // Shaped like the receiver's: one connection's rows of one committed batch (ids of rows that do not exist).
-    const jobs = Array.from({ length: n }, (_, i) => ({ data: { connectionId: 1, deliveryRowIds: Array.from({ length: 16 }, (_, k) => -(i * 16 + k + 1)) } }));
+    const jobs = Array.from({ length: n }, (_, i) => ({
+      data: { connectionId: 1, deliveryRowIds: Array.from({ length: 16 }, (_, k) => -(i * 16 + k + 1)) },
+    }));
     await setupBoss.insert(queues.deliveries, jobs);
     have += n;
   }
@@ -180,16 +249,56 @@ try {
 }
 
 const cpus = os.cpus();
-console.log(`machine: ${cpus.length} x ${cpus[0]?.model ?? 'unknown cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, node ${process.version}, ${os.platform()} ${os.release()}`);
-console.log(`load: autocannon, ${connections} connections, ${duration} s per scenario after a 2 s warm-up, signed unique deliveries; load generator on the same machine`);
-console.log(`postgres: synchronous_commit=${settings.synchronous_commit} fsync=${settings.fsync} wal_sync_method=${settings.wal_sync_method} shared_buffers=${settings.shared_buffers}`);
-console.log(`receiver settings: WEBHOOK_BATCH_SIZE=${process.env.WEBHOOK_BATCH_SIZE ?? 'default'} WEBHOOK_BATCH_WAIT_MS=${process.env.WEBHOOK_BATCH_WAIT_MS ?? 'default'} WEBHOOK_COMMIT_CONCURRENCY=${process.env.WEBHOOK_COMMIT_CONCURRENCY ?? 'default'}`);
-console.log('load avg: 1-minute load average before/after the measured run (the machine is shared; above 2 the figures include waiting for CPU)');
-console.log('cpu us/delivery: CPU time per acknowledged delivery of the server process / PostgreSQL (all its processes) / the load generator;');
+console.log(
+  `machine: ${cpus.length} x ${cpus[0]?.model ?? 'unknown cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, node ${process.version}, ${os.platform()} ${os.release()}`,
+);
+console.log(
+  `load: autocannon, ${connections} connections, ${duration} s per scenario after a 2 s warm-up, signed unique deliveries; load generator on the same machine`,
+);
+console.log(
+  `postgres: synchronous_commit=${settings.synchronous_commit} fsync=${settings.fsync} wal_sync_method=${settings.wal_sync_method} shared_buffers=${settings.shared_buffers}`,
+);
+console.log(
+  `receiver settings: WEBHOOK_BATCH_SIZE=${process.env.WEBHOOK_BATCH_SIZE ?? 'default'} WEBHOOK_BATCH_WAIT_MS=${process.env.WEBHOOK_BATCH_WAIT_MS ?? 'default'} WEBHOOK_COMMIT_CONCURRENCY=${process.env.WEBHOOK_COMMIT_CONCURRENCY ?? 'default'}`,
+);
+console.log(
+  'load avg: 1-minute load average before/after the measured run (the machine is shared; above 2 the figures include waiting for CPU)',
+);
+console.log(
+  'cpu us/delivery: CPU time per acknowledged delivery of the server process / PostgreSQL (all its processes) / the load generator;',
+);
 console.log('2-core capacity: 2 CPU-seconds per second divided by their sum, the rate this work could reach on 2 otherwise idle cores');
 console.log('');
 const anchor = rows.find((r) => r.target === 'anchor')?.rps;
-const header = ['scenario', 'deliveries/s', 'x anchor', 'p50 ms', 'p99 ms', '2xx', 'other', 'load avg', 'cpu us/delivery', '2-core capacity/s', 'stored'];
-const table = [header, ...rows.map((r) => [r.name, r.rps.toFixed(0), anchor ? (r.rps / anchor).toFixed(2) : '-', String(r.p50), String(r.p99), String(r.ok), String(r.other), r.load, r.cpu, r.capacity.toFixed(0), r.stored])];
+const header = [
+  'scenario',
+  'deliveries/s',
+  'x anchor',
+  'p50 ms',
+  'p99 ms',
+  '2xx',
+  'other',
+  'load avg',
+  'cpu us/delivery',
+  '2-core capacity/s',
+  'stored',
+];
+const table = [
+  header,
+  ...rows.map((r) => [
+    r.name,
+    r.rps.toFixed(0),
+    anchor ? (r.rps / anchor).toFixed(2) : '-',
+    String(r.p50),
+    String(r.p99),
+    String(r.ok),
+    String(r.other),
+    r.load,
+    r.cpu,
+    r.capacity.toFixed(0),
+    r.stored,
+  ]),
+];
 const widths = header.map((_, c) => Math.max(...table.map((r) => r[c]!.length)));
-for (const r of table) console.log(r.map((cell, c) => c === 0 || c === r.length - 1 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!)).join('  '));
+for (const r of table)
+  console.log(r.map((cell, c) => (c === 0 || c === r.length - 1 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '));

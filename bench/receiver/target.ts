@@ -27,7 +27,9 @@ let app: Koa;
 if (scenario === 'bare') {
   app = new Koa();
   const router = new Router();
-  router.post('/webhooks/:connection', (ctx) => { ctx.body = { ok: true }; });
+  router.post('/webhooks/:connection', (ctx) => {
+    ctx.body = { ok: true };
+  });
   app.use(router.routes());
 } else if (scenario === 'verify') {
   // Diagnostic: our receiver's whole request path except the database (read, verify, parse), answering 200.
@@ -38,7 +40,10 @@ if (scenario === 'bare') {
   const router = new Router();
   router.post('/webhooks/:connection', async (ctx) => {
     const raw = await readRawBody(ctx.req, config.WEBHOOK_BODY_LIMIT);
-    if (!verifySignature(raw, ctx.get('x-service-signature'), signingSecrets(config))) { ctx.status = 401; return; }
+    if (!verifySignature(raw, ctx.get('x-service-signature'), signingSecrets(config))) {
+      ctx.status = 401;
+      return;
+    }
     ctx.body = { ok: parseDelivery(raw).ok };
   });
   app.use(router.routes());
@@ -55,9 +60,16 @@ if (scenario === 'bare') {
     const raw = Buffer.concat(chunks);
     const expected = Buffer.from(createHmac('sha256', config.COMMERCE_CLIENT_SECRET).update(raw).digest('base64'));
     const given = Buffer.from(ctx.get('x-service-signature').trim());
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) { ctx.status = 401; return; }
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      ctx.status = 401;
+      return;
+    }
     // synchronous_commit is the server's default (on; run.ts prints it): the 200 follows a durable commit.
-    await pool.query('INSERT INTO anchor_deliveries (delivery_id, connection, body) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [ctx.get('x-service-delivery'), ctx.params.connection, raw.toString('utf8')]);
+    await pool.query('INSERT INTO anchor_deliveries (delivery_id, connection, body) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [
+      ctx.get('x-service-delivery'),
+      ctx.params.connection,
+      raw.toString('utf8'),
+    ]);
     ctx.body = { ok: true };
   });
   app.use(router.routes());
@@ -73,9 +85,18 @@ if (scenario === 'bare') {
     const raw = Buffer.concat(chunks);
     const expected = Buffer.from(createHmac('sha256', config.COMMERCE_CLIENT_SECRET).update(raw).digest('base64'));
     const given = Buffer.from(ctx.get('x-service-signature').trim());
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) { ctx.status = 401; return; }
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      ctx.status = 401;
+      return;
+    }
     const body = JSON.parse(raw.toString('utf8'));
-    await boss.send(queues.deliveries, { deliveryRowId: 0, connectionId: 1, resource: 'variant', action: 'stock_level_update', objectId: body.object_id });
+    await boss.send(queues.deliveries, {
+      deliveryRowId: 0,
+      connectionId: 1,
+      resource: 'variant',
+      action: 'stock_level_update',
+      objectId: body.object_id,
+    });
     ctx.body = { ok: true };
   });
   app.use(router.routes());
@@ -88,11 +109,22 @@ if (scenario === 'bare') {
   const made = createApp(pool, log);
   app = made.app;
   const rt: Runtime = {
-    config, log, boss, app, router: made.router, publicUrl: '', demo: false, readiness: [], afterListen: [], onStop: [],
+    config,
+    log,
+    boss,
+    app,
+    router: made.router,
+    publicUrl: '',
+    demo: false,
+    readiness: [],
+    afterListen: [],
+    onStop: [],
     database: { url, pool, db, close: async () => {} },
   };
   await mount(rt);
-  stops.push(async () => { for (const s of [...rt.onStop].reverse()) await s(); });
+  stops.push(async () => {
+    for (const s of [...rt.onStop].reverse()) await s();
+  });
 } else {
   throw new Error(`unknown scenario ${scenario}`);
 }

@@ -25,7 +25,9 @@ const SWEEP_VARIANTS = Number(process.env.SWEEP_VARIANTS ?? 100_000);
 const which = new Set(process.argv.slice(2).length ? process.argv.slice(2) : ['burst', 'sweep', 'loss']);
 const log = createLogger('warn', { destination: process.stderr, pretty: false });
 
-console.log(`machine: ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, node ${process.version}`);
+console.log(
+  `machine: ${os.cpus().length} x ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, node ${process.version}`,
+);
 console.log(`sandbox: rate limit 300 per 300 s, time scale ${TIME_SCALE} (a window lasts ${(300 / TIME_SCALE).toFixed(1)} real s)`);
 
 // One PostgreSQL for the run; a fresh migrated database per scenario.
@@ -38,7 +40,11 @@ if (!adminUrl) {
   adminUrl = e.adminUrl;
   stopPg = e.stop;
 }
-const urlOf = (name: string) => { const u = new URL(adminUrl); u.pathname = `/${name}`; return u.toString(); };
+const urlOf = (name: string) => {
+  const u = new URL(adminUrl);
+  u.pathname = `/${name}`;
+  return u.toString();
+};
 
 async function scenario<T>(name: string, opts: LoopOptions, body: (loop: Loop) => Promise<T>): Promise<T> {
   const db = `cs_bench_${name}_${process.pid}`;
@@ -71,12 +77,16 @@ const sweepNow = (loop: Loop, full: boolean) =>
 async function quiet(loop: Loop): Promise<void> {
   await loop.admin('POST', 'deliveries/flush');
   await loop.until('deliveries delivered', async () => (await loop.admin('GET', 'stats')).deliveries.pending === 0, 600_000);
-  await loop.until('the workers idle', async () => {
-    const r = await sql<{ p: number; j: number }>`SELECT (SELECT count(*)::int FROM pending_fetches) AS p,
+  await loop.until(
+    'the workers idle',
+    async () => {
+      const r = await sql<{ p: number; j: number }>`SELECT (SELECT count(*)::int FROM pending_fetches) AS p,
       (SELECT count(*)::int FROM pgboss.job WHERE name IN ('deliveries', 'fetch') AND state IN ('created', 'active', 'retry')
         AND start_after < now() + interval '3 seconds') AS j`.execute(loop.tdb.db);
-    return r.rows[0]!.p === 0 && r.rows[0]!.j === 0;
-  }, 600_000);
+      return r.rows[0]!.p === 0 && r.rows[0]!.j === 0;
+    },
+    600_000,
+  );
 }
 
 /** Records of every mirrored resource that differ from the sandbox snapshot (wrong or missing). */
@@ -84,7 +94,10 @@ async function wrongRecords(loop: Loop): Promise<number> {
   let n = 0;
   for (const spec of Object.values(resources)) {
     const snap: any[] = (await loop.admin('GET', `snapshot?resource=${spec.key}`))[spec.key] ?? [];
-    const rows = await sql<{ id: number; raw: any }>`SELECT id, raw FROM ${sql.raw(spec.table)} WHERE connection_id = ${loop.connection.id}`.execute(loop.tdb.db);
+    const rows = await sql<{
+      id: number;
+      raw: any;
+    }>`SELECT id, raw FROM ${sql.raw(spec.table)} WHERE connection_id = ${loop.connection.id}`.execute(loop.tdb.db);
     const mine = new Map(rows.rows.map((r) => [Number(r.id), r.raw]));
     const key = (r: any) => JSON.stringify(canon(r), (_k, v) => (typeof v === 'number' ? String(v) : v));
     for (const r of snap) if (!mine.has(r.id) || key(mine.get(r.id)) !== key(r)) n++;
@@ -105,23 +118,44 @@ if (which.has('burst')) {
     let done = 0;
     for (const end = Date.now() + 900_000; Date.now() < end; await new Promise((r) => setTimeout(r, 1000))) {
       const d = await loop.variantDiff();
-      if (d.wrong.length === 0 && d.missing.length === 0) { done = Date.now(); break; }
+      if (d.wrong.length === 0 && d.missing.length === 0) {
+        done = Date.now();
+        break;
+      }
     }
     if (!done) throw new Error('the mirror did not converge in 15 minutes');
-    const span = (await sql<{ first: Date; last: Date }>`SELECT min(received_at) AS first, max(received_at) AS last FROM webhook_deliveries`.execute(loop.tdb.db)).rows[0]!;
+    const span = (
+      await sql<{ first: Date; last: Date }>`SELECT min(received_at) AS first, max(received_at) AS last FROM webhook_deliveries`.execute(
+        loop.tdb.db,
+      )
+    ).rows[0]!;
     const requests = (await apiRequests(loop)) - before;
-    const distinct = (await sql<{ n: number }>`SELECT count(DISTINCT object_id)::int AS n FROM webhook_deliveries WHERE resource = 'variant'`.execute(loop.tdb.db)).rows[0]!.n;
+    const distinct = (
+      await sql<{ n: number }>`SELECT count(DISTINCT object_id)::int AS n FROM webhook_deliveries WHERE resource = 'variant'`.execute(
+        loop.tdb.db,
+      )
+    ).rows[0]!.n;
     const deliveries = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_deliveries`.execute(loop.tdb.db)).rows[0]!.n;
     const floorReads = Math.ceil(distinct / 250);
-    console.log(`\nburst: ${BURST_CHANGES} stock changes over ${BURST_VARIANTS} variants (${distinct} distinct variants changed, ${deliveries} deliveries stored)`);
-    console.log(`  API requests: ${requests} -> ${(requests / BURST_CHANGES).toFixed(4)} per changed record (target <= 0.01; one GET per delivery = 1.0); ` +
-      `${(requests / distinct).toFixed(4)} per distinct variant`);
-    console.log(`  changes made in ${secs(lastChange - started)}; time from the last change until the mirror equals the sandbox: ${secs(done - lastChange)} ` +
-      `(polled each second)`);
-    console.log(`  of which delivery: the sandbox delivered and the receiver stored the deliveries over ${secs(new Date(span.last).getTime() - new Date(span.first).getTime())}, ` +
-      `the last ${secs(new Date(span.last).getTime() - lastChange)} after the last change; mirror equal ${secs(done - new Date(span.last).getTime())} after the last delivery was stored`);
-    console.log(`  rate-limit floor: ${floorReads} reads (ceil(${distinct}/250)) at 1 request per sandbox second = ${floorReads} sandbox s = ` +
-      `${secs((floorReads * 1000) / TIME_SCALE)} real (0 while the window still has budget); the rest is delivery and database time`);
+    console.log(
+      `\nburst: ${BURST_CHANGES} stock changes over ${BURST_VARIANTS} variants (${distinct} distinct variants changed, ${deliveries} deliveries stored)`,
+    );
+    console.log(
+      `  API requests: ${requests} -> ${(requests / BURST_CHANGES).toFixed(4)} per changed record (target <= 0.01; one GET per delivery = 1.0); ` +
+        `${(requests / distinct).toFixed(4)} per distinct variant`,
+    );
+    console.log(
+      `  changes made in ${secs(lastChange - started)}; time from the last change until the mirror equals the sandbox: ${secs(done - lastChange)} ` +
+        `(polled each second)`,
+    );
+    console.log(
+      `  of which delivery: the sandbox delivered and the receiver stored the deliveries over ${secs(new Date(span.last).getTime() - new Date(span.first).getTime())}, ` +
+        `the last ${secs(new Date(span.last).getTime() - lastChange)} after the last change; mirror equal ${secs(done - new Date(span.last).getTime())} after the last delivery was stored`,
+    );
+    console.log(
+      `  rate-limit floor: ${floorReads} reads (ceil(${distinct}/250)) at 1 request per sandbox second = ${floorReads} sandbox s = ` +
+        `${secs((floorReads * 1000) / TIME_SCALE)} real (0 while the window still has budget); the rest is delivery and database time`,
+    );
   });
 }
 
@@ -135,20 +169,36 @@ if (which.has('sweep')) {
     const stats = await loop.admin('GET', 'stats');
     const variants = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM variants`.execute(loop.tdb.db)).rows[0]!.n;
     const variantReads = stats.requests.by_route['GET /variants'] ?? 0;
-    console.log(`\nfull sweep: ${SWEEP_VARIANTS} variants in the sandbox, ${variants} in the mirror after the sweep (${r.records} records of all resources)`);
-    console.log(`  API requests: ${requests}; GET /variants: ${variantReads} (target ceil(N/250) + constant = ${Math.ceil(SWEEP_VARIANTS / 250)} + c, here c = ` +
-      `${variantReads - Math.ceil(SWEEP_VARIANTS / 250)}: the archived pass)`);
-    const routes = Object.entries(stats.requests.by_route as Record<string, number>).filter(([r]) => r.startsWith('GET ') && r !== 'GET /variants').sort((a, b) => b[1] - a[1]);
-    console.log(`  the other ${requests - variantReads} requests read the rest of the account, which the sandbox grows with N: ` +
-      routes.slice(0, 6).map(([r, n]) => `${r} ${n}`).join(', ') + (routes.length > 6 ? `, and ${routes.length - 6} more routes` : ''));
-    console.log(`  time: ${secs(ms)} real; rate-limit floor ${Math.max(0, requests - 300)} sandbox s beyond the first window = ${secs((Math.max(0, requests - 300) * 1000) / TIME_SCALE)} real`);
+    console.log(
+      `\nfull sweep: ${SWEEP_VARIANTS} variants in the sandbox, ${variants} in the mirror after the sweep (${r.records} records of all resources)`,
+    );
+    console.log(
+      `  API requests: ${requests}; GET /variants: ${variantReads} (target ceil(N/250) + constant = ${Math.ceil(SWEEP_VARIANTS / 250)} + c, here c = ` +
+        `${variantReads - Math.ceil(SWEEP_VARIANTS / 250)}: the archived pass)`,
+    );
+    const routes = Object.entries(stats.requests.by_route as Record<string, number>)
+      .filter(([r]) => r.startsWith('GET ') && r !== 'GET /variants')
+      .sort((a, b) => b[1] - a[1]);
+    console.log(
+      `  the other ${requests - variantReads} requests read the rest of the account, which the sandbox grows with N: ` +
+        routes
+          .slice(0, 6)
+          .map(([r, n]) => `${r} ${n}`)
+          .join(', ') +
+        (routes.length > 6 ? `, and ${routes.length - 6} more routes` : ''),
+    );
+    console.log(
+      `  time: ${secs(ms)} real; rate-limit floor ${Math.max(0, requests - 300)} sandbox s beyond the first window = ${secs((Math.max(0, requests - 300) * 1000) / TIME_SCALE)} real`,
+    );
     console.log(`  429 answers: ${stats.rate_limited}`);
     // Steady state: the same sweep again finds nothing to write.
     const before2 = await apiRequests(loop);
     const started2 = Date.now();
     const again = await sweepNow(loop, true);
-    console.log(`  again (steady state): ${(await apiRequests(loop)) - before2} requests, drift ${again.drift}, ${secs(Date.now() - started2)} real ` +
-      `(the first sweep also wrote ${r.channelChanges} first channel quantities, their sync-log entries and channel-stock jobs)`);
+    console.log(
+      `  again (steady state): ${(await apiRequests(loop)) - before2} requests, drift ${again.drift}, ${secs(Date.now() - started2)} real ` +
+        `(the first sweep also wrote ${r.channelChanges} first channel quantities, their sync-log entries and channel-stock jobs)`,
+    );
   });
 }
 
@@ -165,8 +215,10 @@ if (which.has('loss')) {
     const ms = Date.now() - started;
     const wrongAfter = await wrongRecords(loop);
     console.log(`\nloss: ${ops} merchant operations (all kinds), deliveries 20% dropped, 5% duplicated, 5% reordered`);
-    console.log(`  records wrong before the sweep: ${wrongBefore}; after one incremental sweep: ${wrongAfter} (target 0); ` +
-      `the sweep repaired ${r.drift} records in ${secs(ms)}`);
+    console.log(
+      `  records wrong before the sweep: ${wrongBefore}; after one incremental sweep: ${wrongAfter} (target 0); ` +
+        `the sweep repaired ${r.drift} records in ${secs(ms)}`,
+    );
   });
 }
 

@@ -6,7 +6,17 @@
 // Model: `remaining` is the service's own count for the current window (the lowest X-Rate-Limit-Remaining
 // seen, since that count only falls within a window); every request sent but not yet answered is a live
 // lease and may or may not be in that count yet, so what we may still send is remaining - leases.
-import { betterWaiter, deleteLease, deleteWaiter, insertLease, liveLeases, lockBudget, saveBudget, saveWaiter, type LockedBudget } from '../db/budgets.ts';
+import {
+  betterWaiter,
+  deleteLease,
+  deleteWaiter,
+  insertLease,
+  liveLeases,
+  lockBudget,
+  saveBudget,
+  saveWaiter,
+  type LockedBudget,
+} from '../db/budgets.ts';
 import type { Db, Executor } from '../db/index.ts';
 import { RECONCILE_RANK } from './types.ts';
 
@@ -19,11 +29,13 @@ export interface BudgetState {
   resetKnown: boolean;
 }
 
-export interface RateHeaders { limit: number | null; remaining: number | null; reset: number | null }
+export interface RateHeaders {
+  limit: number | null;
+  remaining: number | null;
+  reset: number | null;
+}
 
-export type Decision =
-  | { ok: true }
-  | { ok: false; waitMs: number; reason: 'spent' | 'reserve' | 'priority' };
+export type Decision = { ok: true } | { ok: false; waitMs: number; reason: 'spent' | 'reserve' | 'priority' };
 
 const jitter = (min: number, max: number) => min + Math.floor(Math.random() * (max - min));
 
@@ -97,20 +109,37 @@ export function applyAnswer(s: BudgetState, status: number | null, h: RateHeader
 
 // ---- database side ----
 
-
 export type Reservation =
   | { ok: true; leaseId: number; available: number }
   | { ok: false; stopped: false; waitMs: number; reason: string; available: number }
   | { ok: false; stopped: true; status: string; reason: string | null };
 
-export interface BudgetSettings { reserve: number; leaseMs: number }
+export interface BudgetSettings {
+  reserve: number;
+  leaseMs: number;
+}
 
 const toState = (r: LockedBudget): BudgetState => ({
-  limit: r.request_limit, remaining: r.remaining, resetAt: r.reset_at.getTime(), resetKnown: r.reset_known,
+  limit: r.request_limit,
+  remaining: r.remaining,
+  resetAt: r.reset_at.getTime(),
+  resetKnown: r.reset_known,
 });
 
-async function saveState(trx: Executor, connectionId: number, s: BudgetState, inFlight: number, extra?: { sent?: boolean; accountingError?: boolean }): Promise<void> {
-  await saveBudget(trx, connectionId, { limit: s.limit, remaining: s.remaining, resetAt: new Date(s.resetAt), resetKnown: s.resetKnown }, inFlight, extra);
+async function saveState(
+  trx: Executor,
+  connectionId: number,
+  s: BudgetState,
+  inFlight: number,
+  extra?: { sent?: boolean; accountingError?: boolean },
+): Promise<void> {
+  await saveBudget(
+    trx,
+    connectionId,
+    { limit: s.limit, remaining: s.remaining, resetAt: new Date(s.resetAt), resetKnown: s.resetKnown },
+    inFlight,
+    extra,
+  );
 }
 
 /** Takes a slot for a request of `rank`, or says how long to wait (and registers `waiter` as waiting). */
@@ -140,7 +169,13 @@ export function reserve(db: Db, connectionId: number, rank: number, waiter: stri
 }
 
 /** Returns a lease with the answer's status (null: no answer) and rate headers. */
-export function release(db: Db, connectionId: number, leaseId: number, status: number | null, headers: RateHeaders | null): Promise<{ available: number; accountingError: boolean }> {
+export function release(
+  db: Db,
+  connectionId: number,
+  leaseId: number,
+  status: number | null,
+  headers: RateHeaders | null,
+): Promise<{ available: number; accountingError: boolean }> {
   return db.transaction().execute(async (trx) => {
     const row = await lockBudget(trx, connectionId);
     await deleteLease(trx, leaseId);

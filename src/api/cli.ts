@@ -31,23 +31,38 @@ async function withDatabase<T>(ctx: CommandContext, fn: (database: OpenDatabase,
 async function registerWebhooks(ctx: CommandContext, deps: ClientDeps, connection: Connection): Promise<void> {
   const file = new URL('../receiver/subscriptions.ts', import.meta.url);
   if (!existsSync(fileURLToPath(file))) return;
-  const mod = (await import(file.href)) as { syncWebhooks?: (deps: ClientDeps, c: Connection) => Promise<{ created?: unknown[]; kept?: unknown[]; removed?: unknown[]; address?: string }> };
+  const mod = (await import(file.href)) as {
+    syncWebhooks?: (
+      deps: ClientDeps,
+      c: Connection,
+    ) => Promise<{ created?: unknown[]; kept?: unknown[]; removed?: unknown[]; address?: string }>;
+  };
   if (typeof mod.syncWebhooks !== 'function') return;
   try {
     const r = await mod.syncWebhooks(deps, connection);
-    ctx.out(`webhooks at ${r.address ?? '?'}: ${r.created?.length ?? 0} created, ${r.kept?.length ?? 0} kept, ${r.removed?.length ?? 0} removed`);
+    ctx.out(
+      `webhooks at ${r.address ?? '?'}: ${r.created?.length ?? 0} created, ${r.kept?.length ?? 0} kept, ${r.removed?.length ?? 0} removed`,
+    );
   } catch (err) {
     ctx.out(`webhooks not registered: ${(err as Error).message} (run commerce-sync webhooks sync later)`);
   }
 }
 
 /** Listens on the redirect URI until the browser comes back with `code` (or an error), checking `state`. */
-async function awaitAuthorization(redirect: URL, state: string, onListening: (redirectUri: string) => void, timeoutMs: number): Promise<{ code: string; redirectUri: string }> {
+async function awaitAuthorization(
+  redirect: URL,
+  state: string,
+  onListening: (redirectUri: string) => void,
+  timeoutMs: number,
+): Promise<{ code: string; redirectUri: string }> {
   return new Promise((resolve, reject) => {
     let redirectUri = '';
     const server = createServer((req, res) => {
       const url = new URL(req.url ?? '/', redirectUri);
-      if (url.pathname !== redirect.pathname) { res.writeHead(404).end(); return; }
+      if (url.pathname !== redirect.pathname) {
+        res.writeHead(404).end();
+        return;
+      }
       const finish = (status: number, text: string, outcome: () => void) => {
         res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', Connection: 'close' }).end(text);
         clearTimeout(timer);
@@ -56,14 +71,29 @@ async function awaitAuthorization(redirect: URL, state: string, onListening: (re
         outcome();
       };
       const error = url.searchParams.get('error');
-      if (error) return finish(400, `Authorization failed: ${error}`, () => reject(new Error(`authorization refused: ${error} ${url.searchParams.get('error_description') ?? ''}`.trim())));
-      if (url.searchParams.get('state') !== state) { res.writeHead(400).end('state does not match'); return; }
+      if (error)
+        return finish(400, `Authorization failed: ${error}`, () =>
+          reject(new Error(`authorization refused: ${error} ${url.searchParams.get('error_description') ?? ''}`.trim())),
+        );
+      if (url.searchParams.get('state') !== state) {
+        res.writeHead(400).end('state does not match');
+        return;
+      }
       const code = url.searchParams.get('code');
-      if (!code) { res.writeHead(400).end('no code'); return; }
+      if (!code) {
+        res.writeHead(400).end('no code');
+        return;
+      }
       finish(200, 'commerce-sync is authorized. You can close this tab.', () => resolve({ code, redirectUri }));
     });
-    const timer = setTimeout(() => { server.close(); reject(new Error(`no authorization within ${Math.round(timeoutMs / 1000)} s`)); }, timeoutMs);
-    server.on('error', (err) => { clearTimeout(timer); reject(err); });
+    const timer = setTimeout(() => {
+      server.close();
+      reject(new Error(`no authorization within ${Math.round(timeoutMs / 1000)} s`));
+    }, timeoutMs);
+    server.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
     const host = redirect.hostname === 'localhost' ? '127.0.0.1' : redirect.hostname.replace(/^\[|\]$/g, '');
     server.listen(Number(redirect.port || (redirect.protocol === 'https:' ? 443 : 80)), host, () => {
       const u = new URL(redirect.href);
@@ -88,21 +118,32 @@ async function connect(ctx: CommandContext): Promise<number> {
       connection = await addTokenConnection(deps, { baseUrl, token, name });
     } else {
       if (!config.COMMERCE_CLIENT_ID || !config.COMMERCE_CLIENT_SECRET) {
-        throw new UsageError('--oauth needs COMMERCE_CLIENT_ID and COMMERCE_CLIENT_SECRET (the registered application\'s keys)');
+        throw new UsageError("--oauth needs COMMERCE_CLIENT_ID and COMMERCE_CLIENT_SECRET (the registered application's keys)");
       }
       const redirect = new URL(str(values, 'redirect-uri') ?? 'http://127.0.0.1:0/oauth/callback');
       const state = randomBytes(16).toString('hex');
       const authBase = str(values, 'auth-url') ?? baseUrl;
       const timeoutMs = Number(str(values, 'wait') ?? 600) * 1000;
-      const { code, redirectUri } = await awaitAuthorization(redirect, state, (uri) => {
-        out('Open this address in a browser and authorize commerce-sync:');
-        out(authorizeUrl(authBase, config.COMMERCE_CLIENT_ID, uri, state));
-        out(`Waiting for the redirect to ${uri} ...`);
-      }, timeoutMs);
-      const tokens: TokenResponse = await requestToken(config, baseUrl, { grant_type: 'authorization_code', code, redirect_uri: redirectUri });
+      const { code, redirectUri } = await awaitAuthorization(
+        redirect,
+        state,
+        (uri) => {
+          out('Open this address in a browser and authorize commerce-sync:');
+          out(authorizeUrl(authBase, config.COMMERCE_CLIENT_ID, uri, state));
+          out(`Waiting for the redirect to ${uri} ...`);
+        },
+        timeoutMs,
+      );
+      const tokens: TokenResponse = await requestToken(config, baseUrl, {
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: redirectUri,
+      });
       connection = await addOAuthConnection(deps, { baseUrl, tokens, name });
     }
-    out(`connected ${connection.name}: account ${connection.account_name ?? '?'} (${connection.account_id}) at ${connection.base_url} [${connection.auth_kind}]`);
+    out(
+      `connected ${connection.name}: account ${connection.account_name ?? '?'} (${connection.account_id}) at ${connection.base_url} [${connection.auth_kind}]`,
+    );
     if (!values['skip-webhooks']) await registerWebhooks(ctx, deps, connection);
     return 0;
   });
@@ -116,18 +157,46 @@ async function connections(ctx: CommandContext): Promise<number> {
     const listing = rows.map((c) => {
       const b = byId.get(c.id);
       return {
-        name: c.name, status: c.status, status_reason: c.status_reason, account_id: c.account_id, account_name: c.account_name,
-        base_url: c.base_url, auth: c.auth_kind,
+        name: c.name,
+        status: c.status,
+        status_reason: c.status_reason,
+        account_id: c.account_id,
+        account_name: c.account_name,
+        base_url: c.base_url,
+        auth: c.auth_kind,
         token_expires_at: c.token_expires_at ? new Date(c.token_expires_at).toISOString() : null,
-        budget: b ? { remaining: b.remaining, limit: b.request_limit, in_flight: b.in_flight, reset_at: new Date(b.reset_at).toISOString(), accounting_errors: b.accounting_errors, requests: b.requests_total } : null,
+        budget: b
+          ? {
+              remaining: b.remaining,
+              limit: b.request_limit,
+              in_flight: b.in_flight,
+              reset_at: new Date(b.reset_at).toISOString(),
+              accounting_errors: b.accounting_errors,
+              requests: b.requests_total,
+            }
+          : null,
       };
     });
-    if (ctx.values.json) { ctx.out(JSON.stringify(listing, null, 2)); return 0; }
-    if (!listing.length) { ctx.out('no connections; add one with commerce-sync connect --base-url URL --token TOKEN'); return 0; }
-    const table = [['NAME', 'STATUS', 'ACCOUNT', 'BASE URL', 'AUTH', 'BUDGET', '429s'], ...listing.map((c) => [
-      c.name, c.status, `${c.account_name ?? '?'} (${c.account_id ?? '?'})`, c.base_url, c.auth,
-      c.budget ? `${c.budget.remaining}/${c.budget.limit}` : '-', String(c.budget?.accounting_errors ?? 0),
-    ])];
+    if (ctx.values.json) {
+      ctx.out(JSON.stringify(listing, null, 2));
+      return 0;
+    }
+    if (!listing.length) {
+      ctx.out('no connections; add one with commerce-sync connect --base-url URL --token TOKEN');
+      return 0;
+    }
+    const table = [
+      ['NAME', 'STATUS', 'ACCOUNT', 'BASE URL', 'AUTH', 'BUDGET', '429s'],
+      ...listing.map((c) => [
+        c.name,
+        c.status,
+        `${c.account_name ?? '?'} (${c.account_id ?? '?'})`,
+        c.base_url,
+        c.auth,
+        c.budget ? `${c.budget.remaining}/${c.budget.limit}` : '-',
+        String(c.budget?.accounting_errors ?? 0),
+      ]),
+    ];
     for (const line of formatTable(table)) ctx.out(line);
     for (const c of listing) if (c.status !== 'active' && c.status_reason) ctx.out(`${c.name}: ${c.status_reason}`);
     return 0;
@@ -159,17 +228,27 @@ async function api(ctx: CommandContext): Promise<number> {
   const { path, query } = splitPathQuery(positionals[positionals.length - 1]!);
   let body: unknown;
   if (data !== undefined) {
-    try { body = JSON.parse(data); } catch (err) { throw new UsageError(`--data is not JSON: ${(err as Error).message}`); }
+    try {
+      body = JSON.parse(data);
+    } catch (err) {
+      throw new UsageError(`--data is not JSON: ${(err as Error).message}`);
+    }
   }
   if (values.paginate && method !== 'GET') throw new UsageError('--paginate works with GET only');
   if (data !== undefined && (method === 'GET' || method === 'DELETE')) throw new UsageError(`--data cannot go with ${method}`);
   const priority = (str(values, 'priority') ?? 'interactive') as Priority;
-  if (!['interactive', 'outbound', 'webhook', 'reconcile'].includes(priority)) throw new UsageError('--priority must be interactive, outbound, webhook or reconcile');
+  if (!['interactive', 'outbound', 'webhook', 'reconcile'].includes(priority))
+    throw new UsageError('--priority must be interactive, outbound, webhook or reconcile');
   return withDatabase(ctx, async (database, deps) => {
     let name = str(values, 'connection');
     if (!name) {
       const all = await listConnections(database.db);
-      if (all.length !== 1) throw new UsageError(all.length ? `several connections: choose one with --connection (${all.map((c) => c.name).join(', ')})` : 'no connections; add one with commerce-sync connect');
+      if (all.length !== 1)
+        throw new UsageError(
+          all.length
+            ? `several connections: choose one with --connection (${all.map((c) => c.name).join(', ')})`
+            : 'no connections; add one with commerce-sync connect',
+        );
       name = all[0]!.name;
     }
     const client = await clientFor(deps, name);
@@ -197,20 +276,45 @@ async function api(ctx: CommandContext): Promise<number> {
 
 export const commands: CommandModule['commands'] = {
   connect: {
-    summary: 'Add (or renew) a connection to a merchant account: with a privileged access token, or through the OAuth ' +
+    summary:
+      'Add (or renew) a connection to a merchant account: with a privileged access token, or through the OAuth ' +
       'authorization code flow. Reads the account with GET /accounts/current and registers webhooks.',
     args: '--base-url URL (--token TOKEN | --oauth)',
     options: {
-      'base-url': { multiple: false, type: 'string', short: 'b', value: 'URL', description: 'the service\'s base URL for the account' },
+      'base-url': { multiple: false, type: 'string', short: 'b', value: 'URL', description: "the service's base URL for the account" },
       token: { multiple: false, type: 'string', short: 't', value: 'TOKEN', description: 'privileged access token (does not expire)' },
-      oauth: { multiple: false, type: 'boolean', short: 'o', description: 'authorize in a browser (COMMERCE_CLIENT_ID / COMMERCE_CLIENT_SECRET)' },
+      oauth: {
+        multiple: false,
+        type: 'boolean',
+        short: 'o',
+        description: 'authorize in a browser (COMMERCE_CLIENT_ID / COMMERCE_CLIENT_SECRET)',
+      },
       name: { multiple: false, type: 'string', short: 'n', value: 'NAME', description: 'connection name (default: from the account name)' },
-      'redirect-uri': { multiple: false, type: 'string', short: 'r', value: 'URL', description: 'OAuth redirect URI to listen on (default http://127.0.0.1:<free port>/oauth/callback)' },
-      'auth-url': { multiple: false, type: 'string', short: 'a', value: 'URL', description: 'where /oauth/authorize lives, when not on the base URL' },
-      wait: { multiple: false, type: 'string', short: 'w', value: 'SECONDS', description: 'how long to wait for the browser (default 600)' },
+      'redirect-uri': {
+        multiple: false,
+        type: 'string',
+        short: 'r',
+        value: 'URL',
+        description: 'OAuth redirect URI to listen on (default http://127.0.0.1:<free port>/oauth/callback)',
+      },
+      'auth-url': {
+        multiple: false,
+        type: 'string',
+        short: 'a',
+        value: 'URL',
+        description: 'where /oauth/authorize lives, when not on the base URL',
+      },
+      wait: {
+        multiple: false,
+        type: 'string',
+        short: 'w',
+        value: 'SECONDS',
+        description: 'how long to wait for the browser (default 600)',
+      },
       'skip-webhooks': { multiple: false, type: 'boolean', short: 's', description: 'do not register webhook subscriptions' },
     },
-    details: 'Tokens are stored encrypted (AES-256-GCM, TOKEN_ENCRYPTION_KEY or DATA_DIR/secret.key). Connecting an ' +
+    details:
+      'Tokens are stored encrypted (AES-256-GCM, TOKEN_ENCRYPTION_KEY or DATA_DIR/secret.key). Connecting an ' +
       'account again (same name, or same base URL and account) replaces its tokens and makes it active again.',
     run: connect,
   },
@@ -226,11 +330,30 @@ export const commands: CommandModule['commands'] = {
     options: {
       data: { multiple: false, type: 'string', short: 'd', value: 'JSON', description: 'request body (METHOD defaults to POST with it)' },
       paginate: { multiple: false, type: 'boolean', short: 'p', description: 'follow X-Pagination and print all pages merged' },
-      connection: { multiple: false, type: 'string', short: 'c', value: 'NAME', description: 'the connection (needed when there are several)' },
-      priority: { multiple: false, type: 'string', short: 'P', value: 'PRIORITY', description: 'interactive (default), outbound, webhook or reconcile' },
-      key: { multiple: false, type: 'string', short: 'k', value: 'KEY', description: 'with --paginate: the records\' key (default from the path)' },
+      connection: {
+        multiple: false,
+        type: 'string',
+        short: 'c',
+        value: 'NAME',
+        description: 'the connection (needed when there are several)',
+      },
+      priority: {
+        multiple: false,
+        type: 'string',
+        short: 'P',
+        value: 'PRIORITY',
+        description: 'interactive (default), outbound, webhook or reconcile',
+      },
+      key: {
+        multiple: false,
+        type: 'string',
+        short: 'k',
+        value: 'KEY',
+        description: "with --paginate: the records' key (default from the path)",
+      },
     },
-    details: 'Examples:\n  commerce-sync api /accounts/current\n  commerce-sync api /variants?ids=1,2,3\n' +
+    details:
+      'Examples:\n  commerce-sync api /accounts/current\n  commerce-sync api /variants?ids=1,2,3\n' +
       '  commerce-sync api --paginate /variants\n  commerce-sync api POST /currencies --data \'{"currency":{"iso":"EUR"}}\'',
     run: api,
   },

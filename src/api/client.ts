@@ -15,11 +15,23 @@ import { tokenKey } from './secrets.ts';
 import { decideRetry, initialRetryState } from './retry.ts';
 import { setStatus, Tokens } from './tokens.ts';
 import {
-  priorityRank, type ApiClient, type ApiResponse, type Method, type OrderAction, type Page, type Priority,
-  type QueryValue, type RequestOptions, type WriteOptions,
+  priorityRank,
+  type ApiClient,
+  type ApiResponse,
+  type Method,
+  type OrderAction,
+  type Page,
+  type Priority,
+  type QueryValue,
+  type RequestOptions,
+  type WriteOptions,
 } from './types.ts';
 
-export interface ClientDeps { db: Db; config: Config; log: Logger }
+export interface ClientDeps {
+  db: Db;
+  config: Config;
+  log: Logger;
+}
 
 /** Knobs for tests and benchmarks; the defaults suit the real service. */
 export interface ClientOptions {
@@ -31,7 +43,13 @@ export interface ClientOptions {
 }
 
 /** One HTTP request as sent: status null when no answer came. */
-export interface SentRequest { method: string; path: string; status: number | null; requestId: string | null; ms: number }
+export interface SentRequest {
+  method: string;
+  path: string;
+  status: number | null;
+  requestId: string | null;
+  ms: number;
+}
 
 export const PAGE_SIZE = 250;
 export const ORDER_LINES_PER_REQUEST = 150;
@@ -49,7 +67,12 @@ interface Call {
   sent?: { n: number };
 }
 
-interface Raw { status: number; text: string; headers: Headers; requestId: string | null }
+interface Raw {
+  status: number;
+  text: string;
+  headers: Headers;
+  requestId: string | null;
+}
 
 // One gate per connection per process (and database), whichever client objects are created for it.
 const gates = new WeakMap<Db, Map<number, BudgetGate>>();
@@ -66,8 +89,10 @@ function gateFor(deps: ClientDeps, connection: Connection): BudgetGate {
       connectionId: connection.id,
       concurrency: deps.config.API_CONCURRENCY,
       settings: { reserve: deps.config.BUDGET_RESERVE, leaseMs: deps.config.API_TIMEOUT_MS + 30_000 },
-      stopped: (status, reason) => new ApiError(`connection ${name} is ${status}${reason ? `: ${reason}` : ''}; nothing is sent until it is reconnected`,
-        { status: status === 'lapsed' ? 402 : status === 'unauthorized' ? 401 : null }),
+      stopped: (status, reason) =>
+        new ApiError(`connection ${name} is ${status}${reason ? `: ${reason}` : ''}; nothing is sent until it is reconnected`, {
+          status: status === 'lapsed' ? 402 : status === 'unauthorized' ? 401 : null,
+        }),
       onAvailable: (n) => metrics.budgetRemaining.set({ connection: name }, Math.max(0, n)),
     });
     byId.set(connection.id, gate);
@@ -118,7 +143,11 @@ function mergeSideloads(into: Record<string, any[]>, more: Record<string, any[]>
   for (const [k, v] of Object.entries(more)) {
     const have = (into[k] ??= []);
     const seen = new Set(have.map((r) => r?.id).filter((id) => id !== undefined));
-    for (const r of v) if (r?.id === undefined || !seen.has(r.id)) { have.push(r); if (r?.id !== undefined) seen.add(r.id); }
+    for (const r of v)
+      if (r?.id === undefined || !seen.has(r.id)) {
+        have.push(r);
+        if (r?.id !== undefined) seen.add(r.id);
+      }
   }
 }
 
@@ -147,8 +176,12 @@ export class Client implements ApiClient {
 
   async request<T = any>(method: Method, path: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
     const raw = await this.#execute({
-      method, path, query: opts.query, body: opts.body, rank: priorityRank[opts.priority ?? 'interactive'],
-      idempotencyKey: method === 'POST' || method === 'PUT' ? opts.idempotencyKey ?? randomUUID() : undefined,
+      method,
+      path,
+      query: opts.query,
+      body: opts.body,
+      rank: priorityRank[opts.priority ?? 'interactive'],
+      idempotencyKey: method === 'POST' || method === 'PUT' ? (opts.idempotencyKey ?? randomUUID()) : undefined,
     });
     return { status: raw.status, body: this.#parse(raw, method, path) as T, headers: raw.headers, requestId: raw.requestId };
   }
@@ -170,16 +203,30 @@ export class Client implements ApiClient {
         const d = err instanceof ApiError && err.status === null && err.retryable ? decideRetry(null, state, policy, call) : null;
         if (d?.action !== 'retry') throw err;
         state = d.next;
-        log.warn({ connection: this.connection.name, method: call.method, path: call.path, attempt: state.failures, err: (err as Error).message }, 'no answer from the service; retrying');
+        log.warn(
+          { connection: this.connection.name, method: call.method, path: call.path, attempt: state.failures, err: (err as Error).message },
+          'no answer from the service; retrying',
+        );
         await sleep(d.delayMs);
         continue;
       }
       const d = decideRetry(raw.status, state, policy, call);
       switch (d.action) {
-        case 'done': return raw;
+        case 'done':
+          return raw;
         case 'retry':
           if (d.next.failures > state.failures) {
-            log.warn({ connection: this.connection.name, method: call.method, path: call.path, status: raw.status, requestId: raw.requestId, attempt: d.next.failures }, 'service error; retrying');
+            log.warn(
+              {
+                connection: this.connection.name,
+                method: call.method,
+                path: call.path,
+                status: raw.status,
+                requestId: raw.requestId,
+                attempt: d.next.failures,
+              },
+              'service error; retrying',
+            );
           }
           state = d.next;
           if (d.delayMs) await sleep(d.delayMs);
@@ -190,15 +237,26 @@ export class Client implements ApiClient {
           if (this.connection.auth_kind === 'token') throw await this.#unauthorized(raw, call);
           await this.#tokens.refresh(enc); // throws (and marks the connection) when it cannot
           continue;
-        case 'unauthorized': throw await this.#unauthorized(raw, call);
+        case 'unauthorized':
+          throw await this.#unauthorized(raw, call);
         case 'lapse': {
           const err = this.#error(raw, call, false);
-          await setStatus(this.#deps.db, this.connection, 'lapsed', `the service answered 402: ${err.serviceMessage ?? 'subscription has lapsed'} [X-Request-ID ${raw.requestId ?? '-'}]`);
-          log.error({ connection: this.connection.name, requestId: raw.requestId }, 'subscription lapsed (402): connection marked lapsed, no more requests are sent');
+          await setStatus(
+            this.#deps.db,
+            this.connection,
+            'lapsed',
+            `the service answered 402: ${err.serviceMessage ?? 'subscription has lapsed'} [X-Request-ID ${raw.requestId ?? '-'}]`,
+          );
+          log.error(
+            { connection: this.connection.name, requestId: raw.requestId },
+            'subscription lapsed (402): connection marked lapsed, no more requests are sent',
+          );
           throw err;
         }
-        case 'halve-page': throw this.#error(raw, call, true);
-        case 'fail': throw this.#error(raw, call, d.retryable);
+        case 'halve-page':
+          throw this.#error(raw, call, true);
+        case 'fail':
+          throw this.#error(raw, call, d.retryable);
       }
     }
   }
@@ -206,12 +264,23 @@ export class Client implements ApiClient {
   /** A 401 the token cannot fix: the connection is marked unauthorized with what the operator should do. */
   async #unauthorized(raw: Raw, call: Call): Promise<ApiError> {
     if (this.connection.auth_kind === 'token') {
-      await setStatus(this.#deps.db, this.connection, 'unauthorized',
-        `the service refused the privileged access token (401) [X-Request-ID ${raw.requestId ?? '-'}]; add a new token with commerce-sync connect --token`);
-      this.#deps.log.error({ connection: this.connection.name, requestId: raw.requestId }, 'access token refused (401): connection marked unauthorized');
+      await setStatus(
+        this.#deps.db,
+        this.connection,
+        'unauthorized',
+        `the service refused the privileged access token (401) [X-Request-ID ${raw.requestId ?? '-'}]; add a new token with commerce-sync connect --token`,
+      );
+      this.#deps.log.error(
+        { connection: this.connection.name, requestId: raw.requestId },
+        'access token refused (401): connection marked unauthorized',
+      );
     } else {
-      await setStatus(this.#deps.db, this.connection, 'unauthorized',
-        `the service refused a freshly refreshed access token (401) [X-Request-ID ${raw.requestId ?? '-'}]; run commerce-sync connect again`);
+      await setStatus(
+        this.#deps.db,
+        this.connection,
+        'unauthorized',
+        `the service refused a freshly refreshed access token (401) [X-Request-ID ${raw.requestId ?? '-'}]; run commerce-sync connect again`,
+      );
     }
     return this.#error(raw, call, false);
   }
@@ -229,7 +298,9 @@ export class Client implements ApiClient {
     if (call.sent) call.sent.n++;
     try {
       const res = await fetch(url, {
-        method: call.method, headers, redirect: 'manual',
+        method: call.method,
+        headers,
+        redirect: 'manual',
         body: call.body === undefined ? undefined : JSON.stringify(call.body),
         signal: AbortSignal.timeout(config.API_TIMEOUT_MS),
       });
@@ -237,24 +308,53 @@ export class Client implements ApiClient {
       status = res.status;
       resHeaders = res.headers;
       const requestId = res.headers.get('x-request-id');
-      log.debug({ connection: this.connection.name, method: call.method, path: call.path, status, requestId, ms: Math.round(performance.now() - started) }, 'api request');
+      log.debug(
+        {
+          connection: this.connection.name,
+          method: call.method,
+          path: call.path,
+          status,
+          requestId,
+          ms: Math.round(performance.now() - started),
+        },
+        'api request',
+      );
       return { status, text, headers: res.headers, requestId };
     } catch (err) {
-      throw new ApiError(`${(err as Error).message}${(err as { cause?: Error }).cause ? ` (${(err as { cause: Error }).cause.message})` : ''}`,
-        { status: null, method: call.method, path: call.path, retryable: true, cause: err });
+      throw new ApiError(
+        `${(err as Error).message}${(err as { cause?: Error }).cause ? ` (${(err as { cause: Error }).cause.message})` : ''}`,
+        { status: null, method: call.method, path: call.path, retryable: true, cause: err },
+      );
     } finally {
       metrics.apiRequests.inc({ connection: this.connection.name, method: call.method, status: status === null ? 'none' : String(status) });
-      this.#onRequest?.({ method: call.method, path: call.path, status, requestId: resHeaders?.get('x-request-id') ?? null, ms: Math.round(performance.now() - started) });
+      this.#onRequest?.({
+        method: call.method,
+        path: call.path,
+        status,
+        requestId: resHeaders?.get('x-request-id') ?? null,
+        ms: Math.round(performance.now() - started),
+      });
       try {
         const r = await release(db, this.connection.id, leaseId, status, resHeaders ? rateHeaders(resHeaders) : null);
         metrics.budgetRemaining.set({ connection: this.connection.name }, Math.max(0, r.available));
         if (r.accountingError) {
           metrics.apiAccountingErrors.inc({ connection: this.connection.name });
-          log.error({ connection: this.connection.name, method: call.method, path: call.path, requestId: resHeaders?.get('x-request-id'),
-            reset: resHeaders?.get('x-rate-limit-reset') }, 'rate limit exceeded (429): budget accounting error; waiting for the reset');
+          log.error(
+            {
+              connection: this.connection.name,
+              method: call.method,
+              path: call.path,
+              requestId: resHeaders?.get('x-request-id'),
+              reset: resHeaders?.get('x-rate-limit-reset'),
+            },
+            'rate limit exceeded (429): budget accounting error; waiting for the reset',
+          );
         }
       } catch (err) {
-        log.warn({ connection: this.connection.name, err: (err as Error).message }, 'could not return a budget lease; it expires on its own');
+        log.warn(
+          { connection: this.connection.name, err: (err as Error).message },
+          'could not return a budget lease; it expires on its own',
+        );
       }
     }
   }
@@ -270,9 +370,21 @@ export class Client implements ApiClient {
 
   #error(raw: Raw, call: Call, retryable: boolean): ApiError {
     let body: unknown = null;
-    try { body = raw.text ? parseJson(raw.text) : null; } catch { /* plain text */ }
+    try {
+      body = raw.text ? parseJson(raw.text) : null;
+    } catch {
+      /* plain text */
+    }
     const { message, fieldErrors } = errorDetails(body, raw.text);
-    return new ApiError(null, { status: raw.status, method: call.method, path: call.path, requestId: raw.requestId, serviceMessage: message, fieldErrors, retryable });
+    return new ApiError(null, {
+      status: raw.status,
+      method: call.method,
+      path: call.path,
+      requestId: raw.requestId,
+      serviceMessage: message,
+      fieldErrors,
+      retryable,
+    });
   }
 
   // ---- reads ----
@@ -299,7 +411,10 @@ export class Client implements ApiClient {
       } catch (err) {
         if (err instanceof ApiError && err.status === 503 && limit > 1) {
           const smaller = Math.ceil(limit / 2);
-          this.#deps.log.warn({ connection: this.connection.name, path, limit, next: smaller, requestId: err.requestId }, 'service overloaded (503); halving the page size');
+          this.#deps.log.warn(
+            { connection: this.connection.name, path, limit, next: smaller, requestId: err.requestId },
+            'service overloaded (503); halving the page size',
+          );
           limit = smaller;
           successes = 0;
           continue;
@@ -312,38 +427,56 @@ export class Client implements ApiClient {
       yield { records: fresh as T[], sideloads, pagination, requestId: raw.requestId };
       offset += fresh.length;
       // After two good pages in a row, try twice the size again (up to the asked size): an overload passes.
-      if (limit < fullLimit && ++successes >= 2) { limit = Math.min(fullLimit, limit * 2); successes = 0; }
+      if (limit < fullLimit && ++successes >= 2) {
+        limit = Math.min(fullLimit, limit * 2);
+        successes = 0;
+      }
       if (records.length === 0 || pagination?.last_page || pagination?.out_of_bounds) return;
       if (pagination && Number.isFinite(pagination.total_records) && offset >= pagination.total_records) return;
       if (!pagination && records.length < limit) return;
     }
   }
 
-  async getByIds<T = any>(path: string, ids: number[], opts: RequestOptions = {}): Promise<{ records: T[]; sideloads: Record<string, any[]>; requests: number }> {
+  async getByIds<T = any>(
+    path: string,
+    ids: number[],
+    opts: RequestOptions = {},
+  ): Promise<{ records: T[]; sideloads: Record<string, any[]>; requests: number }> {
     const unique = [...new Set(ids)];
     const by = opts.by ?? 'ids';
     const { [by]: _ignored, limit: _limit, page: _page, ...query } = opts.query ?? {};
     const urlOf = (chunk: number[]) => buildUrl(this.connection.base_url, path, { ...query, [by]: chunk, limit: PAGE_SIZE, page: 1 });
     const chunks = splitIds(urlOf, unique, this.#deps.config.API_MAX_URI_LENGTH);
     const sent = { n: 0 };
-    const results = await Promise.all(chunks.map(async (chunk) => {
-      const records: T[] = [];
-      const sideloads: Record<string, any[]> = {};
-      for await (const page of this.#pages<T>(path, { ...opts, query: { ...query, [by]: chunk } }, sent)) {
-        records.push(...page.records);
-        mergeSideloads(sideloads, page.sideloads);
-      }
-      return { records, sideloads };
-    }));
+    const results = await Promise.all(
+      chunks.map(async (chunk) => {
+        const records: T[] = [];
+        const sideloads: Record<string, any[]> = {};
+        for await (const page of this.#pages<T>(path, { ...opts, query: { ...query, [by]: chunk } }, sent)) {
+          records.push(...page.records);
+          mergeSideloads(sideloads, page.sideloads);
+        }
+        return { records, sideloads };
+      }),
+    );
     const records: T[] = [];
     const sideloads: Record<string, any[]> = {};
-    for (const r of results) { records.push(...r.records); mergeSideloads(sideloads, r.sideloads); }
+    for (const r of results) {
+      records.push(...r.records);
+      mergeSideloads(sideloads, r.sideloads);
+    }
     return { records, sideloads, requests: sent.n };
   }
 
   // ---- writes (POST/PUT carry an idempotency key; outbound priority unless told) ----
 
-  async #write(method: 'POST' | 'PUT' | 'DELETE', path: string, body: unknown, opts: WriteOptions = {}, priority: Priority = 'outbound'): Promise<any> {
+  async #write(
+    method: 'POST' | 'PUT' | 'DELETE',
+    path: string,
+    body: unknown,
+    opts: WriteOptions = {},
+    priority: Priority = 'outbound',
+  ): Promise<any> {
     return (await this.request(method, path, { body, idempotencyKey: opts.idempotencyKey, priority: opts.priority ?? priority })).body;
   }
 
@@ -358,11 +491,17 @@ export class Client implements ApiClient {
     const first = { ...order, order_line_items: lines.slice(0, ORDER_LINES_PER_REQUEST) };
     let created = unwrap(await this.#write('POST', '/orders', { order: first }, { ...opts, idempotencyKey: key }), 'order');
     const id = created?.id;
-    if (typeof id !== 'number') throw new ApiError('order creation answered without an order id', { status: null, method: 'POST', path: '/orders' });
+    if (typeof id !== 'number')
+      throw new ApiError('order creation answered without an order id', { status: null, method: 'POST', path: '/orders' });
     let last: any = null;
     for (let i = ORDER_LINES_PER_REQUEST, part = 1; i < lines.length; i += ORDER_LINES_PER_REQUEST, part++) {
       const batch = lines.slice(i, i + ORDER_LINES_PER_REQUEST);
-      last = await this.#write('PUT', `/orders/${id}`, { order: { order_line_items: batch } }, { ...opts, idempotencyKey: `${key}:lines-${part}` });
+      last = await this.#write(
+        'PUT',
+        `/orders/${id}`,
+        { order: { order_line_items: batch } },
+        { ...opts, idempotencyKey: `${key}:lines-${part}` },
+      );
     }
     const updated = unwrap(last, 'order');
     if (updated && typeof updated === 'object' && updated.id === id) return updated;
@@ -438,4 +577,3 @@ export class Client implements ApiClient {
     return unwrap(await this.#write('POST', '/currencies', { currency: c }, opts), 'currency');
   }
 }
-

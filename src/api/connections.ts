@@ -1,6 +1,13 @@
 // Connections (one merchant account each): adding them, finding them, and the client of one.
 import { ensureBudget } from '../db/budgets.ts';
-import { connectionByName, connectionOfAccount, getConnection, listConnections, setConnectionStatus, upsertConnection } from '../db/connections.ts';
+import {
+  connectionByName,
+  connectionOfAccount,
+  getConnection,
+  listConnections,
+  setConnectionStatus,
+  upsertConnection,
+} from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
 import type { Connection } from '../db/schema.ts';
 import { Client, keyFor, type ClientDeps, type ClientOptions } from './client.ts';
@@ -39,14 +46,20 @@ export function clientCache(deps: ClientDeps): (connectionId: number) => Promise
 
 export function normalizeBaseUrl(baseUrl: string): string {
   const trimmed = baseUrl.trim().replace(/\/+$/, '');
-  if (!/^https?:\/\/[^\s/]+/.test(trimmed) || !URL.canParse(trimmed)) throw new Error(`--base-url ${JSON.stringify(baseUrl)} is not an http(s) URL`);
+  if (!/^https?:\/\/[^\s/]+/.test(trimmed) || !URL.canParse(trimmed))
+    throw new Error(`--base-url ${JSON.stringify(baseUrl)} is not an http(s) URL`);
   return trimmed;
 }
 
 const NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 
 export function slugName(accountName: string | null | undefined, accountId: number): string {
-  const slug = (accountName ?? '').toLowerCase().normalize('NFKD').replace(/[^a-z0-9_-]+/g, '-').replace(/^[-_]+|-+$/g, '').slice(0, 50);
+  const slug = (accountName ?? '')
+    .toLowerCase()
+    .normalize('NFKD')
+    .replace(/[^a-z0-9_-]+/g, '-')
+    .replace(/^[-_]+|-+$/g, '')
+    .slice(0, 50);
   return NAME.test(slug) ? slug : `account-${accountId}`;
 }
 
@@ -54,24 +67,53 @@ export function slugName(accountName: string | null | undefined, accountId: numb
  * GET /accounts/current with a token. It is sent before the connection (and so its budget) exists: one
  * request at connect time.
  */
-export async function fetchAccount(baseUrl: string, token: string, timeoutMs: number): Promise<{ id: number; name: string | null; raw: any }> {
+export async function fetchAccount(
+  baseUrl: string,
+  token: string,
+  timeoutMs: number,
+): Promise<{ id: number; name: string | null; raw: any }> {
   const path = '/accounts/current';
   let res: Response;
   try {
-    res = await fetch(baseUrl + path, { headers: { Authorization: `Bearer ${token}`, Accept: 'application/json' }, signal: AbortSignal.timeout(timeoutMs) });
+    res = await fetch(baseUrl + path, {
+      headers: { Authorization: `Bearer ${token}`, Accept: 'application/json' },
+      signal: AbortSignal.timeout(timeoutMs),
+    });
   } catch (err) {
-    throw new ApiError(`cannot reach ${baseUrl}: ${(err as Error).message}`, { status: null, method: 'GET', path, retryable: true, cause: err });
+    throw new ApiError(`cannot reach ${baseUrl}: ${(err as Error).message}`, {
+      status: null,
+      method: 'GET',
+      path,
+      retryable: true,
+      cause: err,
+    });
   }
   const text = await res.text();
   let body: any = null;
-  try { body = text ? parseJson(text) : null; } catch { /* reported below */ }
+  try {
+    body = text ? parseJson(text) : null;
+  } catch {
+    /* reported below */
+  }
   if (!res.ok) {
     const { message, fieldErrors } = errorDetails(body, text);
-    throw new ApiError(res.status === 401 ? 'the service refused the token' : null,
-      { status: res.status, method: 'GET', path, requestId: res.headers.get('x-request-id'), serviceMessage: message, fieldErrors });
+    throw new ApiError(res.status === 401 ? 'the service refused the token' : null, {
+      status: res.status,
+      method: 'GET',
+      path,
+      requestId: res.headers.get('x-request-id'),
+      serviceMessage: message,
+      fieldErrors,
+    });
   }
   const account = body?.account ?? body;
-  if (!account || typeof account.id !== 'number') throw new ApiError('the answer has no account id', { status: res.status, method: 'GET', path, requestId: res.headers.get('x-request-id') });
+  if (!account || typeof account.id !== 'number')
+    throw new ApiError('the answer has no account id', {
+      status: res.status,
+      method: 'GET',
+      path,
+      requestId: res.headers.get('x-request-id'),
+    });
   return { id: account.id, name: typeof account.name === 'string' ? account.name : null, raw: account };
 }
 
@@ -87,11 +129,23 @@ interface Credentials {
  * Stores a connection: by `name` when given (replacing its account and tokens), else the existing connection
  * of the same base URL and account, else a new one named after the account. A stored connection is active again.
  */
-async function saveConnection(db: Db, baseUrl: string, account: { id: number; name: string | null; raw: any }, creds: Credentials, name?: string): Promise<Connection> {
-  if (name !== undefined && !NAME.test(name)) throw new Error(`--name ${JSON.stringify(name)}: use lowercase letters, digits, - and _ (at most 63, starting with a letter or digit)`);
+async function saveConnection(
+  db: Db,
+  baseUrl: string,
+  account: { id: number; name: string | null; raw: any },
+  creds: Credentials,
+  name?: string,
+): Promise<Connection> {
+  if (name !== undefined && !NAME.test(name))
+    throw new Error(`--name ${JSON.stringify(name)}: use lowercase letters, digits, - and _ (at most 63, starting with a letter or digit)`);
   const values = {
-    base_url: baseUrl, account_id: account.id, account_name: account.name, ...creds,
-    status: 'active' as const, status_reason: null, raw: JSON.stringify(account.raw),
+    base_url: baseUrl,
+    account_id: account.id,
+    account_name: account.name,
+    ...creds,
+    status: 'active' as const,
+    status_reason: null,
+    raw: JSON.stringify(account.raw),
   };
   let target = name;
   if (target !== undefined) {
@@ -120,19 +174,37 @@ export async function addTokenConnection(deps: ClientDeps, input: { baseUrl: str
   if (!input.token.trim()) throw new Error('--token is empty');
   const account = await fetchAccount(baseUrl, input.token.trim(), deps.config.API_TIMEOUT_MS);
   const key = keyFor(deps.config);
-  const row = await saveConnection(deps.db, baseUrl, account, {
-    auth_kind: 'token', access_token_enc: encryptToken(key, input.token.trim()), refresh_token_enc: null,
-    token_expires_at: null, token_refreshed_at: new Date(),
-  }, input.name);
+  const row = await saveConnection(
+    deps.db,
+    baseUrl,
+    account,
+    {
+      auth_kind: 'token',
+      access_token_enc: encryptToken(key, input.token.trim()),
+      refresh_token_enc: null,
+      token_expires_at: null,
+      token_refreshed_at: new Date(),
+    },
+    input.name,
+  );
   deps.log.info({ connection: row.name, account: row.account_id }, 'connection saved');
   return row;
 }
 
 /** Adds (or refreshes) a connection from the token response of the authorization code grant. */
-export async function addOAuthConnection(deps: ClientDeps, input: { baseUrl: string; tokens: TokenResponse; name?: string }): Promise<Connection> {
+export async function addOAuthConnection(
+  deps: ClientDeps,
+  input: { baseUrl: string; tokens: TokenResponse; name?: string },
+): Promise<Connection> {
   const baseUrl = normalizeBaseUrl(input.baseUrl);
   const account = await fetchAccount(baseUrl, input.tokens.access_token, deps.config.API_TIMEOUT_MS);
-  const row = await saveConnection(deps.db, baseUrl, account, { auth_kind: 'oauth', ...tokenColumns(keyFor(deps.config), input.tokens, new Date()) }, input.name);
+  const row = await saveConnection(
+    deps.db,
+    baseUrl,
+    account,
+    { auth_kind: 'oauth', ...tokenColumns(keyFor(deps.config), input.tokens, new Date()) },
+    input.name,
+  );
   deps.log.info({ connection: row.name, account: row.account_id }, 'connection saved');
   return row;
 }

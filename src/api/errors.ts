@@ -12,9 +12,18 @@ export interface ApiErrorInit {
 }
 
 const reasons: Record<number, string> = {
-  400: 'malformed request', 401: 'access token invalid or missing', 402: 'subscription has lapsed',
-  403: 'not permitted for this account', 404: 'not found', 414: 'request URI too long', 422: 'request invalid',
-  429: 'rate limit exceeded', 500: 'server error', 502: 'bad gateway', 503: 'service overloaded', 504: 'gateway timeout',
+  400: 'malformed request',
+  401: 'access token invalid or missing',
+  402: 'subscription has lapsed',
+  403: 'not permitted for this account',
+  404: 'not found',
+  414: 'request URI too long',
+  422: 'request invalid',
+  429: 'rate limit exceeded',
+  500: 'server error',
+  502: 'bad gateway',
+  503: 'service overloaded',
+  504: 'gateway timeout',
 };
 
 export class ApiError extends Error {
@@ -34,11 +43,15 @@ export class ApiError extends Error {
     const where = init.method && init.path ? `${init.method} ${init.path}: ` : '';
     const what = init.status === null ? 'no answer' : `${init.status} ${reasons[init.status] ?? 'error'}`;
     const fields = init.fieldErrors
-      ? ` (${Object.entries(init.fieldErrors).map(([f, m]) => `${f}: ${m.join(', ')}`).join('; ')})`
+      ? ` (${Object.entries(init.fieldErrors)
+          .map(([f, m]) => `${f}: ${m.join(', ')}`)
+          .join('; ')})`
       : '';
     const detail = message ?? init.serviceMessage ?? null;
-    super(`${where}${what}${detail ? `: ${detail}` : ''}${fields}${init.requestId ? ` [X-Request-ID ${init.requestId}]` : ''}`,
-      init.cause ? { cause: init.cause } : undefined);
+    super(
+      `${where}${what}${detail ? `: ${detail}` : ''}${fields}${init.requestId ? ` [X-Request-ID ${init.requestId}]` : ''}`,
+      init.cause ? { cause: init.cause } : undefined,
+    );
     this.name = 'ApiError';
     this.status = init.status;
     this.requestId = init.requestId ?? null;

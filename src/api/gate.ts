@@ -42,7 +42,9 @@ export class BudgetGate {
     this.queue = new PQueue({ concurrency: opts.concurrency });
   }
 
-  get waiting(): number { return this.#waiters.length; }
+  get waiting(): number {
+    return this.#waiters.length;
+  }
 
   /** Runs `task` with a lease of the shared budget once one is granted to `rank` (0 best). */
   run<T>(rank: number, task: (leaseId: number) => Promise<T>): Promise<T> {

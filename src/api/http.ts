@@ -24,7 +24,7 @@ export function queryString(query: Record<string, QueryValue> | undefined): stri
 export function buildUrl(baseUrl: string, path: string, query?: Record<string, QueryValue>): string {
   const base = baseUrl.replace(/\/+$/, '');
   let p = path.startsWith(base) ? path.slice(base.length) : path;
-  if (!p.startsWith('/')) p = '/' + p;
+  if (!p.startsWith('/')) p = `/${p}`;
   const qs = queryString(query);
   if (!qs) return base + p;
   return base + p + (p.includes('?') ? '&' : '?') + qs;
@@ -32,15 +32,31 @@ export function buildUrl(baseUrl: string, path: string, query?: Record<string, Q
 
 /** The key a collection or record comes under, from its path: /variants -> variants, /variants/composition -> composition. */
 export function keyFromPath(path: string): string {
-  const clean = path.split('?')[0]!.replace(/\.json$/, '').replace(/\/+$/, '');
+  const clean = path
+    .split('?')[0]!
+    .replace(/\.json$/, '')
+    .replace(/\/+$/, '');
   const segments = clean.split('/').filter((s) => s && !/^\d+$/.test(s) && !s.startsWith('http'));
   return segments[segments.length - 1] ?? '';
 }
 
 // Decimal fields the spec carries as strings; should one arrive as a JSON number it is kept as its exact text.
 const decimalFields = new Set([
-  'quantity', 'stock_on_hand', 'committed', 'incoming', 'reorder_point', 'rate', 'exchange_rate', 'max_online',
-  'default_discount_rate', 'default_tax_rate', 'price', 'initial_cost_price', 'precision', 'moving_average_cost', 'last_cost_price',
+  'quantity',
+  'stock_on_hand',
+  'committed',
+  'incoming',
+  'reorder_point',
+  'rate',
+  'exchange_rate',
+  'max_online',
+  'default_discount_rate',
+  'default_tax_rate',
+  'price',
+  'initial_cost_price',
+  'precision',
+  'moving_average_cost',
+  'last_cost_price',
 ]);
 
 /**
@@ -61,11 +77,16 @@ export function parsePagination(header: string | null): Pagination | null {
   try {
     const p = JSON.parse(header);
     if (!p || typeof p !== 'object') return null;
-    const n = (v: unknown) => (typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v)) ? Number(v) : NaN);
+    const n = (v: unknown) =>
+      typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v)) ? Number(v) : NaN;
     const b = (v: unknown) => v === true || v === 'true';
     return {
-      total_records: n(p.total_records), total_pages: n(p.total_pages), first_page: b(p.first_page),
-      last_page: b(p.last_page), out_of_bounds: b(p.out_of_bounds), offset: n(p.offset),
+      total_records: n(p.total_records),
+      total_pages: n(p.total_pages),
+      first_page: b(p.first_page),
+      last_page: b(p.last_page),
+      out_of_bounds: b(p.out_of_bounds),
+      offset: n(p.offset),
     };
   } catch {
     return null;

@@ -1,7 +1,27 @@
 // The Commerce Operations API client: authenticated, rate-budgeted, batched access to the service.
 // Everything else in commerce-sync reaches the service through these exports (see docs/api.md).
-export type { ApiClient, ApiResponse, Method, OrderAction, Page, Pagination, Priority, QueryValue, RequestOptions, WriteOptions } from './types.ts';
+export type {
+  ApiClient,
+  ApiResponse,
+  Method,
+  OrderAction,
+  Page,
+  Pagination,
+  Priority,
+  QueryValue,
+  RequestOptions,
+  WriteOptions,
+} from './types.ts';
 export { ApiError } from './errors.ts';
-export { addOAuthConnection, addTokenConnection, clientCache, clientFor, probeLapsed, getConnection, listConnections, normalizeBaseUrl } from './connections.ts';
+export {
+  addOAuthConnection,
+  addTokenConnection,
+  clientCache,
+  clientFor,
+  probeLapsed,
+  getConnection,
+  listConnections,
+  normalizeBaseUrl,
+} from './connections.ts';
 export type { ClientDeps, ClientOptions } from './client.ts';
 export { ORDER_LINES_PER_REQUEST, PAGE_SIZE } from './client.ts';

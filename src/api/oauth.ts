@@ -4,10 +4,16 @@ import type { Config } from '../config.ts';
 import { ApiError } from './errors.ts';
 import { errorDetails, parseJson } from './http.ts';
 
-export interface TokenResponse { access_token: string; refresh_token: string | null; expires_in: number | null; scope?: string; token_type?: string }
+export interface TokenResponse {
+  access_token: string;
+  refresh_token: string | null;
+  expires_in: number | null;
+  scope?: string;
+  token_type?: string;
+}
 
 export function authorizeUrl(authBase: string, clientId: string, redirectUri: string, state: string): string {
-  const u = new URL(authBase.replace(/\/+$/, '') + '/oauth/authorize');
+  const u = new URL(`${authBase.replace(/\/+$/, '')}/oauth/authorize`);
   u.searchParams.set('response_type', 'code');
   u.searchParams.set('client_id', clientId);
   u.searchParams.set('redirect_uri', redirectUri);
@@ -16,8 +22,13 @@ export function authorizeUrl(authBase: string, clientId: string, redirectUri: st
 }
 
 /** POSTs a grant to the token endpoint. Refusals (4xx) are not retryable; no answer or 5xx is. */
-export async function requestToken(config: Pick<Config, 'COMMERCE_CLIENT_ID' | 'COMMERCE_CLIENT_SECRET' | 'API_TIMEOUT_MS'>, baseUrl: string,
-  grant: { grant_type: 'authorization_code'; code: string; redirect_uri: string } | { grant_type: 'refresh_token'; refresh_token: string; redirect_uri?: string }): Promise<TokenResponse> {
+export async function requestToken(
+  config: Pick<Config, 'COMMERCE_CLIENT_ID' | 'COMMERCE_CLIENT_SECRET' | 'API_TIMEOUT_MS'>,
+  baseUrl: string,
+  grant:
+    | { grant_type: 'authorization_code'; code: string; redirect_uri: string }
+    | { grant_type: 'refresh_token'; refresh_token: string; redirect_uri?: string },
+): Promise<TokenResponse> {
   const path = '/oauth/token';
   const body = { client_id: config.COMMERCE_CLIENT_ID, client_secret: config.COMMERCE_CLIENT_SECRET, ...grant };
   let res: Response;
@@ -29,15 +40,33 @@ export async function requestToken(config: Pick<Config, 'COMMERCE_CLIENT_ID' | '
       signal: AbortSignal.timeout(config.API_TIMEOUT_MS),
     });
   } catch (err) {
-    throw new ApiError(`token request failed: ${(err as Error).message}`, { status: null, method: 'POST', path, retryable: true, cause: err });
+    throw new ApiError(`token request failed: ${(err as Error).message}`, {
+      status: null,
+      method: 'POST',
+      path,
+      retryable: true,
+      cause: err,
+    });
   }
   const text = await res.text();
   let parsed: any = null;
-  try { parsed = text ? parseJson(text) : null; } catch { /* reported below */ }
+  try {
+    parsed = text ? parseJson(text) : null;
+  } catch {
+    /* reported below */
+  }
   const requestId = res.headers.get('x-request-id');
   if (!res.ok) {
     const { message, fieldErrors } = errorDetails(parsed, text);
-    throw new ApiError(null, { status: res.status, method: 'POST', path, requestId, serviceMessage: message, fieldErrors, retryable: res.status >= 500 || res.status === 429 });
+    throw new ApiError(null, {
+      status: res.status,
+      method: 'POST',
+      path,
+      requestId,
+      serviceMessage: message,
+      fieldErrors,
+      retryable: res.status >= 500 || res.status === 429,
+    });
   }
   if (!parsed || typeof parsed.access_token !== 'string' || !parsed.access_token) {
     throw new ApiError('token response has no access_token', { status: res.status, method: 'POST', path, requestId });
@@ -47,6 +76,7 @@ export async function requestToken(config: Pick<Config, 'COMMERCE_CLIENT_ID' | '
     access_token: parsed.access_token,
     refresh_token: typeof parsed.refresh_token === 'string' && parsed.refresh_token ? parsed.refresh_token : null,
     expires_in: expires !== null && Number.isFinite(expires) && expires > 0 ? expires : null,
-    scope: parsed.scope, token_type: parsed.token_type,
+    scope: parsed.scope,
+    token_type: parsed.token_type,
   };
 }

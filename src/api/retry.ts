@@ -46,8 +46,13 @@ export function backoffMs(policy: RetryPolicy, failures: number, random: () => n
  * status null: no answer came (network error, timeout). `list` marks a list read of more than one record,
  * whose 503 is handed back so the page can shrink.
  */
-export function decideRetry(status: number | null, state: RetryState, policy: RetryPolicy, call: { list?: boolean },
-  random: () => number = Math.random): RetryDecision {
+export function decideRetry(
+  status: number | null,
+  state: RetryState,
+  policy: RetryPolicy,
+  call: { list?: boolean },
+  random: () => number = Math.random,
+): RetryDecision {
   const failed = (): RetryDecision => {
     const failures = state.failures + 1;
     if (failures >= policy.maxAttempts) return { action: 'fail', retryable: true };
@@ -59,7 +64,9 @@ export function decideRetry(status: number | null, state: RetryState, policy: Re
   if (status === 402) return { action: 'lapse' };
   if (status === 429) {
     const limited = state.limited + 1;
-    return limited < policy.maxAttempts ? { action: 'retry', delayMs: 0, next: { ...state, limited } } : { action: 'fail', retryable: true };
+    return limited < policy.maxAttempts
+      ? { action: 'retry', delayMs: 0, next: { ...state, limited } }
+      : { action: 'fail', retryable: true };
   }
   if (status === 503 && call.list) return { action: 'halve-page' };
   if (status === 500 || status === 502 || status === 503 || status === 504 || status === 408) return failed();

@@ -30,7 +30,7 @@ export function tokenKey(config: Pick<Config, 'TOKEN_ENCRYPTION_KEY' | 'DATA_DIR
   mkdirSync(config.DATA_DIR, { recursive: true });
   try {
     // 'wx': two processes starting together must not each write a different key; the loser reads the winner's.
-    writeFileSync(file, randomBytes(32).toString('base64') + '\n', { flag: 'wx', mode: 0o600 });
+    writeFileSync(file, `${randomBytes(32).toString('base64')}\n`, { flag: 'wx', mode: 0o600 });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
   }
@@ -53,6 +53,8 @@ export function decryptToken(key: Buffer, stored: string): string {
   try {
     return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
   } catch {
-    throw new Error('stored token cannot be decrypted: TOKEN_ENCRYPTION_KEY (or DATA_DIR/secret.key) differs from the key it was stored with; reconnect or restore the key');
+    throw new Error(
+      'stored token cannot be decrypted: TOKEN_ENCRYPTION_KEY (or DATA_DIR/secret.key) differs from the key it was stored with; reconnect or restore the key',
+    );
   }
 }

@@ -12,7 +12,12 @@ import { ApiError } from './errors.ts';
 import { requestToken, type TokenResponse } from './oauth.ts';
 import { decryptToken, encryptToken } from './secrets.ts';
 
-export interface TokenDeps { db: Db; config: Config; log: Logger; key: Buffer }
+export interface TokenDeps {
+  db: Db;
+  config: Config;
+  log: Logger;
+  key: Buffer;
+}
 
 /** Columns to store for a token response received at `now`. */
 export function tokenColumns(key: Buffer, t: TokenResponse, now: Date, previousRefreshEnc: string | null = null) {
@@ -57,7 +62,9 @@ export class Tokens {
   }
 
   /** The encrypted form of the token current() returned last: identifies it across processes. */
-  get currentEnc(): string | null { return this.#conn.access_token_enc; }
+  get currentEnc(): string | null {
+    return this.#conn.access_token_enc;
+  }
 
   async current(): Promise<{ token: string; enc: string }> {
     if (needsRefresh(this.#conn)) await this.refresh(this.#conn.access_token_enc);
@@ -91,7 +98,9 @@ export class Tokens {
    * `unauthorized`) when the service refuses the refresh token.
    */
   refresh(staleEnc: string | null): Promise<string> {
-    this.#refreshing ??= this.#refresh(staleEnc).finally(() => { this.#refreshing = null; });
+    this.#refreshing ??= this.#refresh(staleEnc).finally(() => {
+      this.#refreshing = null;
+    });
     return this.#refreshing;
   }
 
@@ -115,13 +124,20 @@ export class Tokens {
       }
       let t: TokenResponse;
       try {
-        t = await requestToken(config, row.base_url, { grant_type: 'refresh_token', refresh_token: decryptToken(key, row.refresh_token_enc) });
+        t = await requestToken(config, row.base_url, {
+          grant_type: 'refresh_token',
+          refresh_token: decryptToken(key, row.refresh_token_enc),
+        });
       } catch (err) {
         if (err instanceof ApiError && err.retryable) throw err; // no answer or a server error: try again later
         const why = err instanceof ApiError ? `${err.status ?? ''} ${err.serviceMessage ?? err.message}`.trim() : (err as Error).message;
         const reason = `token refresh refused by the service (${why}); run commerce-sync connect --oauth again`;
         const updated = (await setConnectionStatus(trx, conn.id, 'unauthorized', reason))!;
-        return { row: updated, refreshed: false, error: new ApiError(reason, { status: 401, requestId: err instanceof ApiError ? err.requestId : null }) };
+        return {
+          row: updated,
+          refreshed: false,
+          error: new ApiError(reason, { status: 401, requestId: err instanceof ApiError ? err.requestId : null }),
+        };
       }
       const updated = (await updateConnection(trx, conn.id, tokenColumns(key, t, new Date(), row.refresh_token_enc)))!;
       return { row: updated, refreshed: true, error: null };
@@ -131,7 +147,10 @@ export class Tokens {
       log.warn({ connection: conn.name, reason: conn.status_reason }, 'token refresh failed; connection marked unauthorized');
       throw outcome.error;
     }
-    log.info({ connection: conn.name, refreshed: outcome.refreshed, expiresAt: conn.token_expires_at }, outcome.refreshed ? 'access token refreshed' : 'access token refreshed by another process');
+    log.info(
+      { connection: conn.name, refreshed: outcome.refreshed, expiresAt: conn.token_expires_at },
+      outcome.refreshed ? 'access token refreshed' : 'access token refreshed by another process',
+    );
     return this.#decrypt();
   }
 }

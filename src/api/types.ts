@@ -38,11 +38,19 @@ export interface RequestOptions {
   by?: string;
 }
 
-export interface WriteOptions { idempotencyKey?: string; priority?: Priority }
+export interface WriteOptions {
+  idempotencyKey?: string;
+  priority?: Priority;
+}
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 
-export interface ApiResponse<T = any> { status: number; body: T; headers: Headers; requestId: string | null }
+export interface ApiResponse<T = any> {
+  status: number;
+  body: T;
+  headers: Headers;
+  requestId: string | null;
+}
 
 export type OrderAction = 'invoice' | 'pay' | 'pack' | 'fulfil' | 'void';
 
@@ -58,7 +66,11 @@ export interface ApiClient {
    * ids split into <=250 per request and URIs under API_MAX_URI_LENGTH; missing ids are simply absent. With
    * `by` the ids filter another field (parent ids), and each chunk is read page by page, 250 records a page.
    */
-  getByIds<T = any>(path: string, ids: number[], opts?: RequestOptions): Promise<{ records: T[]; sideloads: Record<string, any[]>; requests: number }>;
+  getByIds<T = any>(
+    path: string,
+    ids: number[],
+    opts?: RequestOptions,
+  ): Promise<{ records: T[]; sideloads: Record<string, any[]>; requests: number }>;
   /** More than 150 lines: create with the first 150, then PUTs adding the rest. */
   createOrder(order: object, opts?: WriteOptions): Promise<any>;
   updateOrder(id: number, order: object, opts?: WriteOptions): Promise<void>;

@@ -18,7 +18,10 @@ export const PROFILES: readonly Profile[] = ['spec', 'documented'];
  */
 export type Read = 'record' | 'lines' | 'variants' | 'order' | 'purchase_order';
 
-export interface EventSpec { in: readonly Profile[]; reads: readonly Read[] }
+export interface EventSpec {
+  in: readonly Profile[];
+  reads: readonly Read[];
+}
 
 export interface ChildSpec {
   /** Sideload key and collection name, e.g. order_line_items. */
@@ -84,25 +87,52 @@ const WITH_VARIANTS: readonly Read[] = ['record', 'lines', 'variants'];
 const OF_ORDER: readonly Read[] = ['record', 'lines', 'order', 'variants'];
 
 export const orderLineItems: ChildSpec = {
-  key: 'order_line_items', table: 'order_line_items', parentColumn: 'order_id', parentIdFields: ['order_line_item_ids'],
-  columns: { ...childBase, status: base.status, variant_id: big('variant_id'), quantity: num('quantity'), price: num('price'), freeform: bool('freeform', false) },
+  key: 'order_line_items',
+  table: 'order_line_items',
+  parentColumn: 'order_id',
+  parentIdFields: ['order_line_item_ids'],
+  columns: {
+    ...childBase,
+    status: base.status,
+    variant_id: big('variant_id'),
+    quantity: num('quantity'),
+    price: num('price'),
+    freeform: bool('freeform', false),
+  },
 };
 export const fulfillmentLineItems: ChildSpec = {
-  key: 'fulfillment_line_items', table: 'fulfillment_line_items', parentColumn: 'fulfillment_id', parentIdFields: ['fulfillment_line_item_ids'],
-  columns: { ...childBase, order_line_item_id: big('order_line_item_id'), variant_id: big('variant_id'), variant_sku: txt('variant_sku'), quantity: num('quantity') },
+  key: 'fulfillment_line_items',
+  table: 'fulfillment_line_items',
+  parentColumn: 'fulfillment_id',
+  parentIdFields: ['fulfillment_line_item_ids'],
+  columns: {
+    ...childBase,
+    order_line_item_id: big('order_line_item_id'),
+    variant_id: big('variant_id'),
+    variant_sku: txt('variant_sku'),
+    quantity: num('quantity'),
+  },
 };
 export const fulfillmentReturnLineItems: ChildSpec = {
-  key: 'fulfillment_return_line_items', table: 'fulfillment_return_line_items', parentColumn: 'fulfillment_return_id',
+  key: 'fulfillment_return_line_items',
+  table: 'fulfillment_return_line_items',
+  parentColumn: 'fulfillment_return_id',
   parentIdFields: ['fulfillment_return_line_item_ids'],
   columns: { ...childBase, order_line_item_id: big('order_line_item_id'), quantity: num('quantity') },
 };
 export const purchaseOrderLineItems: ChildSpec = {
-  key: 'purchase_order_line_items', table: 'purchase_order_line_items', parentColumn: 'purchase_order_id',
+  key: 'purchase_order_line_items',
+  table: 'purchase_order_line_items',
+  parentColumn: 'purchase_order_id',
   parentIdFields: ['purchase_order_line_item_ids', 'purchase_line_item_ids'],
   columns: { ...childBase, variant_id: big('variant_id'), quantity: num('quantity') },
 };
 const movedLines = (key: string, parentColumn: string): ChildSpec => ({
-  key, table: null, parentColumn, parentIdFields: [`${key.replace(/s$/, '')}_ids`], columns: {},
+  key,
+  table: null,
+  parentColumn,
+  parentIdFields: [`${key.replace(/s$/, '')}_ids`],
+  columns: {},
 });
 
 const kept = { table: 'other_records', columns: {}, incremental: false, freshness: 'reference' } as const;
@@ -110,47 +140,96 @@ const kept = { table: 'other_records', columns: {}, incremental: false, freshnes
 /** Every resource, mirrored in its own table or kept whole in other_records. */
 export const catalog: Record<string, ResourceSpec> = {
   variant: {
-    name: 'variant', freshness: 'stock', path: '/variants', key: 'variants', table: 'variants', incremental: true,
+    name: 'variant',
+    freshness: 'stock',
+    path: '/variants',
+    key: 'variants',
+    table: 'variants',
+    incremental: true,
     columns: {
-      ...base, product_id: big('product_id'), sku: txt('sku'), name: txt('name'),
-      composite: bool('composite', false), manage_stock: bool('manage_stock', true), keep_selling: bool('keep_selling', false),
+      ...base,
+      product_id: big('product_id'),
+      sku: txt('sku'),
+      name: txt('name'),
+      composite: bool('composite', false),
+      manage_stock: bool('manage_stock', true),
+      keep_selling: bool('keep_selling', false),
       max_online: num('max_online'),
     },
     events: { create: ev(both, RECORD), stock_level_update: ev(both, RECORD) },
   },
   product: {
-    name: 'product', freshness: 'reference', path: '/products', key: 'products', table: 'products', incremental: true,
+    name: 'product',
+    freshness: 'reference',
+    path: '/products',
+    key: 'products',
+    table: 'products',
+    incremental: true,
     // Documented: a product can be disabled (real-service-notes §5); read it, or a full sweep marks it gone.
-    statuses: ['active', 'disabled'], variantIdsField: 'variant_ids',
+    statuses: ['active', 'disabled'],
+    variantIdsField: 'variant_ids',
     columns: { ...base, name: txt('name'), brand: txt('brand') },
     // product.destroy archives its variants, and no variant event says so in the documented list.
     events: { create: ev(both, RECORD), destroy: ev(documented, ['record', 'variants']) },
   },
   location: {
-    name: 'location', freshness: 'reference', path: '/locations', key: 'locations', table: 'locations', incremental: true,
+    name: 'location',
+    freshness: 'reference',
+    path: '/locations',
+    key: 'locations',
+    table: 'locations',
+    incremental: true,
     columns: { ...base, name: `COALESCE(r->>'name', r->>'label')`, holds_stock: `cs_bool(r->'holds_stock')` },
     events: { create: ev(documented, RECORD), update: ev(documented, RECORD) },
   },
   order: {
-    name: 'order', freshness: 'documents', path: '/orders', key: 'orders', table: 'orders', incremental: true, include: orderLineItems,
+    name: 'order',
+    freshness: 'documents',
+    path: '/orders',
+    key: 'orders',
+    table: 'orders',
+    incremental: true,
+    include: orderLineItems,
     statuses: ['draft', 'active', 'finalized', 'fulfilled', 'void', 'deleted'],
     columns: {
-      ...base, order_number: txt('order_number'), company_id: big('company_id'), contact_id: big('contact_id'),
-      stock_location_id: big('stock_location_id'), currency_iso: txt('currency_iso'), issued_at: txt('issued_at'), total: num('total'),
+      ...base,
+      order_number: txt('order_number'),
+      company_id: big('company_id'),
+      contact_id: big('contact_id'),
+      stock_location_id: big('stock_location_id'),
+      currency_iso: txt('currency_iso'),
+      issued_at: txt('issued_at'),
+      total: num('total'),
     },
     events: { create: ev(both, WITH_VARIANTS), finalized: ev(documented, WITH_VARIANTS), fulfilled: ev(documented, WITH_VARIANTS) },
   },
   fulfillment: {
-    name: 'fulfillment', freshness: 'documents', path: '/fulfillments', key: 'fulfillments', table: 'fulfillments', incremental: true, include: fulfillmentLineItems,
+    name: 'fulfillment',
+    freshness: 'documents',
+    path: '/fulfillments',
+    key: 'fulfillments',
+    table: 'fulfillments',
+    incremental: true,
+    include: fulfillmentLineItems,
     statuses: ['packed', 'fulfilled', 'void', 'deleted'],
     columns: {
-      ...base, order_id: big('order_id'), stock_location_id: big('stock_location_id'), packed_at: `cs_timestamptz(r->>'packed_at')`,
-      tracking_company: txt('tracking_company'), tracking_number: txt('tracking_number'), tracking_url: txt('tracking_url'),
+      ...base,
+      order_id: big('order_id'),
+      stock_location_id: big('stock_location_id'),
+      packed_at: `cs_timestamptz(r->>'packed_at')`,
+      tracking_company: txt('tracking_company'),
+      tracking_number: txt('tracking_number'),
+      tracking_url: txt('tracking_url'),
     },
     events: { create: ev(both, OF_ORDER), fulfilled: ev(documented, OF_ORDER) },
   },
   fulfillment_return: {
-    name: 'fulfillment_return', freshness: 'documents', path: '/fulfillment_returns', key: 'fulfillment_returns', table: 'fulfillment_returns', incremental: true,
+    name: 'fulfillment_return',
+    freshness: 'documents',
+    path: '/fulfillment_returns',
+    key: 'fulfillment_returns',
+    table: 'fulfillment_returns',
+    incremental: true,
     include: fulfillmentReturnLineItems,
     // Never `active`: a default list would return none of them.
     statuses: ['returning', 'received', 'void', 'deleted'],
@@ -158,39 +237,81 @@ export const catalog: Record<string, ResourceSpec> = {
     events: { create: ev(both, OF_ORDER), received: ev(documented, OF_ORDER) },
   },
   purchase_order: {
-    name: 'purchase_order', freshness: 'documents', path: '/purchase_orders', key: 'purchase_orders', table: 'purchase_orders', incremental: true,
-    include: purchaseOrderLineItems, statuses: ['draft', 'active', 'received', 'void', 'deleted'],
+    name: 'purchase_order',
+    freshness: 'documents',
+    path: '/purchase_orders',
+    key: 'purchase_orders',
+    table: 'purchase_orders',
+    incremental: true,
+    include: purchaseOrderLineItems,
+    statuses: ['draft', 'active', 'received', 'void', 'deleted'],
     columns: { ...base, company_id: big('company_id'), stock_location_id: big('stock_location_id') },
     events: { create: ev(both, WITH_VARIANTS), received: ev(documented, WITH_VARIANTS) },
   },
   company: {
-    name: 'company', freshness: 'reference', path: '/companies', key: 'companies', table: 'companies', incremental: true, statuses: ['active', 'disabled'],
+    name: 'company',
+    freshness: 'reference',
+    path: '/companies',
+    key: 'companies',
+    table: 'companies',
+    incremental: true,
+    statuses: ['active', 'disabled'],
     columns: { ...base, name: txt('name'), company_type: txt('company_type'), company_code: txt('company_code'), email: txt('email') },
     events: { create: ev(documented, RECORD), update: ev(documented, RECORD), destroy: ev(documented, RECORD) },
   },
   address: {
-    name: 'address', freshness: 'reference', path: '/addresses', key: 'addresses', table: 'addresses', incremental: true,
-    columns: { ...base, company_id: big('company_id'), label: txt('label'), address1: txt('address1'), city: txt('city'), country_code: txt('country_code') },
+    name: 'address',
+    freshness: 'reference',
+    path: '/addresses',
+    key: 'addresses',
+    table: 'addresses',
+    incremental: true,
+    columns: {
+      ...base,
+      company_id: big('company_id'),
+      label: txt('label'),
+      address1: txt('address1'),
+      city: txt('city'),
+      country_code: txt('country_code'),
+    },
     events: { create: ev(documented, RECORD), update: ev(documented, RECORD) },
   },
   contact: {
-    name: 'contact', freshness: 'reference', path: '/contacts', key: 'contacts', table: 'contacts', incremental: true,
+    name: 'contact',
+    freshness: 'reference',
+    path: '/contacts',
+    key: 'contacts',
+    table: 'contacts',
+    incremental: true,
     columns: { ...base, company_id: big('company_id'), first_name: txt('first_name'), last_name: txt('last_name'), email: txt('email') },
     events: { create: ev(documented, RECORD), update: ev(documented, RECORD) },
   },
   currency: {
-    name: 'currency', freshness: 'reference', path: '/currencies', key: 'currencies', table: 'currencies', incremental: true,
+    name: 'currency',
+    freshness: 'reference',
+    path: '/currencies',
+    key: 'currencies',
+    table: 'currencies',
+    incremental: true,
     columns: { ...base, iso: txt('iso'), name: txt('name'), rate: num('rate') },
     events: {},
   },
   // Kept whole; their events matter for what they move or change elsewhere.
   stock_adjustment: {
-    ...kept, name: 'stock_adjustment', freshness: 'documents', path: '/stock_adjustments', key: 'stock_adjustments',
+    ...kept,
+    name: 'stock_adjustment',
+    freshness: 'documents',
+    path: '/stock_adjustments',
+    key: 'stock_adjustments',
     include: movedLines('stock_adjustment_line_items', 'stock_adjustment_id'),
     events: { create: ev(documented, WITH_VARIANTS) },
   },
   stock_transfer: {
-    ...kept, name: 'stock_transfer', freshness: 'documents', path: '/stock_transfers', key: 'stock_transfers',
+    ...kept,
+    name: 'stock_transfer',
+    freshness: 'documents',
+    path: '/stock_transfers',
+    key: 'stock_transfers',
     include: movedLines('stock_transfer_line_items', 'stock_transfer_id'),
     // Documented: created active, moves stock when received (real-service-notes §5).
     statuses: ['active', 'received'],
@@ -198,12 +319,20 @@ export const catalog: Record<string, ResourceSpec> = {
   },
   procurement: {
     // A purchase order's receipt: reading its purchase order reads the lines' variants.
-    ...kept, name: 'procurement', freshness: 'documents', path: '/procurements', key: 'procurements',
+    ...kept,
+    name: 'procurement',
+    freshness: 'documents',
+    path: '/procurements',
+    key: 'procurements',
     events: { create: ev(documented, ['record', 'purchase_order']) },
   },
   invoice: {
     // An invoice changes its order's invoice_status.
-    ...kept, name: 'invoice', freshness: 'documents', path: '/invoices', key: 'invoices',
+    ...kept,
+    name: 'invoice',
+    freshness: 'documents',
+    path: '/invoices',
+    key: 'invoices',
     events: { create: ev(documented, ['record', 'order']), destroy: ev(documented, RECORD) },
   },
   invoice_line_item: { ...kept, name: 'invoice_line_item', path: '/invoice_line_items', key: 'invoice_line_items', events: {} },
@@ -218,7 +347,8 @@ export const catalog: Record<string, ResourceSpec> = {
 
 /** Resources mirrored in tables of their own: the sync engine's resource table. */
 export const resources: Record<string, ResourceSpec> = Object.fromEntries(
-  Object.entries(catalog).filter(([, s]) => s.table !== 'other_records'));
+  Object.entries(catalog).filter(([, s]) => s.table !== 'other_records'),
+);
 
 /** Resources kept whole in other_records only (full sweeps; a 404 means the account has none). */
 export const otherResources: ResourceSpec[] = Object.values(catalog).filter((s) => s.table === 'other_records');
@@ -231,15 +361,23 @@ export const composition = { name: 'composition', path: '/variants/composition',
 
 /** Resources a delivery may name that the worker reads: every resource with events. */
 export const HANDLED_RESOURCES: ReadonlySet<string> = new Set(
-  Object.values(catalog).filter((s) => Object.keys(s.events).length).map((s) => s.name));
+  Object.values(catalog)
+    .filter((s) => Object.keys(s.events).length)
+    .map((s) => s.name),
+);
 
 /** The events we subscribe every connection to: every event of a handled resource, spec's and documented. */
-export const SUBSCRIBED_EVENTS: readonly string[] = Object.values(catalog)
-  .flatMap((s) => Object.keys(s.events).map((action) => `${s.name}.${action}`));
+export const SUBSCRIBED_EVENTS: readonly string[] = Object.values(catalog).flatMap((s) =>
+  Object.keys(s.events).map((action) => `${s.name}.${action}`),
+);
 
 /** Events of the spec's own list (a service behaving as the spec says refuses the others). */
-export const eventsIn = (profile: Profile): string[] => Object.values(catalog)
-  .flatMap((s) => Object.entries(s.events).filter(([, e]) => e.in.includes(profile)).map(([action]) => `${s.name}.${action}`));
+export const eventsIn = (profile: Profile): string[] =>
+  Object.values(catalog).flatMap((s) =>
+    Object.entries(s.events)
+      .filter(([, e]) => e.in.includes(profile))
+      .map(([action]) => `${s.name}.${action}`),
+  );
 
 /**
  * What a delivery of `resource.action` makes the worker read. An action the catalogue does not list (an

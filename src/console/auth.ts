@@ -61,8 +61,11 @@ export function requireOperator(config: Config, demo: () => boolean) {
     }
     ctx.status = 401;
     ctx.set('WWW-Authenticate', 'Bearer realm="commerce-sync"');
-    ctx.body = { error: mode === 'closed'
-      ? 'operator access is closed: set OPERATOR_TOKEN to use the console and API'
-      : 'operator token required (Authorization: Bearer TOKEN)' };
+    ctx.body = {
+      error:
+        mode === 'closed'
+          ? 'operator access is closed: set OPERATOR_TOKEN to use the console and API'
+          : 'operator token required (Authorization: Bearer TOKEN)',
+    };
   };
 }

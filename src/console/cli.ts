@@ -25,18 +25,23 @@ const show = (v: unknown) => (v === null || v === undefined ? '' : typeof v === 
 export function formatLogLine(r: LogRow): string {
   const what = [r.resource, r.record_id !== null ? `#${r.record_id}` : ''].join('');
   const change = r.before !== null || r.after !== null ? ` ${show(r.before) || '-'} -> ${show(r.after) || '-'}` : '';
-  return [
-    new Date(r.at).toISOString().replace('T', ' ').slice(0, 23),
-    r.connection ?? '-',
-    r.outcome.padEnd(7),
-    r.action,
-    what || undefined,
-    r.sku ? `sku=${r.sku}` : undefined,
-  ].filter(Boolean).join('  ') + change +
+  return (
+    [
+      new Date(r.at).toISOString().replace('T', ' ').slice(0, 23),
+      r.connection ?? '-',
+      r.outcome.padEnd(7),
+      r.action,
+      what || undefined,
+      r.sku ? `sku=${r.sku}` : undefined,
+    ]
+      .filter(Boolean)
+      .join('  ') +
+    change +
     (r.duration_ms !== null ? ` (${r.duration_ms} ms)` : '') +
     (r.error ? `  error: ${r.error}` : '') +
     (r.request_id ? `  request=${r.request_id}` : '') +
-    (r.delivery_id ? `  delivery=${r.delivery_id}` : '');
+    (r.delivery_id ? `  delivery=${r.delivery_id}` : '')
+  );
 }
 
 async function logs(ctx: CommandContext): Promise<number> {
@@ -48,7 +53,11 @@ async function logs(ctx: CommandContext): Promise<number> {
     let filter;
     try {
       filter = await parseLogFilter(database.db, {
-        connection: str(v.connection), sku: str(v.sku), resource: str(v.resource), outcome: str(v.outcome), record: str(v.record),
+        connection: str(v.connection),
+        sku: str(v.sku),
+        resource: str(v.resource),
+        outcome: str(v.outcome),
+        record: str(v.record),
       });
     } catch (err) {
       if (err instanceof FilterError) throw new UsageError(err.message);
@@ -61,7 +70,10 @@ async function logs(ctx: CommandContext): Promise<number> {
     const tail = follow ? new SyncLogTail(database.url, database.db, ctx.log) : null;
     const early: LogRow[] = [];
     let history = true;
-    const unsubscribe = tail?.subscribe(filter, (r) => { if (history) early.push(r); else print(r); });
+    const unsubscribe = tail?.subscribe(filter, (r) => {
+      if (history) early.push(r);
+      else print(r);
+    });
     await tail?.start();
     const rows = (await querySyncLog(database.db, { ...filter, limit: Number(limitRaw) })).reverse();
     for (const r of rows) print(r);
@@ -87,12 +99,22 @@ export function formatStatus(conns: ConnectionOverview[], queues: QueueDepth[]):
   const lines: string[] = [];
   if (!conns.length) lines.push('No connections. Add one with `commerce-sync connect`, or run `commerce-sync start` for the demo.');
   for (const c of conns) {
-    lines.push(`${c.name}${c.accountName ? ` (${c.accountName})` : ''}: ${c.health.toUpperCase()}, connection ${c.status}${c.statusReason ? ` (${c.statusReason})` : ''}`);
-    lines.push(`  deliveries  ${c.deliveriesPerMinute}/min over 5 min, ${c.deliveriesLastHour} in the last hour; ${c.queuedDeliveries} queued, ${c.failedDeliveries} failed`);
+    lines.push(
+      `${c.name}${c.accountName ? ` (${c.accountName})` : ''}: ${c.health.toUpperCase()}, connection ${c.status}${c.statusReason ? ` (${c.statusReason})` : ''}`,
+    );
+    lines.push(
+      `  deliveries  ${c.deliveriesPerMinute}/min over 5 min, ${c.deliveriesLastHour} in the last hour; ${c.queuedDeliveries} queued, ${c.failedDeliveries} failed`,
+    );
     lines.push(`  lag         ${c.lagSeconds} s (oldest change not yet in the mirror)`);
-    lines.push(`  budget      ${c.budget ? `${c.budget.remaining} of ${c.budget.limit} requests left, window resets ${c.budget.resetAt.toISOString()}` : 'no request made yet'}`);
-    lines.push(`  last sweep  ${ago(c.lastSweepAt)}${c.lastSweepAt ? `, drift found ${c.lastDrift}` : ''}; full sweep ${ago(c.lastFullSweepAt)}`);
-    lines.push(`  errors      ${c.errorsLastHour} in the last hour${c.recentErrors[0] ? `; latest: ${c.recentErrors[0].action}: ${c.recentErrors[0].error ?? ''}` : ''}`);
+    lines.push(
+      `  budget      ${c.budget ? `${c.budget.remaining} of ${c.budget.limit} requests left, window resets ${c.budget.resetAt.toISOString()}` : 'no request made yet'}`,
+    );
+    lines.push(
+      `  last sweep  ${ago(c.lastSweepAt)}${c.lastSweepAt ? `, drift found ${c.lastDrift}` : ''}; full sweep ${ago(c.lastFullSweepAt)}`,
+    );
+    lines.push(
+      `  errors      ${c.errorsLastHour} in the last hour${c.recentErrors[0] ? `; latest: ${c.recentErrors[0].action}: ${c.recentErrors[0].error ?? ''}` : ''}`,
+    );
   }
   const width = Math.max(...queues.map((q) => q.queue.length));
   lines.push('queues (waiting / active / failed retained):');
@@ -111,7 +133,10 @@ async function status(ctx: CommandContext): Promise<number> {
       const repairs = await lastWebhookRepairs(database.db);
       for (const c of o.connections) {
         const r = repairs.get(c.id);
-        if (r) ctx.out(`${c.name}: webhooks repaired ${ago(r.at)}: recreated ${(r.detail?.created ?? []).join(', ') || 'none'}; removed ${(r.detail?.removed ?? []).join(', ') || 'none'}`);
+        if (r)
+          ctx.out(
+            `${c.name}: webhooks repaired ${ago(r.at)}: recreated ${(r.detail?.created ?? []).join(', ') || 'none'}; removed ${(r.detail?.removed ?? []).join(', ') || 'none'}`,
+          );
       }
     }
     // Exit 1 when something needs a person: scripts and monitors can use `status` as a check.
@@ -138,7 +163,8 @@ export const commands: CommandModule['commands'] = {
     run: logs,
   },
   status: {
-    summary: 'Per connection: health, sync lag, API budget left, last sweep and drift, errors; queue depths. Exits 1 when ' +
+    summary:
+      'Per connection: health, sync lag, API budget left, last sweep and drift, errors; queue depths. Exits 1 when ' +
       'a connection is not healthy or dead letters wait.',
     options: { json: { type: 'boolean', description: 'print what GET /api/overview answers, as JSON' } },
     run: status,

@@ -17,39 +17,66 @@ const STATE_TTL_MS = 15 * 60_000;
 export const OAUTH_COOKIE = 'cs_oauth';
 export const CALLBACK_PATH = '/connections/oauth/callback';
 
-interface State { baseUrl: string; name?: string; nonce: string; expires: number }
+interface State {
+  baseUrl: string;
+  name?: string;
+  nonce: string;
+  expires: number;
+}
 
-const sign = (deps: ConsoleDeps, body: string) => createHmac('sha256', tokenKey(deps.config)).update(`oauth-state\u0000${body}`).digest('base64url');
+const sign = (deps: ConsoleDeps, body: string) =>
+  createHmac('sha256', tokenKey(deps.config)).update(`oauth-state\u0000${body}`).digest('base64url');
 
 export class ConnectError extends Error {}
 
 /** The authorize URL to send the browser to, and the nonce to set as a cookie (ties the callback to this browser). */
 export function startOAuth(deps: ConsoleDeps, input: { baseUrl: string; name?: string }): { url: string; nonce: string } {
   if (!deps.config.COMMERCE_CLIENT_ID || !deps.config.COMMERCE_CLIENT_SECRET) {
-    throw new ConnectError('OAuth needs COMMERCE_CLIENT_ID and COMMERCE_CLIENT_SECRET (the registered application\'s keys); use a privileged token instead');
+    throw new ConnectError(
+      "OAuth needs COMMERCE_CLIENT_ID and COMMERCE_CLIENT_SECRET (the registered application's keys); use a privileged token instead",
+    );
   }
   let baseUrl: string;
-  try { baseUrl = normalizeBaseUrl(input.baseUrl); } catch (err) { throw new ConnectError((err as Error).message); }
+  try {
+    baseUrl = normalizeBaseUrl(input.baseUrl);
+  } catch (err) {
+    throw new ConnectError((err as Error).message);
+  }
   const nonce = randomBytes(16).toString('base64url');
-  const body = Buffer.from(JSON.stringify({ baseUrl, name: input.name || undefined, nonce, expires: Date.now() + STATE_TTL_MS } satisfies State)).toString('base64url');
+  const body = Buffer.from(
+    JSON.stringify({ baseUrl, name: input.name || undefined, nonce, expires: Date.now() + STATE_TTL_MS } satisfies State),
+  ).toString('base64url');
   return { url: authorizeUrl(baseUrl, deps.config.COMMERCE_CLIENT_ID, redirectUri(deps), `${body}.${sign(deps, body)}`), nonce };
 }
 
 export const redirectUri = (deps: ConsoleDeps) => `${deps.publicUrl().replace(/\/+$/, '')}${CALLBACK_PATH}`;
 
 /** Checks the state the service handed back, exchanges the code and saves the connection; then its webhooks. */
-export async function finishOAuth(deps: ConsoleDeps, q: { state?: string; code?: string; error?: string; error_description?: string }, nonce: string | undefined): Promise<Connection> {
-  if (q.error) throw new ConnectError(`the service did not authorize commerce-sync: ${q.error}${q.error_description ? ` (${q.error_description})` : ''}`);
+export async function finishOAuth(
+  deps: ConsoleDeps,
+  q: { state?: string; code?: string; error?: string; error_description?: string },
+  nonce: string | undefined,
+): Promise<Connection> {
+  if (q.error)
+    throw new ConnectError(
+      `the service did not authorize commerce-sync: ${q.error}${q.error_description ? ` (${q.error_description})` : ''}`,
+    );
   const [body, mac] = (q.state ?? '').split('.');
   const expected = body ? sign(deps, body) : '';
-  if (!body || !mac || mac.length !== expected.length || !timingSafeEqual(Buffer.from(mac), Buffer.from(expected))) throw new ConnectError('the authorization came back with a state this console did not issue; start again');
+  if (!body || !mac || mac.length !== expected.length || !timingSafeEqual(Buffer.from(mac), Buffer.from(expected)))
+    throw new ConnectError('the authorization came back with a state this console did not issue; start again');
   const state = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as State;
   if (state.expires < Date.now()) throw new ConnectError('the authorization took too long; start again');
-  if (!nonce || nonce !== state.nonce) throw new ConnectError('the authorization was started in another browser; start again from this one');
+  if (!nonce || nonce !== state.nonce)
+    throw new ConnectError('the authorization was started in another browser; start again from this one');
   if (!q.code) throw new ConnectError('the service sent no authorization code');
   const deps2 = { db: deps.db, config: deps.config, log: deps.log };
   try {
-    const tokens = await requestToken(deps.config, state.baseUrl, { grant_type: 'authorization_code', code: q.code, redirect_uri: redirectUri(deps) });
+    const tokens = await requestToken(deps.config, state.baseUrl, {
+      grant_type: 'authorization_code',
+      code: q.code,
+      redirect_uri: redirectUri(deps),
+    });
     const connection = await addOAuthConnection(deps2, { baseUrl: state.baseUrl, tokens, name: state.name });
     await subscribe(deps, connection);
     return connection;
@@ -61,7 +88,10 @@ export async function finishOAuth(deps: ConsoleDeps, q: { state?: string; code?:
 
 export async function connectWithToken(deps: ConsoleDeps, input: { baseUrl: string; token: string; name?: string }): Promise<Connection> {
   try {
-    const connection = await addTokenConnection({ db: deps.db, config: deps.config, log: deps.log }, { baseUrl: input.baseUrl, token: input.token, name: input.name || undefined });
+    const connection = await addTokenConnection(
+      { db: deps.db, config: deps.config, log: deps.log },
+      { baseUrl: input.baseUrl, token: input.token, name: input.name || undefined },
+    );
     await subscribe(deps, connection);
     return connection;
   } catch (err) {
@@ -85,7 +115,20 @@ export async function disableConnection(deps: ConsoleDeps, name: string): Promis
 }
 
 export interface ConnectionStatus {
-  connection: Pick<Connection, 'id' | 'name' | 'base_url' | 'account_id' | 'account_name' | 'auth_kind' | 'status' | 'status_reason' | 'token_expires_at' | 'created_at' | 'updated_at'>;
+  connection: Pick<
+    Connection,
+    | 'id'
+    | 'name'
+    | 'base_url'
+    | 'account_id'
+    | 'account_name'
+    | 'auth_kind'
+    | 'status'
+    | 'status_reason'
+    | 'token_expires_at'
+    | 'created_at'
+    | 'updated_at'
+  >;
   webhooks: { id: number; event: string; address: string; ours: boolean }[] | null;
   webhooksError: string | null;
 }
@@ -97,7 +140,11 @@ export async function connectionStatus(deps: ConsoleDeps, name: string): Promise
   const { access_token_enc: _a, refresh_token_enc: _r, raw: _raw, token_refreshed_at: _t, ...connection } = c;
   if (c.status === 'disabled') return { connection, webhooks: null, webhooksError: 'not read: the connection is disabled' };
   try {
-    return { connection, webhooks: await listWebhooks({ db: deps.db, config: deps.config, log: deps.log }, c, deps.publicUrl()), webhooksError: null };
+    return {
+      connection,
+      webhooks: await listWebhooks({ db: deps.db, config: deps.config, log: deps.log }, c, deps.publicUrl()),
+      webhooksError: null,
+    };
   } catch (err) {
     return { connection, webhooks: null, webhooksError: (err as Error).message };
   }

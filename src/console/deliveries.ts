@@ -20,10 +20,28 @@ export interface DeliveryRow {
   processed_at: Date | null;
 }
 
-export async function listDeliveries(db: Db, f: { connectionId?: number; state?: string; resource?: string; objectId?: number; before?: number; limit?: number } = {}): Promise<DeliveryRow[]> {
-  let q = db.selectFrom('webhook_deliveries as d').innerJoin('connections as c', 'c.id', 'd.connection_id')
-    .select(['d.id', 'd.connection_id', 'c.name as connection', 'd.delivery_id', 'd.event', 'd.resource', 'd.action', 'd.object_id',
-      'd.state', 'd.error', 'd.job_id', 'd.received_at', 'd.processed_at']);
+export async function listDeliveries(
+  db: Db,
+  f: { connectionId?: number; state?: string; resource?: string; objectId?: number; before?: number; limit?: number } = {},
+): Promise<DeliveryRow[]> {
+  let q = db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('connections as c', 'c.id', 'd.connection_id')
+    .select([
+      'd.id',
+      'd.connection_id',
+      'c.name as connection',
+      'd.delivery_id',
+      'd.event',
+      'd.resource',
+      'd.action',
+      'd.object_id',
+      'd.state',
+      'd.error',
+      'd.job_id',
+      'd.received_at',
+      'd.processed_at',
+    ]);
   if (f.connectionId !== undefined) q = q.where('d.connection_id', '=', f.connectionId);
   if (f.state) q = q.where('d.state', '=', f.state as DeliveryRow['state'] as never);
   if (f.resource) q = q.where('d.resource', '=', f.resource);

@@ -32,11 +32,18 @@ export async function sampleOnce(db: Db, opts: { conns?: ConnectionOverview[]; n
   const [list, depths] = await Promise.all([opts.conns ?? connectionOverviews(db), queueDepths(db)]);
   const queuedJobs = depths.filter((q) => !isDeadLetter(q.queue)).reduce((n, q) => n + q.queued, 0);
   const minute = new Date(Math.floor(now.getTime() / 60_000) * 60_000);
-  await saveSamples(db, list.map((c) => ({
-    connection_id: c.id, at: minute,
-    budget_remaining: c.budget?.remaining ?? null, budget_limit: c.budget?.limit ?? null,
-    lag_seconds: c.lagSeconds, queued_deliveries: c.queuedDeliveries, queued_jobs: queuedJobs,
-  })));
+  await saveSamples(
+    db,
+    list.map((c) => ({
+      connection_id: c.id,
+      at: minute,
+      budget_remaining: c.budget?.remaining ?? null,
+      budget_limit: c.budget?.limit ?? null,
+      lag_seconds: c.lagSeconds,
+      queued_deliveries: c.queuedDeliveries,
+      queued_jobs: queuedJobs,
+    })),
+  );
   await pruneSamples(db, new Date(now.getTime() - SAMPLE_RETENTION_DAYS * 86_400_000));
   return list.length;
 }

@@ -2,8 +2,12 @@
 // (built by this tag). Names, SKUs and errors come from the service and may contain markup.
 export class Html {
   readonly value: string;
-  constructor(value: string) { this.value = value; }
-  toString(): string { return this.value; }
+  constructor(value: string) {
+    this.value = value;
+  }
+  toString(): string {
+    return this.value;
+  }
 }
 
 const entities: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;', '`': '&#96;' };

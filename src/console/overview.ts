@@ -18,7 +18,12 @@ export interface BudgetState {
   accountingErrors: number;
 }
 
-export interface SweepState { resource: string; lastSweepAt: Date | null; lastFullSweepAt: Date | null; drift: number }
+export interface SweepState {
+  resource: string;
+  lastSweepAt: Date | null;
+  lastFullSweepAt: Date | null;
+  drift: number;
+}
 
 export interface ConnectionOverview {
   id: number;
@@ -45,7 +50,11 @@ export interface ConnectionOverview {
   recentErrors: { id: number; at: Date; action: string; resource: string | null; sku: string | null; error: string | null }[];
 }
 
-export interface Overview { at: Date; connections: ConnectionOverview[]; queues: QueueDepth[] }
+export interface Overview {
+  at: Date;
+  connections: ConnectionOverview[];
+  queues: QueueDepth[];
+}
 
 /** Seconds behind after which a connection counts as degraded. */
 const LAG_DEGRADED_SECONDS = 120;
@@ -92,14 +101,25 @@ export async function connectionOverviews(db: Db, onlyId?: number): Promise<Conn
     if (b) {
       // The client's own model (src/api/budget.ts): a known reset that has passed starts a fresh window, and
       // requests in flight are spent already.
-      const s = rollover({ limit: b.request_limit, remaining: b.remaining, resetAt: new Date(b.reset_at).getTime(), resetKnown: b.reset_known }, now);
+      const s = rollover(
+        { limit: b.request_limit, remaining: b.remaining, resetAt: new Date(b.reset_at).getTime(), resetKnown: b.reset_known },
+        now,
+      );
       budget = {
-        limit: s.limit, remaining: Math.max(0, s.remaining - b.in_flight), resetAt: new Date(b.reset_at), inFlight: b.in_flight,
+        limit: s.limit,
+        remaining: Math.max(0, s.remaining - b.in_flight),
+        resetAt: new Date(b.reset_at),
+        inFlight: b.in_flight,
         accountingErrors: b.accounting_errors,
       };
     }
     return {
-      id: c.id, name: c.name, accountName: c.account_name, baseUrl: c.base_url, status: c.status, statusReason: c.status_reason,
+      id: c.id,
+      name: c.name,
+      accountName: c.account_name,
+      baseUrl: c.base_url,
+      status: c.status,
+      statusReason: c.status_reason,
       health: c.status !== 'active' ? 'down' : errorsLastHour > 0 || lagSeconds > LAG_DEGRADED_SECONDS ? 'degraded' : 'ok',
       deliveriesPerMinute: Math.round(((d?.last5 ?? 0) / 5) * 10) / 10,
       deliveriesLastHour: d?.last60 ?? 0,
@@ -110,7 +130,12 @@ export async function connectionOverviews(db: Db, onlyId?: number): Promise<Conn
       lastSweepAt: latest(s.map((r) => r.last_sweep_at as Date | null)),
       lastFullSweepAt: latest(s.map((r) => r.last_full_sweep_at as Date | null)),
       lastDrift: s.reduce((n, r) => n + r.last_drift, 0),
-      sweeps: s.map((r) => ({ resource: r.resource, lastSweepAt: r.last_sweep_at as Date | null, lastFullSweepAt: r.last_full_sweep_at as Date | null, drift: r.last_drift })),
+      sweeps: s.map((r) => ({
+        resource: r.resource,
+        lastSweepAt: r.last_sweep_at as Date | null,
+        lastFullSweepAt: r.last_full_sweep_at as Date | null,
+        drift: r.last_drift,
+      })),
       errorsLastHour,
       recentErrors: recent.rows.filter((r) => r.connection_id === c.id).map(({ connection_id: _, ...e }) => e),
     };

@@ -46,8 +46,19 @@ export interface DeadLetter {
 /** Letters waiting in the dead-letter queues, newest first. connectionId filters on data.connectionId. */
 export async function listDeadLetters(db: Db, opts: { queue?: string; connectionId?: number; limit?: number } = {}): Promise<DeadLetter[]> {
   const limit = Math.min(Math.max(opts.limit ?? 100, 1), 1000);
-  const deadQueues = opts.queue ? [isDeadLetter(opts.queue) ? opts.queue : deadLetterOf(opts.queue)] : Object.values(queues).map(deadLetterOf);
-  const { rows } = await sql<{ id: string; name: string; data: unknown; source_output: unknown; output: unknown; source_retry_count: number | null; created_on: Date; source_created_on: Date | null }>`
+  const deadQueues = opts.queue
+    ? [isDeadLetter(opts.queue) ? opts.queue : deadLetterOf(opts.queue)]
+    : Object.values(queues).map(deadLetterOf);
+  const { rows } = await sql<{
+    id: string;
+    name: string;
+    data: unknown;
+    source_output: unknown;
+    output: unknown;
+    source_retry_count: number | null;
+    created_on: Date;
+    source_created_on: Date | null;
+  }>`
     SELECT id, name, data, source_output, output, source_retry_count, created_on, source_created_on
       FROM pgboss.job
      WHERE name = ANY(${deadQueues}) AND state IN ('created', 'retry')
@@ -55,7 +66,13 @@ export async function listDeadLetters(db: Db, opts: { queue?: string; connection
      ORDER BY created_on DESC
      LIMIT ${limit}`.execute(db);
   return rows.map((r) => ({
-    id: r.id, queue: r.name, liveQueue: liveQueueOf(r.name), data: r.data, error: r.source_output ?? r.output,
-    retries: r.source_retry_count, failedAt: r.created_on, firstQueuedAt: r.source_created_on,
+    id: r.id,
+    queue: r.name,
+    liveQueue: liveQueueOf(r.name),
+    data: r.data,
+    error: r.source_output ?? r.output,
+    retries: r.source_retry_count,
+    failedAt: r.created_on,
+    firstQueuedAt: r.source_created_on,
   }));
 }

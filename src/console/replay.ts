@@ -7,7 +7,9 @@ import type { DeliveryJob } from '../queue/jobs.ts';
 import { isDeadLetter, liveQueueOf, queues } from '../queue/names.ts';
 import { logSync } from '../db/synclog.ts';
 
-export interface ReplayResult { jobId: string }
+export interface ReplayResult {
+  jobId: string;
+}
 
 /** Re-enqueues a stored delivery; null when there is no such row. */
 export async function replayDelivery(db: Db, boss: Boss, deliveryRowId: number): Promise<ReplayResult | null> {
@@ -15,15 +17,27 @@ export async function replayDelivery(db: Db, boss: Boss, deliveryRowId: number):
     const row = await trx.selectFrom('webhook_deliveries').selectAll().where('id', '=', deliveryRowId).forUpdate().executeTakeFirst();
     if (!row) return null;
     const data: DeliveryJob = {
-      deliveryRowId: row.id, connectionId: row.connection_id, resource: row.resource, action: row.action, objectId: row.object_id,
+      deliveryRowId: row.id,
+      connectionId: row.connection_id,
+      resource: row.resource,
+      action: row.action,
+      objectId: row.object_id,
     };
     const jobId = await boss.send(queues.deliveries, data, { db: bossDb(trx) });
     if (!jobId) throw new Error('pg-boss did not create the job');
-    await trx.updateTable('webhook_deliveries').set({ state: 'queued', error: null, job_id: jobId, processed_at: null })
-      .where('id', '=', row.id).execute();
+    await trx
+      .updateTable('webhook_deliveries')
+      .set({ state: 'queued', error: null, job_id: jobId, processed_at: null })
+      .where('id', '=', row.id)
+      .execute();
     await logSync(trx, {
-      connectionId: row.connection_id, resource: row.resource, recordId: row.object_id, action: 'delivery.replay',
-      jobId, deliveryId: row.delivery_id, detail: { deliveryRowId: row.id, previousState: row.state, by: 'operator' },
+      connectionId: row.connection_id,
+      resource: row.resource,
+      recordId: row.object_id,
+      action: 'delivery.replay',
+      jobId,
+      deliveryId: row.delivery_id,
+      detail: { deliveryRowId: row.id, previousState: row.state, by: 'operator' },
     });
     return { jobId };
   });
@@ -48,7 +62,8 @@ export async function replayDeadLetter(db: Db, boss: Boss, deadQueue: string, id
     await logSync(trx, {
       connectionId: typeof data.connectionId === 'number' ? data.connectionId : null,
       resource: typeof data.resource === 'string' ? data.resource : null,
-      action: 'dead-letter.replay', jobId,
+      action: 'dead-letter.replay',
+      jobId,
       detail: { queue: live, deadLetterId: id, by: 'operator' },
     });
     return { jobId };

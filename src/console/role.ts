@@ -17,8 +17,19 @@ export async function mount(rt: Runtime): Promise<void> {
   const { db } = rt.database;
   const tail = new SyncLogTail(rt.database.url, db, rt.log.child({ component: 'tail' }));
   await tail.start();
-  const { open, guarded, streams, stop: stopRouters } = consoleRouters({
-    config: rt.config, log: rt.log, db, boss: rt.boss, tail, demo: () => rt.demo, publicUrl: () => rt.publicUrl,
+  const {
+    open,
+    guarded,
+    streams,
+    stop: stopRouters,
+  } = consoleRouters({
+    config: rt.config,
+    log: rt.log,
+    db,
+    boss: rt.boss,
+    tail,
+    demo: () => rt.demo,
+    publicUrl: () => rt.publicUrl,
   });
   for (const rel of routeModules) {
     if (!existsSync(fileURLToPath(new URL(rel, import.meta.url)))) continue;
@@ -41,6 +52,9 @@ export async function mount(rt: Runtime): Promise<void> {
     await tail.stop();
   });
   rt.afterListen.push(async () => {
-    rt.log.info({ url: `${rt.publicUrl}/`, access: rt.config.OPERATOR_TOKEN ? 'token' : rt.demo ? 'open on localhost (demo)' : 'closed' }, 'console ready');
+    rt.log.info(
+      { url: `${rt.publicUrl}/`, access: rt.config.OPERATOR_TOKEN ? 'token' : rt.demo ? 'open on localhost (demo)' : 'closed' },
+      'console ready',
+    );
   });
 }

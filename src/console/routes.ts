@@ -29,11 +29,20 @@ function guard(deps: ConsoleDeps) {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
       const origin = ctx.get('origin');
       let foreign = ctx.get('sec-fetch-site') === 'cross-site';
-      if (origin && origin !== 'null') { try { foreign ||= new URL(origin).host !== ctx.host; } catch { foreign = true; } }
+      if (origin && origin !== 'null') {
+        try {
+          foreign ||= new URL(origin).host !== ctx.host;
+        } catch {
+          foreign = true;
+        }
+      }
       if (foreign) return problem(ctx, 403, 'cross-site request refused');
     }
     let passed = false;
-    await auth(ctx, () => { passed = true; return next(); });
+    await auth(ctx, () => {
+      passed = true;
+      return next();
+    });
     if (passed || ctx.status !== 401 || wantsApi(ctx) || !ctx.accepts('html')) return;
     const mode = accessMode(deps.config, deps.demo());
     page(ctx, mode === 'closed' ? closedPage() : loginPage(undefined, ctx.originalUrl), 401);

@@ -6,7 +6,10 @@ import { sql } from 'kysely';
 import { binnedSamples } from '../db/samples.ts';
 import type { Db } from '../db/index.ts';
 
-export interface Point { at: Date; value: number }
+export interface Point {
+  at: Date;
+  value: number;
+}
 
 export const ranges = {
   '1h': { label: 'last hour', minutes: 60, stepMinutes: 1 },
@@ -16,7 +19,11 @@ export const ranges = {
 export type RangeName = keyof typeof ranges;
 export const isRange = (v: unknown): v is RangeName => typeof v === 'string' && Object.hasOwn(ranges, v);
 
-export interface Window { start: Date; end: Date; stepMinutes: number }
+export interface Window {
+  start: Date;
+  end: Date;
+  stepMinutes: number;
+}
 
 /** Buckets of `stepMinutes` aligned to the epoch, the last one holding `end`; the window ends where it ends. */
 export function timeWindow(minutes: number, stepMinutes: number, end: Date): Window {
@@ -51,7 +58,8 @@ const perMinute = (count: number, stepMinutes: number) => Math.round((count / st
 export async function chartSeries(db: Db, connectionId: number, w: Window): Promise<ConnectionSeries> {
   const step = sql`make_interval(mins => ${w.stepMinutes})`;
   const bin = (column: string) => sql`date_bin(${step}, ${sql.ref(column)}, timestamptz '1970-01-01Z')`;
-  const counts = (table: 'webhook_deliveries' | 'sync_log', column: 'received_at' | 'at') => sql<{ at: Date; n: number }>`
+  const counts = (table: 'webhook_deliveries' | 'sync_log', column: 'received_at' | 'at') =>
+    sql<{ at: Date; n: number }>`
     SELECT b.at, coalesce(n.n, 0)::int AS n
       FROM generate_series(${w.start}::timestamptz, ${w.end}::timestamptz - ${step}, ${step}) AS b(at)
       LEFT JOIN (SELECT ${bin(column)} AS at, count(*) AS n FROM ${sql.table(table)}
@@ -68,7 +76,11 @@ export async function chartSeries(db: Db, connectionId: number, w: Window): Prom
        ORDER BY at LIMIT 1000`.execute(db),
   ]);
   const s = samples;
-  const points = (pick: (r: typeof s[number]) => number | null) => s.flatMap((r) => { const v = pick(r); return v === null ? [] : [{ at: r.at, value: Number(v) }]; });
+  const points = (pick: (r: (typeof s)[number]) => number | null) =>
+    s.flatMap((r) => {
+      const v = pick(r);
+      return v === null ? [] : [{ at: r.at, value: Number(v) }];
+    });
   return {
     window: w,
     throughput: deliveries.rows.map((r) => ({ at: r.at, value: perMinute(r.n, w.stepMinutes) })),

@@ -27,9 +27,29 @@ export interface LogFilter {
 /** A sync log entry with its connection's name. */
 export type LogRow = Selectable<SyncLogTable> & { connection: string | null };
 
-const selectRows = (db: Db) => db.selectFrom('sync_log as l').leftJoin('connections as c', 'c.id', 'l.connection_id')
-  .select(['l.id', 'l.at', 'l.connection_id', 'c.name as connection', 'l.resource', 'l.record_id', 'l.sku', 'l.action',
-    'l.before', 'l.after', 'l.job_id', 'l.delivery_id', 'l.request_id', 'l.duration_ms', 'l.outcome', 'l.error', 'l.detail']);
+const selectRows = (db: Db) =>
+  db
+    .selectFrom('sync_log as l')
+    .leftJoin('connections as c', 'c.id', 'l.connection_id')
+    .select([
+      'l.id',
+      'l.at',
+      'l.connection_id',
+      'c.name as connection',
+      'l.resource',
+      'l.record_id',
+      'l.sku',
+      'l.action',
+      'l.before',
+      'l.after',
+      'l.job_id',
+      'l.delivery_id',
+      'l.request_id',
+      'l.duration_ms',
+      'l.outcome',
+      'l.error',
+      'l.detail',
+    ]);
 
 /** Newest first, or oldest first after `afterId`. */
 export async function querySyncLog(db: Db, f: LogFilter): Promise<LogRow[]> {
@@ -43,8 +63,11 @@ export async function querySyncLog(db: Db, f: LogFilter): Promise<LogRow[]> {
   if (f.from) q = q.where('l.at', '>=', f.from);
   if (f.to && f.beforeId !== undefined) {
     // (at, id) < (to, beforeId), written so the at index bounds the scan.
-    const to = f.to, beforeId = f.beforeId;
-    q = q.where(sql<boolean>`l.at <= ${to}::timestamptz`).where((eb) => eb.or([eb('l.at', '<', sql<Date>`${to}::timestamptz`), eb('l.id', '<', beforeId)]));
+    const to = f.to,
+      beforeId = f.beforeId;
+    q = q
+      .where(sql<boolean>`l.at <= ${to}::timestamptz`)
+      .where((eb) => eb.or([eb('l.at', '<', sql<Date>`${to}::timestamptz`), eb('l.id', '<', beforeId)]));
   } else if (f.to) {
     q = q.where('l.at', '<', sql<Date>`${f.to}::timestamptz`);
   }
@@ -57,19 +80,23 @@ export async function querySyncLog(db: Db, f: LogFilter): Promise<LogRow[]> {
 
 /** The same filter as querySyncLog, applied to a row in memory (the live tail filters what it fans out). */
 export function matchesFilter(row: LogRow, f: LogFilter): boolean {
-  return (f.connectionId === undefined || row.connection_id === f.connectionId)
-    && (!f.resource || row.resource === f.resource)
-    && (!f.sku || row.sku === f.sku)
-    && (!f.outcome || row.outcome === f.outcome)
-    && (f.recordId === undefined || row.record_id === f.recordId)
-    && (!f.action || row.action === f.action);
+  return (
+    (f.connectionId === undefined || row.connection_id === f.connectionId) &&
+    (!f.resource || row.resource === f.resource) &&
+    (!f.sku || row.sku === f.sku) &&
+    (!f.outcome || row.outcome === f.outcome) &&
+    (f.recordId === undefined || row.record_id === f.recordId) &&
+    (!f.action || row.action === f.action)
+  );
 }
 
 /** Rows after `afterId` plus the given older ids (gaps left by transactions still open), oldest first. */
 export async function syncLogAfter(db: Db, afterId: number, alsoIds: number[] = [], limit = 1000): Promise<LogRow[]> {
   return (await selectRows(db)
-    .where((eb) => alsoIds.length ? eb.or([eb('l.id', '>', afterId), eb('l.id', 'in', alsoIds)]) : eb('l.id', '>', afterId))
-    .orderBy('l.id', 'asc').limit(limit).execute()) as LogRow[];
+    .where((eb) => (alsoIds.length ? eb.or([eb('l.id', '>', afterId), eb('l.id', 'in', alsoIds)]) : eb('l.id', '>', afterId)))
+    .orderBy('l.id', 'asc')
+    .limit(limit)
+    .execute()) as LogRow[];
 }
 
 export async function latestSyncLogId(db: Db): Promise<number> {
@@ -81,7 +108,10 @@ export class FilterError extends Error {}
 
 /** Parses filter query parameters (API, SSE, console pages); connection is a name or id. Throws FilterError. */
 export async function parseLogFilter(db: Db, q: Record<string, string | string[] | undefined>): Promise<LogFilter> {
-  const one = (k: string) => { const v = q[k]; return (Array.isArray(v) ? v[0] : v)?.trim() || undefined; };
+  const one = (k: string) => {
+    const v = q[k];
+    return (Array.isArray(v) ? v[0] : v)?.trim() || undefined;
+  };
   const f: LogFilter = {};
   const conn = one('connection');
   if (conn) f.connectionId = await connectionIdOf(db, conn);
@@ -117,8 +147,12 @@ export async function parseLogFilter(db: Db, q: Record<string, string | string[]
 
 /** A connection by name or numeric id; FilterError when there is none. */
 export async function connectionIdOf(db: Db, nameOrId: string): Promise<number> {
-  const row = await db.selectFrom('connections').select('id')
-    .where((eb) => /^\d+$/.test(nameOrId) ? eb.or([eb('id', '=', Number(nameOrId)), eb('name', '=', nameOrId)]) : eb('name', '=', nameOrId))
+  const row = await db
+    .selectFrom('connections')
+    .select('id')
+    .where((eb) =>
+      /^\d+$/.test(nameOrId) ? eb.or([eb('id', '=', Number(nameOrId)), eb('name', '=', nameOrId)]) : eb('name', '=', nameOrId),
+    )
     .executeTakeFirst();
   if (!row) throw new FilterError(`no connection named ${JSON.stringify(nameOrId)}`);
   return row.id;
@@ -126,7 +160,10 @@ export async function connectionIdOf(db: Db, nameOrId: string): Promise<number> 
 
 /** A page cursor for an entry: its time with PostgreSQL's microseconds (a JS Date keeps milliseconds only). */
 export async function exactTime(db: Db, id: number): Promise<string | null> {
-  const r = await db.selectFrom('sync_log').select(sql<string>`to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`.as('at'))
-    .where('id', '=', id).executeTakeFirst();
+  const r = await db
+    .selectFrom('sync_log')
+    .select(sql<string>`to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`.as('at'))
+    .where('id', '=', id)
+    .executeTakeFirst();
   return r?.at ?? null;
 }

@@ -13,7 +13,10 @@ const MAX_GAPS = 2000;
 const BATCH = 1000;
 const POLL_MS = 2000;
 
-interface Subscriber { filter: LogFilter; send: (row: LogRow) => void }
+interface Subscriber {
+  filter: LogFilter;
+  send: (row: LogRow) => void;
+}
 
 export class SyncLogTail {
   private readonly url: string;
@@ -40,13 +43,17 @@ export class SyncLogTail {
     this.lastId = await latestSyncLogId(this.db);
     await this.connect();
     // A writer that inserts without NOTIFY (or a notification lost with a connection) still shows up.
-    this.poll = setInterval(() => { void this.drain(); }, POLL_MS);
+    this.poll = setInterval(() => {
+      void this.drain();
+    }, POLL_MS);
     this.poll.unref();
   }
 
   private async connect(): Promise<void> {
     const client = new pg.Client({ connectionString: this.url, application_name: 'commerce-sync tail' });
-    client.on('notification', () => { void this.drain(); });
+    client.on('notification', () => {
+      void this.drain();
+    });
     client.on('error', (err) => {
       if (this.client === client) this.log.warn({ err }, 'sync-log tail lost its connection; reconnecting');
       this.lost(client);
@@ -54,7 +61,10 @@ export class SyncLogTail {
     client.on('end', () => this.lost(client));
     await client.connect();
     await client.query('LISTEN sync_log');
-    if (this.stopped) { await client.end(); return; }
+    if (this.stopped) {
+      await client.end();
+      return;
+    }
     this.client = client;
     void this.drain(); // whatever was written while we were not listening
   }
@@ -80,7 +90,10 @@ export class SyncLogTail {
 
   /** Reads new rows; concurrent calls coalesce into one more pass. */
   drain(): Promise<void> {
-    if (this.draining) { this.again = true; return this.draining; }
+    if (this.draining) {
+      this.again = true;
+      return this.draining;
+    }
     this.draining = (async () => {
       try {
         do {
@@ -117,7 +130,11 @@ export class SyncLogTail {
   private publish(row: LogRow): void {
     for (const s of this.subscribers) {
       if (!matchesFilter(row, s.filter)) continue;
-      try { s.send(row); } catch (err) { this.log.warn({ err }, 'tail subscriber failed'); }
+      try {
+        s.send(row);
+      } catch (err) {
+        this.log.warn({ err }, 'tail subscriber failed');
+      }
     }
   }
 
@@ -125,10 +142,14 @@ export class SyncLogTail {
   subscribe(filter: LogFilter, send: (row: LogRow) => void): () => void {
     const s: Subscriber = { filter, send };
     this.subscribers.add(s);
-    return () => { this.subscribers.delete(s); };
+    return () => {
+      this.subscribers.delete(s);
+    };
   }
 
-  get subscriberCount(): number { return this.subscribers.size; }
+  get subscriberCount(): number {
+    return this.subscribers.size;
+  }
 
   async stop(): Promise<void> {
     this.stopped = true;

@@ -23,7 +23,8 @@ export interface ConsoleDeps {
   publicUrl: () => string;
 }
 
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'";
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'";
 
 /**
  * Answers with a console page. `leavesSite`: a form on it redirects to the service (the OAuth authorize page),
@@ -39,20 +40,30 @@ export function page(ctx: Context, body: Html, status = 200, opts: { leavesSite?
 }
 
 export type Query = Record<string, string>;
-export const flatQuery = (ctx: Context): Query => Object.fromEntries(Object.entries(ctx.query).map(([k, v]) => [k, (Array.isArray(v) ? v[0] : v) ?? '']));
+export const flatQuery = (ctx: Context): Query =>
+  Object.fromEntries(Object.entries(ctx.query).map(([k, v]) => [k, (Array.isArray(v) ? v[0] : v) ?? '']));
 export const int = (v: string | undefined) => (v && /^\d+$/.test(v) ? Number(v) : undefined);
 
 /** The connection a parameter names (name or id): undefined when not given, null after answering 404. */
 export async function optionalConnection(ctx: Context, db: Db, name: string | undefined): Promise<number | undefined | null> {
   if (!name) return undefined;
-  try { return await connectionIdOf(db, name); } catch (err) {
-    if (err instanceof FilterError) { problem(ctx, 404, err.message); return null; }
+  try {
+    return await connectionIdOf(db, name);
+  } catch (err) {
+    if (err instanceof FilterError) {
+      problem(ctx, 404, err.message);
+      return null;
+    }
     throw err;
   }
 }
 
 /** The record a `/:connection/:id` path names, loaded by `load`; null when the connection, the id or the record is not there. */
-export async function recordAt<T>(ctx: Context, db: Db, load: (db: Db, connectionId: number, id: number) => Promise<T | null | undefined>): Promise<T | null> {
+export async function recordAt<T>(
+  ctx: Context,
+  db: Db,
+  load: (db: Db, connectionId: number, id: number) => Promise<T | null | undefined>,
+): Promise<T | null> {
   const connectionId = await optionalConnection(ctx, db, ctx.params.connection);
   const id = int(ctx.params.id);
   return (connectionId && id !== undefined ? await load(db, connectionId, id) : null) ?? null;
@@ -74,7 +85,9 @@ const notices: Record<string, (v: string) => Partial<PageContext>> = {
 /** The page context of a request: access mode, and the notice of the action that led here. */
 export function pageContext(deps: ConsoleDeps, ctx: Context, extra: Partial<PageContext> = {}): PageContext {
   const q = flatQuery(ctx);
-  const fromQuery = Object.entries(notices).filter(([k]) => q[k]).map(([k, f]) => f(q[k]!.slice(0, 80)));
+  const fromQuery = Object.entries(notices)
+    .filter(([k]) => q[k])
+    .map(([k, f]) => f(q[k]!.slice(0, 80)));
   return { access: accessMode(deps.config, deps.demo()), ...Object.assign({}, ...fromQuery), ...extra };
 }
 

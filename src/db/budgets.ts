@@ -9,17 +9,27 @@ export type BudgetRow = Selectable<ApiBudgetsTable>;
 
 /** The budget columns the decisions work on, with the database's clock and the connection's status. */
 export interface LockedBudget {
-  request_limit: number; remaining: number; reset_at: Date; reset_known: boolean; now: Date;
-  status: Connection['status']; status_reason: string | null;
+  request_limit: number;
+  remaining: number;
+  reset_at: Date;
+  reset_known: boolean;
+  now: Date;
+  status: Connection['status'];
+  status_reason: string | null;
 }
 
 export async function ensureBudget(db: Executor, connectionId: number): Promise<void> {
-  await db.insertInto('api_budgets').values({ connection_id: connectionId }).onConflict((oc) => oc.doNothing()).execute();
+  await db
+    .insertInto('api_budgets')
+    .values({ connection_id: connectionId })
+    .onConflict((oc) => oc.doNothing())
+    .execute();
 }
 
 /** Locks the connection's budget row (made when missing) until the caller's transaction ends. */
 export async function lockBudget(trx: Executor, connectionId: number): Promise<LockedBudget> {
-  const load = () => sql<LockedBudget>`
+  const load = () =>
+    sql<LockedBudget>`
     SELECT b.request_limit, b.remaining, b.reset_at, b.reset_known, now() AS now, c.status, c.status_reason
     FROM api_budgets b JOIN connections c ON c.id = b.connection_id
     WHERE b.connection_id = ${connectionId} FOR UPDATE OF b`.execute(trx);
@@ -32,9 +42,20 @@ export async function lockBudget(trx: Executor, connectionId: number): Promise<L
   return rows[0];
 }
 
-export interface SavedBudget { limit: number; remaining: number; resetAt: Date; resetKnown: boolean }
+export interface SavedBudget {
+  limit: number;
+  remaining: number;
+  resetAt: Date;
+  resetKnown: boolean;
+}
 
-export async function saveBudget(trx: Executor, connectionId: number, s: SavedBudget, inFlight: number, extra: { sent?: boolean; accountingError?: boolean } = {}): Promise<void> {
+export async function saveBudget(
+  trx: Executor,
+  connectionId: number,
+  s: SavedBudget,
+  inFlight: number,
+  extra: { sent?: boolean; accountingError?: boolean } = {},
+): Promise<void> {
   await sql`UPDATE api_budgets SET request_limit = ${s.limit}, remaining = ${s.remaining},
       reset_at = ${s.resetAt}, reset_known = ${s.resetKnown}, in_flight = ${inFlight},
       requests_total = requests_total + ${extra.sent ? 1 : 0},
@@ -53,7 +74,9 @@ export async function listBudgets(db: Executor, connectionIds?: number[]): Promi
 /** Drops expired leases, then counts the live ones (requests sent and not yet answered). */
 export async function liveLeases(trx: Executor, connectionId: number): Promise<number> {
   await sql`DELETE FROM api_budget_leases WHERE connection_id = ${connectionId} AND expires_at < now()`.execute(trx);
-  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM api_budget_leases WHERE connection_id = ${connectionId}`.execute(trx);
+  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM api_budget_leases WHERE connection_id = ${connectionId}`.execute(
+    trx,
+  );
   return rows[0]!.n;
 }
 

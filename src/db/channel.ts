@@ -6,9 +6,20 @@ import type { Executor } from './index.ts';
 import type { ChannelQuantityChangesTable, ChannelRulesTable } from './schema.ts';
 
 /** A recorded change of a channel quantity, as the feed and the channel-stock queue carry it (`at` as ISO text). */
-export type ChannelChange = Pick<Selectable<ChannelQuantityChangesTable>,
-  'id' | 'connection_id' | 'variant_id' | 'sku' | 'quantity' | 'tracked' | 'backorderable' | 'before_quantity' | 'before_tracked' | 'cause' | 'delivery_id'>
-  & { at: string };
+export type ChannelChange = Pick<
+  Selectable<ChannelQuantityChangesTable>,
+  | 'id'
+  | 'connection_id'
+  | 'variant_id'
+  | 'sku'
+  | 'quantity'
+  | 'tracked'
+  | 'backorderable'
+  | 'before_quantity'
+  | 'before_tracked'
+  | 'cause'
+  | 'delivery_id'
+> & { at: string };
 
 /** A change as the feed gives it: the recorded change with its connection's name. */
 export type FeedItem = Omit<ChannelChange, 'before_tracked'> & { connection: string };
@@ -20,21 +31,46 @@ export async function getChannelRules(db: Executor, connectionId: number): Promi
   return db.selectFrom('channel_rules').selectAll().where('connection_id', '=', connectionId).executeTakeFirst();
 }
 
-export interface StoredQuantity { variant_id: number; quantity: string | null; tracked: boolean; backorderable: boolean; stock: unknown }
+export interface StoredQuantity {
+  variant_id: number;
+  quantity: string | null;
+  tracked: boolean;
+  backorderable: boolean;
+  stock: unknown;
+}
 
 export async function storedQuantities(db: Executor, connectionId: number, variantIds: number[]): Promise<StoredQuantity[]> {
-  return (await sql<StoredQuantity>`
+  return (
+    await sql<StoredQuantity>`
     SELECT variant_id, quantity::text AS quantity, tracked, backorderable, stock FROM channel_quantities
-    WHERE connection_id = ${connectionId} AND variant_id = ANY(${variantIds}::bigint[])`.execute(db)).rows;
+    WHERE connection_id = ${connectionId} AND variant_id = ANY(${variantIds}::bigint[])`.execute(db)
+  ).rows;
 }
 
 /** Appends changes (rows of channel_quantity_changes) under the feed lock; returns them as recorded. */
 export async function recordChanges(db: Executor, changes: any[]): Promise<ChannelChange[]> {
   if (!changes.length) return [];
   await sql`SELECT pg_advisory_xact_lock(${FEED_LOCK})`.execute(db);
-  return (await db.insertInto('channel_quantity_changes').values(changes).returning([
-    'id', 'connection_id', 'variant_id', 'sku', 'quantity', 'tracked', 'backorderable', 'before_quantity', 'before_tracked', 'cause', 'delivery_id', 'at',
-  ]).execute()).map((c) => ({ ...c, at: c.at.toISOString() }));
+  return (
+    await db
+      .insertInto('channel_quantity_changes')
+      .values(changes)
+      .returning([
+        'id',
+        'connection_id',
+        'variant_id',
+        'sku',
+        'quantity',
+        'tracked',
+        'backorderable',
+        'before_quantity',
+        'before_tracked',
+        'cause',
+        'delivery_id',
+        'at',
+      ])
+      .execute()
+  ).map((c) => ({ ...c, at: c.at.toISOString() }));
 }
 
 /** Writes quantities; a row without last_change_id keeps the one stored. */
@@ -52,13 +88,20 @@ export async function saveQuantities(db: Executor, rows: any[]): Promise<void> {
 
 /** The fingerprint of the rules the stored quantities were computed with. */
 export async function appliedRules(db: Executor, connectionId: number): Promise<string | undefined> {
-  const row = await db.selectFrom('channel_rules_applied').select('fingerprint').where('connection_id', '=', connectionId).executeTakeFirst();
+  const row = await db
+    .selectFrom('channel_rules_applied')
+    .select('fingerprint')
+    .where('connection_id', '=', connectionId)
+    .executeTakeFirst();
   return row?.fingerprint;
 }
 
 export async function saveAppliedRules(db: Executor, connectionId: number, fingerprint: string): Promise<void> {
-  await db.insertInto('channel_rules_applied').values({ connection_id: connectionId, fingerprint })
-    .onConflict((oc) => oc.column('connection_id').doUpdateSet({ fingerprint, applied_at: new Date() })).execute();
+  await db
+    .insertInto('channel_rules_applied')
+    .values({ connection_id: connectionId, fingerprint })
+    .onConflict((oc) => oc.column('connection_id').doUpdateSet({ fingerprint, applied_at: new Date() }))
+    .execute();
 }
 
 /** Changes after the id `since`, oldest first; one more than `limit` tells the caller there are more. */
@@ -74,16 +117,30 @@ export async function changesAfter(db: Executor, opts: { since: number; limit: n
 
 /** One variant's channel quantity, for the console. */
 export async function quantityOf(db: Executor, connectionId: number, variantId: number) {
-  return (await sql<{ quantity: string | null; tracked: boolean; backorderable: boolean; bundle: boolean; computed_at: Date }>`
+  return (
+    await sql<{ quantity: string | null; tracked: boolean; backorderable: boolean; bundle: boolean; computed_at: Date }>`
     SELECT quantity::text, tracked, backorderable, bundle, computed_at FROM channel_quantities
-     WHERE connection_id = ${connectionId} AND variant_id = ${variantId}`.execute(db)).rows[0];
+     WHERE connection_id = ${connectionId} AND variant_id = ${variantId}`.execute(db)
+  ).rows[0];
 }
 
 /** One variant's recorded changes, newest first, for the console. */
 export async function changesOf(db: Executor, connectionId: number, variantId: number, limit: number) {
-  return (await sql<{ id: number; at: Date; before_quantity: string | null; quantity: string | null; tracked: boolean; cause: string;
-        delivery_id: string | null; delivery_row_id: number | null; job_id: string | null; detail: unknown }>`
+  return (
+    await sql<{
+      id: number;
+      at: Date;
+      before_quantity: string | null;
+      quantity: string | null;
+      tracked: boolean;
+      cause: string;
+      delivery_id: string | null;
+      delivery_row_id: number | null;
+      job_id: string | null;
+      detail: unknown;
+    }>`
     SELECT id, at, before_quantity::text, quantity::text, tracked, cause, delivery_id, delivery_row_id, job_id, detail
       FROM channel_quantity_changes WHERE connection_id = ${connectionId} AND variant_id = ${variantId}
-     ORDER BY id DESC LIMIT ${limit}`.execute(db)).rows;
+     ORDER BY id DESC LIMIT ${limit}`.execute(db)
+  ).rows;
 }

@@ -4,7 +4,7 @@ import { startBoss, stopBoss } from '../queue/boss.ts';
 
 export const commands: CommandModule['commands'] = {
   migrate: {
-    summary: 'Apply database migrations (ours and pg-boss\'s) and exit. Each runs once, in its own transaction.',
+    summary: "Apply database migrations (ours and pg-boss's) and exit. Each runs once, in its own transaction.",
     async run({ config, log, out }) {
       const database = await openDatabase(config, log, { migrate: false });
       try {

@@ -26,7 +26,13 @@ export async function connectionByName(db: Executor, name: string): Promise<Conn
 
 /** The first connection made for an account at a base URL. */
 export async function connectionOfAccount(db: Executor, baseUrl: string, accountId: number): Promise<Connection | undefined> {
-  return db.selectFrom('connections').selectAll().where('base_url', '=', baseUrl).where('account_id', '=', accountId).orderBy('id').executeTakeFirst();
+  return db
+    .selectFrom('connections')
+    .selectAll()
+    .where('base_url', '=', baseUrl)
+    .where('account_id', '=', accountId)
+    .orderBy('id')
+    .executeTakeFirst();
 }
 
 export function listConnections(db: Executor, status?: Status): Promise<Connection[]> {
@@ -59,16 +65,31 @@ export async function connectionStatus(db: Executor, id: number): Promise<Status
 /** Inserts a connection, or replaces the one of the same name with these values. */
 export async function upsertConnection(db: Executor, values: NewConnection): Promise<Connection> {
   const { name: _name, ...update } = values;
-  return db.insertInto('connections').values(values)
-    .onConflict((oc) => oc.column('name').doUpdateSet({ ...update, updated_at: sql<Date>`now()` })).returningAll().executeTakeFirstOrThrow();
+  return db
+    .insertInto('connections')
+    .values(values)
+    .onConflict((oc) => oc.column('name').doUpdateSet({ ...update, updated_at: sql<Date>`now()` }))
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 export async function updateConnection(db: Executor, id: number, values: Updateable<ConnectionsTable>): Promise<Connection | undefined> {
-  return db.updateTable('connections').set({ ...values, updated_at: sql<Date>`now()` }).where('id', '=', id).returningAll().executeTakeFirst();
+  return db
+    .updateTable('connections')
+    .set({ ...values, updated_at: sql<Date>`now()` })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst();
 }
 
 /** Sets the status (and its reason); `from` only changes a connection that still has that status. */
-export async function setConnectionStatus(db: Executor, id: number, status: Status, reason: string | null, from?: Status): Promise<Connection | undefined> {
+export async function setConnectionStatus(
+  db: Executor,
+  id: number,
+  status: Status,
+  reason: string | null,
+  from?: Status,
+): Promise<Connection | undefined> {
   let q = db.updateTable('connections').set({ status, status_reason: reason, updated_at: sql<Date>`now()` }).where('id', '=', id);
   if (from) q = q.where('status', '=', from);
   return q.returningAll().executeTakeFirst();

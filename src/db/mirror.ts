@@ -39,7 +39,13 @@ interface TableWrite {
   filter?: string;
 }
 
-async function upsertRows(db: Executor, w: TableWrite, connectionId: number, records: any[], params: { parents?: Record<string, number> } = {}): Promise<UpsertResult> {
+async function upsertRows(
+  db: Executor,
+  w: TableWrite,
+  connectionId: number,
+  records: any[],
+  params: { parents?: Record<string, number> } = {},
+): Promise<UpsertResult> {
   const list = dedupe(records);
   if (!list.length) return { applied: [], inserted: [], seen: [] };
   const cols = Object.keys(w.columns).map(ident);
@@ -66,7 +72,12 @@ async function upsertRows(db: Executor, w: TableWrite, connectionId: number, rec
 
 /** Upserts records of a mirrored resource (and, for variants, their per-location stock rows). */
 export async function upsertRecords(db: Executor, spec: ResourceSpec, connectionId: number, records: any[]): Promise<UpsertResult> {
-  const result = await upsertRows(db, { table: spec.table, columns: spec.columns, conflict: ['connection_id', 'id'] }, connectionId, records);
+  const result = await upsertRows(
+    db,
+    { table: spec.table, columns: spec.columns, conflict: ['connection_id', 'id'] },
+    connectionId,
+    records,
+  );
   if (spec.name === 'variant' && result.applied.length) await writeStockLevels(db, connectionId, result.applied);
   return result;
 }
@@ -76,7 +87,14 @@ export async function upsertRecords(db: Executor, spec: ResourceSpec, connection
  * item lacks it, from the parents' *_ids lists. With `replaceFor`, items of those parents that the answer
  * no longer lists are removed.
  */
-export async function upsertChildren(db: Executor, child: ChildSpec, connectionId: number, items: any[], parents: any[] = [], replaceFor: number[] = []): Promise<UpsertResult> {
+export async function upsertChildren(
+  db: Executor,
+  child: ChildSpec,
+  connectionId: number,
+  items: any[],
+  parents: any[] = [],
+  replaceFor: number[] = [],
+): Promise<UpsertResult> {
   const table = child.table;
   if (!table) throw new Error(`${child.key} are not mirrored`);
   const map: Record<string, number> = {};
@@ -86,10 +104,18 @@ export async function upsertChildren(db: Executor, child: ChildSpec, connectionI
     }
   }
   const parentExpr = `COALESCE(cs_bigint(r->>'${child.parentColumn}'), cs_bigint(p.parents->>(r->>'id')))`;
-  const result = await upsertRows(db, {
-    table, columns: { ...child.columns, [child.parentColumn]: parentExpr }, conflict: ['connection_id', 'id'],
-    filter: `${parentExpr} IS NOT NULL`,
-  }, connectionId, items, { parents: map });
+  const result = await upsertRows(
+    db,
+    {
+      table,
+      columns: { ...child.columns, [child.parentColumn]: parentExpr },
+      conflict: ['connection_id', 'id'],
+      filter: `${parentExpr} IS NOT NULL`,
+    },
+    connectionId,
+    items,
+    { parents: map },
+  );
   if (replaceFor.length) {
     await sql`DELETE FROM ${sql.raw(ident(table))} WHERE connection_id = ${connectionId}
       AND ${sql.raw(ident(child.parentColumn))} = ANY(${replaceFor}::bigint[]) AND NOT (id = ANY(${result.seen}::bigint[]))`.execute(db);
@@ -99,10 +125,22 @@ export async function upsertChildren(db: Executor, child: ChildSpec, connectionI
 
 /** Upserts records of a resource we keep whole only (invoices, users, ...). */
 export async function upsertOther(db: Executor, resource: string, connectionId: number, records: any[]): Promise<UpsertResult> {
-  return upsertRows(db, {
-    table: 'other_records', columns: { id: `cs_bigint(r->>'id')`, status: `r->>'status'`, created_at: `cs_timestamptz(r->>'created_at')`, updated_at: `cs_timestamptz(r->>'updated_at')` },
-    constants: { resource: `'${ident(resource)}'` }, conflict: ['connection_id', 'resource', 'id'],
-  }, connectionId, records);
+  return upsertRows(
+    db,
+    {
+      table: 'other_records',
+      columns: {
+        id: `cs_bigint(r->>'id')`,
+        status: `r->>'status'`,
+        created_at: `cs_timestamptz(r->>'created_at')`,
+        updated_at: `cs_timestamptz(r->>'updated_at')`,
+      },
+      constants: { resource: `'${ident(resource)}'` },
+      conflict: ['connection_id', 'resource', 'id'],
+    },
+    connectionId,
+    records,
+  );
 }
 
 /**

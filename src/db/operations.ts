@@ -4,10 +4,21 @@ import { sql } from 'kysely';
 import type { Executor } from './index.ts';
 import type { PushKind, PushOperation, PushState } from './schema.ts';
 
-export async function insertOperation(tx: Executor, values: { connectionId: number; kind: PushKind; input: Record<string, unknown>; idempotencyKey: string; orderKey: string }): Promise<PushOperation> {
-  return tx.insertInto('push_operations')
-    .values({ connection_id: values.connectionId, kind: values.kind, input: JSON.stringify(values.input), idempotency_key: values.idempotencyKey, order_key: values.orderKey })
-    .returningAll().executeTakeFirstOrThrow();
+export async function insertOperation(
+  tx: Executor,
+  values: { connectionId: number; kind: PushKind; input: Record<string, unknown>; idempotencyKey: string; orderKey: string },
+): Promise<PushOperation> {
+  return tx
+    .insertInto('push_operations')
+    .values({
+      connection_id: values.connectionId,
+      kind: values.kind,
+      input: JSON.stringify(values.input),
+      idempotency_key: values.idempotencyKey,
+      order_key: values.orderKey,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 export async function setOperationJob(tx: Executor, id: number, jobId: string | null): Promise<PushOperation> {
@@ -27,11 +38,22 @@ export async function operationsByIds(db: Executor, ids: number[]): Promise<Push
   return ids.length ? db.selectFrom('push_operations').selectAll().where('id', 'in', ids).execute() : [];
 }
 
-export interface ListFilter { connectionId?: number; kind?: PushKind; state?: PushState; orderKey?: string; limit?: number; beforeId?: number }
+export interface ListFilter {
+  connectionId?: number;
+  kind?: PushKind;
+  state?: PushState;
+  orderKey?: string;
+  limit?: number;
+  beforeId?: number;
+}
 
 /** Newest first. */
 export async function listOperations(db: Executor, f: ListFilter = {}): Promise<PushOperation[]> {
-  let q = db.selectFrom('push_operations').selectAll().orderBy('id', 'desc').limit(Math.min(f.limit ?? 50, 500));
+  let q = db
+    .selectFrom('push_operations')
+    .selectAll()
+    .orderBy('id', 'desc')
+    .limit(Math.min(f.limit ?? 50, 500));
   if (f.connectionId !== undefined) q = q.where('connection_id', '=', f.connectionId);
   if (f.kind) q = q.where('kind', '=', f.kind);
   if (f.state) q = q.where('state', '=', f.state);
@@ -41,20 +63,38 @@ export async function listOperations(db: Executor, f: ListFilter = {}): Promise<
 }
 
 /** The operations touching one order: by its order key (own or channel), or naming it in input or result. */
-export async function operationsOfOrder(db: Executor, connectionId: number, orderId: number, channelKey: string | null, limit = 100): Promise<PushOperation[]> {
-  return db.selectFrom('push_operations').selectAll().where('connection_id', '=', connectionId)
-    .where((eb) => eb.or([
-      eb('order_key', '=', `order:${orderId}`),
-      ...(channelKey ? [eb('order_key', '=', channelKey)] : []),
-      eb(sql<string>`input->>'order_id'`, '=', String(orderId)),
-      eb(sql<string>`result->>'order_id'`, '=', String(orderId)),
-    ])).orderBy('id', 'desc').limit(limit).execute();
+export async function operationsOfOrder(
+  db: Executor,
+  connectionId: number,
+  orderId: number,
+  channelKey: string | null,
+  limit = 100,
+): Promise<PushOperation[]> {
+  return db
+    .selectFrom('push_operations')
+    .selectAll()
+    .where('connection_id', '=', connectionId)
+    .where((eb) =>
+      eb.or([
+        eb('order_key', '=', `order:${orderId}`),
+        ...(channelKey ? [eb('order_key', '=', channelKey)] : []),
+        eb(sql<string>`input->>'order_id'`, '=', String(orderId)),
+        eb(sql<string>`result->>'order_id'`, '=', String(orderId)),
+      ]),
+    )
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
 }
 
 /** How many imports of this channel order the service refused to create (POST /orders answered 4xx). */
 export async function countRefusedImports(tx: Executor, connectionId: number, channel: string, channelOrderId: string): Promise<number> {
-  const row = await tx.selectFrom('push_operations').select((eb) => eb.fn.countAll<string>().as('n'))
-    .where('connection_id', '=', connectionId).where('kind', '=', 'import-order').where('state', '=', 'failed')
+  const row = await tx
+    .selectFrom('push_operations')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('connection_id', '=', connectionId)
+    .where('kind', '=', 'import-order')
+    .where('state', '=', 'failed')
     .where(sql<boolean>`(result->>'create_refused')::boolean IS TRUE`)
     .where(sql<boolean>`input->>'channel' = ${channel} AND input->>'channel_order_id' = ${channelOrderId}`)
     .executeTakeFirstOrThrow();
@@ -63,9 +103,13 @@ export async function countRefusedImports(tx: Executor, connectionId: number, ch
 
 /** An order among the candidates an earlier import created but left without all its lines. */
 export async function incompleteImportOrder(db: Executor, connectionId: number, candidates: number[]): Promise<string | undefined> {
-  const row = await db.selectFrom('push_operations').select(sql<string>`result->>'order_id'`.as('order_id'))
-    .where('connection_id', '=', connectionId).where('kind', '=', 'import-order')
-    .where(sql<boolean>`(result->>'incomplete')::boolean IS TRUE AND (result->>'order_id')::bigint = ANY(${candidates}::bigint[])`).executeTakeFirst();
+  const row = await db
+    .selectFrom('push_operations')
+    .select(sql<string>`result->>'order_id'`.as('order_id'))
+    .where('connection_id', '=', connectionId)
+    .where('kind', '=', 'import-order')
+    .where(sql<boolean>`(result->>'incomplete')::boolean IS TRUE AND (result->>'order_id')::bigint = ANY(${candidates}::bigint[])`)
+    .executeTakeFirst();
   return row?.order_id;
 }
 
@@ -79,83 +123,196 @@ export async function orderKeyOf(tx: Executor, id: number): Promise<Pick<PushOpe
 }
 
 /** The oldest other unfinished operation of the same order key; `olderOnly` limits it to ones before op. */
-export async function firstUnfinished(tx: Executor, op: Pick<PushOperation, 'id' | 'connection_id' | 'order_key'>, olderOnly: boolean): Promise<number | undefined> {
-  const row = await tx.selectFrom('push_operations').select('id')
-    .where('connection_id', '=', op.connection_id).where('order_key', '=', op.order_key)
-    .where('state', 'in', ['queued', 'sent']).where('id', olderOnly ? '<' : '!=', op.id).orderBy('id').limit(1).executeTakeFirst();
+export async function firstUnfinished(
+  tx: Executor,
+  op: Pick<PushOperation, 'id' | 'connection_id' | 'order_key'>,
+  olderOnly: boolean,
+): Promise<number | undefined> {
+  const row = await tx
+    .selectFrom('push_operations')
+    .select('id')
+    .where('connection_id', '=', op.connection_id)
+    .where('order_key', '=', op.order_key)
+    .where('state', 'in', ['queued', 'sent'])
+    .where('id', olderOnly ? '<' : '!=', op.id)
+    .orderBy('id')
+    .limit(1)
+    .executeTakeFirst();
   return row?.id;
 }
 
 /** Takes the operation for a job: sent, one more attempt, held for leaseSeconds. */
 export async function markSent(tx: Executor, id: number, jobId: string, leaseSeconds: number): Promise<PushOperation> {
-  return tx.updateTable('push_operations')
+  return tx
+    .updateTable('push_operations')
     .set({
-      state: 'sent', attempts: sql`attempts + 1`, job_id: jobId,
-      locked_until: sql`now() + make_interval(secs => ${leaseSeconds})`, sent_at: sql`coalesce(sent_at, now())`, updated_at: sql`now()`,
+      state: 'sent',
+      attempts: sql`attempts + 1`,
+      job_id: jobId,
+      locked_until: sql`now() + make_interval(secs => ${leaseSeconds})`,
+      sent_at: sql`coalesce(sent_at, now())`,
+      updated_at: sql`now()`,
     })
-    .where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 /** Saves partial progress (ids of steps already done) so a retry skips them. */
-export async function saveProgress(db: Executor, id: number, patch: { plan?: unknown; result?: Record<string, unknown>; requestId?: string | null }): Promise<void> {
-  await db.updateTable('push_operations').set({
-    ...(patch.plan !== undefined ? { plan: JSON.stringify(patch.plan) } : {}),
-    ...(patch.result ? { result: sql`coalesce(result, '{}'::jsonb) || ${JSON.stringify(patch.result)}::jsonb` } : {}),
-    ...(patch.requestId ? { request_id: patch.requestId } : {}),
-    updated_at: sql`now()`,
-  }).where('id', '=', id).execute();
+export async function saveProgress(
+  db: Executor,
+  id: number,
+  patch: { plan?: unknown; result?: Record<string, unknown>; requestId?: string | null },
+): Promise<void> {
+  await db
+    .updateTable('push_operations')
+    .set({
+      ...(patch.plan !== undefined ? { plan: JSON.stringify(patch.plan) } : {}),
+      ...(patch.result ? { result: sql`coalesce(result, '{}'::jsonb) || ${JSON.stringify(patch.result)}::jsonb` } : {}),
+      ...(patch.requestId ? { request_id: patch.requestId } : {}),
+      updated_at: sql`now()`,
+    })
+    .where('id', '=', id)
+    .execute();
 }
 
 /** A retryable failure: the reason is kept, the lease let go, the state stays. */
-export async function markRetrying(tx: Executor, op: PushOperation, f: { reason: string; statusCode?: number | null; requestId?: string | null }): Promise<PushOperation> {
-  return tx.updateTable('push_operations')
-    .set({ reason: f.reason, status_code: f.statusCode ?? null, request_id: f.requestId ?? op.request_id, locked_until: null, updated_at: sql`now()` })
-    .where('id', '=', op.id).returningAll().executeTakeFirstOrThrow();
+export async function markRetrying(
+  tx: Executor,
+  op: PushOperation,
+  f: { reason: string; statusCode?: number | null; requestId?: string | null },
+): Promise<PushOperation> {
+  return tx
+    .updateTable('push_operations')
+    .set({
+      reason: f.reason,
+      status_code: f.statusCode ?? null,
+      request_id: f.requestId ?? op.request_id,
+      locked_until: null,
+      updated_at: sql`now()`,
+    })
+    .where('id', '=', op.id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 export type Final =
   | { state: 'confirmed'; result: Record<string, unknown>; requestId?: string | null }
-  | { state: 'failed'; reason: string; fieldErrors?: Record<string, string[]> | null; statusCode?: number | null; requestId?: string | null };
+  | {
+      state: 'failed';
+      reason: string;
+      fieldErrors?: Record<string, string[]> | null;
+      statusCode?: number | null;
+      requestId?: string | null;
+    };
 
 export async function markFinished(tx: Executor, op: PushOperation, f: Final): Promise<PushOperation> {
-  return tx.updateTable('push_operations')
-    .set(f.state === 'confirmed'
-      ? { state: 'confirmed', result: sql`coalesce(result, '{}'::jsonb) || ${JSON.stringify(f.result)}::jsonb`, reason: null, field_errors: null, status_code: null, request_id: f.requestId ?? op.request_id }
-      : { state: 'failed', reason: f.reason, field_errors: f.fieldErrors ? JSON.stringify(f.fieldErrors) : null, status_code: f.statusCode ?? null, request_id: f.requestId ?? op.request_id })
+  return tx
+    .updateTable('push_operations')
+    .set(
+      f.state === 'confirmed'
+        ? {
+            state: 'confirmed',
+            result: sql`coalesce(result, '{}'::jsonb) || ${JSON.stringify(f.result)}::jsonb`,
+            reason: null,
+            field_errors: null,
+            status_code: null,
+            request_id: f.requestId ?? op.request_id,
+          }
+        : {
+            state: 'failed',
+            reason: f.reason,
+            field_errors: f.fieldErrors ? JSON.stringify(f.fieldErrors) : null,
+            status_code: f.statusCode ?? null,
+            request_id: f.requestId ?? op.request_id,
+          },
+    )
     .set({ locked_until: null, finished_at: sql`now()`, updated_at: sql`now()` })
-    .where('id', '=', op.id).returningAll().executeTakeFirstOrThrow();
+    .where('id', '=', op.id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 /** Back in the queue under a new job: a failed operation is queued again, a stuck one keeps its state. */
 export async function requeueOperation(tx: Executor, op: PushOperation, jobId: string | null): Promise<PushOperation> {
-  return tx.updateTable('push_operations')
-    .set({ state: op.state === 'failed' ? 'queued' : op.state, reason: null, field_errors: null, status_code: null, finished_at: null, job_id: jobId, updated_at: sql`now()` })
-    .where('id', '=', op.id).returningAll().executeTakeFirstOrThrow();
+  return tx
+    .updateTable('push_operations')
+    .set({
+      state: op.state === 'failed' ? 'queued' : op.state,
+      reason: null,
+      field_errors: null,
+      status_code: null,
+      finished_at: null,
+      job_id: jobId,
+      updated_at: sql`now()`,
+    })
+    .where('id', '=', op.id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 /** Remembers which service order an imported channel order became; the first mapping stays. */
-export async function mapChannelOrder(tx: Executor, m: { connectionId: number; channel: string; channelOrderId: string; orderId: number; operationId: number }): Promise<void> {
-  await tx.insertInto('channel_orders').values({
-    connection_id: m.connectionId, channel: m.channel, channel_order_id: m.channelOrderId, order_id: m.orderId, operation_id: m.operationId,
-  }).onConflict((oc) => oc.columns(['connection_id', 'channel', 'channel_order_id']).doNothing()).execute();
+export async function mapChannelOrder(
+  tx: Executor,
+  m: { connectionId: number; channel: string; channelOrderId: string; orderId: number; operationId: number },
+): Promise<void> {
+  await tx
+    .insertInto('channel_orders')
+    .values({
+      connection_id: m.connectionId,
+      channel: m.channel,
+      channel_order_id: m.channelOrderId,
+      order_id: m.orderId,
+      operation_id: m.operationId,
+    })
+    .onConflict((oc) => oc.columns(['connection_id', 'channel', 'channel_order_id']).doNothing())
+    .execute();
 }
 
 /** The service's order id of an imported channel order, if known. */
-export async function mappedOrderId(db: Executor, connectionId: number, channel: string, channelOrderId: string): Promise<number | undefined> {
-  const row = await db.selectFrom('channel_orders').select('order_id')
-    .where('connection_id', '=', connectionId).where('channel', '=', channel).where('channel_order_id', '=', channelOrderId).executeTakeFirst();
+export async function mappedOrderId(
+  db: Executor,
+  connectionId: number,
+  channel: string,
+  channelOrderId: string,
+): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('channel_orders')
+    .select('order_id')
+    .where('connection_id', '=', connectionId)
+    .where('channel', '=', channel)
+    .where('channel_order_id', '=', channelOrderId)
+    .executeTakeFirst();
   return row?.order_id;
 }
 
 /** The channel order a service order was imported from, if any. */
-export async function channelOrderOf(db: Executor, connectionId: number, orderId: number): Promise<{ channel: string; channel_order_id: string } | undefined> {
-  return db.selectFrom('channel_orders').select(['channel', 'channel_order_id'])
-    .where('connection_id', '=', connectionId).where('order_id', '=', orderId).executeTakeFirst();
+export async function channelOrderOf(
+  db: Executor,
+  connectionId: number,
+  orderId: number,
+): Promise<{ channel: string; channel_order_id: string } | undefined> {
+  return db
+    .selectFrom('channel_orders')
+    .select(['channel', 'channel_order_id'])
+    .where('connection_id', '=', connectionId)
+    .where('order_id', '=', orderId)
+    .executeTakeFirst();
 }
 
 /** Of the candidate orders, those mapped to a channel order of another channel. */
-export async function ordersMappedElsewhere(db: Executor, connectionId: number, candidates: number[], channel: string): Promise<Set<number>> {
-  const rows = await db.selectFrom('channel_orders').select('order_id')
-    .where('connection_id', '=', connectionId).where('order_id', 'in', candidates).where('channel', '!=', channel).execute();
+export async function ordersMappedElsewhere(
+  db: Executor,
+  connectionId: number,
+  candidates: number[],
+  channel: string,
+): Promise<Set<number>> {
+  const rows = await db
+    .selectFrom('channel_orders')
+    .select('order_id')
+    .where('connection_id', '=', connectionId)
+    .where('order_id', 'in', candidates)
+    .where('channel', '!=', channel)
+    .execute();
   return new Set(rows.map((r) => Number(r.order_id)));
 }

@@ -56,8 +56,14 @@ interface MirrorColumns {
   synced_at: DefaultTimestamp;
 }
 
-export interface LocationsTable extends MirrorColumns { name: string | null; holds_stock: boolean | null }
-export interface ProductsTable extends MirrorColumns { name: string | null; brand: string | null }
+export interface LocationsTable extends MirrorColumns {
+  name: string | null;
+  holds_stock: boolean | null;
+}
+export interface ProductsTable extends MirrorColumns {
+  name: string | null;
+  brand: string | null;
+}
 export interface VariantsTable extends MirrorColumns {
   product_id: number | null;
   sku: string | null;
@@ -91,39 +97,78 @@ export interface CompositionsTable {
   synced_at: DefaultTimestamp;
 }
 export interface CompaniesTable extends MirrorColumns {
-  name: string | null; company_type: string | null; company_code: string | null; email: string | null;
+  name: string | null;
+  company_type: string | null;
+  company_code: string | null;
+  email: string | null;
 }
 export interface AddressesTable extends MirrorColumns {
-  company_id: number | null; label: string | null; address1: string | null; city: string | null; country_code: string | null;
+  company_id: number | null;
+  label: string | null;
+  address1: string | null;
+  city: string | null;
+  country_code: string | null;
 }
 export interface ContactsTable extends MirrorColumns {
-  company_id: number | null; first_name: string | null; last_name: string | null; email: string | null;
+  company_id: number | null;
+  first_name: string | null;
+  last_name: string | null;
+  email: string | null;
 }
-export interface CurrenciesTable extends MirrorColumns { iso: string | null; name: string | null; rate: Decimal | null }
+export interface CurrenciesTable extends MirrorColumns {
+  iso: string | null;
+  name: string | null;
+  rate: Decimal | null;
+}
 export interface OrdersTable extends MirrorColumns {
-  order_number: string | null; company_id: number | null; contact_id: number | null; stock_location_id: number | null;
-  currency_iso: string | null; issued_at: string | null; total: Decimal | null;
+  order_number: string | null;
+  company_id: number | null;
+  contact_id: number | null;
+  stock_location_id: number | null;
+  currency_iso: string | null;
+  issued_at: string | null;
+  total: Decimal | null;
 }
 export interface OrderLineItemsTable extends MirrorColumns {
-  order_id: number; variant_id: number | null; quantity: Decimal | null; price: Decimal | null; freeform: Default<boolean>;
+  order_id: number;
+  variant_id: number | null;
+  quantity: Decimal | null;
+  price: Decimal | null;
+  freeform: Default<boolean>;
 }
 export interface FulfillmentsTable extends MirrorColumns {
-  order_id: number | null; stock_location_id: number | null; packed_at: Timestamp | null;
-  tracking_company: string | null; tracking_number: string | null; tracking_url: string | null;
+  order_id: number | null;
+  stock_location_id: number | null;
+  packed_at: Timestamp | null;
+  tracking_company: string | null;
+  tracking_number: string | null;
+  tracking_url: string | null;
 }
 export interface FulfillmentLineItemsTable extends Omit<MirrorColumns, 'status'> {
-  fulfillment_id: number; order_line_item_id: number | null; variant_id: number | null; variant_sku: string | null;
+  fulfillment_id: number;
+  order_line_item_id: number | null;
+  variant_id: number | null;
+  variant_sku: string | null;
   quantity: Decimal | null;
 }
 export interface FulfillmentReturnsTable extends MirrorColumns {
-  order_id: number | null; location_id: number | null; credit_note_number: string | null;
+  order_id: number | null;
+  location_id: number | null;
+  credit_note_number: string | null;
 }
 export interface FulfillmentReturnLineItemsTable extends Omit<MirrorColumns, 'status'> {
-  fulfillment_return_id: number; order_line_item_id: number | null; quantity: Decimal | null;
+  fulfillment_return_id: number;
+  order_line_item_id: number | null;
+  quantity: Decimal | null;
 }
-export interface PurchaseOrdersTable extends MirrorColumns { company_id: number | null; stock_location_id: number | null }
+export interface PurchaseOrdersTable extends MirrorColumns {
+  company_id: number | null;
+  stock_location_id: number | null;
+}
 export interface PurchaseOrderLineItemsTable extends Omit<MirrorColumns, 'status'> {
-  purchase_order_id: number; variant_id: number | null; quantity: Decimal | null;
+  purchase_order_id: number;
+  variant_id: number | null;
+  quantity: Decimal | null;
 }
 
 export interface SyncCursorsTable {
@@ -320,5 +365,11 @@ export interface ChannelQuantityChangesTable {
   job_id: string | null;
   detail: Json | null;
 }
-export interface OtherRecordsTable extends MirrorColumns { resource: string }
-export interface ChannelRulesAppliedTable { connection_id: number; fingerprint: string; applied_at: DefaultTimestamp }
+export interface OtherRecordsTable extends MirrorColumns {
+  resource: string;
+}
+export interface ChannelRulesAppliedTable {
+  connection_id: number;
+  fingerprint: string;
+  applied_at: DefaultTimestamp;
+}

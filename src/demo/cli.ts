@@ -6,7 +6,8 @@ import { PROFILES, startSandbox, type Profile } from '@commerce-sync/sandbox';
 const num = (name: string, v: string | undefined, fallback: number, min: number, integer: boolean): number => {
   if (v === undefined) return fallback;
   const n = Number(v);
-  if (!Number.isFinite(n) || n < min || (integer && !Number.isInteger(n))) throw new UsageError(`--${name} must be ${integer ? 'an integer' : 'a number'} >= ${min}, got "${v}"`);
+  if (!Number.isFinite(n) || n < min || (integer && !Number.isInteger(n)))
+    throw new UsageError(`--${name} must be ${integer ? 'an integer' : 'a number'} >= ${min}, got "${v}"`);
   return n;
 };
 
@@ -17,23 +18,60 @@ export const commands: Record<string, CommandSpec> = {
       host: { type: 'string', short: 'H', multiple: false, value: 'H', description: 'address to bind (SANDBOX_HOST, default 127.0.0.1)' },
       port: { type: 'string', short: 'p', multiple: false, value: 'P', description: 'port, 0 = a free one (SANDBOX_PORT)' },
       seed: { type: 'string', short: 's', multiple: false, value: 'N', description: 'catalog seed (SANDBOX_SEED)' },
-      variants: { type: 'string', short: 'n', multiple: false, value: 'N', description: 'seeded variants, 0 = empty account (SANDBOX_VARIANTS)' },
+      variants: {
+        type: 'string',
+        short: 'n',
+        multiple: false,
+        value: 'N',
+        description: 'seeded variants, 0 = empty account (SANDBOX_VARIANTS)',
+      },
       locations: { type: 'string', short: 'l', multiple: false, value: 'N', description: 'seeded stock locations (SANDBOX_LOCATIONS)' },
       token: { type: 'string', short: 't', multiple: false, value: 'T', description: 'privileged access token (SANDBOX_TOKEN)' },
       'client-id': { type: 'string', short: 'i', multiple: false, value: 'ID', description: 'OAuth client id (COMMERCE_CLIENT_ID)' },
-      'client-secret': { type: 'string', short: 'S', multiple: false, value: 'S', description: 'OAuth client secret and webhook signing key (SANDBOX_CLIENT_SECRET)' },
+      'client-secret': {
+        type: 'string',
+        short: 'S',
+        multiple: false,
+        value: 'S',
+        description: 'OAuth client secret and webhook signing key (SANDBOX_CLIENT_SECRET)',
+      },
       'admin-token': { type: 'string', short: 'a', multiple: false, value: 'T', description: 'admin API token (SANDBOX_ADMIN_TOKEN)' },
-      'time-scale': { type: 'string', short: 'x', multiple: false, value: 'X', description: 'sandbox time runs X times faster (SANDBOX_TIME_SCALE)' },
+      'time-scale': {
+        type: 'string',
+        short: 'x',
+        multiple: false,
+        value: 'X',
+        description: 'sandbox time runs X times faster (SANDBOX_TIME_SCALE)',
+      },
       'rate-limit': { type: 'string', short: 'r', multiple: false, value: 'N', description: 'requests per window (SANDBOX_RATE_LIMIT)' },
-      'rate-window': { type: 'string', short: 'w', multiple: false, value: 'S', description: 'rate window in sandbox seconds (SANDBOX_RATE_WINDOW)' },
-      profile: { type: 'string', short: 'P', multiple: false, value: 'spec|documented', description: 'behave as the spec says or as the real service is documented (SANDBOX_PROFILE)' },
-      activity: { type: 'string', short: 'A', multiple: false, value: 'PER_SECOND', description: 'merchant operations per second (SANDBOX_ACTIVITY)' },
+      'rate-window': {
+        type: 'string',
+        short: 'w',
+        multiple: false,
+        value: 'S',
+        description: 'rate window in sandbox seconds (SANDBOX_RATE_WINDOW)',
+      },
+      profile: {
+        type: 'string',
+        short: 'P',
+        multiple: false,
+        value: 'spec|documented',
+        description: 'behave as the spec says or as the real service is documented (SANDBOX_PROFILE)',
+      },
+      activity: {
+        type: 'string',
+        short: 'A',
+        multiple: false,
+        value: 'PER_SECOND',
+        description: 'merchant operations per second (SANDBOX_ACTIVITY)',
+      },
     },
     details: 'The admin API lives under <url>/__sandbox/ (Authorization: Bearer <admin token>); see docs/sandbox.md.',
     async run({ values, config, log, out }) {
       const s = (k: string) => values[k] as string | undefined;
       const profile = s('profile') ?? config.SANDBOX_PROFILE;
-      if (!(PROFILES as readonly string[]).includes(profile)) throw new UsageError(`--profile must be ${PROFILES.join(' or ')}, got "${profile}"`);
+      if (!(PROFILES as readonly string[]).includes(profile))
+        throw new UsageError(`--profile must be ${PROFILES.join(' or ')}, got "${profile}"`);
       const sandbox = await startSandbox({
         host: s('host') ?? config.SANDBOX_HOST,
         port: num('port', s('port'), config.SANDBOX_PORT, 0, true),
@@ -55,7 +93,11 @@ export const commands: Record<string, CommandSpec> = {
       out(`privileged token: ${sandbox.token}`);
       out(`admin API: ${sandbox.url}/__sandbox/ (Authorization: Bearer <admin token>)`);
       await new Promise<void>((resolve) => {
-        const stop = () => { process.off('SIGINT', stop); process.off('SIGTERM', stop); resolve(); };
+        const stop = () => {
+          process.off('SIGINT', stop);
+          process.off('SIGTERM', stop);
+          resolve();
+        };
         process.on('SIGINT', stop);
         process.on('SIGTERM', stop);
       });

@@ -18,12 +18,15 @@ async function persistentSecret(dataDir: string, name: string): Promise<string> 
   if (existsSync(file)) return (await readFile(file, 'utf8')).trim();
   await mkdir(dataDir, { recursive: true });
   const value = randomBytes(24).toString('base64url');
-  await writeFile(file, value + '\n', { mode: 0o600 });
+  await writeFile(file, `${value}\n`, { mode: 0o600 });
   return value;
 }
 
 export async function mount(rt: Runtime): Promise<void> {
-  const { log, database: { db } } = rt;
+  const {
+    log,
+    database: { db },
+  } = rt;
   let config = rt.config;
   const deps = { db, config, log };
   if (config.COMMERCE_BASE_URL && config.COMMERCE_TOKEN) {

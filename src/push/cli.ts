@@ -11,7 +11,13 @@ import { ConnectionChoiceError, chooseConnection, enqueueOperation } from './enq
 import { getOperation, listOperations } from '../db/operations.ts';
 import { present, retryOperation, RetryRefused } from './store.ts';
 
-const aliases: Record<string, PushKind> = { receive: 'receive-purchase-order', 'import': 'import-order', count: 'stock-count', fulfil: 'ship', fulfill: 'ship' };
+const aliases: Record<string, PushKind> = {
+  receive: 'receive-purchase-order',
+  import: 'import-order',
+  count: 'stock-count',
+  fulfil: 'ship',
+  fulfill: 'ship',
+};
 const finished = (s: PushState) => s === 'confirmed' || s === 'failed';
 
 type Values = CommandContext['values'];
@@ -44,11 +50,22 @@ async function readInput(kind: PushKind, v: Values): Promise<Record<string, unkn
   let input: Record<string, unknown> = {};
   const file = str(v, 'file');
   if (file) {
-    const text = file === '-' ? await readStdin() : await readFile(file, 'utf8').catch((err) => { throw new UsageError(`cannot read ${file}: ${err.message}`); });
-    try { input = JSON.parse(text); } catch (err) { throw new UsageError(`${file} is not JSON: ${(err as Error).message}`); }
+    const text =
+      file === '-'
+        ? await readStdin()
+        : await readFile(file, 'utf8').catch((err) => {
+            throw new UsageError(`cannot read ${file}: ${err.message}`);
+          });
+    try {
+      input = JSON.parse(text);
+    } catch (err) {
+      throw new UsageError(`${file} is not JSON: ${(err as Error).message}`);
+    }
     if (!input || typeof input !== 'object' || Array.isArray(input)) throw new UsageError(`${file} must hold a JSON object`);
   }
-  const set = (k: string, value: unknown) => { if (value !== undefined) input[k] = value; };
+  const set = (k: string, value: unknown) => {
+    if (value !== undefined) input[k] = value;
+  };
   set('order_id', int(v, 'order-id'));
   set('channel', str(v, 'channel'));
   set('channel_order_id', str(v, 'channel-order-id'));
@@ -56,7 +73,11 @@ async function readInput(kind: PushKind, v: Values): Promise<Record<string, unkn
   if (kind === 'ship') {
     set('fulfillment_id', int(v, 'fulfillment-id'));
     if (v['pack-only']) input.fulfil = false;
-    const tracking = Object.fromEntries(Object.entries({ company: str(v, 'tracking-company'), number: str(v, 'tracking-number'), url: str(v, 'tracking-url') }).filter(([, x]) => x !== undefined));
+    const tracking = Object.fromEntries(
+      Object.entries({ company: str(v, 'tracking-company'), number: str(v, 'tracking-number'), url: str(v, 'tracking-url') }).filter(
+        ([, x]) => x !== undefined,
+      ),
+    );
     if (Object.keys(tracking).length) input.tracking = { ...(input.tracking as object | undefined), ...tracking };
   }
   if (kind === 'ship' || kind === 'return') {
@@ -89,8 +110,15 @@ async function waitFor(db: Db, id: number, timeoutSeconds: number): Promise<Push
 
 function row(op: PushOperation): string {
   const when = (op.finished_at ?? op.updated_at).toISOString().replace('T', ' ').slice(0, 19);
-  return [String(op.id).padStart(6), op.kind.padEnd(22), op.state.padEnd(9), String(op.attempts).padStart(3), when, op.order_key.padEnd(28),
-    (op.reason ?? '').slice(0, 100)].join('  ');
+  return [
+    String(op.id).padStart(6),
+    op.kind.padEnd(22),
+    op.state.padEnd(9),
+    String(op.attempts).padStart(3),
+    when,
+    op.order_key.padEnd(28),
+    (op.reason ?? '').slice(0, 100),
+  ].join('  ');
 }
 
 export const commands: CommandModule['commands'] = {
@@ -99,22 +127,82 @@ export const commands: CommandModule['commands'] = {
     args: `<${kinds.join('|')}> | list | show ID | retry ID`,
     positionals: true,
     options: {
-      file: { type: 'string', short: 'f', multiple: false, value: 'FILE', description: 'the operation\'s input as JSON (- reads stdin); flags below override it' },
-      connection: { type: 'string', short: 'c', multiple: false, value: 'NAME', description: 'connection to push to (default: the only one)' },
+      file: {
+        type: 'string',
+        short: 'f',
+        multiple: false,
+        value: 'FILE',
+        description: "the operation's input as JSON (- reads stdin); flags below override it",
+      },
+      connection: {
+        type: 'string',
+        short: 'c',
+        multiple: false,
+        value: 'NAME',
+        description: 'connection to push to (default: the only one)',
+      },
       'no-wait': { type: 'boolean', short: 'W', multiple: false, description: 'print the queued operation and return at once' },
-      timeout: { type: 'string', short: 'T', multiple: false, value: 'SECONDS', description: 'how long to wait for the outcome (default 300)' },
-      'order-id': { type: 'string', short: 'o', multiple: false, value: 'ID', description: 'the service\'s order id (ship, invoice, pay, void, return)' },
-      channel: { type: 'string', short: 'C', multiple: false, value: 'NAME', description: 'channel name of an imported order (with --channel-order-id)' },
-      'channel-order-id': { type: 'string', short: 'O', multiple: false, value: 'ID', description: 'the channel\'s order id of an imported order' },
-      line: { type: 'string', short: 'l', multiple: true, value: 'SKU=QTY', description: 'ship/return: a line and quantity (or line:ORDER_LINE_ITEM_ID=QTY); repeatable' },
-      'fulfillment-id': { type: 'string', short: 'F', multiple: false, value: 'ID', description: 'ship: fulfil this packed fulfillment instead of packing' },
+      timeout: {
+        type: 'string',
+        short: 'T',
+        multiple: false,
+        value: 'SECONDS',
+        description: 'how long to wait for the outcome (default 300)',
+      },
+      'order-id': {
+        type: 'string',
+        short: 'o',
+        multiple: false,
+        value: 'ID',
+        description: "the service's order id (ship, invoice, pay, void, return)",
+      },
+      channel: {
+        type: 'string',
+        short: 'C',
+        multiple: false,
+        value: 'NAME',
+        description: 'channel name of an imported order (with --channel-order-id)',
+      },
+      'channel-order-id': {
+        type: 'string',
+        short: 'O',
+        multiple: false,
+        value: 'ID',
+        description: "the channel's order id of an imported order",
+      },
+      line: {
+        type: 'string',
+        short: 'l',
+        multiple: true,
+        value: 'SKU=QTY',
+        description: 'ship/return: a line and quantity (or line:ORDER_LINE_ITEM_ID=QTY); repeatable',
+      },
+      'fulfillment-id': {
+        type: 'string',
+        short: 'F',
+        multiple: false,
+        value: 'ID',
+        description: 'ship: fulfil this packed fulfillment instead of packing',
+      },
       'pack-only': { type: 'boolean', short: 'p', multiple: false, description: 'ship: pack, do not mark fulfilled' },
       'tracking-company': { type: 'string', short: 'K', multiple: false, value: 'NAME', description: 'ship: carrier' },
       'tracking-number': { type: 'string', short: 'N', multiple: false, value: 'NUMBER', description: 'ship: tracking number' },
       'tracking-url': { type: 'string', short: 'U', multiple: false, value: 'URL', description: 'ship: tracking URL' },
       'location-id': { type: 'string', short: 'L', multiple: false, value: 'ID', description: 'return: location receiving the goods' },
-      'purchase-order-id': { type: 'string', short: 'P', multiple: false, value: 'ID', description: 'receive-purchase-order: the purchase order (received whole)' },
-      count: { type: 'string', short: 'q', multiple: true, value: 'SKU@LOC=QTY', description: 'stock-count: counted quantity of a SKU at a location; repeatable' },
+      'purchase-order-id': {
+        type: 'string',
+        short: 'P',
+        multiple: false,
+        value: 'ID',
+        description: 'receive-purchase-order: the purchase order (received whole)',
+      },
+      count: {
+        type: 'string',
+        short: 'q',
+        multiple: true,
+        value: 'SKU@LOC=QTY',
+        description: 'stock-count: counted quantity of a SKU at a location; repeatable',
+      },
       notes: { type: 'string', short: 'm', multiple: false, value: 'TEXT', description: 'return / stock-count: notes' },
       state: { type: 'string', short: 's', multiple: false, value: 'STATE', description: 'list: only queued, sent, confirmed or failed' },
       kind: { type: 'string', short: 'k', multiple: false, value: 'KIND', description: 'list: only this operation' },
@@ -152,17 +240,36 @@ export const commands: CommandModule['commands'] = {
           const k = str(ctx.values, 'kind');
           if (k && !isKind(k)) throw new UsageError(`--kind must be one of ${kinds.join(', ')}`);
           const conn = str(ctx.values, 'connection') ? await chooseConnection(db, str(ctx.values, 'connection')) : undefined;
-          const ops = await listOperations(db, { state, kind: k as PushKind | undefined, connectionId: conn?.id, limit: int(ctx.values, 'limit') });
-          if (ctx.values.json) ctx.out(JSON.stringify(ops.map((o) => present(o)), null, 2));
+          const ops = await listOperations(db, {
+            state,
+            kind: k as PushKind | undefined,
+            connectionId: conn?.id,
+            limit: int(ctx.values, 'limit'),
+          });
+          if (ctx.values.json)
+            ctx.out(
+              JSON.stringify(
+                ops.map((o) => present(o)),
+                null,
+                2,
+              ),
+            );
           else {
-            ctx.out(['    id', 'operation'.padEnd(22), 'state'.padEnd(9), 'try', 'updated'.padEnd(19), 'order key'.padEnd(28), 'reason'].join('  '));
+            ctx.out(
+              ['    id', 'operation'.padEnd(22), 'state'.padEnd(9), 'try', 'updated'.padEnd(19), 'order key'.padEnd(28), 'reason'].join(
+                '  ',
+              ),
+            );
             for (const op of ops) ctx.out(row(op));
           }
           return 0;
         }
         if (verb === 'show') {
           const op = await getOperation(db, Number(arg));
-          if (!op) { ctx.out(`no operation ${arg}`); return 1; }
+          if (!op) {
+            ctx.out(`no operation ${arg}`);
+            return 1;
+          }
           ctx.out(JSON.stringify(present(op, true), null, 2));
           return 0;
         }
@@ -171,20 +278,26 @@ export const commands: CommandModule['commands'] = {
           await createQueues(boss);
           let op: PushOperation;
           try {
-            op = verb === 'retry'
-              ? await retryOperation(db, boss, Number(arg))
-              : await enqueueOperation({ db, boss }, kind as PushKind, input, str(ctx.values, 'connection'));
+            op =
+              verb === 'retry'
+                ? await retryOperation(db, boss, Number(arg))
+                : await enqueueOperation({ db, boss }, kind as PushKind, input, str(ctx.values, 'connection'));
           } catch (err) {
             if (err instanceof InputError) throw new UsageError(`invalid ${kind} input:\n  ${err.problems.join('\n  ')}`);
-            if (err instanceof ConnectionChoiceError || err instanceof RetryRefused) { process.stderr.write(`commerce-sync push: ${err.message}\n`); return 1; }
+            if (err instanceof ConnectionChoiceError || err instanceof RetryRefused) {
+              process.stderr.write(`commerce-sync push: ${err.message}\n`);
+              return 1;
+            }
             throw err;
           }
           if (!ctx.values['no-wait']) op = await waitFor(db, op.id, timeout);
           ctx.out(JSON.stringify(present(op), null, 2));
           if (op.state === 'failed') return 1;
           if (!ctx.values['no-wait'] && !finished(op.state)) {
-            process.stderr.write(`operation ${op.id} is still ${op.state} after ${timeout} s: is a worker running (\`commerce-sync start\`)? ` +
-              `Follow it with \`commerce-sync push show ${op.id}\`.\n`);
+            process.stderr.write(
+              `operation ${op.id} is still ${op.state} after ${timeout} s: is a worker running (\`commerce-sync start\`)? ` +
+                `Follow it with \`commerce-sync push show ${op.id}\`.\n`,
+            );
             return 3;
           }
           return 0;

@@ -45,7 +45,9 @@ export function makeContext(deps: { db: Db; client: ApiClient; config: Config; l
   const progress: Record<string, unknown> = { ...((op.result as Record<string, unknown> | null) ?? {}) };
   let plan = op.plan;
   return {
-    ...deps, op, progress,
+    ...deps,
+    op,
+    progress,
     key: (step) => (step ? `${op.idempotency_key}:${step}` : op.idempotency_key),
     async save(patch) {
       Object.assign(progress, patch);
@@ -68,8 +70,10 @@ export async function resolveOrderId(ctx: OpContext, ref: OrderRef): Promise<num
   if (ref.order_id !== undefined) return ref.order_id;
   const id = await mappedOrderId(ctx.db, ctx.op.connection_id, ref.channel!, ref.channel_order_id!);
   if (id === undefined) {
-    throw new OperationFailed(`channel order ${ref.channel}/${ref.channel_order_id} has not been imported on this connection ` +
-      '(no confirmed import-order operation for it): import it first, or give order_id');
+    throw new OperationFailed(
+      `channel order ${ref.channel}/${ref.channel_order_id} has not been imported on this connection ` +
+        '(no confirmed import-order operation for it): import it first, or give order_id',
+    );
   }
   return id;
 }
@@ -83,36 +87,55 @@ export async function variantIdsBySku(db: Db, connectionId: number, skus: string
   const unique = [...new Set(skus)];
   const out = new Map<string, number>();
   if (!unique.length) return out;
-  const rows = await db.selectFrom('variants').select(['id', 'sku', 'status'])
-    .where('connection_id', '=', connectionId).where('sku', 'in', unique)
+  const rows = await db
+    .selectFrom('variants')
+    .select(['id', 'sku', 'status'])
+    .where('connection_id', '=', connectionId)
+    .where('sku', 'in', unique)
     .where((eb) => eb.or([eb('status', 'is', null), eb('status', '!=', 'gone')]))
-    .orderBy('updated_at', 'desc').orderBy('id', 'desc').execute();
+    .orderBy('updated_at', 'desc')
+    .orderBy('id', 'desc')
+    .execute();
   const problems: string[] = [];
   for (const sku of unique) {
     const mine = rows.filter((r) => r.sku === sku);
     const live = mine.filter((r) => r.status !== 'archived');
     if (live.length > 1) {
-      problems.push(`SKU ${sku} is held by ${live.length} live variants (ids ${live.map((r) => r.id).sort((a, b) => a - b).join(', ')}): ` +
-        'give each variant a SKU of its own on the service, or archive the extra ones');
+      problems.push(
+        `SKU ${sku} is held by ${live.length} live variants (ids ${live
+          .map((r) => r.id)
+          .sort((a, b) => a - b)
+          .join(', ')}): give each variant a SKU of its own on the service, or archive the extra ones`,
+      );
     } else if (live.length || mine.length) out.set(sku, (live[0] ?? mine[0])!.id);
   }
   const missing = unique.filter((s) => !out.has(s) && !problems.some((p) => p.startsWith(`SKU ${s} `)));
   if (missing.length) {
-    problems.unshift(`unknown SKU${missing.length > 1 ? 's' : ''} ${missing.join(', ')}: not in the mirror of this connection's variants ` +
-      '(check the SKU; a variant created minutes ago appears after the next sync, `commerce-sync reconcile`)');
+    problems.unshift(
+      `unknown SKU${missing.length > 1 ? 's' : ''} ${missing.join(', ')}: not in the mirror of this connection's variants ` +
+        '(check the SKU; a variant created minutes ago appears after the next sync, `commerce-sync reconcile`)',
+    );
   }
   if (problems.length) throw new OperationFailed(problems.join('; '));
   return out;
 }
 
-export interface OrderLine { id: number; variant_id: number | null; quantity: string | null }
+export interface OrderLine {
+  id: number;
+  variant_id: number | null;
+  quantity: string | null;
+}
 
 /** Reads the order fresh with its line items. */
 export async function readOrder(ctx: OpContext, orderId: number): Promise<{ order: Record<string, unknown>; lines: OrderLine[] }> {
-  const res = await ctx.client.request<Record<string, any>>('GET', `/orders/${orderId}`, { query: { include: 'order_line_items' }, ...outbound });
+  const res = await ctx.client.request<Record<string, any>>('GET', `/orders/${orderId}`, {
+    query: { include: 'order_line_items' },
+    ...outbound,
+  });
   const order = res.body.order as Record<string, unknown>;
   // Sideloading works on a single order (real-service-notes §1); should it not, the lines' own collection answers.
-  const lines = Array.isArray(res.body.order_line_items) ? res.body.order_line_items as OrderLine[]
+  const lines = Array.isArray(res.body.order_line_items)
+    ? (res.body.order_line_items as OrderLine[])
     : (await ctx.client.getByIds<OrderLine>('/order_line_items', [orderId], { by: 'order_id', ...outbound })).records;
   return { order, lines };
 }
@@ -121,8 +144,11 @@ export async function readOrder(ctx: OpContext, orderId: number): Promise<{ orde
  * Turns lines given by order_line_item_id or SKU into order_line_item_id + quantity, checking each against the
  * order (fresh). A SKU names the order's line for that variant; a SKU on several lines must use the line id.
  */
-export async function orderLinesFor(ctx: OpContext, orderId: number, lines: { order_line_item_id?: number; sku?: string; quantity: string }[]):
-  Promise<{ order_line_item_id: number; quantity: string; sku?: string }[]> {
+export async function orderLinesFor(
+  ctx: OpContext,
+  orderId: number,
+  lines: { order_line_item_id?: number; sku?: string; quantity: string }[],
+): Promise<{ order_line_item_id: number; quantity: string; sku?: string }[]> {
   const { lines: orderLines } = await readOrder(ctx, orderId);
   const skus = lines.flatMap((l) => (l.sku ? [l.sku] : []));
   const bySku = await variantIdsBySku(ctx.db, ctx.op.connection_id, skus);
@@ -134,7 +160,8 @@ export async function orderLinesFor(ctx: OpContext, orderId: number, lines: { or
       if (!line) problems.push(`order ${orderId} has no line item ${l.order_line_item_id}`);
     } else {
       const matches = orderLines.filter((o) => o.variant_id === bySku.get(l.sku!));
-      if (matches.length > 1) problems.push(`SKU ${l.sku} is on ${matches.length} lines of order ${orderId}: name the line by order_line_item_id`);
+      if (matches.length > 1)
+        problems.push(`SKU ${l.sku} is on ${matches.length} lines of order ${orderId}: name the line by order_line_item_id`);
       else if (!matches.length) problems.push(`order ${orderId} has no line for SKU ${l.sku}`);
       line = matches[0];
     }

@@ -18,12 +18,19 @@ export async function chooseConnection(db: Db, connection?: string | number): Pr
   }
   const all = await listConnections(db);
   if (all.length === 1) return all[0]!;
-  throw new ConnectionChoiceError(all.length
-    ? `several connections exist (${all.map((c) => c.name).join(', ')}): say which one with "connection"`
-    : 'no connection yet: connect an account first (`commerce-sync connect`)');
+  throw new ConnectionChoiceError(
+    all.length
+      ? `several connections exist (${all.map((c) => c.name).join(', ')}): say which one with "connection"`
+      : 'no connection yet: connect an account first (`commerce-sync connect`)',
+  );
 }
 
-export async function enqueueOperation(deps: { db: Db; boss: Boss }, kind: PushKind, raw: unknown, connection?: string | number): Promise<PushOperation> {
+export async function enqueueOperation(
+  deps: { db: Db; boss: Boss },
+  kind: PushKind,
+  raw: unknown,
+  connection?: string | number,
+): Promise<PushOperation> {
   const input = parseInput(kind, raw);
   const conn = await chooseConnection(deps.db, connection);
   return createOperation(deps.db, deps.boss, { connectionId: conn.id, kind, input });

@@ -27,9 +27,18 @@ export async function importOrder(ctx: OpContext): Promise<Done> {
     const skus = input.lines.flatMap((l) => (skuOf(l) ? [skuOf(l)!] : []));
     const ids = await variantIdsBySku(ctx.db, ctx.op.connection_id, skus);
     await ensureCurrency(ctx, input.currency);
-    const customer = 'company_id' in input.customer
-      ? nonEmpty({ company_id: input.customer.company_id, shipping_address_id: input.customer.shipping_address_id, billing_address_id: input.customer.billing_address_id })
-      : nonEmpty({ company: input.customer.company, shipping_address: input.customer.shipping_address, billing_address: input.customer.billing_address });
+    const customer =
+      'company_id' in input.customer
+        ? nonEmpty({
+            company_id: input.customer.company_id,
+            shipping_address_id: input.customer.shipping_address_id,
+            billing_address_id: input.customer.billing_address_id,
+          })
+        : nonEmpty({
+            company: input.customer.company,
+            shipping_address: input.customer.shipping_address,
+            billing_address: input.customer.billing_address,
+          });
     return {
       ...customer,
       status: input.status ?? 'active',
@@ -38,9 +47,9 @@ export async function importOrder(ctx: OpContext): Promise<Done> {
       // Lets an operator find the order on the service by the channel's number.
       reference_number: input.channel_order_id,
       ...(input.stock_location_id ? { stock_location_id: input.stock_location_id } : {}),
-      order_line_items: input.lines.map((l) => (skuOf(l)
-        ? nonEmpty({ variant_id: ids.get(skuOf(l)!)!, quantity: l.quantity, price: l.price })
-        : { ...l, freeform: true })),
+      order_line_items: input.lines.map((l) =>
+        skuOf(l) ? nonEmpty({ variant_id: ids.get(skuOf(l)!)!, quantity: l.quantity, price: l.price }) : { ...l, freeform: true },
+      ),
     };
   });
   let created;
@@ -75,9 +84,12 @@ async function noteRefusal(ctx: OpContext, err: unknown): Promise<void> {
   const put = err.method === 'PUT' ? /^\/orders\/(\d+)/.exec(err.path ?? '') : null;
   if (put) {
     await ctx.save({ order_id: Number(put[1]), incomplete: true });
-    throw new OperationFailed(`order ${put[1]} was created on the service but adding its lines beyond the first 150 was refused: ` +
-      `${err.message}. Fix or delete order ${put[1]} on the service; importing this channel order again returns that same order.`,
-    err.fieldErrors, err.status);
+    throw new OperationFailed(
+      `order ${put[1]} was created on the service but adding its lines beyond the first 150 was refused: ` +
+        `${err.message}. Fix or delete order ${put[1]} on the service; importing this channel order again returns that same order.`,
+      err.fieldErrors,
+      err.status,
+    );
   }
 }
 
@@ -97,8 +109,10 @@ async function orderByReference(ctx: OpContext, channel: string, channelOrderId:
   // An order an earlier import left without its lines beyond the first 150 is not a finished import.
   const incomplete = await incompleteImportOrder(ctx.db, ctx.op.connection_id, candidates);
   if (incomplete !== undefined) {
-    throw new OperationFailed(`order ${incomplete} was created on the service for this channel order by an earlier import, but adding its ` +
-      `lines beyond the first 150 was refused. Fix or delete order ${incomplete} on the service; importing again returns that same order.`);
+    throw new OperationFailed(
+      `order ${incomplete} was created on the service for this channel order by an earlier import, but adding its ` +
+        `lines beyond the first 150 was refused. Fix or delete order ${incomplete} on the service; importing again returns that same order.`,
+    );
   }
   const taken = await ordersMappedElsewhere(ctx.db, ctx.op.connection_id, candidates, channel);
   return candidates.sort((a, b) => a - b).find((id) => !taken.has(id));
@@ -109,16 +123,22 @@ const skuOf = (l: ImportOrderInput['lines'][number]): string | undefined => ('sk
 /** A currency is looked up by ISO; a missing one is created only when ALLOW_CREATE_CURRENCY is on. */
 async function ensureCurrency(ctx: OpContext, iso: string): Promise<void> {
   // The mirror answers for free; only a currency it does not know costs a read (it may be minutes old).
-  const mirrored = await ctx.db.selectFrom('currencies').select('id')
-    .where('connection_id', '=', ctx.op.connection_id).where(sql<boolean>`upper(iso) = ${iso}`)
-    .where((eb) => eb.or([eb('status', 'is', null), eb('status', '!=', 'archived')])).executeTakeFirst();
+  const mirrored = await ctx.db
+    .selectFrom('currencies')
+    .select('id')
+    .where('connection_id', '=', ctx.op.connection_id)
+    .where(sql<boolean>`upper(iso) = ${iso}`)
+    .where((eb) => eb.or([eb('status', 'is', null), eb('status', '!=', 'archived')]))
+    .executeTakeFirst();
   if (mirrored) return;
   for await (const page of ctx.client.paginate<{ iso?: string }>('/currencies', outbound)) {
     if (page.records.some((c) => c.iso?.toUpperCase() === iso)) return;
   }
   if (!ctx.config.ALLOW_CREATE_CURRENCY) {
-    throw new OperationFailed(`currency ${iso} does not exist on the account: create it on the service, ` +
-      'or set ALLOW_CREATE_CURRENCY=true to let order imports create missing currencies, then retry this operation');
+    throw new OperationFailed(
+      `currency ${iso} does not exist on the account: create it on the service, ` +
+        'or set ALLOW_CREATE_CURRENCY=true to let order imports create missing currencies, then retry this operation',
+    );
   }
   const currency = await ctx.client.createCurrency({ iso }, { idempotencyKey: ctx.key(`currency-${iso}`), ...outbound });
   await ctx.save({ currency_created: { iso, id: currency?.id ?? null } });

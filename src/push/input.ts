@@ -3,14 +3,29 @@
 import { z } from 'zod';
 import type { PushKind } from '../db/schema.ts';
 
-export const kinds = ['import-order', 'ship', 'invoice', 'pay', 'void', 'return', 'receive-purchase-order', 'stock-count'] as const satisfies readonly PushKind[];
+export const kinds = [
+  'import-order',
+  'ship',
+  'invoice',
+  'pay',
+  'void',
+  'return',
+  'receive-purchase-order',
+  'stock-count',
+] as const satisfies readonly PushKind[];
 
 export const isKind = (k: string): k is PushKind => (kinds as readonly string[]).includes(k);
 
 const id = z.number().int().positive();
 const text = z.string().trim().min(1);
 const quantity = z
-  .union([z.string().trim().regex(/^-?\d+(\.\d+)?$/, 'a decimal string such as "2" or "1.5"'), z.number().int()])
+  .union([
+    z
+      .string()
+      .trim()
+      .regex(/^-?\d+(\.\d+)?$/, 'a decimal string such as "2" or "1.5"'),
+    z.number().int(),
+  ])
   .transform((v) => String(v));
 const positiveQuantity = quantity.refine((v) => !v.startsWith('-') && !/^0+(\.0+)?$/.test(v), 'a quantity above zero');
 const countQuantity = quantity.refine((v) => !v.startsWith('-'), 'a count of zero or more');
@@ -27,34 +42,47 @@ const orderMessage = { message: 'give order_id, or channel and channel_order_id 
 
 const address = z.looseObject({
   address1: text,
-  address2: z.string().optional(), city: z.string().optional(), state: z.string().optional(),
-  suburb: z.string().optional(), zip_code: z.string().optional(), country: z.string().optional(),
-  country_code: z.string().optional(), label: z.string().optional(), company_name: z.string().optional(),
-  first_name: z.string().optional(), last_name: z.string().optional(), email: z.string().optional(),
+  address2: z.string().optional(),
+  city: z.string().optional(),
+  state: z.string().optional(),
+  suburb: z.string().optional(),
+  zip_code: z.string().optional(),
+  country: z.string().optional(),
+  country_code: z.string().optional(),
+  label: z.string().optional(),
+  company_name: z.string().optional(),
+  first_name: z.string().optional(),
+  last_name: z.string().optional(),
+  email: z.string().optional(),
   phone_number: z.string().optional(),
 });
 
 const company = z.looseObject({
   name: text,
   company_type: z.enum(['business', 'consumer', 'supplier']).default('consumer'),
-  company_code: z.string().optional(), email: z.string().optional(), website: z.string().optional(),
+  company_code: z.string().optional(),
+  email: z.string().optional(),
+  website: z.string().optional(),
 });
 
 /**
  * Channels send year-first (2026-11-21, optionally with a time) or day-first (21/11/2026, 21-11-2026) dates; the
  * service is sent the unambiguous year-first form. Impossible dates are refused here rather than by the service.
  */
-const issuedAt = z.string().trim().transform((v, ctx) => {
-  const dayFirst = /^(\d{1,2})[/.-](\d{1,2})[/.-](\d{4})$/.exec(v);
-  const iso = dayFirst ? `${dayFirst[3]}-${dayFirst[2]!.padStart(2, '0')}-${dayFirst[1]!.padStart(2, '0')}` : v;
-  const m = /^(\d{4})-(\d{2})-(\d{2})([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.exec(iso);
-  const d = m ? new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]))) : null;
-  if (!m || !d || d.getUTCMonth() !== Number(m[2]) - 1 || d.getUTCDate() !== Number(m[3])) {
-    ctx.addIssue({ code: 'custom', message: 'a date such as 2026-11-21 (or day-first 21/11/2026)' });
-    return z.NEVER;
-  }
-  return iso;
-});
+const issuedAt = z
+  .string()
+  .trim()
+  .transform((v, ctx) => {
+    const dayFirst = /^(\d{1,2})[/.-](\d{1,2})[/.-](\d{4})$/.exec(v);
+    const iso = dayFirst ? `${dayFirst[3]}-${dayFirst[2]!.padStart(2, '0')}-${dayFirst[1]!.padStart(2, '0')}` : v;
+    const m = /^(\d{4})-(\d{2})-(\d{2})([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.exec(iso);
+    const d = m ? new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]))) : null;
+    if (!m || !d || d.getUTCMonth() !== Number(m[2]) - 1 || d.getUTCDate() !== Number(m[3])) {
+      ctx.addIssue({ code: 'custom', message: 'a date such as 2026-11-21 (or day-first 21/11/2026)' });
+      return z.NEVER;
+    }
+    return iso;
+  });
 
 const orderLine = z.union([
   z.strictObject({ sku: text, quantity: positiveQuantity, price: quantity.optional() }),
@@ -69,7 +97,11 @@ export const importOrderInput = z.strictObject({
     z.strictObject({ company_id: id, shipping_address_id: id.optional(), billing_address_id: id.optional() }),
     z.strictObject({ company, shipping_address: address, billing_address: address.optional() }),
   ]),
-  currency: z.string().trim().regex(/^[A-Za-z]{3}$/, 'a three-letter ISO currency code').transform((v) => v.toUpperCase()),
+  currency: z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z]{3}$/, 'a three-letter ISO currency code')
+    .transform((v) => v.toUpperCase()),
   issued_at: issuedAt,
   status: z.enum(['draft', 'active']).optional(),
   stock_location_id: id.optional(),
@@ -112,7 +144,9 @@ export const returnInput = z
 export const receiveInput = z.strictObject({
   purchase_order_id: id,
   /** Optional: the lines being received. The service only receives whole orders, so they must match it. */
-  lines: z.array(z.strictObject({ purchase_order_line_item_id: id.optional(), sku: text.optional(), quantity: positiveQuantity })).optional(),
+  lines: z
+    .array(z.strictObject({ purchase_order_line_item_id: id.optional(), sku: text.optional(), quantity: positiveQuantity }))
+    .optional(),
 });
 
 export const stockCountInput = z.strictObject({

@@ -9,7 +9,8 @@ export async function orderAction(ctx: OpContext, action: 'invoice' | 'pay' | 'v
   const invoice = res?.invoice;
   return {
     result: nonEmpty({
-      order_id: orderId, action,
+      order_id: orderId,
+      action,
       order_status: order?.status,
       invoice_id: invoice?.id,
       invoice_status: order?.invoice_status,

@@ -19,18 +19,28 @@ const states: PushState[] = ['queued', 'sent', 'confirmed', 'failed'];
 export function mountRoutes(rt: Pick<Runtime, 'config' | 'log' | 'database' | 'boss'>, router: Router): void {
   const { db } = rt.database;
   let queuesReady: Promise<void> | undefined;
-  const ready = () => (queuesReady ??= createQueues(rt.boss).catch((err) => { queuesReady = undefined; throw err; }));
+  const ready = () =>
+    (queuesReady ??= createQueues(rt.boss).catch((err) => {
+      queuesReady = undefined;
+      throw err;
+    }));
   const json = bodyParser({ enableTypes: ['json'], jsonLimit: '5mb', strict: true });
 
   router.post('/api/operations/:kind', json, async (ctx) => {
     const kind = ctx.params.kind!;
     if (!isKind(kind)) return problem(ctx, 404, `unknown operation "${kind}": one of ${kinds.join(', ')}`);
     const body = ctx.request.body;
-    if (!body || typeof body !== 'object' || Array.isArray(body)) return problem(ctx, 400, 'the body must be a JSON object with the operation\'s input');
+    if (!body || typeof body !== 'object' || Array.isArray(body))
+      return problem(ctx, 400, "the body must be a JSON object with the operation's input");
     const { connection, ...input } = body as Record<string, unknown>;
     try {
       await ready();
-      const op = await enqueueOperation({ db, boss: rt.boss }, kind, input, (connection ?? ctx.query.connection) as string | number | undefined);
+      const op = await enqueueOperation(
+        { db, boss: rt.boss },
+        kind,
+        input,
+        (connection ?? ctx.query.connection) as string | number | undefined,
+      );
       ctx.status = 202;
       ctx.body = { operation: present(op) };
     } catch (err) {
@@ -46,13 +56,17 @@ export function mountRoutes(rt: Pick<Runtime, 'config' | 'log' | 'database' | 'b
     if (q.state && !states.includes(q.state as PushState)) return problem(ctx, 400, `state must be one of ${states.join(', ')}`);
     let connectionId: number | undefined;
     if (q.connection) {
-      try { connectionId = (await chooseConnection(db, q.connection)).id; } catch (err) {
+      try {
+        connectionId = (await chooseConnection(db, q.connection)).id;
+      } catch (err) {
         if (err instanceof ConnectionChoiceError) return problem(ctx, 404, err.message);
         throw err;
       }
     }
     const ops = await listOperations(db, {
-      connectionId, kind: q.kind as PushKind | undefined, state: q.state as PushState | undefined,
+      connectionId,
+      kind: q.kind as PushKind | undefined,
+      state: q.state as PushState | undefined,
       limit: q.limit && /^\d+$/.test(q.limit) ? Number(q.limit) : undefined,
       beforeId: q.before && /^\d+$/.test(q.before) ? Number(q.before) : undefined,
     });

@@ -14,22 +14,30 @@ export async function ship(ctx: OpContext): Promise<Done> {
         packed_at: new Date().toISOString(),
         lines: await orderLinesFor(ctx, orderId, input.lines!),
       }));
-      const f = await ctx.client.createFulfillment(nonEmpty({
-        order_id: orderId,
-        packed_at: plan.packed_at,
-        stock_location_id: input.stock_location_id,
-        fulfillment_line_items: plan.lines.map((l) => ({ order_line_item_id: l.order_line_item_id, quantity: l.quantity })),
-      }), { idempotencyKey: ctx.key('pack'), ...outbound });
+      const f = await ctx.client.createFulfillment(
+        nonEmpty({
+          order_id: orderId,
+          packed_at: plan.packed_at,
+          stock_location_id: input.stock_location_id,
+          fulfillment_line_items: plan.lines.map((l) => ({ order_line_item_id: l.order_line_item_id, quantity: l.quantity })),
+        }),
+        { idempotencyKey: ctx.key('pack'), ...outbound },
+      );
       fulfillmentId = Number(f.id);
       await ctx.save({ fulfillment_id: fulfillmentId, packed: plan.lines });
     } else {
       const res = await ctx.client.orderAction(orderId, 'pack', undefined, { idempotencyKey: ctx.key('pack'), ...outbound });
       fulfillmentId = fulfillmentIdOf(res);
-      if (fulfillmentId === undefined) throw new OperationFailed(`the pack action on order ${orderId} answered without a fulfillment (nothing left to pack?)`);
+      if (fulfillmentId === undefined)
+        throw new OperationFailed(`the pack action on order ${orderId} answered without a fulfillment (nothing left to pack?)`);
       await ctx.save({ fulfillment_id: fulfillmentId, packed: 'all unpacked lines' });
     }
   }
-  const tracking = nonEmpty({ tracking_company: input.tracking?.company, tracking_number: input.tracking?.number, tracking_url: input.tracking?.url });
+  const tracking = nonEmpty({
+    tracking_company: input.tracking?.company,
+    tracking_number: input.tracking?.number,
+    tracking_url: input.tracking?.url,
+  });
   let status = 'packed';
   if (input.fulfil || Object.keys(tracking).length) {
     const body = { ...(input.fulfil ? { status: 'fulfilled' } : {}), ...tracking };

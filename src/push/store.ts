@@ -7,8 +7,19 @@ import type { SentRequest } from '../api/client.ts';
 import { connectionName } from '../db/connections.ts';
 import type { Db, Executor } from '../db/index.ts';
 import {
-  channelOrderOf, countRefusedImports, firstUnfinished, getOperationForUpdate, insertOperation, lockOrderKey, mapChannelOrder,
-  markFinished, markRetrying, markSent, orderKeyOf, requeueOperation, setOperationJob,
+  channelOrderOf,
+  countRefusedImports,
+  firstUnfinished,
+  getOperationForUpdate,
+  insertOperation,
+  lockOrderKey,
+  mapChannelOrder,
+  markFinished,
+  markRetrying,
+  markSent,
+  orderKeyOf,
+  requeueOperation,
+  setOperationJob,
 } from '../db/operations.ts';
 import type { PushKind, PushOperation } from '../db/schema.ts';
 import { metrics } from '../metrics.ts';
@@ -25,7 +36,11 @@ const LEASE_SECONDS = 900;
 
 export async function sendPushJob(boss: Boss, tx: Executor, operationId: number, startAfterSeconds?: number): Promise<string | null> {
   const data: PushJob = { operationId };
-  return boss.send(queues.push, data, { priority: PUSH_JOB_PRIORITY, db: bossDb(tx), ...(startAfterSeconds ? { startAfter: startAfterSeconds } : {}) });
+  return boss.send(queues.push, data, {
+    priority: PUSH_JOB_PRIORITY,
+    db: bossDb(tx),
+    ...(startAfterSeconds ? { startAfter: startAfterSeconds } : {}),
+  });
 }
 
 /**
@@ -55,7 +70,18 @@ export async function orderKeyFor(db: Executor, connectionId: number, kind: Push
   return mapped ? channelKey(mapped.channel, mapped.channel_order_id) : `order:${ref.order_id}`;
 }
 
-export async function recordChange(db: Executor, op: PushOperation, connectionName: string, extra: { error?: string | null; requestId?: string | null; durationMs?: number; outcome?: 'ok' | 'error' | 'warning'; requests?: SentRequest[] } = {}): Promise<void> {
+export async function recordChange(
+  db: Executor,
+  op: PushOperation,
+  connectionName: string,
+  extra: {
+    error?: string | null;
+    requestId?: string | null;
+    durationMs?: number;
+    outcome?: 'ok' | 'error' | 'warning';
+    requests?: SentRequest[];
+  } = {},
+): Promise<void> {
   const result = (op.result ?? null) as Record<string, unknown> | null;
   const orderId = typeof result?.order_id === 'number' ? result.order_id : (op.input as OrderRef).order_id;
   const entry = {
@@ -67,7 +93,16 @@ export async function recordChange(db: Executor, op: PushOperation, connectionNa
     durationMs: extra.durationMs,
     outcome: extra.outcome ?? (op.state === 'failed' ? 'error' : 'ok'),
     error: extra.error ?? (op.state === 'failed' ? op.reason : null),
-    detail: { operation_id: op.id, kind: op.kind, state: op.state, attempts: op.attempts, order_key: op.order_key, order_id: orderId ?? null, field_errors: op.field_errors ?? undefined, requests: extra.requests },
+    detail: {
+      operation_id: op.id,
+      kind: op.kind,
+      state: op.state,
+      attempts: op.attempts,
+      order_key: op.order_key,
+      order_id: orderId ?? null,
+      field_errors: op.field_errors ?? undefined,
+      requests: extra.requests,
+    },
   };
   // The operation's own history, and the outcome once more on the order's, where an operator looks for it.
   const finished = op.state === 'confirmed' || op.state === 'failed';
@@ -79,14 +114,19 @@ export async function recordChange(db: Executor, op: PushOperation, connectionNa
 }
 
 /** Stores a validated operation and its job in one transaction. */
-export async function createOperation(db: Db, boss: Boss, args: { connectionId: number; kind: PushKind; input: Record<string, unknown> }): Promise<PushOperation> {
+export async function createOperation(
+  db: Db,
+  boss: Boss,
+  args: { connectionId: number; kind: PushKind; input: Record<string, unknown> },
+): Promise<PushOperation> {
   const { connectionId, kind, input } = args;
   return db.transaction().execute(async (tx) => {
     const channel = input.channel as string;
     const channelOrderId = input.channel_order_id as string;
-    const idempotencyKey = kind === 'import-order'
-      ? importKey(connectionId, channel, channelOrderId, await countRefusedImports(tx, connectionId, channel, channelOrderId))
-      : `cs-${kind}-${randomUUID()}`;
+    const idempotencyKey =
+      kind === 'import-order'
+        ? importKey(connectionId, channel, channelOrderId, await countRefusedImports(tx, connectionId, channel, channelOrderId))
+        : `cs-${kind}-${randomUUID()}`;
     const orderKey = await orderKeyFor(tx, connectionId, kind, input);
     let op = await insertOperation(tx, { connectionId, kind, input, idempotencyKey, orderKey });
     op = await setOperationJob(tx, op.id, await sendPushJob(boss, tx, op.id));
@@ -123,21 +163,47 @@ export async function claimOperation(db: Db, id: number, jobId: string): Promise
 
 /** `requests`: what the run sent (method, path, status, request id), kept in the outcome's sync-log detail. */
 export type Outcome = { requests?: SentRequest[] } & (
-  | { state: 'confirmed'; result: Record<string, unknown>; requestId?: string | null; mapping?: { channel: string; channelOrderId: string; orderId: number } }
-  | { state: 'failed'; reason: string; fieldErrors?: Record<string, string[]> | null; statusCode?: number | null; requestId?: string | null }
+  | {
+      state: 'confirmed';
+      result: Record<string, unknown>;
+      requestId?: string | null;
+      mapping?: { channel: string; channelOrderId: string; orderId: number };
+    }
+  | {
+      state: 'failed';
+      reason: string;
+      fieldErrors?: Record<string, string[]> | null;
+      statusCode?: number | null;
+      requestId?: string | null;
+    }
   /** A retryable error; the job will run again (pg-boss retry), the operation stays sent. */
-  | { state: 'retrying'; reason: string; statusCode?: number | null; requestId?: string | null });
+  | { state: 'retrying'; reason: string; statusCode?: number | null; requestId?: string | null }
+);
 
 /** Records the outcome of a run; when final, wakes the next operation of the same order key. */
-export async function finishOperation(db: Db, boss: Boss, op: PushOperation, outcome: Outcome, durationMs?: number): Promise<PushOperation> {
+export async function finishOperation(
+  db: Db,
+  boss: Boss,
+  op: PushOperation,
+  outcome: Outcome,
+  durationMs?: number,
+): Promise<PushOperation> {
   return db.transaction().execute(async (tx) => {
     await lockOrderKey(tx, op);
     const name = await connectionName(tx, op.connection_id);
     if (outcome.state === 'retrying') {
       const row = await markRetrying(tx, op, outcome);
       await logSync(tx, {
-        connectionId: op.connection_id, resource: 'operation', recordId: op.id, action: `push.${op.kind}.retry`, jobId: op.job_id,
-        requestId: outcome.requestId, durationMs, outcome: 'warning', error: outcome.reason, detail: { kind: op.kind, state: row.state, attempts: row.attempts, requests: outcome.requests },
+        connectionId: op.connection_id,
+        resource: 'operation',
+        recordId: op.id,
+        action: `push.${op.kind}.retry`,
+        jobId: op.job_id,
+        requestId: outcome.requestId,
+        durationMs,
+        outcome: 'warning',
+        error: outcome.reason,
+        detail: { kind: op.kind, state: row.state, attempts: row.attempts, requests: outcome.requests },
       });
       return row;
     }
@@ -163,7 +229,14 @@ export async function retryOperation(db: Db, boss: Boss, id: number): Promise<Pu
     if (op.locked_until && op.locked_until > new Date()) throw new RetryRefused(`operation ${id} is running right now`);
     const jobId = await sendPushJob(boss, tx, op.id);
     const row = await requeueOperation(tx, op, jobId);
-    await logSync(tx, { connectionId: op.connection_id, resource: 'operation', recordId: op.id, action: `push.${op.kind}.retry-requested`, jobId, detail: { kind: op.kind, previous_state: op.state, previous_reason: op.reason } });
+    await logSync(tx, {
+      connectionId: op.connection_id,
+      resource: 'operation',
+      recordId: op.id,
+      action: `push.${op.kind}.retry-requested`,
+      jobId,
+      detail: { kind: op.kind, previous_state: op.state, previous_reason: op.reason },
+    });
     metrics.pushOperations.inc({ connection: await connectionName(tx, op.connection_id), operation: op.kind, state: row.state });
     return row;
   });
@@ -173,9 +246,22 @@ export async function retryOperation(db: Db, boss: Boss, id: number): Promise<Pu
 export function present(op: PushOperation, withPlan = false) {
   return {
     ...(withPlan ? { plan: op.plan } : {}),
-    id: op.id, connection_id: op.connection_id, kind: op.kind, state: op.state,
-    reason: op.reason, field_errors: op.field_errors, status_code: op.status_code, request_id: op.request_id,
-    input: op.input, result: op.result, idempotency_key: op.idempotency_key, order_key: op.order_key, attempts: op.attempts,
-    created_at: op.created_at, updated_at: op.updated_at, sent_at: op.sent_at, finished_at: op.finished_at,
+    id: op.id,
+    connection_id: op.connection_id,
+    kind: op.kind,
+    state: op.state,
+    reason: op.reason,
+    field_errors: op.field_errors,
+    status_code: op.status_code,
+    request_id: op.request_id,
+    input: op.input,
+    result: op.result,
+    idempotency_key: op.idempotency_key,
+    order_key: op.order_key,
+    attempts: op.attempts,
+    created_at: op.created_at,
+    updated_at: op.updated_at,
+    sent_at: op.sent_at,
+    finished_at: op.finished_at,
   };
 }

@@ -40,22 +40,40 @@ export async function startPushWorker(rt: PushRuntime, opts: { pollingIntervalSe
   // Batches of two, fetched back to back while they come full: with one job per fetch every worker would wait
   // a polling interval between jobs even with a backlog. Each job of a batch is settled on its own.
   const batchSize = Math.min(2, rt.config.WORKER_CONCURRENCY);
-  await rt.boss.work<PushJob, unknown, { includeMetadata: true; perJobResults: true; batchSize: number; burstWhenBatchFull: boolean; localConcurrency: number; pollingIntervalSeconds: number }>(queues.push, {
-    includeMetadata: true,
-    perJobResults: true,
-    batchSize,
-    burstWhenBatchFull: true,
-    localConcurrency: Math.ceil(rt.config.WORKER_CONCURRENCY / batchSize),
-    pollingIntervalSeconds: opts.pollingIntervalSeconds ?? 1,
-  }, (jobs) => Promise.all(jobs.map(async (job): Promise<JobResult> => {
-    try {
-      await runPushJob(rt, job);
-      return { id: job.id, status: 'completed' };
-    } catch (err) {
-      // A transient failure: pg-boss retries the job with backoff (the operation stays sent).
-      return { id: job.id, status: 'failed', output: { message: err instanceof Error ? err.message : String(err) } };
+  await rt.boss.work<
+    PushJob,
+    unknown,
+    {
+      includeMetadata: true;
+      perJobResults: true;
+      batchSize: number;
+      burstWhenBatchFull: boolean;
+      localConcurrency: number;
+      pollingIntervalSeconds: number;
     }
-  })));
+  >(
+    queues.push,
+    {
+      includeMetadata: true,
+      perJobResults: true,
+      batchSize,
+      burstWhenBatchFull: true,
+      localConcurrency: Math.ceil(rt.config.WORKER_CONCURRENCY / batchSize),
+      pollingIntervalSeconds: opts.pollingIntervalSeconds ?? 1,
+    },
+    (jobs) =>
+      Promise.all(
+        jobs.map(async (job): Promise<JobResult> => {
+          try {
+            await runPushJob(rt, job);
+            return { id: job.id, status: 'completed' };
+          } catch (err) {
+            // A transient failure: pg-boss retries the job with backoff (the operation stays sent).
+            return { id: job.id, status: 'failed', output: { message: err instanceof Error ? err.message : String(err) } };
+          }
+        }),
+      ),
+  );
   rt.onStop.push(() => rt.boss.offWork(queues.push));
 }
 
@@ -74,7 +92,13 @@ export async function runPushJob(rt: PushRuntime, job: JobWithMetadata<PushJob> 
   try {
     const client = await clientFor({ db, config: rt.config, log }, op.connection_id, { onRequest: (r) => requests.push(r) });
     const done = await runners[op.kind](makeContext({ db, client, config: rt.config, log }, op));
-    await finishOperation(db, rt.boss, op, { state: 'confirmed', result: done.result, mapping: done.mapping, requests }, Date.now() - started);
+    await finishOperation(
+      db,
+      rt.boss,
+      op,
+      { state: 'confirmed', result: done.result, mapping: done.mapping, requests },
+      Date.now() - started,
+    );
     log.info({ kind: op.kind }, 'operation confirmed');
   } catch (err) {
     const outcome = { ...classify(err), requests };
@@ -84,9 +108,16 @@ export async function runPushJob(rt: PushRuntime, job: JobWithMetadata<PushJob> 
       log.warn({ kind: op.kind, reason: outcome.reason }, 'operation will be retried');
       throw err;
     }
-    const failed: Outcome = outcome.state === 'retrying'
-      ? { state: 'failed', reason: `gave up after ${op.attempts} attempts: ${outcome.reason}`, statusCode: outcome.statusCode, requestId: outcome.requestId, requests }
-      : outcome;
+    const failed: Outcome =
+      outcome.state === 'retrying'
+        ? {
+            state: 'failed',
+            reason: `gave up after ${op.attempts} attempts: ${outcome.reason}`,
+            statusCode: outcome.statusCode,
+            requestId: outcome.requestId,
+            requests,
+          }
+        : outcome;
     await finishOperation(db, rt.boss, op, failed, Date.now() - started);
     log.warn({ kind: op.kind, reason: (failed as { reason: string }).reason }, 'operation failed');
   }
@@ -94,7 +125,8 @@ export async function runPushJob(rt: PushRuntime, job: JobWithMetadata<PushJob> 
 
 /** Turns an error into a final failure (refusals) or a retry (transient). */
 export function classify(err: unknown): Exclude<Outcome, { state: 'confirmed' }> {
-  if (err instanceof OperationFailed) return { state: 'failed', reason: err.message, fieldErrors: err.fieldErrors, statusCode: err.statusCode };
+  if (err instanceof OperationFailed)
+    return { state: 'failed', reason: err.message, fieldErrors: err.fieldErrors, statusCode: err.statusCode };
   if (err instanceof InputError) return { state: 'failed', reason: `invalid input: ${err.message}` };
   if (err instanceof ApiError) {
     // The client's message names the request, the status, the service's message and field messages.
@@ -107,5 +139,7 @@ export function classify(err: unknown): Exclude<Outcome, { state: 'confirmed' }>
 
 function fieldText(fields: Record<string, string[]> | null): string {
   if (!fields || !Object.keys(fields).length) return '';
-  return ` (${Object.entries(fields).map(([f, msgs]) => `${f}: ${msgs.join(', ')}`).join('; ')})`;
+  return ` (${Object.entries(fields)
+    .map(([f, msgs]) => `${f}: ${msgs.join(', ')}`)
+    .join('; ')})`;
 }

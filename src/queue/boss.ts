@@ -10,7 +10,11 @@ export function bossDb(executor: Executor): BossDatabase {
   return fromKysely(executor);
 }
 
-export async function startBoss(url: string, log: Logger, opts: { supervise?: boolean; schedule?: boolean; max?: number } = {}): Promise<PgBoss> {
+export async function startBoss(
+  url: string,
+  log: Logger,
+  opts: { supervise?: boolean; schedule?: boolean; max?: number } = {},
+): Promise<PgBoss> {
   const boss = new PgBoss({
     connectionString: url,
     max: opts.max ?? 10,

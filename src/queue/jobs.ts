@@ -21,19 +21,29 @@ export interface DeliveryJob {
 export type DeliveriesJob = DeliveryBatchJob | DeliveryJob;
 
 /** The delivery rows a job on `deliveries` names. */
-export const deliveryRowIdsOf = (job: DeliveriesJob): number[] => 'deliveryRowIds' in job ? job.deliveryRowIds : [job.deliveryRowId];
+export const deliveryRowIdsOf = (job: DeliveriesJob): number[] => ('deliveryRowIds' in job ? job.deliveryRowIds : [job.deliveryRowId]);
 
 /** fetch: drain the pending fetches of (connection, resource). */
-export interface FetchJob { connectionId: number; resource: string }
+export interface FetchJob {
+  connectionId: number;
+  resource: string;
+}
 
 /** reconcile: one sweep of a connection. */
-export interface ReconcileJob { connectionId: number; full: boolean }
+export interface ReconcileJob {
+  connectionId: number;
+  full: boolean;
+}
 
 /** channel-stock: one channel quantity change for whatever publishes to the sales channel. */
 export type ChannelStockJob = ChannelChange;
 
 /** push: one outbound operation (its row holds the input). */
-export interface PushJob { operationId: number }
+export interface PushJob {
+  operationId: number;
+}
 
 /** maintenance: one housekeeping task. */
-export interface MaintenanceJob { task: 'prune-sync-log' | 'schedules' | 'pending' | 'probe-lapsed' | 'webhooks' }
+export interface MaintenanceJob {
+  task: 'prune-sync-log' | 'schedules' | 'pending' | 'probe-lapsed' | 'webhooks';
+}

@@ -1,8 +1,16 @@
 // Group commit: requests arriving together share one transaction. Items wait until the oldest has waited
 // `maxWaitMs` or `maxBatch` are queued, and while every commit slot is busy; a slot that frees takes all
 // that waited (up to maxBatch) at once. Under load batches grow by themselves, when idle an item goes alone.
-export class BatcherClosed extends Error { constructor() { super('receiver is shutting down'); } }
-export class BatcherOverloaded extends Error { constructor() { super('too many deliveries waiting for the database'); } }
+export class BatcherClosed extends Error {
+  constructor() {
+    super('receiver is shutting down');
+  }
+}
+export class BatcherOverloaded extends Error {
+  constructor() {
+    super('too many deliveries waiting for the database');
+  }
+}
 
 export interface BatcherOptions {
   /** Most items in one commit. */
@@ -23,7 +31,12 @@ export interface Batcher<T, R> {
   close(): Promise<void>;
 }
 
-interface Waiting<T, R> { item: T; at: number; resolve(r: R): void; reject(e: unknown): void }
+interface Waiting<T, R> {
+  item: T;
+  at: number;
+  resolve(r: R): void;
+  reject(e: unknown): void;
+}
 
 /** `commit` gets a batch and returns one result per item, in order; a throw fails every item in it. */
 export function createBatcher<T, R>(commit: (items: T[]) => Promise<R[]>, opts: BatcherOptions): Batcher<T, R> {
@@ -37,19 +50,24 @@ export function createBatcher<T, R>(commit: (items: T[]) => Promise<R[]>, opts: 
   const start = (batch: Waiting<T, R>[]) => {
     inFlight++;
     inFlightItems += batch.length;
-    commit(batch.map((w) => w.item)).then(
-      (results) => batch.forEach((w, i) => w.resolve(results[i]!)),
-      (err) => batch.forEach((w) => w.reject(err)),
-    ).finally(() => {
-      inFlight--;
-      inFlightItems -= batch.length;
-      schedule();
-      if (closed && !queue.length && !inFlight) idle?.();
-    });
+    commit(batch.map((w) => w.item))
+      .then(
+        (results) => batch.forEach((w, i) => w.resolve(results[i]!)),
+        (err) => batch.forEach((w) => w.reject(err)),
+      )
+      .finally(() => {
+        inFlight--;
+        inFlightItems -= batch.length;
+        schedule();
+        if (closed && !queue.length && !inFlight) idle?.();
+      });
   };
 
   const schedule = () => {
-    if (timer) { clearTimeout(timer); timer = null; }
+    if (timer) {
+      clearTimeout(timer);
+      timer = null;
+    }
     while (queue.length && inFlight < opts.concurrency) {
       const waited = performance.now() - queue[0]!.at;
       if (!closed && queue.length < opts.maxBatch && waited < opts.maxWaitMs) {
@@ -69,11 +87,15 @@ export function createBatcher<T, R>(commit: (items: T[]) => Promise<R[]>, opts: 
         if (queue.length === 1 || queue.length >= opts.maxBatch) schedule();
       });
     },
-    get pending() { return queue.length + inFlightItems; },
+    get pending() {
+      return queue.length + inFlightItems;
+    },
     close() {
       closed = true;
       if (!queue.length && !inFlight) return Promise.resolve();
-      const drained = new Promise<void>((resolve) => { idle = resolve; });
+      const drained = new Promise<void>((resolve) => {
+        idle = resolve;
+      });
       schedule();
       return drained;
     },

@@ -3,7 +3,9 @@
 import type { IncomingMessage } from 'node:http';
 
 export class BodyTooLarge extends Error {
-  constructor(limit: number) { super(`body larger than ${limit} bytes`); }
+  constructor(limit: number) {
+    super(`body larger than ${limit} bytes`);
+  }
 }
 
 export function readRawBody(req: IncomingMessage, limit: number): Promise<Buffer> {
@@ -14,11 +16,16 @@ export function readRawBody(req: IncomingMessage, limit: number): Promise<Buffer
     let size = 0;
     const done = (err: Error | null) => {
       req.off('data', onData).off('end', onEnd).off('error', done).off('aborted', onAborted);
-      if (err) reject(err); else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+      if (err) reject(err);
+      else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) { chunks.length = 0; done(new BodyTooLarge(limit)); return; }
+      if (size > limit) {
+        chunks.length = 0;
+        done(new BodyTooLarge(limit));
+        return;
+      }
       chunks.push(chunk);
     };
     const onEnd = () => done(null);

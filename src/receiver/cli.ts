@@ -25,24 +25,48 @@ async function deliveries(ctx: CommandContext): Promise<number> {
   const limit = ctx.values.limit === undefined ? 50 : positiveInt(ctx.values.limit, '--limit');
   const database = await openDatabase(ctx.config, ctx.log);
   try {
-    let q = database.db.selectFrom('webhook_deliveries as d').innerJoin('connections as c', 'c.id', 'd.connection_id')
+    let q = database.db
+      .selectFrom('webhook_deliveries as d')
+      .innerJoin('connections as c', 'c.id', 'd.connection_id')
       .select(['d.delivery_id', 'c.name as connection', 'd.event', 'd.object_id', 'd.state', 'd.received_at', 'd.error'])
-      .orderBy('d.id', 'desc').limit(limit);
+      .orderBy('d.id', 'desc')
+      .limit(limit);
     if (typeof ctx.values.connection === 'string') {
       const exists = await database.db.selectFrom('connections').select('id').where('name', '=', ctx.values.connection).executeTakeFirst();
-      if (!exists) { ctx.log.error(`no connection named ${ctx.values.connection}`); return 1; }
+      if (!exists) {
+        ctx.log.error(`no connection named ${ctx.values.connection}`);
+        return 1;
+      }
       q = q.where('c.name', '=', ctx.values.connection);
     }
     const rows = await q.execute();
     const listing: DeliveryListing[] = rows.map((r) => ({
-      delivery_id: r.delivery_id, connection: r.connection, event: r.event, object_id: r.object_id, state: r.state,
+      delivery_id: r.delivery_id,
+      connection: r.connection,
+      event: r.event,
+      object_id: r.object_id,
+      state: r.state,
       received_at: new Date(r.received_at as Date).toISOString(),
     }));
-    if (ctx.values.json) { ctx.out(JSON.stringify(listing, null, 2)); return 0; }
-    if (!listing.length) { ctx.out('no deliveries stored'); return 0; }
-    const table = [['RECEIVED', 'CONNECTION', 'EVENT', 'OBJECT', 'STATE', 'DELIVERY'],
-      ...listing.map((d, i) => [d.received_at, d.connection, d.event ?? '-', String(d.object_id ?? '-'),
-        d.state + (rows[i]!.error && d.state !== 'queued' ? ` (${rows[i]!.error})` : ''), d.delivery_id])];
+    if (ctx.values.json) {
+      ctx.out(JSON.stringify(listing, null, 2));
+      return 0;
+    }
+    if (!listing.length) {
+      ctx.out('no deliveries stored');
+      return 0;
+    }
+    const table = [
+      ['RECEIVED', 'CONNECTION', 'EVENT', 'OBJECT', 'STATE', 'DELIVERY'],
+      ...listing.map((d, i) => [
+        d.received_at,
+        d.connection,
+        d.event ?? '-',
+        String(d.object_id ?? '-'),
+        d.state + (rows[i]!.error && d.state !== 'queued' ? ` (${rows[i]!.error})` : ''),
+        d.delivery_id,
+      ]),
+    ];
     for (const line of formatTable(table)) ctx.out(line);
     return 0;
   } finally {
@@ -60,7 +84,12 @@ async function webhooks(ctx: CommandContext): Promise<number> {
     if (typeof ctx.values.connection === 'string') q = q.where('name', '=', ctx.values.connection);
     else q = q.where('status', '=', 'active');
     const connections = await q.execute();
-    if (!connections.length) { ctx.log.error(ctx.values.connection ? `no connection named ${ctx.values.connection}` : 'no active connection: run `commerce-sync connect` first'); return 1; }
+    if (!connections.length) {
+      ctx.log.error(
+        ctx.values.connection ? `no connection named ${ctx.values.connection}` : 'no active connection: run `commerce-sync connect` first',
+      );
+      return 1;
+    }
     const deps = { db: database.db, config: ctx.config, log: ctx.log };
     const publicUrl = typeof ctx.values['public-url'] === 'string' ? ctx.values['public-url'] : undefined;
     let failed = 0;
@@ -71,8 +100,10 @@ async function webhooks(ctx: CommandContext): Promise<number> {
           const r = await syncWebhooks(deps, connection, publicUrl);
           results.push(r);
           if (!ctx.values.json) {
-            ctx.out(`${connection.name}: ${r.address}: ${r.kept.length} kept, ${r.created.length} created, ${r.removed.length} removed` +
-              (r.refused.length ? `, ${r.refused.length} refused by the service (${r.refused.map((x) => x.event).join(', ')})` : ''));
+            ctx.out(
+              `${connection.name}: ${r.address}: ${r.kept.length} kept, ${r.created.length} created, ${r.removed.length} removed` +
+                (r.refused.length ? `, ${r.refused.length} refused by the service (${r.refused.map((x) => x.event).join(', ')})` : ''),
+            );
             for (const w of r.created) ctx.out(`  + ${w.event}`);
             for (const w of r.removed) ctx.out(`  - ${w.event} ${w.address}`);
           }
@@ -81,7 +112,8 @@ async function webhooks(ctx: CommandContext): Promise<number> {
           results.push({ connection: connection.name, webhooks: list });
           if (!ctx.values.json) {
             ctx.out(`${connection.name} (${list.length} subscriptions; ours are under ${baseUrl(ctx.config, publicUrl)}/webhooks/):`);
-            for (const w of list) ctx.out(`  ${String(w.id).padStart(6)}  ${w.ours ? 'ours ' : 'other'}  ${w.event.padEnd(28)}  ${w.address}`);
+            for (const w of list)
+              ctx.out(`  ${String(w.id).padStart(6)}  ${w.ours ? 'ours ' : 'other'}  ${w.event.padEnd(28)}  ${w.address}`);
           }
         }
       } catch (err) {
@@ -106,18 +138,36 @@ export const commands: CommandModule['commands'] = {
     options: {
       connection: { multiple: false, type: 'string', short: 'c', value: 'NAME', description: 'only this connection' },
       limit: { multiple: false, type: 'string', short: 'n', value: 'N', description: 'how many (default 50)' },
-      json: { multiple: false, type: 'boolean', short: 'j', description: 'print a JSON array of {delivery_id, connection, event, object_id, state, received_at}' },
+      json: {
+        multiple: false,
+        type: 'boolean',
+        short: 'j',
+        description: 'print a JSON array of {delivery_id, connection, event, object_id, state, received_at}',
+      },
     },
     run: deliveries,
   },
   webhooks: {
-    summary: 'List the connections\' webhook subscriptions at the service, or sync them: subscribe each connection to ' +
+    summary:
+      "List the connections' webhook subscriptions at the service, or sync them: subscribe each connection to " +
       'every event we handle at PUBLIC_URL/webhooks/NAME and remove our stale subscriptions.',
     args: 'list|sync',
     positionals: true,
     options: {
-      connection: { multiple: false, type: 'string', short: 'c', value: 'NAME', description: 'only this connection (default: every active one)' },
-      'public-url': { multiple: false, type: 'string', short: 'u', value: 'URL', description: 'the URL the service reaches us at (default PUBLIC_URL, else http://HOST:PORT)' },
+      connection: {
+        multiple: false,
+        type: 'string',
+        short: 'c',
+        value: 'NAME',
+        description: 'only this connection (default: every active one)',
+      },
+      'public-url': {
+        multiple: false,
+        type: 'string',
+        short: 'u',
+        value: 'URL',
+        description: 'the URL the service reaches us at (default PUBLIC_URL, else http://HOST:PORT)',
+      },
       json: { multiple: false, type: 'boolean', short: 'j', description: 'print JSON' },
     },
     run: webhooks,

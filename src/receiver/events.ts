@@ -24,7 +24,7 @@ const irregular: Record<string, string> = { people: 'person', children: 'child',
 /** English plural -> singular for one lower-case word; a word already singular is left as it is. */
 export function singularWord(word: string): string {
   if (irregular[word]) return irregular[word];
-  if (/[^aeiou]ies$/.test(word)) return word.slice(0, -3) + 'y'; // companies -> company
+  if (/[^aeiou]ies$/.test(word)) return `${word.slice(0, -3)}y`; // companies -> company
   if (/(ss|sh|ch|x|z)es$/.test(word)) return word.slice(0, -2); // addresses -> address, batches -> batch
   if (/(ss|us|is)$/.test(word)) return word; // address, status, analysis: already singular
   if (/[^s]s$/.test(word)) return word.slice(0, -1); // variants -> variant

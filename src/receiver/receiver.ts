@@ -32,8 +32,14 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
-interface ConnectionInfo { id: number; disabled: boolean }
-interface CachedConnection { connection: ConnectionInfo | null; until: number }
+interface ConnectionInfo {
+  id: number;
+  disabled: boolean;
+}
+interface CachedConnection {
+  connection: ConnectionInfo | null;
+  until: number;
+}
 
 // A connection's id by name, cached briefly: a delivery should not cost a lookup query. Unknown names are
 // cached for less, so a connection added a moment ago starts receiving soon.
@@ -53,7 +59,13 @@ export function createReceiver(deps: ReceiverDeps): Receiver {
       if (items.length > 1 && isDataError(err)) {
         log.warn({ err, batch: items.length }, 'batch refused by the database: storing its deliveries one by one');
         const out: (StoreOutcome | Error)[] = [];
-        for (const item of items) out.push(await storeDeliveries(db, boss, [item]).then(([o]) => o!, (e: Error) => e));
+        for (const item of items)
+          out.push(
+            await storeDeliveries(db, boss, [item]).then(
+              ([o]) => o!,
+              (e: Error) => e,
+            ),
+          );
         return out;
       }
       throw err;
@@ -87,7 +99,10 @@ export function createReceiver(deps: ReceiverDeps): Receiver {
   async function stored(item: IncomingDelivery): Promise<StoreOutcome> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`not committed within ${config.WEBHOOK_ACK_TIMEOUT_MS} ms`)), config.WEBHOOK_ACK_TIMEOUT_MS);
+      timer = setTimeout(
+        () => reject(new Error(`not committed within ${config.WEBHOOK_ACK_TIMEOUT_MS} ms`)),
+        config.WEBHOOK_ACK_TIMEOUT_MS,
+      );
     });
     const outcome = await Promise.race([batcher.submit(item), timeout]).finally(() => clearTimeout(timer));
     if (outcome instanceof Error) throw outcome;
@@ -110,14 +125,24 @@ export function createReceiver(deps: ReceiverDeps): Receiver {
         if (!(err instanceof BodyTooLarge)) throw err;
         // The rest of the body is not read: close the connection rather than drain it.
         ctx.set('Connection', 'close');
-        log.warn({ connection: name, limit: config.WEBHOOK_BODY_LIMIT, length: ctx.get('content-length') || null }, 'delivery refused: body too large');
+        log.warn(
+          { connection: name, limit: config.WEBHOOK_BODY_LIMIT, length: ctx.get('content-length') || null },
+          'delivery refused: body too large',
+        );
         return reject(413, 'too_large', `body larger than ${config.WEBHOOK_BODY_LIMIT} bytes`);
       }
       const deliveryHeader = ctx.get('x-service-delivery').trim();
       if (!verifySignature(raw, ctx.get('x-service-signature') || undefined, signingSecrets(config))) {
         // Never the body: it is unauthenticated input.
-        log.warn({ connection: name, delivery: deliveryHeader || null, signature: ctx.get('x-service-signature') ? 'wrong' : 'missing', bytes: raw.length },
-          'delivery refused: signature does not verify');
+        log.warn(
+          {
+            connection: name,
+            delivery: deliveryHeader || null,
+            signature: ctx.get('x-service-signature') ? 'wrong' : 'missing',
+            bytes: raw.length,
+          },
+          'delivery refused: signature does not verify',
+        );
         return reject(401, 'signature', 'signature missing or wrong');
       }
       let found: ConnectionInfo | null;
@@ -134,25 +159,46 @@ export function createReceiver(deps: ReceiverDeps): Receiver {
       if (found.disabled) {
         // Deliberate: the service deletes a subscription answered 410, so a disabled connection stops
         // receiving. Enabling it again recreates the subscriptions (webhooks sync); its sweeps catch up.
-        log.warn({ connection: name, delivery: deliveryHeader || null }, 'delivery refused: connection disabled (410 ends the subscription)');
+        log.warn(
+          { connection: name, delivery: deliveryHeader || null },
+          'delivery refused: connection disabled (410 ends the subscription)',
+        );
         return reject(410, 'disabled_connection', `connection ${JSON.stringify(name)} is disabled`);
       }
       const connection = found.id;
       // The key must fit a btree entry: an absurdly long id is keyed by its hash, still stable across retries.
-      const deliveryId = !deliveryHeader ? `sha256:${createHash('sha256').update(raw).digest('hex')}`
-        : deliveryHeader.length <= 200 ? deliveryHeader : `sha256-id:${createHash('sha256').update(deliveryHeader).digest('hex')}`;
+      const deliveryId = !deliveryHeader
+        ? `sha256:${createHash('sha256').update(raw).digest('hex')}`
+        : deliveryHeader.length <= 200
+          ? deliveryHeader
+          : `sha256-id:${createHash('sha256').update(deliveryHeader).digest('hex')}`;
       const parsed = parseDelivery(raw);
       const item: IncomingDelivery = parsed.ok
         ? {
-            connectionId: connection, deliveryId, event: parsed.payload.event, resource: parsed.payload.resource,
-            action: parsed.payload.action, objectId: parsed.payload.objectId, eventAt: parsed.payload.eventAt,
-            resourceUrl: parsed.payload.resourceUrl, body: parsed.text,
+            connectionId: connection,
+            deliveryId,
+            event: parsed.payload.event,
+            resource: parsed.payload.resource,
+            action: parsed.payload.action,
+            objectId: parsed.payload.objectId,
+            eventAt: parsed.payload.eventAt,
+            resourceUrl: parsed.payload.resourceUrl,
+            body: parsed.text,
             state: parsed.payload.handled ? 'queued' : 'unhandled',
             error: parsed.payload.handled ? null : `event ${parsed.payload.event} is not one we act on`,
           }
         : {
-            connectionId: connection, deliveryId, event: null, resource: null, action: null, objectId: null, eventAt: null,
-            resourceUrl: null, body: raw.toString('utf8').replaceAll('\u0000', '\uFFFD'), state: 'rejected', error: parsed.reason,
+            connectionId: connection,
+            deliveryId,
+            event: null,
+            resource: null,
+            action: null,
+            objectId: null,
+            eventAt: null,
+            resourceUrl: null,
+            body: raw.toString('utf8').replaceAll('\u0000', '\uFFFD'),
+            state: 'rejected',
+            error: parsed.reason,
           };
       let outcome: StoreOutcome;
       try {
@@ -164,7 +210,8 @@ export function createReceiver(deps: ReceiverDeps): Receiver {
           return reject(400, 'malformed', parsed.reason);
         }
         if (err instanceof BatcherClosed) return unavailable(ctx, 'shutting down');
-        if (err instanceof BatcherOverloaded) log.warn({ connection: name, pending: batcher.pending }, 'delivery not stored: receiver overloaded');
+        if (err instanceof BatcherOverloaded)
+          log.warn({ connection: name, pending: batcher.pending }, 'delivery not stored: receiver overloaded');
         else log.error({ err, connection: name, delivery: deliveryId }, 'delivery not stored: database unavailable');
         return unavailable(ctx, 'database unavailable');
       }
@@ -196,10 +243,13 @@ export function createReceiver(deps: ReceiverDeps): Receiver {
     handle,
     async readiness() {
       if (!signingSecrets(config).length) return 'COMMERCE_CLIENT_SECRET is empty: deliveries cannot be verified';
-      if (batcher.pending > config.WEBHOOK_BATCH_SIZE * config.WEBHOOK_COMMIT_CONCURRENCY * 10) return `receiver backlog: ${batcher.pending} deliveries waiting for the database`;
+      if (batcher.pending > config.WEBHOOK_BATCH_SIZE * config.WEBHOOK_COMMIT_CONCURRENCY * 10)
+        return `receiver backlog: ${batcher.pending} deliveries waiting for the database`;
       return null;
     },
-    get pending() { return batcher.pending; },
+    get pending() {
+      return batcher.pending;
+    },
     close: () => batcher.close(),
   };
 }

@@ -22,7 +22,10 @@ const key = (connectionId: number, deliveryId: string) => `${connectionId}\u0000
 export async function storeDeliveries(db: Db, boss: Boss, items: IncomingDelivery[]): Promise<StoreOutcome[]> {
   // Duplicates within the batch go in once; every copy after the first is a duplicate.
   const first = new Map<string, IncomingDelivery>();
-  for (const d of items) { const k = key(d.connectionId, d.deliveryId); if (!first.has(k)) first.set(k, d); }
+  for (const d of items) {
+    const k = key(d.connectionId, d.deliveryId);
+    if (!first.has(k)) first.set(k, d);
+  }
   // Job ids are made up front so each row can name its job.
   const jobIds = new Map<number, string>();
   const rows: NewDelivery[] = [];
@@ -48,7 +51,11 @@ export async function storeDeliveries(db: Db, boss: Boss, items: IncomingDeliver
     }
     // A job only for a connection with new rows: an all-duplicate batch queues nothing.
     if (jobs.size) {
-      await boss.insert(queues.deliveries, [...jobs.values()].map((data) => ({ id: jobIds.get(data.connectionId)!, data })), { db: bossDb(trx) });
+      await boss.insert(
+        queues.deliveries,
+        [...jobs.values()].map((data) => ({ id: jobIds.get(data.connectionId)!, data })),
+        { db: bossDb(trx) },
+      );
     }
     return byKey;
   });

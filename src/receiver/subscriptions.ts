@@ -14,9 +14,17 @@ import type { Logger } from '../log.ts';
 import { logSync } from '../db/synclog.ts';
 import { SUBSCRIBED_EVENTS } from './events.ts';
 
-export interface SubscriptionDeps { db: Db; config: Config; log: Logger }
+export interface SubscriptionDeps {
+  db: Db;
+  config: Config;
+  log: Logger;
+}
 
-export interface Webhook { id: number; event: string; address: string }
+export interface Webhook {
+  id: number;
+  event: string;
+  address: string;
+}
 
 export interface SyncResult {
   connection: string;
@@ -54,7 +62,11 @@ function ourConnectionName(base: string, address: string): string | null {
   const prefix = `${base}/webhooks/`;
   if (!address.startsWith(prefix)) return null;
   const rest = address.slice(prefix.length);
-  try { return decodeURIComponent(rest); } catch { return rest; }
+  try {
+    return decodeURIComponent(rest);
+  } catch {
+    return rest;
+  }
 }
 
 /**
@@ -78,8 +90,10 @@ export async function syncWebhooks(deps: SubscriptionDeps, connection: Connectio
     const owner = ourConnectionName(base, w.address);
     if (owner === null) continue;
     if (owner === connection.name) {
-      if (w.address === address && wanted.has(w.event) && !have.has(w.event)) { have.add(w.event); result.kept.push(w); }
-      else stale.push(w);
+      if (w.address === address && wanted.has(w.event) && !have.has(w.event)) {
+        have.add(w.event);
+        result.kept.push(w);
+      } else stale.push(w);
     } else if (!names.has(owner)) stale.push(w);
   }
   const refusedKey = `${connection.id} ${connection.base_url}`;
@@ -101,15 +115,29 @@ export async function syncWebhooks(deps: SubscriptionDeps, connection: Connectio
     result.removed.push(w);
   }
   await sql`UPDATE connections SET webhook_address = ${address} WHERE id = ${connection.id}`.execute(deps.db);
-  deps.log.info({ connection: connection.name, address, kept: result.kept.length, created: result.created.length,
-    removed: result.removed.length, refused: result.refused.length }, 'webhook subscriptions synced');
+  deps.log.info(
+    {
+      connection: connection.name,
+      address,
+      kept: result.kept.length,
+      created: result.created.length,
+      removed: result.removed.length,
+      refused: result.refused.length,
+    },
+    'webhook subscriptions synced',
+  );
   if (result.created.length || result.removed.length || result.refused.length) {
     // A first subscription is not a repair, nor is a refusal alone; anything created or removed after that is.
     const repaired = !!stored && (result.created.length > 0 || result.removed.length > 0);
     await logSync(deps.db, {
-      connectionId: connection.id, action: repaired ? 'webhooks.repaired' : 'webhooks.synced', outcome: repaired && result.created.length ? 'warning' : 'ok',
+      connectionId: connection.id,
+      action: repaired ? 'webhooks.repaired' : 'webhooks.synced',
+      outcome: repaired && result.created.length ? 'warning' : 'ok',
       detail: {
-        address, kept: result.kept.length, created: result.created.map((w) => w.event), removed: result.removed.map((w) => w.event),
+        address,
+        kept: result.kept.length,
+        created: result.created.map((w) => w.event),
+        removed: result.removed.map((w) => w.event),
         refused: result.refused.map((r) => r.event),
       },
     });
@@ -127,7 +155,9 @@ async function storedAddress(db: Db, connectionId: number): Promise<string | nul
  * address, which recreates what the service deleted. A failure of one connection is logged, never fatal.
  */
 export async function checkAllWebhooks(deps: SubscriptionDeps): Promise<SyncResult[]> {
-  const rows = await sql<{ id: number }>`SELECT id FROM connections WHERE status = 'active' AND webhook_address IS NOT NULL ORDER BY id`.execute(deps.db);
+  const rows = await sql<{
+    id: number;
+  }>`SELECT id FROM connections WHERE status = 'active' AND webhook_address IS NOT NULL ORDER BY id`.execute(deps.db);
   const out: SyncResult[] = [];
   for (const { id } of rows.rows) {
     const connection = await deps.db.selectFrom('connections').selectAll().where('id', '=', Number(id)).executeTakeFirst();
@@ -136,7 +166,12 @@ export async function checkAllWebhooks(deps: SubscriptionDeps): Promise<SyncResu
       out.push(await syncWebhooks(deps, connection as Connection));
     } catch (err) {
       deps.log.warn({ err, connection: connection.name }, 'webhook subscription check failed; the next check tries again');
-      await logSync(deps.db, { connectionId: connection.id, action: 'webhooks.check', outcome: 'error', error: (err as Error).message }).catch(() => {});
+      await logSync(deps.db, {
+        connectionId: connection.id,
+        action: 'webhooks.check',
+        outcome: 'error',
+        error: (err as Error).message,
+      }).catch(() => {});
     }
   }
   return out;
@@ -151,7 +186,11 @@ export async function lastWebhookRepairs(db: Db): Promise<Map<number, { at: Date
 }
 
 /** The connection's subscriptions as the service lists them, each marked whether it is ours. */
-export async function listWebhooks(deps: SubscriptionDeps, connection: Connection, publicUrl?: string): Promise<(Webhook & { ours: boolean })[]> {
+export async function listWebhooks(
+  deps: SubscriptionDeps,
+  connection: Connection,
+  publicUrl?: string,
+): Promise<(Webhook & { ours: boolean })[]> {
   const base = baseUrl(deps.config, publicUrl);
   const client = await clientOf(deps, connection);
   return (await client.listWebhooks()).map(asWebhook).map((w) => ({ ...w, ours: ourConnectionName(base, w.address) !== null }));

@@ -3,9 +3,27 @@
 // in channel_quantity_changes, and writes stock changes to the sync log.
 import { sql } from 'kysely';
 import type { Db, Executor } from '../db/index.ts';
-import { appliedRules, getChannelRules, recordChanges, saveAppliedRules, saveQuantities, storedQuantities, type ChannelChange } from '../db/channel.ts';
+import {
+  appliedRules,
+  getChannelRules,
+  recordChanges,
+  saveAppliedRules,
+  saveQuantities,
+  storedQuantities,
+  type ChannelChange,
+} from '../db/channel.ts';
 import { logSync } from '../db/synclog.ts';
-import { channelQuantity, dec, fmt, rulesFrom, withAvailable, type ChannelRules, type Component, type LocationAvailability, type VariantStock } from './rules.ts';
+import {
+  channelQuantity,
+  dec,
+  fmt,
+  rulesFrom,
+  withAvailable,
+  type ChannelRules,
+  type Component,
+  type LocationAvailability,
+  type VariantStock,
+} from './rules.ts';
 import type { Config } from '../config.ts';
 
 export type { ChannelChange };
@@ -20,16 +38,27 @@ export interface Cause {
   deliveriesByVariant?: Map<number, { rowId: number; deliveryId: string | null }[]>;
 }
 
-interface Snapshot { locations: LocationAvailability[]; channel_quantity: string | null }
+interface Snapshot {
+  locations: LocationAvailability[];
+  channel_quantity: string | null;
+}
 
 /** JSON with sorted keys: jsonb hands objects back in its own key order. */
 function canonical(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
-  if (v && typeof v === 'object') return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical((v as any)[k])}`).join(',')}}`;
+  if (v && typeof v === 'object')
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((v as any)[k])}`)
+      .join(',')}}`;
   return JSON.stringify(v ?? null);
 }
 
-export async function channelRules(db: Executor, config: Pick<Config, 'CHANNEL_LOCATIONS' | 'CHANNEL_SAFETY_BUFFER'>, connectionId: number): Promise<ChannelRules> {
+export async function channelRules(
+  db: Executor,
+  config: Pick<Config, 'CHANNEL_LOCATIONS' | 'CHANNEL_SAFETY_BUFFER'>,
+  connectionId: number,
+): Promise<ChannelRules> {
   const row = await getChannelRules(db, connectionId);
   return rulesFrom(config, row ? { location_ids: row.location_ids?.map(Number) ?? null, safety_buffer: row.safety_buffer } : null);
 }
@@ -37,7 +66,15 @@ export async function channelRules(db: Executor, config: Pick<Config, 'CHANNEL_L
 async function loadVariants(db: Executor, connectionId: number, ids: number[]): Promise<Map<number, VariantStock>> {
   const out = new Map<number, VariantStock>();
   if (!ids.length) return out;
-  const vs = await sql<{ id: number; sku: string | null; status: string | null; composite: boolean; manage_stock: boolean; keep_selling: boolean; max_online: string | null }>`
+  const vs = await sql<{
+    id: number;
+    sku: string | null;
+    status: string | null;
+    composite: boolean;
+    manage_stock: boolean;
+    keep_selling: boolean;
+    max_online: string | null;
+  }>`
     SELECT id, sku, status, composite, manage_stock, keep_selling, max_online::text AS max_online
     FROM variants WHERE connection_id = ${connectionId} AND id = ANY(${ids}::bigint[])`.execute(db);
   for (const v of vs.rows) out.set(Number(v.id), { ...v, id: Number(v.id), locations: [] });
@@ -52,7 +89,13 @@ async function loadVariants(db: Executor, connectionId: number, ids: number[]): 
  * Recomputes channel quantities for the given variants and the bundles built from them. Runs inside the
  * caller's transaction so the change commits with the mirror write that caused it. Returns the changes.
  */
-export async function recomputeChannel(db: Executor, rules: ChannelRules, connectionId: number, variantIds: number[], cause: Cause): Promise<ChannelChange[]> {
+export async function recomputeChannel(
+  db: Executor,
+  rules: ChannelRules,
+  connectionId: number,
+  variantIds: number[],
+  cause: Cause,
+): Promise<ChannelChange[]> {
   const ids = [...new Set(variantIds.map(Number))];
   if (!ids.length) return [];
   const bundles = await sql<{ bundle_id: number }>`SELECT DISTINCT bundle_id FROM compositions
@@ -81,7 +124,16 @@ export async function recomputeChannel(db: Executor, rules: ChannelRules, connec
       components = makeup.get(id)!.map((c) => ({
         quantity: c.quantity,
         // A component we have not mirrored yet counts as out of stock, never as plenty.
-        variant: variants.get(c.component_id) ?? { id: c.component_id, sku: null, status: 'active', composite: false, manage_stock: true, keep_selling: false, max_online: null, locations: [] },
+        variant: variants.get(c.component_id) ?? {
+          id: c.component_id,
+          sku: null,
+          status: 'active',
+          composite: false,
+          manage_stock: true,
+          keep_selling: false,
+          max_online: null,
+          locations: [],
+        },
       }));
     }
     const q = channelQuantity(v, rules, components);
@@ -92,24 +144,56 @@ export async function recomputeChannel(db: Executor, rules: ChannelRules, connec
     if (!quantityChanged && !stockChanged) continue;
     const dels = cause.deliveriesByVariant?.get(id) ?? cause.deliveries ?? [];
     const last = dels[dels.length - 1];
-    rows.push({ connection_id: connectionId, variant_id: id, sku: v.sku, status: v.status, quantity: q.quantity, tracked: q.tracked,
-      backorderable: q.backorderable, bundle: q.bundle, stock: snapshot });
+    rows.push({
+      connection_id: connectionId,
+      variant_id: id,
+      sku: v.sku,
+      status: v.status,
+      quantity: q.quantity,
+      tracked: q.tracked,
+      backorderable: q.backorderable,
+      bundle: q.bundle,
+      stock: snapshot,
+    });
     if (quantityChanged) {
       changes.push({
-        connection_id: connectionId, variant_id: id, sku: v.sku,
-        before_quantity: prev ? prev.quantity : null, before_tracked: prev ? prev.tracked : null,
-        quantity: q.quantity, tracked: q.tracked, backorderable: q.backorderable, cause: cause.kind,
-        delivery_id: last?.deliveryId ?? null, delivery_row_id: last?.rowId ?? null, job_id: cause.jobId ?? null,
+        connection_id: connectionId,
+        variant_id: id,
+        sku: v.sku,
+        before_quantity: prev ? prev.quantity : null,
+        before_tracked: prev ? prev.tracked : null,
+        quantity: q.quantity,
+        tracked: q.tracked,
+        backorderable: q.backorderable,
+        cause: cause.kind,
+        delivery_id: last?.deliveryId ?? null,
+        delivery_row_id: last?.rowId ?? null,
+        job_id: cause.jobId ?? null,
         detail: JSON.stringify({
-          deliveries: dels, before: prev?.stock ?? null, after: snapshot,
+          deliveries: dels,
+          before: prev?.stock ?? null,
+          after: snapshot,
           components: components?.map((c) => ({ variant_id: c.variant.id, sku: c.variant.sku, quantity: c.quantity })),
         }),
       });
     }
     logs.push({
-      connectionId, resource: 'variant', recordId: id, sku: v.sku, action: quantityChanged ? 'channel-quantity' : 'stock',
-      before: prev?.stock ?? null, after: snapshot, jobId: cause.jobId ?? null, deliveryId: last?.deliveryId ?? null,
-      detail: { cause: cause.kind, deliveries: dels.map((d) => d.deliveryId), tracked: q.tracked, backorderable: q.backorderable, bundle: q.bundle },
+      connectionId,
+      resource: 'variant',
+      recordId: id,
+      sku: v.sku,
+      action: quantityChanged ? 'channel-quantity' : 'stock',
+      before: prev?.stock ?? null,
+      after: snapshot,
+      jobId: cause.jobId ?? null,
+      deliveryId: last?.deliveryId ?? null,
+      detail: {
+        cause: cause.kind,
+        deliveries: dels.map((d) => d.deliveryId),
+        tracked: q.tracked,
+        backorderable: q.backorderable,
+        bundle: q.bundle,
+      },
     });
   }
   if (!rows.length) return [];
@@ -122,8 +206,13 @@ export async function recomputeChannel(db: Executor, rules: ChannelRules, connec
 }
 
 /** Recomputes every mirrored variant of a connection (after the rules change); returns the number of changes. */
-export async function recomputeAll(db: Db, rules: ChannelRules, connectionId: number, cause: Cause,
-  onChanges?: (changes: ChannelChange[]) => Promise<void>): Promise<number> {
+export async function recomputeAll(
+  db: Db,
+  rules: ChannelRules,
+  connectionId: number,
+  cause: Cause,
+  onChanges?: (changes: ChannelChange[]) => Promise<void>,
+): Promise<number> {
   const ids = (await db.selectFrom('variants').select('id').where('connection_id', '=', connectionId).execute()).map((r) => Number(r.id));
   let n = 0;
   for (let i = 0; i < ids.length; i += 1000) {
@@ -143,8 +232,12 @@ export function rulesFingerprint(r: ChannelRules): string {
  * quantities were computed with, recomputes them all (cause 'rules'). Returns the number of changes, or
  * null when the rules had not changed.
  */
-export async function applyRulesIfChanged(db: Db, config: Pick<Config, 'CHANNEL_LOCATIONS' | 'CHANNEL_SAFETY_BUFFER'>, connectionId: number,
-  onChanges?: (changes: ChannelChange[]) => Promise<void>): Promise<number | null> {
+export async function applyRulesIfChanged(
+  db: Db,
+  config: Pick<Config, 'CHANNEL_LOCATIONS' | 'CHANNEL_SAFETY_BUFFER'>,
+  connectionId: number,
+  onChanges?: (changes: ChannelChange[]) => Promise<void>,
+): Promise<number | null> {
   const rules = await channelRules(db, config, connectionId);
   const fingerprint = rulesFingerprint(rules);
   if ((await appliedRules(db, connectionId)) === fingerprint) return null;

@@ -9,7 +9,11 @@ import type { ChannelStockJob } from '../queue/jobs.ts';
 import { queues } from '../queue/names.ts';
 import { changesAfter, type FeedItem } from '../db/channel.ts';
 
-export interface FeedPage { changes: FeedItem[]; next: number; has_more: boolean }
+export interface FeedPage {
+  changes: FeedItem[];
+  next: number;
+  has_more: boolean;
+}
 
 export async function channelFeed(db: Db, opts: { since: number; limit: number; connection?: string | null }): Promise<FeedPage> {
   const rows = await changesAfter(db, opts);
@@ -20,7 +24,10 @@ export async function channelFeed(db: Db, opts: { since: number; limit: number; 
 /** Puts channel changes on the channel-stock queue (one job each). */
 export async function publishChanges(boss: Boss, changes: ChannelStockJob[]): Promise<void> {
   for (let i = 0; i < changes.length; i += 500) {
-    await boss.insert(queues.channelStock, changes.slice(i, i + 500).map((c) => ({ data: c })));
+    await boss.insert(
+      queues.channelStock,
+      changes.slice(i, i + 500).map((c) => ({ data: c })),
+    );
   }
 }
 
@@ -35,7 +42,9 @@ export function signChannelBody(body: string, secret: string): string {
 export async function postChannelChanges(url: string, secret: string, changes: unknown[], timeoutMs = 10_000): Promise<void> {
   const body = JSON.stringify({ changes });
   const res = await fetch(url, {
-    method: 'POST', body, signal: AbortSignal.timeout(timeoutMs),
+    method: 'POST',
+    body,
+    signal: AbortSignal.timeout(timeoutMs),
     headers: { 'content-type': 'application/json', [CHANNEL_SIGNATURE_HEADER]: signChannelBody(body, secret) },
   });
   await res.arrayBuffer().catch(() => undefined);

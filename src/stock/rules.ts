@@ -104,7 +104,10 @@ export function channelQuantity(v: VariantStock, rules: ChannelRules, components
   for (const c of components!) {
     const per = dec(c.quantity);
     if (per.lessThanOrEqualTo(0)) continue; // a component needed zero times does not limit the bundle
-    if (c.variant.status !== null && c.variant.status !== 'active') { min = new Decimal(0); break; }
+    if (c.variant.status !== null && c.variant.status !== 'active') {
+      min = new Decimal(0);
+      break;
+    }
     if (!c.variant.manage_stock) continue; // untracked components never run out
     const can = countedAvailable(c.variant, rules).dividedBy(per).floor();
     if (min === null || can.lessThan(min)) min = can;
@@ -115,8 +118,13 @@ export function channelQuantity(v: VariantStock, rules: ChannelRules, components
 }
 
 /** Rules from settings and an optional per-connection row. */
-export function rulesFrom(setting: { CHANNEL_LOCATIONS: string; CHANNEL_SAFETY_BUFFER: string },
-  row?: { location_ids: number[] | null; safety_buffer: string | null } | null): ChannelRules {
+export function rulesFrom(
+  setting: { CHANNEL_LOCATIONS: string; CHANNEL_SAFETY_BUFFER: string },
+  row?: { location_ids: number[] | null; safety_buffer: string | null } | null,
+): ChannelRules {
   const ids = row?.location_ids ?? (setting.CHANNEL_LOCATIONS ? setting.CHANNEL_LOCATIONS.split(',').map(Number) : null);
-  return { locations: ids && ids.length ? new Set(ids.map(Number)) : null, safetyBuffer: row?.safety_buffer ?? setting.CHANNEL_SAFETY_BUFFER };
+  return {
+    locations: ids?.length ? new Set(ids.map(Number)) : null,
+    safetyBuffer: row?.safety_buffer ?? setting.CHANNEL_SAFETY_BUFFER,
+  };
 }

@@ -31,13 +31,28 @@ export interface ApplyContext {
   events?: Map<number, string>;
 }
 
-const ids = (list: any[] | undefined, field: string) =>
-  [...new Set((list ?? []).map((r) => r?.[field]).filter((v) => v !== null && v !== undefined && /^\d+$/.test(String(v))).map(Number))];
+const ids = (list: any[] | undefined, field: string) => [
+  ...new Set(
+    (list ?? [])
+      .map((r) => r?.[field])
+      .filter((v) => v !== null && v !== undefined && /^\d+$/.test(String(v)))
+      .map(Number),
+  ),
+];
 
 /** Writes records (and sideloads) of a mirrored resource; `goneIds`: ids the service no longer has at all. */
-export async function applyRecords(tx: Executor, ctx: ApplyContext, spec: ResourceSpec, records: any[], sideloads: Record<string, any[]> = {}, goneIds: number[] = []): Promise<Applied> {
+export async function applyRecords(
+  tx: Executor,
+  ctx: ApplyContext,
+  spec: ResourceSpec,
+  records: any[],
+  sideloads: Record<string, any[]> = {},
+  goneIds: number[] = [],
+): Promise<Applied> {
   const keptWhole = spec.table === 'other_records';
-  const res = keptWhole ? await upsertOther(tx, spec.name, ctx.connectionId, records) : await upsertRecords(tx, spec, ctx.connectionId, records);
+  const res = keptWhole
+    ? await upsertOther(tx, spec.name, ctx.connectionId, records)
+    : await upsertRecords(tx, spec, ctx.connectionId, records);
   const gone = keptWhole ? [] : await markGone(tx, spec, ctx.connectionId, goneIds);
   const followUps: Mark[] = [];
   let stockTouched: number[] = [];
@@ -54,18 +69,24 @@ export async function applyRecords(tx: Executor, ctx: ApplyContext, spec: Resour
         WHERE connection_id = ${ctx.connectionId} AND bundle_id = ANY(${composite}::bigint[])`.execute(tx);
       const have = new Set(known.rows.map((r) => Number(r.bundle_id)));
       for (const id of composite) {
-        if (!have.has(id) || !ctx.followUps) followUps.push({ connectionId: ctx.connectionId, resource: 'composition', id, reason: `bundle ${id}` });
+        if (!have.has(id) || !ctx.followUps)
+          followUps.push({ connectionId: ctx.connectionId, resource: 'composition', id, reason: `bundle ${id}` });
       }
     }
   }
-  if (ctx.followUps) followUps.push(...await followUpsFor(tx, ctx, spec, records, new Set(res.applied), sideloads));
+  if (ctx.followUps) followUps.push(...(await followUpsFor(tx, ctx, spec, records, new Set(res.applied), sideloads)));
   const changes = stockTouched.length ? await recomputeChannel(tx, ctx.rules, ctx.connectionId, stockTouched, ctx.cause) : [];
   if (records.length) metrics.recordsFetched.inc({ connection: ctx.connectionName, resource: spec.name }, records.length);
   return { ...res, gone, changes, followUps };
 }
 
 /** Writes compositions read for the given bundles and recomputes those whose makeup changed. */
-export async function applyCompositions(tx: Executor, ctx: ApplyContext, bundleIds: number[], rows: any[]): Promise<{ changed: number[]; changes: ChannelChange[] }> {
+export async function applyCompositions(
+  tx: Executor,
+  ctx: ApplyContext,
+  bundleIds: number[],
+  rows: any[],
+): Promise<{ changed: number[]; changes: ChannelChange[] }> {
   const changed = await replaceCompositions(tx, ctx.connectionId, bundleIds, rows);
   const changes = changed.length ? await recomputeChannel(tx, ctx.rules, ctx.connectionId, changed, ctx.cause) : [];
   if (rows.length) metrics.recordsFetched.inc({ connection: ctx.connectionName, resource: 'composition' }, rows.length);
@@ -77,7 +98,14 @@ export async function applyCompositions(tx: Executor, ctx: ApplyContext, bundleI
 // (on hand), receipts, adjustments and transfers, and the service may not announce each with a variant event.
 // A record read for a delivery follows its event's reads even when unchanged (the event says something moved);
 // any other record only when the read changed it.
-async function followUpsFor(tx: Executor, ctx: ApplyContext, spec: ResourceSpec, records: any[], applied: Set<number>, sideloads: Record<string, any[]>): Promise<Mark[]> {
+async function followUpsFor(
+  tx: Executor,
+  ctx: ApplyContext,
+  spec: ResourceSpec,
+  records: any[],
+  applied: Set<number>,
+  sideloads: Record<string, any[]>,
+): Promise<Mark[]> {
   const { connectionId } = ctx;
   const want: Record<Read, any[]> = { record: [], lines: [], variants: [], order: [], purchase_order: [] };
   for (const r of records) {
@@ -87,16 +115,24 @@ async function followUpsFor(tx: Executor, ctx: ApplyContext, spec: ResourceSpec,
     for (const read of reads) want[read].push(r);
   }
   const out: Mark[] = [];
-  const mark = (resource: string, list: number[], reason: string) => { for (const id of list) out.push({ connectionId, resource, id, reason }); };
+  const mark = (resource: string, list: number[], reason: string) => {
+    for (const id of list) out.push({ connectionId, resource, id, reason });
+  };
   mark('order', ids(want.order, 'order_id'), `${spec.name} of order`);
   mark('purchase_order', ids(want.purchase_order, 'purchase_order_id'), `${spec.name} of purchase order`);
   if (!want.variants.length) return out;
   const parents = new Set(want.variants.map((r) => Number(r.id)));
   const child = spec.include;
-  const lines = child ? (sideloads[child.key] ?? []).filter((l) => parents.has(Number(l?.[child.parentColumn])) ||
-    want.variants.some((p) => child.parentIdFields.some((f) => Array.isArray(p?.[f]) && p[f].map(Number).includes(Number(l?.id))))) : [];
+  const lines = child
+    ? (sideloads[child.key] ?? []).filter(
+        (l) =>
+          parents.has(Number(l?.[child.parentColumn])) ||
+          want.variants.some((p) => child.parentIdFields.some((f) => Array.isArray(p?.[f]) && p[f].map(Number).includes(Number(l?.id)))),
+      )
+    : [];
   let variants = ids(lines, 'variant_id');
-  if (spec.variantIdsField) variants.push(...want.variants.flatMap((r) => (Array.isArray(r?.[spec.variantIdsField!]) ? r[spec.variantIdsField!] : [])).map(Number));
+  if (spec.variantIdsField)
+    variants.push(...want.variants.flatMap((r) => (Array.isArray(r?.[spec.variantIdsField!]) ? r[spec.variantIdsField!] : [])).map(Number));
   // Return lines name the order line, not the variant: the mirrored order line knows it.
   const olis = ids(lines, 'order_line_item_id');
   if (olis.length) {

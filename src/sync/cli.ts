@@ -9,15 +9,27 @@ import { runSweep } from './reconcile.ts';
 
 export const commands: CommandModule['commands'] = {
   worker: {
-    summary: 'Run the sync workers alone (deliveries, fetch drains, sweeps, maintenance); several processes share the work. ' +
+    summary:
+      'Run the sync workers alone (deliveries, fetch drains, sweeps, maintenance); several processes share the work. ' +
       'Serves /healthz, /readyz and /metrics on WORKER_PORT when it is set.',
     run: (ctx) => runRoles(ctx, ['worker']),
   },
   reconcile: {
     summary: 'Run a reconciliation sweep now: incremental (by updated_at from the last cursor) or --full.',
     options: {
-      full: { multiple: false, type: 'boolean', short: 'f', description: 'full sweep: every record, active and archived; repairs and counts drift' },
-      connection: { multiple: false, type: 'string', short: 'c', value: 'NAME', description: 'only this connection (default: every active one)' },
+      full: {
+        multiple: false,
+        type: 'boolean',
+        short: 'f',
+        description: 'full sweep: every record, active and archived; repairs and counts drift',
+      },
+      connection: {
+        multiple: false,
+        type: 'string',
+        short: 'c',
+        value: 'NAME',
+        description: 'only this connection (default: every active one)',
+      },
     },
     details: 'Waits for a sweep of the same connection that is already running. Prints drift per resource.',
     async run(ctx) {
@@ -30,15 +42,25 @@ export const commands: CommandModule['commands'] = {
         const name = ctx.values.connection as string | undefined;
         const targets = name ? all.filter((c) => c.name === name) : all.filter((c) => c.status === 'active');
         if (name && !targets.length) throw new UsageError(`no connection named ${JSON.stringify(name)}; see commerce-sync connections`);
-        if (!targets.length) { ctx.out('no active connection to reconcile; add one with commerce-sync connect'); return 1; }
+        if (!targets.length) {
+          ctx.out('no active connection to reconcile; add one with commerce-sync connect');
+          return 1;
+        }
         for (const c of targets) {
           const client = await clientFor({ db: database.db, config, log }, c);
-          const r = await runSweep({ db: database.db, boss, config, log }, client, { full: ctx.values.full === true, wait: true, jobId: 'cli' });
-          ctx.out(`${c.name}: ${r.full ? 'full' : 'incremental'} sweep read ${r.records} records in ${(r.durationMs / 1000).toFixed(1)} s; ` +
-            `${r.initial ? 'initial load of the mirror' : `drift ${r.drift}`}; channel quantity changes ${r.channelChanges}`);
+          const r = await runSweep({ db: database.db, boss, config, log }, client, {
+            full: ctx.values.full === true,
+            wait: true,
+            jobId: 'cli',
+          });
+          ctx.out(
+            `${c.name}: ${r.full ? 'full' : 'incremental'} sweep read ${r.records} records in ${(r.durationMs / 1000).toFixed(1)} s; ` +
+              `${r.initial ? 'initial load of the mirror' : `drift ${r.drift}`}; channel quantity changes ${r.channelChanges}`,
+          );
           const wrote = r.initial ? 'loaded' : 'repaired';
           for (const [res, s] of Object.entries(r.resources)) {
-            if (s.records || s.applied || s.gone) ctx.out(`  ${res.padEnd(22)} records ${s.records}  ${wrote} ${s.applied}  gone ${s.gone}`);
+            if (s.records || s.applied || s.gone)
+              ctx.out(`  ${res.padEnd(22)} records ${s.records}  ${wrote} ${s.applied}  gone ${s.gone}`);
           }
           if (r.unavailable.length) ctx.out(`  not offered by the service: ${r.unavailable.join(', ')}`);
         }

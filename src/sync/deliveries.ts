@@ -21,12 +21,24 @@ export function marksFor(row: DeliveryToConsume): Mark[] {
   const resource = resourceName(row.resource);
   if (!resource || row.object_id === null) return [];
   if (HANDLED_RESOURCES.has(resource)) {
-    return [{ connectionId: row.connection_id, resource, id: Number(row.object_id), deliveryRowId: row.id, reason: `${resource}.${row.action ?? 'event'}` }];
+    return [
+      {
+        connectionId: row.connection_id,
+        resource,
+        id: Number(row.object_id),
+        deliveryRowId: row.id,
+        reason: `${resource}.${row.action ?? 'event'}`,
+      },
+    ];
   }
   return [];
 }
 
-export interface ConsumeResult { processed: number; unhandled: number; drains: { connectionId: number; resource: string }[] }
+export interface ConsumeResult {
+  processed: number;
+  unhandled: number;
+  drains: { connectionId: number; resource: string }[];
+}
 
 /** Handles the rows of a batch of delivery jobs in one transaction; then requests the drains. */
 export async function consumeDeliveries(db: Db, boss: Boss | null, jobs: DeliveriesJob[]): Promise<ConsumeResult> {
@@ -39,8 +51,14 @@ export async function consumeDeliveries(db: Db, boss: Boss | null, jobs: Deliver
     const rows = (await deliveriesToConsume(tx, ids)).sort((a, b) => a.id - b.id);
     for (const row of rows) {
       const m = marksFor(row);
-      if (m.length) { marks.push(...m); handled.push(row.id); }
-      else unhandled.push({ id: row.id, why: row.object_id === null ? 'delivery names no object_id' : `resource ${row.resource ?? '(none)'} is not mirrored` });
+      if (m.length) {
+        marks.push(...m);
+        handled.push(row.id);
+      } else
+        unhandled.push({
+          id: row.id,
+          why: row.object_id === null ? 'delivery names no object_id' : `resource ${row.resource ?? '(none)'} is not mirrored`,
+        });
     }
     const pairs = await markPending(tx, marks);
     await markProcessed(tx, handled);
@@ -54,15 +72,23 @@ export async function consumeDeliveries(db: Db, boss: Boss | null, jobs: Deliver
 /** Registers the worker of `deliveries` (batches of up to 200 jobs). */
 export async function workDeliveries(deps: { db: Db; boss: Boss; log: Logger }): Promise<void> {
   const { db, boss, log } = deps;
-  await boss.work(queues.deliveries, { batchSize: 200, pollingIntervalSeconds: 0.5, burstWhenBatchFull: true, includeMetadata: true }, async (jobs: JobWithMetadata<DeliveriesJob>[]) => {
-    try {
-      const r = await consumeDeliveries(db, boss, jobs.map((j) => j.data));
-      log.debug({ jobs: jobs.length, ...r, drains: r.drains.length }, 'deliveries consumed');
-    } catch (err) {
-      await failedForGood(db, log, jobs, err as Error);
-      throw err;
-    }
-  });
+  await boss.work(
+    queues.deliveries,
+    { batchSize: 200, pollingIntervalSeconds: 0.5, burstWhenBatchFull: true, includeMetadata: true },
+    async (jobs: JobWithMetadata<DeliveriesJob>[]) => {
+      try {
+        const r = await consumeDeliveries(
+          db,
+          boss,
+          jobs.map((j) => j.data),
+        );
+        log.debug({ jobs: jobs.length, ...r, drains: r.drains.length }, 'deliveries consumed');
+      } catch (err) {
+        await failedForGood(db, log, jobs, err as Error);
+        throw err;
+      }
+    },
+  );
 }
 
 /**
@@ -73,7 +99,11 @@ async function failedForGood(db: Db, log: Logger, jobs: JobWithMetadata<Deliveri
   const last = jobs.filter((j) => j.retryCount >= j.retryLimit);
   if (!last.length) return;
   try {
-    const n = await markFailed(db, last.flatMap((j) => deliveryRowIdsOf(j.data)), `job failed ${last[0]!.retryCount + 1} times, now a dead letter: ${err.message}`);
+    const n = await markFailed(
+      db,
+      last.flatMap((j) => deliveryRowIdsOf(j.data)),
+      `job failed ${last[0]!.retryCount + 1} times, now a dead letter: ${err.message}`,
+    );
     log.error({ err, jobs: last.map((j) => j.id), deliveries: n }, 'delivery jobs failed for good: deliveries marked failed');
   } catch (markErr) {
     // The database is likely away: the rows stay `queued`; the dead letters still hold them for a replay.

@@ -49,17 +49,31 @@ export async function drainPending(deps: DrainDeps, resource: string, maxBatches
   const connectionId = Number(client.connection.id);
   const out: DrainResult = { read: 0, requests: 0, applied: 0, gone: 0, changes: [], followUps: [], more: false };
   for (let batch = 0; ; batch++) {
-    if (batch >= maxBatches) { out.more = true; break; }
+    if (batch >= maxBatches) {
+      out.more = true;
+      break;
+    }
     const claimed = await claimPending(db, connectionId, resource, BATCH);
     if (!claimed.length) break;
     const started = Date.now();
     try {
       await readBatch(deps, resource, claimed, out);
     } catch (err) {
-      await releasePending(db, connectionId, resource, claimed.map((c) => c.id)).catch(() => {});
+      await releasePending(
+        db,
+        connectionId,
+        resource,
+        claimed.map((c) => c.id),
+      ).catch(() => {});
       await logSync(db, {
-        connectionId, resource, action: 'fetch', outcome: 'error', error: (err as Error).message, jobId: deps.jobId ?? null,
-        durationMs: Date.now() - started, detail: { ids: claimed.length },
+        connectionId,
+        resource,
+        action: 'fetch',
+        outcome: 'error',
+        error: (err as Error).message,
+        jobId: deps.jobId ?? null,
+        durationMs: Date.now() - started,
+        detail: { ids: claimed.length },
       }).catch(() => {});
       throw err;
     }
@@ -75,11 +89,17 @@ async function readBatch(deps: DrainDeps, resource: string, claimed: Claimed[], 
   const byVariant = await deliveryIds(db, claimed);
   const allDeliveries = [...byVariant.values()].flat();
   const ctx: ApplyContext = {
-    connectionId, connectionName: client.connection.name, rules: deps.rules, followUps: true,
+    connectionId,
+    connectionName: client.connection.name,
+    rules: deps.rules,
+    followUps: true,
     cause: { kind: allDeliveries.length ? 'delivery' : 'fetch', jobId: deps.jobId ?? null, deliveriesByVariant: byVariant },
   };
   const followUps: Mark[] = [];
-  let requests = 0, applied = 0, gone = 0, returned = 0;
+  let requests = 0,
+    applied = 0,
+    gone = 0,
+    returned = 0;
   const changes: ChannelChange[] = [];
 
   if (resource === composition.name) {
@@ -109,7 +129,11 @@ async function readBatch(deps: DrainDeps, resource: string, claimed: Claimed[], 
     const missing = ids.filter((id) => !found.has(id));
     let goneIds: number[] = [];
     if (missing.length) {
-      const archived = await client.getByIds(spec.path, missing, { priority: 'webhook', key: spec.key, query: { ...include, status: 'archived' } });
+      const archived = await client.getByIds(spec.path, missing, {
+        priority: 'webhook',
+        key: spec.key,
+        query: { ...include, status: 'archived' },
+      });
       requests += archived.requests;
       const foundArchived = new Set(archived.records.map((r: any) => Number(r?.id)));
       records = [...records, ...archived.records];
@@ -129,7 +153,7 @@ async function readBatch(deps: DrainDeps, resource: string, claimed: Claimed[], 
       gone = r.gone.length;
       changes.push(...r.changes);
       followUps.push(...r.followUps);
-      if (r.followUps.length) out.followUps.push(...await markPending(tx, r.followUps));
+      if (r.followUps.length) out.followUps.push(...(await markPending(tx, r.followUps)));
       await clearPending(tx, connectionId, resource, claimed);
     });
   }
@@ -139,7 +163,11 @@ async function readBatch(deps: DrainDeps, resource: string, claimed: Claimed[], 
   out.gone += gone;
   out.changes.push(...changes);
   await logSync(db, {
-    connectionId, resource, action: 'fetch', jobId: deps.jobId ?? null, durationMs: Date.now() - started,
+    connectionId,
+    resource,
+    action: 'fetch',
+    jobId: deps.jobId ?? null,
+    durationMs: Date.now() - started,
     deliveryId: allDeliveries[allDeliveries.length - 1]?.deliveryId ?? null,
     detail: { ids: ids.length, returned, requests, applied, gone, channel_changes: changes.length, follow_ups: followUps.length },
   });
@@ -147,6 +175,8 @@ async function readBatch(deps: DrainDeps, resource: string, claimed: Claimed[], 
 
 /** Pairs with rows still pending (for a drain that hit its bound, or a restart). */
 export async function pendingCount(db: Db, connectionId: number, resource: string): Promise<number> {
-  const r = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pending_fetches WHERE connection_id = ${connectionId} AND resource = ${resource}`.execute(db);
+  const r = await sql<{
+    n: number;
+  }>`SELECT count(*)::int AS n FROM pending_fetches WHERE connection_id = ${connectionId} AND resource = ${resource}`.execute(db);
   return r.rows[0]?.n ?? 0;
 }

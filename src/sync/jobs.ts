@@ -12,10 +12,20 @@ import { drainWindowSeconds } from './pacing.ts';
  * for a backlog the last drain left (`backlog`), it is 1 s. The group keeps one busy connection from taking
  * every worker slot.
  */
-export async function requestDrain(boss: Boss, connectionId: number, resource: string, pace?: { db: Db; backlog?: boolean }): Promise<void> {
+export async function requestDrain(
+  boss: Boss,
+  connectionId: number,
+  resource: string,
+  pace?: { db: Db; backlog?: boolean },
+): Promise<void> {
   const seconds = pace && !pace.backlog ? await drainWindowSeconds(pace.db, connectionId, resource) : 1;
-  await boss.sendDebounced(queues.fetch, { connectionId, resource } satisfies FetchJob, { group: { id: String(connectionId) } },
-    seconds, `${connectionId}:${resource}`);
+  await boss.sendDebounced(
+    queues.fetch,
+    { connectionId, resource } satisfies FetchJob,
+    { group: { id: String(connectionId) } },
+    seconds,
+    `${connectionId}:${resource}`,
+  );
 }
 
 export async function requestSweep(boss: Boss, connectionId: number, full: boolean): Promise<string | null> {

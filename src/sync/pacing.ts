@@ -30,7 +30,7 @@ export interface BudgetState {
 
 /** The freshness of a resource name a pending fetch may carry (composition: a bundle's makeup, stock). */
 export function freshnessOf(resource: string): Freshness {
-  return resource === 'composition' ? 'stock' : catalog[resource]?.freshness ?? 'reference';
+  return resource === 'composition' ? 'stock' : (catalog[resource]?.freshness ?? 'reference');
 }
 
 /** The coalescing window of `resource`, in seconds, for a connection in `state`. Pure: see the module comment. */
@@ -52,12 +52,14 @@ const cache = new Map<number, { at: number; state: BudgetState }>();
 export async function budgetState(db: Db, connectionId: number): Promise<BudgetState> {
   const hit = cache.get(connectionId);
   if (hit && Date.now() - hit.at < CACHE_MS) return hit.state;
-  const row = (await sql<{ remaining: number; reset_known: boolean; to_reset: number; active: string[] }>`
+  const row = (
+    await sql<{ remaining: number; reset_known: boolean; to_reset: number; active: string[] }>`
     SELECT b.remaining, b.reset_known, extract(epoch FROM b.reset_at - now())::float8 AS to_reset,
       ARRAY(SELECT resource FROM pending_fetches WHERE connection_id = b.connection_id
         UNION SELECT resource FROM sync_log WHERE connection_id = b.connection_id AND action = 'fetch'
           AND at > now() - interval '5 minutes') AS active
-    FROM api_budgets b WHERE b.connection_id = ${connectionId}`.execute(db)).rows[0];
+    FROM api_budgets b WHERE b.connection_id = ${connectionId}`.execute(db)
+  ).rows[0];
   const state: BudgetState = row
     ? { remaining: row.remaining, toReset: row.reset_known ? row.to_reset : null, active: row.active ?? [] }
     : { remaining: 0, toReset: null, active: [] };

@@ -23,10 +23,20 @@ export interface Claimed {
 export async function markPending(db: Tx, marks: Mark[]): Promise<{ connectionId: number; resource: string }[]> {
   if (!marks.length) return [];
   // Fold marks of the same record first: ON CONFLICT cannot touch one row twice in a statement.
-  const folded = new Map<string, { connection_id: number; resource: string; id: number; delivery_row_ids: number[]; marks: number; reason: string | null }>();
+  const folded = new Map<
+    string,
+    { connection_id: number; resource: string; id: number; delivery_row_ids: number[]; marks: number; reason: string | null }
+  >();
   for (const m of marks) {
     const k = `${m.connectionId}/${m.resource}/${m.id}`;
-    const f = folded.get(k) ?? { connection_id: m.connectionId, resource: m.resource, id: m.id, delivery_row_ids: [], marks: 0, reason: null };
+    const f = folded.get(k) ?? {
+      connection_id: m.connectionId,
+      resource: m.resource,
+      id: m.id,
+      delivery_row_ids: [],
+      marks: 0,
+      reason: null,
+    };
     f.marks += 1;
     if (m.deliveryRowId != null) f.delivery_row_ids.push(Number(m.deliveryRowId));
     f.reason = m.reason ?? f.reason;
@@ -58,7 +68,12 @@ export async function claimPending(db: Tx, connectionId: number, resource: strin
     ) c
     WHERE p.connection_id = ${connectionId} AND p.resource = ${resource} AND p.id = c.id
     RETURNING p.id, p.seq, p.delivery_row_ids, p.reason`.execute(db);
-  return rows.rows.map((r) => ({ id: Number(r.id), seq: Number(r.seq), deliveryRowIds: (r.delivery_row_ids ?? []).map(Number), reason: r.reason }));
+  return rows.rows.map((r) => ({
+    id: Number(r.id),
+    seq: Number(r.seq),
+    deliveryRowIds: (r.delivery_row_ids ?? []).map(Number),
+    reason: r.reason,
+  }));
 }
 
 /** Deletes the claimed rows that were not re-marked since the claim; re-marked ones stay for the next read. */

@@ -13,7 +13,12 @@ const singleStatusOnly = new Set<number>();
 const refused = (err: unknown) => [400, 422].includes((err as { status?: number }).status ?? 0);
 
 /** Records of the given ids in any live state (not archived): status[]=every state, or one read per state. */
-export async function readLive(client: Reader, spec: ResourceSpec, ids: number[], opts: RequestOptions & { query?: Query }): Promise<{ records: any[]; sideloads: Record<string, any[]>; requests: number }> {
+export async function readLive(
+  client: Reader,
+  spec: ResourceSpec,
+  ids: number[],
+  opts: RequestOptions & { query?: Query },
+): Promise<{ records: any[]; sideloads: Record<string, any[]>; requests: number }> {
   const states = spec.statuses;
   if (!states) return client.getByIds(spec.path, ids, opts);
   if (!singleStatusOnly.has(client.connection.id)) {
@@ -37,7 +42,10 @@ export async function readLive(client: Reader, spec: ResourceSpec, ids: number[]
 /** Pages of a resource's live records (every state), with the same fallback as readLive. */
 export async function* listLive(client: Reader, spec: ResourceSpec, opts: RequestOptions & { query?: Query }): AsyncIterable<Page<any>> {
   const states = spec.statuses;
-  if (!states) { yield* client.paginate(spec.path, opts); return; }
+  if (!states) {
+    yield* client.paginate(spec.path, opts);
+    return;
+  }
   if (!singleStatusOnly.has(client.connection.id)) {
     let first = true;
     try {
@@ -60,11 +68,20 @@ export async function* listLive(client: Reader, spec: ResourceSpec, opts: Reques
  * real-service-notes §1) is completed from the lines' own collection by parent id
  * (`/order_line_items?order_id=1,2,3`), 250 parents and 250 lines a request. Returns the requests spent.
  */
-export async function readLines(client: Reader, spec: ResourceSpec, records: any[], sideloads: Record<string, any[]>, opts: RequestOptions): Promise<number> {
+export async function readLines(
+  client: Reader,
+  spec: ResourceSpec,
+  records: any[],
+  sideloads: Record<string, any[]>,
+  opts: RequestOptions,
+): Promise<number> {
   const child = spec.include;
   if (!child || Array.isArray(sideloads[child.key])) return 0;
   const parents = [...new Set(records.map((r) => Number(r?.id)).filter((id) => Number.isSafeInteger(id) && id > 0))];
-  if (!parents.length) { sideloads[child.key] = []; return 0; }
+  if (!parents.length) {
+    sideloads[child.key] = [];
+    return 0;
+  }
   const read = await client.getByIds(`/${child.key}`, parents, { ...opts, key: child.key, by: child.parentColumn, query: {} });
   sideloads[child.key] = read.records;
   return read.requests;

@@ -31,7 +31,12 @@ export interface SweepDeps {
   onChanges?: (changes: ChannelChange[]) => Promise<void>;
 }
 
-export interface ResourceSweep { records: number; applied: number; gone: number; pages: number }
+export interface ResourceSweep {
+  records: number;
+  applied: number;
+  gone: number;
+  pages: number;
+}
 
 export interface SweepResult {
   full: boolean;
@@ -61,7 +66,8 @@ export async function sweep(deps: SweepDeps, opts: { full: boolean; wait?: boole
     if (opts.wait) await sql`SELECT pg_advisory_lock(${LOCK_SPACE}, ${connectionId}::int)`.execute(conn);
     else {
       const got = await sql<{ ok: boolean }>`SELECT pg_try_advisory_lock(${LOCK_SPACE}, ${connectionId}::int) AS ok`.execute(conn);
-      if (!got.rows[0]?.ok) return { full: opts.full, records: 0, drift: 0, channelChanges: 0, resources: {}, unavailable: [], durationMs: 0, busy: true };
+      if (!got.rows[0]?.ok)
+        return { full: opts.full, records: 0, drift: 0, channelChanges: 0, resources: {}, unavailable: [], durationMs: 0, busy: true };
     }
     try {
       return await sweepLocked(deps, opts.full);
@@ -79,7 +85,10 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
   const initial = !(await hasCursors(db, connectionId));
   const result: SweepResult = { full, records: 0, drift: 0, channelChanges: 0, resources: {}, unavailable: [], durationMs: 0, initial };
   const ctx: ApplyContext = {
-    connectionId, connectionName: client.connection.name, rules: deps.rules, followUps: false,
+    connectionId,
+    connectionName: client.connection.name,
+    rules: deps.rules,
+    followUps: false,
     cause: { kind: full ? 'full-sweep' : 'sweep', jobId: deps.jobId ?? null },
   };
   const changed = async (changes: ChannelChange[]) => {
@@ -143,15 +152,30 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
 
   result.durationMs = Date.now() - started;
   await logSync(db, {
-    connectionId, action: initial ? 'sweep.initial' : full ? 'sweep.full' : 'sweep', jobId: deps.jobId ?? null, durationMs: result.durationMs,
+    connectionId,
+    action: initial ? 'sweep.initial' : full ? 'sweep.full' : 'sweep',
+    jobId: deps.jobId ?? null,
+    durationMs: result.durationMs,
     outcome: result.drift ? 'warning' : 'ok',
-    detail: { drift: result.drift, records: result.records, channel_changes: result.channelChanges, resources: result.resources, unavailable: result.unavailable },
+    detail: {
+      drift: result.drift,
+      records: result.records,
+      channel_changes: result.channelChanges,
+      resources: result.resources,
+      unavailable: result.unavailable,
+    },
   });
   return result;
 }
 
 /** Full sweep: mirror rows neither list returned are gone from the service. */
-async function sweepGone(deps: SweepDeps, ctx: ApplyContext, spec: ResourceSpec, seen: Set<number>, changed: (c: ChannelChange[]) => Promise<void>): Promise<number> {
+async function sweepGone(
+  deps: SweepDeps,
+  ctx: ApplyContext,
+  spec: ResourceSpec,
+  seen: Set<number>,
+  changed: (c: ChannelChange[]) => Promise<void>,
+): Promise<number> {
   const rows = await sql<{ id: number }>`SELECT id FROM ${sql.raw(spec.table)}
     WHERE connection_id = ${ctx.connectionId} AND status IS DISTINCT FROM 'gone'`.execute(deps.db);
   const missing = rows.rows.map((r) => Number(r.id)).filter((id) => !seen.has(id));
@@ -164,10 +188,16 @@ async function sweepGone(deps: SweepDeps, ctx: ApplyContext, spec: ResourceSpec,
   return gone;
 }
 
-async function sweepCompositions(deps: SweepDeps, ctx: ApplyContext, result: SweepResult, changed: (c: ChannelChange[]) => Promise<void>): Promise<void> {
+async function sweepCompositions(
+  deps: SweepDeps,
+  ctx: ApplyContext,
+  result: SweepResult,
+  changed: (c: ChannelChange[]) => Promise<void>,
+): Promise<void> {
   const rows: any[] = [];
   try {
-    for await (const page of deps.client.paginate(composition.path, { priority: 'reconcile', key: composition.key })) rows.push(...page.records);
+    for await (const page of deps.client.paginate(composition.path, { priority: 'reconcile', key: composition.key }))
+      rows.push(...page.records);
   } catch (err) {
     if (!unavailable(err)) throw err;
     result.unavailable.push(composition.name);
@@ -180,7 +210,14 @@ async function sweepCompositions(deps: SweepDeps, ctx: ApplyContext, result: Swe
   for (let i = 0; i < ids.length; i += 1000) {
     const part = ids.slice(i, i + 1000);
     const set = new Set(part);
-    const r = await deps.db.transaction().execute((tx) => applyCompositions(tx, ctx, part, rows.filter((c) => set.has(Number(c?.bundle_id)))));
+    const r = await deps.db.transaction().execute((tx) =>
+      applyCompositions(
+        tx,
+        ctx,
+        part,
+        rows.filter((c) => set.has(Number(c?.bundle_id))),
+      ),
+    );
     drift += r.changed.length;
     await changed(r.changes);
   }
@@ -236,12 +273,23 @@ async function sweepOthers(deps: SweepDeps, result: SweepResult): Promise<void> 
 }
 
 /** Runs one sweep of a connection now (the reconcile job, and `commerce-sync reconcile`). */
-export async function runSweep(deps: WorkerDeps, client: ApiClient, opts: { full: boolean; wait?: boolean; jobId?: string | null }): Promise<SweepResult> {
-  return sweep({
-    db: deps.db, log: deps.log, client, rules: await channelRules(deps.db, deps.config, client.connection.id),
-    overlapSeconds: deps.config.RECONCILE_OVERLAP_SECONDS, jobId: opts.jobId ?? null,
-    onChanges: (changes) => publishChanges(deps.boss, changes),
-  }, { full: opts.full, wait: opts.wait });
+export async function runSweep(
+  deps: WorkerDeps,
+  client: ApiClient,
+  opts: { full: boolean; wait?: boolean; jobId?: string | null },
+): Promise<SweepResult> {
+  return sweep(
+    {
+      db: deps.db,
+      log: deps.log,
+      client,
+      rules: await channelRules(deps.db, deps.config, client.connection.id),
+      overlapSeconds: deps.config.RECONCILE_OVERLAP_SECONDS,
+      jobId: opts.jobId ?? null,
+      onChanges: (changes) => publishChanges(deps.boss, changes),
+    },
+    { full: opts.full, wait: opts.wait },
+  );
 }
 
 /** The reconcile queue's handler: one sweep of an active connection. */

@@ -39,11 +39,19 @@ export async function syncSchedules(db: Db, boss: Boss, config: Config): Promise
   for (const c of active) {
     const id = Number(c.id);
     if (swept.has(id)) continue;
-    await boss.send(queues.reconcile, { connectionId: id, full: true } satisfies ReconcileJob,
-      { singletonKey: `initial-${id}`, singletonSeconds: 900, group: { id: String(id) } });
+    await boss.send(queues.reconcile, { connectionId: id, full: true } satisfies ReconcileJob, {
+      singletonKey: `initial-${id}`,
+      singletonSeconds: 900,
+      group: { id: String(id) },
+    });
   }
-  const housekeeping: [MaintenanceJob['task'], string][] = [['prune-sync-log', '17 4 * * *'], ['pending', '* * * * *'], ['schedules', '*/10 * * * *'], ['probe-lapsed', '*/5 * * * *'],
-    ['webhooks', everyMinutes(config.WEBHOOK_CHECK_MINUTES)]];
+  const housekeeping: [MaintenanceJob['task'], string][] = [
+    ['prune-sync-log', '17 4 * * *'],
+    ['pending', '* * * * *'],
+    ['schedules', '*/10 * * * *'],
+    ['probe-lapsed', '*/5 * * * *'],
+    ['webhooks', everyMinutes(config.WEBHOOK_CHECK_MINUTES)],
+  ];
   const have = new Map((await boss.getSchedules(queues.maintenance)).map((s) => [s.key, s.cron]));
   for (const [task, cron] of housekeeping) {
     if (have.get(task) !== cron) await boss.schedule(queues.maintenance, cron, { task } satisfies MaintenanceJob, { key: task, tz: 'UTC' });

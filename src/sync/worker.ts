@@ -38,27 +38,41 @@ export async function startSyncWorkers(deps: WorkerDeps): Promise<void> {
   // others. Drains mostly wait on the API, so there are twice WORKER_CONCURRENCY slots; with a backlog a slot
   // fetches its next job at once (with hundreds of accounts, a pause of 0.5 s between jobs capped the drains
   // at a few a second and the stock lag grew to tens of seconds).
-  await boss.work<FetchJob>(queues.fetch, {
-    batchSize: 1, localConcurrency: concurrency * 2, localGroupConcurrency: Math.max(1, Math.ceil(concurrency / 2)), pollingIntervalSeconds: 0.5,
-    burstWhenReadyExceeds: 1,
-  }, async ([job]) => {
-    const { connectionId, resource } = job!.data;
-    if (!(await connectionActive(db, connectionId))) {
-      log.warn({ connectionId, resource }, 'connection not active: pending fetches wait until it is');
-      return;
-    }
-    const c = await client(connectionId);
-    const out = await drainPending({ db, log, client: c, rules: await channelRules(db, config, connectionId), jobId: job!.id }, resource);
-    await publishChanges(boss, out.changes);
-    for (const p of out.followUps) await requestDrain(boss, p.connectionId, p.resource, { db });
-    if (out.more) await requestDrain(boss, connectionId, resource, { db, backlog: true });
-    log.debug({ connectionId, resource, read: out.read, requests: out.requests, applied: out.applied, changes: out.changes.length }, 'drained');
-  });
+  await boss.work<FetchJob>(
+    queues.fetch,
+    {
+      batchSize: 1,
+      localConcurrency: concurrency * 2,
+      localGroupConcurrency: Math.max(1, Math.ceil(concurrency / 2)),
+      pollingIntervalSeconds: 0.5,
+      burstWhenReadyExceeds: 1,
+    },
+    async ([job]) => {
+      const { connectionId, resource } = job!.data;
+      if (!(await connectionActive(db, connectionId))) {
+        log.warn({ connectionId, resource }, 'connection not active: pending fetches wait until it is');
+        return;
+      }
+      const c = await client(connectionId);
+      const out = await drainPending({ db, log, client: c, rules: await channelRules(db, config, connectionId), jobId: job!.id }, resource);
+      await publishChanges(boss, out.changes);
+      for (const p of out.followUps) await requestDrain(boss, p.connectionId, p.resource, { db });
+      if (out.more) await requestDrain(boss, connectionId, resource, { db, backlog: true });
+      log.debug(
+        { connectionId, resource, read: out.read, requests: out.requests, applied: out.applied, changes: out.changes.length },
+        'drained',
+      );
+    },
+  );
 
-  await boss.work<ReconcileJob>(queues.reconcile, { batchSize: 1, localConcurrency: Math.max(1, Math.min(concurrency, 4)), localGroupConcurrency: 1 }, async ([job]) => {
-    if (!(await connectionActive(db, job!.data.connectionId))) return;
-    await handleReconcile({ db, boss, config, log }, await sweepClient(job!.data.connectionId), job!);
-  });
+  await boss.work<ReconcileJob>(
+    queues.reconcile,
+    { batchSize: 1, localConcurrency: Math.max(1, Math.min(concurrency, 4)), localGroupConcurrency: 1 },
+    async ([job]) => {
+      if (!(await connectionActive(db, job!.data.connectionId))) return;
+      await handleReconcile({ db, boss, config, log }, await sweepClient(job!.data.connectionId), job!);
+    },
+  );
 
   await boss.work<MaintenanceJob>(queues.maintenance, { batchSize: 1 }, async ([job]) => {
     await handleMaintenance({ db, boss, config, log }, job!.data.task);
@@ -66,7 +80,11 @@ export async function startSyncWorkers(deps: WorkerDeps): Promise<void> {
 
   if (config.CHANNEL_WEBHOOK_URL) {
     await boss.work<ChannelStockJob>(queues.channelStock, { batchSize: 100 }, async (jobs) => {
-      await postChannelChanges(config.CHANNEL_WEBHOOK_URL, config.CHANNEL_WEBHOOK_SECRET, jobs.map((j) => j.data));
+      await postChannelChanges(
+        config.CHANNEL_WEBHOOK_URL,
+        config.CHANNEL_WEBHOOK_SECRET,
+        jobs.map((j) => j.data),
+      );
     });
   }
 

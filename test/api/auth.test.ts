@@ -21,7 +21,11 @@ t.test('tokens are encrypted at rest: no column holds the plain token', async (t
 
 t.test('refresh ahead of expiry: a quarter of the lifetime, at most five minutes', async (t) => {
   const now = Date.now();
-  const c = (lifetimeS: number, leftS: number) => ({ auth_kind: 'oauth' as const, token_refreshed_at: new Date(now - (lifetimeS - leftS) * 1000), token_expires_at: new Date(now + leftS * 1000) });
+  const c = (lifetimeS: number, leftS: number) => ({
+    auth_kind: 'oauth' as const,
+    token_refreshed_at: new Date(now - (lifetimeS - leftS) * 1000),
+    token_expires_at: new Date(now + leftS * 1000),
+  });
   t.equal(needsRefresh(c(7200, 400), now), false);
   t.equal(needsRefresh(c(7200, 200), now), true);
   t.equal(needsRefresh(c(60, 20), now), false);

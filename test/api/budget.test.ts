@@ -4,7 +4,13 @@ import { applyAnswer, decide, effectiveReserve, rateHeaders, release, reserve, r
 import { testDatabase } from '../support/db.ts';
 
 const now = 1_800_000_000_000;
-const state = (s: Partial<BudgetState> = {}): BudgetState => ({ limit: 300, remaining: 300, resetAt: now + 60_000, resetKnown: true, ...s });
+const state = (s: Partial<BudgetState> = {}): BudgetState => ({
+  limit: 300,
+  remaining: 300,
+  resetAt: now + 60_000,
+  resetKnown: true,
+  ...s,
+});
 
 t.test('a slot is granted while remaining exceeds the leases in flight', async (t) => {
   t.same(decide(state({ remaining: 5 }), 4, 0, 30, false, now), { ok: true });
@@ -28,7 +34,10 @@ t.test('reconcile cannot take the reserve; interactive and webhook can', async (
 t.test('a better-ranked waiter elsewhere gets the slot first', async (t) => {
   const d = decide(state(), 0, 2, 30, true, now);
   t.equal(d.ok, false);
-  if (!d.ok) { t.equal(d.reason, 'priority'); t.ok(d.waitMs < 1000); }
+  if (!d.ok) {
+    t.equal(d.reason, 'priority');
+    t.ok(d.waitMs < 1000);
+  }
 });
 
 t.test('spent: wait until the reset, shorter while answers are in flight', async (t) => {
@@ -46,7 +55,11 @@ t.test('rollover after the known reset refills the window once', async (t) => {
 
 t.test('answers: same window keeps the lowest count, a newer window is adopted, stale ones ignored', async (t) => {
   const s = state({ remaining: 50 });
-  t.equal(applyAnswer(s, 200, { limit: 300, remaining: 60, reset: s.resetAt }, now).remaining, 50, 'a late answer does not raise the count');
+  t.equal(
+    applyAnswer(s, 200, { limit: 300, remaining: 60, reset: s.resetAt }, now).remaining,
+    50,
+    'a late answer does not raise the count',
+  );
   t.equal(applyAnswer(s, 200, { limit: 300, remaining: 40, reset: s.resetAt }, now).remaining, 40);
   const next = applyAnswer(s, 200, { limit: 300, remaining: 299, reset: s.resetAt + 300_000 }, now);
   t.same(next, { limit: 300, remaining: 299, resetAt: s.resetAt + 300_000, resetKnown: true });
@@ -96,7 +109,10 @@ t.test('database: a low-priority reservation yields to a waiting better rank, an
   const { db } = await testDatabase(t);
   const [c] = await db.insertInto('connections').values({ name: 'p', base_url: 'http://x', auth_kind: 'token' }).returning('id').execute();
   const id = c!.id;
-  await db.insertInto('api_budgets').values({ connection_id: id, request_limit: 10, remaining: 0, reset_at: new Date(Date.now() + 60_000), reset_known: true }).execute();
+  await db
+    .insertInto('api_budgets')
+    .values({ connection_id: id, request_limit: 10, remaining: 0, reset_at: new Date(Date.now() + 60_000), reset_known: true })
+    .execute();
   const cfg = { reserve: 3, leaseMs: 60_000 };
   const high = await reserve(db, id, 0, 'high', cfg);
   t.equal(high.ok, false, 'spent: the interactive caller waits and is registered');

@@ -8,14 +8,24 @@ import { startSandbox } from '@commerce-sync/sandbox';
 import { testDatabase } from '../support/db.ts';
 import { TEST_KEY } from './helpers.ts';
 
-interface Run { code: number | null; out: string; err: string }
+interface Run {
+  code: number | null;
+  out: string;
+  err: string;
+}
 
 function cli(args: string[], env: NodeJS.ProcessEnv, onOut?: (text: string) => void): Promise<Run> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['src/cli.ts', ...args], { env: { ...process.env, LOG_LEVEL: 'silent', ...env } });
-    let out = '', err = '';
-    child.stdout.on('data', (d) => { out += d; onOut?.(out); });
-    child.stderr.on('data', (d) => { err += d; });
+    let out = '',
+      err = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+      onOut?.(out);
+    });
+    child.stderr.on('data', (d) => {
+      err += d;
+    });
     child.on('close', (code) => resolve({ code, out, err }));
   });
 }
@@ -24,7 +34,12 @@ t.test('connect, connections, api', async (t) => {
   const sandbox = await startSandbox({ variants: 300 });
   t.teardown(() => sandbox.close());
   const { url } = await testDatabase(t);
-  const env = { DATABASE_URL: url, DATA_DIR: await mkdtemp(join(tmpdir(), 'cs-cli-')), TOKEN_ENCRYPTION_KEY: TEST_KEY, PUBLIC_URL: 'http://127.0.0.1:9' };
+  const env = {
+    DATABASE_URL: url,
+    DATA_DIR: await mkdtemp(join(tmpdir(), 'cs-cli-')),
+    TOKEN_ENCRYPTION_KEY: TEST_KEY,
+    PUBLIC_URL: 'http://127.0.0.1:9',
+  };
 
   const c = await cli(['connect', '--base-url', sandbox.url, '--token', sandbox.token], env);
   t.equal(c.code, 0, c.err);
@@ -60,22 +75,37 @@ t.test('connect, connections, api', async (t) => {
 
   const oauthEnv = { ...env, COMMERCE_CLIENT_ID: sandbox.clientId, COMMERCE_CLIENT_SECRET: sandbox.clientSecret };
   let approved = false;
-  const oauth = await cli(['connect', '--base-url', sandbox.url, '--oauth', '--name', 'oauth-shop', '--skip-webhooks', '--wait', '30'], oauthEnv, (out) => {
-    const m = /(http:\/\/\S+\/oauth\/authorize\?\S+)/.exec(out);
-    if (!m || approved) return;
-    approved = true;
-    // The browser: approve on the authorize page, then follow the redirect to the CLI's listener.
-    const q = new URL(m[1]!).searchParams;
-    void (async () => {
-      const form = new URLSearchParams({ ...Object.fromEntries(q), decision: 'approve' });
-      const res = await fetch(`${sandbox.url}/oauth/authorize`, { method: 'POST', redirect: 'manual', body: form, headers: { 'Content-Type': 'application/x-www-form-urlencoded' } });
-      await fetch(res.headers.get('location')!);
-    })();
-  });
+  const oauth = await cli(
+    ['connect', '--base-url', sandbox.url, '--oauth', '--name', 'oauth-shop', '--skip-webhooks', '--wait', '30'],
+    oauthEnv,
+    (out) => {
+      const m = /(http:\/\/\S+\/oauth\/authorize\?\S+)/.exec(out);
+      if (!m || approved) return;
+      approved = true;
+      // The browser: approve on the authorize page, then follow the redirect to the CLI's listener.
+      const q = new URL(m[1]!).searchParams;
+      void (async () => {
+        const form = new URLSearchParams({ ...Object.fromEntries(q), decision: 'approve' });
+        const res = await fetch(`${sandbox.url}/oauth/authorize`, {
+          method: 'POST',
+          redirect: 'manual',
+          body: form,
+          headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+        });
+        await fetch(res.headers.get('location')!);
+      })();
+    },
+  );
   t.equal(oauth.code, 0, oauth.err);
   t.match(oauth.out, /connected oauth-shop: .* \[oauth\]/);
   const both = JSON.parse((await cli(['connections', '--json'], env)).out);
-  t.same(both.map((x: any) => [x.name, x.auth]), [['sandbox-trading-co', 'token'], ['oauth-shop', 'oauth']]);
+  t.same(
+    both.map((x: any) => [x.name, x.auth]),
+    [
+      ['sandbox-trading-co', 'token'],
+      ['oauth-shop', 'oauth'],
+    ],
+  );
   t.ok(both[1].token_expires_at);
 
   const choose = await cli(['api', '/accounts/current'], env);

@@ -8,7 +8,10 @@ import { setup } from './helpers.ts';
 
 t.test('a documented 422 body gives field errors and a message naming them', async (t) => {
   const body = { errors: { name: ["can't be blank"], product_id: ['is required', 'must exist'] } };
-  t.same(errorDetails(body, JSON.stringify(body)), { message: null, fieldErrors: { name: ["can't be blank"], product_id: ['is required', 'must exist'] } });
+  t.same(errorDetails(body, JSON.stringify(body)), {
+    message: null,
+    fieldErrors: { name: ["can't be blank"], product_id: ['is required', 'must exist'] },
+  });
   const e = new ApiError(null, { status: 422, method: 'POST', path: '/products', fieldErrors: errorDetails(body, '').fieldErrors });
   t.equal(e.message, "POST /products: 422 request invalid (name: can't be blank; product_id: is required, must exist)");
 });

@@ -14,7 +14,9 @@ import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
 import { sandboxAdmin } from '../support/sandbox.ts';
 
-interface Teardown { teardown(fn: () => unknown): void }
+interface Teardown {
+  teardown(fn: () => unknown): void;
+}
 
 export const TEST_KEY = Buffer.alloc(32, 3).toString('base64');
 
@@ -27,10 +29,16 @@ export interface Setup {
   client: ApiClient;
   logs: ReturnType<typeof captureLogger>;
   admin(method: 'GET' | 'POST', path: string, body?: unknown): Promise<any>;
-  stats(): Promise<{ requests: { total: number; by_status: Record<string, number>; by_route: Record<string, number> }; rate_limited: number }>;
+  stats(): Promise<{
+    requests: { total: number; by_status: Record<string, number>; by_route: Record<string, number> };
+    rate_limited: number;
+  }>;
 }
 
-export async function setup(t: Teardown, opts: { sandbox?: SandboxOptions; config?: Partial<Record<keyof Config, string | number>>; client?: ClientOptions } = {}): Promise<Setup> {
+export async function setup(
+  t: Teardown,
+  opts: { sandbox?: SandboxOptions; config?: Partial<Record<keyof Config, string | number>>; client?: ClientOptions } = {},
+): Promise<Setup> {
   const sandbox = await startSandbox({ variants: 50, ...opts.sandbox });
   t.teardown(() => sandbox.close());
   const database = await testDatabase(t);
@@ -54,8 +62,16 @@ export async function collect<T>(it: AsyncIterable<{ records: T[] }>): Promise<T
 export async function oauthConnection(s: Setup, name = 'oauth-shop') {
   const redirect = 'http://127.0.0.1:9/callback';
   const res = await fetch(`${s.sandbox.url}/oauth/authorize`, {
-    method: 'POST', redirect: 'manual', headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ client_id: s.sandbox.clientId, redirect_uri: redirect, response_type: 'code', state: 'xyz', decision: 'approve' }),
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({
+      client_id: s.sandbox.clientId,
+      redirect_uri: redirect,
+      response_type: 'code',
+      state: 'xyz',
+      decision: 'approve',
+    }),
   });
   const code = new URL(res.headers.get('location')!).searchParams.get('code')!;
   const config = { ...s.config, COMMERCE_CLIENT_ID: s.sandbox.clientId, COMMERCE_CLIENT_SECRET: s.sandbox.clientSecret };

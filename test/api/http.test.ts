@@ -9,8 +9,10 @@ import { ApiError } from '../../src/api/errors.ts';
 import { splitPathQuery } from '../../src/api/cli.ts';
 
 t.test('query strings: integer lists comma-separated, others name[]', async (t) => {
-  t.equal(queryString({ ids: [1, 2, 3], limit: 250, status: 'archived', sku: ['A B', 'C'], skip: undefined, none: null }),
-    'ids=1,2,3&limit=250&status=archived&sku[]=A%20B&sku[]=C');
+  t.equal(
+    queryString({ ids: [1, 2, 3], limit: 250, status: 'archived', sku: ['A B', 'C'], skip: undefined, none: null }),
+    'ids=1,2,3&limit=250&status=archived&sku[]=A%20B&sku[]=C',
+  );
   t.equal(buildUrl('http://h/api/', 'variants', { limit: 1 }), 'http://h/api/variants?limit=1');
   t.equal(buildUrl('http://h', '/variants?x=1', { limit: 1 }), 'http://h/variants?x=1&limit=1');
 });
@@ -19,7 +21,10 @@ t.test('ids split at 250 and at the URI length, never over either', async (t) =>
   const ids = Array.from({ length: 1000 }, (_, i) => 1_000_000 + i);
   const url = (chunk: number[]) => buildUrl('http://127.0.0.1:1234', '/variants', { ids: chunk, limit: 250, page: 1 });
   const byCount = splitIds(url, ids, 100_000);
-  t.same(byCount.map((c) => c.length), [250, 250, 250, 250]);
+  t.same(
+    byCount.map((c) => c.length),
+    [250, 250, 250, 250],
+  );
   const byLength = splitIds(url, ids, 1000);
   t.ok(byLength.length > 4);
   for (const c of byLength) t.ok(url(c).length <= 1000, `uri of ${c.length} ids is ${url(c).length}`);
@@ -34,8 +39,14 @@ t.test('JSON: decimals stay exact strings, ids stay numbers', async (t) => {
 });
 
 t.test('X-Pagination, keys and error bodies are read tolerantly', async (t) => {
-  t.same(parsePagination('{"total_records":"600","total_pages":3,"first_page":true,"last_page":false,"out_of_bounds":false,"offset":0}'),
-    { total_records: 600, total_pages: 3, first_page: true, last_page: false, out_of_bounds: false, offset: 0 });
+  t.same(parsePagination('{"total_records":"600","total_pages":3,"first_page":true,"last_page":false,"out_of_bounds":false,"offset":0}'), {
+    total_records: 600,
+    total_pages: 3,
+    first_page: true,
+    last_page: false,
+    out_of_bounds: false,
+    offset: 0,
+  });
   t.equal(parsePagination('not json'), null);
   t.equal(parsePagination(null), null);
   t.equal(keyFromPath('/variants'), 'variants');
@@ -43,12 +54,22 @@ t.test('X-Pagination, keys and error bodies are read tolerantly', async (t) => {
   t.equal(keyFromPath('/orders/12'), 'orders');
   t.same(errorDetails({ error: 'bad', errors: { name: ['is required'] } }, ''), { message: 'bad', fieldErrors: { name: ['is required'] } });
   t.same(errorDetails(null, 'Oops'), { message: 'Oops', fieldErrors: null });
-  const e = new ApiError(null, { status: 422, method: 'POST', path: '/companies', requestId: 'r1', serviceMessage: 'invalid', fieldErrors: { name: ['blank'] } });
+  const e = new ApiError(null, {
+    status: 422,
+    method: 'POST',
+    path: '/companies',
+    requestId: 'r1',
+    serviceMessage: 'invalid',
+    fieldErrors: { name: ['blank'] },
+  });
   t.match(e.message, /POST \/companies: 422 request invalid: invalid \(name: blank\) \[X-Request-ID r1\]/);
 });
 
 t.test('bodies: records under the key, other arrays are sideloads, null is empty', async (t) => {
-  t.same(splitBody({ product: { id: 1 }, variants: [{ id: 2 }], meta: 1 }, 'product'), { records: [{ id: 1 }], sideloads: { variants: [{ id: 2 }] } });
+  t.same(splitBody({ product: { id: 1 }, variants: [{ id: 2 }], meta: 1 }, 'product'), {
+    records: [{ id: 1 }],
+    sideloads: { variants: [{ id: 2 }] },
+  });
   t.same(splitBody({ variants: null }, 'variants'), { records: [], sideloads: {} });
   t.same(splitBody(null, 'variants'), { records: [], sideloads: {} });
 });

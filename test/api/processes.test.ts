@@ -7,9 +7,14 @@ import { oauthConnection, setup } from './helpers.ts';
 function runReader(env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['test/api/fixtures/reader.ts'], { env: { ...process.env, ...env } });
-    let out = '', err = '';
-    child.stdout.on('data', (d) => { out += d; });
-    child.stderr.on('data', (d) => { err += d; });
+    let out = '',
+      err = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+    });
+    child.stderr.on('data', (d) => {
+      err += d;
+    });
     child.on('close', (code) => resolve({ code, out, err }));
   });
 }
@@ -18,8 +23,14 @@ t.test('three processes, one budget of 20 per window: every request answered, no
   // timeScale 150: the 300-second window lasts 2 real seconds.
   const s = await setup(t, { sandbox: { rateLimit: 20, timeScale: 150 }, config: { API_CONCURRENCY: 4 } });
   const env = {
-    DATABASE_URL: s.database.url, CONNECTION: 'shop', REQUESTS: '30', LOG_LEVEL: 'warn',
-    TOKEN_ENCRYPTION_KEY: s.config.TOKEN_ENCRYPTION_KEY, DATA_DIR: s.config.DATA_DIR, API_CONCURRENCY: '4', API_MAX_ATTEMPTS: '4',
+    DATABASE_URL: s.database.url,
+    CONNECTION: 'shop',
+    REQUESTS: '30',
+    LOG_LEVEL: 'warn',
+    TOKEN_ENCRYPTION_KEY: s.config.TOKEN_ENCRYPTION_KEY,
+    DATA_DIR: s.config.DATA_DIR,
+    API_CONCURRENCY: '4',
+    API_MAX_ATTEMPTS: '4',
   };
   const before = (await s.stats()).requests.total;
   const runs = await Promise.all([
@@ -39,14 +50,24 @@ t.test('three processes, one budget of 20 per window: every request answered, no
   const budget = await s.database.db.selectFrom('api_budgets').selectAll().executeTakeFirstOrThrow();
   t.equal(budget.accounting_errors, 0);
   t.equal(budget.in_flight, 0, 'every lease returned');
-  t.equal(await s.database.db.selectFrom('api_budget_waiters').select('waiter').execute().then((r) => r.length), 0, 'no waiter left behind');
+  t.equal(
+    await s.database.db
+      .selectFrom('api_budget_waiters')
+      .select('waiter')
+      .execute()
+      .then((r) => r.length),
+    0,
+    'no waiter left behind',
+  );
 });
 
 t.test('in one process: after exhaustion the interactive caller gets the first slot of the new window', async (t) => {
   const s = await setup(t, { sandbox: { rateLimit: 6, timeScale: 300 }, config: { API_CONCURRENCY: 1, BUDGET_RESERVE: 1 } });
   const order: string[] = [];
   const call = (name: string, priority: 'interactive' | 'reconcile' | 'webhook') =>
-    s.client.get('/accounts/current', { priority }).then(() => { order.push(name); });
+    s.client.get('/accounts/current', { priority }).then(() => {
+      order.push(name);
+    });
   // Spend the window, then queue low priority first and high priority last.
   const spend = Array.from({ length: 6 }, (_, i) => call(`spend${i}`, 'interactive'));
   await Promise.all(spend);
@@ -62,9 +83,14 @@ t.test('three processes meet an expired OAuth token together: one refresh, the o
   const { connection } = await oauthConnection(s);
   await s.admin('POST', 'clock', { advance_seconds: 700 });
   const env = {
-    DATABASE_URL: s.database.url, CONNECTION: 'oauth-shop', REQUESTS: '4', LOG_LEVEL: 'info',
-    TOKEN_ENCRYPTION_KEY: s.config.TOKEN_ENCRYPTION_KEY, DATA_DIR: s.config.DATA_DIR,
-    COMMERCE_CLIENT_ID: s.sandbox.clientId, COMMERCE_CLIENT_SECRET: s.sandbox.clientSecret,
+    DATABASE_URL: s.database.url,
+    CONNECTION: 'oauth-shop',
+    REQUESTS: '4',
+    LOG_LEVEL: 'info',
+    TOKEN_ENCRYPTION_KEY: s.config.TOKEN_ENCRYPTION_KEY,
+    DATA_DIR: s.config.DATA_DIR,
+    COMMERCE_CLIENT_ID: s.sandbox.clientId,
+    COMMERCE_CLIENT_SECRET: s.sandbox.clientSecret,
   };
   const runs = await Promise.all([runReader(env), runReader(env), runReader(env)]);
   let refreshed = 0;

@@ -19,7 +19,9 @@ t.test('full list: limit=250 pages, every record once, quantities as strings, si
 
 t.test('getByIds: <=250 ids per request, URIs under API_MAX_URI_LENGTH, missing ids absent', async (t) => {
   const s = await setup(t, { sandbox: { variants: 700, maxUriLength: 1200 }, config: { API_MAX_URI_LENGTH: 1200 } });
-  const ids = (await s.admin('GET', 'snapshot?resource=variants')).variants.filter((v: any) => v.status !== 'archived').map((v: any) => v.id);
+  const ids = (await s.admin('GET', 'snapshot?resource=variants')).variants
+    .filter((v: any) => v.status !== 'archived')
+    .map((v: any) => v.id);
   const wanted = [...ids, 99_999_999];
   const before = await s.stats();
   const r = await s.client.getByIds<any>('/variants', wanted);
@@ -36,7 +38,9 @@ t.test('getByIds: <=250 ids per request, URIs under API_MAX_URI_LENGTH, missing 
 
 t.test('a URI the service finds too long is a 414 error, not retried', async (t) => {
   const s = await setup(t, { sandbox: { maxUriLength: 300 } });
-  const err = await s.client.get('/variants', { query: { sku: Array.from({ length: 40 }, (_, i) => `SKU-LONG-NAME-${i}`) } }).catch((e) => e);
+  const err = await s.client
+    .get('/variants', { query: { sku: Array.from({ length: 40 }, (_, i) => `SKU-LONG-NAME-${i}`) } })
+    .catch((e) => e);
   t.ok(err instanceof ApiError);
   t.equal(err.status, 414);
   t.ok(err.requestId, 'carries X-Request-ID');
@@ -63,14 +67,19 @@ t.test('503 on every answer: halves down to 1, then gives up with the 503', asyn
   const err = await collect(s.client.paginate('/variants')).catch((e) => e);
   t.ok(err instanceof ApiError);
   t.equal(err.status, 503);
-  const limits = s.logs.lines().filter((l) => l.msg === 'service overloaded (503); halving the page size').map((l) => l.next);
+  const limits = s.logs
+    .lines()
+    .filter((l) => l.msg === 'service overloaded (503); halving the page size')
+    .map((l) => l.next);
   t.same(limits, [125, 63, 32, 16, 8, 4, 2, 1]);
 });
 
 t.test('500s are retried with backoff and the read is complete', async (t) => {
   const s = await setup(t, { sandbox: { variants: 600 }, config: { API_MAX_ATTEMPTS: 8 } });
   await s.admin('POST', 'faults', { responses: { error_500: 0.4, routes: '^GET /variants$' } });
-  const ids = (await s.admin('GET', 'snapshot?resource=variants')).variants.filter((v: any) => v.status !== 'archived').map((v: any) => v.id);
+  const ids = (await s.admin('GET', 'snapshot?resource=variants')).variants
+    .filter((v: any) => v.status !== 'archived')
+    .map((v: any) => v.id);
   const r = await s.client.getByIds<any>('/variants', ids);
   const variants = await collect(s.client.paginate<any>('/variants'));
   await s.admin('POST', 'faults', {});

@@ -9,7 +9,9 @@ const companiesNamed = async (s: Awaited<ReturnType<typeof setup>>, name: string
 t.test('a POST whose answer is lost is retried with the same key and creates one record', async (t) => {
   const s = await setup(t, { config: { API_MAX_ATTEMPTS: 3 } });
   await s.admin('POST', 'faults', { responses: { lose_response: 1, routes: '^POST /companies$' } });
-  const err = await s.client.createCompany({ name: 'Lost Answer Ltd', company_type: 'business' }, { idempotencyKey: 'op-1' }).catch((e) => e);
+  const err = await s.client
+    .createCompany({ name: 'Lost Answer Ltd', company_type: 'business' }, { idempotencyKey: 'op-1' })
+    .catch((e) => e);
   t.ok(err instanceof ApiError);
   t.equal(err.status, null, 'no answer at all');
   t.equal((await s.stats()).requests.by_route['POST /companies'], 3, 'three attempts were sent');
@@ -31,14 +33,24 @@ t.test('a POST whose answer is lost is retried with the same key and creates one
 
 t.test('an order of more than 150 lines: one create with 150, then PUTs adding the rest', async (t) => {
   const s = await setup(t, { sandbox: { variants: 50 } });
-  const variants = (await s.admin('GET', 'snapshot?resource=variants')).variants.filter((v: any) => v.status !== 'archived' && !v.composite);
+  const variants = (await s.admin('GET', 'snapshot?resource=variants')).variants.filter(
+    (v: any) => v.status !== 'archived' && !v.composite,
+  );
   const companies = (await s.admin('GET', 'snapshot?resource=companies')).companies;
   const customer = companies.find((c: any) => c.company_type !== 'supplier') ?? companies[0];
   const addresses = (await s.admin('GET', 'snapshot?resource=addresses')).addresses.filter((a: any) => a.company_id === customer.id);
   const lines = Array.from({ length: 340 }, (_, i) => ({ variant_id: variants[i % variants.length].id, quantity: '1' }));
-  const order = await s.client.createOrder({
-    company_id: customer.id, shipping_address_id: addresses[0]?.id, currency_iso: 'USD', status: 'active', issued_at: '2026-11-21', order_line_items: lines,
-  }, { idempotencyKey: 'big-order-1' });
+  const order = await s.client.createOrder(
+    {
+      company_id: customer.id,
+      shipping_address_id: addresses[0]?.id,
+      currency_iso: 'USD',
+      status: 'active',
+      issued_at: '2026-11-21',
+      order_line_items: lines,
+    },
+    { idempotencyKey: 'big-order-1' },
+  );
   t.type(order.id, 'number');
   const stats = await s.stats();
   t.equal(stats.requests.by_route['POST /orders'], 1);
@@ -46,11 +58,21 @@ t.test('an order of more than 150 lines: one create with 150, then PUTs adding t
   const stored = (await s.admin('GET', 'snapshot?resource=order_line_items')).order_line_items.filter((l: any) => l.order_id === order.id);
   t.equal(stored.length, 340, 'every line is on the order');
   // The same operation again (e.g. a job retried after a crash) repeats nothing.
-  const again = await s.client.createOrder({
-    company_id: customer.id, shipping_address_id: addresses[0]?.id, currency_iso: 'USD', status: 'active', issued_at: '2026-11-21', order_line_items: lines,
-  }, { idempotencyKey: 'big-order-1' });
+  const again = await s.client.createOrder(
+    {
+      company_id: customer.id,
+      shipping_address_id: addresses[0]?.id,
+      currency_iso: 'USD',
+      status: 'active',
+      issued_at: '2026-11-21',
+      order_line_items: lines,
+    },
+    { idempotencyKey: 'big-order-1' },
+  );
   t.equal(again.id, order.id);
-  const storedAgain = (await s.admin('GET', 'snapshot?resource=order_line_items')).order_line_items.filter((l: any) => l.order_id === order.id);
+  const storedAgain = (await s.admin('GET', 'snapshot?resource=order_line_items')).order_line_items.filter(
+    (l: any) => l.order_id === order.id,
+  );
   t.equal(storedAgain.length, 340, 'no line added twice');
 });
 
@@ -68,7 +90,12 @@ t.test('typed helpers: company, address, currency, webhooks, order actions', asy
   await s.client.deleteWebhook(hook.id); // already gone: not an error
   t.notOk((await s.client.listWebhooks()).some((w) => w.id === hook.id));
   const variant = (await s.admin('GET', 'snapshot?resource=variants')).variants.find((v: any) => v.status !== 'archived' && !v.composite);
-  const order = await s.client.createOrder({ company_id: company.id, shipping_address_id: address.id, currency_iso: 'USD', order_line_items: [{ variant_id: variant.id, quantity: '2' }] });
+  const order = await s.client.createOrder({
+    company_id: company.id,
+    shipping_address_id: address.id,
+    currency_iso: 'USD',
+    order_line_items: [{ variant_id: variant.id, quantity: '2' }],
+  });
   await s.client.orderAction(order.id, 'invoice');
   await s.client.orderAction(order.id, 'pack');
   await s.client.orderAction(order.id, 'fulfil');

@@ -15,14 +15,42 @@ t.test('JSON API answers the operator questions', async (t) => {
   const { base, db, boss } = await consoleServer(t, { token: TOKEN });
   const shop = await addConnection(db, 'shop');
   const other = await addConnection(db, 'other');
-  await addVariant(db, shop, { id: 11, sku: 'SKU-11', stock: [{ location: 1, onHand: '5.5', committed: '1' }, { location: 2, onHand: '2' }] });
-  await db.insertInto('api_budgets').values({ connection_id: shop, request_limit: 300, remaining: 123, reset_at: new Date(Date.now() + 60_000) }).execute();
+  await addVariant(db, shop, {
+    id: 11,
+    sku: 'SKU-11',
+    stock: [
+      { location: 1, onHand: '5.5', committed: '1' },
+      { location: 2, onHand: '2' },
+    ],
+  });
+  await db
+    .insertInto('api_budgets')
+    .values({ connection_id: shop, request_limit: 300, remaining: 123, reset_at: new Date(Date.now() + 60_000) })
+    .execute();
   // A window whose known reset has passed is full again, less the requests in flight.
-  await db.insertInto('api_budgets').values({ connection_id: other, request_limit: 300, remaining: 0, reset_at: new Date(Date.now() - 1000), reset_known: true, in_flight: 2 }).execute();
+  await db
+    .insertInto('api_budgets')
+    .values({
+      connection_id: other,
+      request_limit: 300,
+      remaining: 0,
+      reset_at: new Date(Date.now() - 1000),
+      reset_known: true,
+      in_flight: 2,
+    })
+    .execute();
   await addDelivery(db, shop, { state: 'queued', objectId: 11 });
   await addDelivery(db, other, { state: 'failed', error: 'boom' });
   await logSync(db, [
-    { connectionId: shop, resource: 'variant', recordId: 11, sku: 'SKU-11', action: 'mirror.update', before: { on_hand: '5' }, after: { on_hand: '5.5' } },
+    {
+      connectionId: shop,
+      resource: 'variant',
+      recordId: 11,
+      sku: 'SKU-11',
+      action: 'mirror.update',
+      before: { on_hand: '5' },
+      after: { on_hand: '5.5' },
+    },
     { connectionId: shop, resource: 'order', recordId: 7, action: 'fetch', outcome: 'error', error: 'HTTP 500' },
     { connectionId: other, resource: 'variant', recordId: 99, sku: 'SKU-99', action: 'mirror.update' },
   ]);
@@ -30,21 +58,36 @@ t.test('JSON API answers the operator questions', async (t) => {
   await t.test('overview per connection', async (t) => {
     const res = await fetch(`${base}/api/overview`, { headers: auth });
     t.equal(res.status, 200);
-    const body = await res.json() as { connections: Record<string, unknown>[]; queues: { queue: string }[] };
+    const body = (await res.json()) as { connections: Record<string, unknown>[]; queues: { queue: string }[] };
     const s = body.connections.find((c) => c.name === 'shop')!;
     t.match(s, { queuedDeliveries: 1, errorsLastHour: 1, health: 'degraded', budget: { remaining: 123, limit: 300 } });
     t.ok((s.lagSeconds as number) >= 0);
-    t.match(body.connections.find((c) => c.name === 'other'), { failedDeliveries: 1, budget: { remaining: 298, inFlight: 2 } });
+    t.match(
+      body.connections.find((c) => c.name === 'other'),
+      { failedDeliveries: 1, budget: { remaining: 298, inFlight: 2 } },
+    );
     t.ok(body.queues.some((q) => q.queue === 'deliveries-dead'));
   });
 
   await t.test('log filters: connection, sku, outcome, record, bad input', async (t) => {
-    const get = async (qs: string) => (await (await fetch(`${base}/api/logs?${qs}`, { headers: auth })).json()) as { entries: { sku: string | null; action: string; connection: string }[] };
+    const get = async (qs: string) =>
+      (await (await fetch(`${base}/api/logs?${qs}`, { headers: auth })).json()) as {
+        entries: { sku: string | null; action: string; connection: string }[];
+      };
     t.equal((await get('')).entries.length, 3);
     t.same((await get('connection=shop')).entries.map((e) => e.action).sort(), ['fetch', 'mirror.update']);
-    t.same((await get('sku=SKU-99')).entries.map((e) => e.connection), ['other']);
-    t.same((await get('outcome=error')).entries.map((e) => e.action), ['fetch']);
-    t.same((await get('connection=shop&resource=variant&record=11')).entries.map((e) => e.sku), ['SKU-11']);
+    t.same(
+      (await get('sku=SKU-99')).entries.map((e) => e.connection),
+      ['other'],
+    );
+    t.same(
+      (await get('outcome=error')).entries.map((e) => e.action),
+      ['fetch'],
+    );
+    t.same(
+      (await get('connection=shop&resource=variant&record=11')).entries.map((e) => e.sku),
+      ['SKU-11'],
+    );
     t.equal((await get(`from=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`)).entries.length, 0);
     const bad = await fetch(`${base}/api/logs?outcome=maybe`, { headers: auth });
     t.equal(bad.status, 400);
@@ -53,11 +96,17 @@ t.test('JSON API answers the operator questions', async (t) => {
   });
 
   await t.test('paging through entries written in one transaction (same time) loses none', async (t) => {
-    await logSync(db, Array.from({ length: 250 }, (_, i) => ({ connectionId: other, resource: 'batch', action: `b${i}` })));
+    await logSync(
+      db,
+      Array.from({ length: 250 }, (_, i) => ({ connectionId: other, resource: 'batch', action: `b${i}` })),
+    );
     const ids = new Set<number>();
     let qs = 'resource=batch&limit=100';
     for (let pages = 0; pages < 10; pages++) {
-      const body = await (await fetch(`${base}/api/logs?${qs}`, { headers: auth })).json() as { entries: { id: number }[]; next: Record<string, string | number> | null };
+      const body = (await (await fetch(`${base}/api/logs?${qs}`, { headers: auth })).json()) as {
+        entries: { id: number }[];
+        next: Record<string, string | number> | null;
+      };
       for (const e of body.entries) ids.add(e.id);
       if (!body.next) break;
       qs = `resource=batch&limit=100&${new URLSearchParams(Object.entries(body.next).map(([k, v]): [string, string] => [k, String(v)]))}`;
@@ -74,19 +123,27 @@ t.test('JSON API answers the operator questions', async (t) => {
   await t.test('variant record by sku and by id', async (t) => {
     const found = await (await fetch(`${base}/api/variants?sku=SKU-11`, { headers: auth })).json();
     t.match(found, { variants: [{ connection: 'shop', id: 11 }] });
-    const rec = await (await fetch(`${base}/api/variants/shop/11`, { headers: auth })).json() as Record<string, any>;
-    t.same(rec.stock.map((s: any) => [s.locationId, s.onHand, s.available]), [[1, '5.5', '4.5'], [2, '2', '2']]);
+    const rec = (await (await fetch(`${base}/api/variants/shop/11`, { headers: auth })).json()) as Record<string, any>;
+    t.same(
+      rec.stock.map((s: any) => [s.locationId, s.onHand, s.available]),
+      [
+        [1, '5.5', '4.5'],
+        [2, '2', '2'],
+      ],
+    );
     t.equal(rec.log[0].action, 'mirror.update');
     t.equal((await fetch(`${base}/api/variants/shop/12345`, { headers: auth })).status, 404);
   });
 
   await t.test('delivery replay re-enqueues with the same DeliveryJob data', async (t) => {
-    const failed = (await (await fetch(`${base}/api/deliveries?state=failed`, { headers: auth })).json()) as { deliveries: { id: number; connection_id: number }[] };
+    const failed = (await (await fetch(`${base}/api/deliveries?state=failed`, { headers: auth })).json()) as {
+      deliveries: { id: number; connection_id: number }[];
+    };
     t.equal(failed.deliveries.length, 1);
     const d = failed.deliveries[0]!;
     const res = await fetch(`${base}/api/deliveries/${d.id}/replay`, { method: 'POST', headers: auth });
     t.equal(res.status, 202);
-    const { replayed } = await res.json() as { replayed: { jobId: string } };
+    const { replayed } = (await res.json()) as { replayed: { jobId: string } };
     const [job] = await boss.findJobs(queues.deliveries, { id: replayed.jobId });
     t.same(job!.data, { deliveryRowId: d.id, connectionId: other, resource: 'variant', action: 'update', objectId: 1 });
     const row = await db.selectFrom('webhook_deliveries').selectAll().where('id', '=', d.id).executeTakeFirstOrThrow();
@@ -95,9 +152,21 @@ t.test('JSON API answers the operator questions', async (t) => {
   });
 
   await t.test('the deliveries page pages back through older deliveries', async (t) => {
-    await db.insertInto('webhook_deliveries').values(Array.from({ length: 105 }, (_, i) => ({
-      connection_id: shop, delivery_id: `bulk-${i}`, event: 'orders.create', resource: 'order', action: 'create', object_id: i, body: '{}', state: 'processed' as const,
-    }))).execute();
+    await db
+      .insertInto('webhook_deliveries')
+      .values(
+        Array.from({ length: 105 }, (_, i) => ({
+          connection_id: shop,
+          delivery_id: `bulk-${i}`,
+          event: 'orders.create',
+          resource: 'order',
+          action: 'create',
+          object_id: i,
+          body: '{}',
+          state: 'processed' as const,
+        })),
+      )
+      .execute();
     const first = await (await fetch(`${base}/deliveries?resource=order`, { headers: auth })).text();
     t.equal((first.match(/<tr data-id=/g) ?? []).length, 100);
     const older = /href="([^"]+)" id="older"/.exec(first)?.[1]?.replaceAll('&amp;', '&');
@@ -109,11 +178,13 @@ t.test('JSON API answers the operator questions', async (t) => {
 
   await t.test('dead letters are listed and replayed to their live queue', async (t) => {
     const deadId = await boss.send(deadLetterOf(queues.fetch), { connectionId: shop, resource: 'variant' });
-    const list = await (await fetch(`${base}/api/dead-letters`, { headers: auth })).json() as { deadLetters: { id: string; liveQueue: string }[] };
+    const list = (await (await fetch(`${base}/api/dead-letters`, { headers: auth })).json()) as {
+      deadLetters: { id: string; liveQueue: string }[];
+    };
     t.match(list.deadLetters, [{ id: deadId, liveQueue: 'fetch' }]);
     const res = await fetch(`${base}/api/dead-letters/fetch-dead/${deadId}/replay`, { method: 'POST', headers: auth });
     t.equal(res.status, 202);
-    const { replayed } = await res.json() as { replayed: { jobId: string } };
+    const { replayed } = (await res.json()) as { replayed: { jobId: string } };
     const [job] = await boss.findJobs(queues.fetch, { id: replayed.jobId });
     t.same(job!.data, { connectionId: shop, resource: 'variant' });
     t.same(((await (await fetch(`${base}/api/dead-letters`, { headers: auth })).json()) as { deadLetters: unknown[] }).deadLetters, []);
@@ -127,14 +198,42 @@ t.test('JSON API answers the operator questions', async (t) => {
     const at = new Date('2031-03-04T10:20:30Z');
     t.equal(await sampleOnce(db, { now: at }), 2);
     await sampleOnce(db, { now: new Date(at.getTime() + 20_000) }); // the same minute again: the first sample stays the only one
-    await db.insertInto('webhook_deliveries').values({ connection_id: shop, delivery_id: 'series-1', event: 'variants/update', resource: 'variant', action: 'update',
-      object_id: 1, body: '{}', state: 'processed', received_at: new Date(at.getTime() - 60_000) }).execute();
-    const series = await (await fetch(`${base}/api/connections/shop/series?minutes=5&end=${at.toISOString()}`, { headers: auth })).json() as Record<string, { value: number }[]>;
-    t.same(series.budget!.map((p) => p.value), [123], 'one sample per minute');
-    t.same(series.budgetUsed!.map((p) => p.value), [300 - 123], 'used of the window');
+    await db
+      .insertInto('webhook_deliveries')
+      .values({
+        connection_id: shop,
+        delivery_id: 'series-1',
+        event: 'variants/update',
+        resource: 'variant',
+        action: 'update',
+        object_id: 1,
+        body: '{}',
+        state: 'processed',
+        received_at: new Date(at.getTime() - 60_000),
+      })
+      .execute();
+    const series = (await (
+      await fetch(`${base}/api/connections/shop/series?minutes=5&end=${at.toISOString()}`, { headers: auth })
+    ).json()) as Record<string, { value: number }[]>;
+    t.same(
+      series.budget!.map((p) => p.value),
+      [123],
+      'one sample per minute',
+    );
+    t.same(
+      series.budgetUsed!.map((p) => p.value),
+      [300 - 123],
+      'used of the window',
+    );
     t.equal(series.lag!.length, 1);
-    t.same(series.throughput!.map((p) => p.value), [0, 0, 0, 1, 0], 'the delivery of the minute before is counted in its minute');
-    const day = await (await fetch(`${base}/api/connections/shop/series?range=24h&end=${at.toISOString()}`, { headers: auth })).json() as Record<string, { value: number }[]>;
+    t.same(
+      series.throughput!.map((p) => p.value),
+      [0, 0, 0, 1, 0],
+      'the delivery of the minute before is counted in its minute',
+    );
+    const day = (await (
+      await fetch(`${base}/api/connections/shop/series?range=24h&end=${at.toISOString()}`, { headers: auth })
+    ).json()) as Record<string, { value: number }[]>;
     t.equal(day.throughput!.length, 96, '24 hours in quarter hours');
     t.equal((await fetch(`${base}/api/connections/shop/series?range=2w`, { headers: auth })).status, 400);
   });
@@ -166,28 +265,46 @@ t.test('live tail: filters server-side, resumes after Last-Event-ID', async (t) 
   await logSync(db, { connectionId: other, resource: 'variant', sku: 'A-1', action: 'not-this-connection' });
   await logSync(db, { connectionId: shop, resource: 'variant', sku: 'B-2', action: 'not-this-sku' });
   await logSync(db, { connectionId: shop, resource: 'variant', sku: 'A-1', action: 'first' });
-  await logSync(db, [{ connectionId: shop, resource: 'variant', sku: 'A-1', action: 'second' }, { connectionId: shop, sku: 'C', action: 'x' }]);
+  await logSync(db, [
+    { connectionId: shop, resource: 'variant', sku: 'A-1', action: 'second' },
+    { connectionId: shop, sku: 'C', action: 'x' },
+  ]);
   const events = await reading;
-  t.same(events.map((e) => e.data.action), ['first', 'second']);
+  t.same(
+    events.map((e) => e.data.action),
+    ['first', 'second'],
+  );
   const lastId = events[1]!.id;
 
   // Reconnect with Last-Event-ID: what was written meanwhile arrives first.
   await logSync(db, { connectionId: shop, resource: 'variant', sku: 'A-1', action: 'while-away' });
-  const again = await fetch(`${base}/api/tail?connection=shop&sku=A-1`, { headers: { ...auth, 'last-event-id': lastId }, signal: ctl.signal });
+  const again = await fetch(`${base}/api/tail?connection=shop&sku=A-1`, {
+    headers: { ...auth, 'last-event-id': lastId },
+    signal: ctl.signal,
+  });
   const more = await readEvents(again, (ev) => ev.length >= 1);
-  t.same(more.map((e) => e.data.action), ['while-away']);
+  t.same(
+    more.map((e) => e.data.action),
+    ['while-away'],
+  );
 
   // An entry written without NOTIFY still arrives (the tail also polls).
   const quiet = await fetch(`${base}/api/tail?connection=shop`, { headers: auth, signal: ctl.signal });
   const reading2 = readEvents(quiet, (ev) => ev.length >= 1);
   await db.insertInto('sync_log').values({ connection_id: shop, action: 'no-notify', outcome: 'ok' }).execute();
-  t.same((await reading2).map((e) => e.data.action), ['no-notify']);
+  t.same(
+    (await reading2).map((e) => e.data.action),
+    ['no-notify'],
+  );
 
   // Clients going away is the normal end of a stream: nothing is logged as an error.
   ctl.abort();
   await logSync(db, { connectionId: shop, sku: 'A-1', action: 'after-abort' });
   await new Promise((r) => setTimeout(r, 300));
-  t.same(logLines().filter((l) => (l.level as number) >= 50), []);
+  t.same(
+    logLines().filter((l) => (l.level as number) >= 50),
+    [],
+  );
 });
 
 t.test('a shutdown ends open event streams instead of waiting for them', async (t) => {
@@ -198,7 +315,8 @@ t.test('a shutdown ends open event streams instead of waiting for them', async (
   const closing = server.close(120_000);
   // Ended by the console (a clean end of stream), not cut by the server's grace timeout (an error).
   let r;
-  do r = await reader.read(); while (!r.done);
+  do r = await reader.read();
+  while (!r.done);
   t.ok(r.done);
   await closing;
 });
@@ -208,10 +326,32 @@ t.test('operator auth: every console and API route refuses a request without the
   const shop = await addConnection(db, 'shop');
   await addVariant(db, shop, { id: 1, sku: 'S1' });
   const id = await addDelivery(db, shop);
-  const gets = ['/', '/logs', '/tail', '/deliveries', '/dead-letters', '/variants', '/variants/shop/1', '/metrics',
-    '/api/overview', '/api/status', '/api/queues', '/api/logs', '/api/tail', '/api/deliveries', `/api/deliveries/${id}`, '/api/dead-letters',
-    '/api/variants?sku=S1', '/api/variants/shop/1', '/api/connections/shop/series'];
-  const posts = [`/api/deliveries/${id}/replay`, `/deliveries/${id}/replay`, '/api/dead-letters/fetch-dead/00000000-0000-0000-0000-000000000000/replay'];
+  const gets = [
+    '/',
+    '/logs',
+    '/tail',
+    '/deliveries',
+    '/dead-letters',
+    '/variants',
+    '/variants/shop/1',
+    '/metrics',
+    '/api/overview',
+    '/api/status',
+    '/api/queues',
+    '/api/logs',
+    '/api/tail',
+    '/api/deliveries',
+    `/api/deliveries/${id}`,
+    '/api/dead-letters',
+    '/api/variants?sku=S1',
+    '/api/variants/shop/1',
+    '/api/connections/shop/series',
+  ];
+  const posts = [
+    `/api/deliveries/${id}/replay`,
+    `/deliveries/${id}/replay`,
+    '/api/dead-letters/fetch-dead/00000000-0000-0000-0000-000000000000/replay',
+  ];
   for (const path of gets) {
     const res = await fetch(base + path);
     t.equal(res.status, 401, `GET ${path} without token`);
@@ -221,12 +361,19 @@ t.test('operator auth: every console and API route refuses a request without the
   }
   for (const path of posts) t.equal((await fetch(base + path, { method: 'POST' })).status, 401, `POST ${path} without token`);
   // Routes other areas mount through the console get the same guard.
-  for (const [file, path] of [['../../src/stock/routes.ts', '/api/channel-stock'], ['../../src/push/routes.ts', '/api/operations']] as const) {
+  for (const [file, path] of [
+    ['../../src/stock/routes.ts', '/api/channel-stock'],
+    ['../../src/push/routes.ts', '/api/operations'],
+  ] as const) {
     if (!existsSync(fileURLToPath(new URL(file, import.meta.url)))) continue;
     t.equal((await fetch(base + path)).status, 401, `GET ${path} without token`);
     t.not((await fetch(base + path, { headers: auth })).status, 401, `GET ${path} with the token`);
   }
-  t.equal((await db.selectFrom('webhook_deliveries').select('state').where('id', '=', id).executeTakeFirstOrThrow()).state, 'processed', 'no replay happened');
+  t.equal(
+    (await db.selectFrom('webhook_deliveries').select('state').where('id', '=', id).executeTakeFirstOrThrow()).state,
+    'processed',
+    'no replay happened',
+  );
 
   // A page asks for the login form; API clients get JSON.
   const pageRes = await fetch(`${base}/deliveries`, { headers: { accept: 'text/html' } });
@@ -235,15 +382,32 @@ t.test('operator auth: every console and API route refuses a request without the
 
   // Bearer, Basic and the login cookie all work.
   t.equal((await fetch(`${base}/api/overview`, { headers: auth })).status, 200);
-  t.equal((await fetch(`${base}/api/overview`, { headers: { authorization: `Basic ${Buffer.from(`op:${TOKEN}`).toString('base64')}` } })).status, 200);
-  const login = await fetch(`${base}/login`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `token=${TOKEN}&next=%2Fdeliveries` });
+  t.equal(
+    (await fetch(`${base}/api/overview`, { headers: { authorization: `Basic ${Buffer.from(`op:${TOKEN}`).toString('base64')}` } })).status,
+    200,
+  );
+  const login = await fetch(`${base}/login`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: `token=${TOKEN}&next=%2Fdeliveries`,
+  });
   t.equal(login.status, 302);
   t.equal(login.headers.get('location'), '/deliveries');
   const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
   t.notMatch(cookie, TOKEN, 'the cookie does not carry the operator token itself');
   t.equal((await fetch(`${base}/deliveries`, { headers: { cookie } })).status, 200);
-  t.equal((await fetch(`${base}/deliveries`, { headers: { cookie: `cs_operator=${TOKEN}` } })).status, 401, 'nor does the token work as a cookie');
-  const badLogin = await fetch(`${base}/login`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'token=nope&next=//evil.example' });
+  t.equal(
+    (await fetch(`${base}/deliveries`, { headers: { cookie: `cs_operator=${TOKEN}` } })).status,
+    401,
+    'nor does the token work as a cookie',
+  );
+  const badLogin = await fetch(`${base}/login`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'token=nope&next=//evil.example',
+  });
   t.equal(badLogin.status, 401);
 
   // Another site's page cannot replay with the operator's cookie.
@@ -280,6 +444,6 @@ t.test('HTML and SQL in names and SKUs are rendered escaped', async (t) => {
   t.match(page, '&lt;img src=x onerror=alert(1)&gt;&#39;; DROP TABLE variants; --');
   t.match(page, '&lt;b&gt;bold&lt;/b&gt;');
   t.ok(await db.selectFrom('variants').select('id').executeTakeFirst(), 'the SKU was data, not SQL');
-  const logs = await (await fetch(`${base}/api/logs?sku=${encodeURIComponent(evil)}`)).json() as { entries: unknown[] };
+  const logs = (await (await fetch(`${base}/api/logs?sku=${encodeURIComponent(evil)}`)).json()) as { entries: unknown[] };
   t.equal(logs.entries.length, 1);
 });

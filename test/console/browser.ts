@@ -7,17 +7,30 @@ import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 
 export const CHROMIUM = '/usr/bin/chromium';
-export const chromiumMissing = existsSync(CHROMIUM) ? null : `${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium) to run the browser tests`;
+export const chromiumMissing = existsSync(CHROMIUM)
+  ? null
+  : `${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium) to run the browser tests`;
 
-interface T { teardown(fn: () => unknown): void }
+interface T {
+  teardown(fn: () => unknown): void;
+}
 
 export async function openBrowser(t: T): Promise<{ context: BrowserContext; page: Page; dialogs: string[] }> {
   const profile = await mkdtemp(join(tmpdir(), 'cs-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-      '--disable-sync', '--no-first-run', '--disable-quic', '--disable-dev-shm-usage'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--disable-quic',
+      '--disable-dev-shm-usage',
+    ],
     timeout: 60_000,
   });
   t.teardown(async () => {
@@ -25,9 +38,12 @@ export async function openBrowser(t: T): Promise<{ context: BrowserContext; page
     await rm(profile, { recursive: true, force: true });
   });
   context.setDefaultTimeout(15_000);
-  const page = context.pages()[0] ?? await context.newPage();
+  const page = context.pages()[0] ?? (await context.newPage());
   // Any alert() would mean markup from data ran as script.
   const dialogs: string[] = [];
-  page.on('dialog', (d) => { dialogs.push(d.message()); void d.dismiss(); });
+  page.on('dialog', (d) => {
+    dialogs.push(d.message());
+    void d.dismiss();
+  });
   return { context, page, dialogs };
 }

@@ -14,7 +14,16 @@ t.test('logs: filters by connection and sku, prints lines or JSON', async (t) =>
   const { url, db } = await testDatabase(t);
   const shop = await addConnection(db, 'shop');
   const other = await addConnection(db, 'other');
-  await logSync(db, { connectionId: shop, resource: 'variant', recordId: 3, sku: 'AB-1', action: 'mirror.update', before: { on_hand: '1' }, after: { on_hand: '2.5' }, requestId: 'req-9' });
+  await logSync(db, {
+    connectionId: shop,
+    resource: 'variant',
+    recordId: 3,
+    sku: 'AB-1',
+    action: 'mirror.update',
+    before: { on_hand: '1' },
+    after: { on_hand: '2.5' },
+    requestId: 'req-9',
+  });
   await logSync(db, { connectionId: shop, resource: 'order', recordId: 4, action: 'fetch', outcome: 'error', error: 'HTTP 503' });
   await logSync(db, { connectionId: other, resource: 'variant', sku: 'AB-1', action: 'mirror.update' });
 
@@ -26,8 +35,14 @@ t.test('logs: filters by connection and sku, prints lines or JSON', async (t) =>
   t.match(lines[1], /error +fetch {2}order#4 {2}error: HTTP 503/);
 
   const json = cli(url, ['logs', '--sku', 'AB-1', '--json']);
-  const entries = json.stdout.trim().split('\n').map((l) => JSON.parse(l));
-  t.same(entries.map((e) => e.connection), ['shop', 'other']);
+  const entries = json.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  t.same(
+    entries.map((e) => e.connection),
+    ['shop', 'other'],
+  );
 
   const bad = cli(url, ['logs', '--connection', 'nope']);
   t.equal(bad.status, 2);
@@ -38,21 +53,42 @@ t.test('logs --follow prints new entries as they are written, stops on Ctrl-C', 
   const { url, db } = await testDatabase(t);
   const shop = await addConnection(db, 'shop');
   await logSync(db, { connectionId: shop, sku: 'OLD', action: 'before-follow' });
-  const child = spawn(process.execPath, ['src/cli.ts', 'logs', '--follow', '--sku', 'NEW-1'], { env: env(url), stdio: ['ignore', 'pipe', 'pipe'] });
-  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
-  let out = '';
-  const waitFor = (re: RegExp) => new Promise<void>((resolve, reject) => {
-    const check = () => { if (re.test(out)) { child.stdout.off('data', onData); resolve(); } };
-    const onData = (b: Buffer) => { out += b; check(); };
-    child.stdout.on('data', onData);
-    child.once('exit', () => reject(new Error(`exited before printing ${re}: ${out}`)));
-    check();
+  const child = spawn(process.execPath, ['src/cli.ts', 'logs', '--follow', '--sku', 'NEW-1'], {
+    env: env(url),
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  let out = '';
+  const waitFor = (re: RegExp) =>
+    new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (re.test(out)) {
+          child.stdout.off('data', onData);
+          resolve();
+        }
+      };
+      const onData = (b: Buffer) => {
+        out += b;
+        check();
+      };
+      child.stdout.on('data', onData);
+      child.once('exit', () => reject(new Error(`exited before printing ${re}: ${out}`)));
+      check();
+    });
   // Keep writing until the follower (whose start we cannot observe otherwise) prints one.
   const seen = waitFor(/followed-\d+/);
   let n = 0;
   let done = false;
-  void seen.then(() => { done = true; }, () => { done = true; });
+  void seen.then(
+    () => {
+      done = true;
+    },
+    () => {
+      done = true;
+    },
+  );
   while (!done && n < 200) {
     await logSync(db, { connectionId: shop, sku: 'NEW-1', action: `followed-${++n}` });
     await logSync(db, { connectionId: shop, sku: 'OTHER', action: 'filtered-out' });
@@ -63,14 +99,20 @@ t.test('logs --follow prints new entries as they are written, stops on Ctrl-C', 
   const [code] = await once(child, 'exit');
   t.equal(code, 0);
   t.notMatch(out, /filtered-out|before-follow/);
-  const printed = out.trim().split('\n').map((l) => /followed-(\d+)/.exec(l)![1]);
+  const printed = out
+    .trim()
+    .split('\n')
+    .map((l) => /followed-(\d+)/.exec(l)![1]);
   t.same(printed, [...new Set(printed)], 'no entry printed twice');
 });
 
 t.test('status: per connection health, lag, budget, queues; exit 1 when something needs a person', async (t) => {
   const { url, db } = await testDatabase(t);
   const shop = await addConnection(db, 'shop');
-  await db.insertInto('api_budgets').values({ connection_id: shop, request_limit: 300, remaining: 250, reset_at: new Date(Date.now() + 120_000) }).execute();
+  await db
+    .insertInto('api_budgets')
+    .values({ connection_id: shop, request_limit: 300, remaining: 250, reset_at: new Date(Date.now() + 120_000) })
+    .execute();
   const ok = cli(url, ['status']);
   t.equal(ok.status, 0, ok.stderr);
   t.match(ok.stdout, /shop \(shop account\): OK, connection active/);

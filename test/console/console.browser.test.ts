@@ -16,8 +16,19 @@ if (chromiumMissing) {
   t.test('the console in chromium', async (t) => {
     const { base, db, boss } = await consoleServer(t, { token: TOKEN, receiver: true });
     const shop = await addConnection(db, 'shop', { accountName: 'Shop & Co <b>' });
-    await addVariant(db, shop, { id: 42, sku: 'TEE-42', name: 'Tee <script>alert("x")</script>', stock: [{ location: 1, onHand: '7', committed: '2' }, { location: 2, onHand: '3.5' }] });
-    await db.insertInto('api_budgets').values({ connection_id: shop, request_limit: 300, remaining: 211, reset_at: new Date(Date.now() + 120_000) }).execute();
+    await addVariant(db, shop, {
+      id: 42,
+      sku: 'TEE-42',
+      name: 'Tee <script>alert("x")</script>',
+      stock: [
+        { location: 1, onHand: '7', committed: '2' },
+        { location: 2, onHand: '3.5' },
+      ],
+    });
+    await db
+      .insertInto('api_budgets')
+      .values({ connection_id: shop, request_limit: 300, remaining: 211, reset_at: new Date(Date.now() + 120_000) })
+      .execute();
     const { page, dialogs } = await openBrowser(t);
 
     await t.test('loads behind the login form', async (t) => {
@@ -45,7 +56,14 @@ if (chromiumMissing) {
       const received = page.locator('#log-rows tr', { hasText: 'delivery.received' });
       await received.waitFor();
       t.match(await received.textContent(), /shop\s*variant\s*42/);
-      await logSync(db, { connectionId: shop, resource: 'variant', recordId: 42, sku: 'TEE-42', action: 'mirror.update', deliveryId: 'dlv-browser-1' });
+      await logSync(db, {
+        connectionId: shop,
+        resource: 'variant',
+        recordId: 42,
+        sku: 'TEE-42',
+        action: 'mirror.update',
+        deliveryId: 'dlv-browser-1',
+      });
       await page.locator('#log-rows tr', { hasText: 'mirror.update' }).waitFor();
       await logSync(db, { connectionId: shop, resource: 'variant', recordId: 43, sku: 'CAP-43', action: 'mirror.update' });
       await page.locator('#log-rows tr', { hasText: 'CAP-43' }).waitFor();
@@ -59,8 +77,17 @@ if (chromiumMissing) {
       t.equal(await page.locator('#log-rows tr').count(), 1);
       await logSync(db, { connectionId: shop, resource: 'variant', recordId: 43, sku: 'CAP-43', action: 'not-for-this-filter' });
       const at1 = (onHand: string, available: string) => ({ location_id: 1, on_hand: onHand, committed: '2', incoming: '0', available });
-      await logSync(db, { connectionId: shop, resource: 'variant', recordId: 42, sku: 'TEE-42', action: 'channel-quantity', deliveryId: 'dlv-browser-1',
-        before: { locations: [at1('8', '6')], channel_quantity: '9.5' }, after: { locations: [at1('7', '5')], channel_quantity: '8.5' }, detail: { cause: 'delivery' } });
+      await logSync(db, {
+        connectionId: shop,
+        resource: 'variant',
+        recordId: 42,
+        sku: 'TEE-42',
+        action: 'channel-quantity',
+        deliveryId: 'dlv-browser-1',
+        before: { locations: [at1('8', '6')], channel_quantity: '9.5' },
+        after: { locations: [at1('7', '5')], channel_quantity: '8.5' },
+        detail: { cause: 'delivery' },
+      });
       await page.locator('#log-rows tr', { hasText: 'channel-quantity' }).waitFor();
       t.equal(await page.locator('#log-rows tr', { hasText: 'not-for-this-filter' }).count(), 0);
       t.equal(await page.locator('#log-rows tr').count(), 2);

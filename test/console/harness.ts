@@ -11,9 +11,19 @@ import { testConfig } from '../support/config.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
 
-interface T { teardown(fn: () => unknown): void }
+interface T {
+  teardown(fn: () => unknown): void;
+}
 
-export interface ConsoleServer { base: string; db: Db; boss: Boss; tdb: TestDatabase; rt: Runtime; server: Server; logLines: () => Record<string, unknown>[] }
+export interface ConsoleServer {
+  base: string;
+  db: Db;
+  boss: Boss;
+  tdb: TestDatabase;
+  rt: Runtime;
+  server: Server;
+  logLines: () => Record<string, unknown>[];
+}
 
 /** The signing secret deliveries to a harness with `receiver: true` are signed with. */
 export const CLIENT_SECRET = 'console-test-secret';
@@ -22,7 +32,10 @@ export const CLIENT_SECRET = 'console-test-secret';
  * A console on port 0. `receiver: true` also mounts the real receiver role (POST /webhooks/:connection),
  * so a test can send a signed delivery and watch it arrive.
  */
-export async function consoleServer(t: T, opts: { token?: string; demo?: boolean; receiver?: boolean; config?: Parameters<typeof testConfig>[0] } = {}): Promise<ConsoleServer> {
+export async function consoleServer(
+  t: T,
+  opts: { token?: string; demo?: boolean; receiver?: boolean; config?: Parameters<typeof testConfig>[0] } = {},
+): Promise<ConsoleServer> {
   const tdb = await testDatabase(t);
   const config = testConfig({ OPERATOR_TOKEN: opts.token ?? '', COMMERCE_CLIENT_SECRET: CLIENT_SECRET, ...opts.config });
   const { log, lines: logLines } = captureLogger('warn');
@@ -30,7 +43,16 @@ export async function consoleServer(t: T, opts: { token?: string; demo?: boolean
   await createQueues(boss);
   const { app, router } = createApp(tdb.pool, log);
   const rt: Runtime = {
-    config, log, boss, app, router, publicUrl: '', demo: opts.demo ?? false, readiness: [], afterListen: [], onStop: [],
+    config,
+    log,
+    boss,
+    app,
+    router,
+    publicUrl: '',
+    demo: opts.demo ?? false,
+    readiness: [],
+    afterListen: [],
+    onStop: [],
     database: { url: tdb.url, pool: tdb.pool, db: tdb.db, close: async () => {} },
   };
   let server: Server | undefined;
@@ -50,37 +72,89 @@ export async function consoleServer(t: T, opts: { token?: string; demo?: boolean
 }
 
 export async function addConnection(db: Db, name: string, extra: { accountName?: string } = {}): Promise<number> {
-  const row = await db.insertInto('connections').values({
-    name, base_url: 'http://127.0.0.1:9', auth_kind: 'token', account_name: extra.accountName ?? `${name} account`,
-  }).returning('id').executeTakeFirstOrThrow();
+  const row = await db
+    .insertInto('connections')
+    .values({
+      name,
+      base_url: 'http://127.0.0.1:9',
+      auth_kind: 'token',
+      account_name: extra.accountName ?? `${name} account`,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
   return row.id;
 }
 
-export async function addVariant(db: Db, connectionId: number, v: { id: number; sku: string; name?: string; stock?: { location: number; onHand: string; committed?: string }[] }): Promise<void> {
-  await db.insertInto('variants').values({
-    connection_id: connectionId, id: v.id, sku: v.sku, name: v.name ?? v.sku, status: 'active', raw: JSON.stringify({ id: v.id, sku: v.sku }),
-    updated_at: new Date(),
-  }).execute();
+export async function addVariant(
+  db: Db,
+  connectionId: number,
+  v: { id: number; sku: string; name?: string; stock?: { location: number; onHand: string; committed?: string }[] },
+): Promise<void> {
+  await db
+    .insertInto('variants')
+    .values({
+      connection_id: connectionId,
+      id: v.id,
+      sku: v.sku,
+      name: v.name ?? v.sku,
+      status: 'active',
+      raw: JSON.stringify({ id: v.id, sku: v.sku }),
+      updated_at: new Date(),
+    })
+    .execute();
   for (const s of v.stock ?? []) {
-    await db.insertInto('locations').values({ connection_id: connectionId, id: s.location, name: `Warehouse ${s.location}`, status: 'active', raw: '{}' })
-      .onConflict((oc) => oc.doNothing()).execute();
-    await db.insertInto('stock_levels').values({
-      connection_id: connectionId, variant_id: v.id, location_id: s.location, on_hand: s.onHand, committed: s.committed ?? '0', incoming: '0', bin_location: null, reorder_point: null, raw: '{}', updated_at: new Date(),
-    }).execute();
+    await db
+      .insertInto('locations')
+      .values({ connection_id: connectionId, id: s.location, name: `Warehouse ${s.location}`, status: 'active', raw: '{}' })
+      .onConflict((oc) => oc.doNothing())
+      .execute();
+    await db
+      .insertInto('stock_levels')
+      .values({
+        connection_id: connectionId,
+        variant_id: v.id,
+        location_id: s.location,
+        on_hand: s.onHand,
+        committed: s.committed ?? '0',
+        incoming: '0',
+        bin_location: null,
+        reorder_point: null,
+        raw: '{}',
+        updated_at: new Date(),
+      })
+      .execute();
   }
 }
 
 let deliverySeq = 0;
-export async function addDelivery(db: Db, connectionId: number, d: { resource?: string; action?: string; objectId?: number; state?: 'queued' | 'processed' | 'failed'; error?: string } = {}): Promise<number> {
-  const row = await db.insertInto('webhook_deliveries').values({
-    connection_id: connectionId, delivery_id: `test-${process.pid}-${++deliverySeq}`, event: `${d.resource ?? 'variant'}s/${d.action ?? 'update'}`,
-    resource: d.resource ?? 'variant', action: d.action ?? 'update', object_id: d.objectId ?? 1, body: '{}', state: d.state ?? 'processed', error: d.error ?? null,
-  }).returning('id').executeTakeFirstOrThrow();
+export async function addDelivery(
+  db: Db,
+  connectionId: number,
+  d: { resource?: string; action?: string; objectId?: number; state?: 'queued' | 'processed' | 'failed'; error?: string } = {},
+): Promise<number> {
+  const row = await db
+    .insertInto('webhook_deliveries')
+    .values({
+      connection_id: connectionId,
+      delivery_id: `test-${process.pid}-${++deliverySeq}`,
+      event: `${d.resource ?? 'variant'}s/${d.action ?? 'update'}`,
+      resource: d.resource ?? 'variant',
+      action: d.action ?? 'update',
+      object_id: d.objectId ?? 1,
+      body: '{}',
+      state: d.state ?? 'processed',
+      error: d.error ?? null,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
   return row.id;
 }
 
 /** Reads an SSE response until `until` says stop (or the reader ends); returns the parsed `log` events. */
-export async function readEvents(res: Response, until: (events: { id: string; data: Record<string, unknown> }[]) => boolean): Promise<{ id: string; data: Record<string, unknown> }[]> {
+export async function readEvents(
+  res: Response,
+  until: (events: { id: string; data: Record<string, unknown> }[]) => boolean,
+): Promise<{ id: string; data: Record<string, unknown> }[]> {
   const reader = res.body!.getReader();
   const decoder = new TextDecoder();
   const events: { id: string; data: Record<string, unknown> }[] = [];
@@ -93,7 +167,12 @@ export async function readEvents(res: Response, until: (events: { id: string; da
     while ((i = buf.indexOf('\n\n')) >= 0) {
       const chunk = buf.slice(0, i);
       buf = buf.slice(i + 2);
-      const fields = Object.fromEntries(chunk.split('\n').filter((l) => !l.startsWith(':') && l.includes(':')).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trimStart()]));
+      const fields = Object.fromEntries(
+        chunk
+          .split('\n')
+          .filter((l) => !l.startsWith(':') && l.includes(':'))
+          .map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trimStart()]),
+      );
       if (fields.event === 'log') events.push({ id: fields.id!, data: JSON.parse(fields.data!) });
     }
   }
@@ -102,10 +181,24 @@ export async function readEvents(res: Response, until: (events: { id: string; da
 }
 
 /** POSTs a delivery signed like the service signs them (Base64 HMAC-SHA256 of the body). */
-export async function sendDelivery(base: string, connection: string, payload: { event: string; object_id: number }, deliveryId: string): Promise<Response> {
-  const body = JSON.stringify({ ...payload, timestamp: Math.floor(Date.now() / 1000), resource_url: `http://127.0.0.1:9/${payload.event.split('.')[0]}/${payload.object_id}.json` });
+export async function sendDelivery(
+  base: string,
+  connection: string,
+  payload: { event: string; object_id: number },
+  deliveryId: string,
+): Promise<Response> {
+  const body = JSON.stringify({
+    ...payload,
+    timestamp: Math.floor(Date.now() / 1000),
+    resource_url: `http://127.0.0.1:9/${payload.event.split('.')[0]}/${payload.object_id}.json`,
+  });
   return fetch(`${base}/webhooks/${connection}`, {
-    method: 'POST', body,
-    headers: { 'content-type': 'application/json', 'x-service-delivery': deliveryId, 'x-service-signature': createHmac('sha256', CLIENT_SECRET).update(body).digest('base64') },
+    method: 'POST',
+    body,
+    headers: {
+      'content-type': 'application/json',
+      'x-service-delivery': deliveryId,
+      'x-service-signature': createHmac('sha256', CLIENT_SECRET).update(body).digest('base64'),
+    },
   });
 }

@@ -27,9 +27,20 @@ const axeSource = readFile(createRequire(import.meta.url).resolve('axe-core/axe.
 async function axe(page: Page): Promise<string[]> {
   // Evaluated through the DevTools protocol: the console's CSP (script-src 'self') rightly refuses inline scripts.
   if (!(await page.evaluate(() => 'axe' in globalThis))) await page.evaluate(await axeSource);
-  const result = await page.evaluate(async () => (globalThis as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe.run());
-  return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id}: ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`);
+  const result = await page.evaluate(async () =>
+    (
+      globalThis as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }
+    ).axe.run(),
+  );
+  return result.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map(
+      (v) =>
+        `${v.id}: ${v.nodes
+          .slice(0, 3)
+          .map((n) => n.target.join(' '))
+          .join(', ')}`,
+    );
 }
 
 /** Presses Tab until `target` has the focus (a keyboard-only user's way there); fails after `max` presses. */
@@ -49,15 +60,22 @@ if (chromiumMissing) {
     const b = await startSandbox({ variants: 5, locations: 1, timeScale: 100, seed: 7 });
     t.teardown(() => Promise.all([a.close(), b.close()]));
     const dataDir = await mkdtemp(join(tmpdir(), 'cs-journeys-'));
-    const server = await consoleServer(t, { token: TOKEN, config: {
-      DATA_DIR: dataDir, TOKEN_ENCRYPTION_KEY: Buffer.alloc(32, 5).toString('base64'), API_MAX_ATTEMPTS: 3,
-      COMMERCE_CLIENT_ID: a.clientId, COMMERCE_CLIENT_SECRET: a.clientSecret,
-    } });
+    const server = await consoleServer(t, {
+      token: TOKEN,
+      config: {
+        DATA_DIR: dataDir,
+        TOKEN_ENCRYPTION_KEY: Buffer.alloc(32, 5).toString('base64'),
+        API_MAX_ATTEMPTS: 3,
+        COMMERCE_CLIENT_ID: a.clientId,
+        COMMERCE_CLIENT_SECRET: a.clientSecret,
+      },
+    });
     const { base, db, boss, rt } = server;
     const deps = { db, config: rt.config, log: rt.log };
     const shop = await addTokenConnection(deps, { baseUrl: a.url, token: a.token, name: 'shop' });
     await startPushWorker(rt, { pollingIntervalSeconds: 0.5 });
-    const sweep = async () => runSweep({ db, boss, config: rt.config, log: rt.log }, await clientFor(deps, shop), { full: true, wait: true });
+    const sweep = async () =>
+      runSweep({ db, boss, config: rt.config, log: rt.log }, await clientFor(deps, shop), { full: true, wait: true });
     const settle = async (id: number) => {
       for (let i = 0; i < 300; i++) {
         const op = (await getOperation(db, id))!;
@@ -72,7 +90,12 @@ if (chromiumMissing) {
     const [gone, sold] = plain;
     const locations = await snapshot('locations');
     // The merchant counts one SKU at zero everywhere; the next sweep brings it to the mirror.
-    const count = await enqueueOperation({ db, boss }, 'stock-count', { counts: locations.map((l) => ({ sku: gone.sku, location_id: l.id, quantity: '0' })) }, 'shop');
+    const count = await enqueueOperation(
+      { db, boss },
+      'stock-count',
+      { counts: locations.map((l) => ({ sku: gone.sku, location_id: l.id, quantity: '0' })) },
+      'shop',
+    );
     t.equal((await settle(count.id)).state, 'confirmed');
     await sweep();
 
@@ -90,7 +113,7 @@ if (chromiumMissing) {
     await page.getByRole('heading', { name: 'Overview' }).waitFor();
 
     await t.test('the overview charts have time axes and a range to choose', async (t) => {
-      t.ok(await page.locator('#chart-shop-deliveries svg text.axis').count() >= 7, 'time and value labels');
+      t.ok((await page.locator('#chart-shop-deliveries svg text.axis').count()) >= 7, 'time and value labels');
       await page.getByRole('link', { name: 'last 24 hours' }).click();
       await page.waitForURL(/range=24h/);
       t.equal(await page.locator('nav.ranges [aria-current]').textContent(), 'last 24 hours');
@@ -130,11 +153,27 @@ if (chromiumMissing) {
     let customer: Record<string, unknown> = {};
     await t.test('find a failed operation and retry it', async (t) => {
       // A shipment named by a channel order not imported yet fails at once; importing it makes the retry work.
-      const ship = await enqueueOperation({ db, boss }, 'ship', { channel: 'webshop', channel_order_id: 'W-1', tracking: { company: 'DHL', number: 'JD1' } }, 'shop');
+      const ship = await enqueueOperation(
+        { db, boss },
+        'ship',
+        { channel: 'webshop', channel_order_id: 'W-1', tracking: { company: 'DHL', number: 'JD1' } },
+        'shop',
+      );
       t.equal((await settle(ship.id)).state, 'failed');
       customer = { company: { name: 'Journey Ltd' }, shipping_address: { address1: '1 Main St', city: 'Springfield', country_code: 'US' } };
-      const imp = await enqueueOperation({ db, boss }, 'import-order', { channel: 'webshop', channel_order_id: 'W-1', customer, currency: 'usd', issued_at: '2026-11-20',
-        lines: [{ sku: sold.sku, quantity: '1', price: '9.50' }] }, 'shop');
+      const imp = await enqueueOperation(
+        { db, boss },
+        'import-order',
+        {
+          channel: 'webshop',
+          channel_order_id: 'W-1',
+          customer,
+          currency: 'usd',
+          issued_at: '2026-11-20',
+          lines: [{ sku: sold.sku, quantity: '1', price: '9.50' }],
+        },
+        'shop',
+      );
       t.equal((await settle(imp.id)).state, 'confirmed', (await getOperation(db, imp.id))!.reason ?? '');
       await page.goto(`${base}/operations`);
       await page.getByLabel('State').selectOption('failed');
@@ -155,8 +194,19 @@ if (chromiumMissing) {
     });
 
     await t.test('find the orders imported in the last hour and ship one', async (t) => {
-      const imp = await enqueueOperation({ db, boss }, 'import-order', { channel: 'webshop', channel_order_id: 'W-2', customer, currency: 'usd',
-        issued_at: '2026-11-21', lines: [{ sku: sold.sku, quantity: '2', price: '4.00' }] }, 'shop');
+      const imp = await enqueueOperation(
+        { db, boss },
+        'import-order',
+        {
+          channel: 'webshop',
+          channel_order_id: 'W-2',
+          customer,
+          currency: 'usd',
+          issued_at: '2026-11-21',
+          lines: [{ sku: sold.sku, quantity: '2', price: '4.00' }],
+        },
+        'shop',
+      );
       t.equal((await settle(imp.id)).state, 'confirmed', (await getOperation(db, imp.id))!.reason ?? '');
       await sweep(); // the mirror reads the new orders
       await page.goto(`${base}/orders`);
@@ -189,7 +239,7 @@ if (chromiumMissing) {
       await page.getByRole('button', { name: 'Authorize' }).click(); // the service's own page
       await page.waitForURL(/\/connections\/second\?connected=second/);
       t.match(await page.locator('#connection-facts').textContent(), /active/);
-      t.ok(await page.locator('#webhooks tbody tr').count() > 0, 'webhooks registered');
+      t.ok((await page.locator('#webhooks tbody tr').count()) > 0, 'webhooks registered');
       t.match(await page.locator('#webhooks').textContent(), new RegExp(`${base}/webhooks/second`));
       const html = await page.content();
       t.notOk(html.includes(b.clientSecret) || html.includes(TOKEN), 'no secret rendered');

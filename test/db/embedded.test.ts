@@ -10,7 +10,11 @@ import { captureLogger } from '../support/log.ts';
 const query = async (url: string, sql: string) => {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
-  try { return (await c.query(sql)).rows; } finally { await c.end(); }
+  try {
+    return (await c.query(sql)).rows;
+  } finally {
+    await c.end();
+  }
 };
 
 t.test('starts, keeps its data across a restart, and stops', async (t) => {

@@ -12,7 +12,9 @@ async function tables(url: string): Promise<string[]> {
   try {
     const r = await c.query(`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`);
     return r.rows.map((x) => x.table_name);
-  } finally { await c.end(); }
+  } finally {
+    await c.end();
+  }
 }
 
 t.test('applies every migration once; re-applying is a no-op', async (t) => {
@@ -21,10 +23,30 @@ t.test('applies every migration once; re-applying is a no-op', async (t) => {
   const first = await migrate(url);
   t.same(first.applied, all);
   const names = await tables(url);
-  for (const table of ['connections', 'webhook_deliveries', 'variants', 'stock_levels', 'compositions', 'orders',
-    'order_line_items', 'fulfillments', 'fulfillment_line_items', 'fulfillment_returns', 'purchase_orders',
-    'purchase_order_line_items', 'companies', 'addresses', 'contacts', 'currencies', 'locations', 'products',
-    'sync_cursors', 'sync_log', 'api_budgets', 'schema_migrations']) {
+  for (const table of [
+    'connections',
+    'webhook_deliveries',
+    'variants',
+    'stock_levels',
+    'compositions',
+    'orders',
+    'order_line_items',
+    'fulfillments',
+    'fulfillment_line_items',
+    'fulfillment_returns',
+    'purchase_orders',
+    'purchase_order_line_items',
+    'companies',
+    'addresses',
+    'contacts',
+    'currencies',
+    'locations',
+    'products',
+    'sync_cursors',
+    'sync_log',
+    'api_budgets',
+    'schema_migrations',
+  ]) {
     t.ok(names.includes(table), `table ${table}`);
   }
   const second = await migrate(url);
@@ -54,7 +76,10 @@ t.test('a broken migration rolls back and leaves the schema as it was', async (t
   const after = await tables(url);
   t.ok(after.includes('half_done'), 'the good migration before it stays applied');
   t.notOk(after.includes('also_half'), 'nothing of the broken one remains');
-  t.same(after.filter((x) => x !== 'half_done'), before);
+  t.same(
+    after.filter((x) => x !== 'half_done'),
+    before,
+  );
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   const applied = (await c.query('SELECT name FROM schema_migrations')).rows.map((r) => r.name);

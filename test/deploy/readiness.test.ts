@@ -40,61 +40,85 @@ async function probe(url: string): Promise<{ status: number; body: string }> {
 }
 
 /** Polls every role's /readyz until each answers `status`; checks /healthz on each poll. */
-async function readyzEverywhere(t: { equal(a: unknown, b: unknown, msg: string): unknown }, roles: CliProcess[], status: number, within: number): Promise<Map<string, string>> {
+async function readyzEverywhere(
+  t: { equal(a: unknown, b: unknown, msg: string): unknown },
+  roles: CliProcess[],
+  status: number,
+  within: number,
+): Promise<Map<string, string>> {
   const bodies = new Map<string, string>();
   let unhealthy = '';
-  await until(`/readyz ${status} on every role`, async () => {
-    const seen = await Promise.all(roles.map(async (p) => [p, await probe(`${p.url}/readyz`), await probe(`${p.url}/healthz`)] as const));
-    for (const [p, , health] of seen) if (health.status !== 200) unhealthy ||= `${p.name}: /healthz ${health.status} ${health.body}`;
-    for (const [p, ready] of seen) if (ready.status === status) bodies.set(p.name, ready.body);
-    const waiting = seen.filter(([, ready]) => ready.status !== status);
-    return waiting.length ? waiting.map(([p, r]) => `${p.name} ${r.status}`).join(', ') : true;
-  }, within, 100);
+  await until(
+    `/readyz ${status} on every role`,
+    async () => {
+      const seen = await Promise.all(roles.map(async (p) => [p, await probe(`${p.url}/readyz`), await probe(`${p.url}/healthz`)] as const));
+      for (const [p, , health] of seen) if (health.status !== 200) unhealthy ||= `${p.name}: /healthz ${health.status} ${health.body}`;
+      for (const [p, ready] of seen) if (ready.status === status) bodies.set(p.name, ready.body);
+      const waiting = seen.filter(([, ready]) => ready.status !== status);
+      return waiting.length ? waiting.map(([p, r]) => `${p.name} ${r.status}`).join(', ') : true;
+    },
+    within,
+    100,
+  );
   t.equal(unhealthy, '', `/healthz answered 200 on every role on every poll while /readyz went to ${status}`);
   return bodies;
 }
 
-t.test('kill -9 of PostgreSQL under load: /readyz 503 while it is down, 200 when back; /healthz 200; nothing acknowledged lost', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'cs-readiness-pg-'));
-  let pg = await startServer(dir);
-  t.teardown(async () => { await pg.stop().catch(() => {}); await rm(dir, { recursive: true, force: true }); });
-  // The roles reach PostgreSQL at one fixed address, as they would a managed database that restarts.
-  const tcp = await startTcpProxy(t, { host: '127.0.0.1', port: pg.port });
-  const url = tcp.wrap(pg.url);
-  await migrate(url);
-  await stopBoss(await startBoss(url, log, { supervise: false, schedule: false, max: 2 }), false);
-  const db = createDb(createPool(url, 5));
-  t.teardown(() => db.destroy());
+t.test(
+  'kill -9 of PostgreSQL under load: /readyz 503 while it is down, 200 when back; /healthz 200; nothing acknowledged lost',
+  async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), 'cs-readiness-pg-'));
+    let pg = await startServer(dir);
+    t.teardown(async () => {
+      await pg.stop().catch(() => {});
+      await rm(dir, { recursive: true, force: true });
+    });
+    // The roles reach PostgreSQL at one fixed address, as they would a managed database that restarts.
+    const tcp = await startTcpProxy(t, { host: '127.0.0.1', port: pg.port });
+    const url = tcp.wrap(pg.url);
+    await migrate(url);
+    await stopBoss(await startBoss(url, log, { supervise: false, schedule: false, max: 2 }), false);
+    const db = createDb(createPool(url, 5));
+    t.teardown(() => db.destroy());
 
-  const world = await startWorld(t, { database: { url, db } });
-  const [shop] = world.shops;
-  const receiver = await world.spawn('receiver');
-  world.setReceivers([receiver]);
-  const roles = [receiver, await world.spawn('worker'), await world.spawn('start', { ROLES: 'console' })];
-  await readyzEverywhere(t, roles, 200, 20_000);
+    const world = await startWorld(t, { database: { url, db } });
+    const [shop] = world.shops;
+    const receiver = await world.spawn('receiver');
+    world.setReceivers([receiver]);
+    const roles = [receiver, await world.spawn('worker'), await world.spawn('start', { ROLES: 'console' })];
+    await readyzEverywhere(t, roles, 200, 20_000);
 
-  const stopLoad = steadyLoad(t, shop!, 10);
-  const ackedAtLeast = (n: number, what: string) => until(what, () => world.proxy.acked.size >= n || `${world.proxy.acked.size} acknowledged`, 30_000);
-  await ackedAtLeast(20, 'deliveries flowing');
+    const stopLoad = steadyLoad(t, shop!, 10);
+    const ackedAtLeast = (n: number, what: string) =>
+      until(what, () => world.proxy.acked.size >= n || `${world.proxy.acked.size} acknowledged`, 30_000);
+    await ackedAtLeast(20, 'deliveries flowing');
 
-  process.kill(pg.pid!, 'SIGKILL');
-  tcp.cutAll();
-  const down = await readyzEverywhere(t, roles, 503, 20_000);
-  for (const [name, body] of down) t.match(body, /database unreachable/, `${name}: /readyz says why: ${body}`);
+    process.kill(pg.pid!, 'SIGKILL');
+    tcp.cutAll();
+    const down = await readyzEverywhere(t, roles, 503, 20_000);
+    for (const [name, body] of down) t.match(body, /database unreachable/, `${name}: /readyz says why: ${body}`);
 
-  pg = await startServer(dir);
-  tcp.target.port = pg.port;
-  await readyzEverywhere(t, roles, 200, 30_000);
-  t.pass('every role ready again without a restart');
-  for (const p of roles) t.equal(p.child.exitCode, null, `${p.name} ${p.pid} is the same process throughout`);
+    pg = await startServer(dir);
+    tcp.target.port = pg.port;
+    await readyzEverywhere(t, roles, 200, 30_000);
+    t.pass('every role ready again without a restart');
+    for (const p of roles) t.equal(p.child.exitCode, null, `${p.name} ${p.pid} is the same process throughout`);
 
-  await ackedAtLeast(world.proxy.acked.size + 20, 'deliveries acknowledged after the restart');
-  await stopLoad();
-  await drainSandbox(shop!);
-  await until('every acknowledged delivery processed', async () => {
-    const u = await unprocessedAcked(db, world.proxy.acked);
-    return u.absent.length || u.notProcessed.length ? `${u.absent.length} absent, ${u.notProcessed.length} not processed` : true;
-  }, 60_000, 300);
-  t.pass(`${world.proxy.acked.size} deliveries acknowledged, all stored and processed; answers seen: ${JSON.stringify(Object.fromEntries(world.proxy.statuses))}`);
-  for (const p of roles) await p.stop();
-});
+    await ackedAtLeast(world.proxy.acked.size + 20, 'deliveries acknowledged after the restart');
+    await stopLoad();
+    await drainSandbox(shop!);
+    await until(
+      'every acknowledged delivery processed',
+      async () => {
+        const u = await unprocessedAcked(db, world.proxy.acked);
+        return u.absent.length || u.notProcessed.length ? `${u.absent.length} absent, ${u.notProcessed.length} not processed` : true;
+      },
+      60_000,
+      300,
+    );
+    t.pass(
+      `${world.proxy.acked.size} deliveries acknowledged, all stored and processed; answers seen: ${JSON.stringify(Object.fromEntries(world.proxy.statuses))}`,
+    );
+    for (const p of roles) await p.stop();
+  },
+);

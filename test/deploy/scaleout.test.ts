@@ -11,7 +11,11 @@ import { drainSandbox, startWorld, unprocessedAcked, until } from '../reliabilit
 
 const OPERATOR = 'scaleout-operator-token';
 
-interface Line { text: string; env: Record<string, string>; args: string[] }
+interface Line {
+  text: string;
+  env: Record<string, string>;
+  args: string[];
+}
 
 /** The commands of README's scale-out block: `export X=Y` lines and `X=Y ... npx commerce-sync ARGS` lines. */
 export function scaleOutBlock(readme: string): { exports: Record<string, string>; lines: Line[] } {
@@ -24,10 +28,19 @@ export function scaleOutBlock(readme: string): { exports: Record<string, string>
     const text = raw.replace(/\s+#.*$/, '').trim();
     if (!text || text.startsWith('#')) continue;
     const exported = /^export ([A-Z_]+)=(\S+)$/.exec(text);
-    if (exported) { exports[exported[1]!] = exported[2]!; continue; }
+    if (exported) {
+      exports[exported[1]!] = exported[2]!;
+      continue;
+    }
     const m = /^((?:[A-Z_]+=\S+\s+)*)npx commerce-sync\s+(.+)$/.exec(text);
     if (!m) throw new Error(`README scale-out line is neither an export nor a commerce-sync command: ${text}`);
-    const env = Object.fromEntries(m[1]!.trim().split(/\s+/).filter(Boolean).map((a) => a.split('=', 2) as [string, string]));
+    const env = Object.fromEntries(
+      m[1]!
+        .trim()
+        .split(/\s+/)
+        .filter(Boolean)
+        .map((a) => a.split('=', 2) as [string, string]),
+    );
     lines.push({ text, env, args: m[2]!.split(/\s+/) });
   }
   return { exports, lines };
@@ -38,11 +51,14 @@ const defaults = JSON.parse(readFileSync(new URL('../../config/default.json', im
 
 t.test('README scale-out block: two receivers, two workers and a console, each on a port of its own', async (t) => {
   t.ok(exports.DATABASE_URL, 'the block sets DATABASE_URL');
-  const roles = lines.map((l) => l.args[0] === 'start' ? l.env.ROLES ?? defaults.ROLES : l.args[0]);
+  const roles = lines.map((l) => (l.args[0] === 'start' ? (l.env.ROLES ?? defaults.ROLES) : l.args[0]));
   t.same(roles.slice().sort(), ['console', 'receiver', 'receiver', 'worker', 'worker'], 'two receivers, two workers, one console');
   // The port each process serves on, as the code decides it (a worker-only process: WORKER_PORT).
-  const ports = lines.map((l, i) => roles[i] === 'worker' ? l.env.WORKER_PORT ?? defaults.WORKER_PORT : l.env.PORT ?? defaults.PORT);
-  t.ok(ports.every((p) => p !== '' && p !== undefined && Number(p) > 0), `every process names a fixed port (${ports.join(', ')})`);
+  const ports = lines.map((l, i) => (roles[i] === 'worker' ? (l.env.WORKER_PORT ?? defaults.WORKER_PORT) : (l.env.PORT ?? defaults.PORT)));
+  t.ok(
+    ports.every((p) => p !== '' && p !== undefined && Number(p) > 0),
+    `every process names a fixed port (${ports.join(', ')})`,
+  );
   t.equal(new Set(ports.map(String)).size, ports.length, 'no two processes share a port');
 });
 
@@ -51,9 +67,14 @@ t.test('README scale-out block, pasted: five processes on one PostgreSQL process
   const [shop] = world.shops;
   // The environment "Connecting a real account" exports, with this test's database, secret, key and load balancer.
   const base = world.env({ OPERATOR_TOKEN: OPERATOR, LOG_LEVEL: 'warn' }) as Record<string, string | number>;
-  delete base.SANDBOX; delete base.PORT; delete base.WORKER_PORT;
+  delete base.SANDBOX;
+  delete base.PORT;
+  delete base.WORKER_PORT;
   const portMap = new Map<string, number>();
-  const mapped = async (p: string) => { if (!portMap.has(p)) portMap.set(p, await freePort()); return portMap.get(p)!; };
+  const mapped = async (p: string) => {
+    if (!portMap.has(p)) portMap.set(p, await freePort());
+    return portMap.get(p)!;
+  };
   const procs: CliProcess[] = [];
   for (const line of lines) {
     const env: Record<string, string | number> = { ...base, ...exports, ...line.env, DATABASE_URL: world.databaseUrl };
@@ -67,17 +88,26 @@ t.test('README scale-out block, pasted: five processes on one PostgreSQL process
   // Both receivers subscribe the connection at start, at the same PUBLIC_URL: one subscription per event.
   const hooks = (await shop!.snapshot('webhooks')).map((w) => `${w.event} ${w.address}`);
   t.ok(hooks.length > 0, `${hooks.length} webhook subscriptions at the service`);
-  t.same(hooks.filter((h, i) => hooks.indexOf(h) !== i), [], 'no subscription made twice by the two receivers');
+  t.same(
+    hooks.filter((h, i) => hooks.indexOf(h) !== i),
+    [],
+    'no subscription made twice by the two receivers',
+  );
 
   // Merchant activity at the service: its webhooks go round-robin to both receivers.
   await shop!.admin('POST', 'activity', { operations: 40 });
   await drainSandbox(shop!);
   const acked = new Set(world.proxy.acked);
   t.ok(acked.size >= 20, `${acked.size} deliveries acknowledged`);
-  await until('every acknowledged delivery processed by the workers', async () => {
-    const u = await unprocessedAcked(world.db, acked);
-    return u.absent.length || u.notProcessed.length ? `${u.absent.length} absent, ${u.notProcessed.length} not processed` : true;
-  }, 60_000, 300);
+  await until(
+    'every acknowledged delivery processed by the workers',
+    async () => {
+      const u = await unprocessedAcked(world.db, acked);
+      return u.absent.length || u.notProcessed.length ? `${u.absent.length} absent, ${u.notProcessed.length} not processed` : true;
+    },
+    60_000,
+    300,
+  );
   t.pass(`all ${acked.size} acknowledged deliveries processed`);
 
   const auth = { authorization: `Bearer ${OPERATOR}` };
@@ -86,7 +116,9 @@ t.test('README scale-out block, pasted: five processes on one PostgreSQL process
     const received = [...text.matchAll(/^commerce_sync_deliveries_received_total\{[^}]*\} (\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
     t.ok(received > 0, `${r.name} (${r.url}) stored ${received} deliveries`);
   }
-  const shown = await (await fetch(`${consoles[0]!.url}/api/deliveries?limit=1000`, { headers: auth })).json() as { deliveries: { delivery_id: string; state: string }[] };
+  const shown = (await (await fetch(`${consoles[0]!.url}/api/deliveries?limit=1000`, { headers: auth })).json()) as {
+    deliveries: { delivery_id: string; state: string }[];
+  };
   const states = new Map(shown.deliveries.map((d) => [d.delivery_id, d.state]));
   const missing = [...acked].filter((id) => !['processed', 'unhandled'].includes(states.get(id) ?? ''));
   t.same(missing, [], `the console shows every acknowledged delivery as processed (${states.size} listed)`);
@@ -97,5 +129,9 @@ t.test('README scale-out block, pasted: five processes on one PostgreSQL process
   }
   for (const p of [...receivers, ...workers, ...consoles]) t.equal(p.child.exitCode, null, `${p.name} still running`);
   t.notMatch(procs.map((p) => p.output()).join('\n'), /demo sandbox running/, 'no process started the demo sandbox');
-  t.same(await Promise.all(procs.map((p) => p.stop())), procs.map(() => 0), 'every process stops cleanly on SIGTERM');
+  t.same(
+    await Promise.all(procs.map((p) => p.stop())),
+    procs.map(() => 0),
+    'every process stops cleanly on SIGTERM',
+  );
 });

@@ -16,23 +16,52 @@ for (const profile of PROFILES) {
 
     await t.test('an imported order is shipped line by line at once, without a sweep', async (t) => {
       const input = {
-        channel: 'webshop', channel_order_id: `W-${profile}`, customer: { company_id: companies[0].id }, currency: 'SGD', issued_at: '2026-11-21',
-        lines: [{ sku: v1.sku, quantity: '2' }, { sku: v2.sku, quantity: '1' }],
+        channel: 'webshop',
+        channel_order_id: `W-${profile}`,
+        customer: { company_id: companies[0].id },
+        currency: 'SGD',
+        issued_at: '2026-11-21',
+        lines: [
+          { sku: v1.sku, quantity: '2' },
+          { sku: v2.sku, quantity: '1' },
+        ],
       };
       const imported = await h.run('import-order', input);
       t.equal(imported.state, 'confirmed', imported.reason ?? '');
       const orderId = (imported.result as any).order_id;
-      t.equal((await h.snapshot('orders')).find((o) => o.id === orderId)?.reference_number, `W-${profile}`, 'the channel order id is the reference number');
+      t.equal(
+        (await h.snapshot('orders')).find((o) => o.id === orderId)?.reference_number,
+        `W-${profile}`,
+        'the channel order id is the reference number',
+      );
       const first = await h.run('ship', { channel: 'webshop', channel_order_id: `W-${profile}`, lines: [{ sku: v1.sku, quantity: '1' }] });
       t.equal(first.state, 'confirmed', first.reason ?? '');
-      const second = await h.run('ship', { channel: 'webshop', channel_order_id: `W-${profile}`, lines: [{ sku: v1.sku, quantity: '1' }, { sku: v2.sku, quantity: '1' }] });
+      const second = await h.run('ship', {
+        channel: 'webshop',
+        channel_order_id: `W-${profile}`,
+        lines: [
+          { sku: v1.sku, quantity: '1' },
+          { sku: v2.sku, quantity: '1' },
+        ],
+      });
       t.equal(second.state, 'confirmed', second.reason ?? '');
       const fulfillments = (await h.snapshot('fulfillments')).filter((f) => f.order_id === orderId);
-      t.same(fulfillments.map((f) => f.status), ['fulfilled', 'fulfilled'], 'each shipment packed, then marked fulfilled');
+      t.same(
+        fulfillments.map((f) => f.status),
+        ['fulfilled', 'fulfilled'],
+        'each shipment packed, then marked fulfilled',
+      );
     });
 
     await t.test('a re-import after the idempotency key expired finds the order by reference number', async (t) => {
-      const input = { channel: 'webshop', channel_order_id: `R-${profile}`, customer: { company_id: companies[0].id }, currency: 'SGD', issued_at: '2026-11-21', lines: [{ sku: v1.sku, quantity: '1' }] };
+      const input = {
+        channel: 'webshop',
+        channel_order_id: `R-${profile}`,
+        customer: { company_id: companies[0].id },
+        currency: 'SGD',
+        issued_at: '2026-11-21',
+        lines: [{ sku: v1.sku, quantity: '1' }],
+      };
       const op = await h.run('import-order', input);
       t.equal(op.state, 'confirmed', op.reason ?? '');
       // 25 hours later, with our mapping gone (a restored backup, another installation): the key is forgotten too.
@@ -44,7 +73,7 @@ for (const profile of PROFILES) {
       t.equal((await h.snapshot('orders')).filter((o) => o.reference_number === `R-${profile}`).length, 1, 'still one order');
     });
 
-    await t.test('a stock count raising stock is confirmed, the line priced at the variant\'s cost', async (t) => {
+    await t.test("a stock count raising stock is confirmed, the line priced at the variant's cost", async (t) => {
       const v = (await h.snapshot('variants')).find((x) => x.id === v2.id);
       const target = new Decimal(onHand(v, locA)).plus(4).toString();
       const op = await h.run('stock-count', { counts: [{ sku: v.sku, location_id: locA, quantity: target }] });
@@ -52,15 +81,24 @@ for (const profile of PROFILES) {
       const adjustmentId = (op.result as any).adjustments[0].stock_adjustment_id;
       const line = (await h.snapshot('stock_adjustment_line_items')).find((l) => l.stock_adjustment_id === adjustmentId);
       const cost = new Decimal(v.moving_average_cost ?? v.last_cost_price);
-      t.equal((op.result as any).adjustments[0].lines[0].price, cost.toString(), 'sent with the variant\'s cost as price');
+      t.equal((op.result as any).adjustments[0].lines[0].price, cost.toString(), "sent with the variant's cost as price");
       if (profile === 'documented') t.ok(line?.price != null && new Decimal(line.price).eq(cost), `the service keeps price ${line?.price}`);
-      t.ok(new Decimal(onHand((await h.snapshot('variants')).find((x) => x.id === v2.id), locA)).eq(target), 'stock counted up');
+      t.ok(
+        new Decimal(
+          onHand(
+            (await h.snapshot('variants')).find((x) => x.id === v2.id),
+            locA,
+          ),
+        ).eq(target),
+        'stock counted up',
+      );
     });
 
     await t.test('a variant without any cost cannot be counted up: the SKU is named, nothing is sent', async (t) => {
       const product = (await h.snapshot('products'))[0];
-      const created = (await (await import('../../src/api/connections.ts')).clientFor({ db: h.tdb.db, config: h.config, log: h.rt.log }, h.connection.id))
-        .request('POST', '/variants', { body: { variant: { product_id: product.id, sku: `NOCOST-${profile}`, name: 'no cost' } } });
+      const created = (
+        await (await import('../../src/api/connections.ts')).clientFor({ db: h.tdb.db, config: h.config, log: h.rt.log }, h.connection.id)
+      ).request('POST', '/variants', { body: { variant: { product_id: product.id, sku: `NOCOST-${profile}`, name: 'no cost' } } });
       const variant = (await created).body.variant;
       t.equal(variant.moving_average_cost ?? null, null);
       await h.mirrorVariants();
@@ -75,7 +113,8 @@ for (const profile of PROFILES) {
       const product = (await h.snapshot('products'))[0];
       const { clientFor } = await import('../../src/api/connections.ts');
       const client = await clientFor({ db: h.tdb.db, config: h.config, log: h.rt.log }, h.connection.id);
-      const twin = (await client.request('POST', '/variants', { body: { variant: { product_id: product.id, sku: v1.sku, name: 'twin' } } })).body.variant;
+      const twin = (await client.request('POST', '/variants', { body: { variant: { product_id: product.id, sku: v1.sku, name: 'twin' } } }))
+        .body.variant;
       await h.mirrorVariants();
       const ids = [Number(v1.id), Number(twin.id)].sort((a, b) => a - b);
       const message = new RegExp(`SKU ${v1.sku} is held by 2 live variants \\(ids ${ids.join(', ')}\\)`);
@@ -84,7 +123,14 @@ for (const profile of PROFILES) {
       t.match(ship.reason, message, 'ship');
       const count = await h.run('stock-count', { counts: [{ sku: v1.sku, location_id: locA, quantity: '1' }] });
       t.match(count.reason, message, 'stock-count');
-      const imp = await h.run('import-order', { channel: 'webshop', channel_order_id: `T-${profile}`, customer: { company_id: companies[0].id }, currency: 'SGD', issued_at: '2026-11-21', lines: [{ sku: v1.sku, quantity: '1' }] });
+      const imp = await h.run('import-order', {
+        channel: 'webshop',
+        channel_order_id: `T-${profile}`,
+        customer: { company_id: companies[0].id },
+        currency: 'SGD',
+        issued_at: '2026-11-21',
+        lines: [{ sku: v1.sku, quantity: '1' }],
+      });
       t.match(imp.reason, message, 'import-order');
     });
   });

@@ -11,9 +11,14 @@ import { harness, plainVariants } from './harness.ts';
 function cli(args: string[], env: NodeJS.ProcessEnv): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['src/cli.ts', ...args], { env: { ...process.env, LOG_LEVEL: 'silent', ...env } });
-    let stdout = '', stderr = '';
-    child.stdout.on('data', (d) => { stdout += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
+    let stdout = '',
+      stderr = '';
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
     child.on('close', (status) => resolve({ status, stdout, stderr }));
   });
 }
@@ -27,20 +32,40 @@ t.test('API and CLI', async (t) => {
   const server = await listen(app, 0, '127.0.0.1');
   t.teardown(() => server.close());
   const base = `http://127.0.0.1:${server.port}/api/operations`;
-  const post = (path: string, body?: unknown) => fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const post = (path: string, body?: unknown) =>
+    fetch(`${base}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
 
   await t.test('POST an operation: 202, then it is confirmed; GET one and the list', async (t) => {
-    const res = await post('/import-order', { connection: 'shop', channel: 'api', channel_order_id: 'A-1', customer: { company_id: companies[0].id }, currency: 'SGD', issued_at: '2026-11-21', lines: [{ sku: a.sku, quantity: '1' }] });
+    const res = await post('/import-order', {
+      connection: 'shop',
+      channel: 'api',
+      channel_order_id: 'A-1',
+      customer: { company_id: companies[0].id },
+      currency: 'SGD',
+      issued_at: '2026-11-21',
+      lines: [{ sku: a.sku, quantity: '1' }],
+    });
     t.equal(res.status, 202);
-    const { operation } = await res.json() as any;
+    const { operation } = (await res.json()) as any;
     t.match(operation, { kind: 'import-order', state: 'queued', order_key: 'channel:api:A-1' });
     await h.settle(operation.id);
-    const one = await (await fetch(`${base}/${operation.id}`)).json() as any;
+    const one = (await (await fetch(`${base}/${operation.id}`)).json()) as any;
     t.equal(one.operation.state, 'confirmed');
     t.type(one.operation.result.order_id, 'number');
-    t.match(one.operation.plan, { currency_iso: 'SGD', order_line_items: [{ variant_id: a.id, quantity: '1' }] }, 'one operation shows its plan');
-    const list = await (await fetch(`${base}?kind=import-order&state=confirmed`)).json() as any;
-    t.same(list.operations.map((o: any) => o.id), [operation.id]);
+    t.match(
+      one.operation.plan,
+      { currency_iso: 'SGD', order_line_items: [{ variant_id: a.id, quantity: '1' }] },
+      'one operation shows its plan',
+    );
+    const list = (await (await fetch(`${base}?kind=import-order&state=confirmed`)).json()) as any;
+    t.same(
+      list.operations.map((o: any) => o.id),
+      [operation.id],
+    );
     t.notOk('plan' in list.operations[0], 'the list leaves plans out');
     t.equal((await fetch(`${base}/999999`)).status, 404);
   });
@@ -48,7 +73,7 @@ t.test('API and CLI', async (t) => {
   await t.test('bad input: 400 with every problem; unknown operation: 404', async (t) => {
     const res = await post('/ship', { lines: [{ sku: 'X', quantity: 'two' }] });
     t.equal(res.status, 400);
-    const body = await res.json() as any;
+    const body = (await res.json()) as any;
     t.match(body.error, /invalid ship input/);
     t.match(body.problems.join('\n'), /quantity.*decimal/);
     t.match(body.problems.join('\n'), /order_id, or channel and channel_order_id/);
@@ -62,13 +87,14 @@ t.test('API and CLI', async (t) => {
     t.equal(failed.state, 'failed');
     const res = await post(`/${failed.id}/retry`);
     t.equal(res.status, 202);
-    const { operation } = await res.json() as any;
+    const { operation } = (await res.json()) as any;
     t.equal(operation.state, 'queued');
     t.equal(operation.idempotency_key, failed.idempotency_key);
     const again = await h.settle(failed.id);
     t.equal(again.state, 'failed');
     t.equal(again.attempts, 2);
-    const confirmed = (await h.tdb.db.selectFrom('push_operations').select('id').where('state', '=', 'confirmed').executeTakeFirstOrThrow()).id;
+    const confirmed = (await h.tdb.db.selectFrom('push_operations').select('id').where('state', '=', 'confirmed').executeTakeFirstOrThrow())
+      .id;
     t.equal((await post(`/${confirmed}/retry`)).status, 409, 'a confirmed operation is not retried');
   });
 
@@ -76,12 +102,25 @@ t.test('API and CLI', async (t) => {
     const env = { DATABASE_URL: h.tdb.url };
     const dir = await mkdtemp(join(tmpdir(), 'push-cli-'));
     const file = join(dir, 'order.json');
-    await writeFile(file, JSON.stringify({ channel: 'cli', channel_order_id: 'C-1', customer: { company_id: companies[0].id }, currency: 'SGD', issued_at: '2026-11-21', lines: [{ sku: a.sku, quantity: '2' }] }));
+    await writeFile(
+      file,
+      JSON.stringify({
+        channel: 'cli',
+        channel_order_id: 'C-1',
+        customer: { company_id: companies[0].id },
+        currency: 'SGD',
+        issued_at: '2026-11-21',
+        lines: [{ sku: a.sku, quantity: '2' }],
+      }),
+    );
     const imported = await cli(['push', 'import-order', '--file', file], env);
     t.equal(imported.status, 0, imported.stderr);
     const op = JSON.parse(imported.stdout);
     t.equal(op.state, 'confirmed');
-    const shipped = await cli(['push', 'ship', '--channel', 'cli', '--channel-order-id', 'C-1', '--line', `${a.sku}=1`, '--tracking-number', 'CLI-1'], env);
+    const shipped = await cli(
+      ['push', 'ship', '--channel', 'cli', '--channel-order-id', 'C-1', '--line', `${a.sku}=1`, '--tracking-number', 'CLI-1'],
+      env,
+    );
     t.equal(shipped.status, 0, shipped.stderr);
     t.match(JSON.parse(shipped.stdout), { kind: 'ship', state: 'confirmed', result: { status: 'fulfilled', tracking_number: 'CLI-1' } });
     const failed = await cli(['push', 'pay', '--order-id', '77777777'], env);

@@ -11,17 +11,33 @@ t.test('transient errors: retried, then failed after the last attempt, then retr
   const h = await harness(t, { worker: false });
   const [a] = plainVariants(await h.snapshot('variants'));
   const companies = await h.snapshot('companies');
-  const op = await h.push('import-order', { channel: 'flaky', channel_order_id: 'F-1', customer: { company_id: companies[0].id }, currency: 'SGD', issued_at: '2026-11-21', lines: [{ sku: a.sku, quantity: '1' }] });
+  const op = await h.push('import-order', {
+    channel: 'flaky',
+    channel_order_id: 'F-1',
+    customer: { company_id: companies[0].id },
+    currency: 'SGD',
+    issued_at: '2026-11-21',
+    lines: [{ sku: a.sku, quantity: '1' }],
+  });
   await h.faults({ responses: { error_503: 1, routes: '^POST /orders$' } });
-  const job = (retryCount: number) => ({ id: `job-${retryCount}`, name: 'push', data: { operationId: op.id }, retryCount, retryLimit: 2 } as any);
+  const job = (retryCount: number) =>
+    ({ id: `job-${retryCount}`, name: 'push', data: { operationId: op.id }, retryCount, retryLimit: 2 }) as any;
 
   await t.rejects(runPushJob(h.rt, job(0)), /503/, 'a transient error is thrown for pg-boss to retry');
   let row = (await getOperation(h.tdb.db, op.id))!;
   t.equal(row.state, 'sent', 'still sent while retries remain');
   t.match(row.reason, /503/);
   t.equal(row.locked_until, null, 'the lease is let go for the retry');
-  const retryLog = await h.tdb.db.selectFrom('sync_log').select(['outcome']).where('record_id', '=', op.id).where('action', '=', 'push.import-order.retry').execute();
-  t.same(retryLog.map((l) => l.outcome), ['warning']);
+  const retryLog = await h.tdb.db
+    .selectFrom('sync_log')
+    .select(['outcome'])
+    .where('record_id', '=', op.id)
+    .where('action', '=', 'push.import-order.retry')
+    .execute();
+  t.same(
+    retryLog.map((l) => l.outcome),
+    ['warning'],
+  );
 
   await runPushJob(h.rt, job(2));
   row = (await getOperation(h.tdb.db, op.id))!;
@@ -48,15 +64,26 @@ t.test('a later operation waits for an unfinished earlier one of the same order,
   const h = await harness(t, { worker: false });
   const [a] = plainVariants(await h.snapshot('variants'));
   const companies = await h.snapshot('companies');
-  const imp = await h.push('import-order', { channel: 'w', channel_order_id: 'W-1', customer: { company_id: companies[0].id }, currency: 'SGD', issued_at: '2026-11-21', lines: [{ sku: a.sku, quantity: '1' }] });
+  const imp = await h.push('import-order', {
+    channel: 'w',
+    channel_order_id: 'W-1',
+    customer: { company_id: companies[0].id },
+    currency: 'SGD',
+    issued_at: '2026-11-21',
+    lines: [{ sku: a.sku, quantity: '1' }],
+  });
   const pay = await h.push('pay', { channel: 'w', channel_order_id: 'W-1' });
-  const job = (operationId: number) => ({ id: `j-${operationId}`, name: 'push', data: { operationId }, retryCount: 0, retryLimit: 6 } as any);
+  const job = (operationId: number) =>
+    ({ id: `j-${operationId}`, name: 'push', data: { operationId }, retryCount: 0, retryLimit: 6 }) as any;
   await runPushJob(h.rt, job(pay.id));
   t.equal((await getOperation(h.tdb.db, pay.id))!.state, 'queued', 'the pay waits: the import before it is unfinished');
   await runPushJob(h.rt, job(imp.id));
   t.equal((await getOperation(h.tdb.db, imp.id))!.state, 'confirmed');
   const woken = await h.boss.fetch<{ operationId: number }>('push', { batchSize: 10 });
-  t.ok(woken?.some((j) => j.data.operationId === pay.id), 'finishing the import queued a job for the pay');
+  t.ok(
+    woken?.some((j) => j.data.operationId === pay.id),
+    'finishing the import queued a job for the pay',
+  );
   await runPushJob(h.rt, job(pay.id));
   const paid = (await getOperation(h.tdb.db, pay.id))!;
   t.equal(paid.state, 'confirmed', paid.reason ?? '');
@@ -67,8 +94,19 @@ t.test('a lost answer while packing: the retry packs nothing twice and ships the
   const h = await harness(t, { worker: false });
   const [a, b] = plainVariants(await h.snapshot('variants'));
   const companies = await h.snapshot('companies');
-  const job = (operationId: number, retryCount = 0) => ({ id: `j-${operationId}-${retryCount}`, name: 'push', data: { operationId }, retryCount, retryLimit: 6 } as any);
-  const imp = await h.push('import-order', { channel: 'l', channel_order_id: 'L-1', customer: { company_id: companies[0].id }, currency: 'SGD', issued_at: '2026-11-21', lines: [{ sku: a.sku, quantity: '2' }, { sku: b.sku, quantity: '1' }] });
+  const job = (operationId: number, retryCount = 0) =>
+    ({ id: `j-${operationId}-${retryCount}`, name: 'push', data: { operationId }, retryCount, retryLimit: 6 }) as any;
+  const imp = await h.push('import-order', {
+    channel: 'l',
+    channel_order_id: 'L-1',
+    customer: { company_id: companies[0].id },
+    currency: 'SGD',
+    issued_at: '2026-11-21',
+    lines: [
+      { sku: a.sku, quantity: '2' },
+      { sku: b.sku, quantity: '1' },
+    ],
+  });
   await runPushJob(h.rt, job(imp.id));
   const orderId = ((await getOperation(h.tdb.db, imp.id))!.result as any).order_id;
   const ship = await h.push('ship', { order_id: orderId, lines: [{ sku: a.sku, quantity: '2' }], tracking: { number: 'L-T' } });
@@ -88,7 +126,14 @@ t.test('void: a shipped order cannot be voided (422 with the field message)', as
   const h = await harness(t);
   const [a] = plainVariants(await h.snapshot('variants'));
   const companies = await h.snapshot('companies');
-  const imp = await h.run('import-order', { channel: 'v', channel_order_id: 'V-1', customer: { company_id: companies[0].id }, currency: 'SGD', issued_at: '2026-11-21', lines: [{ sku: a.sku, quantity: '1' }] });
+  const imp = await h.run('import-order', {
+    channel: 'v',
+    channel_order_id: 'V-1',
+    customer: { company_id: companies[0].id },
+    currency: 'SGD',
+    issued_at: '2026-11-21',
+    lines: [{ sku: a.sku, quantity: '1' }],
+  });
   t.equal((await h.run('ship', { channel: 'v', channel_order_id: 'V-1' })).state, 'confirmed');
   const voided = await h.run('void', { channel: 'v', channel_order_id: 'V-1' });
   t.equal(voided.state, 'failed');

@@ -14,7 +14,9 @@ import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
 import { sandboxAdmin, sandboxProfile, type Profile } from '../support/sandbox.ts';
 
-interface T { teardown(fn: () => unknown): void }
+interface T {
+  teardown(fn: () => unknown): void;
+}
 
 export interface Harness {
   sb: Sandbox;
@@ -32,7 +34,10 @@ export interface Harness {
   mirrorVariants(): Promise<any[]>;
 }
 
-export async function harness(t: T, opts: { config?: Parameters<typeof testConfig>[0]; sandbox?: SandboxOptions; worker?: boolean; profile?: Profile } = {}): Promise<Harness> {
+export async function harness(
+  t: T,
+  opts: { config?: Parameters<typeof testConfig>[0]; sandbox?: SandboxOptions; worker?: boolean; profile?: Profile } = {},
+): Promise<Harness> {
   const config = testConfig({ API_MAX_ATTEMPTS: 3, ...opts.config });
   const { log } = captureLogger('warn');
   const tdb = await testDatabase(t);
@@ -49,8 +54,17 @@ export async function harness(t: T, opts: { config?: Parameters<typeof testConfi
   const admin = (path: string, body?: unknown) => call(body === undefined ? 'GET' : 'POST', path, body);
   const snapshot = async (resource: string) => (await admin(`snapshot?resource=${resource}`))[resource] as any[];
   const h: Harness = {
-    sb, tdb, boss, rt, config, connection, admin, snapshot,
-    faults: async (f) => { await admin('faults', f); },
+    sb,
+    tdb,
+    boss,
+    rt,
+    config,
+    connection,
+    admin,
+    snapshot,
+    faults: async (f) => {
+      await admin('faults', f);
+    },
     push: (kind, input) => enqueueOperation({ db: tdb.db, boss }, kind, input),
     async settle(id, timeoutMs = 30_000) {
       const until = Date.now() + timeoutMs;
@@ -61,17 +75,32 @@ export async function harness(t: T, opts: { config?: Parameters<typeof testConfi
         await new Promise((r) => setTimeout(r, 100));
       }
     },
-    async run(kind, input) { return h.settle((await h.push(kind, input)).id); },
+    async run(kind, input) {
+      return h.settle((await h.push(kind, input)).id);
+    },
     // What the sync worker would keep: the mirror of variants (here straight from the sandbox's snapshot).
     async mirrorVariants() {
       const variants = await snapshot('variants');
       await tdb.db.deleteFrom('variants').where('connection_id', '=', connection.id).execute();
       if (variants.length) {
-        await tdb.db.insertInto('variants').values(variants.map((v) => ({
-          connection_id: connection.id, id: v.id, sku: v.sku, status: v.status ?? 'active', product_id: v.product_id ?? null,
-          composite: !!v.composite, manage_stock: v.manage_stock !== false, keep_selling: !!v.keep_selling,
-          updated_at: v.updated_at ?? null, created_at: v.created_at ?? null, raw: JSON.stringify(v),
-        }))).execute();
+        await tdb.db
+          .insertInto('variants')
+          .values(
+            variants.map((v) => ({
+              connection_id: connection.id,
+              id: v.id,
+              sku: v.sku,
+              status: v.status ?? 'active',
+              product_id: v.product_id ?? null,
+              composite: !!v.composite,
+              manage_stock: v.manage_stock !== false,
+              keep_selling: !!v.keep_selling,
+              updated_at: v.updated_at ?? null,
+              created_at: v.created_at ?? null,
+              raw: JSON.stringify(v),
+            })),
+          )
+          .execute();
       }
       return variants;
     },

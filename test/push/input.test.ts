@@ -1,9 +1,21 @@
 import t from 'tap';
-import { InputError, parseInput } from '../../src/push/input.ts';
+import { type InputError, parseInput } from '../../src/push/input.ts';
 
-const order = { channel: 'web', channel_order_id: 7, customer: { company_id: 1 }, currency: 'sgd', issued_at: '2026-11-21', lines: [{ sku: 'A', quantity: 2 }] };
+const order = {
+  channel: 'web',
+  channel_order_id: 7,
+  customer: { company_id: 1 },
+  currency: 'sgd',
+  issued_at: '2026-11-21',
+  lines: [{ sku: 'A', quantity: 2 }],
+};
 const problems = (kind: Parameters<typeof parseInput>[0], input: unknown) => {
-  try { parseInput(kind, input); return []; } catch (err) { return (err as InputError).problems; }
+  try {
+    parseInput(kind, input);
+    return [];
+  } catch (err) {
+    return (err as InputError).problems;
+  }
 };
 
 t.test('import-order input: normalised, every problem listed', async (t) => {
@@ -11,12 +23,20 @@ t.test('import-order input: normalised, every problem listed', async (t) => {
   t.equal(ok.channel_order_id, '7', 'a numeric channel order id becomes a string');
   t.equal(ok.currency, 'SGD');
   t.equal(ok.lines[0].quantity, '2', 'whole numbers become decimal strings');
-  t.equal((parseInput('import-order', { ...order, issued_at: '21/11/2026' }) as any).issued_at, '2026-11-21', 'day-first dates are sent year-first');
+  t.equal(
+    (parseInput('import-order', { ...order, issued_at: '21/11/2026' }) as any).issued_at,
+    '2026-11-21',
+    'day-first dates are sent year-first',
+  );
   t.match(problems('import-order', { ...order, issued_at: '2026-02-30' }), [/issued_at: a date/]);
   t.match(problems('import-order', { ...order, lines: [{ sku: 'A', quantity: 1.5 }] }), [/lines\.0/]);
   t.same(problems('import-order', { ...order, lines: [{ sku: 'A', quantity: '1.5' }] }), [], 'fractions as strings are fine');
   t.match(problems('import-order', { ...order, lines: [{ freeform: true, quantity: '1' }] }).join('\n'), /label/);
-  t.match(problems('import-order', { ...order, customer: { company: { name: 'X' } } }), [/^customer.shipping_address: /], 'a new company needs a shipping address');
+  t.match(
+    problems('import-order', { ...order, customer: { company: { name: 'X' } } }),
+    [/^customer.shipping_address: /],
+    'a new company needs a shipping address',
+  );
   const many = problems('import-order', { channel: '', currency: 'EURO', issued_at: 'x', lines: [] });
   t.ok(many.length >= 5, `all problems at once: ${many.join('; ')}`);
 });
@@ -35,7 +55,15 @@ t.test('order operations: an order by id or by channel reference', async (t) => 
 t.test('stock counts: zero allowed, negative and duplicate counts refused', async (t) => {
   t.same(problems('stock-count', { counts: [{ sku: 'A', location_id: 1, quantity: '0' }] }), []);
   t.match(problems('stock-count', { counts: [{ sku: 'A', location_id: 1, quantity: '-2' }] }), [/zero or more/]);
-  t.match(problems('stock-count', { counts: [{ sku: 'A', location_id: 1, quantity: '1' }, { sku: 'A', location_id: 1, quantity: '2' }] }), [/each sku and location_id once/]);
+  t.match(
+    problems('stock-count', {
+      counts: [
+        { sku: 'A', location_id: 1, quantity: '1' },
+        { sku: 'A', location_id: 1, quantity: '2' },
+      ],
+    }),
+    [/each sku and location_id once/],
+  );
   t.match(problems('receive-purchase-order', { purchase_order_id: 'x' }), [/purchase_order_id/]);
 });
 
@@ -45,7 +73,10 @@ t.test('the input examples in docs/push.md are valid', async (t) => {
   const sections = doc.split(/^### /m).slice(1);
   let checked = 0;
   for (const section of sections) {
-    const names = section.split('\n')[0]!.split(/,\s*/).map((s) => s.trim());
+    const names = section
+      .split('\n')[0]!
+      .split(/,\s*/)
+      .map((s) => s.trim());
     const example = /```json\n([\s\S]*?)```/.exec(section)?.[1];
     if (!example) continue;
     for (const name of names) {

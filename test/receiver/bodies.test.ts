@@ -9,7 +9,14 @@ t.test('a body over WEBHOOK_BODY_LIMIT gets 413 and nothing is stored', async (t
   t.equal(res.status, 413, 'declared length over the limit');
   // Chunked, no Content-Length: the limit is enforced while reading, and reading stops.
   const status = await new Promise<number>((resolve, reject) => {
-    const req = http.request(h.url(), { method: 'POST', headers: { 'x-service-signature': sign(big), 'transfer-encoding': 'chunked' } }, (r) => { r.resume(); resolve(r.statusCode!); });
+    const req = http.request(
+      h.url(),
+      { method: 'POST', headers: { 'x-service-signature': sign(big), 'transfer-encoding': 'chunked' } },
+      (r) => {
+        r.resume();
+        resolve(r.statusCode!);
+      },
+    );
     req.on('error', reject);
     // 8 KiB: over the limit, yet small enough to sit in socket buffers, so the early answer races no write.
     for (let i = 0; i < 8; i++) req.write('y'.repeat(1024));
@@ -23,8 +30,16 @@ t.test('a body over WEBHOOK_BODY_LIMIT gets 413 and nothing is stored', async (t
 
 t.test('valid signature but not the payload the spec describes: 400, recorded as rejected, no job', async (t) => {
   const h = await startReceiver(t);
-  const bodies = ['not json at all', '[1,2,3]', 'null', '{"event":"variants.create"}', '{"object_id":"abc","event":"variants.create"}',
-    '{"object_id":3,"event":42}', '{"object_id":1.5,"event":"variants.create"}', Buffer.from([0x7b, 0xff, 0xfe, 0x7d])];
+  const bodies = [
+    'not json at all',
+    '[1,2,3]',
+    'null',
+    '{"event":"variants.create"}',
+    '{"object_id":"abc","event":"variants.create"}',
+    '{"object_id":3,"event":42}',
+    '{"object_id":1.5,"event":"variants.create"}',
+    Buffer.from([0x7b, 0xff, 0xfe, 0x7d]),
+  ];
   for (const b of bodies) {
     const res = await deliver(h.url(), b);
     t.equal(res.status, 400, String(b));
@@ -49,7 +64,10 @@ t.test('unknown connection: 404, nothing stored', async (t) => {
 t.test('disabled connection: 410 (the service then deletes the subscription), nothing stored; enabled again: 200 at once', async (t) => {
   const h = await startReceiver(t);
   t.equal((await deliver(h.url(), payload(1))).status, 200);
-  await h.tdb.db.insertInto('connections').values({ name: 'off', base_url: 'http://127.0.0.1:1', auth_kind: 'token', status: 'disabled' }).execute();
+  await h.tdb.db
+    .insertInto('connections')
+    .values({ name: 'off', base_url: 'http://127.0.0.1:1', auth_kind: 'token', status: 'disabled' })
+    .execute();
   const res = await deliver(h.url('off'), payload(2));
   t.equal(res.status, 410);
   t.match(await res.json(), { error: /disabled/ });
@@ -80,18 +98,32 @@ t.test('stored delivery: row fields, job data, sync-log entry and its NOTIFY', a
   const h = await startReceiver(t);
   const listener = await h.tdb.pool.connect();
   t.teardown(() => listener.release());
-  const notified = new Promise<string | undefined>((resolve) => listener.on('notification', (n) => { if (n.channel === 'sync_log') resolve(n.payload); }));
+  const notified = new Promise<string | undefined>((resolve) =>
+    listener.on('notification', (n) => {
+      if (n.channel === 'sync_log') resolve(n.payload);
+    }),
+  );
   await listener.query('LISTEN sync_log');
   const res = await deliver(h.url(), payload(42, 'fulfillment_returns.create'), { 'x-service-delivery': 'abc-1' });
   t.equal(res.status, 200);
   const [row] = await h.rows();
-  t.match(row, { delivery_id: 'abc-1', event: 'fulfillment_returns.create', resource: 'fulfillment_return', action: 'create', object_id: 42, state: 'queued' });
+  t.match(row, {
+    delivery_id: 'abc-1',
+    event: 'fulfillment_returns.create',
+    resource: 'fulfillment_return',
+    action: 'create',
+    object_id: 42,
+    state: 'queued',
+  });
   const full = (await h.tdb.pool.query('SELECT event_at, resource_url FROM webhook_deliveries')).rows[0];
   t.equal(full.event_at.toISOString(), new Date(1_700_000_000_000).toISOString());
   t.match(full.resource_url, /\/variants\/42\.json$/);
   const [job] = await h.jobs();
   t.equal(job!.id, row!.job_id, 'the row names its job');
-  t.same(job!.data, { connectionId: h.connectionId, deliveryRowIds: [Number((await h.tdb.pool.query('SELECT id FROM webhook_deliveries')).rows[0].id)] });
+  t.same(job!.data, {
+    connectionId: h.connectionId,
+    deliveryRowIds: [Number((await h.tdb.pool.query('SELECT id FROM webhook_deliveries')).rows[0].id)],
+  });
   const log = (await h.tdb.pool.query(`SELECT * FROM sync_log WHERE delivery_id = 'abc-1'`)).rows;
   t.match(log, [{ action: 'delivery.received', resource: 'fulfillment_return', record_id: 42, job_id: row!.job_id, outcome: 'ok' }]);
   const announced = await Promise.race([notified, new Promise<undefined>((r) => setTimeout(() => r(undefined), 5000))]);

@@ -50,7 +50,12 @@ t.test('deliveries and webhooks commands', async (t) => {
   const synced = await cli(['webhooks', 'sync', '--connection', 'acme'], env);
   t.equal(synced.code, 0, synced.stderr);
   const spec = eventsIn('spec').length;
-  t.match(synced.stdout, new RegExp(`acme: ${h.base}/webhooks/acme: 0 kept, ${spec} created, 0 removed, ${SUBSCRIBED_EVENTS.length - spec} refused by the service`));
+  t.match(
+    synced.stdout,
+    new RegExp(
+      `acme: ${h.base}/webhooks/acme: 0 kept, ${spec} created, 0 removed, ${SUBSCRIBED_EVENTS.length - spec} refused by the service`,
+    ),
+  );
   const listed = await cli(['webhooks', 'list', '--connection', 'acme', '--json'], env);
   t.equal(listed.code, 0);
   const [entry] = JSON.parse(listed.stdout);
@@ -63,7 +68,11 @@ t.test('`receiver` runs the role alone, and a SIGTERM stops it cleanly after com
   await h.stop(); // only its database is used here
   const { child, exited, port } = await receiverAlone(h.tdb.url, { COMMERCE_CLIENT_SECRET: SECRET, LOG_LEVEL: 'warn' });
   const body = payload(11);
-  const res = await fetch(`http://127.0.0.1:${port}/webhooks/shop`, { method: 'POST', body, headers: { 'x-service-signature': sign(body), 'x-service-delivery': 'alone-1' } });
+  const res = await fetch(`http://127.0.0.1:${port}/webhooks/shop`, {
+    method: 'POST',
+    body,
+    headers: { 'x-service-signature': sign(body), 'x-service-delivery': 'alone-1' },
+  });
   t.equal(res.status, 200);
   t.equal((await fetch(`http://127.0.0.1:${port}/readyz`)).status, 200);
   child.kill('SIGTERM');
@@ -76,7 +85,7 @@ t.test('receiver alone without a signing secret: /readyz says why it is not read
   await h.stop();
   const { child, exited, port } = await receiverAlone(h.tdb.url, { COMMERCE_CLIENT_SECRET: '', LOG_LEVEL: 'silent' });
   const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
-  t.equal(ready.status, 503, 'the role\'s own readiness check reaches /readyz');
+  t.equal(ready.status, 503, "the role's own readiness check reaches /readyz");
   t.match(JSON.stringify(await ready.json()), /secret/i);
   t.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
   child.kill('SIGTERM');
@@ -92,7 +101,11 @@ async function receiverAlone(databaseUrl: string, env: NodeJS.ProcessEnv) {
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   let out = '';
   const port = await new Promise<number>((resolve, reject) => {
-    child.stdout!.on('data', (d) => { out += d; const m = /listening on http:\/\/[^:]+:(\d+)/.exec(out); if (m) resolve(Number(m[1])); });
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
     child.once('exit', (c) => reject(new Error(`exited ${c}: ${out}`)));
   });
   return { child, exited, port };

@@ -23,7 +23,10 @@ t.test('a dead-lettered delivery job leaves its rows failed; a replay of the dea
   await h.tdb.pool.query(`CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'pending fetches refused by the test'; END $$;
     CREATE TRIGGER refuse BEFORE INSERT ON pending_fetches FOR EACH ROW EXECUTE FUNCTION refuse()`);
   const res = await Promise.all([1, 2].map((i) => deliver(h.url(), payload(i), { 'x-service-delivery': `dl-${i}` })));
-  t.same(res.map((r) => r.status), [200, 200]);
+  t.same(
+    res.map((r) => r.status),
+    [200, 200],
+  );
   await workDeliveries({ db: h.tdb.db, boss: h.boss, log: h.logs.log });
 
   const rows = await until('both rows failed', async () => {
@@ -31,10 +34,16 @@ t.test('a dead-lettered delivery job leaves its rows failed; a replay of the dea
     return r.every((x) => x.state === 'failed') && r;
   });
   t.equal(rows.length, 2);
-  t.ok(rows.every((r) => /dead letter: pending fetches refused by the test/.test(r.error ?? '')), 'the error says why');
+  t.ok(
+    rows.every((r) => /dead letter: pending fetches refused by the test/.test(r.error ?? '')),
+    'the error says why',
+  );
   const dead = (await h.tdb.pool.query(`SELECT id, data FROM pgboss.job WHERE name = $1`, [deadLetterOf(queues.deliveries)])).rows;
   t.ok(dead.length >= 1, 'the job is a dead letter');
-  t.same(dead.flatMap((j) => j.data.deliveryRowIds).sort(), (await h.tdb.pool.query('SELECT id FROM webhook_deliveries ORDER BY id')).rows.map((r) => Number(r.id)));
+  t.same(
+    dead.flatMap((j) => j.data.deliveryRowIds).sort(),
+    (await h.tdb.pool.query('SELECT id FROM webhook_deliveries ORDER BY id')).rows.map((r) => Number(r.id)),
+  );
 
   await h.tdb.pool.query('DROP TRIGGER refuse ON pending_fetches');
   for (const j of dead) t.ok(await replayDeadLetter(h.tdb.db, h.boss, deadLetterOf(queues.deliveries), j.id), 'replayed');
@@ -53,6 +62,13 @@ t.test('a failed attempt with retries left leaves the rows queued', async (t) =>
     CREATE TRIGGER refuse BEFORE INSERT ON pending_fetches FOR EACH ROW EXECUTE FUNCTION refuse()`);
   t.equal((await deliver(h.url(), payload(1), { 'x-service-delivery': 'retry-1' })).status, 200);
   await workDeliveries({ db: h.tdb.db, boss: h.boss, log: h.logs.log });
-  await until('the job to fail once', async () => (await h.tdb.pool.query(`SELECT 1 FROM pgboss.job WHERE name = 'deliveries' AND state = 'retry'`)).rows.length);
-  t.same((await h.rows()).map((r) => r.state), ['queued'], 'still queued: the retry will handle it');
+  await until(
+    'the job to fail once',
+    async () => (await h.tdb.pool.query(`SELECT 1 FROM pgboss.job WHERE name = 'deliveries' AND state = 'retry'`)).rows.length,
+  );
+  t.same(
+    (await h.rows()).map((r) => r.state),
+    ['queued'],
+    'still queued: the retry will handle it',
+  );
 });

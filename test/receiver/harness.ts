@@ -16,7 +16,9 @@ export const PREVIOUS = 'previous-secret';
 
 export const sign = (body: string | Buffer, secret = SECRET) => createHmac('sha256', secret).update(body).digest('base64');
 
-interface Teardown { teardown(fn: () => unknown): void }
+interface Teardown {
+  teardown(fn: () => unknown): void;
+}
 
 export interface Harness {
   base: string;
@@ -29,7 +31,19 @@ export interface Harness {
   connectionId: number;
   /** Stops the server and the receiver the way shutdown does (server first, then onStop). */
   stop(): Promise<void>;
-  rows(): Promise<{ delivery_id: string; state: string; event: string | null; resource: string | null; action: string | null; object_id: number | null; job_id: string | null; error: string | null; body: string }[]>;
+  rows(): Promise<
+    {
+      delivery_id: string;
+      state: string;
+      event: string | null;
+      resource: string | null;
+      action: string | null;
+      object_id: number | null;
+      job_id: string | null;
+      error: string | null;
+      body: string;
+    }[]
+  >;
   jobs(): Promise<{ id: string; data: any }[]>;
   /** The delivery row ids the jobs on `deliveries` name, ascending; a row named by two jobs appears twice. */
   jobbed(connectionId?: number): Promise<number[]>;
@@ -46,20 +60,37 @@ export interface HarnessOptions {
 export async function startReceiver(t: Teardown, opts: HarnessOptions = {}): Promise<Harness> {
   const tdb = await testDatabase(t);
   const logs = captureLogger('info');
-  const config = testConfig({ COMMERCE_CLIENT_SECRET: SECRET, COMMERCE_CLIENT_SECRET_PREVIOUS: PREVIOUS, DATABASE_URL: tdb.url, ...opts.config });
+  const config = testConfig({
+    COMMERCE_CLIENT_SECRET: SECRET,
+    COMMERCE_CLIENT_SECRET_PREVIOUS: PREVIOUS,
+    DATABASE_URL: tdb.url,
+    ...opts.config,
+  });
   const boss = await startBoss(tdb.url, logs.log, { supervise: false, schedule: false, max: 3 });
   // The role's readiness checks feed /readyz (passed by reference, as start.ts is meant to).
   const readiness: Runtime['readiness'] = [];
   const { app, router } = createApp(tdb.pool, logs.log, readiness);
   const rt: Runtime = {
-    config, log: logs.log, boss, app, router, publicUrl: '', demo: false, readiness, afterListen: [], onStop: [],
+    config,
+    log: logs.log,
+    boss,
+    app,
+    router,
+    publicUrl: '',
+    demo: false,
+    readiness,
+    afterListen: [],
+    onStop: [],
     database: { url: opts.receiverUrl ? await opts.receiverUrl(tdb.url) : tdb.url, pool: tdb.pool, db: tdb.db, close: async () => {} },
   };
   await mount(rt);
   const server = await listen(app, 0, '127.0.0.1');
   rt.publicUrl = `http://127.0.0.1:${server.port}`;
-  const { id: connectionId } = await tdb.db.insertInto('connections')
-    .values({ name: 'shop', base_url: 'http://127.0.0.1:1', auth_kind: 'token' }).returning('id').executeTakeFirstOrThrow();
+  const { id: connectionId } = await tdb.db
+    .insertInto('connections')
+    .values({ name: 'shop', base_url: 'http://127.0.0.1:1', auth_kind: 'token' })
+    .returning('id')
+    .executeTakeFirstOrThrow();
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
@@ -67,21 +98,48 @@ export async function startReceiver(t: Teardown, opts: HarnessOptions = {}): Pro
     await server.close(5000);
     for (const step of [...rt.onStop].reverse()) await step();
   };
-  t.teardown(async () => { await stop(); await stopBoss(boss, false); });
+  t.teardown(async () => {
+    await stop();
+    await stopBoss(boss, false);
+  });
   const base = rt.publicUrl;
   return {
-    base, url: (c = 'shop') => `${base}/webhooks/${c}`, tdb, boss, rt, server, logs, connectionId, stop,
+    base,
+    url: (c = 'shop') => `${base}/webhooks/${c}`,
+    tdb,
+    boss,
+    rt,
+    server,
+    logs,
+    connectionId,
+    stop,
     rows: async () => (await tdb.pool.query('SELECT * FROM webhook_deliveries ORDER BY id')).rows,
     jobs: async () => (await tdb.pool.query(`SELECT id, data FROM pgboss.job WHERE name = 'deliveries' ORDER BY created_on`)).rows,
-    jobbed: async (c?: number) => (await tdb.pool.query(`SELECT x::bigint AS id FROM pgboss.job, jsonb_array_elements_text(data->'deliveryRowIds') AS x
-      WHERE name = 'deliveries' AND ($1::bigint IS NULL OR (data->>'connectionId')::bigint = $1) ORDER BY 1`, [c ?? null])).rows.map((r) => Number(r.id)),
-    queued: async (c?: number) => (await tdb.pool.query(`SELECT id FROM webhook_deliveries WHERE state = 'queued' AND ($1::bigint IS NULL OR connection_id = $1) ORDER BY id`,
-      [c ?? null])).rows.map((r) => Number(r.id)),
+    jobbed: async (c?: number) =>
+      (
+        await tdb.pool.query(
+          `SELECT x::bigint AS id FROM pgboss.job, jsonb_array_elements_text(data->'deliveryRowIds') AS x
+      WHERE name = 'deliveries' AND ($1::bigint IS NULL OR (data->>'connectionId')::bigint = $1) ORDER BY 1`,
+          [c ?? null],
+        )
+      ).rows.map((r) => Number(r.id)),
+    queued: async (c?: number) =>
+      (
+        await tdb.pool.query(
+          `SELECT id FROM webhook_deliveries WHERE state = 'queued' AND ($1::bigint IS NULL OR connection_id = $1) ORDER BY id`,
+          [c ?? null],
+        )
+      ).rows.map((r) => Number(r.id)),
   };
 }
 
 export function payload(objectId: number, event = 'variants.stock_level_update'): string {
-  return JSON.stringify({ object_id: objectId, event, timestamp: 1_700_000_000, resource_url: `http://127.0.0.1:1/variants/${objectId}.json` });
+  return JSON.stringify({
+    object_id: objectId,
+    event,
+    timestamp: 1_700_000_000,
+    resource_url: `http://127.0.0.1:1/variants/${objectId}.json`,
+  });
 }
 
 /** POSTs a delivery; by default correctly signed with a delivery id. */
@@ -98,17 +156,29 @@ export async function pgProxy(t: Teardown, target: string): Promise<{ url: strin
   const sockets = new Set<net.Socket>();
   let server: net.Server;
   let port = 0;
-  const open = () => new Promise<void>((resolve) => {
-    server = net.createServer((client) => {
-      const upstream = net.connect(Number(u.port || 5432), u.hostname);
-      for (const s of [client, upstream]) { sockets.add(s); s.on('close', () => sockets.delete(s)); s.on('error', () => s.destroy()); }
-      client.pipe(upstream).pipe(client);
-      client.on('close', () => upstream.destroy());
-      upstream.on('close', () => client.destroy());
+  const open = () =>
+    new Promise<void>((resolve) => {
+      server = net.createServer((client) => {
+        const upstream = net.connect(Number(u.port || 5432), u.hostname);
+        for (const s of [client, upstream]) {
+          sockets.add(s);
+          s.on('close', () => sockets.delete(s));
+          s.on('error', () => s.destroy());
+        }
+        client.pipe(upstream).pipe(client);
+        client.on('close', () => upstream.destroy());
+        upstream.on('close', () => client.destroy());
+      });
+      server.listen(port, '127.0.0.1', () => {
+        port = (server.address() as net.AddressInfo).port;
+        resolve();
+      });
     });
-    server.listen(port, '127.0.0.1', () => { port = (server.address() as net.AddressInfo).port; resolve(); });
-  });
-  const cut = () => new Promise<void>((resolve) => { for (const s of sockets) s.destroy(); server.close(() => resolve()); });
+  const cut = () =>
+    new Promise<void>((resolve) => {
+      for (const s of sockets) s.destroy();
+      server.close(() => resolve());
+    });
   await open();
   t.teardown(() => cut());
   const proxied = new URL(target);

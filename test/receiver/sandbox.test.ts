@@ -20,9 +20,12 @@ async function world(t: { teardown(fn: () => unknown): void }) {
   const h = await startReceiver(t, { config: { TOKEN_ENCRYPTION_KEY: KEY } });
   const deps = { db: h.tdb.db, config: h.rt.config, log: h.logs.log };
   const connection = await addTokenConnection(deps, { baseUrl: sb.url, token: sb.token, name: 'acme' });
-  const admin = (path: string, body: unknown = {}) => fetch(`${sb.url}/__sandbox/${path}`, {
-    method: 'POST', headers: { authorization: `Bearer ${sb.adminToken}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
-  }).then((r) => r.json() as Promise<any>);
+  const admin = (path: string, body: unknown = {}) =>
+    fetch(`${sb.url}/__sandbox/${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${sb.adminToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    }).then((r) => r.json() as Promise<any>);
   return { sb, h, deps, connection, admin };
 }
 
@@ -30,10 +33,16 @@ t.test('subscriptions are made at PUBLIC_URL/webhooks/NAME and real deliveries a
   const { sb, h, deps, connection, admin } = await world(t);
   const first = await syncWebhooks(deps, connection, h.base);
   t.equal(first.address, `${h.base}/webhooks/acme`);
-  t.same([...first.created.map((w) => w.event), ...first.refused.map((r) => r.event)].sort(), [...SUBSCRIBED_EVENTS].sort(),
-    'every event we handle is subscribed or, when the service does not know it, refused and skipped');
-  t.same(first.created.map((w) => w.event).sort(), eventsIn('spec').sort(), 'a service of the spec takes the spec\'s events');
-  t.ok(first.refused.every((r) => /422/.test(r.reason)), 'the others it refuses with 422');
+  t.same(
+    [...first.created.map((w) => w.event), ...first.refused.map((r) => r.event)].sort(),
+    [...SUBSCRIBED_EVENTS].sort(),
+    'every event we handle is subscribed or, when the service does not know it, refused and skipped',
+  );
+  t.same(first.created.map((w) => w.event).sort(), eventsIn('spec').sort(), "a service of the spec takes the spec's events");
+  t.ok(
+    first.refused.every((r) => /422/.test(r.reason)),
+    'the others it refuses with 422',
+  );
   const again = await syncWebhooks(deps, connection, h.base);
   t.equal(again.created.length, 0, 'a second sync changes nothing');
   t.equal(again.refused.length, 0, 'and does not ask again for refused events');
@@ -48,27 +57,41 @@ t.test('subscriptions are made at PUBLIC_URL/webhooks/NAME and real deliveries a
     t.match(r, { event: 'variants.stock_level_update', resource: 'variant', action: 'stock_level_update', state: 'queued' });
     t.match(r.resource_url, /\/variants\/\d+\.json$/);
   }
-  const variants = await fetch(`${sb.url}/__sandbox/snapshot?resource=variants`, { headers: { authorization: `Bearer ${sb.adminToken}` } })
-    .then((r) => r.json() as Promise<{ variants: { id: number }[] }>);
+  const variants = await fetch(`${sb.url}/__sandbox/snapshot?resource=variants`, {
+    headers: { authorization: `Bearer ${sb.adminToken}` },
+  }).then((r) => r.json() as Promise<{ variants: { id: number }[] }>);
   const ids = new Set(variants.variants.map((v) => v.id));
-  t.ok(rows.every((r) => ids.has(Number(r.object_id))), 'each about a variant of the account');
-  t.same(await h.jobbed(connection.id), rows.map((r) => Number(r.id)), 'each in exactly one job');
+  t.ok(
+    rows.every((r) => ids.has(Number(r.object_id))),
+    'each about a variant of the account',
+  );
+  t.same(
+    await h.jobbed(connection.id),
+    rows.map((r) => Number(r.id)),
+    'each in exactly one job',
+  );
 });
 
 t.test('sandbox faults: duplicated deliveries are stored once; corrupted signatures get 401 and succeed on retry', async (t) => {
   const { sb, h, deps, connection, admin } = await world(t);
   await syncWebhooks(deps, connection, h.base);
-  const count = async () => Number((await h.tdb.pool.query('SELECT count(*) AS n FROM webhook_deliveries WHERE connection_id = $1', [connection.id])).rows[0].n);
+  const count = async () =>
+    Number((await h.tdb.pool.query('SELECT count(*) AS n FROM webhook_deliveries WHERE connection_id = $1', [connection.id])).rows[0].n);
 
   await admin('faults', { deliveries: { duplicate: 1 } });
   await admin('activity', { operations: 4, kinds: ['adjust_stock'] });
   await admin('deliveries/flush');
   const rows = (await h.tdb.pool.query('SELECT delivery_id FROM webhook_deliveries WHERE connection_id = $1', [connection.id])).rows;
   t.ok(rows.length >= 4);
-  const sent = await fetch(`${sb.url}/__sandbox/deliveries?limit=100`, { headers: { authorization: `Bearer ${sb.adminToken}` } }).then((r) => r.json() as Promise<any[]>);
+  const sent = await fetch(`${sb.url}/__sandbox/deliveries?limit=100`, { headers: { authorization: `Bearer ${sb.adminToken}` } }).then(
+    (r) => r.json() as Promise<any[]>,
+  );
   t.ok(sent.filter((a) => a.status === 200).length >= 2 * rows.length, 'the service really sent every delivery twice, both got 200');
   t.equal(new Set(rows.map((r) => r.delivery_id)).size, rows.length, 'each delivery id once');
-  t.ok(rows.every((r) => !r.delivery_id.startsWith('sha256:')), 'keyed by X-Service-Delivery');
+  t.ok(
+    rows.every((r) => !r.delivery_id.startsWith('sha256:')),
+    'keyed by X-Service-Delivery',
+  );
   t.same(await h.jobbed(connection.id), await h.queued(connection.id), 'each delivery in exactly one job despite the copies');
   t.equal((await h.jobbed(connection.id)).length, rows.length);
 
@@ -80,10 +103,10 @@ t.test('sandbox faults: duplicated deliveries are stored once; corrupted signatu
   t.match(h.logs.text(), /signature does not verify/);
   await admin('faults', {});
   await admin('deliveries/flush'); // the service retries the failed ones
-  t.ok(await count() >= before + 2, 'the retries with good signatures are stored');
+  t.ok((await count()) >= before + 2, 'the retries with good signatures are stored');
 });
 
-t.test('sync removes our stale subscriptions and leaves everybody else\'s alone', async (t) => {
+t.test("sync removes our stale subscriptions and leaves everybody else's alone", async (t) => {
   const { h, deps, connection } = await world(t);
   const client = await clientFor(deps, connection);
   const foreign = await client.createWebhook({ address: 'https://someone-else.example/hooks', event: 'order.create' });
@@ -96,7 +119,10 @@ t.test('sync removes our stale subscriptions and leaves everybody else\'s alone'
   t.equal(removed.filter((id) => id === mine.id || id === dup.id).length, 1, 'one of two duplicates');
   t.equal(removed.length, 2);
   const listed = await listWebhooks(deps, connection, h.base);
-  t.ok(listed.some((w) => w.id === foreign.id && !w.ours), 'foreign subscription kept and marked not ours');
+  t.ok(
+    listed.some((w) => w.id === foreign.id && !w.ours),
+    'foreign subscription kept and marked not ours',
+  );
   t.equal(listed.filter((w) => w.ours).length, eventsIn('spec').length);
 });
 
@@ -110,9 +136,19 @@ t.test('the role syncs every active connection after listen', async (t) => {
 t.test('a receiver answering 410 gets its subscription deleted by the service', async (t) => {
   const { sb, deps, connection, admin } = await world(t);
   let hits = 0;
-  const gone = http.createServer((req, res) => { hits++; req.resume(); res.writeHead(410).end(); });
+  const gone = http.createServer((req, res) => {
+    hits++;
+    req.resume();
+    res.writeHead(410).end();
+  });
   await new Promise<void>((r) => gone.listen(0, '127.0.0.1', () => r()));
-  t.teardown(() => new Promise<void>((r) => { gone.close(() => r()); gone.closeAllConnections(); }));
+  t.teardown(
+    () =>
+      new Promise<void>((r) => {
+        gone.close(() => r());
+        gone.closeAllConnections();
+      }),
+  );
   const goneBase = `http://127.0.0.1:${(gone.address() as AddressInfo).port}`;
   await syncWebhooks(deps, connection, goneBase);
   const before = await listWebhooks(deps, connection, goneBase);
@@ -123,10 +159,11 @@ t.test('a receiver answering 410 gets its subscription deleted by the service', 
   const after = await listWebhooks(deps, connection, goneBase);
   t.equal(after.filter((w) => w.event === 'variant.stock_level_update').length, 0, 'subscription deleted after 410');
   t.equal(after.length, eventsIn('spec').length - 1, 'the others are untouched');
-  const log = await fetch(`${sb.url}/__sandbox/deliveries?limit=5`, { headers: { authorization: `Bearer ${sb.adminToken}` } }).then((r) => r.json() as Promise<any[]>);
+  const log = await fetch(`${sb.url}/__sandbox/deliveries?limit=5`, { headers: { authorization: `Bearer ${sb.adminToken}` } }).then(
+    (r) => r.json() as Promise<any[]>,
+  );
   t.ok(log.some((a) => a.status === 410));
 });
-
 
 t.test('the scheduled check recreates subscriptions the service deleted, at the stored address, and logs the repair', async (t) => {
   const { h, deps, connection } = await world(t);
@@ -138,7 +175,11 @@ t.test('the scheduled check recreates subscriptions the service deleted, at the 
 
   // A worker does not know the receiver's URL: the check uses the address stored at the last sync.
   const [r] = await checkAllWebhooks({ ...deps, config: { ...deps.config, PUBLIC_URL: 'http://elsewhere.example' } });
-  t.same(r!.created.map((w) => w.event), ['order.create'], 'the deleted subscription is back');
+  t.same(
+    r!.created.map((w) => w.event),
+    ['order.create'],
+    'the deleted subscription is back',
+  );
   t.equal(r!.address, `${h.base}/webhooks/acme`);
   const listed = await listWebhooks(deps, connection, h.base);
   t.equal(listed.filter((w) => w.ours && w.address === `${h.base}/webhooks/acme`).length, eventsIn('spec').length);

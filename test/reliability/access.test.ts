@@ -16,10 +16,26 @@ const OPERATOR = 'operator-token-for-access-test';
 
 // Open on purpose: health probes (load balancers), webhook deliveries (authenticated by their signature), the
 // login form and its two static assets, and logout (it only clears the cookie).
-const PUBLIC = new Set(['GET /healthz', 'GET /readyz', 'POST /webhooks/:connection', 'GET /login', 'POST /login', 'POST /logout',
-  'GET /assets/console.css', 'GET /assets/console.js', 'HEAD /healthz', 'HEAD /readyz', 'HEAD /login', 'HEAD /assets/console.css', 'HEAD /assets/console.js']);
+const PUBLIC = new Set([
+  'GET /healthz',
+  'GET /readyz',
+  'POST /webhooks/:connection',
+  'GET /login',
+  'POST /login',
+  'POST /logout',
+  'GET /assets/console.css',
+  'GET /assets/console.js',
+  'HEAD /healthz',
+  'HEAD /readyz',
+  'HEAD /login',
+  'HEAD /assets/console.css',
+  'HEAD /assets/console.js',
+]);
 
-interface Route { method: string; path: string }
+interface Route {
+  method: string;
+  path: string;
+}
 
 /** Every route of every @koa/router mounted on the app (routers carry themselves on their middleware). */
 function routesOf(app: Runtime['app']): Route[] {
@@ -34,7 +50,12 @@ function routesOf(app: Runtime['app']): Route[] {
   return out;
 }
 
-const sample = (path: string) => path.replace(/:connection/g, 'shop').replace(/:queue/g, 'fetch').replace(/:kind/g, 'ship').replace(/:[a-z_]+/gi, '1');
+const sample = (path: string) =>
+  path
+    .replace(/:connection/g, 'shop')
+    .replace(/:queue/g, 'fetch')
+    .replace(/:kind/g, 'ship')
+    .replace(/:[a-z_]+/gi, '1');
 
 async function world(t: { teardown(fn: () => unknown): void }, operatorToken: string) {
   const tdb = await testDatabase(t);
@@ -43,7 +64,16 @@ async function world(t: { teardown(fn: () => unknown): void }, operatorToken: st
   const boss = await startBoss(tdb.url, log, { supervise: false, schedule: false, max: 3 });
   const { app, router } = createApp(tdb.pool, log);
   const rt: Runtime = {
-    config, log, boss, app, router, publicUrl: '', demo: false, readiness: [], afterListen: [], onStop: [],
+    config,
+    log,
+    boss,
+    app,
+    router,
+    publicUrl: '',
+    demo: false,
+    readiness: [],
+    afterListen: [],
+    onStop: [],
     database: { url: tdb.url, pool: tdb.pool, db: tdb.db, close: async () => {} },
   };
   await mountReceiver(rt);
@@ -62,7 +92,10 @@ t.test('with OPERATOR_TOKEN set, every non-public route refuses missing and wron
   const { base, routes } = await world(t, OPERATOR);
   t.ok(routes.length > 25, `${routes.length} routes found on the routers`);
   const guarded = routes.filter((r) => !PUBLIC.has(`${r.method} ${r.path}`));
-  t.ok(guarded.some((r) => r.path.startsWith('/api/operations')) && guarded.some((r) => r.path === '/metrics'), 'push, stock and console routes are among them');
+  t.ok(
+    guarded.some((r) => r.path.startsWith('/api/operations')) && guarded.some((r) => r.path === '/metrics'),
+    'push, stock and console routes are among them',
+  );
   const wrong: Record<string, string>[] = [
     {},
     { authorization: 'Bearer wrong-token' },
@@ -75,8 +108,12 @@ t.test('with OPERATOR_TOKEN set, every non-public route refuses missing and wron
   const admitted: string[] = [];
   for (const r of guarded) {
     for (const headers of wrong) {
-      const res = await fetch(base + sample(r.path), { method: r.method, headers: { accept: 'application/json', ...headers }, redirect: 'manual',
-        body: r.method === 'POST' || r.method === 'PUT' ? '{}' : undefined });
+      const res = await fetch(base + sample(r.path), {
+        method: r.method,
+        headers: { accept: 'application/json', ...headers },
+        redirect: 'manual',
+        body: r.method === 'POST' || r.method === 'PUT' ? '{}' : undefined,
+      });
       await res.arrayBuffer();
       if (res.status !== 401) admitted.push(`${r.method} ${r.path} with ${JSON.stringify(headers)}: ${res.status}`);
     }
@@ -86,7 +123,10 @@ t.test('with OPERATOR_TOKEN set, every non-public route refuses missing and wron
   // The same requests with the token get through the guard (so the 401s above are the guard's doing).
   const refusedWithToken: string[] = [];
   for (const r of guarded.filter((x) => x.method === 'GET' && x.path !== '/api/tail')) {
-    const res = await fetch(base + sample(r.path), { headers: { authorization: `Bearer ${OPERATOR}`, accept: 'application/json' }, redirect: 'manual' });
+    const res = await fetch(base + sample(r.path), {
+      headers: { authorization: `Bearer ${OPERATOR}`, accept: 'application/json' },
+      redirect: 'manual',
+    });
     await res.arrayBuffer();
     if (res.status === 401 || res.status === 403) refusedWithToken.push(`${r.path}: ${res.status}`);
   }
@@ -102,8 +142,12 @@ t.test('with no OPERATOR_TOKEN outside demo mode, the console and API are closed
   const { base, routes } = await world(t, '');
   const admitted: string[] = [];
   for (const r of routes.filter((x) => !PUBLIC.has(`${x.method} ${x.path}`))) {
-    const res = await fetch(base + sample(r.path), { method: r.method, headers: { accept: 'application/json', authorization: 'Bearer anything' }, redirect: 'manual',
-      body: r.method === 'POST' ? '{}' : undefined });
+    const res = await fetch(base + sample(r.path), {
+      method: r.method,
+      headers: { accept: 'application/json', authorization: 'Bearer anything' },
+      redirect: 'manual',
+      body: r.method === 'POST' ? '{}' : undefined,
+    });
     await res.arrayBuffer();
     if (res.status !== 401) admitted.push(`${r.method} ${r.path}: ${res.status}`);
   }

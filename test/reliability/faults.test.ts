@@ -27,10 +27,16 @@ t.test('500/503 storms, slow answers, a lapsed subscription and a revoked token:
   world.setReceivers([receiver]);
   const worker = await world.spawn('worker', { API_TIMEOUT_MS: 1000, API_MAX_ATTEMPTS: 3, LOG_LEVEL: 'warn' });
   const stopLoad = steadyLoad(t, shop!, 8);
-  const processed = async () => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_deliveries WHERE state = 'processed'`.execute(world.db)).rows[0]!.n;
+  const processed = async () =>
+    (await sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_deliveries WHERE state = 'processed'`.execute(world.db)).rows[0]!.n;
   const progress = async (what: string, more = 20) => {
     const from = await processed();
-    await until(what, async () => (await processed()) >= from + more || `${(await processed()) - from} of ${more} more processed`, 40_000, 250);
+    await until(
+      what,
+      async () => (await processed()) >= from + more || `${(await processed()) - from} of ${more} more processed`,
+      40_000,
+      250,
+    );
   };
   await progress('deliveries flowing');
 
@@ -69,28 +75,47 @@ t.test('500/503 storms, slow answers, a lapsed subscription and a revoked token:
   const revoked = await status(world);
   t.match(revoked.status_reason, /401/, `the reason says what happened: ${revoked.status_reason}`);
   const authorize = await fetch(`${shop!.sandbox.url}/oauth/authorize`, {
-    method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({ client_id: world.config.COMMERCE_CLIENT_ID, redirect_uri: 'http://127.0.0.1:1/cb', decision: 'approve' }),
   });
   const code = new URL(authorize.headers.get('location')!).searchParams.get('code')!;
-  const tokens = await requestToken(world.config, shop!.sandbox.url, { grant_type: 'authorization_code', code, redirect_uri: 'http://127.0.0.1:1/cb' });
-  await addOAuthConnection({ db: world.db, config: world.config, log: captureLogger('silent').log }, { baseUrl: shop!.sandbox.url, tokens, name: 'shop1' });
+  const tokens = await requestToken(world.config, shop!.sandbox.url, {
+    grant_type: 'authorization_code',
+    code,
+    redirect_uri: 'http://127.0.0.1:1/cb',
+  });
+  await addOAuthConnection(
+    { db: world.db, config: world.config, log: captureLogger('silent').log },
+    { baseUrl: shop!.sandbox.url, tokens, name: 'shop1' },
+  );
   t.equal((await status(world)).status, 'active', 'reconnected');
   const from = await processed();
-  await until('the running worker to work with the new token', async () => {
-    const s = await status(world);
-    if (s.status !== 'active') throw new Error(`connection ${s.status} again: ${s.status_reason}`);
-    return (await processed()) >= from + 20;
-  }, 30_000, 250);
+  await until(
+    'the running worker to work with the new token',
+    async () => {
+      const s = await status(world);
+      if (s.status !== 'active') throw new Error(`connection ${s.status} again: ${s.status_reason}`);
+      return (await processed()) >= from + 20;
+    },
+    30_000,
+    250,
+  );
   t.pass('after reconnecting, the running worker works with the new token (no restart)');
 
   // Nothing lost.
   await stopLoad();
   await drainSandbox(shop!);
-  await until('every acknowledged delivery processed', async () => {
-    const u = await unprocessedAcked(world.db, world.proxy.acked);
-    return u.absent.length || u.notProcessed.length ? `${u.absent.length} absent, ${u.notProcessed.length} not processed` : true;
-  }, 60_000, 500);
+  await until(
+    'every acknowledged delivery processed',
+    async () => {
+      const u = await unprocessedAcked(world.db, world.proxy.acked);
+      return u.absent.length || u.notProcessed.length ? `${u.absent.length} absent, ${u.notProcessed.length} not processed` : true;
+    },
+    60_000,
+    500,
+  );
   t.pass(`${world.proxy.acked.size} acknowledged deliveries, all processed`);
   await world.reconcile();
   await converged(world);

@@ -17,35 +17,66 @@ const sign = (body: Buffer | string, secret = SECRET) => createHmac('sha256', se
 // A small seeded generator, so a failure can be replayed (the seed is printed).
 const seed = Number(process.env.FUZZ_SEED ?? Date.now() % 2 ** 31);
 let state = seed;
-const rand = () => { state = (state + 0x6d2b79f5) | 0; let x = Math.imul(state ^ (state >>> 15), 1 | state); x ^= x + Math.imul(x ^ (x >>> 7), 61 | x); return ((x ^ (x >>> 14)) >>> 0) / 2 ** 32; };
+const rand = () => {
+  state = (state + 0x6d2b79f5) | 0;
+  let x = Math.imul(state ^ (state >>> 15), 1 | state);
+  x ^= x + Math.imul(x ^ (x >>> 7), 61 | x);
+  return ((x ^ (x >>> 14)) >>> 0) / 2 ** 32;
+};
 const int = (n: number) => Math.floor(rand() * n);
 const pick = <T>(a: T[]): T => a[int(a.length)]!;
 const bytes = (n: number) => Buffer.from(Array.from({ length: n }, () => int(256)));
 
-const valid = (objectId: number) => JSON.stringify({
-  object_id: objectId, event: 'variants.stock_level_update', timestamp: 1_700_000_000, resource_url: `http://127.0.0.1:1/variants/${objectId}.json`,
-});
+const valid = (objectId: number) =>
+  JSON.stringify({
+    object_id: objectId,
+    event: 'variants.stock_level_update',
+    timestamp: 1_700_000_000,
+    resource_url: `http://127.0.0.1:1/variants/${objectId}.json`,
+  });
 
 function mutateBody(b: Buffer): Buffer {
   const c = Buffer.from(b);
   switch (int(5)) {
-    case 0: { const i = int(c.length); c[i] = c[i]! ^ (1 + int(255)); return c; }
-    case 1: return c.subarray(0, int(c.length));
-    case 2: return Buffer.concat([c, bytes(1 + int(8))]);
-    case 3: { const i = int(c.length); return Buffer.concat([c.subarray(0, i), c.subarray(i + 1)]); }
-    default: return Buffer.from(c.toString('latin1').replace(/\d/, (d) => String((Number(d) + 1) % 10)), 'latin1');
+    case 0: {
+      const i = int(c.length);
+      c[i] = c[i]! ^ (1 + int(255));
+      return c;
+    }
+    case 1:
+      return c.subarray(0, int(c.length));
+    case 2:
+      return Buffer.concat([c, bytes(1 + int(8))]);
+    case 3: {
+      const i = int(c.length);
+      return Buffer.concat([c.subarray(0, i), c.subarray(i + 1)]);
+    }
+    default:
+      return Buffer.from(
+        c.toString('latin1').replace(/\d/, (d) => String((Number(d) + 1) % 10)),
+        'latin1',
+      );
   }
 }
 
 function mutateSignature(s: string): string {
   switch (int(7)) {
-    case 0: { const i = int(s.length); return s.slice(0, i) + (s[i] === 'A' ? 'B' : 'A') + s.slice(i + 1); }
-    case 1: return s.replace(/=+$/, '');
-    case 2: return s + '=';
-    case 3: return `sha256=${s}`;
-    case 4: return s.toLowerCase() === s ? s.toUpperCase() : s.toLowerCase();
-    case 5: return Buffer.from(s, 'base64').toString('hex');
-    default: return s.slice(0, 43);
+    case 0: {
+      const i = int(s.length);
+      return s.slice(0, i) + (s[i] === 'A' ? 'B' : 'A') + s.slice(i + 1);
+    }
+    case 1:
+      return s.replace(/=+$/, '');
+    case 2:
+      return `${s}=`;
+    case 3:
+      return `sha256=${s}`;
+    case 4:
+      return s.toLowerCase() === s ? s.toUpperCase() : s.toLowerCase();
+    case 5:
+      return Buffer.from(s, 'base64').toString('hex');
+    default:
+      return s.slice(0, 43);
   }
 }
 
@@ -60,12 +91,29 @@ function rawRequest(port: number, head: string, body: Buffer | string | (() => A
   return new Promise((resolve, reject) => {
     const s = net.connect(port, '127.0.0.1');
     let got = '';
-    s.on('data', (d) => { got += d.toString('latin1'); const m = /^HTTP\/1\.1 (\d{3})/.exec(got); if (m) { s.destroy(); resolve(Number(m[1])); } });
+    s.on('data', (d) => {
+      got += d.toString('latin1');
+      const m = /^HTTP\/1\.1 (\d{3})/.exec(got);
+      if (m) {
+        s.destroy();
+        resolve(Number(m[1]));
+      }
+    });
     // The receiver may close while we still write (it refuses early): that is an answer, not an error.
-    s.on('error', (e) => { if (!/EPIPE|ECONNRESET/.test(e.message) && !/^HTTP/.test(got)) reject(e); });
-    s.on('close', () => { if (!/^HTTP/.test(got)) resolve(0); });
+    s.on('error', (e) => {
+      if (!/EPIPE|ECONNRESET/.test(e.message) && !/^HTTP/.test(got)) reject(e);
+    });
+    s.on('close', () => {
+      if (!/^HTTP/.test(got)) resolve(0);
+    });
     s.write(head);
-    if (typeof body === 'function') void (async () => { for await (const c of body()) { if (s.destroyed) break; s.write(c); } })();
+    if (typeof body === 'function')
+      void (async () => {
+        for await (const c of body()) {
+          if (s.destroyed) break;
+          s.write(c);
+        }
+      })();
     else if (body.length) s.end(body);
   });
 }
@@ -74,10 +122,22 @@ function rawRequest(port: number, head: string, body: Buffer | string | (() => A
 async function startReceiver(t: Parameters<typeof testDatabase>[0]) {
   const tdb = await testDatabase(t);
   await tdb.db.insertInto('connections').values({ name: 'shop', base_url: 'http://127.0.0.1:1', auth_kind: 'token' }).execute();
-  const receiver = await spawnCli(t, 'receiver', ['receiver'], {
-    DATABASE_URL: tdb.url, DATA_DIR: await mkdtemp(join(tmpdir(), 'cs-fuzz-')), COMMERCE_CLIENT_SECRET: SECRET, SANDBOX: 'off',
-    HOST: '127.0.0.1', PORT: 0, LOG_LEVEL: 'error', TOKEN_ENCRYPTION_KEY: Buffer.alloc(32, 3).toString('base64'),
-  }, { nodeArgs: memoryProbe });
+  const receiver = await spawnCli(
+    t,
+    'receiver',
+    ['receiver'],
+    {
+      DATABASE_URL: tdb.url,
+      DATA_DIR: await mkdtemp(join(tmpdir(), 'cs-fuzz-')),
+      COMMERCE_CLIENT_SECRET: SECRET,
+      SANDBOX: 'off',
+      HOST: '127.0.0.1',
+      PORT: 0,
+      LOG_LEVEL: 'error',
+      TOKEN_ENCRYPTION_KEY: Buffer.alloc(32, 3).toString('base64'),
+    },
+    { nodeArgs: memoryProbe },
+  );
   return { tdb, receiver };
 }
 
@@ -113,7 +173,15 @@ t.test('fuzzing the receiver: no forged delivery accepted, no crash, no 5xx, mem
     // Random bodies with random, missing or other-secret signatures.
     for (let i = 0; i < 40; i++) {
       const body = int(2) ? bytes(int(4096)) : valid(1 + int(1e6));
-      const sig = pick([randomBytes(32).toString('base64'), '', sign(body, 'wrong-secret'), sign(body + ' '), randomBytes(int(80)).toString('latin1').replace(/[^\x20-\x7e]/g, 'x')]);
+      const sig = pick([
+        randomBytes(32).toString('base64'),
+        '',
+        sign(body, 'wrong-secret'),
+        sign(`${body} `),
+        randomBytes(int(80))
+          .toString('latin1')
+          .replace(/[^\x20-\x7e]/g, 'x'),
+      ]);
       const headers: Record<string, string> = { 'x-service-delivery': `forged-${round}-${i}` };
       if (sig || int(2)) headers['x-service-signature'] = sig;
       await forged('random', body, headers);
@@ -130,8 +198,16 @@ t.test('fuzzing the receiver: no forged delivery accepted, no crash, no 5xx, mem
     for (let i = 0; i < 10; i++) {
       const body = valid(1 + int(1e6));
       await forged('headers', body, {
-        'content-type': pick(['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=utf-16', '']),
-        'x-service-signature': mutateSignature(sign(body)), 'x-service-delivery': 'x'.repeat(int(6000)), 'x-forwarded-for': '<script>',
+        'content-type': pick([
+          'text/plain',
+          'application/x-www-form-urlencoded',
+          'multipart/form-data; boundary=x',
+          'application/json; charset=utf-16',
+          '',
+        ]),
+        'x-service-signature': mutateSignature(sign(body)),
+        'x-service-delivery': 'x'.repeat(int(6000)),
+        'x-forwarded-for': '<script>',
       });
     }
     for (let i = 0; i < 3; i++) t.equal(await sendValid(), 200, 'valid deliveries still accepted between rounds');
@@ -140,13 +216,20 @@ t.test('fuzzing the receiver: no forged delivery accepted, no crash, no 5xx, mem
   // Signed with the right secret but not a delivery: deep nesting, invalid UTF-8, wrong shapes. Refused with 400, never 5xx.
   const signedJunk: Buffer[] = [
     Buffer.from('['.repeat(200_000) + ']'.repeat(200_000)),
-    Buffer.from('{"a":'.repeat(50_000) + '1' + '}'.repeat(50_000)),
-    Buffer.concat([Buffer.from('{"object_id": 1, "event": "variants.update", "x": "'), Buffer.from([0xff, 0xfe, 0xc3, 0x28, 0x00, 0xed, 0xa0, 0x80]), Buffer.from('"}')]),
+    Buffer.from(`${'{"a":'.repeat(50_000)}1${'}'.repeat(50_000)}`),
+    Buffer.concat([
+      Buffer.from('{"object_id": 1, "event": "variants.update", "x": "'),
+      Buffer.from([0xff, 0xfe, 0xc3, 0x28, 0x00, 0xed, 0xa0, 0x80]),
+      Buffer.from('"}'),
+    ]),
     Buffer.from([0xc0, 0xaf, 0xe0, 0x80, 0xaf]),
     Buffer.from('{"object_id": "1; DROP TABLE webhook_deliveries; --", "event": "variants.update"}'),
     Buffer.from('{"object_id": 1e400, "event": "variants.update"}'),
     Buffer.from('{"object_id": -1, "event": "\\u0000"}'),
-    Buffer.from('null'), Buffer.from('[]'), Buffer.from(''), Buffer.from('"string"'),
+    Buffer.from('null'),
+    Buffer.from('[]'),
+    Buffer.from(''),
+    Buffer.from('"string"'),
   ];
   for (const body of signedJunk) {
     const s = await post(url, body, { 'x-service-signature': sign(body), 'x-service-delivery': `junk-${randomBytes(4).toString('hex')}` });
@@ -156,32 +239,65 @@ t.test('fuzzing the receiver: no forged delivery accepted, no crash, no 5xx, mem
   }
 
   // Huge bodies: refused by the declared length, or while streaming without one.
-  t.equal(await rawRequest(port, `POST /webhooks/shop HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${64 * 1024 * 1024}\r\nX-Service-Signature: ${sign('x')}\r\n\r\n`, ''), 413, '64 MB declared: 413 before any byte of the body');
-  const chunked = await rawRequest(port, 'POST /webhooks/shop HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nX-Service-Signature: abc\r\n\r\n',
-    async function* () { const chunk = Buffer.alloc(64 * 1024, 0x20); for (let i = 0; i < 160; i++) yield Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]); });
+  t.equal(
+    await rawRequest(
+      port,
+      `POST /webhooks/shop HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${64 * 1024 * 1024}\r\nX-Service-Signature: ${sign('x')}\r\n\r\n`,
+      '',
+    ),
+    413,
+    '64 MB declared: 413 before any byte of the body',
+  );
+  const chunked = await rawRequest(
+    port,
+    'POST /webhooks/shop HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nX-Service-Signature: abc\r\n\r\n',
+    async function* () {
+      const chunk = Buffer.alloc(64 * 1024, 0x20);
+      for (let i = 0; i < 160; i++) yield Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]);
+    },
+  );
   t.ok(chunked === 413 || chunked === 0, `10 MB chunked without a length: refused (${chunked || 'connection closed'})`);
   // Duplicate signature headers (one right, one wrong) are not a way in.
   const dupBody = valid(424242);
-  const dup = await rawRequest(port, `POST /webhooks/shop HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${dupBody.length}\r\nX-Service-Signature: ${sign(dupBody, 'wrong')}\r\nX-Service-Signature: ${sign(dupBody)}\r\nX-Service-Delivery: dup-headers\r\nConnection: close\r\n\r\n`, dupBody);
+  const dup = await rawRequest(
+    port,
+    `POST /webhooks/shop HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${dupBody.length}\r\nX-Service-Signature: ${sign(dupBody, 'wrong')}\r\nX-Service-Signature: ${sign(dupBody)}\r\nX-Service-Delivery: dup-headers\r\nConnection: close\r\n\r\n`,
+    dupBody,
+  );
   t.ok(dup === 401 || dup === 400, `two signature headers: refused (${dup})`);
   if (dup === 200) forgedAccepted.push('duplicate signature headers');
 
   t.same(forgedAccepted, [], 'no forged delivery answered 2xx');
-  t.notOk([...statuses.keys()].some((s) => s >= 500), `no 5xx answer (answers: ${JSON.stringify(Object.fromEntries(statuses))})`);
+  t.notOk(
+    [...statuses.keys()].some((s) => s >= 500),
+    `no 5xx answer (answers: ${JSON.stringify(Object.fromEntries(statuses))})`,
+  );
   t.equal(receiver.child.exitCode, null, 'the receiver is still running');
 
   // Only the genuine deliveries are stored as work and enqueued.
-  const rows = await sql<{ state: string; n: number }>`SELECT state, count(*)::int AS n FROM webhook_deliveries GROUP BY state`.execute(tdb.db);
+  const rows = await sql<{ state: string; n: number }>`SELECT state, count(*)::int AS n FROM webhook_deliveries GROUP BY state`.execute(
+    tdb.db,
+  );
   const byState = Object.fromEntries(rows.rows.map((r) => [r.state, r.n]));
-  t.equal((byState.queued ?? 0) + (byState.processed ?? 0), accepted.filter((a) => a !== 'junk').length, `queued deliveries are exactly the valid ones (${JSON.stringify(byState)})`);
+  t.equal(
+    (byState.queued ?? 0) + (byState.processed ?? 0),
+    accepted.filter((a) => a !== 'junk').length,
+    `queued deliveries are exactly the valid ones (${JSON.stringify(byState)})`,
+  );
   const jobs = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'deliveries'`.execute(tdb.db);
   t.equal(jobs.rows[0]!.n, accepted.filter((a) => a !== 'junk').length, 'one job per valid delivery, none for anything else');
-  const forgedRows = await sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_deliveries WHERE delivery_id LIKE 'forged-%' OR delivery_id LIKE 'mutated-%' OR delivery_id = 'dup-headers'`.execute(tdb.db);
+  const forgedRows = await sql<{
+    n: number;
+  }>`SELECT count(*)::int AS n FROM webhook_deliveries WHERE delivery_id LIKE 'forged-%' OR delivery_id LIKE 'mutated-%' OR delivery_id = 'dup-headers'`.execute(
+    tdb.db,
+  );
   t.equal(forgedRows.rows[0]!.n, 0, 'no forged delivery stored at all');
 
   const after = await memoryOf(receiver);
   const mb = (n: number) => Math.round(n / 1e5) / 10;
-  t.comment(`receiver memory before: heap ${mb(before.heapUsed)} MB, rss ${mb(before.rss)} MB; after ${[...statuses.values()].reduce((a, b) => a + b, 0)} hostile requests: heap ${mb(after.heapUsed)} MB, rss ${mb(after.rss)} MB`);
+  t.comment(
+    `receiver memory before: heap ${mb(before.heapUsed)} MB, rss ${mb(before.rss)} MB; after ${[...statuses.values()].reduce((a, b) => a + b, 0)} hostile requests: heap ${mb(after.heapUsed)} MB, rss ${mb(after.rss)} MB`,
+  );
   t.ok(after.heapUsed - before.heapUsed < 16e6, `heap after GC grew by less than 16 MB (${mb(after.heapUsed - before.heapUsed)} MB)`);
   t.ok(after.rss - before.rss < 96e6, `RSS grew by less than 96 MB (${mb(after.rss - before.rss)} MB)`);
   await receiver.stop();
@@ -200,18 +316,31 @@ t.test('a slow body is cut by a timeout, and slow clients do not stop other deli
     // Read what the server sends (its 408): an unread socket never reaches 'close'.
     s.resume();
     s.on('close', () => closedAt.push(Date.now() - started));
-    s.write(`POST /webhooks/shop HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nX-Service-Signature: ${sign('{}')}\r\n\r\n{`);
+    s.write(
+      `POST /webhooks/shop HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nX-Service-Signature: ${sign('{}')}\r\n\r\n{`,
+    );
     return s;
   });
-  t.teardown(() => { for (const s of sockets) s.destroy(); });
+  t.teardown(() => {
+    for (const s of sockets) s.destroy();
+  });
   await new Promise((r) => setTimeout(r, 500));
   const body = valid(7);
-  t.equal(await post(`${receiver.url}/webhooks/shop`, body, { 'x-service-signature': sign(body), 'x-service-delivery': 'while-slow' }), 200,
-    'a genuine delivery is answered while 200 slow bodies hang');
+  t.equal(
+    await post(`${receiver.url}/webhooks/shop`, body, { 'x-service-signature': sign(body), 'x-service-delivery': 'while-slow' }),
+    200,
+    'a genuine delivery is answered while 200 slow bodies hang',
+  );
   const during = await memoryOf(receiver);
-  t.ok(during.heapUsed - before.heapUsed < 16e6, `200 hanging requests hold less than 16 MB of heap (${Math.round((during.heapUsed - before.heapUsed) / 1e5) / 10} MB)`);
+  t.ok(
+    during.heapUsed - before.heapUsed < 16e6,
+    `200 hanging requests hold less than 16 MB of heap (${Math.round((during.heapUsed - before.heapUsed) / 1e5) / 10} MB)`,
+  );
   // The service gives up after 10 s; a receiver should not hold a stalled body much longer than that.
-  const cut = await until('the receiver to cut the stalled bodies', () => closedAt.length === sockets.length, 15_000, 200).then(() => true, () => false);
+  const cut = await until('the receiver to cut the stalled bodies', () => closedAt.length === sockets.length, 15_000, 200).then(
+    () => true,
+    () => false,
+  );
   t.ok(cut, `stalled bodies cut by the receiver within 15 s (${closedAt.length} of ${sockets.length} closed)`);
   t.equal(receiver.child.exitCode, null, 'the receiver is still running');
   await receiver.stop(5000);

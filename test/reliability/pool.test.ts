@@ -11,8 +11,12 @@ t.test('a connection lost in the middle of a transaction fails the transaction, 
   const script = fileURLToPath(new URL('./fixtures/pool-drop.ts', import.meta.url));
   const child = spawn(process.execPath, [script], { env: { PATH: process.env.PATH, DATABASE_URL: tdb.url } });
   let out = '';
-  child.stdout.on('data', (d) => { out += d; });
-  child.stderr.on('data', (d) => { out += d; });
+  child.stdout.on('data', (d) => {
+    out += d;
+  });
+  child.stderr.on('data', (d) => {
+    out += d;
+  });
   const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
   t.equal(code, 0, 'the process survived the dropped connection', { output: out.slice(-1500) });
   const result = code === 0 ? JSON.parse(out.trim().split('\n').pop()!) : null;

@@ -4,14 +4,28 @@
 import t from 'tap';
 import { sql } from 'kysely';
 import { watchRegressions } from '../support/mirror.ts';
-import { converged, drainSandbox, duplicateDeliveries, startWorld, steadyLoad, unprocessedAcked, until, type Shop, type World } from './world.ts';
+import {
+  converged,
+  drainSandbox,
+  duplicateDeliveries,
+  startWorld,
+  steadyLoad,
+  unprocessedAcked,
+  until,
+  type Shop,
+  type World,
+} from './world.ts';
 
 async function pending(world: World, shop: Shop): Promise<number> {
-  return (await sql<{ n: number }>`SELECT count(*)::int AS n FROM pending_fetches WHERE connection_id = ${shop.connection.id}`.execute(world.db)).rows[0]!.n;
+  return (
+    await sql<{ n: number }>`SELECT count(*)::int AS n FROM pending_fetches WHERE connection_id = ${shop.connection.id}`.execute(world.db)
+  ).rows[0]!.n;
 }
 
 async function acked(world: World, shop: Shop): Promise<string[]> {
-  const rows = await sql<{ delivery_id: string }>`SELECT delivery_id FROM webhook_deliveries WHERE connection_id = ${shop.connection.id}`.execute(world.db);
+  const rows = await sql<{
+    delivery_id: string;
+  }>`SELECT delivery_id FROM webhook_deliveries WHERE connection_id = ${shop.connection.id}`.execute(world.db);
   const mine = new Set(rows.rows.map((r) => r.delivery_id));
   return [...world.proxy.acked].filter((id) => mine.has(id));
 }
@@ -28,32 +42,55 @@ t.test('2 receivers, 3 workers, 2 connections under sustained load: no 429, no s
   const workers = await Promise.all([world.spawn('worker', env), world.spawn('worker', env), world.spawn('worker', env)]);
   const stopBusy = steadyLoad(t, busy, 25);
   const stopQuiet = steadyLoad(t, quiet, 3);
-  await until('both connections receiving', async () => (await acked(world, busy)).length >= 150 && (await acked(world, quiet)).length >= 20 ||
-    `${(await acked(world, busy)).length} / ${(await acked(world, quiet)).length}`, 60_000, 500);
+  await until(
+    'both connections receiving',
+    async () =>
+      ((await acked(world, busy)).length >= 150 && (await acked(world, quiet)).length >= 20) ||
+      `${(await acked(world, busy)).length} / ${(await acked(world, quiet)).length}`,
+    60_000,
+    500,
+  );
 
   // The quiet connection catches up completely while the busy one is still under load.
   await stopQuiet();
   await drainSandbox(quiet);
   const quietAcked = new Set(await acked(world, quiet));
-  await until('the quiet connection served while the busy one is loaded', async () => {
-    const u = await unprocessedAcked(world.db, quietAcked);
-    const p = await pending(world, quiet);
-    return !u.absent.length && !u.notProcessed.length && p === 0 ? true : `${u.notProcessed.length} unprocessed, ${p} pending fetches`;
-  }, 40_000, 250);
+  await until(
+    'the quiet connection served while the busy one is loaded',
+    async () => {
+      const u = await unprocessedAcked(world.db, quietAcked);
+      const p = await pending(world, quiet);
+      return !u.absent.length && !u.notProcessed.length && p === 0 ? true : `${u.notProcessed.length} unprocessed, ${p} pending fetches`;
+    },
+    40_000,
+    250,
+  );
   const busyPending = await pending(world, busy);
-  t.pass(`quiet connection: ${quietAcked.size} deliveries processed and every fetch drained while the busy one still had ${busyPending} pending`);
-  await until('the quiet mirror to equal its sandbox without a sweep', async () => {
-    const d = (await quiet.diffs()).filter((x) => x.resource === 'variants')[0]!;
-    return d.wrong.length === 0 || `${d.wrong.length} variants differ`;
-  }, 30_000, 500);
+  t.pass(
+    `quiet connection: ${quietAcked.size} deliveries processed and every fetch drained while the busy one still had ${busyPending} pending`,
+  );
+  await until(
+    'the quiet mirror to equal its sandbox without a sweep',
+    async () => {
+      const d = (await quiet.diffs()).filter((x) => x.resource === 'variants')[0]!;
+      return d.wrong.length === 0 || `${d.wrong.length} variants differ`;
+    },
+    30_000,
+    500,
+  );
   t.pass('quiet connection: mirrored variants equal the sandbox while the busy one is loaded');
 
   await stopBusy();
   await drainSandbox(busy);
-  await until('every acknowledged delivery processed', async () => {
-    const u = await unprocessedAcked(world.db, world.proxy.acked);
-    return u.absent.length || u.notProcessed.length ? `${u.absent.length} absent, ${u.notProcessed.length} not processed` : true;
-  }, 60_000, 500);
+  await until(
+    'every acknowledged delivery processed',
+    async () => {
+      const u = await unprocessedAcked(world.db, world.proxy.acked);
+      return u.absent.length || u.notProcessed.length ? `${u.absent.length} absent, ${u.notProcessed.length} not processed` : true;
+    },
+    60_000,
+    500,
+  );
   t.pass(`${world.proxy.acked.size} deliveries acknowledged through 2 receivers, all processed`);
   t.equal(await duplicateDeliveries(world.db), 0, 'no delivery stored twice');
   await world.reconcile(env);
@@ -65,7 +102,11 @@ t.test('2 receivers, 3 workers, 2 connections under sustained load: no 429, no s
     t.equal(s.rate_limited, 0, `${shop.name}: ${s.requests.total} requests, none answered 429`);
   }
   const budgets = await world.db.selectFrom('api_budgets').select(['connection_id', 'accounting_errors']).execute();
-  t.same(budgets.map((b) => b.accounting_errors), [0, 0], 'no budget accounting error');
+  t.same(
+    budgets.map((b) => b.accounting_errors),
+    [0, 0],
+    'no budget accounting error',
+  );
   for (const p of [...receivers, ...workers]) t.equal(p.child.exitCode, null, `${p.name} ${p.pid} ran throughout`);
   await Promise.all([...receivers, ...workers].map((p) => p.stop()));
 });

@@ -27,7 +27,7 @@ async function wholeDatabase(db: Db): Promise<string> {
   let all = '';
   for (const { s, t: name } of tables.rows) {
     const rows = await sql<{ row: string }>`SELECT x::text AS row FROM ${sql.table(`${s}.${name}`)} x`.execute(db);
-    all += rows.rows.map((r) => r.row).join('\n') + '\n';
+    all += `${rows.rows.map((r) => r.row).join('\n')}\n`;
   }
   return all;
 }
@@ -35,10 +35,23 @@ async function wholeDatabase(db: Db): Promise<string> {
 t.test('a demo run at trace level logs no secret; the database holds no plain token', async (t) => {
   const tdb = await testDatabase(t);
   const dataDir = await mkdtemp(join(tmpdir(), 'cs-secrets-'));
-  const app = await spawnCli(t, 'start', ['start'], {
-    DATABASE_URL: tdb.url, DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: 0, LOG_LEVEL: 'trace', TOKEN_ENCRYPTION_KEY: KEY,
-    OPERATOR_TOKEN: OPERATOR, SANDBOX_ACTIVITY: 20, SANDBOX_VARIANTS: 40,
-  }, { readyTimeoutMs: 60_000 });
+  const app = await spawnCli(
+    t,
+    'start',
+    ['start'],
+    {
+      DATABASE_URL: tdb.url,
+      DATA_DIR: dataDir,
+      HOST: '127.0.0.1',
+      PORT: 0,
+      LOG_LEVEL: 'trace',
+      TOKEN_ENCRYPTION_KEY: KEY,
+      OPERATOR_TOKEN: OPERATOR,
+      SANDBOX_ACTIVITY: 20,
+      SANDBOX_VARIANTS: 40,
+    },
+    { readyTimeoutMs: 60_000 },
+  );
   const secrets = {
     'access token': (await readFile(join(dataDir, 'demo-sandbox-token'), 'utf8')).trim(),
     'client secret': (await readFile(join(dataDir, 'demo-client-secret'), 'utf8')).trim(),
@@ -50,18 +63,43 @@ t.test('a demo run at trace level logs no secret; the database holds no plain to
   };
   const auth = { authorization: `Bearer ${OPERATOR}` };
   // Activity flows through webhooks into the mirror.
-  await until('deliveries processed', async () =>
-    (await sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_deliveries WHERE state = 'processed'`.execute(tdb.db)).rows[0]!.n >= 20, 45_000, 250);
+  await until(
+    'deliveries processed',
+    async () =>
+      (await sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_deliveries WHERE state = 'processed'`.execute(tdb.db)).rows[0]!.n >=
+      20,
+    45_000,
+    250,
+  );
   // Console and API use, with right and wrong credentials; a forged and a genuine delivery.
   for (const path of ['/', '/logs', '/deliveries', '/variants', '/api/overview', '/api/logs', '/metrics', '/api/operations']) {
     await (await fetch(app.url + path, { headers: auth })).arrayBuffer();
     await (await fetch(app.url + path, { headers: { authorization: 'Bearer nope' } })).arrayBuffer();
   }
-  await (await fetch(`${app.url}/login`, { method: 'POST', body: `token=${OPERATOR}`, headers: { 'content-type': 'application/x-www-form-urlencoded' }, redirect: 'manual' })).arrayBuffer();
+  await (
+    await fetch(`${app.url}/login`, {
+      method: 'POST',
+      body: `token=${OPERATOR}`,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      redirect: 'manual',
+    })
+  ).arrayBuffer();
   const body = JSON.stringify({ object_id: 1, event: 'variants.update', timestamp: 1, resource_url: 'http://x/variants/1.json' });
-  await (await fetch(`${app.url}/webhooks/demo`, { method: 'POST', body, headers: { 'x-service-signature': 'forged', 'content-type': 'application/json' } })).arrayBuffer();
+  await (
+    await fetch(`${app.url}/webhooks/demo`, {
+      method: 'POST',
+      body,
+      headers: { 'x-service-signature': 'forged', 'content-type': 'application/json' },
+    })
+  ).arrayBuffer();
   const signature = createHmac('sha256', secrets['client secret']).update(body).digest('base64');
-  await (await fetch(`${app.url}/webhooks/demo`, { method: 'POST', body, headers: { 'x-service-signature': signature, 'content-type': 'application/json' } })).arrayBuffer();
+  await (
+    await fetch(`${app.url}/webhooks/demo`, {
+      method: 'POST',
+      body,
+      headers: { 'x-service-signature': signature, 'content-type': 'application/json' },
+    })
+  ).arrayBuffer();
   await new Promise((r) => setTimeout(r, 2000));
   await app.stop();
 
@@ -87,13 +125,29 @@ t.test('production roles with a real connection run no sandbox: nothing answers 
   const account = await startSandbox({ variants: 5, token: 'real-account-token', adminToken: 'real-admin-token' });
   t.teardown(() => account.close());
   const config = testConfig({ DATABASE_URL: tdb.url, TOKEN_ENCRYPTION_KEY: KEY });
-  await addTokenConnection({ db: tdb.db, config, log: captureLogger('silent').log }, { baseUrl: account.url, token: account.token, name: 'shop' });
+  await addTokenConnection(
+    { db: tdb.db, config, log: captureLogger('silent').log },
+    { baseUrl: account.url, token: account.token, name: 'shop' },
+  );
   const dataDir = await mkdtemp(join(tmpdir(), 'cs-nosandbox-'));
   // SANDBOX is left at its default (auto), as in production.
-  const env = { DATABASE_URL: tdb.url, DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: 0, WORKER_PORT: 0, LOG_LEVEL: 'info', TOKEN_ENCRYPTION_KEY: KEY, COMMERCE_CLIENT_SECRET: 'real-secret', OPERATOR_TOKEN: OPERATOR };
+  const env = {
+    DATABASE_URL: tdb.url,
+    DATA_DIR: dataDir,
+    HOST: '127.0.0.1',
+    PORT: 0,
+    WORKER_PORT: 0,
+    LOG_LEVEL: 'info',
+    TOKEN_ENCRYPTION_KEY: KEY,
+    COMMERCE_CLIENT_SECRET: 'real-secret',
+    OPERATOR_TOKEN: OPERATOR,
+  };
   const roles = await Promise.all([
-    spawnCli(t, 'receiver', ['receiver'], env), spawnCli(t, 'worker', ['worker'], env), spawnCli(t, 'console', ['start'], { ...env, ROLES: 'console' }),
-    spawnCli(t, 'start', ['start'], env), spawnCli(t, 'start (COMMERCE_BASE_URL)', ['start'], { ...env, COMMERCE_BASE_URL: account.url, COMMERCE_TOKEN: account.token }),
+    spawnCli(t, 'receiver', ['receiver'], env),
+    spawnCli(t, 'worker', ['worker'], env),
+    spawnCli(t, 'console', ['start'], { ...env, ROLES: 'console' }),
+    spawnCli(t, 'start', ['start'], env),
+    spawnCli(t, 'start (COMMERCE_BASE_URL)', ['start'], { ...env, COMMERCE_BASE_URL: account.url, COMMERCE_TOKEN: account.token }),
   ]);
   const listening = execFileSync('ss', ['-Hltnp'], { encoding: 'utf8' });
   for (const p of roles) {

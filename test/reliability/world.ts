@@ -18,7 +18,9 @@ import { clean, describeDiff, mirrorDiff, MIRRORED, type Diff } from '../support
 import { spawnCli, until, type CliProcess } from '../support/processes.ts';
 import { sandboxAdmin } from '../support/sandbox.ts';
 
-interface Teardown { teardown(fn: () => unknown): void }
+interface Teardown {
+  teardown(fn: () => unknown): void;
+}
 
 export const KEY = Buffer.alloc(32, 9).toString('base64');
 const SECRET = 'reliability-client-secret';
@@ -50,8 +52,11 @@ export interface World {
 }
 
 /** `database`: another PostgreSQL (migrated) instead of a fresh test database. */
-export async function startWorld(t: Teardown, opts: { shops?: number; sandbox?: SandboxOptions; database?: { url: string; db: Db } } = {}): Promise<World> {
-  const { url: databaseUrl, db } = opts.database ?? await testDatabase(t, { poolSize: 10 });
+export async function startWorld(
+  t: Teardown,
+  opts: { shops?: number; sandbox?: SandboxOptions; database?: { url: string; db: Db } } = {},
+): Promise<World> {
+  const { url: databaseUrl, db } = opts.database ?? (await testDatabase(t, { poolSize: 10 }));
   const dataDir = await mkdtemp(join(tmpdir(), 'cs-reliability-'));
   const { log } = captureLogger('warn');
   const config = testConfig({ DATABASE_URL: databaseUrl, DATA_DIR: dataDir, TOKEN_ENCRYPTION_KEY: KEY, COMMERCE_CLIENT_SECRET: SECRET });
@@ -59,23 +64,50 @@ export async function startWorld(t: Teardown, opts: { shops?: number; sandbox?: 
   const shops: Shop[] = [];
   for (let i = 0; i < (opts.shops ?? 1); i++) {
     const name = `shop${i + 1}`;
-    const sandbox = await startSandbox({ variants: 40, locations: 2, timeScale: 100, seed: i + 1, clientSecret: SECRET, token: `token-${name}`, ...opts.sandbox });
+    const sandbox = await startSandbox({
+      variants: 40,
+      locations: 2,
+      timeScale: 100,
+      seed: i + 1,
+      clientSecret: SECRET,
+      token: `token-${name}`,
+      ...opts.sandbox,
+    });
     t.teardown(() => sandbox.close());
     const connection = await addTokenConnection({ db, config, log }, { baseUrl: sandbox.url, token: sandbox.token, name });
     const admin = sandboxAdmin(sandbox);
     const snapshot = async (resource: string) => (await admin('GET', `snapshot?resource=${resource}`))[resource] as any[];
     shops.push({
-      name, sandbox, connection, admin, snapshot,
+      name,
+      sandbox,
+      connection,
+      admin,
+      snapshot,
       diffs: async () => Promise.all(MIRRORED.map(async (r) => mirrorDiff(db, connection.id, r, await snapshot(r)))),
     });
   }
   const env = (extra: Record<string, string | number> = {}) => ({
-    DATABASE_URL: databaseUrl, DATA_DIR: dataDir, TOKEN_ENCRYPTION_KEY: KEY, COMMERCE_CLIENT_SECRET: SECRET,
-    SANDBOX: 'off', HOST: '127.0.0.1', PORT: 0, WORKER_PORT: 0, PUBLIC_URL: proxy.url, LOG_LEVEL: 'warn', WORKER_CONCURRENCY: 4,
+    DATABASE_URL: databaseUrl,
+    DATA_DIR: dataDir,
+    TOKEN_ENCRYPTION_KEY: KEY,
+    COMMERCE_CLIENT_SECRET: SECRET,
+    SANDBOX: 'off',
+    HOST: '127.0.0.1',
+    PORT: 0,
+    WORKER_PORT: 0,
+    PUBLIC_URL: proxy.url,
+    LOG_LEVEL: 'warn',
+    WORKER_CONCURRENCY: 4,
     ...extra,
   });
   const world: World = {
-    db, databaseUrl, config, proxy, shops, env, receivers: [],
+    db,
+    databaseUrl,
+    config,
+    proxy,
+    shops,
+    env,
+    receivers: [],
     spawn: (role, extra) => spawnCli(t, role, [role], env(extra)),
     async reconcile(extra) {
       const p = await spawnCli(t, 'reconcile', ['reconcile', '--full'], env(extra), { ready: null });
@@ -92,12 +124,22 @@ export async function startWorld(t: Teardown, opts: { shops?: number; sandbox?: 
 }
 
 /** Deliveries acknowledged with a 2xx that are not in webhook_deliveries, or not processed there. */
-export async function unprocessedAcked(db: Db, acked: Set<string>): Promise<{ absent: string[]; notProcessed: { delivery_id: string; state: string }[] }> {
+export async function unprocessedAcked(
+  db: Db,
+  acked: Set<string>,
+): Promise<{ absent: string[]; notProcessed: { delivery_id: string; state: string }[] }> {
   const ids = [...acked];
-  const rows = ids.length ? (await sql<{ delivery_id: string; state: string }>`
-    SELECT delivery_id, state FROM webhook_deliveries WHERE delivery_id = ANY(${ids}::text[])`.execute(db)).rows : [];
+  const rows = ids.length
+    ? (
+        await sql<{ delivery_id: string; state: string }>`
+    SELECT delivery_id, state FROM webhook_deliveries WHERE delivery_id = ANY(${ids}::text[])`.execute(db)
+      ).rows
+    : [];
   const seen = new Set(rows.map((r) => r.delivery_id));
-  return { absent: ids.filter((id) => !seen.has(id)), notProcessed: rows.filter((r) => r.state !== 'processed' && r.state !== 'unhandled') };
+  return {
+    absent: ids.filter((id) => !seen.has(id)),
+    notProcessed: rows.filter((r) => r.state !== 'processed' && r.state !== 'unhandled'),
+  };
 }
 
 /** Delivery ids stored more than once (per connection). */
@@ -109,11 +151,16 @@ export async function duplicateDeliveries(db: Db): Promise<number> {
 
 /** Waits until the mirror of every shop equals its sandbox (after a sweep). */
 export async function converged(world: World, timeoutMs = 30_000): Promise<void> {
-  await until('the mirror to equal the sandbox', async () => {
-    const diffs = (await Promise.all(world.shops.map((s) => s.diffs()))).flat();
-    const bad = diffs.filter((d) => !clean(d));
-    return bad.length ? bad.map(describeDiff).join('; ') : true;
-  }, timeoutMs, 500);
+  await until(
+    'the mirror to equal the sandbox',
+    async () => {
+      const diffs = (await Promise.all(world.shops.map((s) => s.diffs()))).flat();
+      const bad = diffs.filter((d) => !clean(d));
+      return bad.length ? bad.map(describeDiff).join('; ') : true;
+    },
+    timeoutMs,
+    500,
+  );
 }
 
 export { until };
@@ -124,28 +171,41 @@ export { until };
  */
 export function steadyLoad(t: Teardown, shop: Shop, perSecond: number, kinds?: string[]): () => Promise<void> {
   let stopped = false;
-  t.teardown(() => { stopped = true; });
+  t.teardown(() => {
+    stopped = true;
+  });
   let due = 0;
-  let performed = 0;
   const loop = (async () => {
     while (!stopped) {
       due += perSecond / 10;
       const n = Math.floor(due);
       due -= n;
       if (n > 0) {
-        try { performed += (await shop.admin('POST', 'activity', { operations: n, ...(kinds ? { kinds } : {}) })).performed.length; } catch { /* sandbox closing */ }
+        try {
+          await shop.admin('POST', 'activity', { operations: n, ...(kinds ? { kinds } : {}) });
+        } catch {
+          /* sandbox closing */
+        }
       }
       await new Promise((r) => setTimeout(r, 100));
     }
   })();
-  return async () => { stopped = true; await loop; };
+  return async () => {
+    stopped = true;
+    await loop;
+  };
 }
 
 /** Delivers everything the sandbox still holds (retries included) until nothing is pending. */
 export async function drainSandbox(shop: Shop, timeoutMs = 30_000): Promise<void> {
-  await until(`${shop.name}: sandbox deliveries to drain`, async () => {
-    await shop.admin('POST', 'deliveries/flush');
-    const s = await shop.admin('GET', 'stats');
-    return s.deliveries.pending === 0 ? true : `${s.deliveries.pending} pending`;
-  }, timeoutMs, 300);
+  await until(
+    `${shop.name}: sandbox deliveries to drain`,
+    async () => {
+      await shop.admin('POST', 'deliveries/flush');
+      const s = await shop.admin('GET', 'stats');
+      return s.deliveries.pending === 0 ? true : `${s.deliveries.pending} pending`;
+    },
+    timeoutMs,
+    300,
+  );
 }

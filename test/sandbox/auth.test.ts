@@ -13,20 +13,32 @@ async function authorize(url: string, decision: 'approve' | 'deny', state = 'xyz
   if (!html.includes('<form')) throw new Error('no form');
   const form = new URLSearchParams(q);
   form.set('decision', decision);
-  const res = await fetch(`${url}/oauth/authorize`, { method: 'POST', body: form, redirect: 'manual', headers: { 'Content-Type': 'application/x-www-form-urlencoded' } });
+  const res = await fetch(`${url}/oauth/authorize`, {
+    method: 'POST',
+    body: form,
+    redirect: 'manual',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+  });
   if (res.status !== 302) throw new Error(`decision: ${res.status}`);
   return new URL(res.headers.get('location')!);
 }
 
-const token = (url: string, body: object) => fetch(`${url}/oauth/token`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+const token = (url: string, body: object) =>
+  fetch(`${url}/oauth/token`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
 
 t.test('Authentication: Authorization Code with Refresh Token', async (t) => {
   const c = await sandbox(t, { variants: 2, manualClock: true });
   const url = c.sb.url;
-  const page = await (await fetch(`${url}/oauth/authorize?response_type=code&client_id=commerce-sync&redirect_uri=${encodeURIComponent(redirectUri)}`)).text();
+  const page = await (
+    await fetch(`${url}/oauth/authorize?response_type=code&client_id=commerce-sync&redirect_uri=${encodeURIComponent(redirectUri)}`)
+  ).text();
   t.match(page, /Authorize/);
   t.match(page, /Deny/);
-  t.equal((await fetch(`${url}/oauth/authorize?response_type=code&client_id=nobody&redirect_uri=${encodeURIComponent(redirectUri)}`)).status, 400, 'unknown client');
+  t.equal(
+    (await fetch(`${url}/oauth/authorize?response_type=code&client_id=nobody&redirect_uri=${encodeURIComponent(redirectUri)}`)).status,
+    400,
+    'unknown client',
+  );
 
   const denied = await authorize(url, 'deny');
   t.equal(denied.searchParams.get('error'), 'access_denied');
@@ -38,7 +50,11 @@ t.test('Authentication: Authorization Code with Refresh Token', async (t) => {
   t.ok(code);
   const base = { client_id: 'commerce-sync', client_secret: 'sandbox-secret', redirect_uri: redirectUri };
   t.equal((await token(url, { ...base, client_secret: 'wrong', code, grant_type: 'authorization_code' })).status, 401, 'bad client secret');
-  t.equal((await token(url, { ...base, redirect_uri: 'http://elsewhere/cb', code, grant_type: 'authorization_code' })).status, 400, 'redirect_uri must match');
+  t.equal(
+    (await token(url, { ...base, redirect_uri: 'http://elsewhere/cb', code, grant_type: 'authorization_code' })).status,
+    400,
+    'redirect_uri must match',
+  );
   const res = await token(url, { ...base, code, grant_type: 'authorization_code' });
   t.equal(res.status, 200);
   const tok: any = await res.json();
@@ -55,14 +71,26 @@ t.test('Authentication: Authorization Code with Refresh Token', async (t) => {
   const refreshed: any = await (await token(url, { ...base, refresh_token: tok.refresh_token, grant_type: 'refresh_token' })).json();
   t.ok(refreshed.access_token && refreshed.refresh_token !== tok.refresh_token, 'refresh token rotated');
   t.equal((await fetch(`${url}/accounts/current`, { headers: { Authorization: `Bearer ${refreshed.access_token}` } })).status, 200);
-  t.equal((await token(url, { ...base, refresh_token: tok.refresh_token, grant_type: 'refresh_token' })).status, 400, 'the old refresh token stops working');
+  t.equal(
+    (await token(url, { ...base, refresh_token: tok.refresh_token, grant_type: 'refresh_token' })).status,
+    400,
+    'the old refresh token stops working',
+  );
   t.equal((await token(url, { ...base, grant_type: 'password' })).status, 400);
 });
 
 t.test('Authentication: expires_in is configurable and the expiry follows the time scale', async (t) => {
   const c = await sandbox(t, { variants: 2, tokenExpiresIn: 400, timeScale: 200 });
   const approved = await authorize(c.sb.url, 'approve');
-  const tok: any = await (await token(c.sb.url, { client_id: 'commerce-sync', client_secret: 'sandbox-secret', redirect_uri: redirectUri, code: approved.searchParams.get('code'), grant_type: 'authorization_code' })).json();
+  const tok: any = await (
+    await token(c.sb.url, {
+      client_id: 'commerce-sync',
+      client_secret: 'sandbox-secret',
+      redirect_uri: redirectUri,
+      code: approved.searchParams.get('code'),
+      grant_type: 'authorization_code',
+    })
+  ).json();
   t.equal(tok.expires_in, 2, 'reported in real seconds (400 sandbox s at scale 200)');
   const h = { Authorization: `Bearer ${tok.access_token}` };
   t.equal((await fetch(`${c.sb.url}/accounts/current`, { headers: h })).status, 200);
@@ -102,7 +130,10 @@ t.test('Errors: 403 for a token without access', async (t) => {
 t.test('Authentication: the redirect carries the code to a real callback', async (t) => {
   const c = await sandbox(t, { variants: 2 });
   let seen: URL | null = null;
-  const cb = http.createServer((req, res) => { seen = new URL(req.url!, 'http://x'); res.end('ok'); });
+  const cb = http.createServer((req, res) => {
+    seen = new URL(req.url!, 'http://x');
+    res.end('ok');
+  });
   await new Promise<void>((r) => cb.listen(0, '127.0.0.1', r));
   t.teardown(() => cb.close());
   const redirect = `http://127.0.0.1:${(cb.address() as AddressInfo).port}/cb`;

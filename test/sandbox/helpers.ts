@@ -3,9 +3,16 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startSandbox, type Sandbox, type SandboxOptions } from '@commerce-sync/sandbox';
 
-interface Teardown { teardown(fn: () => unknown): void }
+interface Teardown {
+  teardown(fn: () => unknown): void;
+}
 
-export interface Reply { status: number; headers: Headers; body: any; text: string }
+export interface Reply {
+  status: number;
+  headers: Headers;
+  body: any;
+  text: string;
+}
 
 export interface Client {
   sb: Sandbox;
@@ -25,21 +32,33 @@ export async function sandbox(t: Teardown, opts: SandboxOptions = {}): Promise<C
     });
     const text = await res.text();
     let parsed: unknown = null;
-    try { parsed = text ? JSON.parse(text) : null; } catch { parsed = null; }
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      parsed = null;
+    }
     return { status: res.status, headers: res.headers, body: parsed, text };
   };
   return {
     sb,
     call,
     get: (path) => call('GET', path),
-    admin: (method, path, body) => call(method, `/__sandbox/${path}`, body ?? (method === 'GET' ? undefined : {}), { Authorization: `Bearer ${sb.adminToken}` }),
+    admin: (method, path, body) =>
+      call(method, `/__sandbox/${path}`, body ?? (method === 'GET' ? undefined : {}), { Authorization: `Bearer ${sb.adminToken}` }),
   };
 }
 
-export interface Received { headers: http.IncomingHttpHeaders; body: string; json: any }
+export interface Received {
+  headers: http.IncomingHttpHeaders;
+  body: string;
+  json: any;
+}
 
 /** A local receiver: answers `status()` to every POST and remembers what it got. */
-export async function receiver(t: Teardown, status: () => number = () => 200): Promise<{ url: string; got: Received[]; waitFor(n: number, ms?: number): Promise<Received[]> }> {
+export async function receiver(
+  t: Teardown,
+  status: () => number = () => 200,
+): Promise<{ url: string; got: Received[]; waitFor(n: number, ms?: number): Promise<Received[]> }> {
   const got: Received[] = [];
   const waiters: (() => void)[] = [];
   const server = http.createServer((req, res) => {
@@ -53,21 +72,35 @@ export async function receiver(t: Teardown, status: () => number = () => 200): P
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(() => new Promise<void>((r) => { server.close(() => r()); server.closeAllConnections(); }));
+  t.teardown(
+    () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
+  );
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
   return {
     url,
     got,
     async waitFor(n, ms = 5000) {
       const end = Date.now() + ms;
-      while (got.length < n && Date.now() < end) await new Promise<void>((r) => { waiters.push(r); setTimeout(r, 50); });
+      while (got.length < n && Date.now() < end)
+        await new Promise<void>((r) => {
+          waiters.push(r);
+          setTimeout(r, 50);
+        });
       return got;
     },
   };
 }
 
 /** The stock entry of a variant at a location, as the API renders it. */
-export async function stockAt(c: Client, variantId: number, locationId: number): Promise<{ stock_on_hand: string; committed: string | null; incoming: string | null } | undefined> {
+export async function stockAt(
+  c: Client,
+  variantId: number,
+  locationId: number,
+): Promise<{ stock_on_hand: string; committed: string | null; incoming: string | null } | undefined> {
   const r = await c.get(`/variants/${variantId}`);
   return r.body.variant.locations.find((l: any) => l.location_id === locationId);
 }

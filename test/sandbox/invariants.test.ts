@@ -11,17 +11,41 @@ t.test('States and stock: committed and on hand always follow the documents (600
   const performed = (await c.admin('POST', 'activity', { operations: 600 })).body.performed;
   t.ok(performed.length > 500);
   const [vs, orders, lines, comps, fls, fuls, pos, pols, adjls, adjs, trls, trs, rets, retls] = await Promise.all(
-    ['variants', 'orders', 'order_line_items', 'composition', 'fulfillment_line_items', 'fulfillments', 'purchase_orders', 'purchase_order_line_items',
-      'stock_adjustment_line_items', 'stock_adjustments', 'stock_transfer_line_items', 'stock_transfers', 'fulfillment_returns', 'fulfillment_return_line_items'].map(snap));
+    [
+      'variants',
+      'orders',
+      'order_line_items',
+      'composition',
+      'fulfillment_line_items',
+      'fulfillments',
+      'purchase_orders',
+      'purchase_order_line_items',
+      'stock_adjustment_line_items',
+      'stock_adjustments',
+      'stock_transfer_line_items',
+      'stock_transfers',
+      'fulfillment_returns',
+      'fulfillment_return_line_items',
+    ].map(snap),
+  );
   const byId = <T extends { id: number }>(rows: T[]) => new Map(rows.map((r) => [r.id, r]));
-  const variants = byId(vs!), lineById = byId(lines!), fulById = byId(fuls!), poById = byId(pos!), adjById = byId(adjs!), trById = byId(trs!), retById = byId(rets!);
+  const variants = byId(vs!),
+    lineById = byId(lines!),
+    fulById = byId(fuls!),
+    poById = byId(pos!),
+    adjById = byId(adjs!),
+    trById = byId(trs!),
+    retById = byId(rets!);
   t.ok(trls!.length > 0 && retls!.length > 0, 'the activity transferred and returned stock');
   const parts = new Map<number, any[]>();
   for (const x of comps!) parts.set(x.bundle_id, [...(parts.get(x.bundle_id) ?? []), x]);
   const expand = (vid: number, q: Decimal, out: Map<number, Decimal>) => {
     const v = variants.get(vid);
     if (!v) return;
-    if (v.composite) { for (const p of parts.get(vid) ?? []) expand(p.component_id, q.times(p.quantity), out); return; }
+    if (v.composite) {
+      for (const p of parts.get(vid) ?? []) expand(p.component_id, q.times(p.quantity), out);
+      return;
+    }
     if (v.manage_stock !== false) out.set(vid, (out.get(vid) ?? new Decimal(0)).plus(q));
   };
   const add = (m: Map<string, Decimal>, vid: number, loc: number, q: Decimal) => {
@@ -53,9 +77,17 @@ t.test('States and stock: committed and on hand always follow the documents (600
     add(onHand, l.variant_id, tr.source_location_id, new Decimal(l.quantity).neg());
     add(onHand, l.variant_id, tr.destination_location_id, new Decimal(l.quantity));
   }
-  for (const l of retls!) { const r = retById.get(l.fulfillment_return_id)!; if (r.status === 'received') add(onHand, l.variant_id, r.location_id, new Decimal(l.quantity)); }
-  for (const l of pols!) { const po = poById.get(l.purchase_order_id)!; if (po.status === 'received') add(onHand, l.variant_id, po.stock_location_id, new Decimal(l.quantity)); }
-  let checked = 0, wrongCommitted = 0, wrongOnHand = 0;
+  for (const l of retls!) {
+    const r = retById.get(l.fulfillment_return_id)!;
+    if (r.status === 'received') add(onHand, l.variant_id, r.location_id, new Decimal(l.quantity));
+  }
+  for (const l of pols!) {
+    const po = poById.get(l.purchase_order_id)!;
+    if (po.status === 'received') add(onHand, l.variant_id, po.stock_location_id, new Decimal(l.quantity));
+  }
+  let checked = 0,
+    wrongCommitted = 0,
+    wrongOnHand = 0;
   for (const v of vs!) {
     const seeded = before.get(v.id);
     if (v.composite || !seeded) continue;

@@ -7,7 +7,10 @@ t.test('Limits: rate limit with the three X-Rate-Limit headers and 429 until the
   t.equal(first.headers.get('x-rate-limit-limit'), '5');
   t.equal(first.headers.get('x-rate-limit-remaining'), '4');
   const reset = Number(first.headers.get('x-rate-limit-reset'));
-  t.ok(Number.isInteger(reset) && reset >= Math.floor(Date.now() / 1000) + 299 && reset <= Math.ceil(Date.now() / 1000) + 301, 'reset is a real Unix time ~300 s away');
+  t.ok(
+    Number.isInteger(reset) && reset >= Math.floor(Date.now() / 1000) + 299 && reset <= Math.ceil(Date.now() / 1000) + 301,
+    'reset is a real Unix time ~300 s away',
+  );
   for (let i = 0; i < 4; i++) await c.get('/variants');
   const limited = await c.get('/variants');
   t.equal(limited.status, 429);
@@ -26,9 +29,15 @@ t.test('Limits: rate limit with the three X-Rate-Limit headers and 429 until the
 
 t.test('Limits: every API response carries the rate headers and X-Request-ID, errors included', async (t) => {
   const c = await sandbox(t, { variants: 2 });
-  for (const r of [await c.get('/variants'), await c.get('/variants/1'), await c.call('POST', '/companies', { company: {} }), await c.get('/nowhere')]) {
+  for (const r of [
+    await c.get('/variants'),
+    await c.get('/variants/1'),
+    await c.call('POST', '/companies', { company: {} }),
+    await c.get('/nowhere'),
+  ]) {
     t.ok(r.headers.get('x-request-id'), `${r.status} has X-Request-ID`);
-    for (const h of ['x-rate-limit-limit', 'x-rate-limit-remaining', 'x-rate-limit-reset']) t.match(r.headers.get(h), /^\d+$/, `${r.status} has ${h}`);
+    for (const h of ['x-rate-limit-limit', 'x-rate-limit-remaining', 'x-rate-limit-reset'])
+      t.match(r.headers.get(h), /^\d+$/, `${r.status} has ${h}`);
   }
 });
 
@@ -68,19 +77,37 @@ t.test('Limits: idempotency keys under both header names; a retry returns the fi
   }
   const v = (await c.get('/variants?limit=1')).body.variants[0];
   const loc = v.locations[0].location_id;
-  const adj = { stock_adjustment: { stock_location_id: loc, reason: 'supplier', stock_adjustment_line_items: [{ variant_id: v.id, quantity: '1', price: '1' }] } };
+  const adj = {
+    stock_adjustment: {
+      stock_location_id: loc,
+      reason: 'supplier',
+      stock_adjustment_line_items: [{ variant_id: v.id, quantity: '1', price: '1' }],
+    },
+  };
   await c.call('POST', '/stock_adjustments', adj, { 'Idempotency-Key': 'adj' });
   await c.call('POST', '/stock_adjustments', adj, { 'Idempotency-Key': 'adj' });
-  t.equal((await c.get(`/variants/${v.id}`)).body.variant.locations[0].stock_on_hand, String(Number(v.locations[0].stock_on_hand) + 1), 'stock moved once');
-  const p = (await c.call('PUT', `/variants/${v.id}`, { variant: { name: 'a' } }, { 'Idempotency-Key': 'put' }));
+  t.equal(
+    (await c.get(`/variants/${v.id}`)).body.variant.locations[0].stock_on_hand,
+    String(Number(v.locations[0].stock_on_hand) + 1),
+    'stock moved once',
+  );
+  const p = await c.call('PUT', `/variants/${v.id}`, { variant: { name: 'a' } }, { 'Idempotency-Key': 'put' });
   t.equal(p.status, 204);
   t.equal((await c.call('PUT', `/variants/${v.id}`, { variant: { name: 'b' } }, { 'Idempotency-Key': 'put' })).status, 204);
   t.equal((await c.get(`/variants/${v.id}`)).body.variant.name, 'a', 'the retried PUT was not performed again');
-  t.equal((await c.call('POST', '/companies', { company: { name: 'x', company_type: 'business' } }, { 'Idempotency-Key': 'put' })).status, 422, 'a key reused for another request');
+  t.equal(
+    (await c.call('POST', '/companies', { company: { name: 'x', company_type: 'business' } }, { 'Idempotency-Key': 'put' })).status,
+    422,
+    'a key reused for another request',
+  );
   await c.admin('POST', 'clock', { advance_seconds: 24 * 3600 });
   const fresh = await c.call('POST', '/products', { product: { name: 'once' } }, { 'Idempotency-Key': 'k-Idempotency-Key' });
   t.equal(fresh.status, 201);
-  t.not(fresh.body.product.id, (await c.admin('GET', 'snapshot?resource=products')).body.products.at(-2).id, 'after 24 h the key is forgotten');
+  t.not(
+    fresh.body.product.id,
+    (await c.admin('GET', 'snapshot?resource=products')).body.products.at(-2).id,
+    'after 24 h the key is forgotten',
+  );
 });
 
 t.test('Errors: 422 with per-field messages in the documented body', async (t) => {
@@ -97,24 +124,35 @@ t.test('Errors: 422 with per-field messages in the documented body', async (t) =
 
 t.test('Errors: 400 malformed, 404 unknown, every response with a unique X-Request-ID', async (t) => {
   const c = await sandbox(t, { variants: 2 });
-  const malformed = await fetch(`${c.sb.url}/products`, { method: 'POST', headers: { Authorization: `Bearer ${c.sb.token}`, 'Content-Type': 'application/json' }, body: '{not json' });
+  const malformed = await fetch(`${c.sb.url}/products`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${c.sb.token}`, 'Content-Type': 'application/json' },
+    body: '{not json',
+  });
   t.equal(malformed.status, 400);
   t.match(await malformed.json(), { error: String });
   t.equal((await c.call('POST', '/products', { name: 'unwrapped' })).status, 400, 'a write body must be wrapped under the singular key');
-  const plain = await fetch(`${c.sb.url}/products`, { method: 'POST', headers: { Authorization: `Bearer ${c.sb.token}` }, body: JSON.stringify({ product: { name: 'x' } }) });
+  const plain = await fetch(`${c.sb.url}/products`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${c.sb.token}` },
+    body: JSON.stringify({ product: { name: 'x' } }),
+  });
   t.equal(plain.status, 400, 'a body without Content-Type: application/json');
   const missing = await c.get('/variants/999999');
   t.equal(missing.status, 404);
   t.match(missing.body, { error: String });
   t.equal((await c.get('/nothing')).status, 404);
   const ids = new Set<string>();
-  for (const r of [malformed, missing.headers, await c.get('/variants')].map((x) => ('headers' in x ? x.headers : x) as Headers)) ids.add(r.get('x-request-id')!);
+  for (const r of [malformed, missing.headers, await c.get('/variants')].map((x) => ('headers' in x ? x.headers : x) as Headers))
+    ids.add(r.get('x-request-id')!);
   t.equal(ids.size, 3);
 });
 
 t.test('Common behaviour: unknown fields ignored, read-only fields not writable, soft deletion to archived', async (t) => {
   const c = await sandbox(t, { variants: 2 });
-  const p = await c.call('POST', '/products', { product: { name: 'P', id: 5, created_at: '2000-01-01T00:00:00.000Z', variant_ids: [1], bogus: true } });
+  const p = await c.call('POST', '/products', {
+    product: { name: 'P', id: 5, created_at: '2000-01-01T00:00:00.000Z', variant_ids: [1], bogus: true },
+  });
   t.equal(p.status, 201);
   t.not(p.body.product.id, 5);
   t.same(p.body.product.variant_ids, []);
@@ -152,7 +190,11 @@ t.test('Time and faults: injected 500 and 503, latency, lost answers, limited to
   await c.admin('POST', 'faults', {});
   const retry = await c.call('POST', '/products', { product: { name: 'lost' } }, { 'Idempotency-Key': 'lost-1' });
   t.equal(retry.status, 201, 'the retry gets the first answer');
-  t.equal((await c.admin('GET', 'snapshot?resource=products')).body.products.filter((p: any) => p.name === 'lost').length, 1, 'performed once');
+  t.equal(
+    (await c.admin('GET', 'snapshot?resource=products')).body.products.filter((p: any) => p.name === 'lost').length,
+    1,
+    'performed once',
+  );
   await c.admin('POST', 'faults', { responses: { latency_ms: 150 } });
   const t0 = Date.now();
   await c.get('/products');

@@ -22,7 +22,10 @@ t.test('Common list behaviour', async (t) => {
     t.equal(over.status, 400, 'announced in tradegecko/smaug: source/changes.html.md');
     t.match(over.body, { error: /at most 250/ });
     const p2 = await c.get('/variants?limit=50&page=2');
-    t.same(p2.body.variants.map((v: any) => v.id), all.slice(50, 100).map((v) => v.id));
+    t.same(
+      p2.body.variants.map((v: any) => v.id),
+      all.slice(50, 100).map((v) => v.id),
+    );
     t.equal((await c.get('/variants?limit=0')).status, 400);
   });
 
@@ -50,7 +53,10 @@ t.test('Common list behaviour', async (t) => {
     const asc = (await c.get('/variants?order=sku asc&limit=250')).body.variants.map((v: any) => v.sku);
     t.same(asc, [...asc].sort());
     const desc = (await c.get('/variants?order=id%20desc&limit=5')).body.variants.map((v: any) => v.id);
-    t.same(desc, [...desc].sort((x: number, y: number) => y - x));
+    t.same(
+      desc,
+      [...desc].sort((x: number, y: number) => y - x),
+    );
     t.equal((await c.get('/variants?order=sku;drop')).status, 400);
   });
 
@@ -60,7 +66,8 @@ t.test('Common list behaviour', async (t) => {
     t.ok(after.length > 0 && after.every((v: any) => v.created_at >= mid));
     const before = (await c.get(`/variants?created_at_max=${mid}&limit=250`)).body.variants;
     t.ok(before.every((v: any) => v.created_at <= mid));
-    const upd = (await c.get(`/variants?updated_at_min=${encodeURIComponent(new Date(Date.now() - 60_000).toISOString())}&limit=250`)).body.variants;
+    const upd = (await c.get(`/variants?updated_at_min=${encodeURIComponent(new Date(Date.now() - 60_000).toISOString())}&limit=250`)).body
+      .variants;
     t.ok(upd.every((v: any) => Date.parse(v.updated_at) >= Date.now() - 60_000 - 1000));
     t.equal((await c.get('/variants?updated_at_min=yesterday')).status, 400);
   });
@@ -69,18 +76,25 @@ t.test('Common list behaviour', async (t) => {
     t.equal((await c.call('DELETE', `/variants/${d}`)).status, 204);
     t.notOk((await c.get('/variants?limit=250')).body.variants.some((v: any) => v.id === d));
     const arch = (await c.get('/variants?status=archived')).body.variants;
-    t.same(arch.map((v: any) => v.id), [d]);
+    t.same(
+      arch.map((v: any) => v.id),
+      [d],
+    );
     t.equal(arch[0].status, 'archived');
     t.equal((await c.get(`/variants/${d}`)).body.variant.status, 'archived', 'still readable by id');
   });
 
   t.test('Common list behaviour: name[]= repetition and comma-separated integer filters', async (t) => {
-    const p1 = all[0].product_id, p2 = all[20].product_id;
+    const p1 = all[0].product_id,
+      p2 = all[20].product_id;
     const comma = (await c.get(`/variants?product_id=${p1},${p2}&limit=250`)).body.variants;
     const rep = (await c.get(`/variants?product_id[]=${p1}&product_id[]=${p2}&limit=250`)).body.variants;
     t.ok(comma.length >= 2);
     t.ok(comma.every((v: any) => v.product_id === p1 || v.product_id === p2));
-    t.same(rep.map((v: any) => v.id), comma.map((v: any) => v.id));
+    t.same(
+      rep.map((v: any) => v.id),
+      comma.map((v: any) => v.id),
+    );
     const skus = (await c.get(`/variants?sku[]=${all[1].sku}&sku[]=${all[2].sku}`)).body.variants;
     t.same(skus.map((v: any) => v.sku).sort(), [all[1].sku, all[2].sku].sort());
     const st = (await c.get('/variants?status[]=active&status[]=archived&limit=250')).body.variants;
@@ -90,7 +104,10 @@ t.test('Common list behaviour', async (t) => {
   t.test('Common list behaviour: filters are combined with AND', async (t) => {
     const p = all[0].product_id;
     const both = (await c.get(`/variants?product_id=${p}&sku=${all[0].sku}`)).body.variants;
-    t.same(both.map((v: any) => v.id), [all[0].id]);
+    t.same(
+      both.map((v: any) => v.id),
+      [all[0].id],
+    );
     const none = (await c.get(`/variants?product_id=${p}&sku=${all[100].sku}`)).body.variants;
     t.equal(none.length, 0);
   });
@@ -122,7 +139,7 @@ t.test('Common list behaviour', async (t) => {
     t.equal(r.status, 414);
     t.ok(r.headers.get('x-request-id'));
     const huge = await c.get(`/variants?ids=${Array.from({ length: 20000 }, (_, i) => i + 1).join(',')}`);
-    t.equal(huge.status, 414, 'also beyond node\'s own 16 KiB header limit (which answers 431)');
+    t.equal(huge.status, 414, "also beyond node's own 16 KiB header limit (which answers 431)");
     t.equal((await c.get(`/variants?ids=${ids.slice(0, 7000)}`)).status, 200, 'just under 8 KiB is fine');
   });
 });

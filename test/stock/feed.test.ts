@@ -21,16 +21,30 @@ import { startSyncWorkers } from '../../src/sync/worker.ts';
 import type { Db } from '../../src/db/index.ts';
 
 const variant = (id: number, onHand: string, extra: object = {}) => ({
-  id, sku: `SKU-${id}`, status: 'active', updated_at: new Date(Date.UTC(2026, 0, 1, 0, 0, Number(onHand.replace(/\D/g, '').slice(0, 2) || 0))).toISOString(),
-  composite: false, manage_stock: true, keep_selling: false, max_online: null,
-  locations: [{ location_id: 1, stock_on_hand: onHand, committed: '1', incoming: null }, { location_id: 2, stock_on_hand: '2', committed: null }], ...extra,
+  id,
+  sku: `SKU-${id}`,
+  status: 'active',
+  updated_at: new Date(Date.UTC(2026, 0, 1, 0, 0, Number(onHand.replace(/\D/g, '').slice(0, 2) || 0))).toISOString(),
+  composite: false,
+  manage_stock: true,
+  keep_selling: false,
+  max_online: null,
+  locations: [
+    { location_id: 1, stock_on_hand: onHand, committed: '1', incoming: null },
+    { location_id: 2, stock_on_hand: '2', committed: null },
+  ],
+  ...extra,
 });
 
 async function seed(db: Db, connectionId: number) {
   const rules = await channelRules(db, { CHANNEL_LOCATIONS: '', CHANNEL_SAFETY_BUFFER: '0' }, connectionId);
   const write = async (records: any[], cause: 'delivery' | 'sweep') => {
     const r = await upsertRecords(db, resources.variant!, connectionId, records);
-    return recomputeChannel(db, rules, connectionId, r.applied, { kind: cause, jobId: 'job-1', deliveries: cause === 'delivery' ? [{ rowId: 1, deliveryId: 'dlv-1' }] : [] });
+    return recomputeChannel(db, rules, connectionId, r.applied, {
+      kind: cause,
+      jobId: 'job-1',
+      deliveries: cause === 'delivery' ? [{ rowId: 1, deliveryId: 'dlv-1' }] : [],
+    });
   };
   return { rules, write };
 }
@@ -40,9 +54,19 @@ t.test('changes carry their cause; the feed pages by cursor; the route validates
   const c = await addConnection(db);
   const { write } = await seed(db, c.id);
   const first = await write([variant(1, '10'), variant(2, '5', { manage_stock: false }), variant(3, '0', { keep_selling: true })], 'sweep');
-  t.same(first.map((x) => [x.variant_id, x.quantity, x.tracked, x.backorderable]), [[1, '11', true, false], [2, null, false, false], [3, '1', true, true]]);
+  t.same(
+    first.map((x) => [x.variant_id, x.quantity, x.tracked, x.backorderable]),
+    [
+      [1, '11', true, false],
+      [2, null, false, false],
+      [3, '1', true, true],
+    ],
+  );
   const second = await write([variant(1, '20')], 'delivery');
-  t.same(second.map((x) => [x.variant_id, x.before_quantity, x.quantity, x.cause, x.delivery_id]), [[1, '11', '21', 'delivery', 'dlv-1']]);
+  t.same(
+    second.map((x) => [x.variant_id, x.before_quantity, x.quantity, x.cause, x.delivery_id]),
+    [[1, '11', '21', 'delivery', 'dlv-1']],
+  );
   t.same(await write([variant(1, '20')], 'delivery'), [], 'the same record again: no change');
 
   const { app, router } = createApp(pool, captureLogger().log);
@@ -54,7 +78,13 @@ t.test('changes carry their cause; the feed pages by cursor; the route validates
   t.equal(page1.changes.length, 2);
   t.equal(page1.has_more, true);
   const page2: any = await (await fetch(`${base}?since=${page1.next}&limit=2`)).json();
-  t.same(page2.changes.map((x: any) => [x.variant_id, x.quantity, x.before_quantity, x.cause, x.connection]), [[3, '1', null, 'sweep', 'shop'], [1, '21', '11', 'delivery', 'shop']]);
+  t.same(
+    page2.changes.map((x: any) => [x.variant_id, x.quantity, x.before_quantity, x.cause, x.connection]),
+    [
+      [3, '1', null, 'sweep', 'shop'],
+      [1, '21', '11', 'delivery', 'shop'],
+    ],
+  );
   t.equal(page2.has_more, false);
   const page3 = await (await fetch(`${base}?since=${page2.next}`)).json();
   t.same(page3, { changes: [], next: page2.next, has_more: false }, 'nothing new: the same cursor back');
@@ -67,18 +97,49 @@ t.test('bundles recompute when a component changes; rules per connection apply',
   const c = await addConnection(db);
   const { write } = await seed(db, c.id);
   await write([variant(1, '10'), variant(2, '4'), variant(9, '0', { composite: true })], 'sweep');
-  await replaceCompositions(db, c.id, [9], [{ bundle_id: 9, component_id: 1, quantity: '2' }, { bundle_id: 9, component_id: 2, quantity: '1.5' }]);
+  await replaceCompositions(
+    db,
+    c.id,
+    [9],
+    [
+      { bundle_id: 9, component_id: 1, quantity: '2' },
+      { bundle_id: 9, component_id: 2, quantity: '1.5' },
+    ],
+  );
   const rules = await channelRules(db, { CHANNEL_LOCATIONS: '', CHANNEL_SAFETY_BUFFER: '0' }, c.id);
   const made = await recomputeChannel(db, rules, c.id, [9], { kind: 'fetch' });
   // component 1: 11 available / 2 = 5; component 2: 5 / 1.5 = 3 -> 3
-  t.same(made.map((x) => [x.variant_id, x.quantity]), [[9, '3']]);
+  t.same(
+    made.map((x) => [x.variant_id, x.quantity]),
+    [[9, '3']],
+  );
   const after = await write([variant(2, '40')], 'delivery');
-  t.same(after.map((x) => [x.variant_id, x.quantity]).sort(), [[2, '41'], [9, '5']], 'a component change moves the bundle too');
-  await db.insertInto('channel_rules').values({ connection_id: c.id, location_ids: [2], safety_buffer: '1' }).execute();
-  const n = await recomputeAll(db, await channelRules(db, { CHANNEL_LOCATIONS: '', CHANNEL_SAFETY_BUFFER: '0' }, c.id), c.id, { kind: 'rules' });
+  t.same(
+    after.map((x) => [x.variant_id, x.quantity]).sort(),
+    [
+      [2, '41'],
+      [9, '5'],
+    ],
+    'a component change moves the bundle too',
+  );
+  await db
+    .insertInto('channel_rules')
+    .values({ connection_id: c.id, location_ids: [2], safety_buffer: '1' })
+    .execute();
+  const n = await recomputeAll(db, await channelRules(db, { CHANNEL_LOCATIONS: '', CHANNEL_SAFETY_BUFFER: '0' }, c.id), c.id, {
+    kind: 'rules',
+  });
   t.ok(n > 0);
   const q = await db.selectFrom('channel_quantities').select(['variant_id', 'quantity']).orderBy('variant_id').execute();
-  t.same(q, [{ variant_id: 1, quantity: '1' }, { variant_id: 2, quantity: '1' }, { variant_id: 9, quantity: '0' }], 'only location 2 counts, less a buffer of 1');
+  t.same(
+    q,
+    [
+      { variant_id: 1, quantity: '1' },
+      { variant_id: 2, quantity: '1' },
+      { variant_id: 9, quantity: '0' },
+    ],
+    'only location 2 counts, less a buffer of 1',
+  );
 });
 
 t.test('changes go on the channel-stock queue and, with CHANNEL_WEBHOOK_URL, are POSTed signed', async (t) => {
@@ -87,12 +148,21 @@ t.test('changes go on the channel-stock queue and, with CHANNEL_WEBHOOK_URL, are
   const got: { body: string; signature: string | undefined }[] = [];
   const sink = http.createServer((req, res) => {
     let body = '';
-    req.on('data', (d) => { body += d; });
-    req.on('end', () => { got.push({ body, signature: req.headers[CHANNEL_SIGNATURE_HEADER.toLowerCase()] as string | undefined }); res.end('ok'); });
+    req.on('data', (d) => {
+      body += d;
+    });
+    req.on('end', () => {
+      got.push({ body, signature: req.headers[CHANNEL_SIGNATURE_HEADER.toLowerCase()] as string | undefined });
+      res.end('ok');
+    });
   });
   await new Promise<void>((r) => sink.listen(0, '127.0.0.1', () => r()));
   t.teardown(() => new Promise<void>((r) => sink.close(() => r())));
-  const config = testConfig({ CHANNEL_WEBHOOK_URL: `http://127.0.0.1:${(sink.address() as AddressInfo).port}/stock`, CHANNEL_WEBHOOK_SECRET: 'shh', DATABASE_URL: url });
+  const config = testConfig({
+    CHANNEL_WEBHOOK_URL: `http://127.0.0.1:${(sink.address() as AddressInfo).port}/stock`,
+    CHANNEL_WEBHOOK_SECRET: 'shh',
+    DATABASE_URL: url,
+  });
   const logs = captureLogger('warn');
   const boss = await startBoss(url, logs.log, { supervise: true, schedule: false, max: 3 });
   t.teardown(() => stopBoss(boss, false));
@@ -113,19 +183,40 @@ t.test('commerce-sync stock --json prints stock per location and the channel qua
   const c = await addConnection(db);
   const { write } = await seed(db, c.id);
   await write([variant(1, '-0.0'), variant(2, '3.25', { manage_stock: false })], 'sweep');
-  const run = (args: string[]) => new Promise<{ code: number; out: string }>((resolve) => {
-    const p = spawn(process.execPath, ['src/cli.ts', 'stock', ...args], { env: { ...process.env, DATABASE_URL: url, LOG_LEVEL: 'silent' } });
-    let out = '', err = '';
-    p.stdout.on('data', (d) => { out += d; });
-    p.stderr.on('data', (d) => { err += d; });
-    p.on('close', (code) => resolve({ code: code ?? 1, out: out || err }));
-  });
+  const run = (args: string[]) =>
+    new Promise<{ code: number; out: string }>((resolve) => {
+      const p = spawn(process.execPath, ['src/cli.ts', 'stock', ...args], {
+        env: { ...process.env, DATABASE_URL: url, LOG_LEVEL: 'silent' },
+      });
+      let out = '',
+        err = '';
+      p.stdout.on('data', (d) => {
+        out += d;
+      });
+      p.stderr.on('data', (d) => {
+        err += d;
+      });
+      p.on('close', (code) => resolve({ code: code ?? 1, out: out || err }));
+    });
   const json = await run(['--json', '--connection', 'shop']);
   t.equal(json.code, 0, json.out.slice(0, 500));
   t.match(JSON.parse(json.out), [
-    { variant_id: 1, sku: 'SKU-1', status: 'active', channel_quantity: '1', locations: [
-      { location_id: 1, on_hand: '0', committed: '1', incoming: '0', available: '-1' }, { location_id: 2, on_hand: '2', committed: '0', incoming: '0', available: '2' }] },
-    { variant_id: 2, sku: 'SKU-2', channel_quantity: null, locations: [{ location_id: 1, on_hand: '3.25', available: '2.25' }, { location_id: 2 }] },
+    {
+      variant_id: 1,
+      sku: 'SKU-1',
+      status: 'active',
+      channel_quantity: '1',
+      locations: [
+        { location_id: 1, on_hand: '0', committed: '1', incoming: '0', available: '-1' },
+        { location_id: 2, on_hand: '2', committed: '0', incoming: '0', available: '2' },
+      ],
+    },
+    {
+      variant_id: 2,
+      sku: 'SKU-2',
+      channel_quantity: null,
+      locations: [{ location_id: 1, on_hand: '3.25', available: '2.25' }, { location_id: 2 }],
+    },
   ]);
   const one = await run(['--sku', 'SKU-2']);
   t.match(one.out, /SKU-2.*untracked/);
@@ -142,9 +233,21 @@ t.test('changed rules are applied once to every stored quantity', async (t) => {
   t.equal(await applyRulesIfChanged(db, settings, c.id), null, 'same rules: nothing done');
   t.equal(await applyRulesIfChanged(db, { ...settings, CHANNEL_SAFETY_BUFFER: '2.0' }, c.id), 2, 'a new buffer changes both');
   t.equal(await applyRulesIfChanged(db, { ...settings, CHANNEL_SAFETY_BUFFER: '2' }, c.id), null, '2.0 and 2 are the same rule');
-  await db.insertInto('channel_rules').values({ connection_id: c.id, location_ids: [1], safety_buffer: null }).execute();
+  await db
+    .insertInto('channel_rules')
+    .values({ connection_id: c.id, location_ids: [1], safety_buffer: null })
+    .execute();
   t.equal(await applyRulesIfChanged(db, { ...settings, CHANNEL_SAFETY_BUFFER: '2' }, c.id), 2);
-  const q = await db.selectFrom('channel_quantity_changes').select(['variant_id', 'quantity', 'cause']).where('cause', '=', 'rules').orderBy('id').execute();
-  t.same(q, [{ variant_id: 1, quantity: '9', cause: 'rules' }, { variant_id: 2, quantity: '3', cause: 'rules' },
-    { variant_id: 1, quantity: '7', cause: 'rules' }, { variant_id: 2, quantity: '1', cause: 'rules' }]);
+  const q = await db
+    .selectFrom('channel_quantity_changes')
+    .select(['variant_id', 'quantity', 'cause'])
+    .where('cause', '=', 'rules')
+    .orderBy('id')
+    .execute();
+  t.same(q, [
+    { variant_id: 1, quantity: '9', cause: 'rules' },
+    { variant_id: 2, quantity: '3', cause: 'rules' },
+    { variant_id: 1, quantity: '7', cause: 'rules' },
+    { variant_id: 2, quantity: '1', cause: 'rules' },
+  ]);
 });

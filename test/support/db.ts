@@ -3,9 +3,16 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { createDb, createPool, type Db } from '../../src/db/index.ts';
 
-export interface TestDatabase { url: string; pool: pg.Pool; db: Db; name: string }
+export interface TestDatabase {
+  url: string;
+  pool: pg.Pool;
+  db: Db;
+  name: string;
+}
 
-interface Teardown { teardown(fn: () => unknown): void }
+interface Teardown {
+  teardown(fn: () => unknown): void;
+}
 
 export function adminUrl(): string {
   const url = process.env.TEST_ADMIN_URL;
@@ -44,7 +51,11 @@ export async function emptyDatabase(t: Teardown): Promise<{ url: string; name: s
   const name = `cs_empty_${process.pid}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl() });
   await admin.connect();
-  try { await admin.query(`CREATE DATABASE ${name}`); } finally { await admin.end(); }
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
   t.teardown(() => dropDatabase(name));
   return { url: databaseUrl(name), name };
 }
@@ -52,5 +63,9 @@ export async function emptyDatabase(t: Teardown): Promise<{ url: string; name: s
 async function dropDatabase(name: string): Promise<void> {
   const admin = new pg.Client({ connectionString: adminUrl() });
   await admin.connect();
-  try { await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`); } finally { await admin.end(); }
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  } finally {
+    await admin.end();
+  }
 }

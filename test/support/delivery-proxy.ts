@@ -18,7 +18,9 @@ export interface DeliveryProxy {
   close(): Promise<void>;
 }
 
-interface Teardown { teardown(fn: () => unknown): void }
+interface Teardown {
+  teardown(fn: () => unknown): void;
+}
 
 export async function startDeliveryProxy(t: Teardown | null, targets: string[] = []): Promise<DeliveryProxy> {
   const acked = new Set<string>();
@@ -34,7 +36,11 @@ export async function startDeliveryProxy(t: Teardown | null, targets: string[] =
       const body = Buffer.concat(chunks);
       const delivery = String(req.headers['x-service-delivery'] ?? '');
       const list = proxy.targets;
-      if (!list.length) { count(502); res.writeHead(502).end(); return; }
+      if (!list.length) {
+        count(502);
+        res.writeHead(502).end();
+        return;
+      }
       const target = new URL(req.url ?? '/', list[next++ % list.length]);
       forwarded++;
       const headers = { ...req.headers, host: target.host, 'content-length': String(body.length) };
@@ -48,9 +54,16 @@ export async function startDeliveryProxy(t: Teardown | null, targets: string[] =
           if (status >= 200 && status < 300 && delivery) acked.add(delivery);
           res.writeHead(status, { 'content-type': upRes.headers['content-type'] ?? 'application/json' }).end(Buffer.concat(parts));
         });
-        upRes.on('error', () => { count(502); if (!res.headersSent) res.writeHead(502).end(); });
+        upRes.on('error', () => {
+          count(502);
+          if (!res.headersSent) res.writeHead(502).end();
+        });
       });
-      const fail = () => { count(502); if (!res.headersSent) res.writeHead(502).end(); else res.destroy(); };
+      const fail = () => {
+        count(502);
+        if (!res.headersSent) res.writeHead(502).end();
+        else res.destroy();
+      };
       up.on('error', fail);
       up.on('timeout', () => up.destroy(new Error('timeout')));
       up.end(body);
@@ -59,9 +72,18 @@ export async function startDeliveryProxy(t: Teardown | null, targets: string[] =
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const proxy: DeliveryProxy = {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    targets, acked, statuses,
-    get forwarded() { return forwarded; },
-    close: () => new Promise<void>((r) => { agent.destroy(); server.closeAllConnections(); server.close(() => r()); }),
+    targets,
+    acked,
+    statuses,
+    get forwarded() {
+      return forwarded;
+    },
+    close: () =>
+      new Promise<void>((r) => {
+        agent.destroy();
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
   t?.teardown(() => proxy.close());
   return proxy;

@@ -8,7 +8,9 @@ import { fileURLToPath } from 'node:url';
 const cli = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
-interface Teardown { teardown(fn: () => unknown): void }
+interface Teardown {
+  teardown(fn: () => unknown): void;
+}
 
 export interface CliProcess {
   readonly name: string;
@@ -41,41 +43,77 @@ const LISTENING = /listening on (http:\/\/[^\s)]+)/;
  * Starts `commerce-sync <args>` with `env` over a minimal base environment (PATH, HOME; never the test
  * runner's own variables, so a child sees only the settings given). Killed at teardown if still running.
  */
-export async function spawnCli(t: Teardown | null, name: string, args: string[], env: Record<string, string | number>, opts: SpawnOptions = {}): Promise<CliProcess> {
+export async function spawnCli(
+  t: Teardown | null,
+  name: string,
+  args: string[],
+  env: Record<string, string | number>,
+  opts: SpawnOptions = {},
+): Promise<CliProcess> {
   const childEnv: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, NODE_NO_WARNINGS: '1' };
   for (const [k, v] of Object.entries(env)) childEnv[k] = String(v);
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), cli, ...args], { cwd: root, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), cli, ...args], {
+    cwd: root,
+    env: childEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   const listeners = new Set<() => void>();
-  const onData = (d: Buffer) => { out += d.toString('utf8'); for (const l of listeners) l(); };
+  const onData = (d: Buffer) => {
+    out += d.toString('utf8');
+    for (const l of listeners) l();
+  };
   child.stdout!.on('data', onData);
   child.stderr!.on('data', onData);
   let exitCode: number | null = null;
-  const exited = new Promise<number>((resolve) => child.on('exit', (code, signal) => {
-    exitCode = code ?? 128 + (signal ? signalNumber(signal) : 0);
-    for (const l of listeners) l();
-    resolve(exitCode);
-  }));
-  t?.teardown(async () => { if (exitCode === null) { child.kill('SIGKILL'); await exited; } });
+  const exited = new Promise<number>((resolve) =>
+    child.on('exit', (code, signal) => {
+      exitCode = code ?? 128 + (signal ? signalNumber(signal) : 0);
+      for (const l of listeners) l();
+      resolve(exitCode);
+    }),
+  );
+  t?.teardown(async () => {
+    if (exitCode === null) {
+      child.kill('SIGKILL');
+      await exited;
+    }
+  });
   const ready = opts.ready === undefined ? LISTENING : opts.ready;
   let url = '';
   if (ready) {
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => { listeners.delete(check); reject(new Error(`${name} not ready within ${opts.readyTimeoutMs ?? 30_000} ms:\n${out.slice(-3000)}`)); },
-        opts.readyTimeoutMs ?? 30_000);
+      const timer = setTimeout(() => {
+        listeners.delete(check);
+        reject(new Error(`${name} not ready within ${opts.readyTimeoutMs ?? 30_000} ms:\n${out.slice(-3000)}`));
+      }, opts.readyTimeoutMs ?? 30_000);
       const check = () => {
         const m = ready.exec(out);
-        if (m) { clearTimeout(timer); listeners.delete(check); url = (LISTENING.exec(out)?.[1] ?? '').replace(/\/$/, ''); resolve(); }
-        else if (exitCode !== null) { clearTimeout(timer); listeners.delete(check); reject(new Error(`${name} exited with ${exitCode} before it was ready:\n${out.slice(-3000)}`)); }
+        if (m) {
+          clearTimeout(timer);
+          listeners.delete(check);
+          url = (LISTENING.exec(out)?.[1] ?? '').replace(/\/$/, '');
+          resolve();
+        } else if (exitCode !== null) {
+          clearTimeout(timer);
+          listeners.delete(check);
+          reject(new Error(`${name} exited with ${exitCode} before it was ready:\n${out.slice(-3000)}`));
+        }
       };
       listeners.add(check);
       check();
     });
   }
   return {
-    name, pid: child.pid!, url, child, exited,
+    name,
+    pid: child.pid!,
+    url,
+    child,
+    exited,
     output: () => out,
-    kill: (signal = 'SIGKILL') => { if (exitCode === null) child.kill(signal); },
+    kill: (signal = 'SIGKILL') => {
+      if (exitCode === null) child.kill(signal);
+    },
     async stop(graceMs = 15_000) {
       if (exitCode !== null) return exitCode;
       child.kill('SIGTERM');
@@ -103,13 +141,19 @@ function signalNumber(signal: NodeJS.Signals): number {
 }
 
 /** Polls until fn returns true; fails with `what` (and the last detail fn gave) instead of hanging. */
-export async function until(what: string, fn: () => Promise<boolean | string> | boolean | string, timeoutMs = 30_000, everyMs = 100): Promise<void> {
+export async function until(
+  what: string,
+  fn: () => Promise<boolean | string> | boolean | string,
+  timeoutMs = 30_000,
+  everyMs = 100,
+): Promise<void> {
   const end = Date.now() + timeoutMs;
   let last: boolean | string = false;
   for (;;) {
     last = await fn();
     if (last === true) return;
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${typeof last === 'string' ? `: ${last}` : ''}`);
+    if (Date.now() > end)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${typeof last === 'string' ? `: ${last}` : ''}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }

@@ -29,7 +29,11 @@ if (process.env.DATABASE_URL) {
 }
 
 const template = `cs_template_${process.pid}`;
-const withDb = (name: string) => { const u = new URL(adminUrl); u.pathname = `/${name}`; return u.toString(); };
+const withDb = (name: string) => {
+  const u = new URL(adminUrl);
+  u.pathname = `/${name}`;
+  return u.toString();
+};
 const admin = new pg.Client({ connectionString: adminUrl });
 await admin.connect();
 await admin.query(`DROP DATABASE IF EXISTS ${template}`);
@@ -56,16 +60,21 @@ const code = await new Promise<number>((resolve) => {
   child.on('close', (c) => resolve(c ?? 1));
 });
 
-let passed = 0, failed = 0, skipped = 0;
+let passed = 0,
+  failed = 0,
+  skipped = 0;
 for (const file of await readdir(resultsDir, { recursive: true }).catch(() => [] as string[])) {
   if (!file.endsWith('.tap')) continue;
   const parser = new Parser();
-  const done = new Promise<void>((r) => parser.on('complete', (res) => {
-    passed += res.pass - res.skip - res.todo; skipped += res.skip + res.todo;
-    // A file that crashed before running a test has no failing point of its own: count it as one failure.
-    failed += res.fail || (res.count === 0 || !res.ok ? 1 : 0);
-    r();
-  }));
+  const done = new Promise<void>((r) =>
+    parser.on('complete', (res) => {
+      passed += res.pass - res.skip - res.todo;
+      skipped += res.skip + res.todo;
+      // A file that crashed before running a test has no failing point of its own: count it as one failure.
+      failed += res.fail || (res.count === 0 || !res.ok ? 1 : 0);
+      r();
+    }),
+  );
   parser.end(await readFile(join(resultsDir, file), 'utf8'));
   await done;
 }

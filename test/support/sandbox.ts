@@ -5,7 +5,8 @@ export type SandboxAdmin = (method: 'GET' | 'POST', path: string, body?: unknown
 export function sandboxAdmin(sandbox: { url: string; adminToken: string }): SandboxAdmin {
   return async (method, path, body) => {
     const res = await fetch(`${sandbox.url}/__sandbox/${path}`, {
-      method, headers: { Authorization: `Bearer ${sandbox.adminToken}`, 'Content-Type': 'application/json' },
+      method,
+      headers: { Authorization: `Bearer ${sandbox.adminToken}`, 'Content-Type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     if (!res.ok) throw new Error(`sandbox admin ${method} ${path}: ${res.status} ${await res.text()}`);

@@ -13,13 +13,19 @@ export interface TcpProxy {
   close(): Promise<void>;
 }
 
-interface Teardown { teardown(fn: () => unknown): void }
+interface Teardown {
+  teardown(fn: () => unknown): void;
+}
 
 export async function startTcpProxy(t: Teardown | null, target: { host: string; port: number }): Promise<TcpProxy> {
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     const upstream = net.connect(proxy.target.port, proxy.target.host);
-    for (const s of [client, upstream]) { sockets.add(s); s.on('close', () => sockets.delete(s)); s.on('error', () => s.destroy()); }
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => s.destroy());
+    }
     client.pipe(upstream).pipe(client);
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
@@ -27,10 +33,22 @@ export async function startTcpProxy(t: Teardown | null, target: { host: string; 
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const port = (server.address() as net.AddressInfo).port;
   const proxy: TcpProxy = {
-    port, target,
-    wrap(url) { const u = new URL(url); u.hostname = '127.0.0.1'; u.port = String(port); return u.toString(); },
-    cutAll() { for (const s of sockets) s.destroy(); },
-    close: () => new Promise<void>((r) => { proxy.cutAll(); server.close(() => r()); }),
+    port,
+    target,
+    wrap(url) {
+      const u = new URL(url);
+      u.hostname = '127.0.0.1';
+      u.port = String(port);
+      return u.toString();
+    },
+    cutAll() {
+      for (const s of sockets) s.destroy();
+    },
+    close: () =>
+      new Promise<void>((r) => {
+        proxy.cutAll();
+        server.close(() => r());
+      }),
   };
   t?.teardown(() => proxy.close());
   return proxy;

@@ -17,8 +17,16 @@ t.test('every subscribed event is handled by the receiver and read by the worker
     t.ok(readsFor(n.resource!, n.action).includes('record'), `${e}: the worker reads the record`);
   }
   t.ok(eventsIn('spec').length === 8, 'the spec lists eight events');
-  for (const e of ['order.fulfilled', 'fulfillment.fulfilled', 'fulfillment_return.received', 'purchase_order.received',
-    'procurement.create', 'stock_adjustment.create', 'stock_transfer.create', 'order.finalized']) {
+  for (const e of [
+    'order.fulfilled',
+    'fulfillment.fulfilled',
+    'fulfillment_return.received',
+    'purchase_order.received',
+    'procurement.create',
+    'stock_adjustment.create',
+    'stock_transfer.create',
+    'order.finalized',
+  ]) {
     t.ok(SUBSCRIBED_EVENTS.includes(e), `subscribed to ${e}`);
   }
   t.same(readsFor('order', 'fulfilled'), ['record', 'lines', 'variants'], 'order.fulfilled -> the order, its lines, their variants');
@@ -27,8 +35,11 @@ t.test('every subscribed event is handled by the receiver and read by the worker
 });
 
 async function firstSweep(loop: Loop): Promise<void> {
-  await loop.until('the first full sweep', async () => !!(await loop.tdb.db.selectFrom('sync_log').select('id')
-    .where('action', '=', 'sweep.initial').executeTakeFirst()), 60_000);
+  await loop.until(
+    'the first full sweep',
+    async () => !!(await loop.tdb.db.selectFrom('sync_log').select('id').where('action', '=', 'sweep.initial').executeTakeFirst()),
+    60_000,
+  );
 }
 
 /** Mirror committed stock per variant and location differs from the sandbox's: the differences. */
@@ -51,14 +62,18 @@ async function committedDiff(loop: Loop): Promise<string[]> {
 async function orderLinesDiff(loop: Loop): Promise<{ missing: number; orders: number; lines: number }> {
   const orders = (await loop.admin('GET', 'snapshot?resource=orders')).orders as any[];
   const lines = (await loop.admin('GET', 'snapshot?resource=order_line_items')).order_line_items as any[];
-  const mirrored = await sql<{ id: number; order_id: number }>`SELECT id, order_id FROM order_line_items WHERE connection_id = ${loop.connection.id}`.execute(loop.tdb.db);
+  const mirrored = await sql<{
+    id: number;
+    order_id: number;
+  }>`SELECT id, order_id FROM order_line_items WHERE connection_id = ${loop.connection.id}`.execute(loop.tdb.db);
   const have = new Set(mirrored.rows.map((r) => `${r.id}/${r.order_id}`));
   const live = new Set(orders.filter((o) => o.status !== 'archived').map((o) => Number(o.id)));
   const wanted = lines.filter((l) => live.has(Number(l.order_id)));
   return { missing: wanted.filter((l) => !have.has(`${l.id}/${l.order_id}`)).length, orders: live.size, lines: wanted.length };
 }
 
-const gets = (stats: any) => Object.fromEntries(Object.entries(stats.requests.by_route as Record<string, number>).filter(([k]) => k.startsWith('GET ')));
+const gets = (stats: any) =>
+  Object.fromEntries(Object.entries(stats.requests.by_route as Record<string, number>).filter(([k]) => k.startsWith('GET ')));
 
 for (const profile of PROFILES) {
   t.test(`${profile}: merchant orders reach the mirror with their lines, committed stock equal, at a coalesced cost`, async (t) => {
@@ -68,10 +83,17 @@ for (const profile of PROFILES) {
     const N = 40;
     await loop.admin('POST', 'activity', { operations: N, kinds: ['place_order'] });
     await loop.admin('POST', 'deliveries/flush');
-    await loop.until('every order line mirrored and committed stock equal to the sandbox', async () =>
-      (await orderLinesDiff(loop)).missing === 0 && (await committedDiff(loop)).length === 0, 60_000);
+    await loop.until(
+      'every order line mirrored and committed stock equal to the sandbox',
+      async () => (await orderLinesDiff(loop)).missing === 0 && (await committedDiff(loop)).length === 0,
+      60_000,
+    );
     const after = gets(await loop.admin('GET', 'stats'));
-    const spent = Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)]).filter(([, v]) => (v as number) > 0));
+    const spent = Object.fromEntries(
+      Object.entries(after)
+        .map(([k, v]) => [k, v - (before[k] ?? 0)])
+        .filter(([, v]) => (v as number) > 0),
+    );
     const total = Object.values(spent).reduce((n: number, v) => n + (v as number), 0);
     const { lines } = await orderLinesDiff(loop);
     t.comment(`${profile}: ${N} new orders (${lines} lines in all) read with ${total} GET requests: ${JSON.stringify(spent)}`);
@@ -84,8 +106,9 @@ for (const profile of PROFILES) {
   t.test(`${profile}: deliveries of stock adjustments and transfers read the variants they move`, async (t) => {
     const loop = await startLoop(t, { profile, firstSweep: true, sandbox: { variants: 12 } });
     await firstSweep(loop);
-    const variants = ((await loop.admin('GET', 'snapshot?resource=variants')).variants as any[])
-      .filter((v) => v.sku && !v.composite && v.manage_stock !== false && v.status !== 'archived' && v.locations?.length);
+    const variants = ((await loop.admin('GET', 'snapshot?resource=variants')).variants as any[]).filter(
+      (v) => v.sku && !v.composite && v.manage_stock !== false && v.status !== 'archived' && v.locations?.length,
+    );
     const [a, b] = variants;
     const from = Number(a.locations[0].location_id);
     const locations = ((await loop.admin('GET', 'snapshot?resource=locations')).locations as any[]).map((l) => Number(l.id));
@@ -93,17 +116,30 @@ for (const profile of PROFILES) {
     // The service's own deliveries are lost: only ours, of the documented events, can tell the worker.
     await loop.admin('POST', 'faults', { deliveries: { drop: 1 } });
     const adj = await loop.client.createStockAdjustment({
-      stock_location_id: from, reason: 'damaged', stock_adjustment_line_items: [{ variant_id: Number(a.id), quantity: '-1' }],
+      stock_location_id: from,
+      reason: 'damaged',
+      stock_adjustment_line_items: [{ variant_id: Number(a.id), quantity: '-1' }],
     });
-    const transfer = (await loop.client.request('POST', '/stock_transfers', {
-      body: { stock_transfer: { source_location_id: from, destination_location_id: to, stock_transfer_line_items: [{ variant_id: Number(b.id), quantity: '1' }] } },
-    })).body.stock_transfer;
+    const transfer = (
+      await loop.client.request('POST', '/stock_transfers', {
+        body: {
+          stock_transfer: {
+            source_location_id: from,
+            destination_location_id: to,
+            stock_transfer_line_items: [{ variant_id: Number(b.id), quantity: '1' }],
+          },
+        },
+      })
+    ).body.stock_transfer;
     await loop.admin('POST', 'deliveries/flush');
     await loop.admin('POST', 'faults', {});
     const stale = await loop.variantDiff();
     t.ok(stale.wrong.includes(Number(a.id)), 'the mirror does not know of the adjustment yet');
 
-    for (const [event, id] of [['stock_adjustments.create', adj.id], ['stock_transfers.create', transfer.id]] as const) {
+    for (const [event, id] of [
+      ['stock_adjustments.create', adj.id],
+      ['stock_transfers.create', transfer.id],
+    ] as const) {
       t.equal((await loop.deliver(event, Number(id))).status, 200, `${event} acknowledged`);
     }
     await loop.until('the moved variants mirrored', async () => {
@@ -112,10 +148,18 @@ for (const profile of PROFILES) {
     });
     const states = await sql<{ event: string; state: string }>`SELECT event, state FROM webhook_deliveries
       WHERE connection_id = ${loop.connection.id} AND delivery_id LIKE 'test-%'`.execute(loop.tdb.db);
-    t.same(states.rows.map((r) => r.state), ['processed', 'processed'], 'both handled, none unhandled');
+    t.same(
+      states.rows.map((r) => r.state),
+      ['processed', 'processed'],
+      'both handled, none unhandled',
+    );
     const kept = await sql<{ resource: string }>`SELECT resource FROM other_records WHERE connection_id = ${loop.connection.id}
       AND resource IN ('stock_adjustment', 'stock_transfer') ORDER BY resource`.execute(loop.tdb.db);
-    t.same(kept.rows.map((r) => r.resource), ['stock_adjustment', 'stock_transfer'], 'the records themselves are kept whole');
+    t.same(
+      kept.rows.map((r) => r.resource),
+      ['stock_adjustment', 'stock_transfer'],
+      'the records themselves are kept whole',
+    );
   });
 
   t.test(`${profile}: order lines come from their own collection when a list carries no sideload`, async (t) => {
@@ -125,9 +169,20 @@ for (const profile of PROFILES) {
     const sideloads: Record<string, any[]> = {};
     const requests = await readLines(loop.client, catalog.order!, orders, sideloads, { priority: 'webhook' });
     t.equal(requests, 1, 'one request for the lines of every order');
-    const want = orders.flatMap((o) => o.order_line_item_ids ?? []).map(Number).sort((x, y) => x - y);
-    t.same(sideloads.order_line_items!.map((l) => Number(l.id)).sort((x, y) => x - y), want, 'every line of every order');
-    t.equal(await readLines(loop.client, catalog.order!, orders, sideloads, { priority: 'webhook' }), 0, 'a sideload present is used as it is');
+    const want = orders
+      .flatMap((o) => o.order_line_item_ids ?? [])
+      .map(Number)
+      .sort((x, y) => x - y);
+    t.same(
+      sideloads.order_line_items!.map((l) => Number(l.id)).sort((x, y) => x - y),
+      want,
+      'every line of every order',
+    );
+    t.equal(
+      await readLines(loop.client, catalog.order!, orders, sideloads, { priority: 'webhook' }),
+      0,
+      'a sideload present is used as it is',
+    );
   });
 
   t.test(`${profile}: a disabled product stays in the mirror through a full sweep`, async (t) => {
@@ -135,12 +190,24 @@ for (const profile of PROFILES) {
     const products = (await loop.admin('GET', 'snapshot?resource=products')).products as any[];
     const p = products.find((x) => x.status === 'active')!;
     await loop.client.request('PUT', `/products/${p.id}`, { body: { product: { status: 'disabled' } } });
-    t.equal(((await loop.admin('GET', 'snapshot?resource=products')).products as any[]).find((x) => x.id === p.id)?.status, 'disabled',
-      'the service has the product disabled');
+    t.equal(
+      ((await loop.admin('GET', 'snapshot?resource=products')).products as any[]).find((x) => x.id === p.id)?.status,
+      'disabled',
+      'the service has the product disabled',
+    );
     const { requestSweep } = await import('../../src/sync/jobs.ts');
     await requestSweep(loop.bosses[0]!, loop.connection.id, true);
-    await loop.until('the sweep', async () => !!(await loop.tdb.db.selectFrom('sync_log').select('id').where('action', 'like', 'sweep.%').executeTakeFirst()), 60_000);
-    const row = await loop.tdb.db.selectFrom('products').select(['status']).where('connection_id', '=', loop.connection.id).where('id', '=', Number(p.id)).executeTakeFirst();
+    await loop.until(
+      'the sweep',
+      async () => !!(await loop.tdb.db.selectFrom('sync_log').select('id').where('action', 'like', 'sweep.%').executeTakeFirst()),
+      60_000,
+    );
+    const row = await loop.tdb.db
+      .selectFrom('products')
+      .select(['status'])
+      .where('connection_id', '=', loop.connection.id)
+      .where('id', '=', Number(p.id))
+      .executeTakeFirst();
     t.equal(row?.status, 'disabled', 'mirrored as disabled, not marked gone');
   });
 }

@@ -23,7 +23,9 @@ import { captureLogger } from '../support/log.ts';
 import { mirrorDiff } from '../support/mirror.ts';
 import { sandboxAdmin, sandboxProfile, type Profile } from '../support/sandbox.ts';
 
-interface Teardown { teardown(fn: () => unknown): void }
+interface Teardown {
+  teardown(fn: () => unknown): void;
+}
 
 export interface Loop {
   sandbox: Sandbox;
@@ -51,7 +53,10 @@ export const TEST_KEY = Buffer.alloc(32, 7).toString('base64');
 export interface LoopOptions {
   /** The service's behaviour: the spec's or the documented one (the sandbox's default when absent). */
   profile?: Profile;
-  sandbox?: SandboxOptions; config?: Partial<Record<keyof Config, string | number | boolean>>; workers?: number; subscribe?: string[];
+  sandbox?: SandboxOptions;
+  config?: Partial<Record<keyof Config, string | number | boolean>>;
+  workers?: number;
+  subscribe?: string[];
   /** Queue a full sweep once the connection exists (as a worker starting on a never-swept connection does). */
   firstSweep?: boolean;
 }
@@ -67,8 +72,12 @@ export async function startLoopOn(t: Teardown, tdb: TestDatabase, opts: LoopOpti
   const dataDir = await mkdtemp(join(tmpdir(), 'cs-sync-'));
   const logs = captureLogger('warn');
   const config = testConfig({
-    DATA_DIR: dataDir, TOKEN_ENCRYPTION_KEY: TEST_KEY, DATABASE_URL: tdb.url, COMMERCE_CLIENT_SECRET: sandbox.clientSecret,
-    WORKER_CONCURRENCY: 4, ...opts.config,
+    DATA_DIR: dataDir,
+    TOKEN_ENCRYPTION_KEY: TEST_KEY,
+    DATABASE_URL: tdb.url,
+    COMMERCE_CLIENT_SECRET: sandbox.clientSecret,
+    WORKER_CONCURRENCY: 4,
+    ...opts.config,
   });
   const deps = { db: tdb.db, config, log: logs.log };
 
@@ -90,7 +99,16 @@ export async function startLoopOn(t: Teardown, tdb: TestDatabase, opts: LoopOpti
   const rboss = await startBoss(tdb.url, logs.log, { supervise: false, schedule: false, max: 3 });
   const { app, router } = createApp(tdb.pool, logs.log);
   const rt: Runtime = {
-    config, log: logs.log, boss: rboss, app, router, publicUrl: '', demo: false, readiness: [], afterListen: [], onStop: [],
+    config,
+    log: logs.log,
+    boss: rboss,
+    app,
+    router,
+    publicUrl: '',
+    demo: false,
+    readiness: [],
+    afterListen: [],
+    onStop: [],
     database: { url: tdb.url, pool: tdb.pool, db: tdb.db, close: async () => {} },
   };
   await mountReceiver(rt);
@@ -121,11 +139,28 @@ export async function startLoopOn(t: Teardown, tdb: TestDatabase, opts: LoopOpti
   const deliver = (event: string, objectId: number) => {
     const body = JSON.stringify({ event, object_id: objectId, timestamp: Math.floor(Date.now() / 1000) });
     return fetch(`${rt.publicUrl}/webhooks/shop`, {
-      method: 'POST', body,
-      headers: { 'content-type': 'application/json', 'x-service-delivery': `test-${++delivered}-${event}-${objectId}`,
-        'x-service-signature': createHmac('sha256', sandbox.clientSecret).update(body).digest('base64') },
+      method: 'POST',
+      body,
+      headers: {
+        'content-type': 'application/json',
+        'x-service-delivery': `test-${++delivered}-${event}-${objectId}`,
+        'x-service-signature': createHmac('sha256', sandbox.clientSecret).update(body).digest('base64'),
+      },
     });
   };
-  return { sandbox, tdb, config, connection, client, logs, admin, startWorker, bosses, until, variantDiff, deliver, publicUrl: rt.publicUrl };
+  return {
+    sandbox,
+    tdb,
+    config,
+    connection,
+    client,
+    logs,
+    admin,
+    startWorker,
+    bosses,
+    until,
+    variantDiff,
+    deliver,
+    publicUrl: rt.publicUrl,
+  };
 }
-

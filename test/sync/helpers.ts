@@ -10,10 +10,16 @@ export function fixture(plural: string): any[] {
 }
 
 export function fixtureNames(): string[] {
-  return readdirSync(fixturesDir).filter((f) => f.endsWith('.json')).map((f) => f.replace(/\.json$/, ''));
+  return readdirSync(fixturesDir)
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => f.replace(/\.json$/, ''));
 }
 
 export async function addConnection(db: Db, name = 'shop', baseUrl = 'http://127.0.0.1:1'): Promise<{ id: number; name: string }> {
-  const row = await db.insertInto('connections').values({ name, base_url: baseUrl, auth_kind: 'token' }).returning(['id', 'name']).executeTakeFirstOrThrow();
+  const row = await db
+    .insertInto('connections')
+    .values({ name, base_url: baseUrl, auth_kind: 'token' })
+    .returning(['id', 'name'])
+    .executeTakeFirstOrThrow();
   return { id: Number(row.id), name: row.name };
 }

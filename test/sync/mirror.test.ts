@@ -21,7 +21,9 @@ t.test('recorded variants go in whole: stock rows, null committed, "-0.0", compo
   const v982891 = rows.find((x) => x.id === 982891)!;
   t.equal(v982891.composite, false, 'composite: null reads as false');
   const stock = await sql<{ variant_id: number; location_id: number; on_hand: string; committed: string; incoming: string }>`
-    SELECT variant_id, location_id, on_hand::text, committed::text, incoming::text FROM stock_levels WHERE connection_id = ${c.id}`.execute(db);
+    SELECT variant_id, location_id, on_hand::text, committed::text, incoming::text FROM stock_levels WHERE connection_id = ${c.id}`.execute(
+    db,
+  );
   const expected = variants.reduce((n, v) => n + (v.locations?.length ?? 0), 0);
   t.equal(stock.rows.length, expected, 'one stock row per variant location');
   const s = (v: number, l: number) => stock.rows.find((x) => x.variant_id === v && x.location_id === l)!;
@@ -35,18 +37,29 @@ t.test('monotonic and idempotent', async (t) => {
   const { db } = await testDatabase(t);
   const c = await addConnection(db);
   const [v] = fixture('variants');
-  const newer = { ...v, updated_at: '2016-01-01T00:00:00.000Z', name: 'newer', locations: [{ location_id: 2, stock_on_hand: '5', committed: '1' }] };
+  const newer = {
+    ...v,
+    updated_at: '2016-01-01T00:00:00.000Z',
+    name: 'newer',
+    locations: [{ location_id: 2, stock_on_hand: '5', committed: '1' }],
+  };
   t.same((await upsertRecords(db, resources.variant!, c.id, [newer])).applied, [v.id]);
   t.same((await upsertRecords(db, resources.variant!, c.id, [newer])).applied, [], 'the same record again writes nothing');
   t.same((await upsertRecords(db, resources.variant!, c.id, [v])).applied, [], 'an older record never replaces a newer one');
   const row = await db.selectFrom('variants').select(['name']).where('id', '=', v.id).executeTakeFirstOrThrow();
   t.equal(row.name, 'newer');
   const sl = await db.selectFrom('stock_levels').select(['on_hand']).where('variant_id', '=', v.id).execute();
-  t.same(sl.map((r) => r.on_hand), ['5']);
+  t.same(
+    sl.map((r) => r.on_hand),
+    ['5'],
+  );
   // Same updated_at with different content (e.g. archived without a new timestamp) is taken.
   t.same((await upsertRecords(db, resources.variant!, c.id, [{ ...newer, status: 'archived' }])).applied, [v.id]);
   // The same id twice in one batch (a page shift) keeps the newest.
-  const twice = await upsertRecords(db, resources.variant!, c.id, [{ ...newer, updated_at: '2017-01-01T00:00:00Z', name: 'b' }, { ...newer, updated_at: '2016-06-01T00:00:00Z', name: 'a' }]);
+  const twice = await upsertRecords(db, resources.variant!, c.id, [
+    { ...newer, updated_at: '2017-01-01T00:00:00Z', name: 'b' },
+    { ...newer, updated_at: '2016-06-01T00:00:00Z', name: 'a' },
+  ]);
   t.same(twice.applied, [v.id]);
   t.equal((await db.selectFrom('variants').select(['name']).where('id', '=', v.id).executeTakeFirstOrThrow()).name, 'b');
   t.same(await markGone(db, resources.variant!, c.id, [v.id, 12345]), [v.id]);
@@ -58,11 +71,21 @@ t.test('every recorded record of a mirrored resource lands in its table with raw
   const c = await addConnection(db);
   for (const spec of Object.values(resources)) {
     let records: any[];
-    try { records = fixture(spec.key); } catch { continue; }
+    try {
+      records = fixture(spec.key);
+    } catch {
+      continue;
+    }
     await upsertRecords(db, spec, c.id, records);
-    const rows = await sql<{ id: number; raw: unknown }>`SELECT id, raw FROM ${sql.raw(spec.table)} WHERE connection_id = ${c.id}`.execute(db);
+    const rows = await sql<{ id: number; raw: unknown }>`SELECT id, raw FROM ${sql.raw(spec.table)} WHERE connection_id = ${c.id}`.execute(
+      db,
+    );
     t.equal(rows.rows.length, records.length, `${spec.key}: all ${records.length}`);
-    t.same(rows.rows.map((r) => r.raw).sort((a: any, b: any) => a.id - b.id), [...records].sort((a, b) => a.id - b.id), `${spec.key}: raw intact`);
+    t.same(
+      rows.rows.map((r) => r.raw).sort((a: any, b: any) => a.id - b.id),
+      [...records].sort((a, b) => a.id - b.id),
+      `${spec.key}: raw intact`,
+    );
   }
   const orders = fixture('orders');
   await upsertChildren(db, orderLineItems, c.id, fixture('order_line_items'), orders);
@@ -82,11 +105,30 @@ t.test('line items: parent from the item or from the parent ids, replaced when t
   const c = await addConnection(db);
   const order = { id: 7, updated_at: '2020-01-01T00:00:00Z', order_line_item_ids: [70, 71] };
   await upsertRecords(db, resources.order!, c.id, [order]);
-  await upsertChildren(db, orderLineItems, c.id, [{ id: 70, variant_id: 1, quantity: '2.0' }, { id: 71, variant_id: 2, quantity: '1' }], [order], [7]);
-  t.same((await db.selectFrom('order_line_items').select(['id', 'order_id', 'quantity']).orderBy('id').execute()),
-    [{ id: 70, order_id: 7, quantity: '2.0' }, { id: 71, order_id: 7, quantity: '1' }]);
-  await upsertChildren(db, orderLineItems, c.id, [{ id: 70, order_id: 7, variant_id: 1, quantity: '3' }], [{ ...order, order_line_item_ids: [70] }], [7]);
-  t.same((await db.selectFrom('order_line_items').select(['id', 'quantity']).execute()), [{ id: 70, quantity: '3' }]);
+  await upsertChildren(
+    db,
+    orderLineItems,
+    c.id,
+    [
+      { id: 70, variant_id: 1, quantity: '2.0' },
+      { id: 71, variant_id: 2, quantity: '1' },
+    ],
+    [order],
+    [7],
+  );
+  t.same(await db.selectFrom('order_line_items').select(['id', 'order_id', 'quantity']).orderBy('id').execute(), [
+    { id: 70, order_id: 7, quantity: '2.0' },
+    { id: 71, order_id: 7, quantity: '1' },
+  ]);
+  await upsertChildren(
+    db,
+    orderLineItems,
+    c.id,
+    [{ id: 70, order_id: 7, variant_id: 1, quantity: '3' }],
+    [{ ...order, order_line_item_ids: [70] }],
+    [7],
+  );
+  t.same(await db.selectFrom('order_line_items').select(['id', 'quantity']).execute(), [{ id: 70, quantity: '3' }]);
   await upsertChildren(db, orderLineItems, c.id, [{ id: 99, variant_id: 1, quantity: '3' }], []);
   t.equal((await db.selectFrom('order_line_items').select('id').execute()).length, 1, 'an item with no known parent is not written');
 });
@@ -94,7 +136,10 @@ t.test('line items: parent from the item or from the parent ids, replaced when t
 t.test('compositions replaced per bundle; report which bundles changed', async (t) => {
   const { db } = await testDatabase(t);
   const c = await addConnection(db);
-  const rows = [{ bundle_id: 1, component_id: 2, quantity: '2.0' }, { bundle_id: 1, component_id: 3, quantity: '1' }];
+  const rows = [
+    { bundle_id: 1, component_id: 2, quantity: '2.0' },
+    { bundle_id: 1, component_id: 3, quantity: '1' },
+  ];
   t.same(await replaceCompositions(db, c.id, [1, 5], rows), [1]);
   t.same(await replaceCompositions(db, c.id, [1, 5], rows), [], 'same makeup: no change');
   t.same(await replaceCompositions(db, c.id, [1], [rows[0]]), [1]);

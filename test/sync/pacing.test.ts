@@ -16,26 +16,42 @@ t.test('windows: short while the budget is plentiful, widening as it runs out, s
   // 240 of 300 s usable, shared by a variant (12) and three document resources (2 each): 12/18 of 0.8/s.
   t.equal(drainWindow(state(300, 300, ['variant', ...DOCS]), 'variant'), 2, 'stock: 1.9 s');
   t.equal(drainWindow(state(300, 300, ['variant', ...DOCS]), 'order'), 13, 'a document: 11.25 s, the 13 s step');
-  t.equal(drainWindow(state(300, 300, ['variant', ...DOCS, 'company']), 'company'), 60, 'reference data waits longest: 46 s, the 60 s step');
+  t.equal(
+    drainWindow(state(300, 300, ['variant', ...DOCS, 'company']), 'company'),
+    60,
+    'reference data waits longest: 46 s, the 60 s step',
+  );
   t.equal(drainWindow(state(300, 30, ['variant', ...DOCS]), 'order'), 2, 'plenty left for the time to the reset: short windows for all');
   t.equal(drainWindow(state(100, 250, ['variant', ...DOCS]), 'variant'), 5, '100 left for 250 s: stock every 4.7 s');
   t.equal(drainWindow(state(100, 250, ['variant', ...DOCS]), 'order'), 30, '... and a document every 28 s');
   t.equal(drainWindow(state(0, 200, ['variant']), 'variant'), 60, 'spent: the longest window, the reads wait for the reset anyway');
-  t.equal(drainWindow(state(300, 300, ['composition', 'variant']), 'composition'), 3, 'a bundle\'s makeup is stock too');
+  t.equal(drainWindow(state(300, 300, ['composition', 'variant']), 'composition'), 3, "a bundle's makeup is stock too");
 });
 
 t.test('the state comes from the shared budget, the pending fetches and the recent reads', async (t) => {
   const { db } = await testDatabase(t);
-  const { id } = await db.insertInto('connections').values({ name: 'paced', base_url: 'http://127.0.0.1:1', auth_kind: 'token' })
-    .returning('id').executeTakeFirstOrThrow();
+  const { id } = await db
+    .insertInto('connections')
+    .values({ name: 'paced', base_url: 'http://127.0.0.1:1', auth_kind: 'token' })
+    .returning('id')
+    .executeTakeFirstOrThrow();
   await db.insertInto('api_budgets').values({ connection_id: id }).execute();
-  await sql`UPDATE api_budgets SET remaining = 100, reset_known = true, reset_at = now() + interval '250 seconds' WHERE connection_id = ${id}`.execute(db);
-  await markPending(db, ['variant', ...DOCS].map((resource) => ({ connectionId: id, resource, id: 1 })));
+  await sql`UPDATE api_budgets SET remaining = 100, reset_known = true, reset_at = now() + interval '250 seconds' WHERE connection_id = ${id}`.execute(
+    db,
+  );
+  await markPending(
+    db,
+    ['variant', ...DOCS].map((resource) => ({ connectionId: id, resource, id: 1 })),
+  );
   await logSync(db, { connectionId: id, resource: 'company', action: 'fetch' });
   const state = await budgetState(db, id);
   t.equal(state.remaining, 100);
   t.ok(state.toReset! > 240 && state.toReset! <= 250, `${state.toReset} s to the reset`);
-  t.same([...state.active].sort(), ['company', 'fulfillment', 'order', 'purchase_order', 'variant'], 'waiting, or read in the last five minutes');
+  t.same(
+    [...state.active].sort(),
+    ['company', 'fulfillment', 'order', 'purchase_order', 'variant'],
+    'waiting, or read in the last five minutes',
+  );
   t.equal(await drainWindowSeconds(db, id, 'variant'), 5);
   t.equal(await drainWindowSeconds(db, id, 'company'), 60, 'reference data: 116 s wanted, the longest window');
 });

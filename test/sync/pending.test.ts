@@ -13,9 +13,20 @@ import type { Reader } from '../../src/sync/reader.ts';
 import type { Db } from '../../src/db/index.ts';
 
 async function delivery(db: Db, connectionId: number, resource: string | null, objectId: number | null, n: number): Promise<number> {
-  const row = await db.insertInto('webhook_deliveries').values({
-    connection_id: connectionId, delivery_id: `d${n}`, event: `${resource}s.create`, resource, action: 'create', object_id: objectId, body: '{}', state: 'queued',
-  }).returning('id').executeTakeFirstOrThrow();
+  const row = await db
+    .insertInto('webhook_deliveries')
+    .values({
+      connection_id: connectionId,
+      delivery_id: `d${n}`,
+      event: `${resource}s.create`,
+      resource,
+      action: 'create',
+      object_id: objectId,
+      body: '{}',
+      state: 'queued',
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
   return Number(row.id);
 }
 
@@ -25,19 +36,70 @@ t.test('a burst of deliveries about few records makes few pending rows; unmirror
   const jobs = [];
   for (let i = 0; i < 50; i++) {
     const objectId = 100 + (i % 5);
-    jobs.push({ deliveryRowId: await delivery(db, c.id, 'variant', objectId, i), connectionId: c.id, resource: 'variant', action: 'stock_level_update', objectId });
+    jobs.push({
+      deliveryRowId: await delivery(db, c.id, 'variant', objectId, i),
+      connectionId: c.id,
+      resource: 'variant',
+      action: 'stock_level_update',
+      objectId,
+    });
   }
-  jobs.push({ deliveryRowId: await delivery(db, c.id, 'order', 7, 50), connectionId: c.id, resource: 'order', action: 'create', objectId: 7 });
-  jobs.push({ deliveryRowId: await delivery(db, c.id, 'payment', 9, 51), connectionId: c.id, resource: 'payment', action: 'create', objectId: 9 });
-  jobs.push({ deliveryRowId: await delivery(db, c.id, 'variant', null, 52), connectionId: c.id, resource: 'variant', action: 'create', objectId: null });
+  jobs.push({
+    deliveryRowId: await delivery(db, c.id, 'order', 7, 50),
+    connectionId: c.id,
+    resource: 'order',
+    action: 'create',
+    objectId: 7,
+  });
+  jobs.push({
+    deliveryRowId: await delivery(db, c.id, 'payment', 9, 51),
+    connectionId: c.id,
+    resource: 'payment',
+    action: 'create',
+    objectId: 9,
+  });
+  jobs.push({
+    deliveryRowId: await delivery(db, c.id, 'variant', null, 52),
+    connectionId: c.id,
+    resource: 'variant',
+    action: 'create',
+    objectId: null,
+  });
   const r = await consumeDeliveries(db, null, jobs);
-  t.same(r, { processed: 51, unhandled: 2, drains: [{ connectionId: c.id, resource: 'variant' }, { connectionId: c.id, resource: 'order' }] });
+  t.same(r, {
+    processed: 51,
+    unhandled: 2,
+    drains: [
+      { connectionId: c.id, resource: 'variant' },
+      { connectionId: c.id, resource: 'order' },
+    ],
+  });
   const rows = await db.selectFrom('pending_fetches').selectAll().orderBy('id').execute();
-  t.same(rows.map((x) => [x.resource, x.id, x.marks]), [['order', 7, 1], ['variant', 100, 10], ['variant', 101, 10], ['variant', 102, 10], ['variant', 103, 10], ['variant', 104, 10]]
-    .sort((a, b) => Number(a[1]) - Number(b[1])));
-  t.ok(rows.every((x) => x.delivery_row_ids.length <= 20), 'delivery ids kept, at most 20');
-  const states = await db.selectFrom('webhook_deliveries').select(['state', 'error']).where('state', '=', 'unhandled').orderBy('id').execute();
-  t.same(states.map((s) => s.error), ['resource payment is not mirrored', 'delivery names no object_id']);
+  t.same(
+    rows.map((x) => [x.resource, x.id, x.marks]),
+    [
+      ['order', 7, 1],
+      ['variant', 100, 10],
+      ['variant', 101, 10],
+      ['variant', 102, 10],
+      ['variant', 103, 10],
+      ['variant', 104, 10],
+    ].sort((a, b) => Number(a[1]) - Number(b[1])),
+  );
+  t.ok(
+    rows.every((x) => x.delivery_row_ids.length <= 20),
+    'delivery ids kept, at most 20',
+  );
+  const states = await db
+    .selectFrom('webhook_deliveries')
+    .select(['state', 'error'])
+    .where('state', '=', 'unhandled')
+    .orderBy('id')
+    .execute();
+  t.same(
+    states.map((s) => s.error),
+    ['resource payment is not mirrored', 'delivery names no object_id'],
+  );
   // The same batch again (a retried job) changes nothing but the marks.
   await consumeDeliveries(db, null, jobs);
   t.equal((await db.selectFrom('pending_fetches').select('id').execute()).length, 6);
@@ -46,10 +108,17 @@ t.test('a burst of deliveries about few records makes few pending rows; unmirror
 t.test('claims are disjoint; a clear keeps rows re-marked while they were being read', async (t) => {
   const { db } = await testDatabase(t);
   const c = await addConnection(db);
-  await markPending(db, Array.from({ length: 10 }, (_, i) => ({ connectionId: c.id, resource: 'variant', id: i + 1 })));
+  await markPending(
+    db,
+    Array.from({ length: 10 }, (_, i) => ({ connectionId: c.id, resource: 'variant', id: i + 1 })),
+  );
   const [a, b] = await Promise.all([claimPending(db, c.id, 'variant', 6), claimPending(db, c.id, 'variant', 6)]);
   t.equal(a!.length + b!.length, 10, 'together they took everything');
-  t.same(a!.map((x) => x.id).filter((id) => b!.some((y) => y.id === id)), [], 'nothing taken twice');
+  t.same(
+    a!.map((x) => x.id).filter((id) => b!.some((y) => y.id === id)),
+    [],
+    'nothing taken twice',
+  );
   await markPending(db, [{ connectionId: c.id, resource: 'variant', id: a![0]!.id }]);
   t.equal(await clearPending(db, c.id, 'variant', a!), a!.length - 1, 'the re-marked row stays');
   const left = await db.selectFrom('pending_fetches').select(['id', 'claimed_until']).where('id', '=', a![0]!.id).executeTakeFirstOrThrow();
@@ -59,7 +128,8 @@ t.test('claims are disjoint; a clear keeps rows re-marked while they were being 
 function memoryReader(active: any[], archived: any[]): Reader & { calls: { ids: number; status: unknown }[] } {
   const calls: { ids: number; status: unknown }[] = [];
   return {
-    connection: { id: 0, name: 'mem' }, calls,
+    connection: { id: 0, name: 'mem' },
+    calls,
     async getByIds(_path: string, ids: number[], opts?: any) {
       let requests = 0;
       const records: any[] = [];
@@ -71,31 +141,77 @@ function memoryReader(active: any[], archived: any[]): Reader & { calls: { ids: 
       }
       return { records, sideloads: {}, requests };
     },
-    paginate: (() => { throw new Error('not used'); }) as Reader['paginate'],
+    paginate: (() => {
+      throw new Error('not used');
+    }) as Reader['paginate'],
   };
 }
 
 t.test('a drain reads 250 ids a call, looks missing ones up once as archived, marks the rest gone', async (t) => {
   const { db } = await testDatabase(t);
   const c = await addConnection(db);
-  const v = (id: number, status = 'active') => ({ id, sku: `S${id}`, status, updated_at: '2026-01-01T00:00:00Z', manage_stock: true, locations: [{ location_id: 1, stock_on_hand: '3', committed: '1' }] });
+  const v = (id: number, status = 'active') => ({
+    id,
+    sku: `S${id}`,
+    status,
+    updated_at: '2026-01-01T00:00:00Z',
+    manage_stock: true,
+    locations: [{ location_id: 1, stock_on_hand: '3', committed: '1' }],
+  });
   const active = Array.from({ length: 590 }, (_, i) => v(i + 1));
   const archived = [v(591, 'archived')];
   // 592..600 exist in the mirror but no longer in the service.
-  await db.insertInto('variants').values(Array.from({ length: 9 }, (_, i) => ({ connection_id: c.id, id: 592 + i, status: 'active', raw: JSON.stringify(v(592 + i)) }))).execute();
+  await db
+    .insertInto('variants')
+    .values(Array.from({ length: 9 }, (_, i) => ({ connection_id: c.id, id: 592 + i, status: 'active', raw: JSON.stringify(v(592 + i)) })))
+    .execute();
   const ids = Array.from({ length: 600 }, (_, i) => i + 1);
-  await markPending(db, [...ids, ...ids].map((id) => ({ connectionId: c.id, resource: 'variant', id })));
+  await markPending(
+    db,
+    [...ids, ...ids].map((id) => ({ connectionId: c.id, resource: 'variant', id })),
+  );
   const reader = memoryReader(active, archived);
   reader.connection.id = c.id;
-  const out = await drainPending({ db, log: captureLogger().log, client: reader, rules: rulesFrom({ CHANNEL_LOCATIONS: '', CHANNEL_SAFETY_BUFFER: '0' }) }, 'variant');
+  const out = await drainPending(
+    { db, log: captureLogger().log, client: reader, rules: rulesFrom({ CHANNEL_LOCATIONS: '', CHANNEL_SAFETY_BUFFER: '0' }) },
+    'variant',
+  );
   t.equal(out.read, 600);
-  t.same(reader.calls.filter((x) => x.status !== 'archived').map((x) => x.ids), [250, 250, 100], 'ceil(600/250) list calls');
-  t.same(reader.calls.filter((x) => x.status === 'archived').map((x) => x.ids), [10], 'one archived look-up for the 10 missing');
-  const statuses = await sql<{ status: string; n: number }>`SELECT status, count(*)::int AS n FROM variants GROUP BY status ORDER BY status`.execute(db);
-  t.same(statuses.rows, [{ status: 'active', n: 590 }, { status: 'archived', n: 1 }, { status: 'gone', n: 9 }]);
+  t.same(
+    reader.calls.filter((x) => x.status !== 'archived').map((x) => x.ids),
+    [250, 250, 100],
+    'ceil(600/250) list calls',
+  );
+  t.same(
+    reader.calls.filter((x) => x.status === 'archived').map((x) => x.ids),
+    [10],
+    'one archived look-up for the 10 missing',
+  );
+  const statuses = await sql<{
+    status: string;
+    n: number;
+  }>`SELECT status, count(*)::int AS n FROM variants GROUP BY status ORDER BY status`.execute(db);
+  t.same(statuses.rows, [
+    { status: 'active', n: 590 },
+    { status: 'archived', n: 1 },
+    { status: 'gone', n: 9 },
+  ]);
   t.equal((await db.selectFrom('pending_fetches').select('id').execute()).length, 0, 'everything read is cleared');
-  const q = await db.selectFrom('channel_quantities').select(['variant_id', 'quantity']).where('variant_id', 'in', [1, 591, 592]).orderBy('variant_id').execute();
-  t.same(q, [{ variant_id: 1, quantity: '2' }, { variant_id: 591, quantity: '0' }, { variant_id: 592, quantity: '0' }]);
-  const gone = await db.selectFrom('channel_quantity_changes').select(['cause', 'before_quantity', 'quantity']).where('variant_id', '=', 592).execute();
+  const q = await db
+    .selectFrom('channel_quantities')
+    .select(['variant_id', 'quantity'])
+    .where('variant_id', 'in', [1, 591, 592])
+    .orderBy('variant_id')
+    .execute();
+  t.same(q, [
+    { variant_id: 1, quantity: '2' },
+    { variant_id: 591, quantity: '0' },
+    { variant_id: 592, quantity: '0' },
+  ]);
+  const gone = await db
+    .selectFrom('channel_quantity_changes')
+    .select(['cause', 'before_quantity', 'quantity'])
+    .where('variant_id', '=', 592)
+    .execute();
   t.same(gone, [{ cause: 'fetch', before_quantity: null, quantity: '0' }], 'the change records a fetch without delivery as its cause');
 });

@@ -35,8 +35,14 @@ function startRecordedAccount(): Promise<{ url: string; requests: string[]; clos
     const u = new URL(req.url!, 'http://x');
     requests.push(`${req.method} ${u.pathname}${u.search}`);
     const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
-      res.writeHead(status, { 'content-type': 'application/json', 'x-request-id': `r${requests.length}`, 'x-rate-limit-limit': '300',
-        'x-rate-limit-remaining': String(Math.max(0, 300 - requests.length)), 'x-rate-limit-reset': String(Math.ceil(Date.now() / 1000) + 300), ...headers });
+      res.writeHead(status, {
+        'content-type': 'application/json',
+        'x-request-id': `r${requests.length}`,
+        'x-rate-limit-limit': '300',
+        'x-rate-limit-remaining': String(Math.max(0, 300 - requests.length)),
+        'x-rate-limit-reset': String(Math.ceil(Date.now() / 1000) + 300),
+        ...headers,
+      });
       res.end(JSON.stringify(body));
     };
     if (req.headers.authorization !== `Bearer ${TOKEN}`) return send(401, { error: 'invalid token' });
@@ -45,7 +51,10 @@ function startRecordedAccount(): Promise<{ url: string; requests: string[]; clos
     const all = data.get(key);
     if (req.method !== 'GET' || !all || key === 'accounts') return send(404, { error: 'Not found' });
     const q = u.searchParams;
-    const ids = [...q.getAll('ids'), ...q.getAll('ids[]')].flatMap((v) => v.split(',')).filter(Boolean).map(Number);
+    const ids = [...q.getAll('ids'), ...q.getAll('ids[]')]
+      .flatMap((v) => v.split(','))
+      .filter(Boolean)
+      .map(Number);
     // Default: everything not soft-deleted; status=X: records in state X. Stricter than the sandbox: several
     // values of status are refused (400), so the engine's one-read-per-state fallback is exercised.
     const several = [...q.getAll('status'), ...q.getAll('status[]')];
@@ -64,12 +73,30 @@ function startRecordedAccount(): Promise<{ url: string; requests: string[]; clos
     if (inc && (q.get('include') ?? '').split(',').includes(inc.key)) {
       body[inc.key] = data.get(inc.key)!.filter((c) => slice.some((p) => p.id === c[inc.field]));
     }
-    send(200, body, { 'x-pagination': JSON.stringify({ total_records: list.length, total_pages: pages, first_page: page === 1, last_page: page >= pages, out_of_bounds: page > pages, offset: (page - 1) * limit }) });
+    send(200, body, {
+      'x-pagination': JSON.stringify({
+        total_records: list.length,
+        total_pages: pages,
+        first_page: page === 1,
+        last_page: page >= pages,
+        out_of_bounds: page > pages,
+        offset: (page - 1) * limit,
+      }),
+    });
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests,
-    close: () => new Promise((r) => { server.closeAllConnections(); server.close(() => r()); }),
-  })));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        requests,
+        close: () =>
+          new Promise((r) => {
+            server.closeAllConnections();
+            server.close(() => r());
+          }),
+      }),
+    ),
+  );
 }
 
 t.test('a full sweep of the recorded account puts every record into the mirror, raw intact', async (t) => {
@@ -77,7 +104,11 @@ t.test('a full sweep of the recorded account puts every record into the mirror, 
   t.teardown(() => account.close());
   const tdb = await testDatabase(t);
   const logs = captureLogger('warn');
-  const config = testConfig({ DATA_DIR: await mkdtemp(join(tmpdir(), 'cs-rec-')), TOKEN_ENCRYPTION_KEY: Buffer.alloc(32, 5).toString('base64'), DATABASE_URL: tdb.url });
+  const config = testConfig({
+    DATA_DIR: await mkdtemp(join(tmpdir(), 'cs-rec-')),
+    TOKEN_ENCRYPTION_KEY: Buffer.alloc(32, 5).toString('base64'),
+    DATABASE_URL: tdb.url,
+  });
   const deps = { db: tdb.db, config, log: logs.log };
   const connection = await addTokenConnection(deps, { baseUrl: account.url, token: TOKEN, name: 'recorded' });
   const boss = await startBoss(tdb.url, logs.log, { supervise: false, schedule: false, max: 2 });
@@ -90,7 +121,9 @@ t.test('a full sweep of the recorded account puts every record into the mirror, 
   t.ok(Object.values(result.resources).reduce((n, s) => n + s.applied, 0) > 0, 'it wrote the records');
 
   const rawOf = async (table: string, where = sql``) =>
-    (await sql<{ raw: any }>`SELECT raw FROM ${sql.raw(table)} WHERE connection_id = ${connection.id} ${where}`.execute(tdb.db)).rows.map((r) => r.raw);
+    (await sql<{ raw: any }>`SELECT raw FROM ${sql.raw(table)} WHERE connection_id = ${connection.id} ${where}`.execute(tdb.db)).rows.map(
+      (r) => r.raw,
+    );
   const same = (t: { same(a: unknown, b: unknown, m: string): unknown }, got: any[], want: any[], what: string) => {
     // The client hands decimal fields over as their exact source text (5 -> "5"): same value, kept exactly.
     const key = (r: any) => JSON.stringify(canon(r), (_k, v) => (typeof v === 'number' ? String(v) : v));
@@ -107,18 +140,39 @@ t.test('a full sweep of the recorded account puts every record into the mirror, 
     if (!fixtureNames().includes(key)) continue;
     same(t, await rawOf('other_records', sql`AND resource = ${name}`), fixture(key), key);
   }
-  const covered = new Set([...Object.values(resources).map((s) => s.key), ...childCollections.map((c) => c.key), ...otherResources.map((s) => s.key)]);
-  t.same(fixtureNames().filter((n) => !covered.has(n)).sort(), ['accounts', 'webhooks'],
-    'only the account (kept on the connection) and our own webhook subscriptions are not mirror records');
+  const covered = new Set([
+    ...Object.values(resources).map((s) => s.key),
+    ...childCollections.map((c) => c.key),
+    ...otherResources.map((s) => s.key),
+  ]);
+  t.same(
+    fixtureNames()
+      .filter((n) => !covered.has(n))
+      .sort(),
+    ['accounts', 'webhooks'],
+    'only the account (kept on the connection) and our own webhook subscriptions are not mirror records',
+  );
   const conn = await tdb.db.selectFrom('connections').select('raw').where('id', '=', connection.id).executeTakeFirstOrThrow();
   t.same(canon(conn.raw), canon(fixture('accounts')[0]), 'the account record is kept on the connection');
 
   // Stock from the recorded variants, exact: "-0.0" is 0, committed: null is 0, negative stays negative.
   const s = await sql<{ variant_id: number; location_id: number; on_hand: string; committed: string }>`
-    SELECT variant_id, location_id, on_hand::text, committed::text FROM stock_levels WHERE connection_id = ${connection.id}`.execute(tdb.db);
-  t.equal(s.rows.length, fixture('variants').reduce((n, v) => n + v.locations.length, 0));
-  t.match(s.rows.find((r) => r.variant_id === 720709 && r.location_id === 159), { on_hand: '-10', committed: '1' });
-  const q = await tdb.db.selectFrom('channel_quantities').select(['variant_id', 'quantity']).where('connection_id', '=', connection.id).execute();
+    SELECT variant_id, location_id, on_hand::text, committed::text FROM stock_levels WHERE connection_id = ${connection.id}`.execute(
+    tdb.db,
+  );
+  t.equal(
+    s.rows.length,
+    fixture('variants').reduce((n, v) => n + v.locations.length, 0),
+  );
+  t.match(
+    s.rows.find((r) => r.variant_id === 720709 && r.location_id === 159),
+    { on_hand: '-10', committed: '1' },
+  );
+  const q = await tdb.db
+    .selectFrom('channel_quantities')
+    .select(['variant_id', 'quantity'])
+    .where('connection_id', '=', connection.id)
+    .execute();
   t.equal(q.length, fixture('variants').length, 'every variant has a channel quantity');
   t.equal(q.find((r) => r.variant_id === 457)?.quantity, '110', '111 on hand - 1 committed');
 

@@ -17,7 +17,10 @@ async function diffAll(loop: Loop): Promise<Record<string, { wrong: number[]; mi
   const out: Record<string, { wrong: number[]; missing: number[]; extra: number[] }> = {};
   for (const spec of Object.values(resources)) {
     const snap: any[] = (await loop.admin('GET', `snapshot?resource=${spec.key}`))[spec.key] ?? [];
-    const rows = await sql<{ id: number; raw: any }>`SELECT id, raw FROM ${sql.raw(spec.table)} WHERE connection_id = ${loop.connection.id}`.execute(loop.tdb.db);
+    const rows = await sql<{
+      id: number;
+      raw: any;
+    }>`SELECT id, raw FROM ${sql.raw(spec.table)} WHERE connection_id = ${loop.connection.id}`.execute(loop.tdb.db);
     const mine = new Map(rows.rows.map((r) => [Number(r.id), r.raw]));
     const key = (r: any) => JSON.stringify(canon(r), (_k, v) => (typeof v === 'number' ? String(v) : v));
     const d = { wrong: [] as number[], missing: [] as number[], extra: [] as number[] };
@@ -37,43 +40,48 @@ async function quiet(loop: Loop): Promise<void> {
   await loop.until('deliveries delivered', async () => (await loop.admin('GET', 'stats')).deliveries.pending === 0);
   await loop.until('the workers idle', async () => {
     const p = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pending_fetches`.execute(loop.tdb.db);
-    const j = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pgboss.job WHERE name IN ('deliveries', 'fetch') AND state IN ('created', 'active', 'retry')
+    const j = await sql<{
+      n: number;
+    }>`SELECT count(*)::int AS n FROM pgboss.job WHERE name IN ('deliveries', 'fetch') AND state IN ('created', 'active', 'retry')
       AND start_after < now() + interval '3 seconds'`.execute(loop.tdb.db);
     return p.rows[0]!.n === 0 && j.rows[0]!.n === 0;
   });
 }
 
-for (const profile of PROFILES) t.test(`${profile}: with 20% of deliveries dropped, one incremental sweep makes the mirror equal the sandbox snapshot`, async (t) => {
-  const loop = await startLoop(t, { profile, sandbox: { variants: 40 } });
-  const first = await sweepNow(loop, true);
-  t.ok(first.records > 0);
-  t.same(await diffAll(loop), {}, 'after the first full sweep the mirror equals the snapshot');
-  await loop.admin('POST', 'faults', { deliveries: { drop: 0.2 } });
-  await loop.admin('POST', 'activity', { operations: 120 });
-  await quiet(loop);
-  const before = await diffAll(loop);
-  const wrongBefore = Object.values(before).reduce((n, d) => n + d.wrong.length + d.missing.length, 0);
-  t.ok(wrongBefore > 0, `records wrong before the sweep: ${wrongBefore} (dropped deliveries, unsubscribed archive events)`);
-  const r = await sweepNow(loop, false);
-  t.ok(r.drift > 0, `the sweep repaired ${r.drift} records`);
-  t.same(await diffAll(loop), {}, 'after one incremental sweep the mirror equals the snapshot');
-  // Channel quantities follow: every variant's stored snapshot matches its mirrored stock.
-  const stale = await sql<{ n: number }>`
+for (const profile of PROFILES)
+  t.test(`${profile}: with 20% of deliveries dropped, one incremental sweep makes the mirror equal the sandbox snapshot`, async (t) => {
+    const loop = await startLoop(t, { profile, sandbox: { variants: 40 } });
+    const first = await sweepNow(loop, true);
+    t.ok(first.records > 0);
+    t.same(await diffAll(loop), {}, 'after the first full sweep the mirror equals the snapshot');
+    await loop.admin('POST', 'faults', { deliveries: { drop: 0.2 } });
+    await loop.admin('POST', 'activity', { operations: 120 });
+    await quiet(loop);
+    const before = await diffAll(loop);
+    const wrongBefore = Object.values(before).reduce((n, d) => n + d.wrong.length + d.missing.length, 0);
+    t.ok(wrongBefore > 0, `records wrong before the sweep: ${wrongBefore} (dropped deliveries, unsubscribed archive events)`);
+    const r = await sweepNow(loop, false);
+    t.ok(r.drift > 0, `the sweep repaired ${r.drift} records`);
+    t.same(await diffAll(loop), {}, 'after one incremental sweep the mirror equals the snapshot');
+    // Channel quantities follow: every variant's stored snapshot matches its mirrored stock.
+    const stale = await sql<{ n: number }>`
     SELECT count(*)::int AS n FROM variants v LEFT JOIN channel_quantities q ON q.connection_id = v.connection_id AND q.variant_id = v.id
     WHERE v.connection_id = ${loop.connection.id} AND q.variant_id IS NULL`.execute(loop.tdb.db);
-  t.equal(stale.rows[0]!.n, 0, 'every variant has a channel quantity');
-  const cursor = await loop.tdb.db.selectFrom('sync_cursors').selectAll().where('resource', '=', 'variant').executeTakeFirstOrThrow();
-  t.ok(cursor.cursor && cursor.last_sweep_at && cursor.last_full_sweep_at, 'cursor and sweep times recorded');
-  const logged = await sql<{ n: number }>`SELECT count(*)::int AS n FROM sync_log WHERE action IN ('sweep', 'sweep.full', 'sweep.initial')`.execute(loop.tdb.db);
-  t.equal(logged.rows[0]!.n, 2, 'each sweep is in the sync log with its drift');
-});
-
+    t.equal(stale.rows[0]!.n, 0, 'every variant has a channel quantity');
+    const cursor = await loop.tdb.db.selectFrom('sync_cursors').selectAll().where('resource', '=', 'variant').executeTakeFirstOrThrow();
+    t.ok(cursor.cursor && cursor.last_sweep_at && cursor.last_full_sweep_at, 'cursor and sweep times recorded');
+    const logged = await sql<{
+      n: number;
+    }>`SELECT count(*)::int AS n FROM sync_log WHERE action IN ('sweep', 'sweep.full', 'sweep.initial')`.execute(loop.tdb.db);
+    t.equal(logged.rows[0]!.n, 2, 'each sweep is in the sync log with its drift');
+  });
 
 /** A merchant's stock adjustment as the service takes it: a documented reason, and a price on a line adding stock. */
 async function adjust(loop: Loop, location: number, variantId: number, quantity: string): Promise<void> {
   const adds = !quantity.startsWith('-');
   await loop.client.createStockAdjustment({
-    stock_location_id: location, reason: adds ? 'supplier' : 'shrinkage',
+    stock_location_id: location,
+    reason: adds ? 'supplier' : 'shrinkage',
     stock_adjustment_line_items: [{ variant_id: variantId, quantity, ...(adds ? { price: '1.00' } : {}) }],
   });
 }
@@ -85,10 +93,17 @@ t.test('archived records: by delivery (status=archived look-up), by sweep; delet
   const id = performed[0].id;
   // No event announces an archived variant (real-service-notes §2): a delivery naming it stands in for one.
   await loop.deliver('variants.stock_level_update', id);
-  await loop.until('the archived variant in the mirror', async () =>
-    (await loop.tdb.db.selectFrom('variants').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status === 'archived');
-  await loop.until('its channel quantity at 0', async () =>
-    (await loop.tdb.db.selectFrom('channel_quantities').select('quantity').where('variant_id', '=', id).executeTakeFirst())?.quantity === '0');
+  await loop.until(
+    'the archived variant in the mirror',
+    async () =>
+      (await loop.tdb.db.selectFrom('variants').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status === 'archived',
+  );
+  await loop.until(
+    'its channel quantity at 0',
+    async () =>
+      (await loop.tdb.db.selectFrom('channel_quantities').select('quantity').where('variant_id', '=', id).executeTakeFirst())?.quantity ===
+      '0',
+  );
   const archivedReads = (await loop.admin('GET', 'stats')).requests.by_route['GET /variants'];
   t.ok(archivedReads >= 2, 'read once, then looked up with status=archived');
 
@@ -102,57 +117,79 @@ t.test('archived records: by delivery (status=archived look-up), by sweep; delet
   t.equal(row.status, 'gone');
 });
 
-for (const profile of PROFILES) t.test(`${profile}: bundles: min over components of floor(available / quantity), recomputed when a component changes`, async (t) => {
-  const loop = await startLoop(t, { profile, sandbox: { variants: 30 } });
-  await sweepNow(loop, true);
-  const comps = await loop.tdb.db.selectFrom('compositions').selectAll().where('connection_id', '=', loop.connection.id).execute();
-  t.ok(comps.length > 0, 'the sandbox catalog has bundles, mirrored with their makeup');
-  const bundleId = comps[0]!.bundle_id;
-  const expected = async () => {
-    const variants: any[] = (await loop.admin('GET', 'snapshot?resource=variants')).variants;
-    const avail = (id: number) => variants.find((v) => v.id === id)!.locations
-      .reduce((s: Decimal, l: any) => s.plus(new Decimal(l.stock_on_hand ?? 0)).minus(new Decimal(l.committed ?? 0)), new Decimal(0));
-    let min: Decimal | null = null;
-    for (const c of comps.filter((c) => c.bundle_id === bundleId)) {
-      const can = avail(c.component_id).dividedBy(c.quantity).floor();
-      if (min === null || can.lessThan(min)) min = can;
+for (const profile of PROFILES)
+  t.test(`${profile}: bundles: min over components of floor(available / quantity), recomputed when a component changes`, async (t) => {
+    const loop = await startLoop(t, { profile, sandbox: { variants: 30 } });
+    await sweepNow(loop, true);
+    const comps = await loop.tdb.db.selectFrom('compositions').selectAll().where('connection_id', '=', loop.connection.id).execute();
+    t.ok(comps.length > 0, 'the sandbox catalog has bundles, mirrored with their makeup');
+    const bundleId = comps[0]!.bundle_id;
+    const expected = async () => {
+      const variants: any[] = (await loop.admin('GET', 'snapshot?resource=variants')).variants;
+      const avail = (id: number) =>
+        variants
+          .find((v) => v.id === id)!
+          .locations.reduce(
+            (s: Decimal, l: any) => s.plus(new Decimal(l.stock_on_hand ?? 0)).minus(new Decimal(l.committed ?? 0)),
+            new Decimal(0),
+          );
+      let min: Decimal | null = null;
+      for (const c of comps.filter((c) => c.bundle_id === bundleId)) {
+        const can = avail(c.component_id).dividedBy(c.quantity).floor();
+        if (min === null || can.lessThan(min)) min = can;
+      }
+      return Decimal.max(min!, 0).toFixed();
+    };
+    const quantity = async () =>
+      (await loop.tdb.db.selectFrom('channel_quantities').select('quantity').where('variant_id', '=', bundleId).executeTakeFirstOrThrow())
+        .quantity;
+    t.equal(await quantity(), await expected(), 'bundle quantity from its components');
+    // Add stock to the scarcest component through the API: its delivery must move the bundle.
+    const scarce = comps.filter((c) => c.bundle_id === bundleId)[0]!;
+    const location = (await loop.admin('GET', 'snapshot?resource=locations')).locations.find((l: any) => l.status === 'active').id;
+    const beforeQty = await quantity();
+    await adjust(loop, location, scarce.component_id, String(new Decimal(scarce.quantity).times(50)));
+    for (const c of comps.filter((c) => c.bundle_id === bundleId && c.component_id !== scarce.component_id)) {
+      await adjust(loop, location, c.component_id, String(new Decimal(c.quantity).times(50)));
     }
-    return Decimal.max(min!, 0).toFixed();
-  };
-  const quantity = async () => (await loop.tdb.db.selectFrom('channel_quantities').select('quantity').where('variant_id', '=', bundleId).executeTakeFirstOrThrow()).quantity;
-  t.equal(await quantity(), await expected(), 'bundle quantity from its components');
-  // Add stock to the scarcest component through the API: its delivery must move the bundle.
-  const scarce = comps.filter((c) => c.bundle_id === bundleId)[0]!;
-  const location = (await loop.admin('GET', 'snapshot?resource=locations')).locations.find((l: any) => l.status === 'active').id;
-  const beforeQty = await quantity();
-  await adjust(loop, location, scarce.component_id, String(new Decimal(scarce.quantity).times(50)));
-  for (const c of comps.filter((c) => c.bundle_id === bundleId && c.component_id !== scarce.component_id)) {
-    await adjust(loop, location, c.component_id, String(new Decimal(c.quantity).times(50)));
-  }
-  const want = await expected();
-  t.not(want, beforeQty, 'the adjustment changes what the bundle can make');
-  await loop.until('the bundle recomputed', async () => (await quantity()) === want);
-  const change = await loop.tdb.db.selectFrom('channel_quantity_changes').selectAll().where('variant_id', '=', bundleId).orderBy('id', 'desc').executeTakeFirstOrThrow();
-  t.equal(change.cause, 'delivery', 'the bundle change names the component delivery as its cause');
-  t.match(change.detail, { components: Array });
-});
+    const want = await expected();
+    t.not(want, beforeQty, 'the adjustment changes what the bundle can make');
+    await loop.until('the bundle recomputed', async () => (await quantity()) === want);
+    const change = await loop.tdb.db
+      .selectFrom('channel_quantity_changes')
+      .selectAll()
+      .where('variant_id', '=', bundleId)
+      .orderBy('id', 'desc')
+      .executeTakeFirstOrThrow();
+    t.equal(change.cause, 'delivery', 'the bundle change names the component delivery as its cause');
+    t.match(change.detail, { components: Array });
+  });
 
 t.test('decimal edge cases survive the loop exactly', async (t) => {
   const loop = await startLoop(t, { sandbox: { variants: 10 } });
   await sweepNow(loop, true);
-  const v = (await loop.admin('GET', 'snapshot?resource=variants')).variants.find((x: any) => !x.composite && x.manage_stock !== false && x.status === 'active');
+  const v = (await loop.admin('GET', 'snapshot?resource=variants')).variants.find(
+    (x: any) => !x.composite && x.manage_stock !== false && x.status === 'active',
+  );
   const location = v.locations[0].location_id;
   for (const q of ['0.1', '0.2', '-0.3', '12345678901234.000001']) {
     await adjust(loop, location, v.id, q);
   }
   const want = new Decimal(v.locations[0].stock_on_hand).plus('12345678901234.000001').toFixed();
   await loop.until('the exact sum in the mirror', async () => {
-    const s = await sql<{ on_hand: string }>`SELECT on_hand::text FROM stock_levels WHERE variant_id = ${v.id} AND location_id = ${location}`.execute(loop.tdb.db);
+    const s = await sql<{
+      on_hand: string;
+    }>`SELECT on_hand::text FROM stock_levels WHERE variant_id = ${v.id} AND location_id = ${location}`.execute(loop.tdb.db);
     return s.rows[0] !== undefined && new Decimal(s.rows[0].on_hand).equals(want);
   });
   const snap = (await loop.admin('GET', 'snapshot?resource=variants')).variants.find((x: any) => x.id === v.id);
-  const s = await sql<{ on_hand: string }>`SELECT on_hand::text FROM stock_levels WHERE variant_id = ${v.id} AND location_id = ${location}`.execute(loop.tdb.db);
-  t.ok(new Decimal(s.rows[0]!.on_hand).equals(snap.locations.find((l: any) => l.location_id === location).stock_on_hand), 'equals the sandbox, digit for digit');
+  const s = await sql<{
+    on_hand: string;
+  }>`SELECT on_hand::text FROM stock_levels WHERE variant_id = ${v.id} AND location_id = ${location}`.execute(loop.tdb.db);
+  t.ok(
+    new Decimal(s.rows[0]!.on_hand).equals(snap.locations.find((l: any) => l.location_id === location).stock_on_hand),
+    'equals the sandbox, digit for digit',
+  );
 });
 
 t.test('two worker processes share the work and leave the mirror right', async (t) => {
@@ -160,12 +197,25 @@ t.test('two worker processes share the work and leave the mirror right', async (
   await sweepNow(loop, true);
   await loop.admin('POST', 'activity', { operations: 150, kinds: ['adjust_stock', 'place_order', 'update_variant'] });
   await quiet(loop);
-  const touched = (await loop.tdb.db.selectFrom('webhook_deliveries').select(['object_id']).where('resource', '=', 'variant').execute()).map((r) => Number(r.object_id));
+  const touched = (
+    await loop.tdb.db.selectFrom('webhook_deliveries').select(['object_id']).where('resource', '=', 'variant').execute()
+  ).map((r) => Number(r.object_id));
   t.ok(touched.length > 0);
   const d = await loop.variantDiff();
-  t.same(touched.filter((id) => d.wrong.includes(id) || d.missing.includes(id)), [], 'every variant a delivery named matches the sandbox');
-  const failed = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pgboss.job WHERE name LIKE '%-dead' OR state = 'failed'`.execute(loop.tdb.db);
+  t.same(
+    touched.filter((id) => d.wrong.includes(id) || d.missing.includes(id)),
+    [],
+    'every variant a delivery named matches the sandbox',
+  );
+  const failed = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pgboss.job WHERE name LIKE '%-dead' OR state = 'failed'`.execute(
+    loop.tdb.db,
+  );
   t.equal(failed.rows[0]!.n, 0, 'no job failed');
-  const states = await sql<{ state: string; n: number }>`SELECT state, count(*)::int AS n FROM webhook_deliveries GROUP BY state`.execute(loop.tdb.db);
-  t.ok(states.rows.every((r) => r.state === 'processed' || r.state === 'unhandled'), 'every delivery processed');
+  const states = await sql<{ state: string; n: number }>`SELECT state, count(*)::int AS n FROM webhook_deliveries GROUP BY state`.execute(
+    loop.tdb.db,
+  );
+  t.ok(
+    states.rows.every((r) => r.state === 'processed' || r.state === 'unhandled'),
+    'every delivery processed',
+  );
 });

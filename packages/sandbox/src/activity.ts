@@ -9,11 +9,21 @@ import { ApiFail } from './store.ts';
 
 // Each kind: its relative frequency when none is asked for, and the operation it is (the cause of its stock moves).
 const KINDS = {
-  place_order: [30, 'order.create'], ship_order: [20, 'order.fulfil'], ship_lines: [5, 'order.fulfil'],
-  finalize_order: [4, 'order.update'], pay_order: [3, 'order.pay'], return_order: [3, 'fulfillment_return.create'],
-  void_order: [5, 'order.void'], receive_purchase_order: [8, 'purchase_order.receive'], adjust_stock: [20, 'stock_adjustment.create'],
-  transfer_stock: [4, 'stock_transfer.receive'], create_variant: [5, 'variant.create'], update_variant: [5, 'variant.update'],
-  archive_variant: [2, 'variant.destroy'], toggle_product: [2, 'product.update'], create_customer: [2, 'company.create'],
+  place_order: [30, 'order.create'],
+  ship_order: [20, 'order.fulfil'],
+  ship_lines: [5, 'order.fulfil'],
+  finalize_order: [4, 'order.update'],
+  pay_order: [3, 'order.pay'],
+  return_order: [3, 'fulfillment_return.create'],
+  void_order: [5, 'order.void'],
+  receive_purchase_order: [8, 'purchase_order.receive'],
+  adjust_stock: [20, 'stock_adjustment.create'],
+  transfer_stock: [4, 'stock_transfer.receive'],
+  create_variant: [5, 'variant.create'],
+  update_variant: [5, 'variant.update'],
+  archive_variant: [2, 'variant.destroy'],
+  toggle_product: [2, 'product.update'],
+  create_customer: [2, 'company.create'],
   update_customer: [2, 'company.update'],
 } as const satisfies Record<string, readonly [number, string]>;
 
@@ -79,12 +89,15 @@ export class Activity {
     const store = s.store;
     switch (kind) {
       case 'place_order': {
-        const customers = store.companies.order.filter((c) => c.company_type !== 'supplier' && c.status === 'active' && c.address_ids.length);
+        const customers = store.companies.order.filter(
+          (c) => c.company_type !== 'supplier' && c.status === 'active' && c.address_ids.length,
+        );
         const variants = this.stockVariants();
         if (!customers.length || !variants.length) return null;
         const c = this.rng.pick(customers);
         const lines = variants.slice(0, this.rng.int(1, 3)).map((v) => ({ variant_id: v.id, quantity: String(this.rng.int(1, 4)) }));
-        return s.orders.createOrder({ company_id: c.id, shipping_address_id: c.address_ids[0], status: 'active', order_line_items: lines }).id;
+        return s.orders.createOrder({ company_id: c.id, shipping_address_id: c.address_ids[0], status: 'active', order_line_items: lines })
+          .id;
       }
       case 'ship_order': {
         const o = this.openOrder();
@@ -94,12 +107,21 @@ export class Activity {
       }
       case 'ship_lines': {
         // One line at a time, as a 3PL does: a packed fulfillment, then PUT to fulfilled.
-        const o = this.recent(store.orders.order, (r) => (r.status === 'active' || r.status === 'finalized') && r.packed_status !== 'packed');
+        const o = this.recent(
+          store.orders.order,
+          (r) => (r.status === 'active' || r.status === 'finalized') && r.packed_status !== 'packed',
+        );
         if (!o) return null;
-        const line = (o.order_line_item_ids as number[]).map((id) => store.order_line_items.get(id)!).find((l) => !l.freeform && l._packed.lt(l.quantity));
+        const line = (o.order_line_item_ids as number[])
+          .map((id) => store.order_line_items.get(id)!)
+          .find((l) => !l.freeform && l._packed.lt(l.quantity));
         if (!line) return null;
         const { fulfillments } = s.orders.orderAction(o.id, 'fulfil', { order_line_item_ids: [line.id] }) as { fulfillments: Row[] };
-        s.orders.updateFulfillment(fulfillments[0]!.id, { status: 'fulfilled', tracking_company: 'DHL', tracking_number: `T${fulfillments[0]!.id}` });
+        s.orders.updateFulfillment(fulfillments[0]!.id, {
+          status: 'fulfilled',
+          tracking_company: 'DHL',
+          tracking_number: `T${fulfillments[0]!.id}`,
+        });
         return o.id;
       }
       case 'finalize_order': {
@@ -109,7 +131,10 @@ export class Activity {
         return o.id;
       }
       case 'pay_order': {
-        const o = this.recent(store.orders.order, (r) => ['active', 'finalized', 'fulfilled'].includes(r.status) && r.payment_status !== 'paid');
+        const o = this.recent(
+          store.orders.order,
+          (r) => ['active', 'finalized', 'fulfilled'].includes(r.status) && r.payment_status !== 'paid',
+        );
         if (!o) return null;
         s.orders.orderAction(o.id, 'pay', {});
         return o.id;
@@ -117,14 +142,22 @@ export class Activity {
       case 'return_order': {
         const o = this.recent(store.orders.order, (r) => r.fulfillment_status !== 'unshipped' && r.return_status === 'not_returned');
         if (!o) return null;
-        const line = (o.order_line_item_ids as number[]).map((id) => store.order_line_items.get(id)!).find((l) => l._shipped.gt(l._returned));
+        const line = (o.order_line_item_ids as number[])
+          .map((id) => store.order_line_items.get(id)!)
+          .find((l) => l._shipped.gt(l._returned));
         if (!line) return null;
-        const ret = s.returns.createReturn({ order_id: o.id, fulfillment_return_line_items: [{ order_line_item_id: line.id, quantity: '1' }] });
+        const ret = s.returns.createReturn({
+          order_id: o.id,
+          fulfillment_return_line_items: [{ order_line_item_id: line.id, quantity: '1' }],
+        });
         s.returns.updateReturn(ret.id, { status: 'received' });
         return ret.id;
       }
       case 'void_order': {
-        const o = this.recent(store.orders.order, (r) => (r.status === 'active' || r.status === 'draft') && r.fulfillment_status === 'unshipped');
+        const o = this.recent(
+          store.orders.order,
+          (r) => (r.status === 'active' || r.status === 'draft') && r.fulfillment_status === 'unshipped',
+        );
         if (!o) return null;
         s.orders.orderAction(o.id, 'void', {});
         return o.id;
@@ -135,7 +168,11 @@ export class Activity {
           const suppliers = store.companies.order.filter((c) => c.company_type === 'supplier' && c.status === 'active');
           const variants = this.stockVariants();
           if (!suppliers.length || !variants.length) return null;
-          po = s.purchasing.createPurchaseOrder({ company_id: this.rng.pick(suppliers).id, status: 'active', purchase_order_line_items: variants.slice(0, 2).map((v) => ({ variant_id: v.id, quantity: String(this.rng.int(10, 40)) })) });
+          po = s.purchasing.createPurchaseOrder({
+            company_id: this.rng.pick(suppliers).id,
+            status: 'active',
+            purchase_order_line_items: variants.slice(0, 2).map((v) => ({ variant_id: v.id, quantity: String(this.rng.int(10, 40)) })),
+          });
         }
         s.purchasing.receivePurchaseOrder(po.id, {});
         return po.id;
@@ -147,7 +184,8 @@ export class Activity {
         // Stock found is valued at the variant's cost, as a client is told to do (real-service-notes §3).
         const price = v.moving_average_cost ?? v.last_cost_price ?? '1.0';
         return s.adjustments.createStockAdjustment({
-          stock_location_id: this.rng.pick(this.activeLocations()).id, reason: delta > 0 ? 'supplier' : 'shrinkage',
+          stock_location_id: this.rng.pick(this.activeLocations()).id,
+          reason: delta > 0 ? 'supplier' : 'shrinkage',
           stock_adjustment_line_items: [{ variant_id: v.id, quantity: String(delta), ...(delta > 0 ? { price } : {}) }],
         }).id;
       }
@@ -157,23 +195,43 @@ export class Activity {
         if (!v || locs.length < 2) return null;
         const [from, to] = [this.rng.pick(locs), this.rng.pick(locs)];
         if (from.id === to.id) return null;
-        const tr = s.adjustments.createStockTransfer({ source_location_id: from.id, destination_location_id: to.id, stock_transfer_line_items: [{ variant_id: v.id, quantity: String(this.rng.int(1, 5)) }] });
+        const tr = s.adjustments.createStockTransfer({
+          source_location_id: from.id,
+          destination_location_id: to.id,
+          stock_transfer_line_items: [{ variant_id: v.id, quantity: String(this.rng.int(1, 5)) }],
+        });
         s.adjustments.transferAction(tr.id, 'receive');
         return tr.id;
       }
       case 'create_variant': {
         const products = store.products.order;
         // Another variant of a recent product, or a new product (product.create) once that one has four.
-        const recent = this.recent(products, (r) => r.status === 'active' && !r.variant_ids.some((id: number) => store.variants.get(id)?.composite));
-        const p = recent && recent.variant_ids.length < 4 ? recent : s.catalog.createProduct({ name: `Activity Product ${products.length + 1}`, product_type: 'Sample' });
+        const recent = this.recent(
+          products,
+          (r) => r.status === 'active' && !r.variant_ids.some((id: number) => store.variants.get(id)?.composite),
+        );
+        const p =
+          recent && recent.variant_ids.length < 4
+            ? recent
+            : s.catalog.createProduct({ name: `Activity Product ${products.length + 1}`, product_type: 'Sample' });
         const n = p.variant_ids.length + 1;
         const price = this.rng.int(5, 200);
-        return s.catalog.createVariant({ product_id: p.id, name: `${p.name} #${n}`, sku: `ACT-${p.id}-${n}`, retail_price: String(price), initial_cost_price: (price * 0.4).toFixed(2), initial_stock_levels: [{ location_id: store.account.primary_location_id, stock_on_hand: String(this.rng.int(0, 50)) }] }).id;
+        return s.catalog.createVariant({
+          product_id: p.id,
+          name: `${p.name} #${n}`,
+          sku: `ACT-${p.id}-${n}`,
+          retail_price: String(price),
+          initial_cost_price: (price * 0.4).toFixed(2),
+          initial_stock_levels: [{ location_id: store.account.primary_location_id, stock_on_hand: String(this.rng.int(0, 50)) }],
+        }).id;
       }
       case 'update_variant': {
         const v = this.stockVariants()[0];
         if (!v) return null;
-        s.catalog.update('variants', v.id, { retail_price: String(this.rng.int(5, 200)), max_online: this.rng.chance(0.3) ? String(this.rng.int(1, 10)) : null });
+        s.catalog.update('variants', v.id, {
+          retail_price: String(this.rng.int(5, 200)),
+          max_online: this.rng.chance(0.3) ? String(this.rng.int(1, 10)) : null,
+        });
         return v.id;
       }
       case 'archive_variant': {
@@ -193,7 +251,13 @@ export class Activity {
       case 'create_customer': {
         const n = store.companies.order.length + 1;
         const c = s.catalog.createCompany({ name: `Walk-in Customer ${n}`, company_type: 'consumer', email: `walkin${n}@example.com` });
-        s.catalog.createAddress({ company_id: c.id, address1: `${this.rng.int(1, 99)} Market St`, city: 'Singapore', country: 'SG', label: 'Shipping' });
+        s.catalog.createAddress({
+          company_id: c.id,
+          address1: `${this.rng.int(1, 99)} Market St`,
+          city: 'Singapore',
+          country: 'SG',
+          label: 'Shipping',
+        });
         s.catalog.createContact({ company_id: c.id, first_name: 'Walk-in', last_name: String(n), email: `walkin${n}@example.com` });
         return c.id;
       }

@@ -7,24 +7,52 @@ import { render, renderComposition } from './render.ts';
 import type { Service } from './service.ts';
 import { listSideloads, type Profile } from './profile.ts';
 
-export interface Caller { appId: number; accountId: number; access: 'full' | 'read' }
-export interface ApiRequest { method: string; parts: string[]; query: URLSearchParams; body: Record<string, any> | null; caller: Caller }
-export interface ApiAnswer { status: number; body?: unknown; headers?: Record<string, string>; route: string }
+export interface Caller {
+  appId: number;
+  accountId: number;
+  access: 'full' | 'read';
+}
+export interface ApiRequest {
+  method: string;
+  parts: string[];
+  query: URLSearchParams;
+  body: Record<string, any> | null;
+  caller: Caller;
+}
+export interface ApiAnswer {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+  route: string;
+}
 
 const CREATE: Record<string, (s: Service, b: Record<string, any>, c: Caller) => Row> = {
-  addresses: (s, b) => s.catalog.createAddress(b), companies: (s, b) => s.catalog.createCompany(b), contacts: (s, b) => s.catalog.createContact(b),
-  currencies: (s, b) => s.catalog.createCurrency(b), locations: (s, b) => s.catalog.createLocation(b), products: (s, b) => s.catalog.createProduct(b),
-  variants: (s, b) => s.catalog.createVariant(b), orders: (s, b) => s.orders.createOrder(b), order_line_items: (s, b) => s.orders.createOrderLine(b),
-  fulfillments: (s, b) => s.orders.createFulfillment(b), fulfillment_returns: (s, b) => s.returns.createReturn(b), invoices: (s, b) => s.orders.createInvoice(b),
-  purchase_orders: (s, b) => s.purchasing.createPurchaseOrder(b), purchase_order_line_items: (s, b) => s.purchasing.createPurchaseLine(b),
-  stock_adjustments: (s, b) => s.adjustments.createStockAdjustment(b), stock_transfers: (s, b) => s.adjustments.createStockTransfer(b),
+  addresses: (s, b) => s.catalog.createAddress(b),
+  companies: (s, b) => s.catalog.createCompany(b),
+  contacts: (s, b) => s.catalog.createContact(b),
+  currencies: (s, b) => s.catalog.createCurrency(b),
+  locations: (s, b) => s.catalog.createLocation(b),
+  products: (s, b) => s.catalog.createProduct(b),
+  variants: (s, b) => s.catalog.createVariant(b),
+  orders: (s, b) => s.orders.createOrder(b),
+  order_line_items: (s, b) => s.orders.createOrderLine(b),
+  fulfillments: (s, b) => s.orders.createFulfillment(b),
+  fulfillment_returns: (s, b) => s.returns.createReturn(b),
+  invoices: (s, b) => s.orders.createInvoice(b),
+  purchase_orders: (s, b) => s.purchasing.createPurchaseOrder(b),
+  purchase_order_line_items: (s, b) => s.purchasing.createPurchaseLine(b),
+  stock_adjustments: (s, b) => s.adjustments.createStockAdjustment(b),
+  stock_transfers: (s, b) => s.adjustments.createStockTransfer(b),
   webhooks: (s, b, c) => s.catalog.createWebhook(b, c.appId),
 };
 
 const UPDATE: Record<string, (s: Service, id: number, b: Record<string, any>) => Row> = {
-  orders: (s, id, b) => s.orders.updateOrder(id, b), fulfillments: (s, id, b) => s.orders.updateFulfillment(id, b),
-  fulfillment_returns: (s, id, b) => s.returns.updateReturn(id, b), purchase_orders: (s, id, b) => s.purchasing.updatePurchaseOrder(id, b),
-  order_line_items: (s, id, b) => s.orders.updateOrderLine(id, b), purchase_order_line_items: (s, id, b) => s.purchasing.updatePurchaseLine(id, b),
+  orders: (s, id, b) => s.orders.updateOrder(id, b),
+  fulfillments: (s, id, b) => s.orders.updateFulfillment(id, b),
+  fulfillment_returns: (s, id, b) => s.returns.updateReturn(id, b),
+  purchase_orders: (s, id, b) => s.purchasing.updatePurchaseOrder(id, b),
+  order_line_items: (s, id, b) => s.orders.updateOrderLine(id, b),
+  purchase_order_line_items: (s, id, b) => s.purchasing.updatePurchaseLine(id, b),
   webhooks: (s, id, b) => s.catalog.updateWebhook(id, b),
 };
 const PLAIN_UPDATE = new Set(['addresses', 'companies', 'contacts', 'currencies', 'locations', 'products', 'variants', 'invoices']);
@@ -66,7 +94,8 @@ export class Api {
   }
 
   private visible(plural: string, row: Row, caller: Caller): void {
-    if (plural === 'webhooks' && row.oauth_application_id !== caller.appId) throw new ApiFail(403, 'This webhook belongs to another application');
+    if (plural === 'webhooks' && row.oauth_application_id !== caller.appId)
+      throw new ApiFail(403, 'This webhook belongs to another application');
   }
 
   handle(req: ApiRequest): ApiAnswer {
@@ -76,7 +105,11 @@ export class Api {
 
     if (head === 'accounts') {
       if (method === 'GET' && (second === 'current' || (second && Number(second) === this.store.account.id)) && !third) {
-        return { status: 200, body: { account: render(this.store, 'accounts', this.store.account) }, route: `GET /accounts/${second === 'current' ? 'current' : ':id'}` };
+        return {
+          status: 200,
+          body: { account: render(this.store, 'accounts', this.store.account) },
+          route: `GET /accounts/${second === 'current' ? 'current' : ':id'}`,
+        };
       }
       if (method === 'PUT' && second && !third) {
         if (Number(second) !== this.store.account.id) throw new ApiFail(second === 'current' ? 404 : 403, 'Not your account');
@@ -87,8 +120,20 @@ export class Api {
     }
     if (head === 'price_lists' && !second && method === 'GET') {
       // A fixed, short collection: one page, but still the X-Pagination every collection response carries.
-      const pagination = { total_records: PRICE_LISTS.length, total_pages: 1, first_page: true, last_page: true, out_of_bounds: false, offset: 0 };
-      return { status: 200, body: { price_lists: PRICE_LISTS }, headers: { 'X-Pagination': JSON.stringify(pagination) }, route: 'GET /price_lists' };
+      const pagination = {
+        total_records: PRICE_LISTS.length,
+        total_pages: 1,
+        first_page: true,
+        last_page: true,
+        out_of_bounds: false,
+        offset: 0,
+      };
+      return {
+        status: 200,
+        body: { price_lists: PRICE_LISTS },
+        headers: { 'X-Pagination': JSON.stringify(pagination) },
+        route: 'GET /price_lists',
+      };
     }
     if (head === 'variants' && second === 'composition' && method === 'GET') return this.composition(third, q);
     if (head === 'orders' && third === 'actions' && fourth && parts.length === 4 && method === 'POST') {
@@ -99,11 +144,19 @@ export class Api {
     if (head === 'purchase_orders' && third === 'actions' && fourth === 'receive' && parts.length === 4 && method === 'POST') {
       const body = req.body && typeof req.body === 'object' ? req.body : {};
       const proc = this.service.run('purchase_order.receive', () => this.service.purchasing.receivePurchaseOrder(id(second), body));
-      return { status: 200, body: { procurement: render(this.store, 'procurements', proc) }, route: 'POST /purchase_orders/:id/actions/receive' };
+      return {
+        status: 200,
+        body: { procurement: render(this.store, 'procurements', proc) },
+        route: 'POST /purchase_orders/:id/actions/receive',
+      };
     }
     if (head === 'stock_transfers' && third === 'actions' && fourth && parts.length === 4 && method === 'POST') {
       const tr = this.service.run(`stock_transfer.${fourth}`, () => this.service.adjustments.transferAction(id(second), fourth));
-      return { status: 200, body: { stock_transfer: render(this.store, 'stock_transfers', tr) }, route: `POST /stock_transfers/:id/actions/${fourth}` };
+      return {
+        status: 200,
+        body: { stock_transfer: render(this.store, 'stock_transfers', tr) },
+        route: `POST /stock_transfers/:id/actions/${fourth}`,
+      };
     }
 
     const def = head ? RESOURCES[head] : undefined;
@@ -113,7 +166,9 @@ export class Api {
     if (!second) {
       if (method === 'GET') return this.list(def, q, caller);
       if (method === 'POST' && CREATE[plural]) {
-        const row = this.service.run(`${def.singular}.create`, () => CREATE[plural]!(this.service, wrapped(req.body, def.singular), caller));
+        const row = this.service.run(`${def.singular}.create`, () =>
+          CREATE[plural]!(this.service, wrapped(req.body, def.singular), caller),
+        );
         return { status: 201, body: this.one(plural, row, new URLSearchParams()), route: `POST /${plural}` };
       }
       throw new ApiFail(404, `${method} /${plural} is not an endpoint`);
@@ -130,7 +185,9 @@ export class Api {
       const body = wrapped(req.body, def.singular);
       const existing = table.get(recordId);
       if (existing) this.visible(plural, existing, caller);
-      const row = this.service.run(`${def.singular}.update`, () => UPDATE[plural] ? UPDATE[plural]!(this.service, recordId, body) : this.service.catalog.update(plural, recordId, body));
+      const row = this.service.run(`${def.singular}.update`, () =>
+        UPDATE[plural] ? UPDATE[plural]!(this.service, recordId, body) : this.service.catalog.update(plural, recordId, body),
+      );
       if (plural === 'fulfillments') {
         return { status: 200, body: this.one(plural, row, new URLSearchParams('include=fulfillment_line_items')), route };
       }
@@ -165,11 +222,14 @@ export class Api {
         if (includes.has('bundle')) ids.add(r.bundle_id as number);
         if (includes.has('component')) ids.add(r.component_id as number);
       }
-      return [...ids].map((i) => this.store.variants.get(i)).filter((v): v is Row => !!v).map((v) => render(this.store, 'variants', v));
+      return [...ids]
+        .map((i) => this.store.variants.get(i))
+        .filter((v): v is Row => !!v)
+        .map((v) => render(this.store, 'variants', v));
     };
     if (bundle !== undefined) {
       const v = this.store.variants.get(id(bundle));
-      if (!v || !v.composite) throw new ApiFail(404, `bundle ${bundle} not found`);
+      if (!v?.composite) throw new ApiFail(404, `bundle ${bundle} not found`);
       const rows = renderComposition(this.store, v.id);
       const body: Record<string, unknown> = { composition: rows };
       if (includes.size) body.variants = sideload(rows);
@@ -183,7 +243,7 @@ export class Api {
     const bundles = ids.length ? ids : [...this.store.compositions.keys()].sort((a, b) => b - a);
     for (const b of bundles) {
       const v = this.store.variants.get(b);
-      if (!v || !v.composite) continue;
+      if (!v?.composite) continue;
       if (skus.size && !skus.has(v.sku)) continue;
       for (const r of renderComposition(this.store, b)) if (!comps.size || comps.has(r.component_id as number)) rows.push(r);
     }
@@ -200,7 +260,12 @@ export class Api {
 
   private renderAction(result: Record<string, unknown>): Record<string, unknown> {
     const out: Record<string, unknown> = {};
-    const keyOf: Record<string, string> = { invoice: 'invoices', order: 'orders', fulfillment: 'fulfillments', fulfillments: 'fulfillments' };
+    const keyOf: Record<string, string> = {
+      invoice: 'invoices',
+      order: 'orders',
+      fulfillment: 'fulfillments',
+      fulfillments: 'fulfillments',
+    };
     for (const [k, v] of Object.entries(result)) {
       out[k] = Array.isArray(v) ? v.map((r) => render(this.store, keyOf[k]!, r)) : render(this.store, keyOf[k]!, v as Row);
     }

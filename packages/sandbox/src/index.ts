@@ -50,9 +50,23 @@ export interface Sandbox {
 }
 
 export const DEFAULTS = {
-  host: '127.0.0.1', port: 0, seed: 1, variants: 50, locations: 3, token: 'sandbox-token', clientId: 'commerce-sync',
-  clientSecret: 'sandbox-secret', adminToken: 'sandbox-admin', timeScale: 1, manualClock: false, rateLimit: 300,
-  rateWindowSeconds: 300, profile: 'documented' as Profile, activity: 0, maxUriLength: 8192, tokenExpiresIn: 7200,
+  host: '127.0.0.1',
+  port: 0,
+  seed: 1,
+  variants: 50,
+  locations: 3,
+  token: 'sandbox-token',
+  clientId: 'commerce-sync',
+  clientSecret: 'sandbox-secret',
+  adminToken: 'sandbox-admin',
+  timeScale: 1,
+  manualClock: false,
+  rateLimit: 300,
+  rateWindowSeconds: 300,
+  profile: 'documented' as Profile,
+  activity: 0,
+  maxUriLength: 8192,
+  tokenExpiresIn: 7200,
 };
 
 const IDEMPOTENCY_LIFETIME_MS = 24 * 3600_000;
@@ -60,9 +74,20 @@ const MAX_BODY = 20 * 1024 * 1024;
 /** Node's own header limit (16 KiB) would answer 431 before the sandbox's URI check could answer 414. */
 const MAX_HEADER_SIZE = 1024 * 1024;
 
-export interface ResponseFaults { error_500?: number; error_503?: number; latency_ms?: number; lose_response?: number; routes?: string }
+export interface ResponseFaults {
+  error_500?: number;
+  error_503?: number;
+  latency_ms?: number;
+  lose_response?: number;
+  routes?: string;
+}
 
-interface Answer { status: number; headers: Record<string, string>; body?: string; contentType?: string }
+interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  body?: string;
+  contentType?: string;
+}
 
 class SandboxServer {
   readonly o: typeof DEFAULTS & { log: Logger };
@@ -89,11 +114,19 @@ class SandboxServer {
     if (!PROFILES.includes(this.o.profile)) throw new Error(`profile must be ${PROFILES.join(' or ')}, got "${this.o.profile}"`);
     this.clock = new Clock(this.o.timeScale, this.o.manualClock);
     this.faultRng = new Random(this.o.seed * 7919 + 1);
-    this.tokens = new Tokens(this.clock, { clientId: this.o.clientId, clientSecret: this.o.clientSecret, expiresIn: this.o.tokenExpiresIn });
+    this.tokens = new Tokens(this.clock, {
+      clientId: this.o.clientId,
+      clientSecret: this.o.clientSecret,
+      expiresIn: this.o.tokenExpiresIn,
+    });
     this.tokens.addPrivileged(this.o.token);
     this.deliveries = new Deliveries({
-      store: () => this.store, clock: this.clock, secret: this.o.clientSecret, baseUrl: () => this.url,
-      rng: new Random(this.o.seed * 104729 + 3), log: this.o.log,
+      store: () => this.store,
+      clock: this.clock,
+      secret: this.o.clientSecret,
+      baseUrl: () => this.url,
+      rng: new Random(this.o.seed * 104729 + 3),
+      log: this.o.log,
     });
     this.reset(this.o.seed, this.o.variants);
   }
@@ -168,7 +201,8 @@ class SandboxServer {
       const body = err.status === 422 ? { errors: err.errors ?? { base: [err.message] } } : { error: err.message };
       return { status: err.status, headers: { ...err.headers }, body: JSON.stringify(body) };
     }
-    if (err instanceof OAuthFail) return { status: err.status, headers: {}, body: JSON.stringify({ error: err.error, error_description: err.message }) };
+    if (err instanceof OAuthFail)
+      return { status: err.status, headers: {}, body: JSON.stringify({ error: err.error, error_description: err.message }) };
     this.o.log.error({ err }, 'sandbox: unexpected error');
     return { status: 500, headers: {}, body: JSON.stringify({ error: 'Internal server error' }) };
   }
@@ -216,13 +250,26 @@ class SandboxServer {
   }
 
   private count(method: string, pathname: string, status: number): void {
-    const route = `${method} ${pathname.replace(/\.json$/, '').replace(/\/\d+(?=\/|$)/g, '/:id').replace(/\/+$/, '') || '/'}`;
+    const route = `${method} ${
+      pathname
+        .replace(/\.json$/, '')
+        .replace(/\/\d+(?=\/|$)/g, '/:id')
+        .replace(/\/+$/, '') || '/'
+    }`;
     this.stats.total++;
     this.stats.by_status[status] = (this.stats.by_status[status] ?? 0) + 1;
     this.stats.by_route[route] = (this.stats.by_route[route] ?? 0) + 1;
   }
 
-  private async apiRequest(req: http.IncomingMessage, res: http.ServerResponse, method: string, rawUrl: string, pathname: string, query: URLSearchParams, requestId: string): Promise<void> {
+  private async apiRequest(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    method: string,
+    rawUrl: string,
+    pathname: string,
+    query: URLSearchParams,
+    requestId: string,
+  ): Promise<void> {
     let rate: Record<string, string> = {};
     let answer: Answer;
     let lose = false;
@@ -253,20 +300,27 @@ class SandboxServer {
       const faulty = !this.routesRe || this.routesRe.test(`${method} ${pathname}`);
       if (faulty && f.latency_ms) await new Promise((r2) => setTimeout(r2, f.latency_ms));
       if (faulty && this.faultRng.chance(f.error_500 ?? 0)) throw new ApiFail(500, 'Internal server error (injected)');
-      if (faulty && this.faultRng.chance(f.error_503 ?? 0)) throw new ApiFail(503, 'Service unavailable (injected); retry, with a smaller page for large lists');
+      if (faulty && this.faultRng.chance(f.error_503 ?? 0))
+        throw new ApiFail(503, 'Service unavailable (injected); retry, with a smaller page for large lists');
       if (text.trim() && !/json/i.test(String(req.headers['content-type'] ?? ''))) {
         throw new ApiFail(400, 'Request bodies are JSON: send Content-Type: application/json');
       }
       const body = this.parseJson(text);
-      const key = (method === 'POST' || method === 'PUT')
-        ? (req.headers['idempotency-key'] ?? req.headers['http_idempotency_key'] ?? req.headers['http-idempotency-key']) as string | undefined
-        : undefined;
+      const key =
+        method === 'POST' || method === 'PUT'
+          ? ((req.headers['idempotency-key'] ?? req.headers.http_idempotency_key ?? req.headers['http-idempotency-key']) as
+              | string
+              | undefined)
+          : undefined;
       const fingerprint = `${method} ${pathname}`;
       const idemKey = key ? `${caller.appId}:${caller.accountId}:${key}` : null;
       const now = this.clock.now();
       const seen = idemKey ? this.idempotent.get(idemKey) : undefined;
       if (seen && seen.expires > now) {
-        if (seen.fingerprint !== fingerprint) throw new ApiFail(422, 'This idempotency key was used for a different request', { idempotency_key: ['was used for a different request'] });
+        if (seen.fingerprint !== fingerprint)
+          throw new ApiFail(422, 'This idempotency key was used for a different request', {
+            idempotency_key: ['was used for a different request'],
+          });
         answer = { ...seen.answer, headers: { ...seen.answer.headers, 'Idempotent-Replayed': 'true' } };
       } else {
         answer = this.route(method, pathname, query, body, caller);
@@ -290,7 +344,10 @@ class SandboxServer {
   }
 
   private route(method: string, pathname: string, query: URLSearchParams, body: Record<string, any> | null, caller: Caller): Answer {
-    const parts = pathname.replace(/\.json$/, '').split('/').filter(Boolean);
+    const parts = pathname
+      .replace(/\.json$/, '')
+      .split('/')
+      .filter(Boolean);
     const a: ApiAnswer = this.api.handle({ method, parts, query, body, caller });
     return { status: a.status, headers: a.headers ?? {}, body: a.body === undefined ? undefined : JSON.stringify(a.body) };
   }
@@ -301,7 +358,8 @@ class SandboxServer {
     const text = await this.readBody(req);
     const form = (): URLSearchParams => {
       const type = String(req.headers['content-type'] ?? '');
-      if (type.includes('application/json')) return new URLSearchParams(Object.entries(this.parseJson(text) ?? {}).map(([k, v]) => [k, String(v)] as [string, string]));
+      if (type.includes('application/json'))
+        return new URLSearchParams(Object.entries(this.parseJson(text) ?? {}).map(([k, v]) => [k, String(v)] as [string, string]));
       return new URLSearchParams(text);
     };
     if (pathname === '/oauth/authorize' && method === 'GET') {
@@ -313,7 +371,9 @@ class SandboxServer {
     }
     if (pathname === '/oauth/token' && method === 'POST') {
       const type = String(req.headers['content-type'] ?? '');
-      const body = type.includes('application/x-www-form-urlencoded') ? Object.fromEntries(new URLSearchParams(text)) : (this.parseJson(text) ?? {});
+      const body = type.includes('application/x-www-form-urlencoded')
+        ? Object.fromEntries(new URLSearchParams(text))
+        : (this.parseJson(text) ?? {});
       return { status: 200, headers: { 'Cache-Control': 'no-store' }, body: JSON.stringify(this.tokens.token(body)) };
     }
     throw new ApiFail(404, 'Not found');
@@ -323,7 +383,8 @@ class SandboxServer {
 
   private async admin(req: http.IncomingMessage, method: string, path: string, query: URLSearchParams): Promise<Answer> {
     const text = await this.readBody(req);
-    if (req.headers.authorization !== `Bearer ${this.o.adminToken}`) throw new ApiFail(401, 'The admin API needs Authorization: Bearer <adminToken>');
+    if (req.headers.authorization !== `Bearer ${this.o.adminToken}`)
+      throw new ApiFail(401, 'The admin API needs Authorization: Bearer <adminToken>');
     const body = this.parseJson(text) ?? {};
     const ok = (v: unknown, status = 200): Answer => ({ status, headers: {}, body: JSON.stringify(v) });
     const key = `${method} ${path.replace(/\/+$/, '')}`;
@@ -339,11 +400,16 @@ class SandboxServer {
         const r = (body.responses ?? {}) as ResponseFaults;
         for (const [k, v] of Object.entries({ ...d, ...r })) {
           if (k === 'routes') continue;
-          if (typeof v !== 'number' || v < 0 || (!k.endsWith('_ms') && v > 1)) throw new ApiFail(422, `fault ${k} must be a probability 0..1 (or milliseconds)`, { [k]: ['is invalid'] });
+          if (typeof v !== 'number' || v < 0 || (!k.endsWith('_ms') && v > 1))
+            throw new ApiFail(422, `fault ${k} must be a probability 0..1 (or milliseconds)`, { [k]: ['is invalid'] });
         }
         let re: RegExp | null = null;
         if (r.routes !== undefined) {
-          try { re = new RegExp(r.routes); } catch { throw new ApiFail(422, 'routes is not a valid regular expression', { routes: ['is invalid'] }); }
+          try {
+            re = new RegExp(r.routes);
+          } catch {
+            throw new ApiFail(422, 'routes is not a valid regular expression', { routes: ['is invalid'] });
+          }
         }
         this.deliveries.faults = d;
         this.responseFaults = r;
@@ -353,14 +419,17 @@ class SandboxServer {
       case 'POST clock': {
         if (typeof body.advance_seconds === 'number') this.clock.advance(body.advance_seconds);
         else if (typeof body.set === 'string' && !Number.isNaN(Date.parse(body.set))) this.clock.set(Date.parse(body.set));
-        else if (Object.keys(body).length) throw new ApiFail(422, 'give advance_seconds (number) or set (ISO timestamp)', { clock: ['is invalid'] });
+        else if (Object.keys(body).length)
+          throw new ApiFail(422, 'give advance_seconds (number) or set (ISO timestamp)', { clock: ['is invalid'] });
         return ok({ now: this.clock.iso() });
       }
       case 'POST activity': {
         const n = Number(body.operations ?? 1);
         const kinds = body.kinds as ActivityKind[] | undefined;
-        if (!Number.isInteger(n) || n < 0 || n > 100_000) throw new ApiFail(422, 'operations must be an integer 0..100000', { operations: ['is invalid'] });
-        if (kinds && (!Array.isArray(kinds) || kinds.some((k) => !ACTIVITY_KINDS.includes(k)))) throw new ApiFail(422, `kinds must be some of ${ACTIVITY_KINDS.join(', ')}`, { kinds: ['is invalid'] });
+        if (!Number.isInteger(n) || n < 0 || n > 100_000)
+          throw new ApiFail(422, 'operations must be an integer 0..100000', { operations: ['is invalid'] });
+        if (kinds && (!Array.isArray(kinds) || kinds.some((k) => !ACTIVITY_KINDS.includes(k))))
+          throw new ApiFail(422, `kinds must be some of ${ACTIVITY_KINDS.join(', ')}`, { kinds: ['is invalid'] });
         return ok({ performed: this.activity.perform(n, kinds) });
       }
       case 'POST reset':
@@ -387,8 +456,10 @@ class SandboxServer {
         return ok({ delivered: await this.deliveries.flush() });
       case 'GET stock_moves': {
         // since=<ISO timestamp> (inclusive) or after=<seq> (exclusive: a cursor that never repeats a move).
-        const since = query.get('since'), after = query.get('after');
-        if (since !== null && Number.isNaN(Date.parse(since))) throw new ApiFail(400, `since must be an ISO 8601 timestamp, got "${since}"`);
+        const since = query.get('since'),
+          after = query.get('after');
+        if (since !== null && Number.isNaN(Date.parse(since)))
+          throw new ApiFail(400, `since must be an ISO 8601 timestamp, got "${since}"`);
         if (after !== null && !/^\d+$/.test(after)) throw new ApiFail(400, `after must be a move's seq (an integer), got "${after}"`);
         const from = since === null ? '' : new Date(since).toISOString();
         const afterSeq = after === null ? 0 : Number(after);
@@ -422,7 +493,11 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   sb.startActivity();
   sb.o.log.info({ url: sb.url, variants: sb.o.variants, seed: sb.o.seed }, 'sandbox listening');
   return {
-    url: sb.url, token: sb.o.token, adminToken: sb.o.adminToken, clientId: sb.o.clientId, clientSecret: sb.o.clientSecret,
+    url: sb.url,
+    token: sb.o.token,
+    adminToken: sb.o.adminToken,
+    clientId: sb.o.clientId,
+    clientSecret: sb.o.clientSecret,
     close: async () => {
       sb.stop();
       await new Promise<void>((resolve) => {

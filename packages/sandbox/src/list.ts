@@ -6,12 +6,24 @@ import type { FieldType, ResourceDef } from './resources.ts';
 export const MAX_LIMIT = 250;
 export const DEFAULT_LIMIT = 50;
 
-export interface Pagination { total_records: number; total_pages: number; first_page: boolean; last_page: boolean; out_of_bounds: boolean; offset: number }
+export interface Pagination {
+  total_records: number;
+  total_pages: number;
+  first_page: boolean;
+  last_page: boolean;
+  out_of_bounds: boolean;
+  offset: number;
+}
 
 /** Every value of a parameter, from `name=a,b` (when split), `name=a&name=b` and `name[]=a&name[]=b`. */
 export function values(q: URLSearchParams, name: string, split: boolean): string[] {
   const raw = [...q.getAll(name), ...q.getAll(`${name}[]`)];
-  return split ? raw.flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '') : raw;
+  return split
+    ? raw
+        .flatMap((v) => v.split(','))
+        .map((v) => v.trim())
+        .filter((v) => v !== '')
+    : raw;
 }
 
 function ints(q: URLSearchParams, name: string): number[] | null {
@@ -28,7 +40,8 @@ function bound(q: URLSearchParams, name: string): string | null {
   const v = q.get(name);
   if (v === null || v === '') return null;
   const d = new Date(v);
-  if (Number.isNaN(d.getTime()) || !/^\d{4}-\d{2}-\d{2}/.test(v)) throw new ApiFail(400, `${name} must be an ISO 8601 timestamp, got "${v}"`);
+  if (Number.isNaN(d.getTime()) || !/^\d{4}-\d{2}-\d{2}/.test(v))
+    throw new ApiFail(400, `${name} must be an ISO 8601 timestamp, got "${v}"`);
   return d.toISOString();
 }
 
@@ -56,15 +69,30 @@ function matcher(type: FieldType, raw: string[]): (v: unknown) => boolean {
   return (v) => v != null && set.has(String(v));
 }
 
-export interface ListResult { records: Row[]; pagination: Pagination }
+export interface ListResult {
+  records: Row[];
+  pagination: Pagination;
+}
 
 /** Filters, sorts and pages `rows` (in creation order) by the query. */
-export function list(def: ResourceDef, rows: readonly Row[], q: URLSearchParams, extra: ((r: Row) => boolean)[] = [], lookup?: (id: number) => Row | undefined, store?: Store): ListResult {
+export function list(
+  def: ResourceDef,
+  rows: readonly Row[],
+  q: URLSearchParams,
+  extra: ((r: Row) => boolean)[] = [],
+  lookup?: (id: number) => Row | undefined,
+  store?: Store,
+): ListResult {
   const tests: ((r: Row) => boolean)[] = [...extra];
   const ids = ints(q, 'ids');
-  if (ids) { const set = new Set(ids); tests.push((r) => set.has(r.id)); }
-  const cmin = bound(q, 'created_at_min'), cmax = bound(q, 'created_at_max');
-  const umin = bound(q, 'updated_at_min'), umax = bound(q, 'updated_at_max');
+  if (ids) {
+    const set = new Set(ids);
+    tests.push((r) => set.has(r.id));
+  }
+  const cmin = bound(q, 'created_at_min'),
+    cmax = bound(q, 'created_at_max');
+  const umin = bound(q, 'updated_at_min'),
+    umax = bound(q, 'updated_at_max');
   if (cmin) tests.push((r) => r.created_at >= cmin);
   if (cmax) tests.push((r) => r.created_at <= cmax);
   if (umin) tests.push((r) => r.updated_at >= umin);
@@ -90,9 +118,13 @@ export function list(def: ResourceDef, rows: readonly Row[], q: URLSearchParams,
   const page = positive(q, 'page', 1);
 
   // With ids and a by-id lookup, only those records are tested (the common "these ids" read stays fast).
-  const candidates: readonly Row[] = ids && lookup
-    ? [...new Set(ids)].map(lookup).filter((r): r is Row => !!r).sort((a, b) => a.id - b.id)
-    : rows;
+  const candidates: readonly Row[] =
+    ids && lookup
+      ? [...new Set(ids)]
+          .map(lookup)
+          .filter((r): r is Row => !!r)
+          .sort((a, b) => a.id - b.id)
+      : rows;
   const order = q.get('order');
   const offset = (page - 1) * limit;
   let total = 0;
@@ -121,8 +153,12 @@ export function list(def: ResourceDef, rows: readonly Row[], q: URLSearchParams,
   return {
     records,
     pagination: {
-      total_records: total, total_pages: pages, first_page: page === 1, last_page: page >= pages,
-      out_of_bounds: page > Math.max(pages, 1), offset,
+      total_records: total,
+      total_pages: pages,
+      first_page: page === 1,
+      last_page: page >= pages,
+      out_of_bounds: page > Math.max(pages, 1),
+      offset,
     },
   };
 }
@@ -134,7 +170,8 @@ function sortBy(matched: Row[], order: string): void {
   const field = m[1]!;
   const dir = (m[2] ?? 'asc').toLowerCase() === 'desc' ? -1 : 1;
   matched.sort((a, b) => {
-    const x = a[field], y = b[field];
+    const x = a[field],
+      y = b[field];
     if (x === y) return (a.id - b.id) * dir;
     if (x == null) return -dir;
     if (y == null) return dir;
@@ -153,7 +190,11 @@ export function sideloads(store: Store, def: ResourceDef, rows: Row[], q: URLSea
     const [key, related] = fn(store, rows);
     const have = out.get(key) ?? [];
     const seen = new Set(have.map((r) => r.id));
-    for (const r of related) if (!seen.has(r.id)) { seen.add(r.id); have.push(r); }
+    for (const r of related)
+      if (!seen.has(r.id)) {
+        seen.add(r.id);
+        have.push(r);
+      }
     out.set(key, have);
   }
   return out;

@@ -8,12 +8,20 @@ import { DEFAULTS, PROFILES, startSandbox, type Profile } from './index.ts';
 
 // flag -> [environment variable, kind, minimum]
 const FLAGS = {
-  host: ['SANDBOX_HOST', 'string', 0], port: ['SANDBOX_PORT', 'int', 0], seed: ['SANDBOX_SEED', 'int', 0],
-  variants: ['SANDBOX_VARIANTS', 'int', 0], locations: ['SANDBOX_LOCATIONS', 'int', 1], token: ['SANDBOX_TOKEN', 'string', 0],
-  'client-id': ['SANDBOX_CLIENT_ID', 'string', 0], 'client-secret': ['SANDBOX_CLIENT_SECRET', 'string', 0],
-  'admin-token': ['SANDBOX_ADMIN_TOKEN', 'string', 0], 'time-scale': ['SANDBOX_TIME_SCALE', 'number', Number.MIN_VALUE],
-  'rate-limit': ['SANDBOX_RATE_LIMIT', 'int', 1], 'rate-window': ['SANDBOX_RATE_WINDOW', 'int', 1],
-  profile: ['SANDBOX_PROFILE', 'string', 0], activity: ['SANDBOX_ACTIVITY', 'number', 0],
+  host: ['SANDBOX_HOST', 'string', 0],
+  port: ['SANDBOX_PORT', 'int', 0],
+  seed: ['SANDBOX_SEED', 'int', 0],
+  variants: ['SANDBOX_VARIANTS', 'int', 0],
+  locations: ['SANDBOX_LOCATIONS', 'int', 1],
+  token: ['SANDBOX_TOKEN', 'string', 0],
+  'client-id': ['SANDBOX_CLIENT_ID', 'string', 0],
+  'client-secret': ['SANDBOX_CLIENT_SECRET', 'string', 0],
+  'admin-token': ['SANDBOX_ADMIN_TOKEN', 'string', 0],
+  'time-scale': ['SANDBOX_TIME_SCALE', 'number', Number.MIN_VALUE],
+  'rate-limit': ['SANDBOX_RATE_LIMIT', 'int', 1],
+  'rate-window': ['SANDBOX_RATE_WINDOW', 'int', 1],
+  profile: ['SANDBOX_PROFILE', 'string', 0],
+  activity: ['SANDBOX_ACTIVITY', 'number', 0],
 } as const;
 type Flag = keyof typeof FLAGS;
 
@@ -23,31 +31,53 @@ function usage(): string {
 }
 
 function options(argv: string[], env: NodeJS.ProcessEnv): Record<Flag, string | number | undefined> {
-  const { values } = parseArgs({ args: argv, options: { ...Object.fromEntries(Object.keys(FLAGS).map((f) => [f, { type: 'string' as const }])), help: { type: 'boolean' } } });
-  if (values.help) { console.log(usage()); process.exit(0); }
+  const { values } = parseArgs({
+    args: argv,
+    options: { ...Object.fromEntries(Object.keys(FLAGS).map((f) => [f, { type: 'string' as const }])), help: { type: 'boolean' } },
+  });
+  if (values.help) {
+    console.log(usage());
+    process.exit(0);
+  }
   const out = {} as Record<Flag, string | number | undefined>;
   const problems: string[] = [];
   for (const [flag, [name, kind, min]] of Object.entries(FLAGS) as [Flag, (typeof FLAGS)[Flag]][]) {
     const raw = (values as Record<string, string | undefined>)[flag] ?? env[name];
     if (raw === undefined || raw === '') continue;
-    if (kind === 'string') { out[flag] = raw; continue; }
+    if (kind === 'string') {
+      out[flag] = raw;
+      continue;
+    }
     const n = Number(raw);
-    if (!Number.isFinite(n) || n < min || (kind === 'int' && !Number.isInteger(n))) problems.push(`--${flag} (${name}) must be ${kind === 'int' ? 'an integer' : 'a number'} >= ${min}, got "${raw}"`);
+    if (!Number.isFinite(n) || n < min || (kind === 'int' && !Number.isInteger(n)))
+      problems.push(`--${flag} (${name}) must be ${kind === 'int' ? 'an integer' : 'a number'} >= ${min}, got "${raw}"`);
     else out[flag] = n;
   }
-  if (out.profile !== undefined && !(PROFILES as readonly unknown[]).includes(out.profile)) problems.push(`--profile (SANDBOX_PROFILE) must be ${PROFILES.join(' or ')}, got "${out.profile}"`);
-  if (problems.length) { console.error(`${problems.join('\n')}\n\n${usage()}`); process.exit(2); }
+  if (out.profile !== undefined && !(PROFILES as readonly unknown[]).includes(out.profile))
+    problems.push(`--profile (SANDBOX_PROFILE) must be ${PROFILES.join(' or ')}, got "${out.profile}"`);
+  if (problems.length) {
+    console.error(`${problems.join('\n')}\n\n${usage()}`);
+    process.exit(2);
+  }
   return out;
 }
 
 const o = options(process.argv.slice(2), process.env);
 const sandbox = await startSandbox({
-  host: o.host as string | undefined, port: (o.port as number | undefined) ?? DEFAULTS.port, seed: o.seed as number | undefined,
-  variants: (o.variants as number | undefined) ?? 200, locations: o.locations as number | undefined, token: o.token as string | undefined,
-  clientId: o['client-id'] as string | undefined, clientSecret: o['client-secret'] as string | undefined,
-  adminToken: o['admin-token'] as string | undefined, timeScale: o['time-scale'] as number | undefined,
-  rateLimit: o['rate-limit'] as number | undefined, rateWindowSeconds: o['rate-window'] as number | undefined,
-  profile: o.profile as Profile | undefined, activity: (o.activity as number | undefined) ?? 2,
+  host: o.host as string | undefined,
+  port: (o.port as number | undefined) ?? DEFAULTS.port,
+  seed: o.seed as number | undefined,
+  variants: (o.variants as number | undefined) ?? 200,
+  locations: o.locations as number | undefined,
+  token: o.token as string | undefined,
+  clientId: o['client-id'] as string | undefined,
+  clientSecret: o['client-secret'] as string | undefined,
+  adminToken: o['admin-token'] as string | undefined,
+  timeScale: o['time-scale'] as number | undefined,
+  rateLimit: o['rate-limit'] as number | undefined,
+  rateWindowSeconds: o['rate-window'] as number | undefined,
+  profile: o.profile as Profile | undefined,
+  activity: (o.activity as number | undefined) ?? 2,
   log: pino({ level: process.env.LOG_LEVEL ?? 'info' }),
 });
 console.log(`sandbox listening at ${sandbox.url}`);

@@ -14,9 +14,13 @@ export interface Token {
   refresh?: string;
 }
 
-export interface OAuthOptions { clientId: string; clientSecret: string; expiresIn: number }
+export interface OAuthOptions {
+  clientId: string;
+  clientSecret: string;
+  expiresIn: number;
+}
 
-const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 export class Tokens {
   readonly byValue = new Map<string, Token>();
@@ -48,17 +52,28 @@ export class Tokens {
   authorizePage(q: URLSearchParams): { status: number; html: string } {
     const clientId = q.get('client_id') ?? '';
     const redirect = q.get('redirect_uri') ?? '';
-    if (clientId !== this.opts.clientId) return { status: 400, html: page('Unknown application', `<p>No application is registered with client_id "${escape(clientId)}".</p>`) };
-    if (!/^https?:\/\//.test(redirect) || !URL.canParse(redirect)) return { status: 400, html: page('Bad redirect', '<p>redirect_uri must be an http(s) URL.</p>') };
-    if (q.get('response_type') !== 'code') return { status: 400, html: page('Unsupported response type', '<p>response_type must be "code".</p>') };
+    if (clientId !== this.opts.clientId)
+      return {
+        status: 400,
+        html: page('Unknown application', `<p>No application is registered with client_id "${escapeHtml(clientId)}".</p>`),
+      };
+    if (!/^https?:\/\//.test(redirect) || !URL.canParse(redirect))
+      return { status: 400, html: page('Bad redirect', '<p>redirect_uri must be an http(s) URL.</p>') };
+    if (q.get('response_type') !== 'code')
+      return { status: 400, html: page('Unsupported response type', '<p>response_type must be "code".</p>') };
     const hidden = ['client_id', 'redirect_uri', 'state', 'scope', 'response_type']
-      .filter((k) => q.get(k) !== null).map((k) => `<input type="hidden" name="${k}" value="${escape(q.get(k)!)}">`).join('');
+      .filter((k) => q.get(k) !== null)
+      .map((k) => `<input type="hidden" name="${k}" value="${escapeHtml(q.get(k)!)}">`)
+      .join('');
     return {
       status: 200,
-      html: page('Authorize application', `<p>The application <b>${escape(clientId)}</b> asks for access to the account <b>Sandbox Trading Co.</b>.</p>
+      html: page(
+        'Authorize application',
+        `<p>The application <b>${escapeHtml(clientId)}</b> asks for access to the account <b>Sandbox Trading Co.</b>.</p>
 <form method="post" action="/oauth/authorize">${hidden}
 <button type="submit" name="decision" value="approve" id="approve">Authorize</button>
-<button type="submit" name="decision" value="deny" id="deny">Deny</button></form>`),
+<button type="submit" name="decision" value="deny" id="deny">Deny</button></form>`,
+      ),
     };
   }
 
@@ -72,7 +87,14 @@ export class Tokens {
     const state = form.get('state');
     if (form.get('decision') === 'approve') {
       const code = randomBytes(16).toString('hex');
-      this.byValue.set(code, { kind: 'code', appId: 1, accountId: 1, access: 'full', expiresAt: this.clock.now() + 600_000, redirectUri: redirect });
+      this.byValue.set(code, {
+        kind: 'code',
+        appId: 1,
+        accountId: 1,
+        access: 'full',
+        expiresAt: this.clock.now() + 600_000,
+        redirectUri: redirect,
+      });
       url.searchParams.set('code', code);
     } else {
       url.searchParams.set('error', 'access_denied');
@@ -85,19 +107,24 @@ export class Tokens {
   /** POST /oauth/token. Errors are 400/401 with `{"error", "error_description"}`. */
   token(body: Record<string, any>): Record<string, unknown> {
     const fail = (status: number, error: string, description: string) => new OAuthFail(status, error, description);
-    if (body.client_id !== this.opts.clientId || body.client_secret !== this.opts.clientSecret) throw fail(401, 'invalid_client', 'Client authentication failed.');
+    if (body.client_id !== this.opts.clientId || body.client_secret !== this.opts.clientSecret)
+      throw fail(401, 'invalid_client', 'Client authentication failed.');
     const grant = body.grant_type;
-    let accountId = 1, appId = 1, access: 'full' | 'read' = 'full';
+    let accountId = 1,
+      appId = 1,
+      access: 'full' | 'read' = 'full';
     if (grant === 'authorization_code') {
       const code = this.byValue.get(String(body.code ?? ''));
-      if (!code || code.kind !== 'code' || (code.expiresAt !== null && this.clock.now() >= code.expiresAt)) throw fail(400, 'invalid_grant', 'The authorization code is invalid, expired or already used.');
-      if (body.redirect_uri !== code.redirectUri) throw fail(400, 'invalid_grant', 'redirect_uri does not match the one of the authorization request.');
+      if (code?.kind !== 'code' || (code.expiresAt !== null && this.clock.now() >= code.expiresAt))
+        throw fail(400, 'invalid_grant', 'The authorization code is invalid, expired or already used.');
+      if (body.redirect_uri !== code.redirectUri)
+        throw fail(400, 'invalid_grant', 'redirect_uri does not match the one of the authorization request.');
       this.byValue.delete(String(body.code));
       ({ accountId, appId, access } = code);
     } else if (grant === 'refresh_token') {
       const value = String(body.refresh_token ?? '');
       const rt = this.byValue.get(value);
-      if (!rt || rt.kind !== 'refresh') throw fail(400, 'invalid_grant', 'The refresh token is invalid, revoked or already used.');
+      if (rt?.kind !== 'refresh') throw fail(400, 'invalid_grant', 'The refresh token is invalid, revoked or already used.');
       // Rotation: the old refresh token and the access token issued with it stop working.
       this.byValue.delete(value);
       for (const [k, t] of this.byValue) if (t.kind === 'access' && t.refresh === value) this.byValue.delete(k);
@@ -109,10 +136,24 @@ export class Tokens {
     const refreshToken = randomBytes(24).toString('hex');
     const now = this.clock.now();
     this.byValue.set(refreshToken, { kind: 'refresh', appId, accountId, access, expiresAt: null });
-    this.byValue.set(accessToken, { kind: 'access', appId, accountId, access, expiresAt: now + this.opts.expiresIn * 1000, refresh: refreshToken });
+    this.byValue.set(accessToken, {
+      kind: 'access',
+      appId,
+      accountId,
+      access,
+      expiresAt: now + this.opts.expiresIn * 1000,
+      refresh: refreshToken,
+    });
     // expires_in in real seconds, so a client's own clock agrees with the sandbox under a time scale.
     const realSeconds = this.clock.manual ? this.opts.expiresIn : Math.max(1, Math.ceil(this.opts.expiresIn / this.clock.scale));
-    return { access_token: accessToken, token_type: 'bearer', expires_in: realSeconds, refresh_token: refreshToken, scope: 'public', created_at: Math.floor(now / 1000) };
+    return {
+      access_token: accessToken,
+      token_type: 'bearer',
+      expires_in: realSeconds,
+      refresh_token: refreshToken,
+      scope: 'public',
+      created_at: Math.floor(now / 1000),
+    };
   }
 }
 

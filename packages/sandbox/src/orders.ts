@@ -1,5 +1,5 @@
 // Sales orders and what follows them: line items, packing and shipping (fulfillments), invoices, payments.
-import { Decimal } from 'decimal.js';
+import type { Decimal } from 'decimal.js';
 import { ApiFail, D, parseDecimal, qty1, ZERO, type Row } from './store.ts';
 import { RESOURCES, pickFields } from './resources.ts';
 import { Part, MAX_LINES_PER_REQUEST, type Body, type Core, type Lifecycle } from './core.ts';
@@ -31,8 +31,14 @@ export class Orders extends Part {
   private addOrderLines(order: Row, items: unknown, errors: Record<string, string[]>): (() => void)[] {
     const work: (() => void)[] = [];
     if (items == null) return work;
-    if (!Array.isArray(items)) { errors.order_line_items = ['must be an array']; return work; }
-    if (items.length > MAX_LINES_PER_REQUEST) { errors.order_line_items = [`too many line items in one request (at most ${MAX_LINES_PER_REQUEST})`]; return work; }
+    if (!Array.isArray(items)) {
+      errors.order_line_items = ['must be an array'];
+      return work;
+    }
+    if (items.length > MAX_LINES_PER_REQUEST) {
+      errors.order_line_items = [`too many line items in one request (at most ${MAX_LINES_PER_REQUEST})`];
+      return work;
+    }
     items.forEach((item: Body, i) => {
       const bad = (m: string) => (errors[`order_line_items[${i}]`] ??= []).push(m);
       if (typeof item !== 'object' || item === null) return bad('is invalid');
@@ -43,8 +49,12 @@ export class Orders extends Part {
       if (item.id != null) {
         const line = this.store.order_line_items.get(item.id);
         if (!line || line.order_id !== order.id) return bad('id is not a line of this order');
-        if (q && q.lt(line._packed as Decimal)) return bad('quantity cannot be less than the packed quantity');
-        work.push(() => { if (q) line.quantity = qty1(q); if (price) line.price = price.toString(); this.touch(line); });
+        if (q?.lt(line._packed as Decimal)) return bad('quantity cannot be less than the packed quantity');
+        work.push(() => {
+          if (q) line.quantity = qty1(q);
+          if (price) line.price = price.toString();
+          this.touch(line);
+        });
         return;
       }
       const freeform = item.freeform === true || item.freeform === 'true';
@@ -57,11 +67,26 @@ export class Orders extends Part {
       if (!q) return;
       work.push(() => {
         const line = this.store.order_line_items.insert({
-          ...this.stamp(), order_id: order.id, variant_id: variant?.id ?? null, tax_type_id: null, discount: item.discount != null ? String(item.discount) : null,
-          quantity: qty1(q), price: price ? price.toString() : ((variant?._prices as Record<string, string | null> | undefined)?.wholesale ?? '0.0'),
-          tax_rate_override: null, freeform, label: item.label ?? null, position: (order.order_line_item_ids as number[]).length,
-          line_type: null, image_url: null, tax_rate: null, fulfillment_line_item_ids: [], invoice_line_item_ids: [],
-          _shipped: ZERO, _packed: ZERO, _invoiced: ZERO, _returned: ZERO,
+          ...this.stamp(),
+          order_id: order.id,
+          variant_id: variant?.id ?? null,
+          tax_type_id: null,
+          discount: item.discount != null ? String(item.discount) : null,
+          quantity: qty1(q),
+          price: price ? price.toString() : ((variant?._prices as Record<string, string | null> | undefined)?.wholesale ?? '0.0'),
+          tax_rate_override: null,
+          freeform,
+          label: item.label ?? null,
+          position: (order.order_line_item_ids as number[]).length,
+          line_type: null,
+          image_url: null,
+          tax_rate: null,
+          fulfillment_line_item_ids: [],
+          invoice_line_item_ids: [],
+          _shipped: ZERO,
+          _packed: ZERO,
+          _invoiced: ZERO,
+          _returned: ZERO,
         });
         (order.order_line_item_ids as number[]).push(line.id);
       });
@@ -71,15 +96,25 @@ export class Orders extends Part {
 
   private refreshOrder(order: Row): void {
     let total = ZERO;
-    let packed = 0, shipped = 0, partPacked = 0, partShipped = 0, invoiced = 0, partInvoiced = 0;
+    let packed = 0,
+      shipped = 0,
+      partPacked = 0,
+      partShipped = 0,
+      invoiced = 0,
+      partInvoiced = 0;
     const lines = this.lines(order).filter((l) => !l.freeform);
     for (const l of this.lines(order)) total = total.plus(D(l.quantity).times(D(l.price ?? 0)));
     for (const l of lines) {
       const q = D(l.quantity);
-      const p = l._packed as Decimal, s = l._shipped as Decimal, inv = l._invoiced as Decimal;
-      if (p.gte(q)) packed++; else if (p.gt(0)) partPacked++;
-      if (s.gte(q)) shipped++; else if (s.gt(0)) partShipped++;
-      if (inv.gte(q)) invoiced++; else if (inv.gt(0)) partInvoiced++;
+      const p = l._packed as Decimal,
+        s = l._shipped as Decimal,
+        inv = l._invoiced as Decimal;
+      if (p.gte(q)) packed++;
+      else if (p.gt(0)) partPacked++;
+      if (s.gte(q)) shipped++;
+      else if (s.gt(0)) partShipped++;
+      if (inv.gte(q)) invoiced++;
+      else if (inv.gt(0)) partInvoiced++;
     }
     const n = lines.length;
     const state = (full: number, part: number, all: string, some: string, none: string) =>
@@ -111,12 +146,13 @@ export class Orders extends Part {
     order._commit = want;
   }
 
-  private orderParties(body: Body, errors: Record<string, string[]>, f: Record<string, unknown>): (() => Partial<Row>) {
+  private orderParties(body: Body, errors: Record<string, string[]>, f: Record<string, unknown>): () => Partial<Row> {
     // Nested company / addresses are created only when the whole order is valid.
     let companyId = f.company_id as number | undefined;
     if (companyId != null) this.need('companies', companyId, 'company_id', errors);
     if (companyId == null && body.company == null) errors.company_id = ["can't be blank"];
-    if (body.company != null && companyId == null && body.shipping_address == null && f.shipping_address_id == null) errors.shipping_address = ["can't be blank when a new company is given"];
+    if (body.company != null && companyId == null && body.shipping_address == null && f.shipping_address_id == null)
+      errors.shipping_address = ["can't be blank when a new company is given"];
     for (const k of ['shipping_address_id', 'billing_address_id'] as const) {
       const a = this.need('addresses', f[k], k, errors);
       if (a && companyId != null && a.company_id !== companyId) (errors[k] ??= []).push('belongs to another company');
@@ -141,24 +177,59 @@ export class Orders extends Part {
     const status = this.createdStatus(ORDER, f.status, 'draft', errors);
     const loc = (f.stock_location_id as number | undefined) ?? this.store.account.primary_location_id;
     if (!this.store.locations.get(loc)) errors.stock_location_id = ['does not exist'];
-    const currency = f.currency_iso != null ? this.currency(f.currency_iso, errors) : this.store.currencies.get(this.store.account.default_currency_id);
-    if (f.order_number && this.store.orders.order.some((o) => o.order_number === f.order_number)) errors.order_number = ['has already been taken'];
+    const currency =
+      f.currency_iso != null ? this.currency(f.currency_iso, errors) : this.store.currencies.get(this.store.account.default_currency_id);
+    if (f.order_number && this.store.orders.order.some((o) => o.order_number === f.order_number))
+      errors.order_number = ['has already been taken'];
     const parties = this.orderParties(body, errors, f);
     const placeholder = { id: -1, order_line_item_ids: [] } as unknown as Row;
     this.addOrderLines(placeholder, body.order_line_items, errors);
     this.check(errors);
     delete f.currency_iso;
     const order = this.store.orders.insert({
-      ...this.stamp(), fulfillment_ids: [], invoice_ids: [], return_ids: [], company_id: null, contact_id: null,
-      shipping_address_id: null, billing_address_id: null, user_id: 1, assignee_id: null, stock_location_id: loc,
-      currency_id: currency?.id ?? null, currency_iso: currency?.iso ?? null,
+      ...this.stamp(),
+      fulfillment_ids: [],
+      invoice_ids: [],
+      return_ids: [],
+      company_id: null,
+      contact_id: null,
+      shipping_address_id: null,
+      billing_address_id: null,
+      user_id: 1,
+      assignee_id: null,
+      stock_location_id: loc,
+      currency_id: currency?.id ?? null,
+      currency_iso: currency?.iso ?? null,
       order_number: f.order_number ?? `SO${String(++this.store.counters.order).padStart(4, '0')}`,
-      phone_number: null, email: null, notes: null, reference_number: null, status, payment_status: 'unpaid',
-      invoice_status: 'uninvoiced', invoice_numbers: {}, packed_status: 'unpacked', fulfillment_status: 'unshipped',
-      return_status: 'not_returned', tax_type: this.store.account.default_tax_treatment ?? 'exclusive', default_price_type_id: 'wholesale',
-      issued_at: this.today(), ship_at: null, tags: [], tax_override: null, tax_label: 'GST', tracking_number: null,
-      source_id: null, source_url: null, total: '0', source: null, url: null, cached_total: '0', order_line_item_ids: [],
-      ...f, ...parties(), _commit: new Map<string, Decimal>(),
+      phone_number: null,
+      email: null,
+      notes: null,
+      reference_number: null,
+      status,
+      payment_status: 'unpaid',
+      invoice_status: 'uninvoiced',
+      invoice_numbers: {},
+      packed_status: 'unpacked',
+      fulfillment_status: 'unshipped',
+      return_status: 'not_returned',
+      tax_type: this.store.account.default_tax_treatment ?? 'exclusive',
+      default_price_type_id: 'wholesale',
+      issued_at: this.today(),
+      ship_at: null,
+      tags: [],
+      tax_override: null,
+      tax_label: 'GST',
+      tracking_number: null,
+      source_id: null,
+      source_url: null,
+      total: '0',
+      source: null,
+      url: null,
+      cached_total: '0',
+      order_line_item_ids: [],
+      ...f,
+      ...parties(),
+      _commit: new Map<string, Decimal>(),
     });
     order.status = status;
     order._status = status;
@@ -176,17 +247,24 @@ export class Orders extends Part {
     const closed = ['fulfilled', 'void', 'deleted'].includes(order.status);
     if (f.status !== undefined && f.status !== order.status) {
       this.checkMove(ORDER, order, f.status, errors);
-      if (f.status === 'draft' && this.lines(order).some((l) => (l._packed as Decimal).gt(0))) errors.status = ['cannot return to draft once packed'];
-      if (f.status === 'void' && this.lines(order).some((l) => (l._shipped as Decimal).gt(0))) errors.status = ['cannot void a partly shipped order'];
+      if (f.status === 'draft' && this.lines(order).some((l) => (l._packed as Decimal).gt(0)))
+        errors.status = ['cannot return to draft once packed'];
+      if (f.status === 'void' && this.lines(order).some((l) => (l._shipped as Decimal).gt(0)))
+        errors.status = ['cannot void a partly shipped order'];
     }
     if (body.order_line_items != null && closed) errors.order_line_items = [`cannot be changed on a ${order.status} order`];
-    if (f.stock_location_id !== undefined && !this.store.locations.get(f.stock_location_id as number)) errors.stock_location_id = ['does not exist'];
-    if (f.stock_location_id !== undefined && f.stock_location_id !== order.stock_location_id && order.packed_status !== 'unpacked') errors.stock_location_id = ['cannot change once packed'];
+    if (f.stock_location_id !== undefined && !this.store.locations.get(f.stock_location_id as number))
+      errors.stock_location_id = ['does not exist'];
+    if (f.stock_location_id !== undefined && f.stock_location_id !== order.stock_location_id && order.packed_status !== 'unpacked')
+      errors.stock_location_id = ['cannot change once packed'];
     for (const k of ['shipping_address_id', 'billing_address_id'] as const) this.need('addresses', f[k], k, errors);
     if (f.company_id !== undefined) this.need('companies', f.company_id, 'company_id', errors);
     if (f.currency_iso !== undefined) {
       const c = this.currency(f.currency_iso, errors);
-      if (c) { f.currency_id = c.id; f.currency_iso = c.iso; }
+      if (c) {
+        f.currency_id = c.id;
+        f.currency_iso = c.iso;
+      }
     }
     const work = this.addOrderLines(order, body.order_line_items, errors);
     this.check(errors);
@@ -200,7 +278,8 @@ export class Orders extends Part {
 
   deleteOrder(order: Row): void {
     if (order.status === 'deleted') return;
-    if (order.status === 'fulfilled' || this.lines(order).some((l) => (l._shipped as Decimal).gt(0))) throw new ApiFail(422, 'A shipped order cannot be deleted; void or return it instead', { status: ['cannot delete a shipped order'] });
+    if (order.status === 'fulfilled' || this.lines(order).some((l) => (l._shipped as Decimal).gt(0)))
+      throw new ApiFail(422, 'A shipped order cannot be deleted; void or return it instead', { status: ['cannot delete a shipped order'] });
     this.voidFulfillmentsOf(order);
     order.status = 'deleted';
     this.refreshOrder(order);
@@ -215,7 +294,8 @@ export class Orders extends Part {
 
   deleteOrderLine(line: Row): void {
     const order = this.store.orders.get(line.order_id)!;
-    if (['fulfilled', 'void', 'deleted'].includes(order.status)) throw new ApiFail(422, `Lines of a ${order.status} order cannot be removed`, { order_id: [`order is ${order.status}`] });
+    if (['fulfilled', 'void', 'deleted'].includes(order.status))
+      throw new ApiFail(422, `Lines of a ${order.status} order cannot be removed`, { order_id: [`order is ${order.status}`] });
     if ((line._packed as Decimal).gt(0)) throw new ApiFail(422, 'A packed line cannot be removed', { quantity: ['is packed'] });
     order.order_line_item_ids = (order.order_line_item_ids as number[]).filter((x) => x !== line.id);
     this.store.order_line_items.remove(line.id);
@@ -240,19 +320,25 @@ export class Orders extends Part {
   private selection(order: Row, spec: unknown, field: string): [Row, Decimal][] {
     const open = (l: Row) => D(l.quantity).minus(l._packed as Decimal);
     if (spec == null || (Array.isArray(spec) && spec.length === 0)) {
-      return this.lines(order).filter((l) => !l.freeform && open(l).gt(0)).map((l) => [l, open(l)]);
+      return this.lines(order)
+        .filter((l) => !l.freeform && open(l).gt(0))
+        .map((l) => [l, open(l)]);
     }
     const entries: [unknown, unknown][] = Array.isArray(spec)
-      ? spec.map((e: any) => typeof e === 'object' && e !== null ? [e.order_line_item_id ?? e.id, e.quantity] : [e, undefined])
-      : typeof spec === 'object' ? Object.entries(spec as object).map(([k, v]) => [Number(k), v]) : [];
+      ? spec.map((e: any) => (typeof e === 'object' && e !== null ? [e.order_line_item_id ?? e.id, e.quantity] : [e, undefined]))
+      : typeof spec === 'object'
+        ? Object.entries(spec as object).map(([k, v]) => [Number(k), v])
+        : [];
     const errors: Record<string, string[]> = {};
     const out: [Row, Decimal][] = [];
     entries.forEach(([id, q], i) => {
       const line = typeof id === 'number' ? this.store.order_line_items.get(id) : undefined;
-      if (!line || line.order_id !== order.id) return void (errors[`${field}[${i}]`] ??= []).push('order_line_item_id is not a line of this order');
+      if (!line || line.order_id !== order.id)
+        return void (errors[`${field}[${i}]`] ??= []).push('order_line_item_id is not a line of this order');
       const want = q === undefined ? open(line) : parseDecimal(q);
       if (!want || want.lte(0)) return void (errors[`${field}[${i}]`] ??= []).push('quantity must be greater than 0');
-      if (want.gt(open(line))) return void (errors[`${field}[${i}]`] ??= []).push(`quantity exceeds the unpacked quantity ${open(line).toString()}`);
+      if (want.gt(open(line)))
+        return void (errors[`${field}[${i}]`] ??= []).push(`quantity exceeds the unpacked quantity ${open(line).toString()}`);
       out.push([line, want]);
     });
     if (!entries.length) errors[field] = ['is invalid'];
@@ -262,24 +348,46 @@ export class Orders extends Part {
 
   private packable(order: Row): void {
     if (order.status !== 'active' && order.status !== 'finalized') {
-      throw new ApiFail(422, `A ${order.status} order cannot be packed or fulfilled`, { status: [`is ${order.status}; must be active or finalized`] });
+      throw new ApiFail(422, `A ${order.status} order cannot be packed or fulfilled`, {
+        status: [`is ${order.status}; must be active or finalized`],
+      });
     }
   }
 
   private newFulfillment(order: Row, items: [Row, Decimal][], f: Record<string, unknown>): Row {
     const loc = (f.stock_location_id as number | undefined) ?? order.stock_location_id;
     const ful = this.store.fulfillments.insert({
-      ...this.stamp(), order_id: order.id, shipping_address_id: order.shipping_address_id, billing_address_id: order.billing_address_id,
-      status: 'packed', exchange_rate: '1.0', packed_at: this.today(), shipped_at: null, received_at: null,
-      delivery_type: null, tracking_number: null, notes: null, tracking_url: null, tracking_company: null, receipt: {},
-      destination_url: null, fulfillment_line_item_ids: [], ...f, stock_location_id: loc,
+      ...this.stamp(),
+      order_id: order.id,
+      shipping_address_id: order.shipping_address_id,
+      billing_address_id: order.billing_address_id,
+      status: 'packed',
+      exchange_rate: '1.0',
+      packed_at: this.today(),
+      shipped_at: null,
+      received_at: null,
+      delivery_type: null,
+      tracking_number: null,
+      notes: null,
+      tracking_url: null,
+      tracking_company: null,
+      receipt: {},
+      destination_url: null,
+      fulfillment_line_item_ids: [],
+      ...f,
+      stock_location_id: loc,
     });
     ful.status = 'packed';
     for (const [line, q] of items) {
       const v = line.variant_id != null ? this.store.variants.get(line.variant_id) : undefined;
       const fli = this.store.fulfillment_line_items.insert({
-        ...this.stamp(), fulfillment_id: ful.id, order_line_item_id: line.id, variant_id: line.variant_id, variant_sku: v?.sku ?? null,
-        quantity: qty1(q), base_price: line.price ?? null,
+        ...this.stamp(),
+        fulfillment_id: ful.id,
+        order_line_item_id: line.id,
+        variant_id: line.variant_id,
+        variant_sku: v?.sku ?? null,
+        quantity: qty1(q),
+        base_price: line.price ?? null,
       });
       (ful.fulfillment_line_item_ids as number[]).push(fli.id);
       (line.fulfillment_line_item_ids as number[]).push(fli.id);
@@ -330,7 +438,11 @@ export class Orders extends Part {
     const { status, tracking_company, tracking_number, tracking_url, ...rest } = f;
     const ful = this.newFulfillment(order!, items, rest);
     if (status === 'fulfilled') this.ship(ful, { tracking_company, tracking_number, tracking_url });
-    else Object.assign(ful, Object.fromEntries(Object.entries({ tracking_company, tracking_number, tracking_url }).filter(([, v]) => v !== undefined)));
+    else
+      Object.assign(
+        ful,
+        Object.fromEntries(Object.entries({ tracking_company, tracking_number, tracking_url }).filter(([, v]) => v !== undefined)),
+      );
     this.refreshOrder(order!);
     return ful;
   }
@@ -342,15 +454,18 @@ export class Orders extends Part {
     const errors: Record<string, string[]> = {};
     const to = f.status as string | undefined;
     this.checkMove(FULFILLMENT, ful, to, errors);
-    if (f.stock_location_id !== undefined && f.stock_location_id !== ful.stock_location_id && ful.status !== 'packed') errors.stock_location_id = ['cannot change after shipping'];
+    if (f.stock_location_id !== undefined && f.stock_location_id !== ful.stock_location_id && ful.status !== 'packed')
+      errors.stock_location_id = ['cannot change after shipping'];
     if (f.stock_location_id != null) this.need('locations', f.stock_location_id, 'stock_location_id', errors);
     this.check(errors);
     const { status, ...rest } = f;
     Object.assign(ful, rest);
     const order = this.store.orders.get(ful.order_id)!;
     if (status === 'fulfilled' && ful.status === 'packed') this.ship(ful, {});
-    else if (status === 'void' && ful.status === 'packed') { this.unpack(ful, 'void'); this.refreshOrder(order); }
-    else this.touch(ful);
+    else if (status === 'void' && ful.status === 'packed') {
+      this.unpack(ful, 'void');
+      this.refreshOrder(order);
+    } else this.touch(ful);
     return ful;
   }
 
@@ -358,7 +473,10 @@ export class Orders extends Part {
     if (ful.status === 'fulfilled') throw new ApiFail(422, 'A shipped fulfillment cannot be deleted', { status: ['is fulfilled'] });
     if (ful.status === 'deleted') return;
     if (ful.status === 'packed') this.unpack(ful, 'deleted');
-    else { ful.status = 'deleted'; this.touch(ful); }
+    else {
+      ful.status = 'deleted';
+      this.touch(ful);
+    }
     this.refreshOrder(this.store.orders.get(ful.order_id)!);
   }
 
@@ -366,10 +484,12 @@ export class Orders extends Part {
     const order = this.find('orders', id);
     const spec = body.order_line_item_ids ?? body.order_line_items ?? body.fulfillment_line_items;
     switch (action) {
-      case 'invoice': return { invoice: this.invoice(order, false) };
+      case 'invoice':
+        return { invoice: this.invoice(order, false) };
       case 'pay': {
         if (order.payment_status === 'paid') throw new ApiFail(422, 'The order is already paid', { payment_status: ['is paid'] });
-        if (['void', 'deleted'].includes(order.status)) throw new ApiFail(422, `A ${order.status} order cannot be paid`, { status: [`is ${order.status}`] });
+        if (['void', 'deleted'].includes(order.status))
+          throw new ApiFail(422, `A ${order.status} order cannot be paid`, { status: [`is ${order.status}`] });
         if (order.invoice_status !== 'invoiced') this.invoice(order, true);
         order.payment_status = 'paid';
         this.pay(order);
@@ -397,7 +517,10 @@ export class Orders extends Part {
           // Without one: every packed fulfillment ships, and a fulfilled one covers the unpacked rest.
           for (const fid of order.fulfillment_ids as number[]) {
             const ful = this.store.fulfillments.get(fid)!;
-            if (ful.status === 'packed') { this.ship(ful, {}); done.push(ful); }
+            if (ful.status === 'packed') {
+              this.ship(ful, {});
+              done.push(ful);
+            }
           }
           if (items.length) {
             const ful = this.newFulfillment(order, items, {});
@@ -405,13 +528,16 @@ export class Orders extends Part {
             done.push(ful);
           }
         }
-        if (!done.length) throw new ApiFail(422, 'Nothing left to fulfil on this order', { order_line_item_ids: ['nothing left to fulfil'] });
+        if (!done.length)
+          throw new ApiFail(422, 'Nothing left to fulfil on this order', { order_line_item_ids: ['nothing left to fulfil'] });
         this.refreshOrder(order);
         return { fulfillments: done };
       }
       case 'void': {
-        if (!['draft', 'active', 'finalized'].includes(order.status)) throw new ApiFail(422, `A ${order.status} order cannot be voided`, { status: [`is ${order.status}`] });
-        if (this.lines(order).some((l) => (l._shipped as Decimal).gt(0))) throw new ApiFail(422, 'A partly shipped order cannot be voided', { fulfillment_status: ['is partial'] });
+        if (!['draft', 'active', 'finalized'].includes(order.status))
+          throw new ApiFail(422, `A ${order.status} order cannot be voided`, { status: [`is ${order.status}`] });
+        if (this.lines(order).some((l) => (l._shipped as Decimal).gt(0)))
+          throw new ApiFail(422, 'A partly shipped order cannot be voided', { fulfillment_status: ['is partial'] });
         this.voidFulfillmentsOf(order);
         order.status = 'void';
         this.refreshOrder(order);
@@ -423,7 +549,8 @@ export class Orders extends Part {
   }
 
   private invoice(order: Row, quiet: boolean): Row {
-    if (['void', 'deleted'].includes(order.status)) throw new ApiFail(422, `A ${order.status} order cannot be invoiced`, { status: [`is ${order.status}`] });
+    if (['void', 'deleted'].includes(order.status))
+      throw new ApiFail(422, `A ${order.status} order cannot be invoiced`, { status: [`is ${order.status}`] });
     const lines = this.lines(order).filter((l) => D(l.quantity).gt(l._invoiced as Decimal));
     if (!lines.length) {
       if (quiet) return this.store.invoices.get((order.invoice_ids as number[]).at(-1)!)!;
@@ -432,13 +559,30 @@ export class Orders extends Part {
     const number = `INV${String(++this.store.counters.invoice).padStart(4, '0')}`;
     const due = new Date(this.clock.now() + 30 * 86400_000).toISOString().slice(0, 10);
     const inv = this.store.invoices.insert({
-      ...this.stamp(), document_url: null, order_id: order.id, shipping_address_id: order.shipping_address_id,
-      billing_address_id: order.billing_address_id, payment_term_id: null, invoice_number: number, invoiced_at: this.today(),
-      due_at: due, notes: null, exchange_rate: '1.0', destination_url: null, invoice_line_item_ids: [],
+      ...this.stamp(),
+      document_url: null,
+      order_id: order.id,
+      shipping_address_id: order.shipping_address_id,
+      billing_address_id: order.billing_address_id,
+      payment_term_id: null,
+      invoice_number: number,
+      invoiced_at: this.today(),
+      due_at: due,
+      notes: null,
+      exchange_rate: '1.0',
+      destination_url: null,
+      invoice_line_item_ids: [],
     });
     lines.forEach((l, position) => {
       const q = D(l.quantity).minus(l._invoiced as Decimal);
-      const ili = this.store.invoice_line_items.insert({ ...this.stamp(), quantity: qty1(q), position, invoice_id: inv.id, order_line_item_id: l.id, ledger_account_id: null });
+      const ili = this.store.invoice_line_items.insert({
+        ...this.stamp(),
+        quantity: qty1(q),
+        position,
+        invoice_id: inv.id,
+        order_line_item_id: l.id,
+        ledger_account_id: null,
+      });
       (inv.invoice_line_item_ids as number[]).push(ili.id);
       (l.invoice_line_item_ids as number[]).push(ili.id);
       l._invoiced = D(l.quantity);
@@ -457,8 +601,15 @@ export class Orders extends Part {
   private pay(order: Row): void {
     const invoiceId = (order.invoice_ids as number[]).at(-1) ?? null;
     const payment = this.store.payments.insert({
-      ...this.stamp(), invoice_id: invoiceId, order_id: order.id, amount: order.total, paid_at: this.now(),
-      payment_method_id: this.store.account.default_payment_method_id, reference: null, exchange_rate: '1.0', status: 'active',
+      ...this.stamp(),
+      invoice_id: invoiceId,
+      order_id: order.id,
+      amount: order.total,
+      paid_at: this.now(),
+      payment_method_id: this.store.account.default_payment_method_id,
+      reference: null,
+      exchange_rate: '1.0',
+      status: 'active',
     });
     this.fire('payment.create', payment.id);
   }

@@ -6,8 +6,14 @@ export type Profile = (typeof PROFILES)[number];
 
 /** The spec's eight events ("Event names seen in subscription calls"). */
 export const SPEC_EVENTS = [
-  'product.create', 'variant.create', 'variant.stock_level_update', 'order.create', 'fulfillment.create',
-  'fulfillment_return.create', 'purchase_order.create', 'stock_transfer.create',
+  'product.create',
+  'variant.create',
+  'variant.stock_level_update',
+  'order.create',
+  'fulfillment.create',
+  'fulfillment_return.create',
+  'purchase_order.create',
+  'stock_transfer.create',
 ] as const;
 
 /**
@@ -15,12 +21,35 @@ export const SPEC_EVENTS = [
  * (no channels, document themes or images). It contains every spec event.
  */
 export const DOCUMENTED_EVENTS = [
-  'account.update', 'address.create', 'address.update', 'company.create', 'company.update', 'company.destroy',
-  'contact.create', 'contact.update', 'fulfillment.create', 'fulfillment.fulfilled', 'fulfillment_return.create',
-  'fulfillment_return.received', 'invoice.create', 'invoice.destroy', 'location.create', 'location.update',
-  'order.create', 'order.finalized', 'order.fulfilled', 'payment.create', 'product.create', 'product.destroy',
-  'procurement.create', 'purchase_order.create', 'purchase_order.received', 'stock_adjustment.create',
-  'stock_transfer.create', 'variant.create', 'variant.stock_level_update',
+  'account.update',
+  'address.create',
+  'address.update',
+  'company.create',
+  'company.update',
+  'company.destroy',
+  'contact.create',
+  'contact.update',
+  'fulfillment.create',
+  'fulfillment.fulfilled',
+  'fulfillment_return.create',
+  'fulfillment_return.received',
+  'invoice.create',
+  'invoice.destroy',
+  'location.create',
+  'location.update',
+  'order.create',
+  'order.finalized',
+  'order.fulfilled',
+  'payment.create',
+  'product.create',
+  'product.destroy',
+  'procurement.create',
+  'purchase_order.create',
+  'purchase_order.received',
+  'stock_adjustment.create',
+  'stock_transfer.create',
+  'variant.create',
+  'variant.stock_level_update',
 ] as const;
 
 /** Every event the sandbox can fire; firing any other name is a bug in the sandbox. */

@@ -1,6 +1,6 @@
 // Records as the API renders them: internal fields dropped, derived fields (stock, names of the parent
 // product, bundle stock) computed, in the style of the recorded responses (decimal strings, nulls, "-0.0").
-import { Decimal } from 'decimal.js';
+import type { Decimal } from 'decimal.js';
 import { qty, qty1, ZERO, type Row, type Stock, type Store } from './store.ts';
 
 export function plain(row: Row): Record<string, unknown> {
@@ -41,10 +41,20 @@ export function renderVariant(store: Store, v: Row): Record<string, unknown> {
   const stockLevels: Record<string, string | null> = {};
   const committedLevels: Record<string, string | null> = {};
   const incomingLevels: Record<string, string | null> = {};
-  let soh = ZERO, committed = ZERO, incoming = ZERO;
+  let soh = ZERO,
+    committed = ZERO,
+    incoming = ZERO;
   for (const [loc, s] of stock) {
     const available = s.soh.minus(s.committed ?? ZERO);
-    locations.push({ location_id: loc, stock_on_hand: qty(s.soh), committed: qty(s.committed), available: qty(available), incoming: qty(s.incoming), bin_location: s.bin_location, reorder_point: s.reorder_point });
+    locations.push({
+      location_id: loc,
+      stock_on_hand: qty(s.soh),
+      committed: qty(s.committed),
+      available: qty(available),
+      incoming: qty(s.incoming),
+      bin_location: s.bin_location,
+      reorder_point: s.reorder_point,
+    });
     soh = soh.plus(s.soh);
     stockLevels[loc] = qty1(s.soh);
     if (s.committed !== null) {

@@ -1,5 +1,5 @@
 // Fulfillment returns: created `returning`, received (restocking) or voided.
-import { Decimal } from 'decimal.js';
+import type { Decimal } from 'decimal.js';
 import { D, invalid, parseDecimal, qty1, type Row } from './store.ts';
 import { RESOURCES, pickFields } from './resources.ts';
 import { Part, type Body, type Core, type Errors, type Lifecycle } from './core.ts';
@@ -23,28 +23,45 @@ export class Returns extends Part {
     const items: [Row, Decimal][] = [];
     const spec = body.fulfillment_return_line_items;
     if (!Array.isArray(spec) || !spec.length) errors.fulfillment_return_line_items = ["can't be blank"];
-    else if (order) spec.forEach((e: Body, i) => {
-      const line = typeof e?.order_line_item_id === 'number' ? this.store.order_line_items.get(e.order_line_item_id) : undefined;
-      const q = parseDecimal(e?.quantity);
-      const key = `fulfillment_return_line_items[${i}]`;
-      if (!line || line.order_id !== order.id) return void (errors[key] ??= []).push('order_line_item_id is not a line of this order');
-      if (!q || q.lte(0)) return void (errors[key] ??= []).push('quantity must be greater than 0');
-      const returnable = (line._shipped as Decimal).minus(line._returned as Decimal);
-      if (q.gt(returnable)) return void (errors[key] ??= []).push(`quantity exceeds the shipped, unreturned quantity ${returnable.toString()}`);
-      items.push([line, q]);
-    });
+    else if (order)
+      spec.forEach((e: Body, i) => {
+        const line = typeof e?.order_line_item_id === 'number' ? this.store.order_line_items.get(e.order_line_item_id) : undefined;
+        const q = parseDecimal(e?.quantity);
+        const key = `fulfillment_return_line_items[${i}]`;
+        if (!line || line.order_id !== order.id) return void (errors[key] ??= []).push('order_line_item_id is not a line of this order');
+        if (!q || q.lte(0)) return void (errors[key] ??= []).push('quantity must be greater than 0');
+        const returnable = (line._shipped as Decimal).minus(line._returned as Decimal);
+        if (q.gt(returnable))
+          return void (errors[key] ??= []).push(`quantity exceeds the shipped, unreturned quantity ${returnable.toString()}`);
+        items.push([line, q]);
+      });
     this.check(errors);
     const ret = this.store.fulfillment_returns.insert({
-      ...this.stamp(), order_id: order!.id, location_id: (f.location_id as number | undefined) ?? order!.stock_location_id,
-      delivery_type: null, exchange_rate: '1.0', notes: null, received_at: null, tracking_company: null, tracking_number: null,
-      tracking_url: null, ...f, status: 'returning',
+      ...this.stamp(),
+      order_id: order!.id,
+      location_id: (f.location_id as number | undefined) ?? order!.stock_location_id,
+      delivery_type: null,
+      exchange_rate: '1.0',
+      notes: null,
+      received_at: null,
+      tracking_company: null,
+      tracking_number: null,
+      tracking_url: null,
+      ...f,
+      status: 'returning',
       credit_note_number: `CN${String(++this.store.counters.credit_note).padStart(4, '0')}`,
-      order_number: order!.order_number, company_id: order!.company_id, fulfillment_return_line_item_ids: [],
+      order_number: order!.order_number,
+      company_id: order!.company_id,
+      fulfillment_return_line_item_ids: [],
     });
     ret.status = 'returning';
     for (const [line, q] of items) {
       const rli = this.store.fulfillment_return_line_items.insert({
-        ...this.stamp(), fulfillment_return_id: ret.id, order_line_item_id: line.id, variant_id: line.variant_id, quantity: qty1(q),
+        ...this.stamp(),
+        fulfillment_return_id: ret.id,
+        order_line_item_id: line.id,
+        variant_id: line.variant_id,
+        quantity: qty1(q),
       });
       (ret.fulfillment_return_line_item_ids as number[]).push(rli.id);
       line._returned = (line._returned as Decimal).plus(q);

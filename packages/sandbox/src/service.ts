@@ -53,11 +53,26 @@ export class Service extends Part {
     const def = RESOURCES[plural];
     if (!def?.deletion) throw new ApiFail(404, `DELETE is not supported on ${plural}`);
     const row = this.find(plural, id);
-    if (plural === 'orders') return this.orders.deleteOrder(row);
-    if (plural === 'fulfillments') return this.orders.deleteFulfillment(row);
-    if (plural === 'purchase_orders') return this.purchasing.deletePurchaseOrder(row);
-    if (plural === 'order_line_items') return this.orders.deleteOrderLine(row);
-    if (plural === 'purchase_order_line_items') return this.purchasing.deletePurchaseLine(row);
+    if (plural === 'orders') {
+      this.orders.deleteOrder(row);
+      return;
+    }
+    if (plural === 'fulfillments') {
+      this.orders.deleteFulfillment(row);
+      return;
+    }
+    if (plural === 'purchase_orders') {
+      this.purchasing.deletePurchaseOrder(row);
+      return;
+    }
+    if (plural === 'order_line_items') {
+      this.orders.deleteOrderLine(row);
+      return;
+    }
+    if (plural === 'purchase_order_line_items') {
+      this.purchasing.deletePurchaseLine(row);
+      return;
+    }
     if (def.deletion === 'permanent') {
       if (plural === 'invoices') this.orders.deleteInvoice(row);
       else this.catalog.remove(plural, row);

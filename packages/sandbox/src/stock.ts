@@ -1,6 +1,6 @@
 // Stock levels: per-variant, per-location on hand, committed and incoming; bundles move their components;
 // documents (orders, purchase orders) hold commitments and incoming stock that `settle` keeps in line.
-import { Decimal } from 'decimal.js';
+import type { Decimal } from 'decimal.js';
 import { D, ZERO, type Row, type Stock } from './store.ts';
 import { Part } from './core.ts';
 
@@ -36,7 +36,10 @@ export class Inventory extends Part {
     this.fire('variant.stock_level_update', variantId);
     for (const b of this.store.bundlesOf.get(variantId) ?? []) {
       const bundle = this.store.variants.get(b);
-      if (bundle) { this.touch(bundle); this.fire('variant.stock_level_update', b); }
+      if (bundle) {
+        this.touch(bundle);
+        this.fire('variant.stock_level_update', b);
+      }
     }
   }
 

@@ -70,15 +70,38 @@ export function parseDecimal(v: unknown): Decimal | null {
 }
 
 export const PLURALS: Record<string, string> = {
-  account: 'accounts', address: 'addresses', company: 'companies', contact: 'contacts', currency: 'currencies',
-  location: 'locations', product: 'products', variant: 'variants', order: 'orders', order_line_item: 'order_line_items',
-  fulfillment: 'fulfillments', fulfillment_line_item: 'fulfillment_line_items', fulfillment_return: 'fulfillment_returns',
-  fulfillment_return_line_item: 'fulfillment_return_line_items', purchase_order: 'purchase_orders',
-  purchase_order_line_item: 'purchase_order_line_items', procurement: 'procurements', stock_adjustment: 'stock_adjustments',
-  stock_adjustment_line_item: 'stock_adjustment_line_items', stock_transfer: 'stock_transfers',
-  stock_transfer_line_item: 'stock_transfer_line_items', invoice: 'invoices', invoice_line_item: 'invoice_line_items',
-  webhook: 'webhooks', user: 'users', payment: 'payments', stock_adjustment_reason: 'stock_adjustment_reasons', payment_term: 'payment_terms', payment_method: 'payment_methods',
-  tax_type: 'tax_types', price_list: 'price_lists', composition: 'composition',
+  account: 'accounts',
+  address: 'addresses',
+  company: 'companies',
+  contact: 'contacts',
+  currency: 'currencies',
+  location: 'locations',
+  product: 'products',
+  variant: 'variants',
+  order: 'orders',
+  order_line_item: 'order_line_items',
+  fulfillment: 'fulfillments',
+  fulfillment_line_item: 'fulfillment_line_items',
+  fulfillment_return: 'fulfillment_returns',
+  fulfillment_return_line_item: 'fulfillment_return_line_items',
+  purchase_order: 'purchase_orders',
+  purchase_order_line_item: 'purchase_order_line_items',
+  procurement: 'procurements',
+  stock_adjustment: 'stock_adjustments',
+  stock_adjustment_line_item: 'stock_adjustment_line_items',
+  stock_transfer: 'stock_transfers',
+  stock_transfer_line_item: 'stock_transfer_line_items',
+  invoice: 'invoices',
+  invoice_line_item: 'invoice_line_items',
+  webhook: 'webhooks',
+  user: 'users',
+  payment: 'payments',
+  stock_adjustment_reason: 'stock_adjustment_reasons',
+  payment_term: 'payment_terms',
+  payment_method: 'payment_methods',
+  tax_type: 'tax_types',
+  price_list: 'price_lists',
+  composition: 'composition',
 };
 export const SINGULARS: Record<string, string> = Object.fromEntries(Object.entries(PLURALS).map(([s, p]) => [p, s]));
 
@@ -92,8 +115,14 @@ export interface Stock {
 
 /** One change of a variant's stock at a location, with the quantities after it (for measuring freshness). */
 export interface StockMove {
-  seq: number; variant_id: number; location_id: number; at: string; cause: string;
-  stock_on_hand: string; committed: string; incoming: string;
+  seq: number;
+  variant_id: number;
+  location_id: number;
+  at: string;
+  cause: string;
+  stock_on_hand: string;
+  committed: string;
+  incoming: string;
 }
 
 /** A bounded log: keeps the last `capacity` entries. */
@@ -160,8 +189,14 @@ export class Store {
 
   recordMove(variantId: number, locationId: number, stock: Stock, at: string, cause: string): void {
     this.stockMoves.push({
-      seq: ++this.moveSeq, variant_id: variantId, location_id: locationId, at, cause,
-      stock_on_hand: stock.soh.toString(), committed: (stock.committed ?? 0).toString(), incoming: (stock.incoming ?? 0).toString(),
+      seq: ++this.moveSeq,
+      variant_id: variantId,
+      location_id: locationId,
+      at,
+      cause,
+      stock_on_hand: stock.soh.toString(),
+      committed: (stock.committed ?? 0).toString(),
+      incoming: (stock.incoming ?? 0).toString(),
     });
   }
 

@@ -17,15 +17,36 @@ export const FAILURE_RETENTION_S = 3 * 86400;
 export const RESPONSE_TIMEOUT_MS = 10_000;
 const CONCURRENCY = 64;
 
-export interface DeliveryFaults { drop?: number; duplicate?: number; reorder?: number; delay_ms?: number; corrupt_signature?: number }
+export interface DeliveryFaults {
+  drop?: number;
+  duplicate?: number;
+  reorder?: number;
+  delay_ms?: number;
+  corrupt_signature?: number;
+}
 
 interface Delivery {
-  id: string; webhookId: number; event: string; objectId: number; url: string; body: string; attempt: number; dueAt: number;
+  id: string;
+  webhookId: number;
+  event: string;
+  objectId: number;
+  url: string;
+  body: string;
+  attempt: number;
+  dueAt: number;
   /** Store generation it belongs to: after a reset, answers to old deliveries touch no new subscription. */
   generation: number;
 }
 
-export interface AttemptLog { id: string; event: string; object_id: number; url: string; status: number | string; attempt: number; at: string }
+export interface AttemptLog {
+  id: string;
+  event: string;
+  object_id: number;
+  url: string;
+  status: number | string;
+  attempt: number;
+  at: string;
+}
 
 export function sign(body: string, secret: string): string {
   return createHmac('sha256', secret).update(body, 'utf8').digest('base64').trim();
@@ -66,8 +87,24 @@ export class Deliveries {
     if (!subs.length) return;
     const { event: plural, resource } = pluralEvent(event);
     const now = this.deps.clock.now();
-    const body = JSON.stringify({ object_id: objectId, event: plural, timestamp: Math.floor(now / 1000), resource_url: `${this.deps.baseUrl()}/${resource}/${objectId}.json` });
-    for (const w of subs) this.ready.push({ id: randomUUID(), webhookId: w.id, event: plural, objectId, url: w.address, body, attempt: 0, dueAt: now, generation: this.generation });
+    const body = JSON.stringify({
+      object_id: objectId,
+      event: plural,
+      timestamp: Math.floor(now / 1000),
+      resource_url: `${this.deps.baseUrl()}/${resource}/${objectId}.json`,
+    });
+    for (const w of subs)
+      this.ready.push({
+        id: randomUUID(),
+        webhookId: w.id,
+        event: plural,
+        objectId,
+        url: w.address,
+        body,
+        attempt: 0,
+        dueAt: now,
+        generation: this.generation,
+      });
     this.pump();
   }
 
@@ -95,7 +132,11 @@ export class Deliveries {
   }
 
   clear(): void {
-    this.ready = []; this.head = 0; this.waiting = []; this.nextDue = Infinity; this.held = [];
+    this.ready = [];
+    this.head = 0;
+    this.waiting = [];
+    this.nextDue = Infinity;
+    this.held = [];
     this.generation++;
   }
 
@@ -116,7 +157,10 @@ export class Deliveries {
       let next = Infinity;
       for (const d of this.waiting) {
         if (d.dueAt <= now) this.ready.push(d);
-        else { still.push(d); if (d.dueAt < next) next = d.dueAt; }
+        else {
+          still.push(d);
+          if (d.dueAt < next) next = d.dueAt;
+        }
       }
       this.waiting = still;
       this.nextDue = next;
@@ -125,7 +169,10 @@ export class Deliveries {
       const d = this.ready[this.head++]!;
       this.dispatch(d);
     }
-    if (this.head > 1024 && this.head * 2 > this.ready.length) { this.ready = this.ready.slice(this.head); this.head = 0; }
+    if (this.head > 1024 && this.head * 2 > this.ready.length) {
+      this.ready = this.ready.slice(this.head);
+      this.head = 0;
+    }
     this.schedule();
     this.checkIdle();
   }
@@ -135,11 +182,20 @@ export class Deliveries {
   }
 
   private schedule(): void {
-    if (this.timer) { clearTimeout(this.timer); this.timer = null; }
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
     if (!this.waiting.length) return;
     const delay = this.deps.clock.realDelay(this.nextDue);
     if (delay === null) return;
-    this.timer = setTimeout(() => { this.timer = null; this.pump(); }, Math.min(Math.max(5, Math.ceil(delay)), 2 ** 31 - 1));
+    this.timer = setTimeout(
+      () => {
+        this.timer = null;
+        this.pump();
+      },
+      Math.min(Math.max(5, Math.ceil(delay)), 2 ** 31 - 1),
+    );
     this.timer.unref();
   }
 
@@ -166,8 +222,21 @@ export class Deliveries {
         this.inflight--;
         this.pump();
       });
-      if (d.attempt === 1 && rng.chance(f.duplicate ?? 0)) { this.inflight++; this.sendCopy(d).finally(() => { this.inflight--; this.pump(); }); }
-      for (const h of held) { this.inflight++; h.attempt++; this.send(h).finally(() => { this.inflight--; this.pump(); }); }
+      if (d.attempt === 1 && rng.chance(f.duplicate ?? 0)) {
+        this.inflight++;
+        this.sendCopy(d).finally(() => {
+          this.inflight--;
+          this.pump();
+        });
+      }
+      for (const h of held) {
+        this.inflight++;
+        h.attempt++;
+        this.send(h).finally(() => {
+          this.inflight--;
+          this.pump();
+        });
+      }
     };
     d.attempt++;
     if (f.delay_ms) setTimeout(go, f.delay_ms).unref();
@@ -176,7 +245,13 @@ export class Deliveries {
 
   private release(): void {
     const held = this.held.splice(0);
-    for (const h of held) { this.inflight++; this.send(h, true).finally(() => { this.inflight--; this.pump(); }); }
+    for (const h of held) {
+      this.inflight++;
+      this.send(h, true).finally(() => {
+        this.inflight--;
+        this.pump();
+      });
+    }
   }
 
   private post(d: Delivery): Promise<number | string> {
@@ -184,23 +259,30 @@ export class Deliveries {
     const url = new URL(d.url);
     const mod = url.protocol === 'https:' ? https : http;
     return new Promise((resolve) => {
-      const req = mod.request(url, {
-        method: 'POST',
-        agent: url.protocol === 'https:' ? this.httpsAgent : this.httpAgent,
-        headers: {
-          'Content-Type': 'application/json',
-          'Content-Length': Buffer.byteLength(d.body),
-          'User-Agent': 'commerce-sandbox-webhooks',
-          'X-Service-Delivery': d.id,
-          'X-Service-Signature': sign(d.body, secret),
+      const req = mod.request(
+        url,
+        {
+          method: 'POST',
+          agent: url.protocol === 'https:' ? this.httpsAgent : this.httpAgent,
+          headers: {
+            'Content-Type': 'application/json',
+            'Content-Length': Buffer.byteLength(d.body),
+            'User-Agent': 'commerce-sandbox-webhooks',
+            'X-Service-Delivery': d.id,
+            'X-Service-Signature': sign(d.body, secret),
+          },
+          timeout: RESPONSE_TIMEOUT_MS,
         },
-        timeout: RESPONSE_TIMEOUT_MS,
-      }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-        res.on('error', () => resolve('error'));
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+          res.on('error', () => resolve('error'));
+        },
+      );
+      req.on('timeout', () => {
+        req.destroy();
+        resolve('timeout');
       });
-      req.on('timeout', () => { req.destroy(); resolve('timeout'); });
       req.on('error', () => resolve('error'));
       req.end(d.body);
     });

@@ -6,11 +6,18 @@ import { enc, json, when } from './layout.ts';
 
 type Obj = Record<string, unknown>;
 const obj = (v: unknown): Obj | null => {
-  if (typeof v === 'string') { try { v = JSON.parse(v); } catch { return null; } }
-  return v && typeof v === 'object' && !Array.isArray(v) ? v as Obj : null;
+  if (typeof v === 'string') {
+    try {
+      v = JSON.parse(v);
+    } catch {
+      return null;
+    }
+  }
+  return v && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : null;
 };
 const scalars = (v: unknown): v is unknown[] => Array.isArray(v) && v.every((e) => e === null || typeof e !== 'object');
-const text = (v: unknown): string => v === null || v === undefined ? '—' : scalars(v) ? v.join(', ') : typeof v === 'object' ? JSON.stringify(v) : String(v);
+const text = (v: unknown): string =>
+  v === null || v === undefined ? '—' : scalars(v) ? v.join(', ') : typeof v === 'object' ? JSON.stringify(v) : String(v);
 const label = (k: string) => k.replace(/_/g, ' ');
 
 /** One sentence for an entry, from its action, record and detail. */
@@ -20,10 +27,13 @@ export function describe(r: LogRow): string {
   const a = r.action;
   let s: string;
   if (a === 'delivery.received') s = `Webhook received for ${what}${d.event ? ` (${text(d.event)})` : ''}; a read is queued.`;
-  else if (a === 'delivery.replay' || a === 'dead-letter.replay') s = `An operator replayed ${a.startsWith('delivery') ? 'a delivery' : 'a dead letter'} about ${what}.`;
-  else if (a.startsWith('mirror.')) s = `The mirror of ${what} was ${a.slice(7) === 'insert' ? 'created' : a.slice(7) === 'delete' || a.slice(7) === 'gone' ? 'marked gone' : 'updated'} from the service.`;
+  else if (a === 'delivery.replay' || a === 'dead-letter.replay')
+    s = `An operator replayed ${a.startsWith('delivery') ? 'a delivery' : 'a dead letter'} about ${what}.`;
+  else if (a.startsWith('mirror.'))
+    s = `The mirror of ${what} was ${a.slice(7) === 'insert' ? 'created' : a.slice(7) === 'delete' || a.slice(7) === 'gone' ? 'marked gone' : 'updated'} from the service.`;
   else if (a === 'channel-quantity') {
-    const b = obj(r.before), n = obj(r.after);
+    const b = obj(r.before),
+      n = obj(r.after);
     s = `The channel quantity of ${what} went from ${text(b?.channel_quantity)} to ${text(n?.channel_quantity)}${d.cause ? `, because of ${text(d.cause)}` : ''}.`;
   } else if (a.startsWith('sweep')) {
     s = `${a === 'sweep.full' ? 'A full sweep' : a === 'sweep.initial' ? 'The first full sweep' : 'An incremental sweep'} read ${text(d.records ?? 0)} records and found ${text(d.drift ?? 0)} wrong in the mirror.`;
@@ -39,21 +49,25 @@ export function describe(r: LogRow): string {
 
 /** Fields whose value differs between before and after (top level; stock locations one row each). */
 export function changedFields(before: unknown, after: unknown): { field: string; before: string; after: string }[] {
-  const b = obj(before) ?? {}, a = obj(after) ?? {};
+  const b = obj(before) ?? {},
+    a = obj(after) ?? {};
   const rows: { field: string; before: string; after: string }[] = [];
   for (const k of [...new Set([...Object.keys(b), ...Object.keys(a)])]) {
     if (k === 'locations' && (Array.isArray(b[k]) || Array.isArray(a[k]))) {
       const byId = (v: unknown) => new Map(((Array.isArray(v) ? v : []) as Obj[]).map((l) => [String(l.location_id), l]));
-      const bl = byId(b[k]), al = byId(a[k]);
+      const bl = byId(b[k]),
+        al = byId(a[k]);
       for (const id of [...new Set([...bl.keys(), ...al.keys()])]) {
         for (const f of ['on_hand', 'committed', 'incoming', 'available']) {
-          const was = text(bl.get(id)?.[f]), now = text(al.get(id)?.[f]);
+          const was = text(bl.get(id)?.[f]),
+            now = text(al.get(id)?.[f]);
           if (was !== now) rows.push({ field: `location ${id}: ${label(f)}`, before: was, after: now });
         }
       }
       continue;
     }
-    const was = text(b[k]), now = text(a[k]);
+    const was = text(b[k]),
+      now = text(a[k]);
     if (was !== now) rows.push({ field: label(k), before: was, after: now });
   }
   return rows;
@@ -82,8 +96,10 @@ export function fieldTable(rows: { field: string; value: string }[], caption?: s
  * there before, the new values alone. `locationName` names stock locations (else "location 7").
  */
 export function changeTable(before: unknown, after: unknown, locationName?: (id: number) => string): Html {
-  const named = (f: string) => locationName ? f.replace(/^location (\d+):/, (_, id: string) => `${locationName(Number(id))}:`) : f;
-  const changes = changedFields(before, after).slice(0, 12).map((c) => ({ ...c, field: named(c.field) }));
+  const named = (f: string) => (locationName ? f.replace(/^location (\d+):/, (_, id: string) => `${locationName(Number(id))}:`) : f);
+  const changes = changedFields(before, after)
+    .slice(0, 12)
+    .map((c) => ({ ...c, field: named(c.field) }));
   if (!changes.length) return html``;
   if (changes.every((c) => c.before === '—')) return fieldTable(changes.map((c) => ({ field: c.field, value: c.after })));
   return html`<table class="diff"><thead><tr><th scope="col">Field</th><th scope="col">Before</th><th scope="col">After</th></tr></thead><tbody>
@@ -92,18 +108,30 @@ ${changes.map((c) => html`<tr><th scope="row">${c.field}</th><td class="num">${c
 
 /** The detail cell: what changed, and the raw entry behind a disclosure. */
 export function detailCell(r: LogRow): Html {
-  const raw = { before: r.before, after: r.after, detail: r.detail, job_id: r.job_id, delivery_id: r.delivery_id, request_id: r.request_id };
+  const raw = {
+    before: r.before,
+    after: r.after,
+    detail: r.detail,
+    job_id: r.job_id,
+    delivery_id: r.delivery_id,
+    request_id: r.request_id,
+  };
   return html`${changeTable(r.before, r.after)}
 <details class="raw"><summary>raw JSON</summary><pre>${json(raw)}</pre></details>`;
 }
 
 export function logRowsHtml(rows: LogRow[]): Html {
-  return html`${rows.map((r) => html`<tr class="outcome-${r.outcome}" data-id="${r.id}">
+  return html`${rows.map(
+    (r) => html`<tr class="outcome-${r.outcome}" data-id="${r.id}">
 <td class="mono at">${when(r.at)}</td><td>${r.connection ?? ''}</td><td>${r.resource ?? ''}</td>
-<td>${r.record_id !== null && r.connection && (r.resource === 'variant' || r.resource === 'order' || r.resource === 'operation')
-    ? html`<a href="/${r.resource}s/${r.resource === 'operation' ? '' : `${enc(r.connection)}/`}${r.record_id}">${r.record_id}</a>` : r.record_id ?? ''}</td>
+<td>${
+      r.record_id !== null && r.connection && (r.resource === 'variant' || r.resource === 'order' || r.resource === 'operation')
+        ? html`<a href="/${r.resource}s/${r.resource === 'operation' ? '' : `${enc(r.connection)}/`}${r.record_id}">${r.record_id}</a>`
+        : (r.record_id ?? '')
+    }</td>
 <td>${r.sku ?? ''}</td><td class="mono">${r.action}</td><td>${r.outcome}</td><td class="sentence">${describe(r)}</td>
-<td class="num">${r.duration_ms ?? ''}</td><td class="detail">${detailCell(r)}</td></tr>`)}`;
+<td class="num">${r.duration_ms ?? ''}</td><td class="detail">${detailCell(r)}</td></tr>`,
+  )}`;
 }
 
 export const logHead = html`<thead><tr><th scope="col">At (UTC)</th><th scope="col">Connection</th><th scope="col">Resource</th><th scope="col">Record</th><th scope="col">SKU</th><th scope="col">Action</th><th scope="col">Outcome</th><th scope="col">What happened</th><th scope="col" class="num">ms</th><th scope="col">Detail</th></tr></thead>`;

@@ -12,15 +12,29 @@ export interface PageContext {
   problem?: string;
 }
 
-const nav: [string, string][] = [['/', 'Overview'], ['/variants', 'Variants'], ['/orders', 'Orders'], ['/operations', 'Operations'],
-  ['/logs', 'Sync log'], ['/deliveries', 'Deliveries'], ['/dead-letters', 'Dead letters'], ['/connections', 'Connections']];
+const nav: [string, string][] = [
+  ['/', 'Overview'],
+  ['/variants', 'Variants'],
+  ['/orders', 'Orders'],
+  ['/operations', 'Operations'],
+  ['/logs', 'Sync log'],
+  ['/deliveries', 'Deliveries'],
+  ['/dead-letters', 'Dead letters'],
+  ['/connections', 'Connections'],
+];
 
-export const when = (d: Date | string | null | undefined) => d ? new Date(d).toISOString().replace('T', ' ').slice(0, 19) : '';
-export const json = (v: unknown) => v === null || v === undefined ? '' : JSON.stringify(v);
+export const when = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString().replace('T', ' ').slice(0, 19) : '');
+export const json = (v: unknown) => (v === null || v === undefined ? '' : JSON.stringify(v));
 export const ago = (d: Date | null) => {
   if (!d) return 'never';
   const s = Math.max(0, Math.round((Date.now() - new Date(d).getTime()) / 1000));
-  return s < 120 ? `${s} s ago` : s < 7200 ? `${Math.round(s / 60)} min ago` : s < 172_800 ? `${Math.round(s / 3600)} h ago` : `${Math.round(s / 86_400)} days ago`;
+  return s < 120
+    ? `${s} s ago`
+    : s < 7200
+      ? `${Math.round(s / 60)} min ago`
+      : s < 172_800
+        ? `${Math.round(s / 3600)} h ago`
+        : `${Math.round(s / 86_400)} days ago`;
 };
 export const enc = encodeURIComponent;
 

@@ -16,7 +16,11 @@ export interface LogPageInput {
 
 export function logPage(pc: PageContext, input: LogPageInput): Html {
   const q = input.query;
-  return layout(pc, 'Sync log', '/logs', html`
+  return layout(
+    pc,
+    'Sync log',
+    '/logs',
+    html`
 <form class="filters" method="get" action="/logs" id="log-filters">
 ${select('Connection', 'connection', input.connections, q.connection)}
 <label>Resource <input name="resource" value="${q.resource ?? ''}" size="12"></label>
@@ -32,5 +36,6 @@ ${select('Outcome', 'outcome', outcomes, q.outcome)}
 <tbody id="log-rows" data-stream="${input.stream ?? ''}">
 ${input.rows.length ? logRowsHtml(input.rows) : html`<tr id="log-empty"><td colspan="${LOG_COLUMNS}" class="muted">No entries match.</td></tr>`}
 </tbody></table>
-${input.older ? html`<p><a href="${input.older}" id="older">Older entries</a></p>` : ''}`);
+${input.older ? html`<p><a href="${input.older}" id="older">Older entries</a></p>` : ''}`,
+  );
 }

@@ -11,21 +11,40 @@ export type OperationRow = PushOperation & { connection: string };
 
 export const OPERATION_HEAD = html`<thead><tr><th scope="col">#</th><th scope="col">Created (UTC)</th><th scope="col">Connection</th><th scope="col">Kind</th><th scope="col">State</th><th scope="col">Reason</th><th scope="col" class="num">Attempts</th><th scope="col"><span class="sr">Action</span></th></tr></thead>`;
 
-const fieldErrors = (v: unknown) => v && typeof v === 'object'
-  ? Object.entries(v as Record<string, unknown>).map(([k, m]) => `${k}: ${Array.isArray(m) ? m.join(', ') : String(m)}`).join('; ') : '';
+const fieldErrors = (v: unknown) =>
+  v && typeof v === 'object'
+    ? Object.entries(v as Record<string, unknown>)
+        .map(([k, m]) => `${k}: ${Array.isArray(m) ? m.join(', ') : String(m)}`)
+        .join('; ')
+    : '';
 const retryable = (op: PushOperation) => op.state === 'failed';
 
 export function operationRows(ops: OperationRow[]): Html {
-  return html`${ops.map((op) => html`<tr data-id="${op.id}" class="state-${op.state}"><td><a href="/operations/${op.id}">${op.id}</a></td><td class="mono at">${when(op.created_at)}</td><td>${op.connection}</td>
+  return html`${ops.map(
+    (
+      op,
+    ) => html`<tr data-id="${op.id}" class="state-${op.state}"><td><a href="/operations/${op.id}">${op.id}</a></td><td class="mono at">${when(op.created_at)}</td><td>${op.connection}</td>
 <td>${op.kind}</td><td class="state">${op.state}</td><td>${op.reason ?? ''}${op.field_errors ? html`<div class="field-errors">${fieldErrors(op.field_errors)}</div>` : ''}</td><td class="num">${op.attempts}</td>
-<td>${retryable(op) ? html`<form method="post" action="/operations/${op.id}/retry" class="inline"><button aria-label="Retry operation ${op.id}">Retry</button></form>` : ''}</td></tr>`)}`;
+<td>${retryable(op) ? html`<form method="post" action="/operations/${op.id}/retry" class="inline"><button aria-label="Retry operation ${op.id}">Retry</button></form>` : ''}</td></tr>`,
+  )}`;
 }
 
-export interface OperationIndexInput { connections: string[]; kinds: readonly string[]; states: readonly string[]; query: Record<string, string>; rows: OperationRow[]; older: string | null }
+export interface OperationIndexInput {
+  connections: string[];
+  kinds: readonly string[];
+  states: readonly string[];
+  query: Record<string, string>;
+  rows: OperationRow[];
+  older: string | null;
+}
 
 export function operationIndexPage(pc: PageContext, input: OperationIndexInput): Html {
   const q = input.query;
-  return layout(pc, 'Operations', '/operations', html`
+  return layout(
+    pc,
+    'Operations',
+    '/operations',
+    html`
 <p>Changes sent to the service: imported orders, shipments, invoices, payments, voids, returns, receipts and stock counts. A failed one can be retried with the same idempotency key, so it never happens twice.</p>
 <form class="filters" method="get" action="/operations">
 ${select('Connection', 'connection', input.connections, q.connection)}
@@ -35,18 +54,35 @@ ${select('Kind', 'kind', input.kinds, q.kind)}
 <table id="operations">${OPERATION_HEAD}<tbody>
 ${input.rows.length ? operationRows(input.rows) : html`<tr><td colspan="8" class="muted">No operation matches.</td></tr>`}
 </tbody></table>
-${input.older ? html`<p><a href="${input.older}">Older operations</a></p>` : ''}`);
+${input.older ? html`<p><a href="${input.older}">Older operations</a></p>` : ''}`,
+  );
 }
 
-interface RequestRow { at: Date; step: string; method: string; path: string; status: string; requestId: string; ms: string }
+interface RequestRow {
+  at: Date;
+  step: string;
+  method: string;
+  path: string;
+  status: string;
+  requestId: string;
+  ms: string;
+}
 
 /** Each request the operation sent, in the order sent, from the request lists its outcome entries carry. */
 function requestRows(log: LogRow[]): RequestRow[] {
   return [...log].reverse().flatMap((e) => {
-    const d = (e.detail && typeof e.detail === 'object' ? e.detail : {}) as { requests?: { method: string; path: string; status: number | null; requestId: string | null; ms: number }[] };
+    const d = (e.detail && typeof e.detail === 'object' ? e.detail : {}) as {
+      requests?: { method: string; path: string; status: number | null; requestId: string | null; ms: number }[];
+    };
     const step = e.action.split('.').pop() ?? e.action;
     return (Array.isArray(d.requests) ? d.requests : []).map((r) => ({
-      at: e.at, step, method: r.method, path: r.path, status: r.status === null ? 'no answer' : String(r.status), requestId: r.requestId ?? '', ms: String(r.ms),
+      at: e.at,
+      step,
+      method: r.method,
+      path: r.path,
+      status: r.status === null ? 'no answer' : String(r.status),
+      requestId: r.requestId ?? '',
+      ms: String(r.ms),
     }));
   });
 }
@@ -55,7 +91,11 @@ export function operationPage(pc: PageContext, op: OperationRow, log: LogRow[]):
   const result = (op.result ?? {}) as Record<string, unknown>;
   const orderId = typeof result.order_id === 'number' ? result.order_id : (op.input as Record<string, unknown>)?.order_id;
   const requests = requestRows(log);
-  return layout(pc, `Operation ${op.id}: ${op.kind}`, '/operations', html`
+  return layout(
+    pc,
+    `Operation ${op.id}: ${op.kind}`,
+    '/operations',
+    html`
 <dl class="facts" id="operation-facts">
 <dt>Connection</dt><dd>${op.connection}</dd><dt>State</dt><dd class="state">${op.state}</dd>
 ${op.reason ? html`<dt>Reason</dt><dd>${op.reason}</dd>` : ''}
@@ -69,8 +109,14 @@ ${typeof orderId === 'number' ? html`<dt>Order</dt><dd><a href="/orders/${enc(op
 ${retryable(op) ? html`<form method="post" action="/operations/${op.id}/retry"><button>Retry this operation</button></form>` : ''}
 <h2>Requests sent</h2>
 <table id="operation-requests"><caption class="sr">Requests in the order sent</caption><thead><tr><th scope="col">Attempt ended (UTC)</th><th scope="col">Outcome</th><th scope="col">Method</th><th scope="col">Path</th><th scope="col" class="num">Status</th><th scope="col">Request id</th><th scope="col" class="num">ms</th></tr></thead><tbody>
-${requests.length ? requests.map((r) => html`<tr><td class="mono at">${when(r.at)}</td><td>${r.step}</td><td class="mono">${r.method}</td><td class="mono">${r.path}</td><td class="num">${r.status}</td><td class="mono">${r.requestId}</td><td class="num">${r.ms}</td></tr>`)
-    : html`<tr><td colspan="7" class="muted">${op.state === 'queued' || op.state === 'sent' ? 'Nothing sent yet.' : 'No request was sent (the operation was refused before reaching the service).'}</td></tr>`}
+${
+  requests.length
+    ? requests.map(
+        (r) =>
+          html`<tr><td class="mono at">${when(r.at)}</td><td>${r.step}</td><td class="mono">${r.method}</td><td class="mono">${r.path}</td><td class="num">${r.status}</td><td class="mono">${r.requestId}</td><td class="num">${r.ms}</td></tr>`,
+      )
+    : html`<tr><td colspan="7" class="muted">${op.state === 'queued' || op.state === 'sent' ? 'Nothing sent yet.' : 'No request was sent (the operation was refused before reaching the service).'}</td></tr>`
+}
 </tbody></table>
 <h2>Input</h2>
 ${fieldTable(flatFields(op.input), 'What was asked')}
@@ -80,5 +126,6 @@ ${op.result ? html`<h2>Result</h2>${fieldTable(flatFields(op.result), 'What the 
 <table id="operation-history" class="log">${logHead}<tbody>
 ${log.length ? logRowsHtml(log) : html`<tr><td colspan="${LOG_COLUMNS}" class="muted">No entries.</td></tr>`}
 </tbody></table>
-<p><a href="${withQuery('/operations', {}, { connection: op.connection })}">All operations of ${op.connection}</a></p>`);
+<p><a href="${withQuery('/operations', {}, { connection: op.connection })}">All operations of ${op.connection}</a></p>`,
+  );
 }

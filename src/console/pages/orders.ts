@@ -6,35 +6,67 @@ import { LOG_COLUMNS, logHead, logRowsHtml } from './history.ts';
 import { enc, layout, pager, select, when, type PageContext } from './layout.ts';
 import { operationRows, OPERATION_HEAD } from './operations.ts';
 
-const subs = (o: OrderRow) => Object.entries(o.subStatuses).map(([k, v]) => `${k}: ${v}`).join(', ');
+const subs = (o: OrderRow) =>
+  Object.entries(o.subStatuses)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join(', ');
 
-export interface OrderIndexInput { connections: string[]; connection: string | null; statuses: string[]; query: Record<string, string>; rows: OrderRow[]; total: number; page: number; pageSize: number }
+export interface OrderIndexInput {
+  connections: string[];
+  connection: string | null;
+  statuses: string[];
+  query: Record<string, string>;
+  rows: OrderRow[];
+  total: number;
+  page: number;
+  pageSize: number;
+}
 
 export function orderIndexPage(pc: PageContext, input: OrderIndexInput): Html {
   const q = input.query;
   const pages = Math.max(1, Math.ceil(input.total / input.pageSize));
-  return layout(pc, 'Orders', '/orders', html`
+  return layout(
+    pc,
+    'Orders',
+    '/orders',
+    html`
 <form class="filters" method="get" action="/orders">
 <label>Connection <select name="connection">${input.connections.map((c) => html`<option ${input.connection === c ? 'selected' : ''}>${c}</option>`)}</select></label>
 <label>Imported <select name="imported"><option value="">any order</option>${Object.entries(importedWithin).map(([k, label]) => html`<option value="${k}" ${q.imported === k ? 'selected' : ''}>${label}</option>`)}</select></label>
 ${select('Status', 'status', input.statuses, q.status, 'any')}
 <label>Order number or channel order id <input name="q" value="${q.q ?? ''}" size="16" type="search"></label>
 <button>Show</button> <a href="/orders">clear</a></form>
-${input.connection === null ? html`<p>No connection yet: <a href="/connections">connect an account</a>.</p>` : html`
+${
+  input.connection === null
+    ? html`<p>No connection yet: <a href="/connections">connect an account</a>.</p>`
+    : html`
 <p role="status">${input.total} order${input.total === 1 ? '' : 's'}${q.imported ? ` ${importedWithin[q.imported as keyof typeof importedWithin] ?? ''}` : ''} on ${input.connection}.</p>
 <table id="orders"><thead><tr><th scope="col">Order</th><th scope="col">Status</th><th scope="col">Packed, shipped, invoiced, paid</th><th scope="col">Company</th><th scope="col" class="num">Lines</th><th scope="col" class="num">Total</th><th scope="col">Channel order</th><th scope="col">Imported (UTC)</th></tr></thead><tbody>
-${input.rows.length ? input.rows.map((o) => html`<tr data-id="${o.id}"><td><a href="/orders/${enc(input.connection!)}/${o.id}">${o.orderNumber ?? `order ${o.id}`}</a></td><td>${o.status ?? ''}</td><td>${subs(o)}</td>
-<td>${o.company ?? ''}</td><td class="num">${o.lines}</td><td class="num">${o.total ?? ''} ${o.currency ?? ''}</td><td>${o.channel ? `${o.channel} ${o.channelOrderId}` : ''}</td><td class="mono at">${when(o.importedAt)}</td></tr>`)
-    : html`<tr><td colspan="8" class="muted">No order matches.</td></tr>`}
+${
+  input.rows.length
+    ? input.rows.map(
+        (
+          o,
+        ) => html`<tr data-id="${o.id}"><td><a href="/orders/${enc(input.connection!)}/${o.id}">${o.orderNumber ?? `order ${o.id}`}</a></td><td>${o.status ?? ''}</td><td>${subs(o)}</td>
+<td>${o.company ?? ''}</td><td class="num">${o.lines}</td><td class="num">${o.total ?? ''} ${o.currency ?? ''}</td><td>${o.channel ? `${o.channel} ${o.channelOrderId}` : ''}</td><td class="mono at">${when(o.importedAt)}</td></tr>`,
+      )
+    : html`<tr><td colspan="8" class="muted">No order matches.</td></tr>`
+}
 </tbody></table>
-${pager('/orders', q, input.page, pages)}`}`);
+${pager('/orders', q, input.page, pages)}`
+}`,
+  );
 }
 
 export function orderPage(pc: PageContext, r: OrderRecord): Html {
   const o = r.order;
   const base = `/orders/${enc(r.connection.name)}/${o.id}`;
   const shipped = o.subStatuses.fulfillment === 'shipped';
-  return layout(pc, `Order ${o.orderNumber ?? o.id}`, '/orders', html`
+  return layout(
+    pc,
+    `Order ${o.orderNumber ?? o.id}`,
+    '/orders',
+    html`
 <dl class="facts" id="order-facts">
 <dt>Connection</dt><dd>${r.connection.name}</dd><dt>Order id</dt><dd>${o.id}</dd>
 <dt>Status</dt><dd>${o.status ?? ''}${subs(o) ? ` (${subs(o)})` : ''}</dd>
@@ -44,25 +76,47 @@ export function orderPage(pc: PageContext, r: OrderRecord): Html {
 </dl>
 <h2>Lines</h2>
 <table id="order-lines"><thead><tr><th scope="col">Line</th><th scope="col">SKU</th><th scope="col" class="num">Quantity</th><th scope="col" class="num">Price</th></tr></thead><tbody>
-${r.lines.length ? r.lines.map((l) => html`<tr><td>${l.id}</td><td>${l.variantId !== null ? html`<a href="/variants/${enc(r.connection.name)}/${l.variantId}">${l.sku ?? l.variantId}</a>` : l.label ?? 'free-form line'}</td><td class="num">${l.quantity ?? ''}</td><td class="num">${l.price ?? ''}</td></tr>`)
-    : html`<tr><td colspan="4" class="muted">No lines mirrored yet.</td></tr>`}
+${
+  r.lines.length
+    ? r.lines.map(
+        (l) =>
+          html`<tr><td>${l.id}</td><td>${l.variantId !== null ? html`<a href="/variants/${enc(r.connection.name)}/${l.variantId}">${l.sku ?? l.variantId}</a>` : (l.label ?? 'free-form line')}</td><td class="num">${l.quantity ?? ''}</td><td class="num">${l.price ?? ''}</td></tr>`,
+      )
+    : html`<tr><td colspan="4" class="muted">No lines mirrored yet.</td></tr>`
+}
 </tbody></table>
 <h2>Ship</h2>
-${shipped ? html`<p>Everything on this order is shipped.</p>` : html`
+${
+  shipped
+    ? html`<p>Everything on this order is shipped.</p>`
+    : html`
 <form method="post" action="${base}/ship" class="filters" id="ship-form">
 <label>Tracking company <input name="tracking_company" size="14"></label>
 <label>Tracking number <input name="tracking_number" size="18"></label>
 <button>Ship everything not yet shipped</button></form>
-<p class="muted">Queues a ship operation (pack and fulfil the unpacked lines) sent through the rate-budgeted client; it shows under Operations below.</p>`}
+<p class="muted">Queues a ship operation (pack and fulfil the unpacked lines) sent through the rate-budgeted client; it shows under Operations below.</p>`
+}
 <h2>Fulfilments</h2>
 <table id="fulfillments"><thead><tr><th scope="col">Fulfilment</th><th scope="col">Status</th><th scope="col">Packed (UTC)</th><th scope="col">Tracking</th><th scope="col">Lines</th></tr></thead><tbody>
-${r.fulfillments.length ? r.fulfillments.map((f) => html`<tr><td>${f.id}</td><td>${f.status ?? ''}</td><td class="mono at">${when(f.packedAt)}</td><td>${f.tracking ?? ''}</td><td>${f.lines.map((l) => `${l.sku ?? '?'} × ${l.quantity ?? '?'}`).join(', ')}</td></tr>`)
-    : html`<tr><td colspan="5" class="muted">No fulfilments.</td></tr>`}
+${
+  r.fulfillments.length
+    ? r.fulfillments.map(
+        (f) =>
+          html`<tr><td>${f.id}</td><td>${f.status ?? ''}</td><td class="mono at">${when(f.packedAt)}</td><td>${f.tracking ?? ''}</td><td>${f.lines.map((l) => `${l.sku ?? '?'} × ${l.quantity ?? '?'}`).join(', ')}</td></tr>`,
+      )
+    : html`<tr><td colspan="5" class="muted">No fulfilments.</td></tr>`
+}
 </tbody></table>
 <h2>Returns</h2>
 <table id="returns"><thead><tr><th scope="col">Return</th><th scope="col">Status</th><th scope="col">Credit note</th><th scope="col">Lines</th></tr></thead><tbody>
-${r.returns.length ? r.returns.map((x) => html`<tr><td>${x.id}</td><td>${x.status ?? ''}</td><td>${x.creditNote ?? ''}</td><td>${x.lines.map((l) => `line ${l.orderLineItemId ?? '?'} × ${l.quantity ?? '?'}`).join(', ')}</td></tr>`)
-    : html`<tr><td colspan="4" class="muted">No returns.</td></tr>`}
+${
+  r.returns.length
+    ? r.returns.map(
+        (x) =>
+          html`<tr><td>${x.id}</td><td>${x.status ?? ''}</td><td>${x.creditNote ?? ''}</td><td>${x.lines.map((l) => `line ${l.orderLineItemId ?? '?'} × ${l.quantity ?? '?'}`).join(', ')}</td></tr>`,
+      )
+    : html`<tr><td colspan="4" class="muted">No returns.</td></tr>`
+}
 </tbody></table>
 <h2>Operations on this order</h2>
 <table id="order-operations">${OPERATION_HEAD}<tbody>
@@ -71,5 +125,6 @@ ${r.operations.length ? operationRows(r.operations.map((op) => ({ ...op, connect
 <h2>History</h2>
 <table id="order-history" class="log">${logHead}<tbody>
 ${r.log.length ? logRowsHtml(r.log) : html`<tr><td colspan="${LOG_COLUMNS}" class="muted">No entries.</td></tr>`}
-</tbody></table>`);
+</tbody></table>`,
+  );
 }

@@ -7,9 +7,11 @@ import { ranges, type ConnectionSeries, type RangeName } from '../series.ts';
 import { ago, enc, layout, queueTable, when, type PageContext } from './layout.ts';
 
 function rangePicker(current: RangeName): Html {
-  return html`<nav class="ranges" aria-label="Chart range">Charts over the ${(Object.keys(ranges) as RangeName[]).map((r) => r === current
-    ? html`<a href="/?range=${r}" class="here" aria-current="true">${ranges[r].label}</a>`
-    : html`<a href="/?range=${r}">${ranges[r].label}</a>`)}</nav>`;
+  return html`<nav class="ranges" aria-label="Chart range">Charts over the ${(Object.keys(ranges) as RangeName[]).map((r) =>
+    r === current
+      ? html`<a href="/?range=${r}" class="here" aria-current="true">${ranges[r].label}</a>`
+      : html`<a href="/?range=${r}">${ranges[r].label}</a>`,
+  )}</nav>`;
 }
 
 function charts(c: ConnectionOverview, s: ConnectionSeries): Html {
@@ -25,7 +27,13 @@ ${timeChart('Sync log entries per minute', s.syncEvents, w, { kind: 'bars', id: 
 </div>`;
 }
 
-export function overviewPage(pc: PageContext, conns: ConnectionOverview[], series: Map<number, ConnectionSeries>, queues: QueueDepth[], range: RangeName): Html {
+export function overviewPage(
+  pc: PageContext,
+  conns: ConnectionOverview[],
+  series: Map<number, ConnectionSeries>,
+  queues: QueueDepth[],
+  range: RangeName,
+): Html {
   const cards = conns.map((c) => {
     const s = series.get(c.id);
     const name = enc(c.name);
@@ -43,15 +51,28 @@ export function overviewPage(pc: PageContext, conns: ConnectionOverview[], serie
 <dt>Look at</dt><dd><a href="/variants?connection=${name}&amp;filter=out">out of stock</a> · <a href="/orders?connection=${name}&amp;imported=1h">orders imported in the last hour</a> · <a href="/operations?connection=${name}&amp;state=failed">failed operations</a></dd>
 </dl>
 <div>${c.recentErrors.length ? html`<details><summary>Latest errors (${c.recentErrors.length})</summary><ul>${c.recentErrors.map((e) => html`<li><span class="mono">${when(e.at)}</span> ${e.action} ${e.sku ?? ''}: ${e.error ?? ''}</li>`)}</ul></details>` : ''}
-${c.sweeps.length ? html`<details><summary>Sweeps per resource</summary><table><thead><tr><th scope="col">Resource</th><th scope="col">Last sweep</th><th scope="col">Full sweep</th><th scope="col" class="num">Drift</th></tr></thead><tbody>
-${c.sweeps.map((w) => html`<tr><td>${w.resource}</td><td>${when(w.lastSweepAt)}</td><td>${when(w.lastFullSweepAt)}</td><td class="num">${w.drift}</td></tr>`)}</tbody></table></details>` : ''}</div></div>
+${
+  c.sweeps.length
+    ? html`<details><summary>Sweeps per resource</summary><table><thead><tr><th scope="col">Resource</th><th scope="col">Last sweep</th><th scope="col">Full sweep</th><th scope="col" class="num">Drift</th></tr></thead><tbody>
+${c.sweeps.map((w) => html`<tr><td>${w.resource}</td><td>${when(w.lastSweepAt)}</td><td>${when(w.lastFullSweepAt)}</td><td class="num">${w.drift}</td></tr>`)}</tbody></table></details>`
+    : ''
+}</div></div>
 ${s ? charts(c, s) : ''}
 </section>`;
   });
-  return layout(pc, 'Overview', '/', html`
-${conns.length ? html`${rangePicker(range)}<div class="cards">${cards}</div>`
-    : html`<p>No connection yet. <a href="/connections">Connect an account</a>, or start without one for the demo sandbox.</p>`}
+  return layout(
+    pc,
+    'Overview',
+    '/',
+    html`
+${
+  conns.length
+    ? html`${rangePicker(range)}<div class="cards">${cards}</div>`
+    : html`<p>No connection yet. <a href="/connections">Connect an account</a>, or start without one for the demo sandbox.</p>`
+}
 <h2>Queues</h2>
 ${queueTable(queues)}
-<p class="muted">Times are UTC.</p>`, { refreshSeconds: 30 });
+<p class="muted">Times are UTC.</p>`,
+    { refreshSeconds: 30 },
+  );
 }

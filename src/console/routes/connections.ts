@@ -2,7 +2,16 @@
 import type Router from '@koa/router';
 import bodyParser from 'koa-bodyparser';
 import { listConnections } from '../../api/connections.ts';
-import { CALLBACK_PATH, connectionStatus, ConnectError, connectWithToken, disableConnection, finishOAuth, OAUTH_COOKIE, startOAuth } from '../connections.ts';
+import {
+  CALLBACK_PATH,
+  connectionStatus,
+  ConnectError,
+  connectWithToken,
+  disableConnection,
+  finishOAuth,
+  OAUTH_COOKIE,
+  startOAuth,
+} from '../connections.ts';
 import { connectionPage, connectionsPage } from '../pages/connections.ts';
 import { notFoundPage } from '../pages/layout.ts';
 import { flatQuery, page, pageContext, type ConsoleDeps } from '../web.ts';
@@ -12,7 +21,9 @@ export function connectionRoutes(r: Router, deps: ConsoleDeps): void {
   const oauthReady = () => Boolean(deps.config.COMMERCE_CLIENT_ID && deps.config.COMMERCE_CLIENT_SECRET);
   const form = bodyParser({ enableTypes: ['form'], formLimit: '16kb' });
   const list = async (ctx: Parameters<Parameters<Router['get']>[1]>[0], problem?: string, status = 200) =>
-    page(ctx, connectionsPage(pageContext(deps, ctx, problem ? { problem } : {}), await listConnections(db), oauthReady()), status, { leavesSite: true });
+    page(ctx, connectionsPage(pageContext(deps, ctx, problem ? { problem } : {}), await listConnections(db), oauthReady()), status, {
+      leavesSite: true,
+    });
 
   r.get('/connections', (ctx) => list(ctx));
   r.post('/connections/oauth', form, async (ctx) => {
@@ -20,7 +31,14 @@ export function connectionRoutes(r: Router, deps: ConsoleDeps): void {
     try {
       const { url, nonce } = startOAuth(deps, { baseUrl: String(body.base_url ?? ''), name: body.name?.trim() || undefined });
       // Lax: the cookie must come back on the service's top-level redirect to the callback.
-      ctx.cookies.set(OAUTH_COOKIE, nonce, { httpOnly: true, sameSite: 'lax', secure: ctx.secure, path: CALLBACK_PATH, maxAge: 15 * 60_000, overwrite: true });
+      ctx.cookies.set(OAUTH_COOKIE, nonce, {
+        httpOnly: true,
+        sameSite: 'lax',
+        secure: ctx.secure,
+        path: CALLBACK_PATH,
+        maxAge: 15 * 60_000,
+        overwrite: true,
+      });
       ctx.redirect(url);
     } catch (err) {
       if (!(err instanceof ConnectError)) throw err;
@@ -40,7 +58,11 @@ export function connectionRoutes(r: Router, deps: ConsoleDeps): void {
   r.post('/connections/token', form, async (ctx) => {
     const body = (ctx.request.body ?? {}) as Record<string, string>;
     try {
-      const connection = await connectWithToken(deps, { baseUrl: String(body.base_url ?? ''), token: String(body.token ?? ''), name: body.name?.trim() || undefined });
+      const connection = await connectWithToken(deps, {
+        baseUrl: String(body.base_url ?? ''),
+        token: String(body.token ?? ''),
+        name: body.name?.trim() || undefined,
+      });
       ctx.redirect(`/connections/${encodeURIComponent(connection.name)}?connected=${encodeURIComponent(connection.name)}`);
     } catch (err) {
       if (!(err instanceof ConnectError)) throw err;

@@ -14,7 +14,12 @@ export function deliveryRoutes(r: Router, deps: ConsoleDeps): void {
     const q = flatQuery(ctx);
     const connectionId = await optionalConnection(ctx, db, q.connection);
     if (connectionId === null) return page(ctx, notFoundPage(pageContext(deps, ctx), `No connection named ${q.connection}.`), 404);
-    const rows = await listDeliveries(db, { connectionId, state: (deliveryStates as readonly string[]).includes(q.state ?? '') ? q.state : undefined, resource: q.resource || undefined, before: int(q.before) });
+    const rows = await listDeliveries(db, {
+      connectionId,
+      state: (deliveryStates as readonly string[]).includes(q.state ?? '') ? q.state : undefined,
+      resource: q.resource || undefined,
+      before: int(q.before),
+    });
     let older: string | null = null;
     if (rows.length === 100) {
       const next = new URLSearchParams(Object.entries(q).filter(([k, v]) => v && ['connection', 'state', 'resource'].includes(k)));
@@ -31,7 +36,14 @@ export function deliveryRoutes(r: Router, deps: ConsoleDeps): void {
   r.get('/dead-letters', async (ctx) => {
     const q = flatQuery(ctx);
     const [letters, queues] = await Promise.all([listDeadLetters(db, { queue: q.queue || undefined }), queueDepths(db)]);
-    page(ctx, deadLettersPage(pageContext(deps, ctx), letters, queues.filter((x) => x.queue.endsWith('-dead'))));
+    page(
+      ctx,
+      deadLettersPage(
+        pageContext(deps, ctx),
+        letters,
+        queues.filter((x) => x.queue.endsWith('-dead')),
+      ),
+    );
   });
   r.post('/dead-letters/:queue/:id/replay', async (ctx) => {
     try {
@@ -45,15 +57,33 @@ export function deliveryRoutes(r: Router, deps: ConsoleDeps): void {
 
   r.get('/api/deliveries', async (ctx) => {
     const q = flatQuery(ctx);
-    if (q.state && !(deliveryStates as readonly string[]).includes(q.state)) return problem(ctx, 400, `state must be one of ${deliveryStates.join(', ')}`);
+    if (q.state && !(deliveryStates as readonly string[]).includes(q.state))
+      return problem(ctx, 400, `state must be one of ${deliveryStates.join(', ')}`);
     const connectionId = await optionalConnection(ctx, db, q.connection);
     if (connectionId === null) return;
-    ctx.body = { deliveries: await listDeliveries(db, { connectionId, state: q.state || undefined, resource: q.resource || undefined, objectId: int(q.object), before: int(q.before), limit: int(q.limit) }) };
+    ctx.body = {
+      deliveries: await listDeliveries(db, {
+        connectionId,
+        state: q.state || undefined,
+        resource: q.resource || undefined,
+        objectId: int(q.object),
+        before: int(q.before),
+        limit: int(q.limit),
+      }),
+    };
   });
   r.get('/api/deliveries/:id', async (ctx) => {
     const id = int(ctx.params.id);
-    const row = id === undefined ? undefined : await db.selectFrom('webhook_deliveries as d').innerJoin('connections as c', 'c.id', 'd.connection_id')
-      .selectAll('d').select('c.name as connection').where('d.id', '=', id).executeTakeFirst();
+    const row =
+      id === undefined
+        ? undefined
+        : await db
+            .selectFrom('webhook_deliveries as d')
+            .innerJoin('connections as c', 'c.id', 'd.connection_id')
+            .selectAll('d')
+            .select('c.name as connection')
+            .where('d.id', '=', id)
+            .executeTakeFirst();
     if (!row) return problem(ctx, 404, `no delivery ${ctx.params.id}`);
     ctx.body = { delivery: row };
   });

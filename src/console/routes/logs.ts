@@ -19,20 +19,37 @@ async function logFilter(ctx: Context, deps: ConsoleDeps): Promise<LogFilter | n
   try {
     return await parseLogFilter(deps.db, ctx.query);
   } catch (err) {
-    if (err instanceof FilterError) { problem(ctx, 400, err.message); return null; }
+    if (err instanceof FilterError) {
+      problem(ctx, 400, err.message);
+      return null;
+    }
     throw err;
   }
 }
 
 export function logRoutes(r: Router, deps: ConsoleDeps, streams: Streams): void {
   const { db } = deps;
-  r.get('/tail', (ctx) => { ctx.redirect(`/logs${ctx.querystring ? `?${ctx.querystring}` : ''}`); });
+  r.get('/tail', (ctx) => {
+    ctx.redirect(`/logs${ctx.querystring ? `?${ctx.querystring}` : ''}`);
+  });
   r.get('/logs', async (ctx) => {
     const q = flatQuery(ctx);
     let filter: LogFilter;
-    try { filter = await parseLogFilter(db, ctx.query); } catch (err) {
+    try {
+      filter = await parseLogFilter(db, ctx.query);
+    } catch (err) {
       if (!(err instanceof FilterError)) throw err;
-      return page(ctx, logPage(pageContext(deps, ctx, { problem: err.message }), { rows: [], connections: await connectionNames(db), query: q, stream: null, older: null }), 400);
+      return page(
+        ctx,
+        logPage(pageContext(deps, ctx, { problem: err.message }), {
+          rows: [],
+          connections: await connectionNames(db),
+          query: q,
+          stream: null,
+          older: null,
+        }),
+        400,
+      );
     }
     const latest = await latestSyncLogId(db); // read first: nothing written after it can be missed below
     const rows = await querySyncLog(db, { ...filter, afterId: undefined, limit: filter.limit ?? 200 });
@@ -61,7 +78,11 @@ export function logRoutes(r: Router, deps: ConsoleDeps, streams: Streams): void 
     const last = entries[entries.length - 1];
     const full = entries.length === Math.min(Math.max(filter.limit ?? 100, 1), 1000);
     let next: { after: number } | { to: string; before: number } | null = null;
-    if (full && last) next = filter.afterId !== undefined ? { after: last.id } : { to: (await exactTime(db, last.id)) ?? last.at.toISOString(), before: last.id };
+    if (full && last)
+      next =
+        filter.afterId !== undefined
+          ? { after: last.id }
+          : { to: (await exactTime(db, last.id)) ?? last.at.toISOString(), before: last.id };
     ctx.body = { entries, next };
   });
   r.get('/api/tail', (ctx) => tailStream(ctx, deps, streams));
@@ -108,7 +129,9 @@ async function tailStream(ctx: Context, deps: ConsoleDeps, streams: Streams): Pr
     // connection left to hold a server close).
     Connection: 'close',
   });
-  const send = (text: string) => { if (!res.writableEnded && !res.destroyed) res.write(text); };
+  const send = (text: string) => {
+    if (!res.writableEnded && !res.destroyed) res.write(text);
+  };
 
   let maxSent = resume ?? 0;
   const write = (row: LogRow) => {
@@ -116,7 +139,10 @@ async function tailStream(ctx: Context, deps: ConsoleDeps, streams: Streams): Pr
     send(`id: ${maxSent}\nevent: log\ndata: ${JSON.stringify({ ...row, summary: describe(row) })}\n\n`);
   };
   let buffer: LogRow[] | null = [];
-  const unsubscribe = deps.tail.subscribe(live, (row) => { if (buffer) buffer.push(row); else write(row); });
+  const unsubscribe = deps.tail.subscribe(live, (row) => {
+    if (buffer) buffer.push(row);
+    else write(row);
+  });
   const heartbeat = setInterval(() => send(': keep-alive\n\n'), HEARTBEAT_MS);
   heartbeat.unref();
   const close = () => {
@@ -130,7 +156,10 @@ async function tailStream(ctx: Context, deps: ConsoleDeps, streams: Streams): Pr
   try {
     const sent = new Set<number>();
     if (resume !== undefined) {
-      for (const row of await querySyncLog(deps.db, { ...live, afterId: resume, limit: 1000 })) { write(row); sent.add(row.id); }
+      for (const row of await querySyncLog(deps.db, { ...live, afterId: resume, limit: 1000 })) {
+        write(row);
+        sent.add(row.id);
+      }
     }
     const pending = buffer;
     buffer = null;

@@ -18,7 +18,11 @@ const PAGE_SIZE = 50;
 export function operationRoutes(r: Router, deps: ConsoleDeps): void {
   const { db, boss } = deps;
   let queuesReady: Promise<void> | undefined;
-  const ready = () => (queuesReady ??= createQueues(boss).catch((err) => { queuesReady = undefined; throw err; }));
+  const ready = () =>
+    (queuesReady ??= createQueues(boss).catch((err) => {
+      queuesReady = undefined;
+      throw err;
+    }));
   const names = () => connectionNamesById(db);
 
   r.get('/operations', async (ctx) => {
@@ -26,23 +30,39 @@ export function operationRoutes(r: Router, deps: ConsoleDeps): void {
     const connectionId = await optionalConnection(ctx, db, q.connection);
     if (connectionId === null) return page(ctx, notFoundPage(pageContext(deps, ctx), `No connection named ${q.connection}.`), 404);
     const ops = await listOperations(db, {
-      connectionId, kind: (kinds as readonly string[]).includes(q.kind ?? '') ? q.kind as PushKind : undefined,
-      state: (states as readonly string[]).includes(q.state ?? '') ? q.state as PushState : undefined, beforeId: int(q.before), limit: PAGE_SIZE,
+      connectionId,
+      kind: (kinds as readonly string[]).includes(q.kind ?? '') ? (q.kind as PushKind) : undefined,
+      state: (states as readonly string[]).includes(q.state ?? '') ? (q.state as PushState) : undefined,
+      beforeId: int(q.before),
+      limit: PAGE_SIZE,
     });
     const byId = await names();
     const last = ops[ops.length - 1];
-    const older = ops.length === PAGE_SIZE && last ? `/operations?${new URLSearchParams({ ...Object.fromEntries(Object.entries(q).filter(([k, v]) => v && k !== 'before')), before: String(last.id) })}` : null;
-    page(ctx, operationIndexPage(pageContext(deps, ctx), {
-      connections: await connectionNames(db), kinds, states, query: q, older,
-      rows: ops.map((op) => ({ ...op, connection: byId.get(op.connection_id) ?? String(op.connection_id) })),
-    }));
+    const older =
+      ops.length === PAGE_SIZE && last
+        ? `/operations?${new URLSearchParams({ ...Object.fromEntries(Object.entries(q).filter(([k, v]) => v && k !== 'before')), before: String(last.id) })}`
+        : null;
+    page(
+      ctx,
+      operationIndexPage(pageContext(deps, ctx), {
+        connections: await connectionNames(db),
+        kinds,
+        states,
+        query: q,
+        older,
+        rows: ops.map((op) => ({ ...op, connection: byId.get(op.connection_id) ?? String(op.connection_id) })),
+      }),
+    );
   });
   r.get('/operations/:id', async (ctx) => {
     const id = int(ctx.params.id);
     const op = id === undefined ? undefined : await getOperation(db, id);
     if (!op) return page(ctx, notFoundPage(pageContext(deps, ctx), `No operation ${ctx.params.id}.`), 404);
     const log = await querySyncLog(db, { connectionId: op.connection_id, resource: 'operation', recordId: op.id, limit: 200 });
-    page(ctx, operationPage(pageContext(deps, ctx), { ...op, connection: (await names()).get(op.connection_id) ?? String(op.connection_id) }, log));
+    page(
+      ctx,
+      operationPage(pageContext(deps, ctx), { ...op, connection: (await names()).get(op.connection_id) ?? String(op.connection_id) }, log),
+    );
   });
   r.post('/operations/:id/retry', async (ctx) => {
     const id = int(ctx.params.id);
@@ -56,7 +76,15 @@ export function operationRoutes(r: Router, deps: ConsoleDeps): void {
       const op = await getOperation(db, id);
       if (!op) return page(ctx, notFoundPage(pageContext(deps, ctx), `No operation ${ctx.params.id}.`), 404);
       const log = await querySyncLog(db, { connectionId: op.connection_id, resource: 'operation', recordId: op.id, limit: 200 });
-      page(ctx, operationPage(pageContext(deps, ctx, { problem: `Not retried: ${err.message}.` }), { ...op, connection: (await names()).get(op.connection_id) ?? '' }, log), 409);
+      page(
+        ctx,
+        operationPage(
+          pageContext(deps, ctx, { problem: `Not retried: ${err.message}.` }),
+          { ...op, connection: (await names()).get(op.connection_id) ?? '' },
+          log,
+        ),
+        409,
+      );
     }
   });
 }

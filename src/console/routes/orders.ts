@@ -14,8 +14,12 @@ const PAGE_SIZE = 50;
 export function orderRoutes(r: Router, deps: ConsoleDeps): void {
   const { db } = deps;
   const query = (q: Record<string, string>, connectionId: number) => ({
-    connectionId, imported: Object.hasOwn(importedWithin, q.imported ?? '') ? q.imported as ImportedWithin : undefined,
-    status: q.status || undefined, search: q.q || undefined, page: int(q.page) ?? 1, pageSize: Math.min(int(q.limit) ?? PAGE_SIZE, 500),
+    connectionId,
+    imported: Object.hasOwn(importedWithin, q.imported ?? '') ? (q.imported as ImportedWithin) : undefined,
+    status: q.status || undefined,
+    search: q.q || undefined,
+    page: int(q.page) ?? 1,
+    pageSize: Math.min(int(q.limit) ?? PAGE_SIZE, 500),
   });
   r.get('/orders', async (ctx) => {
     const q = flatQuery(ctx);
@@ -24,21 +28,42 @@ export function orderRoutes(r: Router, deps: ConsoleDeps): void {
     const connectionId = connection ? await optionalConnection(ctx, db, connection) : undefined;
     if (connectionId === null) return page(ctx, notFoundPage(pageContext(deps, ctx), `No connection named ${q.connection}.`), 404);
     const oq = connectionId === undefined ? null : query(q, connectionId);
-    const [{ rows, total }, statuses] = oq ? await Promise.all([listOrders(db, oq), orderStatuses(db, oq.connectionId)]) : [{ rows: [], total: 0 }, []];
-    page(ctx, orderIndexPage(pageContext(deps, ctx), { connections, connection, statuses, query: q, rows, total, page: oq?.page ?? 1, pageSize: oq?.pageSize ?? PAGE_SIZE }));
+    const [{ rows, total }, statuses] = oq
+      ? await Promise.all([listOrders(db, oq), orderStatuses(db, oq.connectionId)])
+      : [{ rows: [], total: 0 }, []];
+    page(
+      ctx,
+      orderIndexPage(pageContext(deps, ctx), {
+        connections,
+        connection,
+        statuses,
+        query: q,
+        rows,
+        total,
+        page: oq?.page ?? 1,
+        pageSize: oq?.pageSize ?? PAGE_SIZE,
+      }),
+    );
   });
   r.get('/orders/:connection/:id', async (ctx) => {
     const record = await recordAt(ctx, db, orderRecord);
-    if (!record) return page(ctx, notFoundPage(pageContext(deps, ctx), `No order ${ctx.params.id} on connection ${ctx.params.connection}.`), 404);
+    if (!record)
+      return page(ctx, notFoundPage(pageContext(deps, ctx), `No order ${ctx.params.id} on connection ${ctx.params.connection}.`), 404);
     page(ctx, orderPage(pageContext(deps, ctx), record));
   });
   r.post('/orders/:connection/:id/ship', bodyParser({ enableTypes: ['form'], formLimit: '8kb' }), async (ctx) => {
     const record = await recordAt(ctx, db, orderRecord);
-    if (!record) return page(ctx, notFoundPage(pageContext(deps, ctx), `No order ${ctx.params.id} on connection ${ctx.params.connection}.`), 404);
+    if (!record)
+      return page(ctx, notFoundPage(pageContext(deps, ctx), `No order ${ctx.params.id} on connection ${ctx.params.connection}.`), 404);
     const body = (ctx.request.body ?? {}) as Record<string, string>;
     const tracking = { company: body.tracking_company?.trim() || undefined, number: body.tracking_number?.trim() || undefined };
     try {
-      const op = await enqueueOperation({ db, boss: deps.boss }, 'ship', { order_id: record.order.id, ...(tracking.company || tracking.number ? { tracking } : {}) }, record.connection.id);
+      const op = await enqueueOperation(
+        { db, boss: deps.boss },
+        'ship',
+        { order_id: record.order.id, ...(tracking.company || tracking.number ? { tracking } : {}) },
+        record.connection.id,
+      );
       ctx.redirect(`/operations/${op.id}?queued=${op.id}`);
     } catch (err) {
       if (!(err instanceof InputError)) throw err;
@@ -48,7 +73,8 @@ export function orderRoutes(r: Router, deps: ConsoleDeps): void {
 
   r.get('/api/orders', async (ctx) => {
     const q = flatQuery(ctx);
-    if (q.imported && !Object.hasOwn(importedWithin, q.imported)) return problem(ctx, 400, `imported must be one of ${Object.keys(importedWithin).join(', ')}`);
+    if (q.imported && !Object.hasOwn(importedWithin, q.imported))
+      return problem(ctx, 400, `imported must be one of ${Object.keys(importedWithin).join(', ')}`);
     const connectionId = await optionalConnection(ctx, db, q.connection);
     if (connectionId === null) return;
     if (connectionId === undefined) return problem(ctx, 400, 'give connection=');

@@ -24,9 +24,15 @@ export function overviewRoutes(r: Router, deps: ConsoleDeps): void {
     const series = new Map(await Promise.all(o.connections.map(async (c) => [c.id, await chartSeries(db, c.id, w)] as const)));
     page(ctx, overviewPage(pageContext(deps, ctx), o.connections, series, o.queues, range));
   });
-  r.get('/api/overview', async (ctx) => { ctx.body = await overview(db); });
-  r.get('/api/queues', async (ctx) => { ctx.body = { queues: await queueDepths(db) }; });
-  r.get('/api/status', async (ctx) => { ctx.body = { connections: await connectionOverviews(db), queues: await queueDepths(db) }; });
+  r.get('/api/overview', async (ctx) => {
+    ctx.body = await overview(db);
+  });
+  r.get('/api/queues', async (ctx) => {
+    ctx.body = { queues: await queueDepths(db) };
+  });
+  r.get('/api/status', async (ctx) => {
+    ctx.body = { connections: await connectionOverviews(db), queues: await queueDepths(db) };
+  });
   // ?range=1h|24h|7d, or ?minutes=N (per-minute points, at most a day); ?end=ISO fixes the window's end.
   r.get('/api/connections/:connection/series', async (ctx) => {
     const q = flatQuery(ctx);
@@ -35,7 +41,8 @@ export function overviewRoutes(r: Router, deps: ConsoleDeps): void {
     if (q.range && !isRange(q.range)) return problem(ctx, 400, `range must be one of ${Object.keys(ranges).join(', ')}`);
     const end = q.end ? new Date(q.end) : new Date();
     if (Number.isNaN(end.getTime())) return problem(ctx, 400, 'end must be an ISO timestamp');
-    const w = isRange(q.range) ? timeWindow(ranges[q.range].minutes, ranges[q.range].stepMinutes, end)
+    const w = isRange(q.range)
+      ? timeWindow(ranges[q.range].minutes, ranges[q.range].stepMinutes, end)
       : timeWindow(Math.max(1, Math.min(int(q.minutes) ?? 60, 24 * 60)), 1, end);
     ctx.body = await chartSeries(db, connectionId, w);
   });

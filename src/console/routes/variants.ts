@@ -14,8 +14,16 @@ function indexQuery(q: Query, connectionId: number): VariantQuery | string {
   if (q.filter && !Object.hasOwn(variantFilters, q.filter)) return `filter must be one of ${Object.keys(variantFilters).join(', ')}`;
   if (q.sort && !Object.hasOwn(variantSorts, q.sort)) return `sort must be one of ${Object.keys(variantSorts).join(', ')}`;
   if (q.threshold && !/^-?\d+(\.\d+)?$/.test(q.threshold)) return 'threshold must be a number';
-  return { connectionId, search: q.q || undefined, filter: (q.filter || undefined) as VariantFilter | undefined, threshold: q.threshold || undefined,
-    sort: (q.sort || undefined) as VariantSort | undefined, desc: q.dir === 'desc', page: int(q.page) ?? 1, pageSize: Math.min(int(q.limit) ?? PAGE_SIZE, 500) };
+  return {
+    connectionId,
+    search: q.q || undefined,
+    filter: (q.filter || undefined) as VariantFilter | undefined,
+    threshold: q.threshold || undefined,
+    sort: (q.sort || undefined) as VariantSort | undefined,
+    desc: q.dir === 'desc',
+    page: int(q.page) ?? 1,
+    pageSize: Math.min(int(q.limit) ?? PAGE_SIZE, 500),
+  };
 }
 
 export function variantRoutes(r: Router, deps: ConsoleDeps): void {
@@ -27,20 +35,47 @@ export function variantRoutes(r: Router, deps: ConsoleDeps): void {
       const connectionId = await optionalConnection(ctx, db, q.connection);
       const found = connectionId === null ? [] : await findVariants(db, { connectionId, sku: q.sku || undefined, id: int(q.id) });
       if (found.length === 1) return ctx.redirect(`/variants/${encodeURIComponent(found[0]!.connection)}/${found[0]!.id}`);
-      return ctx.redirect(`/variants?${new URLSearchParams({ ...(q.connection ? { connection: q.connection } : {}), q: q.sku || q.id || '' })}`);
+      return ctx.redirect(
+        `/variants?${new URLSearchParams({ ...(q.connection ? { connection: q.connection } : {}), q: q.sku || q.id || '' })}`,
+      );
     }
     const connections = await connectionNames(db);
     const connection = q.connection || connections[0] || null;
     const connectionId = connection ? await optionalConnection(ctx, db, connection) : undefined;
     if (connectionId === null) return page(ctx, notFoundPage(pageContext(deps, ctx), `No connection named ${q.connection}.`), 404);
     const query = connectionId === undefined ? null : indexQuery(q, connectionId);
-    if (typeof query === 'string') return page(ctx, variantIndexPage(pageContext(deps, ctx, { problem: query }), { connections, connection, query: q, rows: [], total: 0, page: 1, pageSize: PAGE_SIZE }), 400);
+    if (typeof query === 'string')
+      return page(
+        ctx,
+        variantIndexPage(pageContext(deps, ctx, { problem: query }), {
+          connections,
+          connection,
+          query: q,
+          rows: [],
+          total: 0,
+          page: 1,
+          pageSize: PAGE_SIZE,
+        }),
+        400,
+      );
     const { rows, total } = query ? await listVariants(db, query) : { rows: [], total: 0 };
-    page(ctx, variantIndexPage(pageContext(deps, ctx), { connections, connection, query: q, rows, total, page: query?.page ?? 1, pageSize: query?.pageSize ?? PAGE_SIZE }));
+    page(
+      ctx,
+      variantIndexPage(pageContext(deps, ctx), {
+        connections,
+        connection,
+        query: q,
+        rows,
+        total,
+        page: query?.page ?? 1,
+        pageSize: query?.pageSize ?? PAGE_SIZE,
+      }),
+    );
   });
   r.get('/variants/:connection/:id', async (ctx) => {
     const record = await recordAt(ctx, db, variantRecord);
-    if (!record) return page(ctx, notFoundPage(pageContext(deps, ctx), `No variant ${ctx.params.id} on connection ${ctx.params.connection}.`), 404);
+    if (!record)
+      return page(ctx, notFoundPage(pageContext(deps, ctx), `No variant ${ctx.params.id} on connection ${ctx.params.connection}.`), 404);
     page(ctx, variantPage(pageContext(deps, ctx), record));
   });
 
