@@ -8,7 +8,7 @@ import { recomputeChannel, type Cause, type ChannelChange } from '../stock/chann
 import type { ChannelRules } from '../stock/rules.ts';
 import { readsFor, type Read, type ResourceSpec } from '../catalog/index.ts';
 import { markGone, replaceCompositions, upsertChildren, upsertOther, upsertRecords } from '../db/mirror.ts';
-import type { Mark } from './pending.ts';
+import type { Mark } from '../db/pending.ts';
 
 export interface Applied {
   applied: number[];

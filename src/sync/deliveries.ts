@@ -9,7 +9,7 @@ import type { Logger } from '../log.ts';
 import type { Boss } from '../queue/boss.ts';
 import { queues } from '../queue/names.ts';
 import { deliveryRowIdsOf, type DeliveriesJob } from '../queue/jobs.ts';
-import { markPending, type Mark } from './pending.ts';
+import { markPending, type Mark } from '../db/pending.ts';
 import { HANDLED_RESOURCES, resourceName } from '../catalog/index.ts';
 import { requestDrain } from './jobs.ts';
 

@@ -8,7 +8,7 @@ import { logSync } from '../db/synclog.ts';
 import type { ChannelRules } from '../stock/rules.ts';
 import type { ChannelChange } from '../stock/channel.ts';
 import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';
-import { claimPending, clearPending, markPending, releasePending, type Claimed, type Mark } from './pending.ts';
+import { claimPending, clearPending, markPending, releasePending, type Claimed, type Mark } from '../db/pending.ts';
 import { catalog, composition } from '../catalog/index.ts';
 import { readLive, readLines, type Reader } from './reader.ts';
 

@@ -12,7 +12,7 @@ import { applyRulesIfChanged } from '../stock/channel.ts';
 import { publishChanges } from '../stock/feed.ts';
 import { logSync, pruneSyncLog } from '../db/synclog.ts';
 import { requestDrain } from './jobs.ts';
-import { pendingPairs } from './pending.ts';
+import { pendingPairs } from '../db/pending.ts';
 import { syncSchedules } from './schedules.ts';
 
 export async function handleMaintenance(deps: WorkerDeps, task: MaintenanceJob['task']): Promise<void> {

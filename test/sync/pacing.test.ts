@@ -2,7 +2,7 @@
 import t from 'tap';
 import { sql } from 'kysely';
 import { budgetState, drainWindow, drainWindowSeconds } from '../../src/sync/pacing.ts';
-import { markPending } from '../../src/sync/pending.ts';
+import { markPending } from '../../src/db/pending.ts';
 import { logSync } from '../../src/db/synclog.ts';
 import { testDatabase } from '../support/db.ts';
 

@@ -6,7 +6,7 @@ import { testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
 import { addConnection } from './helpers.ts';
 import { consumeDeliveries } from '../../src/sync/deliveries.ts';
-import { claimPending, clearPending, markPending } from '../../src/sync/pending.ts';
+import { claimPending, clearPending, markPending } from '../../src/db/pending.ts';
 import { drainPending } from '../../src/sync/drain.ts';
 import { rulesFrom } from '../../src/stock/rules.ts';
 import type { Reader } from '../../src/sync/reader.ts';

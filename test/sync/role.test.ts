@@ -14,7 +14,7 @@ import type { Runtime } from '../../src/runtime.ts';
 import { startSandbox } from '@commerce-sync/sandbox';
 import { mount } from '../../src/sync/role.ts';
 import { requestSweep } from '../../src/sync/jobs.ts';
-import { markPending } from '../../src/sync/pending.ts';
+import { markPending } from '../../src/db/pending.ts';
 import { everyMinutes } from '../../src/sync/schedules.ts';
 import { testConfig } from '../support/config.ts';
 import { testDatabase } from '../support/db.ts';

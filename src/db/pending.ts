@@ -1,8 +1,8 @@
-// Pending fetches: the coalescing set between deliveries and API reads. Many marks of one record make one
-// row; a drain claims up to 250 rows, reads them in one list call, and clears only rows nobody re-marked
+// The pending_fetches store: the coalescing set between deliveries and API reads. Many marks of one record
+// make one row; a drain claims up to 250 rows, reads them in one list call, and clears only rows nobody re-marked
 // while it was reading (seq unchanged).
 import { sql } from 'kysely';
-import type { Executor as Tx } from '../db/index.ts';
+import type { Executor } from './index.ts';
 
 export interface Mark {
   connectionId: number;
@@ -20,7 +20,7 @@ export interface Claimed {
 }
 
 /** Records (connection, resource, id) rows to read; returns the distinct (connection, resource) pairs marked. */
-export async function markPending(db: Tx, marks: Mark[]): Promise<{ connectionId: number; resource: string }[]> {
+export async function markPending(db: Executor, marks: Mark[]): Promise<{ connectionId: number; resource: string }[]> {
   if (!marks.length) return [];
   // Fold marks of the same record first: ON CONFLICT cannot touch one row twice in a statement.
   const folded = new Map<
@@ -58,7 +58,13 @@ export async function markPending(db: Tx, marks: Mark[]): Promise<{ connectionId
 }
 
 /** Claims up to `limit` unclaimed rows, oldest mark first, for `leaseSeconds`. */
-export async function claimPending(db: Tx, connectionId: number, resource: string, limit: number, leaseSeconds = 300): Promise<Claimed[]> {
+export async function claimPending(
+  db: Executor,
+  connectionId: number,
+  resource: string,
+  limit: number,
+  leaseSeconds = 300,
+): Promise<Claimed[]> {
   const rows = await sql<{ id: number; seq: number; delivery_row_ids: number[]; reason: string | null }>`
     UPDATE pending_fetches p SET claimed_until = now() + make_interval(secs => ${leaseSeconds}), attempts = p.attempts + 1
     FROM (
@@ -77,7 +83,7 @@ export async function claimPending(db: Tx, connectionId: number, resource: strin
 }
 
 /** Deletes the claimed rows that were not re-marked since the claim; re-marked ones stay for the next read. */
-export async function clearPending(db: Tx, connectionId: number, resource: string, claimed: Claimed[]): Promise<number> {
+export async function clearPending(db: Executor, connectionId: number, resource: string, claimed: Claimed[]): Promise<number> {
   if (!claimed.length) return 0;
   const res = await sql`
     DELETE FROM pending_fetches p USING jsonb_to_recordset(${JSON.stringify(claimed.map((c) => ({ id: c.id, seq: c.seq })))}::jsonb) AS x(id bigint, seq bigint)
@@ -86,14 +92,14 @@ export async function clearPending(db: Tx, connectionId: number, resource: strin
 }
 
 /** Gives claimed rows back (after a failed read) so the retry or another drain takes them. */
-export async function releasePending(db: Tx, connectionId: number, resource: string, ids: number[]): Promise<void> {
+export async function releasePending(db: Executor, connectionId: number, resource: string, ids: number[]): Promise<void> {
   if (!ids.length) return;
   await sql`UPDATE pending_fetches SET claimed_until = NULL
     WHERE connection_id = ${connectionId} AND resource = ${resource} AND id = ANY(${ids}::bigint[])`.execute(db);
 }
 
 /** Pending (connection, resource) pairs with unclaimed rows: what a drain should look at. */
-export async function pendingPairs(db: Tx): Promise<{ connectionId: number; resource: string; n: number }[]> {
+export async function pendingPairs(db: Executor): Promise<{ connectionId: number; resource: string; n: number }[]> {
   const rows = await sql<{ connection_id: number; resource: string; n: number }>`
     SELECT connection_id, resource, count(*)::int AS n FROM pending_fetches
     WHERE claimed_until IS NULL OR claimed_until < now() GROUP BY 1, 2`.execute(db);
