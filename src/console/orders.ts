@@ -157,6 +157,16 @@ export async function orderRecord(db: Db, connectionId: number, orderId: number)
   if (!conn || !row) return null;
   const order = present(row);
   const channelKey = order.channel ? `channel:${order.channel}:${order.channelOrderId}` : null;
+  // The order's fulfilments and returns: the same read of two tables.
+  const ofOrder = (table: 'fulfillments' | 'fulfillment_returns') =>
+    db
+      .selectFrom(table)
+      .selectAll()
+      .where('connection_id', '=', connectionId)
+      .where('order_id', '=', orderId)
+      .where('status', 'is distinct from', 'gone')
+      .orderBy('id')
+      .execute();
   const [lines, fulfillments, fLines, returns, rLines, operations, log] = await Promise.all([
     sql<{ id: number; sku: string | null; variant_id: number | null; quantity: string | null; price: string | null; label: string | null }>`
       SELECT li.id, v.sku, li.variant_id, li.quantity::text, li.price::text, li.raw->>'label' AS label FROM order_line_items li
@@ -164,25 +174,11 @@ export async function orderRecord(db: Db, connectionId: number, orderId: number)
        WHERE li.connection_id = ${connectionId} AND li.order_id = ${orderId} AND li.status IS DISTINCT FROM 'gone' ORDER BY li.id`.execute(
       db,
     ),
-    db
-      .selectFrom('fulfillments')
-      .selectAll()
-      .where('connection_id', '=', connectionId)
-      .where('order_id', '=', orderId)
-      .where('status', 'is distinct from', 'gone')
-      .orderBy('id')
-      .execute(),
+    ofOrder('fulfillments'),
     sql<{ fulfillment_id: number; variant_sku: string | null; quantity: string | null }>`
       SELECT fl.fulfillment_id, fl.variant_sku, fl.quantity::text FROM fulfillment_line_items fl JOIN fulfillments f ON f.connection_id = fl.connection_id AND f.id = fl.fulfillment_id
        WHERE f.connection_id = ${connectionId} AND f.order_id = ${orderId} ORDER BY fl.id`.execute(db),
-    db
-      .selectFrom('fulfillment_returns')
-      .selectAll()
-      .where('connection_id', '=', connectionId)
-      .where('order_id', '=', orderId)
-      .where('status', 'is distinct from', 'gone')
-      .orderBy('id')
-      .execute(),
+    ofOrder('fulfillment_returns'),
     sql<{ fulfillment_return_id: number; order_line_item_id: number | null; quantity: string | null }>`
       SELECT rl.fulfillment_return_id, rl.order_line_item_id, rl.quantity::text FROM fulfillment_return_line_items rl JOIN fulfillment_returns r ON r.connection_id = rl.connection_id AND r.id = rl.fulfillment_return_id
        WHERE r.connection_id = ${connectionId} AND r.order_id = ${orderId} ORDER BY rl.id`.execute(db),

@@ -89,20 +89,14 @@ export async function listVariants(db: Db, q: VariantQuery): Promise<{ rows: Var
         ? sql`lc.at ${dir} NULLS LAST, v.sku`
         : sql`v.sku ${dir} NULLS LAST, v.id`;
   const [rows, total] = await Promise.all([
-    sql<{
-      id: number;
-      sku: string | null;
-      name: string | null;
-      status: string | null;
-      composite: boolean;
-      quantity: string | null;
-      tracked: boolean | null;
-      backorderable: boolean | null;
-      available: { location: string; quantity: string }[] | null;
-      last_at: Date | null;
-      last_cause: string | null;
-      last_before: string | null;
-    }>`
+    sql<
+      Omit<VariantListRow, 'available' | 'lastChangeAt' | 'lastChangeCause' | 'lastChangeBefore'> & {
+        available: VariantListRow['available'] | null;
+        last_at: Date | null;
+        last_cause: string | null;
+        last_before: string | null;
+      }
+    >`
       SELECT v.id, v.sku, v.name, v.status, v.composite, cq.quantity::text AS quantity, cq.tracked, cq.backorderable,
              (SELECT json_agg(json_build_object('location', coalesce(l.name, 'location ' || s.location_id), 'quantity', (s.on_hand - s.committed)::text) ORDER BY s.location_id)
                 FROM stock_levels s LEFT JOIN locations l ON l.connection_id = s.connection_id AND l.id = s.location_id
