@@ -24,6 +24,24 @@ const config = loadConfig({ ...process.env, DATABASE_URL: url, LOG_LEVEL: 'warn'
 const stops: (() => Promise<void>)[] = [];
 let app: Koa;
 
+/**
+ * What a user's own receiver does before storing: read the whole body, check the HMAC in constant time. The
+ * body, or null after answering 401. (The anchor and the naive scenario share it, so they differ only in what
+ * they store.)
+ */
+async function simpleVerifiedBody(ctx: Koa.Context): Promise<Buffer | null> {
+  const chunks: Buffer[] = [];
+  for await (const c of ctx.req) chunks.push(c as Buffer);
+  const raw = Buffer.concat(chunks);
+  const expected = Buffer.from(createHmac('sha256', config.COMMERCE_CLIENT_SECRET).update(raw).digest('base64'));
+  const given = Buffer.from(ctx.get('x-service-signature').trim());
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    ctx.status = 401;
+    return null;
+  }
+  return raw;
+}
+
 if (scenario === 'bare') {
   app = new Koa();
   const router = new Router();
@@ -55,15 +73,8 @@ if (scenario === 'bare') {
   app = new Koa();
   const router = new Router();
   router.post('/webhooks/:connection', async (ctx) => {
-    const chunks: Buffer[] = [];
-    for await (const c of ctx.req) chunks.push(c as Buffer);
-    const raw = Buffer.concat(chunks);
-    const expected = Buffer.from(createHmac('sha256', config.COMMERCE_CLIENT_SECRET).update(raw).digest('base64'));
-    const given = Buffer.from(ctx.get('x-service-signature').trim());
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-      ctx.status = 401;
-      return;
-    }
+    const raw = await simpleVerifiedBody(ctx);
+    if (!raw) return;
     // synchronous_commit is the server's default (on; run.ts prints it): the 200 follows a durable commit.
     await pool.query('INSERT INTO anchor_deliveries (delivery_id, connection, body) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [
       ctx.get('x-service-delivery'),
@@ -80,15 +91,8 @@ if (scenario === 'bare') {
   app = new Koa();
   const router = new Router();
   router.post('/webhooks/:connection', async (ctx) => {
-    const chunks: Buffer[] = [];
-    for await (const c of ctx.req) chunks.push(c as Buffer);
-    const raw = Buffer.concat(chunks);
-    const expected = Buffer.from(createHmac('sha256', config.COMMERCE_CLIENT_SECRET).update(raw).digest('base64'));
-    const given = Buffer.from(ctx.get('x-service-signature').trim());
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-      ctx.status = 401;
-      return;
-    }
+    const raw = await simpleVerifiedBody(ctx);
+    if (!raw) return;
     const body = JSON.parse(raw.toString('utf8'));
     await boss.send(queues.deliveries, {
       deliveryRowId: 0,
