@@ -13,7 +13,7 @@ import { addOAuthConnection, addTokenConnection, clientFor, listConnections, nor
 import { keyFromPath } from './http.ts';
 import { authorizeUrl, requestToken, type TokenResponse } from './oauth.ts';
 import type { Method, Priority, QueryValue } from './types.ts';
-import type { ClientDeps } from './client.ts';
+import type { ClientDeps } from './transport.ts';
 
 type Values = CommandContext['values'];
 const str = (v: Values, k: string) => (typeof v[k] === 'string' ? (v[k] as string) : undefined);

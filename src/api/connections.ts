@@ -10,12 +10,13 @@ import {
 } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
 import type { Connection } from '../db/schema.ts';
-import { Client, keyFor, type ClientDeps, type ClientOptions } from './client.ts';
+import { Client } from './client.ts';
 import { ApiError } from './errors.ts';
 import { errorDetails, parseJson } from './http.ts';
 import type { TokenResponse } from './oauth.ts';
 import { decryptToken, encryptToken } from './secrets.ts';
 import { tokenColumns } from './tokens.ts';
+import { keyFor, type ClientDeps, type ClientOptions } from './transport.ts';
 import type { ApiClient } from './types.ts';
 
 export type { ClientDeps };

@@ -23,5 +23,6 @@ export {
   listConnections,
   normalizeBaseUrl,
 } from './connections.ts';
-export type { ClientDeps, ClientOptions } from './client.ts';
-export { ORDER_LINES_PER_REQUEST, PAGE_SIZE } from './client.ts';
+export type { ClientDeps, ClientOptions } from './transport.ts';
+export { PAGE_SIZE } from './reads.ts';
+export { ORDER_LINES_PER_REQUEST } from './writes.ts';

@@ -1,6 +1,6 @@
 // What the client does with an answer (or its absence), as the spec's status codes say: a pure function of
 // the status, the attempts so far and the call, so every rule is testable without HTTP (see budget.ts's decide()).
-// The client (client.ts) carries it out: sleeps, reloads or refreshes the token, marks the connection.
+// The transport (transport.ts) carries it out: sleeps, reloads or refreshes the token, marks the connection.
 
 /** Attempts so far of one call. */
 export interface RetryState {

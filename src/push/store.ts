@@ -3,7 +3,7 @@
 // retry. Every state change goes through here so the sync log and metrics never miss one; the statements
 // themselves are the operations store's (db/operations.ts).
 import { createHash, randomUUID } from 'node:crypto';
-import type { SentRequest } from '../api/client.ts';
+import type { SentRequest } from '../api/transport.ts';
 import { connectionName } from '../db/connections.ts';
 import type { Db, Executor } from '../db/index.ts';
 import {

@@ -5,7 +5,7 @@
 // the same idempotency keys, and after the last attempt the operation fails with that error.
 import type { Job, JobResult, JobWithMetadata } from 'pg-boss';
 import { ApiError } from '../api/index.ts';
-import type { SentRequest } from '../api/client.ts';
+import type { SentRequest } from '../api/transport.ts';
 import { clientFor } from '../api/connections.ts';
 import type { PushOperation } from '../db/schema.ts';
 import { createQueues, queues } from '../queue/names.ts';

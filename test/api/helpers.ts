@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Config } from '../../src/config.ts';
 import { addOAuthConnection, addTokenConnection, clientFor } from '../../src/api/connections.ts';
 import { requestToken } from '../../src/api/oauth.ts';
-import type { ClientDeps, ClientOptions } from '../../src/api/client.ts';
+import type { ClientDeps, ClientOptions } from '../../src/api/transport.ts';
 import type { ApiClient } from '../../src/api/types.ts';
 import type { Connection } from '../../src/db/schema.ts';
 import { startSandbox, type Sandbox, type SandboxOptions } from '@commerce-sync/sandbox';

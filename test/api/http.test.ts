@@ -3,7 +3,7 @@ import { mkdtemp, stat, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildUrl, errorDetails, keyFromPath, parseJson, parsePagination, queryString } from '../../src/api/http.ts';
-import { splitBody, splitIds } from '../../src/api/client.ts';
+import { splitBody, splitIds } from '../../src/api/reads.ts';
 import { decryptToken, encryptToken, tokenKey } from '../../src/api/secrets.ts';
 import { ApiError } from '../../src/api/errors.ts';
 import { splitPathQuery } from '../../src/api/cli.ts';

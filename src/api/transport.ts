@@ -1,0 +1,328 @@
+// The transport of one connection's client: every request reserves a slot of the shared budget (gate.ts,
+// budget.ts), carries the current access token (tokens.ts), and is sent again, or not, as the pure retry
+// decision says (retry.ts). Reads (reads.ts) and writes (writes.ts) are built on send() and request().
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Config } from '../config.ts';
+import type { Db } from '../db/index.ts';
+import type { Connection } from '../db/schema.ts';
+import type { Logger } from '../log.ts';
+import { metrics } from '../metrics.ts';
+import { rateHeaders, release } from './budget.ts';
+import { ApiError } from './errors.ts';
+import { BudgetGate } from './gate.ts';
+import { buildUrl, errorDetails, parseJson } from './http.ts';
+import { decideRetry, initialRetryState } from './retry.ts';
+import { tokenKey } from './secrets.ts';
+import { setStatus, Tokens } from './tokens.ts';
+import { priorityRank, type ApiResponse, type Method, type QueryValue, type RequestOptions } from './types.ts';
+
+export interface ClientDeps {
+  db: Db;
+  config: Config;
+  log: Logger;
+}
+
+/** Knobs for tests and benchmarks; the defaults suit the real service. */
+export interface ClientOptions {
+  /** First retry delay of 500/502/504/network failures; doubles per attempt, with full jitter. */
+  backoffBaseMs?: number;
+  backoffMaxMs?: number;
+  /** Told of every request sent (the push worker records them for the console's operation page). */
+  onRequest?: (r: SentRequest) => void;
+}
+
+/** One HTTP request as sent: status null when no answer came. */
+export interface SentRequest {
+  method: string;
+  path: string;
+  status: number | null;
+  requestId: string | null;
+  ms: number;
+}
+
+/** One logical request: the same call (and idempotency key) is sent again on each retry. */
+export interface Call {
+  method: Method;
+  path: string;
+  query?: Record<string, QueryValue>;
+  body?: unknown;
+  idempotencyKey?: string;
+  rank: number;
+  /** A list read: a 503 is handed back at once so the caller can halve the page. */
+  list?: boolean;
+  /** Counts requests sent for this call (getByIds reports it). */
+  sent?: { n: number };
+}
+
+/** An answer as it came: the body still text. */
+export interface Raw {
+  status: number;
+  text: string;
+  headers: Headers;
+  requestId: string | null;
+}
+
+// One gate per connection per process (and database), whichever client objects are created for it.
+const gates = new WeakMap<Db, Map<number, BudgetGate>>();
+const keys = new WeakMap<Config, Buffer>();
+
+function gateFor(deps: ClientDeps, connection: Connection): BudgetGate {
+  let byId = gates.get(deps.db);
+  if (!byId) gates.set(deps.db, (byId = new Map()));
+  let gate = byId.get(connection.id);
+  if (!gate) {
+    const name = connection.name;
+    gate = new BudgetGate({
+      db: deps.db,
+      connectionId: connection.id,
+      concurrency: deps.config.API_CONCURRENCY,
+      settings: { reserve: deps.config.BUDGET_RESERVE, leaseMs: deps.config.API_TIMEOUT_MS + 30_000 },
+      stopped: (status, reason) =>
+        new ApiError(`connection ${name} is ${status}${reason ? `: ${reason}` : ''}; nothing is sent until it is reconnected`, {
+          status: status === 'lapsed' ? 402 : status === 'unauthorized' ? 401 : null,
+        }),
+      onAvailable: (n) => metrics.budgetRemaining.set({ connection: name }, Math.max(0, n)),
+    });
+    byId.set(connection.id, gate);
+  }
+  return gate;
+}
+
+export function keyFor(config: Config): Buffer {
+  let key = keys.get(config);
+  if (!key) keys.set(config, (key = tokenKey(config)));
+  return key;
+}
+
+/** The transport of one connection: send() carries out the retry loop, request() is one call with a parsed body. */
+export class Transport {
+  readonly connection: Connection;
+  readonly deps: ClientDeps;
+  #tokens: Tokens;
+  #gate: BudgetGate;
+  #backoffBase: number;
+  #backoffMax: number;
+  #onRequest: ((r: SentRequest) => void) | undefined;
+
+  constructor(deps: ClientDeps, connection: Connection, opts: ClientOptions = {}) {
+    this.deps = deps;
+    this.connection = connection;
+    this.#tokens = new Tokens({ ...deps, key: keyFor(deps.config) }, connection);
+    this.#gate = gateFor(deps, connection);
+    this.#backoffBase = opts.backoffBaseMs ?? 500;
+    this.#backoffMax = opts.backoffMaxMs ?? 30_000;
+    this.#onRequest = opts.onRequest;
+  }
+
+  async request<T = any>(method: Method, path: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
+    const raw = await this.send({
+      method,
+      path,
+      query: opts.query,
+      body: opts.body,
+      rank: priorityRank[opts.priority ?? 'interactive'],
+      idempotencyKey: method === 'POST' || method === 'PUT' ? (opts.idempotencyKey ?? randomUUID()) : undefined,
+    });
+    return { status: raw.status, body: this.body(raw, method, path) as T, headers: raw.headers, requestId: raw.requestId };
+  }
+
+  /** Sends a call until the retry decision (retry.ts) says done or fail; answers the raw response. */
+  async send(call: Call): Promise<Raw> {
+    const { config, log } = this.deps;
+    const policy = { maxAttempts: config.API_MAX_ATTEMPTS, backoffBaseMs: this.#backoffBase, backoffMaxMs: this.#backoffMax };
+    let state = initialRetryState;
+    for (;;) {
+      const { token, enc } = await this.#tokens.current();
+      let raw: Raw;
+      try {
+        raw = await this.#gate.run(call.rank, (lease) => this.#attempt(call, token, lease));
+      } catch (err) {
+        const d = err instanceof ApiError && err.status === null && err.retryable ? decideRetry(null, state, policy, call) : null;
+        if (d?.action !== 'retry') throw err;
+        state = d.next;
+        log.warn(
+          { connection: this.connection.name, method: call.method, path: call.path, attempt: state.failures, err: (err as Error).message },
+          'no answer from the service; retrying',
+        );
+        await sleep(d.delayMs);
+        continue;
+      }
+      const d = decideRetry(raw.status, state, policy, call);
+      switch (d.action) {
+        case 'done':
+          return raw;
+        case 'retry':
+          if (d.next.failures > state.failures) {
+            log.warn(
+              {
+                connection: this.connection.name,
+                method: call.method,
+                path: call.path,
+                status: raw.status,
+                requestId: raw.requestId,
+                attempt: d.next.failures,
+              },
+              'service error; retrying',
+            );
+          }
+          state = d.next;
+          if (d.delayMs) await sleep(d.delayMs);
+          continue;
+        case 'refresh':
+          state = d.next;
+          if (await this.#tokens.reload(enc)) continue;
+          if (this.connection.auth_kind === 'token') throw await this.#unauthorized(raw, call);
+          await this.#tokens.refresh(enc); // throws (and marks the connection) when it cannot
+          continue;
+        case 'unauthorized':
+          throw await this.#unauthorized(raw, call);
+        case 'lapse': {
+          const err = this.#error(raw, call, false);
+          await setStatus(
+            this.deps.db,
+            this.connection,
+            'lapsed',
+            `the service answered 402: ${err.serviceMessage ?? 'subscription has lapsed'} [X-Request-ID ${raw.requestId ?? '-'}]`,
+          );
+          log.error(
+            { connection: this.connection.name, requestId: raw.requestId },
+            'subscription lapsed (402): connection marked lapsed, no more requests are sent',
+          );
+          throw err;
+        }
+        case 'halve-page':
+          throw this.#error(raw, call, true);
+        case 'fail':
+          throw this.#error(raw, call, d.retryable);
+      }
+    }
+  }
+
+  /** A 401 the token cannot fix: the connection is marked unauthorized with what the operator should do. */
+  async #unauthorized(raw: Raw, call: Call): Promise<ApiError> {
+    if (this.connection.auth_kind === 'token') {
+      await setStatus(
+        this.deps.db,
+        this.connection,
+        'unauthorized',
+        `the service refused the privileged access token (401) [X-Request-ID ${raw.requestId ?? '-'}]; add a new token with commerce-sync connect --token`,
+      );
+      this.deps.log.error(
+        { connection: this.connection.name, requestId: raw.requestId },
+        'access token refused (401): connection marked unauthorized',
+      );
+    } else {
+      await setStatus(
+        this.deps.db,
+        this.connection,
+        'unauthorized',
+        `the service refused a freshly refreshed access token (401) [X-Request-ID ${raw.requestId ?? '-'}]; run commerce-sync connect again`,
+      );
+    }
+    return this.#error(raw, call, false);
+  }
+
+  /** One HTTP request under a budget lease; the lease goes back with the answer's rate headers. */
+  async #attempt(call: Call, token: string, leaseId: number): Promise<Raw> {
+    const { db, config, log } = this.deps;
+    const url = buildUrl(this.connection.base_url, call.path, call.query);
+    const headers: Record<string, string> = { Authorization: `Bearer ${token}`, Accept: 'application/json' };
+    if (call.body !== undefined) headers['Content-Type'] = 'application/json';
+    if (call.idempotencyKey) headers[config.IDEMPOTENCY_HEADER] = call.idempotencyKey;
+    const started = performance.now();
+    let status: number | null = null;
+    let resHeaders: Headers | null = null;
+    if (call.sent) call.sent.n++;
+    try {
+      const res = await fetch(url, {
+        method: call.method,
+        headers,
+        redirect: 'manual',
+        body: call.body === undefined ? undefined : JSON.stringify(call.body),
+        signal: AbortSignal.timeout(config.API_TIMEOUT_MS),
+      });
+      const text = await res.text();
+      status = res.status;
+      resHeaders = res.headers;
+      const requestId = res.headers.get('x-request-id');
+      log.debug(
+        {
+          connection: this.connection.name,
+          method: call.method,
+          path: call.path,
+          status,
+          requestId,
+          ms: Math.round(performance.now() - started),
+        },
+        'api request',
+      );
+      return { status, text, headers: res.headers, requestId };
+    } catch (err) {
+      throw new ApiError(
+        `${(err as Error).message}${(err as { cause?: Error }).cause ? ` (${(err as { cause: Error }).cause.message})` : ''}`,
+        { status: null, method: call.method, path: call.path, retryable: true, cause: err },
+      );
+    } finally {
+      metrics.apiRequests.inc({ connection: this.connection.name, method: call.method, status: status === null ? 'none' : String(status) });
+      this.#onRequest?.({
+        method: call.method,
+        path: call.path,
+        status,
+        requestId: resHeaders?.get('x-request-id') ?? null,
+        ms: Math.round(performance.now() - started),
+      });
+      try {
+        const r = await release(db, this.connection.id, leaseId, status, resHeaders ? rateHeaders(resHeaders) : null);
+        metrics.budgetRemaining.set({ connection: this.connection.name }, Math.max(0, r.available));
+        if (r.accountingError) {
+          metrics.apiAccountingErrors.inc({ connection: this.connection.name });
+          log.error(
+            {
+              connection: this.connection.name,
+              method: call.method,
+              path: call.path,
+              requestId: resHeaders?.get('x-request-id'),
+              reset: resHeaders?.get('x-rate-limit-reset'),
+            },
+            'rate limit exceeded (429): budget accounting error; waiting for the reset',
+          );
+        }
+      } catch (err) {
+        log.warn(
+          { connection: this.connection.name, err: (err as Error).message },
+          'could not return a budget lease; it expires on its own',
+        );
+      }
+    }
+  }
+
+  /** The parsed body of an answer: null for 204 or an empty body; an ApiError when it is not JSON. */
+  body(raw: Raw, method: string, path: string): unknown {
+    if (raw.status === 204 || raw.text.trim() === '') return null;
+    try {
+      return parseJson(raw.text);
+    } catch {
+      throw new ApiError('the answer is not JSON', { status: raw.status, method, path, requestId: raw.requestId, retryable: false });
+    }
+  }
+
+  #error(raw: Raw, call: Call, retryable: boolean): ApiError {
+    let body: unknown = null;
+    try {
+      body = raw.text ? parseJson(raw.text) : null;
+    } catch {
+      /* plain text */
+    }
+    const { message, fieldErrors } = errorDetails(body, raw.text);
+    return new ApiError(null, {
+      status: raw.status,
+      method: call.method,
+      path: call.path,
+      requestId: raw.requestId,
+      serviceMessage: message,
+      fieldErrors,
+      retryable,
+    });
+  }
+}

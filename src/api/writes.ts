@@ -1,0 +1,124 @@
+// Writes: the typed write methods of the client contract (ApiClient), built on its request(), get() and
+// paginate() alone. Large orders are created in parts; the `fulfil` action falls back to `fulfill`.
+import { randomUUID } from 'node:crypto';
+import { ApiError } from './errors.ts';
+import type { ApiResponse, Method, OrderAction, Page, Priority, RequestOptions, WriteOptions } from './types.ts';
+
+export const ORDER_LINES_PER_REQUEST = 150;
+
+const unwrap = (body: any, key: string) => (body && typeof body === 'object' && key in body ? body[key] : body);
+
+/** The write methods; the client (client.ts) extends this with its transport and reads. */
+export abstract class Writes {
+  abstract request<T = any>(method: Method, path: string, opts?: RequestOptions): Promise<ApiResponse<T>>;
+  abstract get<T = any>(path: string, opts?: RequestOptions): Promise<T>;
+  abstract paginate<T = any>(path: string, opts?: RequestOptions): AsyncIterable<Page<T>>;
+
+  /** One write: POST/PUT carry an idempotency key; outbound priority unless told. */
+  async #write(
+    method: 'POST' | 'PUT' | 'DELETE',
+    path: string,
+    body: unknown,
+    opts: WriteOptions = {},
+    priority: Priority = 'outbound',
+  ): Promise<any> {
+    return (await this.request(method, path, { body, idempotencyKey: opts.idempotencyKey, priority: opts.priority ?? priority })).body;
+  }
+
+  async createOrder(order: object, opts: WriteOptions = {}): Promise<any> {
+    const lines = (order as { order_line_items?: unknown[] }).order_line_items;
+    const key = opts.idempotencyKey ?? randomUUID();
+    if (!Array.isArray(lines) || lines.length <= ORDER_LINES_PER_REQUEST) {
+      return unwrap(await this.#write('POST', '/orders', { order }, { ...opts, idempotencyKey: key }), 'order');
+    }
+    // Large orders may time out in one request: create with the first lines, add the rest by PUT. Each part
+    // has its own key derived from the operation's, so a retried operation repeats none of them.
+    const first = { ...order, order_line_items: lines.slice(0, ORDER_LINES_PER_REQUEST) };
+    let created = unwrap(await this.#write('POST', '/orders', { order: first }, { ...opts, idempotencyKey: key }), 'order');
+    const id = created?.id;
+    if (typeof id !== 'number')
+      throw new ApiError('order creation answered without an order id', { status: null, method: 'POST', path: '/orders' });
+    let last: any = null;
+    for (let i = ORDER_LINES_PER_REQUEST, part = 1; i < lines.length; i += ORDER_LINES_PER_REQUEST, part++) {
+      const batch = lines.slice(i, i + ORDER_LINES_PER_REQUEST);
+      last = await this.#write(
+        'PUT',
+        `/orders/${id}`,
+        { order: { order_line_items: batch } },
+        { ...opts, idempotencyKey: `${key}:lines-${part}` },
+      );
+    }
+    const updated = unwrap(last, 'order');
+    if (updated && typeof updated === 'object' && updated.id === id) return updated;
+    created = unwrap(await this.get(`/orders/${id}`, { priority: opts.priority ?? 'outbound' }), 'order');
+    return created;
+  }
+
+  async updateOrder(id: number, order: object, opts: WriteOptions = {}): Promise<void> {
+    await this.#write('PUT', `/orders/${id}`, { order }, opts);
+  }
+
+  async orderAction(id: number, action: OrderAction, body: object = {}, opts: WriteOptions = {}): Promise<any> {
+    const key = opts.idempotencyKey ?? randomUUID();
+    try {
+      return await this.#write('POST', `/orders/${id}/actions/${action}`, body, { ...opts, idempotencyKey: key });
+    } catch (err) {
+      // One published guide spells the path `fulfill`.
+      if (action === 'fulfil' && err instanceof ApiError && err.status === 404) {
+        return this.#write('POST', `/orders/${id}/actions/fulfill`, body, { ...opts, idempotencyKey: key });
+      }
+      throw err;
+    }
+  }
+
+  async createFulfillment(f: object, opts?: WriteOptions): Promise<any> {
+    return unwrap(await this.#write('POST', '/fulfillments', { fulfillment: f }, opts), 'fulfillment');
+  }
+
+  async updateFulfillment(id: number, f: object, opts?: WriteOptions): Promise<any> {
+    return unwrap(await this.#write('PUT', `/fulfillments/${id}`, { fulfillment: f }, opts), 'fulfillment');
+  }
+
+  async createFulfillmentReturn(r: object, opts?: WriteOptions): Promise<any> {
+    return unwrap(await this.#write('POST', '/fulfillment_returns', { fulfillment_return: r }, opts), 'fulfillment_return');
+  }
+
+  async receivePurchaseOrder(id: number, opts?: WriteOptions): Promise<any> {
+    return unwrap(await this.#write('POST', `/purchase_orders/${id}/actions/receive`, {}, opts), 'procurement');
+  }
+
+  async createStockAdjustment(a: object, opts?: WriteOptions): Promise<any> {
+    return unwrap(await this.#write('POST', '/stock_adjustments', { stock_adjustment: a }, opts), 'stock_adjustment');
+  }
+
+  async listWebhooks(): Promise<any[]> {
+    const all: any[] = [];
+    for await (const page of this.paginate('/webhooks')) all.push(...page.records);
+    return all;
+  }
+
+  async createWebhook(w: { address: string; event: string }): Promise<any> {
+    return unwrap(await this.#write('POST', '/webhooks', { webhook: w }, {}, 'interactive'), 'webhook');
+  }
+
+  async deleteWebhook(id: number): Promise<void> {
+    try {
+      await this.request('DELETE', `/webhooks/${id}`);
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 404) return; // already gone: the goal is reached
+      throw err;
+    }
+  }
+
+  async createCompany(c: object, opts?: WriteOptions): Promise<any> {
+    return unwrap(await this.#write('POST', '/companies', { company: c }, opts), 'company');
+  }
+
+  async createAddress(a: object, opts?: WriteOptions): Promise<any> {
+    return unwrap(await this.#write('POST', '/addresses', { address: a }, opts), 'address');
+  }
+
+  async createCurrency(c: object, opts?: WriteOptions): Promise<any> {
+    return unwrap(await this.#write('POST', '/currencies', { currency: c }, opts), 'currency');
+  }
+}
