@@ -4,8 +4,10 @@
 import { sql } from 'kysely';
 import { rollover } from '../api/budget.ts';
 import { listBudgets } from '../db/budgets.ts';
+import { connectionSummaries } from '../db/connections.ts';
 import { listCursors } from '../db/cursors.ts';
 import type { Db } from '../db/index.ts';
+import { errorCountsLastHour, recentErrors } from '../db/synclog.ts';
 import { queueDepths, type QueueDepth } from './queues.ts';
 
 export interface BudgetState {
@@ -60,9 +62,7 @@ export interface Overview {
 const LAG_DEGRADED_SECONDS = 120;
 
 export async function connectionOverviews(db: Db, onlyId?: number): Promise<ConnectionOverview[]> {
-  let cq = db.selectFrom('connections').select(['id', 'name', 'account_name', 'base_url', 'status', 'status_reason']).orderBy('name');
-  if (onlyId !== undefined) cq = cq.where('id', '=', onlyId);
-  const conns = await cq.execute();
+  const conns = await connectionSummaries(db, onlyId);
   if (!conns.length) return [];
   const ids = conns.map((c) => c.id);
   const [deliveries, budgets, sweeps, errors, recent] = await Promise.all([
@@ -80,21 +80,15 @@ export async function connectionOverviews(db: Db, onlyId?: number): Promise<Conn
         FROM connections c WHERE c.id = ANY(${ids})`.execute(db),
     listBudgets(db, ids),
     listCursors(db, ids),
-    sql<{ connection_id: number; n: number }>`
-      SELECT connection_id, count(*)::int AS n FROM sync_log
-       WHERE outcome = 'error' AND at > now() - interval '1 hour' AND connection_id = ANY(${ids})
-       GROUP BY connection_id`.execute(db),
-    sql<{ connection_id: number; id: number; at: Date; action: string; resource: string | null; sku: string | null; error: string | null }>`
-      SELECT e.* FROM unnest(${ids}::bigint[]) AS c(id)
-       CROSS JOIN LATERAL (SELECT connection_id, id, at, action, resource, sku, error FROM sync_log
-                            WHERE connection_id = c.id AND outcome = 'error' ORDER BY at DESC LIMIT 5) e`.execute(db),
+    errorCountsLastHour(db, ids),
+    recentErrors(db, ids),
   ]);
   const now = Date.now();
   return conns.map((c) => {
     const d = deliveries.rows.find((r) => r.connection_id === c.id);
     const b = budgets.find((r) => r.connection_id === c.id);
     const s = sweeps.filter((r) => r.connection_id === c.id);
-    const errorsLastHour = errors.rows.find((r) => r.connection_id === c.id)?.n ?? 0;
+    const errorsLastHour = errors.find((r) => r.connection_id === c.id)?.n ?? 0;
     const lagSeconds = Math.round(Number(d?.lag ?? 0));
     const latest = (xs: (Date | null)[]) => xs.reduce<Date | null>((m, x) => (x && (!m || x > m) ? x : m), null);
     let budget: BudgetState | null = null;
@@ -137,7 +131,7 @@ export async function connectionOverviews(db: Db, onlyId?: number): Promise<Conn
         drift: r.last_drift,
       })),
       errorsLastHour,
-      recentErrors: recent.rows.filter((r) => r.connection_id === c.id).map(({ connection_id: _, ...e }) => e),
+      recentErrors: recent.filter((r) => r.connection_id === c.id).map(({ connection_id: _, ...e }) => e),
     };
   });
 }

@@ -1,9 +1,9 @@
 // A variant's record for the console: its stock per location, the quantity the sales channel shows, and
 // the history of both with their causes (channel_quantity_changes from the sync engine, sync_log entries
 // about the variant for the stock side). Quantities stay decimal strings.
-import { sql } from 'kysely';
 import { changesOf, quantityOf } from '../db/channel.ts';
 import type { Db } from '../db/index.ts';
+import { stockOfVariant, variantOf } from '../db/mirror-reads.ts';
 import { querySyncLog, type LogRow } from './synclog.ts';
 
 export interface VariantRecord {
@@ -110,65 +110,11 @@ export function stockChanges(log: LogRow[]): StockChange[] {
   return out;
 }
 
-export interface VariantKey {
-  connectionId?: number;
-  id?: number;
-  sku?: string;
-}
-
-/** Candidates for a key: several connections may have the same SKU or id. */
-export async function findVariants(
-  db: Db,
-  key: VariantKey,
-): Promise<{ connectionId: number; connection: string; id: number; sku: string | null; name: string | null }[]> {
-  let q = db
-    .selectFrom('variants as v')
-    .innerJoin('connections as c', 'c.id', 'v.connection_id')
-    .select(['v.connection_id as connectionId', 'c.name as connection', 'v.id', 'v.sku', 'v.name']);
-  if (key.connectionId !== undefined) q = q.where('v.connection_id', '=', key.connectionId);
-  if (key.id !== undefined) q = q.where('v.id', '=', key.id);
-  if (key.sku !== undefined) q = q.where('v.sku', '=', key.sku);
-  return q.orderBy('c.name').orderBy('v.id').limit(50).execute();
-}
-
 export async function variantRecord(db: Db, connectionId: number, variantId: number, historyLimit = 100): Promise<VariantRecord | null> {
-  const v = await db
-    .selectFrom('variants as v')
-    .innerJoin('connections as c', 'c.id', 'v.connection_id')
-    .select([
-      'c.name as connection',
-      'v.id',
-      'v.sku',
-      'v.name',
-      'v.status',
-      'v.product_id',
-      'v.composite',
-      'v.manage_stock',
-      'v.keep_selling',
-      'v.max_online',
-      'v.updated_at',
-      'v.synced_at',
-    ])
-    .where('v.connection_id', '=', connectionId)
-    .where('v.id', '=', variantId)
-    .executeTakeFirst();
+  const v = await variantOf(db, connectionId, variantId);
   if (!v) return null;
   const [stock, channel, changes, byRecord, bySku] = await Promise.all([
-    sql<{
-      location_id: number;
-      location: string | null;
-      on_hand: string;
-      committed: string;
-      incoming: string;
-      available: string;
-      updated_at: Date | null;
-      synced_at: Date;
-    }>`
-      SELECT s.location_id, coalesce(l.name, l.raw->>'label', l.raw->>'name') AS location, s.on_hand::text, s.committed::text, s.incoming::text,
-             (s.on_hand - s.committed)::text AS available, s.updated_at, s.synced_at
-        FROM stock_levels s LEFT JOIN locations l ON l.connection_id = s.connection_id AND l.id = s.location_id
-       WHERE s.connection_id = ${connectionId} AND s.variant_id = ${variantId}
-       ORDER BY s.location_id`.execute(db),
+    stockOfVariant(db, connectionId, variantId),
     quantityOf(db, connectionId, variantId),
     changesOf(db, connectionId, variantId, historyLimit),
     querySyncLog(db, { connectionId, resource: 'variant', recordId: variantId, limit: historyLimit }),
@@ -194,7 +140,7 @@ export async function variantRecord(db: Db, connectionId: number, variantId: num
       updatedAt: v.updated_at as Date | null,
       syncedAt: v.synced_at as Date,
     },
-    stock: stock.rows.map((s) => ({
+    stock: stock.map((s) => ({
       locationId: s.location_id,
       location: s.location,
       onHand: s.on_hand,

@@ -2,8 +2,9 @@
 // minute, sync-log entries per minute, stock lag, API budget used and left, queue depths (from the minute
 // samples of console_samples) and the drift each sweep found (from the sweep entries of the sync log).
 // `end` is injectable so a test never depends on the minute it runs in.
-import { sql } from 'kysely';
+import { binOf, countsPerBin } from '../db/bins.ts';
 import { binnedSamples } from '../db/samples.ts';
+import { sweepDrifts, syncLogPerBin } from '../db/synclog.ts';
 import type { Db } from '../db/index.ts';
 
 export interface Point {
@@ -56,24 +57,11 @@ export interface ConnectionSeries {
 const perMinute = (count: number, stepMinutes: number) => Math.round((count / stepMinutes) * 10) / 10;
 
 export async function chartSeries(db: Db, connectionId: number, w: Window): Promise<ConnectionSeries> {
-  const step = sql`make_interval(mins => ${w.stepMinutes})`;
-  const bin = (column: string) => sql`date_bin(${step}, ${sql.ref(column)}, timestamptz '1970-01-01Z')`;
-  const counts = (table: 'webhook_deliveries' | 'sync_log', column: 'received_at' | 'at') =>
-    sql<{ at: Date; n: number }>`
-    SELECT b.at, coalesce(n.n, 0)::int AS n
-      FROM generate_series(${w.start}::timestamptz, ${w.end}::timestamptz - ${step}, ${step}) AS b(at)
-      LEFT JOIN (SELECT ${bin(column)} AS at, count(*) AS n FROM ${sql.table(table)}
-                  WHERE connection_id = ${connectionId} AND ${sql.ref(column)} >= ${w.start} AND ${sql.ref(column)} < ${w.end}
-                  GROUP BY 1) n USING (at)
-     ORDER BY b.at`.execute(db);
   const [deliveries, events, samples, sweeps] = await Promise.all([
-    counts('webhook_deliveries', 'received_at'),
-    counts('sync_log', 'at'),
-    binnedSamples(db, connectionId, w, bin('at')),
-    sql<{ at: Date; drift: number }>`
-      SELECT at, coalesce((detail->>'drift')::int, 0) AS drift FROM sync_log
-       WHERE connection_id = ${connectionId} AND action IN ('sweep', 'sweep.full', 'sweep.initial') AND at >= ${w.start} AND at < ${w.end}
-       ORDER BY at LIMIT 1000`.execute(db),
+    countsPerBin(db, 'webhook_deliveries', 'received_at', connectionId, w),
+    syncLogPerBin(db, connectionId, w),
+    binnedSamples(db, connectionId, w, binOf(w, 'at')),
+    sweepDrifts(db, connectionId, w),
   ]);
   const s = samples;
   const points = (pick: (r: (typeof s)[number]) => number | null) =>
@@ -83,13 +71,13 @@ export async function chartSeries(db: Db, connectionId: number, w: Window): Prom
     });
   return {
     window: w,
-    throughput: deliveries.rows.map((r) => ({ at: r.at, value: perMinute(r.n, w.stepMinutes) })),
-    syncEvents: events.rows.map((r) => ({ at: r.at, value: perMinute(r.n, w.stepMinutes) })),
+    throughput: deliveries.map((r) => ({ at: r.at, value: perMinute(r.n, w.stepMinutes) })),
+    syncEvents: events.map((r) => ({ at: r.at, value: perMinute(r.n, w.stepMinutes) })),
     lag: points((r) => r.lag),
     budget: points((r) => r.left),
     budgetUsed: points((r) => r.used),
     queuedDeliveries: points((r) => r.deliveries),
     queuedJobs: points((r) => r.jobs),
-    drift: sweeps.rows.map((r) => ({ at: r.at, value: r.drift })),
+    drift: sweeps.map((r) => ({ at: r.at, value: r.drift })),
   };
 }

@@ -144,3 +144,23 @@ export async function changesOf(db: Executor, connectionId: number, variantId: n
      ORDER BY id DESC LIMIT ${limit}`.execute(db)
   ).rows;
 }
+
+/** Variants with their channel quantity, by connection name and SKU (the `stock` command). */
+export async function channelStockReport(db: Executor, opts: { connection?: string | null; sku?: string | null; limit?: number }) {
+  return (
+    await sql<{
+      connection: string;
+      variant_id: number;
+      sku: string | null;
+      status: string | null;
+      channel_quantity: string | null;
+      backorderable: boolean | null;
+      keep_selling: boolean;
+    }>`
+    SELECT n.name AS connection, v.id AS variant_id, v.sku, v.status, q.quantity::text AS channel_quantity, q.backorderable, v.keep_selling
+    FROM variants v JOIN connections n ON n.id = v.connection_id
+    LEFT JOIN channel_quantities q ON q.connection_id = v.connection_id AND q.variant_id = v.id
+    WHERE true ${opts.connection ? sql`AND n.name = ${opts.connection}` : sql``} ${opts.sku ? sql`AND v.sku = ${opts.sku}` : sql``}
+    ORDER BY n.name, v.sku NULLS LAST, v.id ${opts.limit ? sql`LIMIT ${opts.limit}` : sql``}`.execute(db)
+  ).rows;
+}

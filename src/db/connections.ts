@@ -94,3 +94,22 @@ export async function setConnectionStatus(
   if (from) q = q.where('status', '=', from);
   return q.returningAll().executeTakeFirst();
 }
+
+/** A connection's id by name or numeric id (either matches); undefined when there is none. */
+export async function connectionIdByNameOrId(db: Executor, nameOrId: string): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('connections')
+    .select('id')
+    .where((eb) =>
+      /^\d+$/.test(nameOrId) ? eb.or([eb('id', '=', Number(nameOrId)), eb('name', '=', nameOrId)]) : eb('name', '=', nameOrId),
+    )
+    .executeTakeFirst();
+  return row?.id;
+}
+
+/** What the overview shows of each connection (or of one), by name. */
+export function connectionSummaries(db: Executor, onlyId?: number) {
+  let q = db.selectFrom('connections').select(['id', 'name', 'account_name', 'base_url', 'status', 'status_reason']).orderBy('name');
+  if (onlyId !== undefined) q = q.where('id', '=', onlyId);
+  return q.execute();
+}

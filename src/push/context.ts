@@ -7,6 +7,7 @@ import type { Db } from '../db/index.ts';
 import type { PushOperation } from '../db/schema.ts';
 import type { Logger } from '../log.ts';
 import type { OrderRef } from './input.ts';
+import { variantsBySku } from '../db/mirror-reads.ts';
 import { mappedOrderId, saveProgress } from '../db/operations.ts';
 
 export interface OpContext {
@@ -87,15 +88,7 @@ export async function variantIdsBySku(db: Db, connectionId: number, skus: string
   const unique = [...new Set(skus)];
   const out = new Map<string, number>();
   if (!unique.length) return out;
-  const rows = await db
-    .selectFrom('variants')
-    .select(['id', 'sku', 'status'])
-    .where('connection_id', '=', connectionId)
-    .where('sku', 'in', unique)
-    .where((eb) => eb.or([eb('status', 'is', null), eb('status', '!=', 'gone')]))
-    .orderBy('updated_at', 'desc')
-    .orderBy('id', 'desc')
-    .execute();
+  const rows = await variantsBySku(db, connectionId, unique);
   const problems: string[] = [];
   for (const sku of unique) {
     const mine = rows.filter((r) => r.sku === sku);

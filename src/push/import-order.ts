@@ -4,11 +4,11 @@
 // order id goes into the order's reference_number, and before creating, the order is looked up by it
 // (GET /orders?reference_number=, real-service-notes §6): an import whose mapping was lost, or whose first
 // attempt's answer was lost more than 24 hours ago, finds the order instead of creating a second one.
-import { sql } from 'kysely';
 import { ApiError } from '../api/index.ts';
 import { catalog } from '../catalog/index.ts';
 import { listLive } from '../sync/reader.ts';
 import type { ImportOrderInput } from './input.ts';
+import { hasCurrency } from '../db/mirror-reads.ts';
 import { incompleteImportOrder, mappedOrderId, ordersMappedElsewhere } from '../db/operations.ts';
 import { OperationFailed, nonEmpty, outbound, variantIdsBySku, type Done, type OpContext } from './context.ts';
 
@@ -123,14 +123,7 @@ const skuOf = (l: ImportOrderInput['lines'][number]): string | undefined => ('sk
 /** A currency is looked up by ISO; a missing one is created only when ALLOW_CREATE_CURRENCY is on. */
 async function ensureCurrency(ctx: OpContext, iso: string): Promise<void> {
   // The mirror answers for free; only a currency it does not know costs a read (it may be minutes old).
-  const mirrored = await ctx.db
-    .selectFrom('currencies')
-    .select('id')
-    .where('connection_id', '=', ctx.op.connection_id)
-    .where(sql<boolean>`upper(iso) = ${iso}`)
-    .where((eb) => eb.or([eb('status', 'is', null), eb('status', '!=', 'archived')]))
-    .executeTakeFirst();
-  if (mirrored) return;
+  if (await hasCurrency(ctx.db, ctx.op.connection_id, iso)) return;
   for await (const page of ctx.client.paginate<{ iso?: string }>('/currencies', outbound)) {
     if (page.records.some((c) => c.iso?.toUpperCase() === iso)) return;
   }

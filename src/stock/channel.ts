@@ -1,7 +1,6 @@
 // Keeps channel_quantities in step with the mirror: recomputes the variants a write touched (and every
 // bundle that uses one of them as a component), records each change of a channel quantity with its cause
 // in channel_quantity_changes, and writes stock changes to the sync log.
-import { sql } from 'kysely';
 import type { Db, Executor } from '../db/index.ts';
 import {
   appliedRules,
@@ -12,6 +11,7 @@ import {
   storedQuantities,
   type ChannelChange,
 } from '../db/channel.ts';
+import { bundlesOf, compositionsOf, stockLevelRows, variantIds, variantStockRows } from '../db/mirror-reads.ts';
 import { logSync } from '../db/synclog.ts';
 import {
   channelQuantity,
@@ -66,22 +66,9 @@ export async function channelRules(
 async function loadVariants(db: Executor, connectionId: number, ids: number[]): Promise<Map<number, VariantStock>> {
   const out = new Map<number, VariantStock>();
   if (!ids.length) return out;
-  const vs = await sql<{
-    id: number;
-    sku: string | null;
-    status: string | null;
-    composite: boolean;
-    manage_stock: boolean;
-    keep_selling: boolean;
-    max_online: string | null;
-  }>`
-    SELECT id, sku, status, composite, manage_stock, keep_selling, max_online::text AS max_online
-    FROM variants WHERE connection_id = ${connectionId} AND id = ANY(${ids}::bigint[])`.execute(db);
-  for (const v of vs.rows) out.set(Number(v.id), { ...v, id: Number(v.id), locations: [] });
-  const ls = await sql<{ variant_id: number; location_id: number; on_hand: string; committed: string; incoming: string }>`
-    SELECT variant_id, location_id, on_hand::text, committed::text, incoming::text FROM stock_levels
-    WHERE connection_id = ${connectionId} AND variant_id = ANY(${ids}::bigint[]) ORDER BY variant_id, location_id`.execute(db);
-  for (const l of ls.rows) out.get(Number(l.variant_id))?.locations.push({ ...l, location_id: Number(l.location_id) });
+  for (const v of await variantStockRows(db, connectionId, ids)) out.set(Number(v.id), { ...v, id: Number(v.id), locations: [] });
+  for (const l of await stockLevelRows(db, connectionId, ids))
+    out.get(Number(l.variant_id))?.locations.push({ ...l, location_id: Number(l.location_id) });
   return out;
 }
 
@@ -98,15 +85,11 @@ export async function recomputeChannel(
 ): Promise<ChannelChange[]> {
   const ids = [...new Set(variantIds.map(Number))];
   if (!ids.length) return [];
-  const bundles = await sql<{ bundle_id: number }>`SELECT DISTINCT bundle_id FROM compositions
-    WHERE connection_id = ${connectionId} AND component_id = ANY(${ids}::bigint[])`.execute(db);
-  const targets = [...new Set([...ids, ...bundles.rows.map((r) => Number(r.bundle_id))])];
-  const comps = await sql<{ bundle_id: number; component_id: number; quantity: string }>`
-    SELECT bundle_id, component_id, quantity::text FROM compositions
-    WHERE connection_id = ${connectionId} AND bundle_id = ANY(${targets}::bigint[])`.execute(db);
-  const variants = await loadVariants(db, connectionId, [...new Set([...targets, ...comps.rows.map((c) => Number(c.component_id))])]);
+  const targets = [...new Set([...ids, ...(await bundlesOf(db, connectionId, ids))])];
+  const comps = await compositionsOf(db, connectionId, targets);
+  const variants = await loadVariants(db, connectionId, [...new Set([...targets, ...comps.map((c) => Number(c.component_id))])]);
   const makeup = new Map<number, { quantity: string; component_id: number }[]>();
-  for (const c of comps.rows) {
+  for (const c of comps) {
     const list = makeup.get(Number(c.bundle_id)) ?? [];
     list.push({ quantity: c.quantity, component_id: Number(c.component_id) });
     makeup.set(Number(c.bundle_id), list);
@@ -213,7 +196,7 @@ export async function recomputeAll(
   cause: Cause,
   onChanges?: (changes: ChannelChange[]) => Promise<void>,
 ): Promise<number> {
-  const ids = (await db.selectFrom('variants').select('id').where('connection_id', '=', connectionId).execute()).map((r) => Number(r.id));
+  const ids = await variantIds(db, connectionId);
   let n = 0;
   for (let i = 0; i < ids.length; i += 1000) {
     const changes = await db.transaction().execute((tx) => recomputeChannel(tx, rules, connectionId, ids.slice(i, i + 1000), cause));

@@ -1,7 +1,8 @@
 // commerce-sync stock [--connection NAME] [--sku SKU] [--json]: mirrored stock per location and the channel quantity.
-import { sql } from 'kysely';
 import { formatTable, type CommandModule } from '../command.ts';
+import { channelStockReport } from '../db/channel.ts';
 import { openDatabase, type Db } from '../db/index.ts';
+import { stockLevelsByConnection } from '../db/mirror-reads.ts';
 import { dec, fmt, withAvailable } from './rules.ts';
 
 export interface StockRow {
@@ -17,41 +18,20 @@ export interface StockRow {
 
 /** Mirrored stock per variant and location with the channel quantity, ordered by connection and SKU. */
 export async function stockReport(db: Db, opts: { connection?: string | null; sku?: string | null; limit?: number }): Promise<StockRow[]> {
-  const rows = await sql<{
-    connection: string;
-    variant_id: number;
-    sku: string | null;
-    status: string | null;
-    channel_quantity: string | null;
-    backorderable: boolean | null;
-    keep_selling: boolean;
-  }>`
-    SELECT n.name AS connection, v.id AS variant_id, v.sku, v.status, q.quantity::text AS channel_quantity, q.backorderable, v.keep_selling
-    FROM variants v JOIN connections n ON n.id = v.connection_id
-    LEFT JOIN channel_quantities q ON q.connection_id = v.connection_id AND q.variant_id = v.id
-    WHERE true ${opts.connection ? sql`AND n.name = ${opts.connection}` : sql``} ${opts.sku ? sql`AND v.sku = ${opts.sku}` : sql``}
-    ORDER BY n.name, v.sku NULLS LAST, v.id ${opts.limit ? sql`LIMIT ${opts.limit}` : sql``}`.execute(db);
-  if (!rows.rows.length) return [];
-  const levels = await sql<{
-    connection_id: number;
-    variant_id: number;
-    location_id: number;
-    on_hand: string;
-    committed: string;
-    incoming: string;
-    name: string;
-  }>`
-    SELECT s.variant_id, s.location_id, s.on_hand::text, s.committed::text, s.incoming::text, n.name
-    FROM stock_levels s JOIN connections n ON n.id = s.connection_id
-    WHERE s.variant_id = ANY(${rows.rows.map((r) => r.variant_id)}::bigint[]) ORDER BY s.location_id`.execute(db);
+  const rows = await channelStockReport(db, opts);
+  if (!rows.length) return [];
+  const levels = await stockLevelsByConnection(
+    db,
+    rows.map((r) => r.variant_id),
+  );
   const byKey = new Map<string, StockRow['locations']>();
-  for (const l of levels.rows) {
+  for (const l of levels) {
     const k = `${l.name}/${l.variant_id}`;
     const list = byKey.get(k) ?? [];
     list.push(withAvailable({ ...l, location_id: Number(l.location_id) }));
     byKey.set(k, list);
   }
-  return rows.rows.map((r) => ({
+  return rows.map((r) => ({
     connection: r.connection,
     variant_id: Number(r.variant_id),
     sku: r.sku,

@@ -2,7 +2,8 @@
 import type Router from '@koa/router';
 import { notFoundPage } from '../pages/layout.ts';
 import { variantIndexPage, variantPage } from '../pages/variants.ts';
-import { findVariants, variantRecord } from '../record.ts';
+import { variantsByKey } from '../../db/mirror-reads.ts';
+import { variantRecord } from '../record.ts';
 import { listVariants, variantFilters, variantSorts, type VariantFilter, type VariantQuery, type VariantSort } from '../variants.ts';
 import { connectionNames, flatQuery, int, optionalConnection, page, pageContext, recordAt, type ConsoleDeps, type Query } from '../web.ts';
 import { problem } from '../../server.ts';
@@ -33,7 +34,7 @@ export function variantRoutes(r: Router, deps: ConsoleDeps): void {
     // The old search form (sku= or id=): one match opens its record.
     if (q.sku || int(q.id) !== undefined) {
       const connectionId = await optionalConnection(ctx, db, q.connection);
-      const found = connectionId === null ? [] : await findVariants(db, { connectionId, sku: q.sku || undefined, id: int(q.id) });
+      const found = connectionId === null ? [] : await variantsByKey(db, { connectionId, sku: q.sku || undefined, id: int(q.id) });
       if (found.length === 1) return ctx.redirect(`/variants/${encodeURIComponent(found[0]!.connection)}/${found[0]!.id}`);
       return ctx.redirect(
         `/variants?${new URLSearchParams({ ...(q.connection ? { connection: q.connection } : {}), q: q.sku || q.id || '' })}`,
@@ -85,7 +86,7 @@ export function variantRoutes(r: Router, deps: ConsoleDeps): void {
     const connectionId = await optionalConnection(ctx, db, q.connection);
     if (connectionId === null) return;
     if (q.sku || int(q.id) !== undefined) {
-      ctx.body = { variants: await findVariants(db, { connectionId, sku: q.sku || undefined, id: int(q.id) }) };
+      ctx.body = { variants: await variantsByKey(db, { connectionId, sku: q.sku || undefined, id: int(q.id) }) };
       return;
     }
     if (connectionId === undefined) return problem(ctx, 400, 'give sku= or id=, or connection= for the index');
