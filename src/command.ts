@@ -50,3 +50,16 @@ export function formatTable(rows: string[][]): string[] {
       .trimEnd(),
   );
 }
+
+/** Options several commands share (the same flag, letter and placeholder everywhere); each names what it does there. */
+export const sharedOptions = {
+  connection: (description = 'only this connection'): OptionSpec => ({
+    type: 'string',
+    short: 'c',
+    multiple: false,
+    value: 'NAME',
+    description,
+  }),
+  limit: (description = 'how many (default 50)'): OptionSpec => ({ type: 'string', short: 'n', multiple: false, value: 'N', description }),
+  json: (description = 'print JSON'): OptionSpec => ({ type: 'boolean', short: 'j', multiple: false, description }),
+};

@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { formatTable, UsageError, type CommandContext, type CommandModule } from '../command.ts';
+import { formatTable, sharedOptions, UsageError, type CommandContext, type CommandModule } from '../command.ts';
 import { listBudgets } from '../db/budgets.ts';
 import { openDatabase, type OpenDatabase } from '../db/index.ts';
 import type { Connection } from '../db/schema.ts';
@@ -320,7 +320,7 @@ export const commands: CommandModule['commands'] = {
   },
   connections: {
     summary: 'List connections: status, account, auth kind and rate budget.',
-    options: { json: { multiple: false, type: 'boolean', short: 'j', description: 'print JSON' } },
+    options: { json: sharedOptions.json() },
     run: connections,
   },
   api: {
@@ -330,13 +330,7 @@ export const commands: CommandModule['commands'] = {
     options: {
       data: { multiple: false, type: 'string', short: 'd', value: 'JSON', description: 'request body (METHOD defaults to POST with it)' },
       paginate: { multiple: false, type: 'boolean', short: 'p', description: 'follow X-Pagination and print all pages merged' },
-      connection: {
-        multiple: false,
-        type: 'string',
-        short: 'c',
-        value: 'NAME',
-        description: 'the connection (needed when there are several)',
-      },
+      connection: sharedOptions.connection('the connection (needed when there are several)'),
       priority: {
         multiple: false,
         type: 'string',

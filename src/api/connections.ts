@@ -12,7 +12,7 @@ import type { Db } from '../db/index.ts';
 import type { Connection } from '../db/schema.ts';
 import { Client } from './client.ts';
 import { ApiError } from './errors.ts';
-import { errorDetails, parseJson } from './http.ts';
+import { errorDetails, sendUnbudgeted } from './http.ts';
 import type { TokenResponse } from './oauth.ts';
 import { decryptToken, encryptToken } from './secrets.ts';
 import { tokenColumns } from './tokens.ts';
@@ -74,28 +74,13 @@ export async function fetchAccount(
   timeoutMs: number,
 ): Promise<{ id: number; name: string | null; raw: any }> {
   const path = '/accounts/current';
-  let res: Response;
-  try {
-    res = await fetch(baseUrl + path, {
-      headers: { Authorization: `Bearer ${token}`, Accept: 'application/json' },
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-  } catch (err) {
-    throw new ApiError(`cannot reach ${baseUrl}: ${(err as Error).message}`, {
-      status: null,
-      method: 'GET',
-      path,
-      retryable: true,
-      cause: err,
-    });
-  }
-  const text = await res.text();
-  let body: any = null;
-  try {
-    body = text ? parseJson(text) : null;
-  } catch {
-    /* reported below */
-  }
+  const { res, text, body } = await sendUnbudgeted(baseUrl + path, {
+    method: 'GET',
+    path,
+    headers: { Authorization: `Bearer ${token}`, Accept: 'application/json' },
+    timeoutMs,
+    failed: `cannot reach ${baseUrl}`,
+  });
   if (!res.ok) {
     const { message, fieldErrors } = errorDetails(body, text);
     throw new ApiError(res.status === 401 ? 'the service refused the token' : null, {

@@ -1,5 +1,6 @@
 // Plain helpers of the wire format: URIs and query strings, tolerant JSON, X-Pagination, error bodies.
-import type { Pagination, QueryValue } from './types.ts';
+import { ApiError } from './errors.ts';
+import type { Method, Pagination, QueryValue } from './types.ts';
 
 /**
  * Query string in the spec's forms: integer lists comma-separated (`ids=1,2,3`: shortest, so more ids fit a
@@ -110,4 +111,40 @@ export function errorDetails(body: unknown, text: string): { message: string | n
   }
   const t = text.trim();
   return { message: t ? t.slice(0, 500) : null, fieldErrors: null };
+}
+
+/**
+ * One request sent outside the rate budget (the account read at connect time, the token endpoint): the
+ * answer with its text and tolerant JSON (null when empty or not JSON). No answer is a retryable ApiError
+ * whose message starts with `failed`; judging the status is the caller's.
+ */
+export async function sendUnbudgeted(
+  url: string,
+  req: { method: Method; path: string; headers: Record<string, string>; body?: unknown; timeoutMs: number; failed: string },
+): Promise<{ res: Response; text: string; body: any }> {
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      method: req.method,
+      headers: req.headers,
+      body: req.body === undefined ? undefined : JSON.stringify(req.body),
+      signal: AbortSignal.timeout(req.timeoutMs),
+    });
+  } catch (err) {
+    throw new ApiError(`${req.failed}: ${(err as Error).message}`, {
+      status: null,
+      method: req.method,
+      path: req.path,
+      retryable: true,
+      cause: err,
+    });
+  }
+  const text = await res.text();
+  let body: any = null;
+  try {
+    body = text ? parseJson(text) : null;
+  } catch {
+    /* the caller reports what is missing */
+  }
+  return { res, text, body };
 }

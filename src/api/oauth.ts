@@ -2,7 +2,7 @@
 // authorization code and refresh grants. The token call carries no bearer token and no rate-budget slot.
 import type { Config } from '../config.ts';
 import { ApiError } from './errors.ts';
-import { errorDetails, parseJson } from './http.ts';
+import { errorDetails, sendUnbudgeted } from './http.ts';
 
 export interface TokenResponse {
   access_token: string;
@@ -31,30 +31,18 @@ export async function requestToken(
 ): Promise<TokenResponse> {
   const path = '/oauth/token';
   const body = { client_id: config.COMMERCE_CLIENT_ID, client_secret: config.COMMERCE_CLIENT_SECRET, ...grant };
-  let res: Response;
-  try {
-    res = await fetch(baseUrl.replace(/\/+$/, '') + path, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(config.API_TIMEOUT_MS),
-    });
-  } catch (err) {
-    throw new ApiError(`token request failed: ${(err as Error).message}`, {
-      status: null,
-      method: 'POST',
-      path,
-      retryable: true,
-      cause: err,
-    });
-  }
-  const text = await res.text();
-  let parsed: any = null;
-  try {
-    parsed = text ? parseJson(text) : null;
-  } catch {
-    /* reported below */
-  }
+  const {
+    res,
+    text,
+    body: parsed,
+  } = await sendUnbudgeted(baseUrl.replace(/\/+$/, '') + path, {
+    method: 'POST',
+    path,
+    headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+    body,
+    timeoutMs: config.API_TIMEOUT_MS,
+    failed: 'token request failed',
+  });
   const requestId = res.headers.get('x-request-id');
   if (!res.ok) {
     const { message, fieldErrors } = errorDetails(parsed, text);

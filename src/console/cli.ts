@@ -1,7 +1,7 @@
 // `commerce-sync logs` and `commerce-sync status`: the console's answers in a terminal. Both open the
 // database like every command (the embedded PostgreSQL of a running `start` is reused).
 import type { CommandContext, CommandModule } from '../command.ts';
-import { UsageError } from '../command.ts';
+import { sharedOptions, UsageError } from '../command.ts';
 import { openDatabase } from '../db/index.ts';
 import { overview, type ConnectionOverview } from './overview.ts';
 import type { QueueDepth } from './queues.ts';
@@ -151,13 +151,13 @@ export const commands: CommandModule['commands'] = {
     summary: 'Show the sync log, newest last; --follow keeps printing new entries as they are written.',
     options: {
       follow: { type: 'boolean', short: 'f', description: 'keep following new entries (Ctrl-C stops)' },
-      connection: { type: 'string', short: 'c', value: 'NAME', description: 'only this connection (name or id)' },
+      connection: sharedOptions.connection('only this connection (name or id)'),
       sku: { type: 'string', short: 's', value: 'SKU', description: 'only entries about this SKU' },
       resource: { type: 'string', value: 'NAME', description: 'only this resource, e.g. variant, order' },
       outcome: { type: 'string', value: 'OUTCOME', description: 'only ok, skipped, error or warning' },
       record: { type: 'string', value: 'ID', description: 'only entries about this record id' },
       since: { type: 'string', value: 'WHEN', description: 'entries since a duration ago (30m, 2h, 1d) or an ISO time' },
-      limit: { type: 'string', short: 'n', value: 'N', description: 'how many past entries to show first (default 50)' },
+      limit: sharedOptions.limit('how many past entries to show first (default 50)'),
       json: { type: 'boolean', description: 'one JSON object per line' },
     },
     run: logs,

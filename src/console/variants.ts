@@ -2,7 +2,7 @@
 // available stock per location and its last channel-quantity change, searchable, filterable and sortable.
 // Quantities stay decimal strings (PostgreSQL numeric); comparisons happen in SQL.
 import type { Db } from '../db/index.ts';
-import { type VariantFilterKey, type VariantRowsQuery, variantRows } from '../db/mirror-reads.ts';
+import { type VariantFilterKey, type VariantIndexRow, type VariantRowsQuery, variantRows } from '../db/mirror-reads.ts';
 
 export const variantFilters = {
   low: 'low stock',
@@ -27,21 +27,14 @@ export interface VariantQuery extends VariantRowsQuery {
   pageSize?: number;
 }
 
-export interface VariantListRow {
-  id: number;
-  sku: string | null;
-  name: string | null;
-  status: string | null;
-  composite: boolean;
-  quantity: string | null;
-  tracked: boolean | null;
-  backorderable: boolean | null;
+/** An index row as the pages show it: the available list never null, the last change named in camel case. */
+export type VariantListRow = Omit<VariantIndexRow, 'available' | 'last_at' | 'last_cause' | 'last_before'> & {
   /** Available (on hand - committed) per location, in location order. */
   available: { location: string; quantity: string }[];
   lastChangeAt: Date | null;
   lastChangeCause: string | null;
   lastChangeBefore: string | null;
-}
+};
 
 export async function listVariants(db: Db, q: VariantQuery): Promise<{ rows: VariantListRow[]; total: number }> {
   const pageSize = Math.min(Math.max(q.pageSize ?? 50, 1), 500);

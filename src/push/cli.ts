@@ -1,7 +1,7 @@
 // `commerce-sync push`: enqueue an operation (from --file JSON and/or flags), wait for its outcome, print it.
 // Also `push list`, `push show ID`, `push retry ID`. The operation runs in a worker process (`start` or `worker`).
 import { readFile } from 'node:fs/promises';
-import { UsageError, type CommandContext, type CommandModule } from '../command.ts';
+import { sharedOptions, UsageError, type CommandContext, type CommandModule } from '../command.ts';
 import { openDatabase, type Db } from '../db/index.ts';
 import type { PushKind, PushOperation, PushState } from '../db/schema.ts';
 import { startBoss, stopBoss } from '../queue/boss.ts';
@@ -134,13 +134,7 @@ export const commands: CommandModule['commands'] = {
         value: 'FILE',
         description: "the operation's input as JSON (- reads stdin); flags below override it",
       },
-      connection: {
-        type: 'string',
-        short: 'c',
-        multiple: false,
-        value: 'NAME',
-        description: 'connection to push to (default: the only one)',
-      },
+      connection: sharedOptions.connection('connection to push to (default: the only one)'),
       'no-wait': { type: 'boolean', short: 'W', multiple: false, description: 'print the queued operation and return at once' },
       timeout: {
         type: 'string',
@@ -206,8 +200,8 @@ export const commands: CommandModule['commands'] = {
       notes: { type: 'string', short: 'm', multiple: false, value: 'TEXT', description: 'return / stock-count: notes' },
       state: { type: 'string', short: 's', multiple: false, value: 'STATE', description: 'list: only queued, sent, confirmed or failed' },
       kind: { type: 'string', short: 'k', multiple: false, value: 'KIND', description: 'list: only this operation' },
-      limit: { type: 'string', short: 'n', multiple: false, value: 'N', description: 'list: how many (default 50)' },
-      json: { type: 'boolean', short: 'j', multiple: false, description: 'list: print JSON' },
+      limit: sharedOptions.limit('list: how many (default 50)'),
+      json: sharedOptions.json('list: print JSON'),
     },
     details: [
       'Examples:',

@@ -20,6 +20,7 @@ import {
   orderKeyOf,
   requeueOperation,
   setOperationJob,
+  type Final,
 } from '../db/operations.ts';
 import type { PushKind, PushOperation } from '../db/schema.ts';
 import { metrics } from '../metrics.ts';
@@ -163,19 +164,8 @@ export async function claimOperation(db: Db, id: number, jobId: string): Promise
 
 /** `requests`: what the run sent (method, path, status, request id), kept in the outcome's sync-log detail. */
 export type Outcome = { requests?: SentRequest[] } & (
-  | {
-      state: 'confirmed';
-      result: Record<string, unknown>;
-      requestId?: string | null;
-      mapping?: { channel: string; channelOrderId: string; orderId: number };
-    }
-  | {
-      state: 'failed';
-      reason: string;
-      fieldErrors?: Record<string, string[]> | null;
-      statusCode?: number | null;
-      requestId?: string | null;
-    }
+  | (Extract<Final, { state: 'confirmed' }> & { mapping?: { channel: string; channelOrderId: string; orderId: number } })
+  | Extract<Final, { state: 'failed' }>
   /** A retryable error; the job will run again (pg-boss retry), the operation stays sent. */
   | { state: 'retrying'; reason: string; statusCode?: number | null; requestId?: string | null }
 );

@@ -1,5 +1,5 @@
 // commerce-sync stock [--connection NAME] [--sku SKU] [--json]: mirrored stock per location and the channel quantity.
-import { formatTable, type CommandModule } from '../command.ts';
+import { formatTable, sharedOptions, type CommandModule } from '../command.ts';
 import { channelStockReport } from '../db/channel.ts';
 import { openDatabase, type Db } from '../db/index.ts';
 import { stockLevelsByConnection } from '../db/mirror-reads.ts';
@@ -69,14 +69,9 @@ export const commands: CommandModule['commands'] = {
   stock: {
     summary: 'Print mirrored stock per location (on hand, committed, incoming, available) and the channel quantity.',
     options: {
-      connection: { multiple: false, type: 'string', short: 'c', value: 'NAME', description: 'only this connection' },
+      connection: sharedOptions.connection(),
       sku: { multiple: false, type: 'string', short: 's', value: 'SKU', description: 'only this SKU' },
-      json: {
-        multiple: false,
-        type: 'boolean',
-        short: 'j',
-        description: 'JSON array of {variant_id, sku, status, locations, channel_quantity}; quantities as decimal strings',
-      },
+      json: sharedOptions.json('JSON array of {variant_id, sku, status, locations, channel_quantity}; quantities as decimal strings'),
     },
     async run(ctx) {
       const database = await openDatabase(ctx.config, ctx.log);
