@@ -7,9 +7,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createDb, createPool } from '../../src/db/index.ts';
-import { startEmbedded, type EmbeddedDatabase } from '../../src/db/embedded.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
+import { startEmbeddedRetrying } from '../support/embedded.ts';
 import { captureLogger } from '../support/log.ts';
 import type { CliProcess } from '../support/processes.ts';
 import { startTcpProxy } from '../support/tcp-proxy.ts';
@@ -17,17 +17,7 @@ import { drainSandbox, startWorld, steadyLoad, unprocessedAcked, until } from '.
 
 const { log } = captureLogger('warn');
 
-/** Starts (or restarts) the embedded server, retrying while the killed one's backends let go of its folder. */
-async function startServer(dir: string): Promise<EmbeddedDatabase> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await startEmbedded(dir, log, 'readiness');
-    } catch (err) {
-      if (attempt >= 40) throw err;
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  }
-}
+const startServer = (dir: string) => startEmbeddedRetrying(dir, log, 'readiness', { attempts: 40, delayMs: 250 });
 
 /** Status and body of GET url, or the network error (a role that stopped answering at all). */
 async function probe(url: string): Promise<{ status: number; body: string }> {

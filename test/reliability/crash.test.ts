@@ -8,10 +8,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createDb, createPool } from '../../src/db/index.ts';
-import { startEmbedded, type EmbeddedDatabase } from '../../src/db/embedded.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { enqueueOperation } from '../../src/push/enqueue.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
+import { startEmbeddedRetrying } from '../support/embedded.ts';
 import { captureLogger } from '../support/log.ts';
 import { watchRegressions } from '../support/mirror.ts';
 import { startTcpProxy } from '../support/tcp-proxy.ts';
@@ -19,17 +19,7 @@ import { converged, drainSandbox, duplicateDeliveries, startWorld, steadyLoad, u
 
 const { log } = captureLogger('warn');
 
-/** Starts (or restarts) the embedded server, retrying while the killed one's backends let go of it. */
-async function startServer(dir: string): Promise<EmbeddedDatabase> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await startEmbedded(dir, log, 'reliability');
-    } catch (err) {
-      if (attempt >= 20) throw err;
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  }
-}
+const startServer = (dir: string) => startEmbeddedRetrying(dir, log, 'reliability', { attempts: 20, delayMs: 500 });
 
 t.test('kill -9 of receiver, worker and PostgreSQL under load: nothing acknowledged is lost, nothing happens twice', async (t) => {
   const t0 = Date.now();

@@ -15,7 +15,7 @@ import { Deliveries, type DeliveryFaults } from './webhooks.ts';
 import { Activity, ACTIVITY_KINDS, type ActivityKind } from './activity.ts';
 import { PROFILES, type Profile } from './profile.ts';
 
-export { PROFILES, type Profile } from './profile.ts';
+export { DOCUMENTED_EVENTS, PROFILES, SPEC_EVENTS, type Profile } from './profile.ts';
 export { ACTIVITY_KINDS, type ActivityKind } from './activity.ts';
 
 export interface SandboxOptions {
