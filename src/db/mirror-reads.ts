@@ -31,7 +31,7 @@ export async function hasCurrency(db: Executor, connectionId: number, iso: strin
 }
 
 /** Every mirrored variant id of a connection. */
-export async function variantIds(db: Executor, connectionId: number): Promise<number[]> {
+export async function variantIdsOf(db: Executor, connectionId: number): Promise<number[]> {
   return (await db.selectFrom('variants').select('id').where('connection_id', '=', connectionId).execute()).map((r) => Number(r.id));
 }
 

@@ -11,7 +11,7 @@ import {
   storedQuantities,
   type ChannelChange,
 } from '../db/channel.ts';
-import { bundlesOf, compositionsOf, stockLevelRows, variantIds, variantStockRows } from '../db/mirror-reads.ts';
+import { bundlesOf, compositionsOf, stockLevelRows, variantIdsOf, variantStockRows } from '../db/mirror-reads.ts';
 import { logSync } from '../db/synclog.ts';
 import {
   channelQuantity,
@@ -196,7 +196,7 @@ export async function recomputeAll(
   cause: Cause,
   onChanges?: (changes: ChannelChange[]) => Promise<void>,
 ): Promise<number> {
-  const ids = await variantIds(db, connectionId);
+  const ids = await variantIdsOf(db, connectionId);
   let n = 0;
   for (let i = 0; i < ids.length; i += 1000) {
     const changes = await db.transaction().execute((tx) => recomputeChannel(tx, rules, connectionId, ids.slice(i, i + 1000), cause));
