@@ -1,11 +1,11 @@
 // What an operator asks first, per connection: is data arriving, is anything stuck, how far behind are
 // we, how much API budget is left, what did the last sweep find, what failed. Shared by the console's
 // overview page, /api/overview, /metrics and `commerce-sync status`.
-import { sql } from 'kysely';
 import { rollover } from '../api/budget.ts';
 import { listBudgets } from '../db/budgets.ts';
 import { connectionSummaries } from '../db/connections.ts';
 import { listCursors } from '../db/cursors.ts';
+import { deliveryCounts } from '../db/deliveries.ts';
 import type { Db } from '../db/index.ts';
 import { errorCountsLastHour, recentErrors } from '../db/synclog.ts';
 import { queueDepths, type QueueDepth } from './queues.ts';
@@ -66,18 +66,7 @@ export async function connectionOverviews(db: Db, onlyId?: number): Promise<Conn
   if (!conns.length) return [];
   const ids = conns.map((c) => c.id);
   const [deliveries, budgets, sweeps, errors, recent] = await Promise.all([
-    sql<{ connection_id: number; last5: number; last60: number; queued: number; failed: number; lag: number }>`
-      SELECT c.id AS connection_id,
-             (SELECT count(*)::int FROM webhook_deliveries d WHERE d.connection_id = c.id AND d.received_at > now() - interval '5 minutes') AS last5,
-             (SELECT count(*)::int FROM webhook_deliveries d WHERE d.connection_id = c.id AND d.received_at > now() - interval '1 hour') AS last60,
-             (SELECT count(*)::int FROM webhook_deliveries d WHERE d.connection_id = c.id AND d.state = 'queued') AS queued,
-             (SELECT count(*)::int FROM webhook_deliveries d WHERE d.connection_id = c.id AND d.state = 'failed') AS failed,
-             greatest(
-               coalesce((SELECT extract(epoch FROM now() - min(d.received_at))::float8 FROM webhook_deliveries d
-                          WHERE d.connection_id = c.id AND d.state = 'queued'), 0),
-               coalesce((SELECT extract(epoch FROM now() - min(p.first_marked_at))::float8 FROM pending_fetches p
-                          WHERE p.connection_id = c.id), 0)) AS lag
-        FROM connections c WHERE c.id = ANY(${ids})`.execute(db),
+    deliveryCounts(db, ids),
     listBudgets(db, ids),
     listCursors(db, ids),
     errorCountsLastHour(db, ids),
@@ -85,7 +74,7 @@ export async function connectionOverviews(db: Db, onlyId?: number): Promise<Conn
   ]);
   const now = Date.now();
   return conns.map((c) => {
-    const d = deliveries.rows.find((r) => r.connection_id === c.id);
+    const d = deliveries.find((r) => r.connection_id === c.id);
     const b = budgets.find((r) => r.connection_id === c.id);
     const s = sweeps.filter((r) => r.connection_id === c.id);
     const errorsLastHour = errors.find((r) => r.connection_id === c.id)?.n ?? 0;

@@ -1,6 +1,7 @@
 // Operator replays. A stored delivery goes back on `deliveries` as a new job with the same DeliveryJob
 // data and its row returns to `queued`; a dead letter moves back to its live queue with its data. Each
 // replay commits together with its sync-log entry (pg-boss runs inside our transaction via `db`).
+import { deliveryForUpdate, requeueDelivery } from '../db/deliveries.ts';
 import type { Db } from '../db/index.ts';
 import { bossDb, type Boss } from '../queue/boss.ts';
 import type { DeliveryJob } from '../queue/jobs.ts';
@@ -14,7 +15,7 @@ export interface ReplayResult {
 /** Re-enqueues a stored delivery; null when there is no such row. */
 export async function replayDelivery(db: Db, boss: Boss, deliveryRowId: number): Promise<ReplayResult | null> {
   return db.transaction().execute(async (trx) => {
-    const row = await trx.selectFrom('webhook_deliveries').selectAll().where('id', '=', deliveryRowId).forUpdate().executeTakeFirst();
+    const row = await deliveryForUpdate(trx, deliveryRowId);
     if (!row) return null;
     const data: DeliveryJob = {
       deliveryRowId: row.id,
@@ -25,11 +26,7 @@ export async function replayDelivery(db: Db, boss: Boss, deliveryRowId: number):
     };
     const jobId = await boss.send(queues.deliveries, data, { db: bossDb(trx) });
     if (!jobId) throw new Error('pg-boss did not create the job');
-    await trx
-      .updateTable('webhook_deliveries')
-      .set({ state: 'queued', error: null, job_id: jobId, processed_at: null })
-      .where('id', '=', row.id)
-      .execute();
+    await requeueDelivery(trx, row.id, jobId);
     await logSync(trx, {
       connectionId: row.connection_id,
       resource: row.resource,

@@ -2,7 +2,8 @@
 // minute, sync-log entries per minute, stock lag, API budget used and left, queue depths (from the minute
 // samples of console_samples) and the drift each sweep found (from the sweep entries of the sync log).
 // `end` is injectable so a test never depends on the minute it runs in.
-import { binOf, countsPerBin } from '../db/bins.ts';
+import { binOf } from '../db/bins.ts';
+import { deliveriesPerBin } from '../db/deliveries.ts';
 import { binnedSamples } from '../db/samples.ts';
 import { sweepDrifts, syncLogPerBin } from '../db/synclog.ts';
 import type { Db } from '../db/index.ts';
@@ -58,7 +59,7 @@ const perMinute = (count: number, stepMinutes: number) => Math.round((count / st
 
 export async function chartSeries(db: Db, connectionId: number, w: Window): Promise<ConnectionSeries> {
   const [deliveries, events, samples, sweeps] = await Promise.all([
-    countsPerBin(db, 'webhook_deliveries', 'received_at', connectionId, w),
+    deliveriesPerBin(db, connectionId, w),
     syncLogPerBin(db, connectionId, w),
     binnedSamples(db, connectionId, w, binOf(w, 'at')),
     sweepDrifts(db, connectionId, w),

@@ -1,6 +1,7 @@
 // The webhook_deliveries store: every statement the receiver and the deliveries queue's handler run on
-// the table. (The console's reads and its replay live with the console for now.)
-import { CompiledQuery, sql } from 'kysely';
+// the table, and the console's reads and replay.
+import { CompiledQuery, type Selectable, sql } from 'kysely';
+import { type BinWindow, countsPerBin } from './bins.ts';
 import type { Executor } from './index.ts';
 import type { WebhookDeliveriesTable } from './schema.ts';
 
@@ -113,4 +114,121 @@ export async function markFailed(db: Executor, ids: number[], error: string): Pr
   const r = await sql`UPDATE webhook_deliveries SET state = 'failed', processed_at = now(), error = ${error}
     WHERE id = ANY(${ids}::bigint[]) AND state = 'queued'`.execute(db);
   return Number(r.numAffectedRows ?? 0);
+}
+
+// ---- the console's reads and its replay ----
+
+/** A stored delivery as the console lists it, with its connection's name. */
+export type DeliveryRow = Pick<
+  Selectable<WebhookDeliveriesTable>,
+  | 'id'
+  | 'connection_id'
+  | 'delivery_id'
+  | 'event'
+  | 'resource'
+  | 'action'
+  | 'object_id'
+  | 'state'
+  | 'error'
+  | 'job_id'
+  | 'received_at'
+  | 'processed_at'
+> & { connection: string };
+
+export interface DeliveryFilter {
+  connectionId?: number;
+  state?: string;
+  resource?: string;
+  objectId?: number;
+  /** Rows with a smaller id (the next page). */
+  before?: number;
+  limit?: number;
+}
+
+/** Newest first (index webhook_deliveries_received or webhook_deliveries_state, depending on the filter); at most 1000. */
+export async function listDeliveries(db: Executor, f: DeliveryFilter = {}): Promise<DeliveryRow[]> {
+  let q = db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('connections as c', 'c.id', 'd.connection_id')
+    .select([
+      'd.id',
+      'd.connection_id',
+      'c.name as connection',
+      'd.delivery_id',
+      'd.event',
+      'd.resource',
+      'd.action',
+      'd.object_id',
+      'd.state',
+      'd.error',
+      'd.job_id',
+      'd.received_at',
+      'd.processed_at',
+    ]);
+  if (f.connectionId !== undefined) q = q.where('d.connection_id', '=', f.connectionId);
+  if (f.state) q = q.where('d.state', '=', f.state as DeliveryRow['state']);
+  if (f.resource) q = q.where('d.resource', '=', f.resource);
+  if (f.objectId !== undefined) q = q.where('d.object_id', '=', f.objectId);
+  if (f.before !== undefined) q = q.where('d.id', '<', f.before);
+  const limit = Math.min(Math.max(f.limit ?? 100, 1), 1000);
+  return (await q.orderBy('d.received_at', 'desc').orderBy('d.id', 'desc').limit(limit).execute()) as DeliveryRow[];
+}
+
+/** One stored delivery, body included, with its connection's name. */
+export async function deliveryWithConnection(db: Executor, id: number) {
+  return db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('connections as c', 'c.id', 'd.connection_id')
+    .selectAll('d')
+    .select('c.name as connection')
+    .where('d.id', '=', id)
+    .executeTakeFirst();
+}
+
+/** The row locked for update (a replay, inside the caller's transaction). */
+export async function deliveryForUpdate(tx: Executor, id: number): Promise<Selectable<WebhookDeliveriesTable> | undefined> {
+  return tx.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+}
+
+/** A replayed delivery waits again, for the new job. */
+export async function requeueDelivery(tx: Executor, id: number, jobId: string): Promise<void> {
+  await tx
+    .updateTable('webhook_deliveries')
+    .set({ state: 'queued', error: null, job_id: jobId, processed_at: null })
+    .where('id', '=', id)
+    .execute();
+}
+
+export interface DeliveryCounts {
+  connection_id: number;
+  /** Received in the last 5 minutes, and the last hour. */
+  last5: number;
+  last60: number;
+  queued: number;
+  failed: number;
+  /** Seconds since the oldest change not yet in the mirror: a queued delivery or a pending fetch (0: none). */
+  lag: number;
+}
+
+/** Per connection: deliveries received lately, waiting and failed, and the lag (the overview). */
+export async function deliveryCounts(db: Executor, connectionIds: number[]): Promise<DeliveryCounts[]> {
+  return (
+    await sql<DeliveryCounts>`
+      SELECT c.id AS connection_id,
+             (SELECT count(*)::int FROM webhook_deliveries d WHERE d.connection_id = c.id AND d.received_at > now() - interval '5 minutes') AS last5,
+             (SELECT count(*)::int FROM webhook_deliveries d WHERE d.connection_id = c.id AND d.received_at > now() - interval '1 hour') AS last60,
+             (SELECT count(*)::int FROM webhook_deliveries d WHERE d.connection_id = c.id AND d.state = 'queued') AS queued,
+             (SELECT count(*)::int FROM webhook_deliveries d WHERE d.connection_id = c.id AND d.state = 'failed') AS failed,
+             greatest(
+               coalesce((SELECT extract(epoch FROM now() - min(d.received_at))::float8 FROM webhook_deliveries d
+                          WHERE d.connection_id = c.id AND d.state = 'queued'), 0),
+               coalesce((SELECT extract(epoch FROM now() - min(p.first_marked_at))::float8 FROM pending_fetches p
+                          WHERE p.connection_id = c.id), 0)) AS lag
+        FROM connections c WHERE c.id = ANY(${connectionIds})`.execute(db)
+  ).rows;
+}
+
+/** Deliveries of a connection received per bucket of the window (the console's throughput chart). */
+export function deliveriesPerBin(db: Executor, connectionId: number, w: BinWindow): Promise<{ at: Date; n: number }[]> {
+  return countsPerBin(db, 'webhook_deliveries', 'received_at', connectionId, w);
 }

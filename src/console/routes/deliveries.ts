@@ -1,6 +1,7 @@
 // Stored deliveries and dead letters: pages, JSON, and their replays.
 import type Router from '@koa/router';
-import { deliveryStates, listDeliveries } from '../deliveries.ts';
+import { deliveryWithConnection, listDeliveries } from '../../db/deliveries.ts';
+import { deliveryStates } from '../deliveries.ts';
 import { deadLettersPage, deliveriesPage } from '../pages/deliveries.ts';
 import { notFoundPage } from '../pages/layout.ts';
 import { listDeadLetters, queueDepths } from '../queues.ts';
@@ -74,16 +75,7 @@ export function deliveryRoutes(r: Router, deps: ConsoleDeps): void {
   });
   r.get('/api/deliveries/:id', async (ctx) => {
     const id = int(ctx.params.id);
-    const row =
-      id === undefined
-        ? undefined
-        : await db
-            .selectFrom('webhook_deliveries as d')
-            .innerJoin('connections as c', 'c.id', 'd.connection_id')
-            .selectAll('d')
-            .select('c.name as connection')
-            .where('d.id', '=', id)
-            .executeTakeFirst();
+    const row = id === undefined ? undefined : await deliveryWithConnection(db, id);
     if (!row) return problem(ctx, 404, `no delivery ${ctx.params.id}`);
     ctx.body = { delivery: row };
   });
