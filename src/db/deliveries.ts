@@ -1,8 +1,9 @@
 // The webhook_deliveries store: every statement the receiver and the deliveries queue's handler run on
 // the table, and the console's reads and replay.
-import { CompiledQuery, type Selectable, sql } from 'kysely';
+import { type Selectable, sql } from 'kysely';
+import type pg from 'pg';
 import { type BinWindow, countsPerBin } from './bins.ts';
-import type { Executor } from './index.ts';
+import { quoteLiteral, type Executor } from './index.ts';
 import type { WebhookDeliveriesTable } from './schema.ts';
 
 /** States the receiver writes; the handler moves `queued` on to `processed`, `unhandled` or `failed`. */
@@ -59,10 +60,14 @@ const insertRows = `
 // (x.notified is selected so the planner cannot drop the join, and with it the NOTIFY.)
 
 /**
- * Inserts the rows (duplicates of stored ones are skipped by the unique key) with their sync-log entries;
- * returns the rows that are new. The caller removes duplicates within `rows` first.
+ * Inserts the rows (duplicates of stored ones are skipped by the unique key) with their sync-log entries,
+ * and runs `andThen` (a statement without parameters: the receiver's pg-boss job insert) in the same
+ * transaction; returns the rows that are new. One multi-statement query, which PostgreSQL runs as one
+ * transaction: one round trip and one commit for the whole batch, where BEGIN, insert, job insert and
+ * COMMIT were four (each waiting its turn in a busy event loop). The caller removes duplicates within
+ * `rows` first.
  */
-export async function insertDeliveries(db: Executor, rows: NewDelivery[]): Promise<InsertedDelivery[]> {
+export async function insertDeliveries(pool: pg.Pool, rows: NewDelivery[], andThen = ''): Promise<InsertedDelivery[]> {
   const json = JSON.stringify(
     rows.map((r) => ({
       c: r.connectionId,
@@ -79,21 +84,38 @@ export async function insertDeliveries(db: Executor, rows: NewDelivery[]): Promi
       j: r.jobId,
     })),
   );
-  return (await db.executeQuery<InsertedDelivery>(CompiledQuery.raw(insertRows, [json]))).rows;
+  const text = insertRows.replace('$1', () => quoteLiteral(json)) + (andThen ? `;\n${andThen}` : '');
+  const result = (await pool.query(text)) as unknown as pg.QueryResult<InsertedDelivery> | pg.QueryResult<InsertedDelivery>[];
+  return (Array.isArray(result) ? result[0]! : result).rows;
+}
+
+/**
+ * Which rows jobs on `deliveries` name: by row id (a replayed delivery, jobs queued before batch jobs named
+ * deliveries by id), or by (connection, delivery id) owned by the job: a row whose job_id is that job's id.
+ */
+export interface DeliveryRefs {
+  rowIds: number[];
+  keys: { connectionId: number; deliveryId: string; jobId: string }[];
+}
+
+/** The ids of the rows `refs` names that exist (rows deleted since, with their connection, are missing). */
+function rowIdsOf(refs: DeliveryRefs) {
+  const keys = JSON.stringify(refs.keys.map((k) => ({ c: k.connectionId, d: k.deliveryId, j: k.jobId })));
+  return sql<{ id: number }>`SELECT id FROM webhook_deliveries WHERE id = ANY(${refs.rowIds}::bigint[])
+    UNION SELECT w.id FROM json_to_recordset(${keys}::json) AS k(c bigint, d text, j text)
+      JOIN webhook_deliveries w ON w.connection_id = k.c AND w.delivery_id = k.d AND w.job_id = k.j`;
 }
 
 export type DeliveryToConsume = Pick<WebhookDeliveriesTable, 'connection_id' | 'resource' | 'action' | 'object_id' | 'state'> & {
   id: number;
 };
 
-/** The rows a job names (rows deleted since, with their connection, are simply missing). */
-export async function deliveriesToConsume(db: Executor, ids: number[]): Promise<DeliveryToConsume[]> {
-  if (!ids.length) return [];
-  return db
-    .selectFrom('webhook_deliveries')
-    .select(['id', 'connection_id', 'resource', 'action', 'object_id', 'state'])
-    .where('id', '=', sql<number>`ANY(${ids}::bigint[])`)
-    .execute() as Promise<DeliveryToConsume[]>;
+/** The rows jobs name, in arrival order. */
+export async function deliveriesToConsume(db: Executor, refs: DeliveryRefs): Promise<DeliveryToConsume[]> {
+  if (!refs.rowIds.length && !refs.keys.length) return [];
+  const { rows } = await sql<DeliveryToConsume>`SELECT id, connection_id, resource, action, object_id, state
+    FROM webhook_deliveries WHERE id IN (${rowIdsOf(refs)}) ORDER BY id`.execute(db);
+  return rows;
 }
 
 export async function markProcessed(db: Executor, ids: number[]): Promise<void> {
@@ -109,10 +131,10 @@ export async function markUnhandled(db: Executor, rows: { id: number; why: strin
 }
 
 /** A job that will not be retried again (dead-lettered): its rows still waiting become `failed`, with why. */
-export async function markFailed(db: Executor, ids: number[], error: string): Promise<number> {
-  if (!ids.length) return 0;
+export async function markFailed(db: Executor, refs: DeliveryRefs, error: string): Promise<number> {
+  if (!refs.rowIds.length && !refs.keys.length) return 0;
   const r = await sql`UPDATE webhook_deliveries SET state = 'failed', processed_at = now(), error = ${error}
-    WHERE id = ANY(${ids}::bigint[]) AND state = 'queued'`.execute(db);
+    WHERE id IN (${rowIdsOf(refs)}) AND state = 'queued'`.execute(db);
   return Number(r.numAffectedRows ?? 0);
 }
 

@@ -35,6 +35,17 @@ export function createPool(url: string, max = 10): pg.Pool {
   return pool;
 }
 
+/**
+ * `text` as a SQL string constant, for a statement sent without parameters (a multi-statement query, which
+ * PostgreSQL runs as one transaction in one round trip). Dollar-quoted with a tag the text does not contain,
+ * so it is right whatever standard_conforming_strings says.
+ */
+export function quoteLiteral(text: string): string {
+  let tag = 'cs';
+  while (text.includes(`$${tag}$`)) tag = `cs${Math.random().toString(36).slice(2, 10)}`;
+  return `$${tag}$${text}$${tag}$`;
+}
+
 export function createDb(pool: pg.Pool): Db {
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }

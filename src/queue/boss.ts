@@ -1,6 +1,6 @@
 // pg-boss on the same PostgreSQL: it creates and migrates its own schema (pgboss) on start.
-import { fromKysely, PgBoss, type Db as BossDatabase } from 'pg-boss';
-import type { Executor } from '../db/index.ts';
+import { fromKysely, PgBoss, type Db as BossDatabase, type JobInsert } from 'pg-boss';
+import { quoteLiteral, type Executor } from '../db/index.ts';
 import type { Logger } from '../log.ts';
 
 export type Boss = PgBoss;
@@ -8,6 +8,29 @@ export type Boss = PgBoss;
 /** pg-boss statements on our executor: a job sent with `{ db: bossDb(trx) }` commits or rolls back with trx. */
 export function bossDb(executor: Executor): BossDatabase {
   return fromKysely(executor);
+}
+
+/**
+ * The statement `boss.insert(queue, jobs)` would run, with its one parameter inlined (pg-boss inlines it the
+ * same way for flows), so a caller can send it with statements of its own in one multi-statement query: one
+ * round trip, one transaction. pg-boss still writes its own SQL; a version whose insert takes another shape
+ * fails here, loudly, not in production.
+ */
+export async function insertStatement(boss: PgBoss, queue: string, jobs: JobInsert[]): Promise<string> {
+  const calls: { text: string; values?: unknown[] }[] = [];
+  const recorder: BossDatabase = {
+    executeSql: async (text, values) => {
+      calls.push({ text, values });
+      return { rows: [] };
+    },
+  };
+  await boss.insert(queue, jobs, { db: recorder });
+  const [call] = calls;
+  const value = call?.values?.[0];
+  if (calls.length !== 1 || call!.values!.length !== 1 || typeof value !== 'string' || /\$(?!1\b)\d/.test(call!.text)) {
+    throw new Error(`pg-boss's insert no longer runs one statement with one text parameter: the receiver's one-round-trip commit needs it`);
+  }
+  return call!.text.replace(/\$1\b/g, () => quoteLiteral(value));
 }
 
 export async function startBoss(

@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import type { Context } from 'koa';
 import type { Config } from '../config.ts';
+import type pg from 'pg';
 import type { Db } from '../db/index.ts';
 import type { Logger } from '../log.ts';
 import { metrics } from '../metrics.ts';
@@ -14,7 +15,8 @@ import { isDataError, storeDeliveries, type IncomingDelivery, type StoreOutcome 
 import { signingSecrets, verifySignature } from './verify.ts';
 
 export interface ReceiverDeps {
-  /** The receiver's own database handle (its pool sized for WEBHOOK_COMMIT_CONCURRENCY). */
+  /** The receiver's own pool (sized for WEBHOOK_COMMIT_CONCURRENCY), and a database handle on it. */
+  pool: pg.Pool;
   db: Db;
   boss: Boss;
   config: Config;
@@ -47,13 +49,13 @@ const KNOWN_TTL_MS = 10_000;
 const UNKNOWN_TTL_MS = 1_000;
 
 export function createReceiver(deps: ReceiverDeps): Receiver {
-  const { db, boss, config, log } = deps;
+  const { pool, db, boss, config, log } = deps;
   const cache = new Map<string, CachedConnection>();
 
   // An Error in place of an outcome: that item alone could not be stored.
   const commit = async (items: IncomingDelivery[]): Promise<(StoreOutcome | Error)[]> => {
     try {
-      return await storeDeliveries(db, boss, items);
+      return await storeDeliveries(pool, boss, items);
     } catch (err) {
       // One bad item must not fail its neighbours: retry them one by one, so only it is refused.
       if (items.length > 1 && isDataError(err)) {
@@ -61,7 +63,7 @@ export function createReceiver(deps: ReceiverDeps): Receiver {
         const out: (StoreOutcome | Error)[] = [];
         for (const item of items)
           out.push(
-            await storeDeliveries(db, boss, [item]).then(
+            await storeDeliveries(pool, boss, [item]).then(
               ([o]) => o!,
               (e: Error) => e,
             ),

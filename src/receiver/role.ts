@@ -13,7 +13,7 @@ export async function mount(rt: Runtime): Promise<void> {
   await createQueues(rt.boss);
   const pool = createPool(rt.database.url, config.WEBHOOK_COMMIT_CONCURRENCY + 1);
   const db = createDb(pool);
-  const receiver = createReceiver({ db, boss: rt.boss, config, log: log.child({ role: 'receiver' }) });
+  const receiver = createReceiver({ pool, db, boss: rt.boss, config, log: log.child({ role: 'receiver' }) });
   rt.router.post('/webhooks/:connection', (ctx) => receiver.handle(ctx));
   rt.readiness.push(() => receiver.readiness());
   // The server has stopped accepting and finished its requests by the time this runs; close() commits

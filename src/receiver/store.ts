@@ -1,13 +1,13 @@
-// Writes a batch of deliveries in ONE transaction: the delivery rows (with their sync-log entries, see
-// db/deliveries.ts) and ONE pg-boss job per connection in the batch naming that connection's new queued
-// rows (the worker consumes deliveries in batches anyway, and the row holds everything the job would).
-// The caller answers the requests only after this resolves, i.e. after COMMIT.
+// Writes a batch of deliveries in ONE round trip and ONE transaction: the delivery rows (with their sync-log
+// entries, see db/deliveries.ts) and ONE pg-boss job per connection in the batch naming that connection's
+// new queued deliveries (the worker consumes deliveries in batches anyway, and the row holds everything the
+// job would). The caller answers the requests only after this resolves, i.e. after COMMIT.
 import { randomUUID } from 'node:crypto';
-import type { Db } from '../db/index.ts';
+import type pg from 'pg';
 import { insertDeliveries, type NewDelivery } from '../db/deliveries.ts';
-import { bossDb, type Boss } from '../queue/boss.ts';
-import { queues } from '../queue/names.ts';
+import { insertStatement, type Boss } from '../queue/boss.ts';
 import type { DeliveryBatchJob } from '../queue/jobs.ts';
+import { queues } from '../queue/names.ts';
 
 export type IncomingDelivery = Omit<NewDelivery, 'jobId'>;
 
@@ -19,46 +19,36 @@ const key = (connectionId: number, deliveryId: string) => `${connectionId}\u0000
  * Stores the batch; returns per item whether it was new (and its row and job) or a duplicate of a delivery
  * stored before (or earlier in the same batch).
  */
-export async function storeDeliveries(db: Db, boss: Boss, items: IncomingDelivery[]): Promise<StoreOutcome[]> {
+export async function storeDeliveries(pool: pg.Pool, boss: Boss, items: IncomingDelivery[]): Promise<StoreOutcome[]> {
   // Duplicates within the batch go in once; every copy after the first is a duplicate.
   const first = new Map<string, IncomingDelivery>();
   for (const d of items) {
     const k = key(d.connectionId, d.deliveryId);
     if (!first.has(k)) first.set(k, d);
   }
-  // Job ids are made up front so each row can name its job.
-  const jobIds = new Map<number, string>();
+  // The jobs are made up front, so the rows can name their job and both go in one statement batch. A
+  // delivery the database already holds stays in its job's list but not in its rows (the row keeps its
+  // first job_id); the handler reads only rows whose job_id is the job's.
+  const jobs = new Map<number, DeliveryBatchJob>();
   const rows: NewDelivery[] = [];
   for (const d of first.values()) {
     let jobId: string | null = null;
     if (d.state === 'queued') {
-      jobId = jobIds.get(d.connectionId) ?? randomUUID();
-      jobIds.set(d.connectionId, jobId);
+      const job = jobs.get(d.connectionId) ?? { connectionId: d.connectionId, jobId: randomUUID(), deliveryIds: [] };
+      job.deliveryIds.push(d.deliveryId);
+      jobs.set(d.connectionId, job);
+      jobId = job.jobId;
     }
     rows.push({ ...d, jobId });
   }
-
-  const inserted = await db.transaction().execute(async (trx) => {
-    const fresh = await insertDeliveries(trx, rows);
-    const byKey = new Map(fresh.map((r) => [key(r.connection_id, r.delivery_id), r.id]));
-    const jobs = new Map<number, DeliveryBatchJob>();
-    for (const r of rows) {
-      const rowId = byKey.get(key(r.connectionId, r.deliveryId));
-      if (rowId === undefined || r.jobId === null) continue;
-      const job = jobs.get(r.connectionId) ?? { connectionId: r.connectionId, deliveryRowIds: [] };
-      job.deliveryRowIds.push(rowId);
-      jobs.set(r.connectionId, job);
-    }
-    // A job only for a connection with new rows: an all-duplicate batch queues nothing.
-    if (jobs.size) {
-      await boss.insert(
+  const jobInsert = jobs.size
+    ? await insertStatement(
+        boss,
         queues.deliveries,
-        [...jobs.values()].map((data) => ({ id: jobIds.get(data.connectionId)!, data })),
-        { db: bossDb(trx) },
-      );
-    }
-    return byKey;
-  });
+        [...jobs.values()].map((data) => ({ id: data.jobId, data })),
+      )
+    : '';
+  const inserted = new Map((await insertDeliveries(pool, rows, jobInsert)).map((r) => [key(r.connection_id, r.delivery_id), r.id]));
 
   const given = new Set<string>();
   return items.map((d) => {
@@ -66,7 +56,7 @@ export async function storeDeliveries(db: Db, boss: Boss, items: IncomingDeliver
     const rowId = inserted.get(k);
     if (rowId === undefined || given.has(k)) return { stored: false };
     given.add(k);
-    return { stored: true, rowId, jobId: d.state === 'queued' ? jobIds.get(d.connectionId)! : null };
+    return { stored: true, rowId, jobId: d.state === 'queued' ? jobs.get(d.connectionId)!.jobId : null };
   });
 }
 

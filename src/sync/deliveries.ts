@@ -8,7 +8,7 @@ import { deliveriesToConsume, markFailed, markProcessed, markUnhandled, type Del
 import type { Logger } from '../log.ts';
 import type { Boss } from '../queue/boss.ts';
 import { queues } from '../queue/names.ts';
-import { deliveryRowIdsOf, type DeliveriesJob } from '../queue/jobs.ts';
+import { deliveryRefsOf, type DeliveriesJob } from '../queue/jobs.ts';
 import { markPending, type Mark } from '../db/pending.ts';
 import { HANDLED_RESOURCES, resourceName } from '../catalog/index.ts';
 import { requestDrain } from './jobs.ts';
@@ -42,13 +42,13 @@ export interface ConsumeResult {
 
 /** Handles the rows of a batch of delivery jobs in one transaction; then requests the drains. */
 export async function consumeDeliveries(db: Db, boss: Boss | null, jobs: DeliveriesJob[]): Promise<ConsumeResult> {
-  const ids = [...new Set(jobs.flatMap(deliveryRowIdsOf))];
+  const refs = deliveryRefsOf(jobs);
   const drains = await db.transaction().execute(async (tx) => {
     const handled: number[] = [];
     const unhandled: { id: number; why: string }[] = [];
     const marks: Mark[] = [];
     // In arrival order, so drains are requested in the order their first delivery came.
-    const rows = (await deliveriesToConsume(tx, ids)).sort((a, b) => a.id - b.id);
+    const rows = await deliveriesToConsume(tx, refs);
     for (const row of rows) {
       const m = marksFor(row);
       if (m.length) {
@@ -101,7 +101,7 @@ async function failedForGood(db: Db, log: Logger, jobs: JobWithMetadata<Deliveri
   try {
     const n = await markFailed(
       db,
-      last.flatMap((j) => deliveryRowIdsOf(j.data)),
+      deliveryRefsOf(last.map((j) => j.data)),
       `job failed ${last[0]!.retryCount + 1} times, now a dead letter: ${err.message}`,
     );
     log.error({ err, jobs: last.map((j) => j.id), deliveries: n }, 'delivery jobs failed for good: deliveries marked failed');
