@@ -4,14 +4,15 @@
 // (e) the anchor: the simplest receiver a user could write (Koa, verify, one INSERT per request), and (a) again
 // with 1,000,000 jobs already queued. Our rate is printed as a ratio to the anchor's, measured in the same run.
 // Each server runs in its own process; the load generator runs here. Run:
-//   node_modules/.bin/node bench/receiver/run.ts [--duration 10] [--connections 50] [--queued 1000000] [--only PREFIX]
+//   node_modules/.bin/node bench/receiver/run.ts [--duration 10] [--connections 50] [--queued 1000000] [--only PREFIX] [--rounds 1]
 // --only runs the scenarios whose name starts with PREFIX, e.g. '(a)', '(a) receiver, g', '(a) receiver, 1', '(b)';
-// the anchor (e) runs whatever --only says, since the ratios need it.
+// the anchor (e) runs whatever --only says, since the ratios need it. --rounds N runs the anchor and (a) N times,
+// alternately, and prints the median of the N ratios: on a shared machine one pair can be off by 30% either way.
 // Uses DATABASE_URL when set (a server you own: it creates and drops a database), else an embedded PostgreSQL.
 import { scratchDatabase } from '../support/database.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { createHmac } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
@@ -26,11 +27,14 @@ const { values: args } = parseArgs({
     connections: { type: 'string', default: '50' },
     queued: { type: 'string', default: '1000000' },
     only: { type: 'string' },
+    rounds: { type: 'string', default: '1' },
   },
 });
 const duration = Number(args.duration);
 const connections = Number(args.connections);
 const queuedTarget = Number(args.queued);
+const rounds = Number(args.rounds);
+if (!Number.isInteger(rounds) || rounds < 1) throw new Error('--rounds must be a whole number >= 1');
 const SECRET = 'bench-secret';
 const log = createLogger('warn', { destination: process.stderr, pretty: false });
 
@@ -219,9 +223,13 @@ async function fillQueue(target: number): Promise<number> {
   while (have < target) {
     const n = Math.min(batch, target - have);
     // Shaped like the receiver's: one connection's rows of one committed batch (ids of rows that do not exist).
-    const jobs = Array.from({ length: n }, (_, i) => ({
-      data: { connectionId: 1, deliveryRowIds: Array.from({ length: 16 }, (_, k) => -(i * 16 + k + 1)) },
-    }));
+    const jobs = Array.from({ length: n }, (_, i) => {
+      const jobId = randomUUID();
+      return {
+        id: jobId,
+        data: { connectionId: 1, jobId, deliveryIds: Array.from({ length: 16 }, (_, k) => `queued-${i}-${k}`) },
+      };
+    });
     await setupBoss.insert(queues.deliveries, jobs);
     have += n;
   }
@@ -232,12 +240,20 @@ async function fillQueue(target: number): Promise<number> {
   return have;
 }
 
+const pairs: { anchor: number; ours: number }[] = [];
 try {
-  await scenario('(e) anchor: Koa + verify + one INSERT', 'anchor');
-  await scenario('(b) bare Koa, answers 200', 'bare');
-  await scenario('(c) naive: boss.send per request', 'naive');
-  await scenario('(d) read + verify + parse, no database', 'verify');
-  await scenario('(a) receiver, group commit', 'receiver');
+  for (let round = 1; round <= rounds; round++) {
+    const tag = rounds > 1 ? ` #${round}` : '';
+    await scenario(`(e) anchor: Koa + verify + one INSERT${tag}`, 'anchor');
+    if (round === 1) {
+      await scenario('(b) bare Koa, answers 200', 'bare');
+      await scenario('(c) naive: boss.send per request', 'naive');
+      await scenario('(d) read + verify + parse, no database', 'verify');
+    }
+    const ran = rows.length;
+    await scenario(`(a) receiver, group commit${tag}`, 'receiver');
+    if (rows.length > ran) pairs.push({ anchor: rows[ran - 1]!.rps, ours: rows[ran]!.rps });
+  }
   if (!args.only || args.only === '(a)' || args.only.startsWith('(a) receiver, 1')) {
     await fillQueue(queuedTarget);
     await scenario(`(a) receiver, ${(await jobsQueued()).toLocaleString('en')} jobs queued`, 'receiver');
@@ -269,7 +285,8 @@ console.log(
 );
 console.log('2-core capacity: 2 CPU-seconds per second divided by their sum, the rate this work could reach on 2 otherwise idle cores');
 console.log('');
-const anchor = rows.find((r) => r.target === 'anchor')?.rps;
+// Each row's ratio is to the anchor run just before it.
+const anchorBefore = (i: number) => rows.slice(0, i + 1).findLast((r) => r.target === 'anchor')?.rps;
 const header = [
   'scenario',
   'deliveries/s',
@@ -285,10 +302,10 @@ const header = [
 ];
 const table = [
   header,
-  ...rows.map((r) => [
+  ...rows.map((r, i) => [
     r.name,
     r.rps.toFixed(0),
-    anchor ? (r.rps / anchor).toFixed(2) : '-',
+    anchorBefore(i) ? (r.rps / anchorBefore(i)!).toFixed(2) : '-',
     String(r.p50),
     String(r.p99),
     String(r.ok),
@@ -302,3 +319,16 @@ const table = [
 const widths = header.map((_, c) => Math.max(...table.map((r) => r[c]!.length)));
 for (const r of table)
   console.log(r.map((cell, c) => (c === 0 || c === r.length - 1 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  '));
+
+if (pairs.length > 1) {
+  const median = (xs: number[]) => {
+    const s = [...xs].sort((a, b) => a - b);
+    return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+  };
+  console.log('');
+  console.log(
+    `(a) over ${pairs.length} alternating rounds: median ${median(pairs.map((p) => p.ours)).toFixed(0)}/s against the anchor's ` +
+      `${median(pairs.map((p) => p.anchor)).toFixed(0)}/s; median ratio ${median(pairs.map((p) => p.ours / p.anchor)).toFixed(2)} ` +
+      `(each: ${pairs.map((p) => (p.ours / p.anchor).toFixed(2)).join(', ')})`,
+  );
+}
