@@ -14,12 +14,19 @@ export async function recentRefusals(db: Executor, connectionId: number, baseUrl
 }
 
 /** Records (or renews) refusals; each `refused_at` becomes now. */
-export async function saveRefusals(db: Executor, connectionId: number, baseUrl: string, refused: { event: string; reason: string }[]): Promise<void> {
+export async function saveRefusals(
+  db: Executor,
+  connectionId: number,
+  baseUrl: string,
+  refused: { event: string; reason: string }[],
+): Promise<void> {
   if (!refused.length) return;
   await sql`
     INSERT INTO webhook_refusals (connection_id, event, base_url, reason)
     SELECT ${connectionId}, x.event, ${baseUrl}, x.reason FROM jsonb_to_recordset(${JSON.stringify(refused)}::jsonb) AS x(event text, reason text)
-    ON CONFLICT (connection_id, event) DO UPDATE SET base_url = excluded.base_url, reason = excluded.reason, refused_at = now()`.execute(db);
+    ON CONFLICT (connection_id, event) DO UPDATE SET base_url = excluded.base_url, reason = excluded.reason, refused_at = now()`.execute(
+    db,
+  );
 }
 
 /** Forgets refusals of events the service has now accepted (or that we no longer ask for). */

@@ -133,7 +133,12 @@ export async function syncWebhooks(
     await saveRefusals(deps.db, connection.id, connection.base_url, result.refused);
   }
   // An event the service accepts now is no longer refused.
-  if (result.created.length) await forgetRefusals(deps.db, connection.id, result.created.map((w) => w.event));
+  if (result.created.length)
+    await forgetRefusals(
+      deps.db,
+      connection.id,
+      result.created.map((w) => w.event),
+    );
   for (const w of stale) {
     await client.deleteWebhook(w.id);
     result.removed.push(w);

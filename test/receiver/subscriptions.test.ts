@@ -38,9 +38,10 @@ t.test('a refusal is stored per connection and not asked again by a fresh check,
   const first = await syncWebhooks(deps, connection, h.base);
   t.equal(first.refused.length, refusedCount, 'refused the first time');
   t.equal(first.created.length, eventsIn('spec').length);
-  const stored = await sql<{ event: string; base_url: string }>`SELECT event, base_url FROM webhook_refusals WHERE connection_id = ${connection.id}`.execute(
-    h.tdb.db,
-  );
+  const stored = await sql<{
+    event: string;
+    base_url: string;
+  }>`SELECT event, base_url FROM webhook_refusals WHERE connection_id = ${connection.id}`.execute(h.tdb.db);
   t.same(stored.rows.map((r) => r.event).sort(), first.refused.map((r) => r.event).sort(), 'the refusals are in the database');
   t.ok(stored.rows.every((r) => r.base_url === connection.base_url));
 
@@ -86,9 +87,9 @@ t.test('a refusal a day old, or retryRefused (webhooks sync), is asked again; an
     [victim],
     'the stale refusal is asked again and the service accepts',
   );
-  const left = await sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_refusals WHERE connection_id = ${connection.id} AND event = ${victim}`.execute(
-    h.tdb.db,
-  );
+  const left = await sql<{
+    n: number;
+  }>`SELECT count(*)::int AS n FROM webhook_refusals WHERE connection_id = ${connection.id} AND event = ${victim}`.execute(h.tdb.db);
   t.equal(left.rows[0]!.n, 0, 'an accepted event is no longer refused');
 });
 
