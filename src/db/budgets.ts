@@ -71,6 +71,15 @@ export async function listBudgets(db: Executor, connectionIds?: number[]): Promi
   return q.execute();
 }
 
+/** What pacing needs of a connection's budget: requests left and seconds to the reset (null: not known yet). */
+export async function budgetWindow(db: Executor, connectionId: number): Promise<{ remaining: number; toReset: number | null } | null> {
+  const { rows } = await sql<{ remaining: number; reset_known: boolean; to_reset: number }>`
+    SELECT remaining, reset_known, extract(epoch FROM reset_at - now())::float8 AS to_reset
+    FROM api_budgets WHERE connection_id = ${connectionId}`.execute(db);
+  const r = rows[0];
+  return r ? { remaining: r.remaining, toReset: r.reset_known ? r.to_reset : null } : null;
+}
+
 /** Drops expired leases, then counts the live ones (requests sent and not yet answered). */
 export async function liveLeases(trx: Executor, connectionId: number): Promise<number> {
   await sql`DELETE FROM api_budget_leases WHERE connection_id = ${connectionId} AND expires_at < now()`.execute(trx);

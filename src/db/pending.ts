@@ -98,6 +98,13 @@ export async function releasePending(db: Executor, connectionId: number, resourc
     WHERE connection_id = ${connectionId} AND resource = ${resource} AND id = ANY(${ids}::bigint[])`.execute(db);
 }
 
+/** The resources with rows pending for a connection (claimed or not). */
+export async function pendingResources(db: Executor, connectionId: number): Promise<string[]> {
+  const { rows } = await sql<{ resource: string }>`
+    SELECT DISTINCT resource FROM pending_fetches WHERE connection_id = ${connectionId}`.execute(db);
+  return rows.map((r) => r.resource);
+}
+
 /** Pending (connection, resource) pairs with unclaimed rows: what a drain should look at. */
 export async function pendingPairs(db: Executor): Promise<{ connectionId: number; resource: string; n: number }[]> {
   const rows = await sql<{ connection_id: number; resource: string; n: number }>`

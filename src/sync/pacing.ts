@@ -8,9 +8,10 @@
 // reads about once per 1 / (rate x its share) seconds, rounded up to a fixed step. So while the budget is
 // plentiful every window is short (1 s), and as it runs out the windows widen, reference data first and stock
 // last. A burst is not slowed: the first drain of a quiet pair starts at once and reads everything pending.
-import { sql } from 'kysely';
 import { catalog, type Freshness } from '../catalog/index.ts';
+import { budgetWindow } from '../db/budgets.ts';
 import type { Db } from '../db/index.ts';
+import { pendingResources } from '../db/pending.ts';
 
 /** Share of the budget per resource waiting, by freshness: stock reads get most of it. */
 export const WEIGHTS: Record<Freshness, number> = { stock: 12, documents: 2, reference: 0.5 };
@@ -44,26 +45,40 @@ export function drainWindow(state: BudgetState, resource: string): number {
   return WINDOW_STEPS.find((s) => s >= wanted) ?? 60;
 }
 
+// Resources this process drained lately, per connection: they still share the budget for five minutes after
+// their last read (a resource read every few seconds is pending only now and then).
+const RECENT_MS = 5 * 60_000;
+const recent = new Map<number, Map<string, number>>();
+
+/** Notes a drain of (connection, resource): it shares the budget for the next five minutes. */
+export function noteRead(connectionId: number, resource: string, now = Date.now()): void {
+  let m = recent.get(connectionId);
+  if (!m) recent.set(connectionId, (m = new Map()));
+  m.set(resource, now);
+}
+
+function recentlyRead(connectionId: number, now: number): string[] {
+  const m = recent.get(connectionId);
+  if (!m) return [];
+  for (const [r, at] of m) if (now - at > RECENT_MS) m.delete(r);
+  if (!m.size) recent.delete(connectionId);
+  return [...m.keys()];
+}
+
 // Deliveries arrive in batches that each ask for drains: one look at the budget per connection and second
 // serves them all, rather than a query per drain asked for.
 const CACHE_MS = 1000;
 const cache = new Map<number, { at: number; state: BudgetState }>();
 
 export async function budgetState(db: Db, connectionId: number): Promise<BudgetState> {
+  const now = Date.now();
   const hit = cache.get(connectionId);
-  if (hit && Date.now() - hit.at < CACHE_MS) return hit.state;
-  const row = (
-    await sql<{ remaining: number; reset_known: boolean; to_reset: number; active: string[] }>`
-    SELECT b.remaining, b.reset_known, extract(epoch FROM b.reset_at - now())::float8 AS to_reset,
-      ARRAY(SELECT resource FROM pending_fetches WHERE connection_id = b.connection_id
-        UNION SELECT resource FROM sync_log WHERE connection_id = b.connection_id AND action = 'fetch'
-          AND at > now() - interval '5 minutes') AS active
-    FROM api_budgets b WHERE b.connection_id = ${connectionId}`.execute(db)
-  ).rows[0];
-  const state: BudgetState = row
-    ? { remaining: row.remaining, toReset: row.reset_known ? row.to_reset : null, active: row.active ?? [] }
-    : { remaining: 0, toReset: null, active: [] };
-  cache.set(connectionId, { at: Date.now(), state });
+  if (hit && now - hit.at < CACHE_MS) return hit.state;
+  const [budget, pending] = await Promise.all([budgetWindow(db, connectionId), pendingResources(db, connectionId)]);
+  const active = [...new Set([...pending, ...recentlyRead(connectionId, now)])];
+  const state: BudgetState = budget ? { ...budget, active } : { remaining: 0, toReset: null, active };
+  if (cache.size > 10_000) cache.clear();
+  cache.set(connectionId, { at: now, state });
   return state;
 }
 

@@ -13,6 +13,7 @@ import { workDeliveries } from './deliveries.ts';
 import { drainPending } from './drain.ts';
 import { requestDrain } from './jobs.ts';
 import { applyRules, handleMaintenance } from './maintenance.ts';
+import { noteRead } from './pacing.ts';
 import { handleReconcile } from './reconcile.ts';
 import { syncSchedules } from './schedules.ts';
 
@@ -54,6 +55,7 @@ export async function startSyncWorkers(deps: WorkerDeps): Promise<void> {
         return;
       }
       const c = await client(connectionId);
+      noteRead(connectionId, resource);
       const out = await drainPending({ db, log, client: c, rules: await channelRules(db, config, connectionId), jobId: job!.id }, resource);
       await publishChanges(boss, out.changes);
       for (const p of out.followUps) await requestDrain(boss, p.connectionId, p.resource, { db });

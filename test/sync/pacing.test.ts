@@ -1,9 +1,8 @@
 // The drain's coalescing window: the budget left until the reset, shared by the resources waiting, stock first.
 import t from 'tap';
 import { sql } from 'kysely';
-import { budgetState, drainWindow, drainWindowSeconds } from '../../src/sync/pacing.ts';
+import { budgetState, drainWindow, drainWindowSeconds, noteRead } from '../../src/sync/pacing.ts';
 import { markPending } from '../../src/db/pending.ts';
-import { logSync } from '../../src/db/synclog.ts';
 import { testDatabase } from '../support/db.ts';
 
 const DOCS = ['order', 'fulfillment', 'purchase_order'];
@@ -28,7 +27,7 @@ t.test('windows: short while the budget is plentiful, widening as it runs out, s
   t.equal(drainWindow(state(300, 300, ['composition', 'variant']), 'composition'), 3, "a bundle's makeup is stock too");
 });
 
-t.test('the state comes from the shared budget, the pending fetches and the recent reads', async (t) => {
+t.test('the state comes from the shared budget, the pending fetches and the recent reads of this process', async (t) => {
   const { db } = await testDatabase(t);
   const { id } = await db
     .insertInto('connections')
@@ -43,7 +42,7 @@ t.test('the state comes from the shared budget, the pending fetches and the rece
     db,
     ['variant', ...DOCS].map((resource) => ({ connectionId: id, resource, id: 1 })),
   );
-  await logSync(db, { connectionId: id, resource: 'company', action: 'fetch' });
+  noteRead(id, 'company'); // a drain of this process read companies a moment ago
   const state = await budgetState(db, id);
   t.equal(state.remaining, 100);
   t.ok(state.toReset! > 240 && state.toReset! <= 250, `${state.toReset} s to the reset`);
