@@ -80,12 +80,12 @@ export async function budgetWindow(db: Executor, connectionId: number): Promise<
   return r ? { remaining: r.remaining, toReset: r.reset_known ? r.to_reset : null } : null;
 }
 
-/** Drops expired leases, then counts the live ones (requests sent and not yet answered). */
+/** Drops expired leases and counts the live ones (requests sent and not yet answered), in one statement. */
 export async function liveLeases(trx: Executor, connectionId: number): Promise<number> {
-  await sql`DELETE FROM api_budget_leases WHERE connection_id = ${connectionId} AND expires_at < now()`.execute(trx);
-  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM api_budget_leases WHERE connection_id = ${connectionId}`.execute(
-    trx,
-  );
+  // The DELETE's effect is not visible to the count of the same statement, hence the count's own filter.
+  const { rows } = await sql<{ n: number }>`
+    WITH expired AS (DELETE FROM api_budget_leases WHERE connection_id = ${connectionId} AND expires_at < now())
+    SELECT count(*)::int AS n FROM api_budget_leases WHERE connection_id = ${connectionId} AND expires_at >= now()`.execute(trx);
   return rows[0]!.n;
 }
 
