@@ -3,7 +3,7 @@ import type { Db } from '../db/index.ts';
 import type { Boss } from '../queue/boss.ts';
 import { queues } from '../queue/names.ts';
 import type { FetchJob, ReconcileJob } from '../queue/jobs.ts';
-import { drainWindowSeconds } from './pacing.ts';
+import { drainWindowSeconds, noteActive } from './pacing.ts';
 
 /**
  * Asks for a drain of (connection, resource). Debounced per pair: at most one job per window plus one
@@ -18,6 +18,7 @@ export async function requestDrain(
   resource: string,
   pace?: { db: Db; backlog?: boolean },
 ): Promise<void> {
+  noteActive(connectionId, resource);
   const seconds = pace && !pace.backlog ? await drainWindowSeconds(pace.db, connectionId, resource) : 1;
   await boss.sendDebounced(
     queues.fetch,

@@ -11,7 +11,6 @@
 import { catalog, type Freshness } from '../catalog/index.ts';
 import { budgetWindow } from '../db/budgets.ts';
 import type { Db } from '../db/index.ts';
-import { pendingResources } from '../db/pending.ts';
 
 /** Share of the budget per resource waiting, by freshness: stock reads get most of it. */
 export const WEIGHTS: Record<Freshness, number> = { stock: 12, documents: 2, reference: 0.5 };
@@ -25,7 +24,7 @@ export interface BudgetState {
   remaining: number;
   /** Seconds until the budget window resets (null: not known yet, no answer seen). */
   toReset: number | null;
-  /** Resources waiting to be read or read in the last five minutes: those sharing the budget. */
+  /** Resources asked for or read in the last five minutes (by this process): those sharing the budget. */
   active: string[];
 }
 
@@ -45,19 +44,20 @@ export function drainWindow(state: BudgetState, resource: string): number {
   return WINDOW_STEPS.find((s) => s >= wanted) ?? 60;
 }
 
-// Resources this process drained lately, per connection: they still share the budget for five minutes after
-// their last read (a resource read every few seconds is pending only now and then).
+// Resources this process asked drains for or drained lately, per connection: they share the budget for five
+// minutes after (a resource read every few seconds is pending only now and then). Kept in memory: pacing is a
+// share of the budget, not a guarantee, and a look at the budget is then one primary-key read.
 const RECENT_MS = 5 * 60_000;
 const recent = new Map<number, Map<string, number>>();
 
-/** Notes a drain of (connection, resource): it shares the budget for the next five minutes. */
-export function noteRead(connectionId: number, resource: string, now = Date.now()): void {
+/** Notes that (connection, resource) is being read: it shares the budget for the next five minutes. */
+export function noteActive(connectionId: number, resource: string, now = Date.now()): void {
   let m = recent.get(connectionId);
   if (!m) recent.set(connectionId, (m = new Map()));
   m.set(resource, now);
 }
 
-function recentlyRead(connectionId: number, now: number): string[] {
+function activeResources(connectionId: number, now: number): string[] {
   const m = recent.get(connectionId);
   if (!m) return [];
   for (const [r, at] of m) if (now - at > RECENT_MS) m.delete(r);
@@ -65,21 +65,27 @@ function recentlyRead(connectionId: number, now: number): string[] {
   return [...m.keys()];
 }
 
-// Deliveries arrive in batches that each ask for drains: one look at the budget per connection and second
-// serves them all, rather than a query per drain asked for.
-const CACHE_MS = 1000;
-const cache = new Map<number, { at: number; state: BudgetState }>();
+// Deliveries arrive in batches that each ask for drains: one look at the budget per connection serves them all
+// for a second, or for five while at least a third of a full budget is left (every window is then 1-2 s, and the
+// client itself never lets a connection spend past its budget).
+const CACHE_MS = 1000,
+  PLENTY_CACHE_MS = 5000;
+const cache = new Map<number, { at: number; until: number; budget: { remaining: number; toReset: number | null } | null }>();
 
 export async function budgetState(db: Db, connectionId: number): Promise<BudgetState> {
   const now = Date.now();
-  const hit = cache.get(connectionId);
-  if (hit && now - hit.at < CACHE_MS) return hit.state;
-  const [budget, pending] = await Promise.all([budgetWindow(db, connectionId), pendingResources(db, connectionId)]);
-  const active = [...new Set([...pending, ...recentlyRead(connectionId, now)])];
-  const state: BudgetState = budget ? { ...budget, active } : { remaining: 0, toReset: null, active };
-  if (cache.size > 10_000) cache.clear();
-  cache.set(connectionId, { at: now, state });
-  return state;
+  let hit = cache.get(connectionId);
+  if (!hit || now >= hit.until) {
+    const budget = await budgetWindow(db, connectionId);
+    const plenty = budget !== null && budget.remaining >= 100;
+    if (cache.size > 10_000) cache.clear();
+    hit = { at: now, until: now + (plenty ? PLENTY_CACHE_MS : CACHE_MS), budget };
+    cache.set(connectionId, hit);
+  }
+  const active = activeResources(connectionId, now);
+  if (!hit.budget) return { remaining: 0, toReset: null, active };
+  const age = (now - hit.at) / 1000; // toReset as of now, not as of the read
+  return { remaining: hit.budget.remaining, toReset: hit.budget.toReset === null ? null : hit.budget.toReset - age, active };
 }
 
 /** The coalescing window of (connection, resource) now, in seconds. */
