@@ -58,6 +58,9 @@ export async function drainPending(deps: DrainDeps, resource: string, maxBatches
     const started = Date.now();
     try {
       await readBatch(deps, resource, claimed, out);
+      // A partial batch took everything unclaimed: marks made since (or rows re-marked during the read) asked for
+      // a drain of their own, so a claim that would find nothing is not worth its query.
+      if (claimed.length < BATCH) break;
     } catch (err) {
       await releasePending(
         db,
