@@ -19,6 +19,8 @@ export interface DrainResult {
   requests: number;
   applied: number;
   gone: number;
+  /** Pending variants cleared without a read: the mirror already showed them as of after their deliveries. */
+  skipped: number;
   changes: ChannelChange[];
   followUps: { connectionId: number; resource: string }[];
   /** True when the drain stopped at its batch bound with rows left: the caller sends another drain. */
@@ -33,21 +35,60 @@ export interface DrainDeps {
   jobId?: string | null;
 }
 
-async function deliveryIds(db: Db, claimed: Claimed[]): Promise<Map<number, { rowId: number; deliveryId: string | null }[]>> {
+interface Deliveries {
+  /** Per claimed id: its deliveries (row id and X-Service-Delivery). */
+  byId: Map<number, { rowId: number; deliveryId: string | null }[]>;
+  /** Per claimed id whose every mark was a delivery with a timestamp: the newest event time (ms, service clock). */
+  newestEvent: Map<number, number>;
+}
+
+async function deliveriesOf(db: Db, claimed: Claimed[]): Promise<Deliveries> {
   const all = [...new Set(claimed.flatMap((c) => c.deliveryRowIds))];
-  const text = new Map<number, string>();
+  const rows = new Map<number, { deliveryId: string; eventAt: Date | null }>();
   if (all.length) {
-    const rows = await db.selectFrom('webhook_deliveries').select(['id', 'delivery_id']).where('id', 'in', all).execute();
-    for (const r of rows) text.set(Number(r.id), r.delivery_id);
+    const found = await db.selectFrom('webhook_deliveries').select(['id', 'delivery_id', 'event_at']).where('id', 'in', all).execute();
+    for (const r of found) rows.set(Number(r.id), { deliveryId: r.delivery_id, eventAt: r.event_at });
   }
-  return new Map(claimed.map((c) => [c.id, c.deliveryRowIds.map((rowId) => ({ rowId, deliveryId: text.get(rowId) ?? null }))]));
+  const byId = new Map(
+    claimed.map((c) => [c.id, c.deliveryRowIds.map((rowId) => ({ rowId, deliveryId: rows.get(rowId)?.deliveryId ?? null }))]),
+  );
+  const newestEvent = new Map<number, number>();
+  for (const c of claimed) {
+    // Every mark must be one of the deliveries listed (none dropped past the 20 kept, no follow-up mark among them).
+    if (!c.deliveryRowIds.length || c.marks !== c.deliveryRowIds.length) continue;
+    const times = c.deliveryRowIds.map((id) => rows.get(id)?.eventAt?.getTime() ?? Number.NaN);
+    if (times.some((t) => Number.isNaN(t))) continue;
+    newestEvent.set(c.id, Math.max(...times));
+  }
+  return { byId, newestEvent };
+}
+
+/**
+ * Variants the mirror already shows as of after every delivery that marked them: a burst's deliveries arrive
+ * long after the changes they announce, and a variant read once after its last change need not be read again
+ * for each late delivery. The delivery's timestamp (whole seconds) and the variant's `updated_at` are both the
+ * service's clock: a mirrored `updated_at` at least a second after the newest event means the variant was read
+ * after that event happened. A variant whose `updated_at` does not move with stock is simply never skipped.
+ */
+async function alreadyShown(db: Db, connectionId: number, resource: string, d: Deliveries): Promise<Set<number>> {
+  const shown = new Set<number>();
+  if (resource !== 'variant' || !d.newestEvent.size) return shown;
+  const ids = [...d.newestEvent.keys()];
+  const rows = await sql<{ id: number; updated_at: string | null }>`SELECT id, raw->>'updated_at' AS updated_at FROM variants
+    WHERE connection_id = ${connectionId} AND id = ANY(${ids}::bigint[])`.execute(db);
+  for (const r of rows.rows) {
+    const at = typeof r.updated_at === 'string' ? Date.parse(r.updated_at) : Number.NaN;
+    const event = d.newestEvent.get(Number(r.id));
+    if (event !== undefined && !Number.isNaN(at) && at >= event + 1000) shown.add(Number(r.id));
+  }
+  return shown;
 }
 
 /** Drains one (connection, resource) until nothing unclaimed is left, or `maxBatches` reads. */
 export async function drainPending(deps: DrainDeps, resource: string, maxBatches = 40): Promise<DrainResult> {
   const { db, client } = deps;
   const connectionId = Number(client.connection.id);
-  const out: DrainResult = { read: 0, requests: 0, applied: 0, gone: 0, changes: [], followUps: [], more: false };
+  const out: DrainResult = { read: 0, requests: 0, applied: 0, gone: 0, skipped: 0, changes: [], followUps: [], more: false };
   for (let batch = 0; ; batch++) {
     if (batch >= maxBatches) {
       out.more = true;
@@ -84,12 +125,27 @@ export async function drainPending(deps: DrainDeps, resource: string, maxBatches
   return out;
 }
 
-async function readBatch(deps: DrainDeps, resource: string, claimed: Claimed[], out: DrainResult): Promise<void> {
+async function readBatch(deps: DrainDeps, resource: string, batch: Claimed[], out: DrainResult): Promise<void> {
   const { db, client, log } = deps;
   const connectionId = Number(client.connection.id);
   const started = Date.now();
+  let claimed = batch;
+  const deliveries = await deliveriesOf(db, claimed);
+  const shown = await alreadyShown(db, connectionId, resource, deliveries);
+  if (shown.size) {
+    // Cleared without a read (unless re-marked meanwhile: the seq moved and the row stays).
+    await clearPending(
+      db,
+      connectionId,
+      resource,
+      claimed.filter((c) => shown.has(c.id)),
+    );
+    out.skipped += shown.size;
+    claimed = claimed.filter((c) => !shown.has(c.id));
+    if (!claimed.length) return;
+  }
   const ids = claimed.map((c) => c.id);
-  const byVariant = await deliveryIds(db, claimed);
+  const byVariant = deliveries.byId;
   const allDeliveries = [...byVariant.values()].flat();
   const ctx: ApplyContext = {
     connectionId,
@@ -172,7 +228,16 @@ async function readBatch(deps: DrainDeps, resource: string, claimed: Claimed[], 
     jobId: deps.jobId ?? null,
     durationMs: Date.now() - started,
     deliveryId: allDeliveries[allDeliveries.length - 1]?.deliveryId ?? null,
-    detail: { ids: ids.length, returned, requests, applied, gone, channel_changes: changes.length, follow_ups: followUps.length },
+    detail: {
+      ids: ids.length,
+      returned,
+      requests,
+      applied,
+      gone,
+      channel_changes: changes.length,
+      follow_ups: followUps.length,
+      skipped: batch.length - claimed.length,
+    },
   });
 }
 
