@@ -38,50 +38,46 @@ export interface DrainDeps {
 interface Deliveries {
   /** Per claimed id: its deliveries (row id and X-Service-Delivery). */
   byId: Map<number, { rowId: number; deliveryId: string | null }[]>;
-  /** Per claimed id whose every mark was a delivery with a timestamp: the newest event time (ms, service clock). */
-  newestEvent: Map<number, number>;
+  /** Claimed variants the mirror already shows as of after every delivery that marked them (see below). */
+  shown: Set<number>;
 }
 
-async function deliveriesOf(db: Db, claimed: Claimed[]): Promise<Deliveries> {
+/**
+ * The deliveries behind the claimed rows and, for variants, which of them need no read: a burst's deliveries
+ * arrive long after the changes they announce, and a variant read once after its last change need not be read
+ * again for each late delivery. The delivery's timestamp (whole seconds) and the variant's `updated_at` are both
+ * the service's clock: a mirrored `updated_at` at least a second after the newest event of a row whose every mark
+ * was a delivery (none dropped past the 20 kept, no follow-up among them) means the variant was read after those
+ * events happened. A variant whose `updated_at` does not move with stock is simply never skipped. One round trip.
+ */
+async function deliveriesOf(db: Db, connectionId: number, resource: string, claimed: Claimed[]): Promise<Deliveries> {
   const all = [...new Set(claimed.flatMap((c) => c.deliveryRowIds))];
-  const rows = new Map<number, { deliveryId: string; eventAt: Date | null }>();
+  const rows = new Map<number, { deliveryId: string; eventAt: number }>();
+  const mirrored = new Map<number, number>();
+  const candidates = resource === 'variant' ? claimed.filter((c) => c.deliveryRowIds.length && c.marks === c.deliveryRowIds.length) : [];
   if (all.length) {
-    const found = await db.selectFrom('webhook_deliveries').select(['id', 'delivery_id', 'event_at']).where('id', 'in', all).execute();
-    for (const r of found) rows.set(Number(r.id), { deliveryId: r.delivery_id, eventAt: r.event_at });
+    const variants = candidates.map((c) => c.id);
+    const found = await sql<{ kind: 'd' | 'v'; id: string; text: string | null; at: Date | null }>`
+      SELECT 'd' AS kind, id, delivery_id AS text, event_at AS at FROM webhook_deliveries WHERE id = ANY(${all}::bigint[])
+      UNION ALL
+      SELECT 'v', id, raw->>'updated_at', NULL FROM variants
+      WHERE connection_id = ${connectionId} AND id = ANY(${variants}::bigint[])`.execute(db);
+    for (const r of found.rows) {
+      if (r.kind === 'd') rows.set(Number(r.id), { deliveryId: r.text ?? '', eventAt: r.at ? r.at.getTime() : Number.NaN });
+      else if (r.text !== null) mirrored.set(Number(r.id), Date.parse(r.text));
+    }
   }
   const byId = new Map(
     claimed.map((c) => [c.id, c.deliveryRowIds.map((rowId) => ({ rowId, deliveryId: rows.get(rowId)?.deliveryId ?? null }))]),
   );
-  const newestEvent = new Map<number, number>();
-  for (const c of claimed) {
-    // Every mark must be one of the deliveries listed (none dropped past the 20 kept, no follow-up mark among them).
-    if (!c.deliveryRowIds.length || c.marks !== c.deliveryRowIds.length) continue;
-    const times = c.deliveryRowIds.map((id) => rows.get(id)?.eventAt?.getTime() ?? Number.NaN);
-    if (times.some((t) => Number.isNaN(t))) continue;
-    newestEvent.set(c.id, Math.max(...times));
-  }
-  return { byId, newestEvent };
-}
-
-/**
- * Variants the mirror already shows as of after every delivery that marked them: a burst's deliveries arrive
- * long after the changes they announce, and a variant read once after its last change need not be read again
- * for each late delivery. The delivery's timestamp (whole seconds) and the variant's `updated_at` are both the
- * service's clock: a mirrored `updated_at` at least a second after the newest event means the variant was read
- * after that event happened. A variant whose `updated_at` does not move with stock is simply never skipped.
- */
-async function alreadyShown(db: Db, connectionId: number, resource: string, d: Deliveries): Promise<Set<number>> {
   const shown = new Set<number>();
-  if (resource !== 'variant' || !d.newestEvent.size) return shown;
-  const ids = [...d.newestEvent.keys()];
-  const rows = await sql<{ id: number; updated_at: string | null }>`SELECT id, raw->>'updated_at' AS updated_at FROM variants
-    WHERE connection_id = ${connectionId} AND id = ANY(${ids}::bigint[])`.execute(db);
-  for (const r of rows.rows) {
-    const at = typeof r.updated_at === 'string' ? Date.parse(r.updated_at) : Number.NaN;
-    const event = d.newestEvent.get(Number(r.id));
-    if (event !== undefined && !Number.isNaN(at) && at >= event + 1000) shown.add(Number(r.id));
+  for (const c of candidates) {
+    const at = mirrored.get(c.id);
+    if (at === undefined || Number.isNaN(at)) continue;
+    const newest = Math.max(...c.deliveryRowIds.map((id) => rows.get(id)?.eventAt ?? Number.NaN));
+    if (!Number.isNaN(newest) && at >= newest + 1000) shown.add(c.id);
   }
-  return shown;
+  return { byId, shown };
 }
 
 /** Drains one (connection, resource) until nothing unclaimed is left, or `maxBatches` reads. */
@@ -130,8 +126,8 @@ async function readBatch(deps: DrainDeps, resource: string, batch: Claimed[], ou
   const connectionId = Number(client.connection.id);
   const started = Date.now();
   let claimed = batch;
-  const deliveries = await deliveriesOf(db, claimed);
-  const shown = await alreadyShown(db, connectionId, resource, deliveries);
+  const deliveries = await deliveriesOf(db, connectionId, resource, claimed);
+  const shown = deliveries.shown;
   if (shown.size) {
     // Cleared without a read (unless re-marked meanwhile: the seq moved and the row stays).
     await clearPending(
