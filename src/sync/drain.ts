@@ -2,7 +2,7 @@
 // the mirror and clears what it read. Ids a read does not return are looked up once with status=archived;
 // those still missing are marked gone.
 import { sql } from 'kysely';
-import type { Db } from '../db/index.ts';
+import type { Db, Executor } from '../db/index.ts';
 import type { Logger } from '../log.ts';
 import { logSync } from '../db/synclog.ts';
 import type { ChannelRules } from '../stock/rules.ts';
@@ -156,6 +156,26 @@ async function readBatch(deps: DrainDeps, resource: string, batch: Claimed[], ou
     gone = 0,
     returned = 0;
   const changes: ChannelChange[] = [];
+  // The sync log's fetch entry is written in the drain's own transaction: one commit per read, not two.
+  const logFetch = (tx: Executor) =>
+    logSync(tx, {
+      connectionId,
+      resource,
+      action: 'fetch',
+      jobId: deps.jobId ?? null,
+      durationMs: Date.now() - started,
+      deliveryId: allDeliveries[allDeliveries.length - 1]?.deliveryId ?? null,
+      detail: {
+        ids: ids.length,
+        returned,
+        requests,
+        applied,
+        gone,
+        channel_changes: changes.length,
+        follow_ups: followUps.length,
+        skipped: batch.length - claimed.length,
+      },
+    });
 
   if (resource === composition.name) {
     const read = await client.getByIds(composition.path, ids, { priority: 'webhook', key: composition.key });
@@ -166,6 +186,7 @@ async function readBatch(deps: DrainDeps, resource: string, batch: Claimed[], ou
       applied = r.changed.length;
       changes.push(...r.changes);
       await clearPending(tx, connectionId, resource, claimed);
+      await logFetch(tx);
     });
   } else {
     const spec = catalog[resource];
@@ -210,6 +231,7 @@ async function readBatch(deps: DrainDeps, resource: string, batch: Claimed[], ou
       followUps.push(...r.followUps);
       if (r.followUps.length) out.followUps.push(...(await markPending(tx, r.followUps)));
       await clearPending(tx, connectionId, resource, claimed);
+      await logFetch(tx);
     });
   }
   out.read += ids.length;
@@ -217,24 +239,6 @@ async function readBatch(deps: DrainDeps, resource: string, batch: Claimed[], ou
   out.applied += applied;
   out.gone += gone;
   out.changes.push(...changes);
-  await logSync(db, {
-    connectionId,
-    resource,
-    action: 'fetch',
-    jobId: deps.jobId ?? null,
-    durationMs: Date.now() - started,
-    deliveryId: allDeliveries[allDeliveries.length - 1]?.deliveryId ?? null,
-    detail: {
-      ids: ids.length,
-      returned,
-      requests,
-      applied,
-      gone,
-      channel_changes: changes.length,
-      follow_ups: followUps.length,
-      skipped: batch.length - claimed.length,
-    },
-  });
 }
 
 /** Pairs with rows still pending (for a drain that hit its bound, or a restart). */
