@@ -5,7 +5,12 @@
 // (median and worst), the database size.
 //
 //   node_modules/.bin/node bench/accounts/run.ts [--accounts 10,100,500] [--rate 0.05] [--idle-minutes 3]
-//       [--minutes 5] [--variants 20] [--profile spec|documented]
+//       [--minutes 5] [--variants 20] [--profile spec|documented] [--cpu-prof DIR] [--pg-sample]
+//
+// --pg-sample samples pg_stat_activity ten times a second during the active phase and prints the statements
+// PostgreSQL was busy with, by share of the samples (a sampling profile of the database).
+// --cpu-prof DIR writes a V8 CPU profile of the worker process into DIR when it stops (open it in Chrome's
+// DevTools, or summarise it with bench/support/profile.ts).
 import { cpus, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
@@ -21,6 +26,8 @@ const { values: args } = parseArgs({
     minutes: { type: 'string', default: '5' },
     variants: { type: 'string', default: '20' },
     profile: { type: 'string' },
+    'cpu-prof': { type: 'string' },
+    'pg-sample': { type: 'boolean', default: false },
   },
 });
 const counts = args.accounts!.split(',').map(Number);
@@ -74,7 +81,14 @@ const rows: string[][] = [];
 const idleTotals: [number, number][] = [];
 for (const n of counts) {
   const t0 = Date.now();
-  const world = await startWorld({ name: `accounts${n}`, accounts: n, variants: Number(args.variants), profile: args.profile, log });
+  const world = await startWorld({
+    name: `accounts${n}`,
+    accounts: n,
+    variants: Number(args.variants),
+    profile: args.profile,
+    workerEnv: args['cpu-prof'] ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${args['cpu-prof']}` } : undefined,
+    log,
+  });
   await settled(world, 1_800_000);
   console.log(`  ${n} connections: set up and first sweeps done in ${sec(Date.now() - t0)} s`);
   const stats0 = await Promise.all(world.accounts.map((a) => a.admin('GET', 'stats')));
@@ -106,10 +120,32 @@ for (const n of counts) {
       await new Promise((r) => setTimeout(r, 500));
     }
   })();
+  const activeFrom = Date.now();
+  const pgSamples = new Map<string, number>();
+  let pgTotal = 0;
+  const sampler = (async () => {
+    if (!args['pg-sample']) return;
+    while (!stopped) {
+      const r = await sql<{ query: string }>`SELECT query FROM pg_stat_activity
+        WHERE state = 'active' AND pid <> pg_backend_pid() AND datname = current_database()`.execute(world.db);
+      pgTotal++;
+      for (const { query } of r.rows) {
+        const key = query.replace(/\s+/g, ' ').trim().slice(0, 140);
+        pgSamples.set(key, (pgSamples.get(key) ?? 0) + 1);
+      }
+      await new Promise((res) => setTimeout(res, 100));
+    }
+  })();
   const active = await measureCpu(world, new Promise((r) => setTimeout(r, minutes * 60_000)));
   stopped = true;
   await load;
   await checker;
+  await sampler;
+  if (pgTotal) {
+    console.log(`  ${n} connections: PostgreSQL busy with (active backends per sample, ${pgTotal} samples):`);
+    for (const [q, c] of [...pgSamples].sort((a, b) => b[1] - a[1]).slice(0, 25))
+      console.log(`    ${(c / pgTotal).toFixed(3).padStart(6)}  ${q}`);
+  }
   for (const end = Date.now() + 120_000; lag.open && Date.now() < end; ) {
     await lag.check(world.db);
     await new Promise((r) => setTimeout(r, 500));
@@ -143,6 +179,9 @@ for (const n of counts) {
     (Number(size) / 2 ** 20).toFixed(0),
   ]);
   console.log(`  ${n} connections: ${rows.at(-1)!.join(' | ')}`);
+  // For a CPU profile: the active phase is the last this many seconds of the worker's life.
+  if (args['cpu-prof'])
+    console.log(`  ${n} connections: active phase began ${((Date.now() - activeFrom) / 1000).toFixed(0)} s before the worker stops`);
   await world.close();
 }
 

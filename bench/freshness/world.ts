@@ -37,6 +37,8 @@ export interface WorldOptions {
   profile?: string;
   /** Settings for the receiver and worker (e.g. RECONCILE_INTERVAL_MINUTES). */
   env?: Record<string, string>;
+  /** Extra settings for the worker alone (e.g. NODE_OPTIONS=--cpu-prof to profile it). */
+  workerEnv?: Record<string, string>;
   log: Logger;
 }
 
@@ -92,7 +94,7 @@ export async function startWorld(o: WorldOptions): Promise<World> {
   };
   const receiver = await spawnCli(null, 'receiver', ['receiver'], env, { readyTimeoutMs: 120_000 });
   proxy.targets.push(receiver.url);
-  const worker = await spawnCli(null, 'worker', ['worker'], { ...env, WORKER_PORT: 0 }, { readyTimeoutMs: 120_000 });
+  const worker = await spawnCli(null, 'worker', ['worker'], { ...env, WORKER_PORT: 0, ...o.workerEnv }, { readyTimeoutMs: 120_000 });
   return {
     db,
     database,

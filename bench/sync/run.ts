@@ -111,6 +111,7 @@ if (which.has('burst')) {
   await scenario('burst', { sandbox: { variants: BURST_VARIANTS, timeScale: TIME_SCALE } }, async (loop) => {
     await sweepNow(loop, true);
     const before = await apiRequests(loop);
+    const routesBefore = (await loop.admin('GET', 'stats')).requests.by_route as Record<string, number>;
     const started = Date.now();
     await loop.admin('POST', 'activity', { operations: BURST_CHANGES, kinds: ['adjust_stock'] });
     const lastChange = Date.now();
@@ -137,12 +138,28 @@ if (which.has('burst')) {
     ).rows[0]!.n;
     const deliveries = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_deliveries`.execute(loop.tdb.db)).rows[0]!.n;
     const floorReads = Math.ceil(distinct / 250);
+    // Every record the deliveries name is read at least once: per resource, ceil(distinct / 250).
+    const named = (
+      await sql<{ resource: string; n: number }>`SELECT resource, count(DISTINCT object_id)::int AS n FROM webhook_deliveries
+        WHERE state = 'processed' GROUP BY resource ORDER BY resource`.execute(loop.tdb.db)
+    ).rows;
+    const floorAll = named.reduce((sum, r) => sum + Math.ceil(r.n / 250), 0);
+    const routesAfter = (await loop.admin('GET', 'stats')).requests.by_route as Record<string, number>;
+    const byRoute = Object.entries(routesAfter)
+      .map(([r, n]) => [r, n - (routesBefore[r] ?? 0)] as const)
+      .filter(([, n]) => n > 0)
+      .sort((a, b) => b[1] - a[1]);
     console.log(
       `\nburst: ${BURST_CHANGES} stock changes over ${BURST_VARIANTS} variants (${distinct} distinct variants changed, ${deliveries} deliveries stored)`,
     );
     console.log(
       `  API requests: ${requests} -> ${(requests / BURST_CHANGES).toFixed(4)} per changed record (target <= 0.01; one GET per delivery = 1.0); ` +
         `${(requests / distinct).toFixed(4)} per distinct variant`,
+    );
+    console.log(`  requests by route: ${byRoute.map(([r, n]) => `${r} ${n}`).join(', ')}`);
+    console.log(
+      `  records the deliveries name: ${named.map((r) => `${r.resource} ${r.n}`).join(', ')}; reading each once, 250 a request: ` +
+        `${floorAll} requests (${(requests / floorAll).toFixed(2)} x that floor; ${(requests / floorReads).toFixed(2)} x the variants-only floor ${floorReads})`,
     );
     console.log(
       `  changes made in ${secs(lastChange - started)}; time from the last change until the mirror equals the sandbox: ${secs(done - lastChange)} ` +

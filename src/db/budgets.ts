@@ -71,12 +71,21 @@ export async function listBudgets(db: Executor, connectionIds?: number[]): Promi
   return q.execute();
 }
 
-/** Drops expired leases, then counts the live ones (requests sent and not yet answered). */
+/** What pacing needs of a connection's budget: requests left and seconds to the reset (null: not known yet). */
+export async function budgetWindow(db: Executor, connectionId: number): Promise<{ remaining: number; toReset: number | null } | null> {
+  const { rows } = await sql<{ remaining: number; reset_known: boolean; to_reset: number }>`
+    SELECT remaining, reset_known, extract(epoch FROM reset_at - now())::float8 AS to_reset
+    FROM api_budgets WHERE connection_id = ${connectionId}`.execute(db);
+  const r = rows[0];
+  return r ? { remaining: r.remaining, toReset: r.reset_known ? r.to_reset : null } : null;
+}
+
+/** Drops expired leases and counts the live ones (requests sent and not yet answered), in one statement. */
 export async function liveLeases(trx: Executor, connectionId: number): Promise<number> {
-  await sql`DELETE FROM api_budget_leases WHERE connection_id = ${connectionId} AND expires_at < now()`.execute(trx);
-  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM api_budget_leases WHERE connection_id = ${connectionId}`.execute(
-    trx,
-  );
+  // The DELETE's effect is not visible to the count of the same statement, hence the count's own filter.
+  const { rows } = await sql<{ n: number }>`
+    WITH expired AS (DELETE FROM api_budget_leases WHERE connection_id = ${connectionId} AND expires_at < now())
+    SELECT count(*)::int AS n FROM api_budget_leases WHERE connection_id = ${connectionId} AND expires_at >= now()`.execute(trx);
   return rows[0]!.n;
 }
 

@@ -17,6 +17,8 @@ export interface Claimed {
   seq: number;
   deliveryRowIds: number[];
   reason: string | null;
+  /** How many marks the row gathered (a mark without a delivery, such as a follow-up, adds one but no row id). */
+  marks: number;
 }
 
 /** Records (connection, resource, id) rows to read; returns the distinct (connection, resource) pairs marked. */
@@ -65,7 +67,7 @@ export async function claimPending(
   limit: number,
   leaseSeconds = 300,
 ): Promise<Claimed[]> {
-  const rows = await sql<{ id: number; seq: number; delivery_row_ids: number[]; reason: string | null }>`
+  const rows = await sql<{ id: number; seq: number; delivery_row_ids: number[]; reason: string | null; marks: number }>`
     UPDATE pending_fetches p SET claimed_until = now() + make_interval(secs => ${leaseSeconds}), attempts = p.attempts + 1
     FROM (
       SELECT id FROM pending_fetches
@@ -73,12 +75,13 @@ export async function claimPending(
       ORDER BY marked_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
     ) c
     WHERE p.connection_id = ${connectionId} AND p.resource = ${resource} AND p.id = c.id
-    RETURNING p.id, p.seq, p.delivery_row_ids, p.reason`.execute(db);
+    RETURNING p.id, p.seq, p.delivery_row_ids, p.reason, p.marks`.execute(db);
   return rows.rows.map((r) => ({
     id: Number(r.id),
     seq: Number(r.seq),
     deliveryRowIds: (r.delivery_row_ids ?? []).map(Number),
     reason: r.reason,
+    marks: Number(r.marks),
   }));
 }
 

@@ -2,7 +2,9 @@
 // {PUBLIC_URL}/webhooks/{connection name}, and none of ours left over. "Ours" is any address under our
 // PUBLIC_URL's /webhooks/ path: subscriptions other integrations made on the same account are never touched.
 // A subscription the service refuses (a service that only knows the spec's eight events answers 422 for the
-// documented others) is logged and skipped. The address is kept on the connection, so the scheduled check
+// documented others) is logged, skipped and remembered per connection in the database (webhook_refusals,
+// src/db/refusals.ts): every process's syncs and checks skip it for a day, then ask once more (the service may
+// have learned the event); `webhooks sync` (retryRefused) asks at once. The address is kept on the connection, so the scheduled check
 // (checkAllWebhooks) repairs subscriptions the service deleted after 3 days of failures, at the same address.
 import { sql } from 'kysely';
 import { ApiError, type ApiClient } from '../api/index.ts';
@@ -11,6 +13,7 @@ import { publicUrl as derivedPublicUrl } from '../config.ts';
 import type { Db } from '../db/index.ts';
 import type { Connection } from '../db/schema.ts';
 import type { Logger } from '../log.ts';
+import { forgetRefusals, recentRefusals, saveRefusals } from '../db/refusals.ts';
 import { logSync } from '../db/synclog.ts';
 import { SUBSCRIBED_EVENTS } from './events.ts';
 
@@ -34,11 +37,17 @@ export interface SyncResult {
   removed: Webhook[];
   /** Events the service refused to subscribe (it does not know them): skipped. */
   refused: { event: string; reason: string }[];
+  /** Events not asked for because the service refused them less than a day ago (webhook_refusals). */
+  remembered: string[];
 }
 
-// Events a connection's service refused, per connection and service, for the life of the process: a check
-// every few minutes does not ask again. A restart asks again (the service may have learned them).
-const refusedEvents = new Map<string, Set<string>>();
+export interface SyncOptions {
+  /** Ask again for every event, even those the service refused within the last day (`webhooks sync`). */
+  retryRefused?: boolean;
+}
+
+/** How long a refused subscription is not asked for again. */
+export const REFUSAL_RETRY_SECONDS = 24 * 60 * 60;
 
 /** The base URL deliveries reach us at: the given one, PUBLIC_URL, or http://HOST:PORT. */
 export function baseUrl(config: Config, given?: string): string {
@@ -75,7 +84,12 @@ function ourConnectionName(base: string, address: string): string | null {
  * longer exists. Subscriptions of ours that name another existing connection are left alone (two connections
  * on one account must not undo each other).
  */
-export async function syncWebhooks(deps: SubscriptionDeps, connection: Connection, publicUrl?: string): Promise<SyncResult> {
+export async function syncWebhooks(
+  deps: SubscriptionDeps,
+  connection: Connection,
+  publicUrl?: string,
+  opts: SyncOptions = {},
+): Promise<SyncResult> {
   const stored = await storedAddress(deps.db, connection.id);
   const base = publicUrl || !stored ? baseUrl(deps.config, publicUrl) : stored.slice(0, stored.lastIndexOf('/webhooks/'));
   const address = deliveryAddress(base, connection.name);
@@ -83,7 +97,7 @@ export async function syncWebhooks(deps: SubscriptionDeps, connection: Connectio
   const existing = (await client.listWebhooks()).map(asWebhook);
   const names = new Set((await deps.db.selectFrom('connections').select('name').execute()).map((r) => r.name));
   const wanted = new Set<string>(SUBSCRIBED_EVENTS);
-  const result: SyncResult = { connection: connection.name, address, kept: [], created: [], removed: [], refused: [] };
+  const result: SyncResult = { connection: connection.name, address, kept: [], created: [], removed: [], refused: [], remembered: [] };
   const have = new Set<string>();
   const stale: Webhook[] = [];
   for (const w of existing) {
@@ -96,20 +110,35 @@ export async function syncWebhooks(deps: SubscriptionDeps, connection: Connectio
       } else stale.push(w);
     } else if (!names.has(owner)) stale.push(w);
   }
-  const refusedKey = `${connection.id} ${connection.base_url}`;
-  const refused = refusedEvents.get(refusedKey) ?? new Set<string>();
-  refusedEvents.set(refusedKey, refused);
-  for (const event of wanted) {
-    if (have.has(event) || refused.has(event)) continue;
-    try {
-      result.created.push(asWebhook(await client.createWebhook({ address, event })));
-    } catch (err) {
-      if (!(err instanceof ApiError) || ![400, 422].includes(err.status ?? 0)) throw err;
-      refused.add(event);
-      result.refused.push({ event, reason: err.message });
-      deps.log.warn({ connection: connection.name, event, err: err.message }, 'the service refused a webhook subscription; skipped');
+  const remembered = opts.retryRefused
+    ? new Set<string>()
+    : await recentRefusals(deps.db, connection.id, connection.base_url, REFUSAL_RETRY_SECONDS);
+  try {
+    for (const event of wanted) {
+      if (have.has(event)) continue;
+      if (remembered.has(event)) {
+        result.remembered.push(event);
+        continue;
+      }
+      try {
+        result.created.push(asWebhook(await client.createWebhook({ address, event })));
+      } catch (err) {
+        if (!(err instanceof ApiError) || ![400, 422].includes(err.status ?? 0)) throw err;
+        result.refused.push({ event, reason: err.message });
+        deps.log.warn({ connection: connection.name, event, err: err.message }, 'the service refused a webhook subscription; skipped');
+      }
     }
+  } finally {
+    // Kept even when a later subscription failed otherwise: the next check need not ask these again.
+    await saveRefusals(deps.db, connection.id, connection.base_url, result.refused);
   }
+  // An event the service accepts now is no longer refused.
+  if (result.created.length)
+    await forgetRefusals(
+      deps.db,
+      connection.id,
+      result.created.map((w) => w.event),
+    );
   for (const w of stale) {
     await client.deleteWebhook(w.id);
     result.removed.push(w);

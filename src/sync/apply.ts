@@ -141,6 +141,33 @@ async function followUpsFor(
     variants.push(...known.rows.map((r) => Number(r.variant_id)));
   }
   variants = [...new Set(variants.filter((v) => Number.isSafeInteger(v) && v > 0))];
-  mark('variant', variants, `${spec.name} lines`);
+  mark('variant', await notReadSince(tx, connectionId, variants, want.variants), `${spec.name} lines`);
   return out;
+}
+
+const FRACTION = /T\d\d:\d\d:\d\d[.,]\d/;
+
+/**
+ * The variants whose mirrored state may predate the parents' last change: the others need no follow-up read.
+ * A variant held with an `updated_at` at or after the parents' newest `updated_at` (both the service's clock)
+ * was read after the change that moved its stock, so it shows it; this is the common case of an order whose
+ * variants' own stock events were read first. With whole-second timestamps the variant must be a second later
+ * (same-second order unknown). A parent or variant without a readable timestamp is read as before, and a service
+ * whose variant `updated_at` does not move with stock (documented profile) simply never skips.
+ */
+async function notReadSince(tx: Executor, connectionId: number, variants: number[], parents: any[]): Promise<number[]> {
+  if (!variants.length) return variants;
+  const stamps = parents.map((p) => p?.updated_at);
+  if (!stamps.length || stamps.some((v) => typeof v !== 'string' || Number.isNaN(Date.parse(v)))) return variants;
+  const since = Math.max(...stamps.map((v: string) => Date.parse(v)));
+  const fine = stamps.every((v: string) => FRACTION.test(v));
+  const rows = await sql<{ id: number; updated_at: string | null }>`SELECT id, raw->>'updated_at' AS updated_at FROM variants
+    WHERE connection_id = ${connectionId} AND id = ANY(${variants}::bigint[])`.execute(tx);
+  const shown = new Set<number>();
+  for (const r of rows.rows) {
+    const at = typeof r.updated_at === 'string' ? Date.parse(r.updated_at) : Number.NaN;
+    if (Number.isNaN(at)) continue;
+    if (at >= since + (fine && FRACTION.test(r.updated_at!) ? 0 : 1000)) shown.add(Number(r.id));
+  }
+  return shown.size ? variants.filter((v) => !shown.has(v)) : variants;
 }

@@ -2,7 +2,7 @@
 // the mirror and clears what it read. Ids a read does not return are looked up once with status=archived;
 // those still missing are marked gone.
 import { sql } from 'kysely';
-import type { Db } from '../db/index.ts';
+import type { Db, Executor } from '../db/index.ts';
 import type { Logger } from '../log.ts';
 import { logSync } from '../db/synclog.ts';
 import type { ChannelRules } from '../stock/rules.ts';
@@ -19,6 +19,8 @@ export interface DrainResult {
   requests: number;
   applied: number;
   gone: number;
+  /** Pending variants cleared without a read: the mirror already showed them as of after their deliveries. */
+  skipped: number;
   changes: ChannelChange[];
   followUps: { connectionId: number; resource: string }[];
   /** True when the drain stopped at its batch bound with rows left: the caller sends another drain. */
@@ -33,21 +35,56 @@ export interface DrainDeps {
   jobId?: string | null;
 }
 
-async function deliveryIds(db: Db, claimed: Claimed[]): Promise<Map<number, { rowId: number; deliveryId: string | null }[]>> {
+interface Deliveries {
+  /** Per claimed id: its deliveries (row id and X-Service-Delivery). */
+  byId: Map<number, { rowId: number; deliveryId: string | null }[]>;
+  /** Claimed variants the mirror already shows as of after every delivery that marked them (see below). */
+  shown: Set<number>;
+}
+
+/**
+ * The deliveries behind the claimed rows and, for variants, which of them need no read: a burst's deliveries
+ * arrive long after the changes they announce, and a variant read once after its last change need not be read
+ * again for each late delivery. The delivery's timestamp (whole seconds) and the variant's `updated_at` are both
+ * the service's clock: a mirrored `updated_at` at least a second after the newest event of a row whose every mark
+ * was a delivery (none dropped past the 20 kept, no follow-up among them) means the variant was read after those
+ * events happened. A variant whose `updated_at` does not move with stock is simply never skipped. One round trip.
+ */
+async function deliveriesOf(db: Db, connectionId: number, resource: string, claimed: Claimed[]): Promise<Deliveries> {
   const all = [...new Set(claimed.flatMap((c) => c.deliveryRowIds))];
-  const text = new Map<number, string>();
+  const rows = new Map<number, { deliveryId: string; eventAt: number }>();
+  const mirrored = new Map<number, number>();
+  const candidates = resource === 'variant' ? claimed.filter((c) => c.deliveryRowIds.length && c.marks === c.deliveryRowIds.length) : [];
   if (all.length) {
-    const rows = await db.selectFrom('webhook_deliveries').select(['id', 'delivery_id']).where('id', 'in', all).execute();
-    for (const r of rows) text.set(Number(r.id), r.delivery_id);
+    const variants = candidates.map((c) => c.id);
+    const found = await sql<{ kind: 'd' | 'v'; id: string; text: string | null; at: Date | null }>`
+      SELECT 'd' AS kind, id, delivery_id AS text, event_at AS at FROM webhook_deliveries WHERE id = ANY(${all}::bigint[])
+      UNION ALL
+      SELECT 'v', id, raw->>'updated_at', NULL FROM variants
+      WHERE connection_id = ${connectionId} AND id = ANY(${variants}::bigint[])`.execute(db);
+    for (const r of found.rows) {
+      if (r.kind === 'd') rows.set(Number(r.id), { deliveryId: r.text ?? '', eventAt: r.at ? r.at.getTime() : Number.NaN });
+      else if (r.text !== null) mirrored.set(Number(r.id), Date.parse(r.text));
+    }
   }
-  return new Map(claimed.map((c) => [c.id, c.deliveryRowIds.map((rowId) => ({ rowId, deliveryId: text.get(rowId) ?? null }))]));
+  const byId = new Map(
+    claimed.map((c) => [c.id, c.deliveryRowIds.map((rowId) => ({ rowId, deliveryId: rows.get(rowId)?.deliveryId ?? null }))]),
+  );
+  const shown = new Set<number>();
+  for (const c of candidates) {
+    const at = mirrored.get(c.id);
+    if (at === undefined || Number.isNaN(at)) continue;
+    const newest = Math.max(...c.deliveryRowIds.map((id) => rows.get(id)?.eventAt ?? Number.NaN));
+    if (!Number.isNaN(newest) && at >= newest + 1000) shown.add(c.id);
+  }
+  return { byId, shown };
 }
 
 /** Drains one (connection, resource) until nothing unclaimed is left, or `maxBatches` reads. */
 export async function drainPending(deps: DrainDeps, resource: string, maxBatches = 40): Promise<DrainResult> {
   const { db, client } = deps;
   const connectionId = Number(client.connection.id);
-  const out: DrainResult = { read: 0, requests: 0, applied: 0, gone: 0, changes: [], followUps: [], more: false };
+  const out: DrainResult = { read: 0, requests: 0, applied: 0, gone: 0, skipped: 0, changes: [], followUps: [], more: false };
   for (let batch = 0; ; batch++) {
     if (batch >= maxBatches) {
       out.more = true;
@@ -57,6 +94,8 @@ export async function drainPending(deps: DrainDeps, resource: string, maxBatches
     if (!claimed.length) break;
     const started = Date.now();
     try {
+      // Claims again after a partial batch too: rows marked while this one was read are read at once. (Stopping
+      // here saves a query per job but left them to the next debounced drain: +0.6 s p50, +1.7 s p95 at 2/s.)
       await readBatch(deps, resource, claimed, out);
     } catch (err) {
       await releasePending(
@@ -81,12 +120,27 @@ export async function drainPending(deps: DrainDeps, resource: string, maxBatches
   return out;
 }
 
-async function readBatch(deps: DrainDeps, resource: string, claimed: Claimed[], out: DrainResult): Promise<void> {
+async function readBatch(deps: DrainDeps, resource: string, batch: Claimed[], out: DrainResult): Promise<void> {
   const { db, client, log } = deps;
   const connectionId = Number(client.connection.id);
   const started = Date.now();
+  let claimed = batch;
+  const deliveries = await deliveriesOf(db, connectionId, resource, claimed);
+  const shown = deliveries.shown;
+  if (shown.size) {
+    // Cleared without a read (unless re-marked meanwhile: the seq moved and the row stays).
+    await clearPending(
+      db,
+      connectionId,
+      resource,
+      claimed.filter((c) => shown.has(c.id)),
+    );
+    out.skipped += shown.size;
+    claimed = claimed.filter((c) => !shown.has(c.id));
+    if (!claimed.length) return;
+  }
   const ids = claimed.map((c) => c.id);
-  const byVariant = await deliveryIds(db, claimed);
+  const byVariant = deliveries.byId;
   const allDeliveries = [...byVariant.values()].flat();
   const ctx: ApplyContext = {
     connectionId,
@@ -101,6 +155,26 @@ async function readBatch(deps: DrainDeps, resource: string, claimed: Claimed[], 
     gone = 0,
     returned = 0;
   const changes: ChannelChange[] = [];
+  // The sync log's fetch entry is written in the drain's own transaction: one commit per read, not two.
+  const logFetch = (tx: Executor) =>
+    logSync(tx, {
+      connectionId,
+      resource,
+      action: 'fetch',
+      jobId: deps.jobId ?? null,
+      durationMs: Date.now() - started,
+      deliveryId: allDeliveries[allDeliveries.length - 1]?.deliveryId ?? null,
+      detail: {
+        ids: ids.length,
+        returned,
+        requests,
+        applied,
+        gone,
+        channel_changes: changes.length,
+        follow_ups: followUps.length,
+        skipped: batch.length - claimed.length,
+      },
+    });
 
   if (resource === composition.name) {
     const read = await client.getByIds(composition.path, ids, { priority: 'webhook', key: composition.key });
@@ -111,6 +185,7 @@ async function readBatch(deps: DrainDeps, resource: string, claimed: Claimed[], 
       applied = r.changed.length;
       changes.push(...r.changes);
       await clearPending(tx, connectionId, resource, claimed);
+      await logFetch(tx);
     });
   } else {
     const spec = catalog[resource];
@@ -155,6 +230,7 @@ async function readBatch(deps: DrainDeps, resource: string, claimed: Claimed[], 
       followUps.push(...r.followUps);
       if (r.followUps.length) out.followUps.push(...(await markPending(tx, r.followUps)));
       await clearPending(tx, connectionId, resource, claimed);
+      await logFetch(tx);
     });
   }
   out.read += ids.length;
@@ -162,15 +238,6 @@ async function readBatch(deps: DrainDeps, resource: string, claimed: Claimed[], 
   out.applied += applied;
   out.gone += gone;
   out.changes.push(...changes);
-  await logSync(db, {
-    connectionId,
-    resource,
-    action: 'fetch',
-    jobId: deps.jobId ?? null,
-    durationMs: Date.now() - started,
-    deliveryId: allDeliveries[allDeliveries.length - 1]?.deliveryId ?? null,
-    detail: { ids: ids.length, returned, requests, applied, gone, channel_changes: changes.length, follow_ups: followUps.length },
-  });
 }
 
 /** Pairs with rows still pending (for a drain that hit its bound, or a restart). */

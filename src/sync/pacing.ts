@@ -8,8 +8,8 @@
 // reads about once per 1 / (rate x its share) seconds, rounded up to a fixed step. So while the budget is
 // plentiful every window is short (1 s), and as it runs out the windows widen, reference data first and stock
 // last. A burst is not slowed: the first drain of a quiet pair starts at once and reads everything pending.
-import { sql } from 'kysely';
 import { catalog, type Freshness } from '../catalog/index.ts';
+import { budgetWindow } from '../db/budgets.ts';
 import type { Db } from '../db/index.ts';
 
 /** Share of the budget per resource waiting, by freshness: stock reads get most of it. */
@@ -24,7 +24,7 @@ export interface BudgetState {
   remaining: number;
   /** Seconds until the budget window resets (null: not known yet, no answer seen). */
   toReset: number | null;
-  /** Resources waiting to be read or read in the last five minutes: those sharing the budget. */
+  /** Resources asked for or read in the last five minutes (by this process): those sharing the budget. */
   active: string[];
 }
 
@@ -44,27 +44,48 @@ export function drainWindow(state: BudgetState, resource: string): number {
   return WINDOW_STEPS.find((s) => s >= wanted) ?? 60;
 }
 
-// Deliveries arrive in batches that each ask for drains: one look at the budget per connection and second
-// serves them all, rather than a query per drain asked for.
-const CACHE_MS = 1000;
-const cache = new Map<number, { at: number; state: BudgetState }>();
+// Resources this process asked drains for or drained lately, per connection: they share the budget for five
+// minutes after (a resource read every few seconds is pending only now and then). Kept in memory: pacing is a
+// share of the budget, not a guarantee, and a look at the budget is then one primary-key read.
+const RECENT_MS = 5 * 60_000;
+const recent = new Map<number, Map<string, number>>();
+
+/** Notes that (connection, resource) is being read: it shares the budget for the next five minutes. */
+export function noteActive(connectionId: number, resource: string, now = Date.now()): void {
+  let m = recent.get(connectionId);
+  if (!m) recent.set(connectionId, (m = new Map()));
+  m.set(resource, now);
+}
+
+function activeResources(connectionId: number, now: number): string[] {
+  const m = recent.get(connectionId);
+  if (!m) return [];
+  for (const [r, at] of m) if (now - at > RECENT_MS) m.delete(r);
+  if (!m.size) recent.delete(connectionId);
+  return [...m.keys()];
+}
+
+// Deliveries arrive in batches that each ask for drains: one look at the budget per connection serves them all
+// for a second, or for five while at least a third of a full budget is left (every window is then 1-2 s, and the
+// client itself never lets a connection spend past its budget).
+const CACHE_MS = 1000,
+  PLENTY_CACHE_MS = 5000;
+const cache = new Map<number, { at: number; until: number; budget: { remaining: number; toReset: number | null } | null }>();
 
 export async function budgetState(db: Db, connectionId: number): Promise<BudgetState> {
-  const hit = cache.get(connectionId);
-  if (hit && Date.now() - hit.at < CACHE_MS) return hit.state;
-  const row = (
-    await sql<{ remaining: number; reset_known: boolean; to_reset: number; active: string[] }>`
-    SELECT b.remaining, b.reset_known, extract(epoch FROM b.reset_at - now())::float8 AS to_reset,
-      ARRAY(SELECT resource FROM pending_fetches WHERE connection_id = b.connection_id
-        UNION SELECT resource FROM sync_log WHERE connection_id = b.connection_id AND action = 'fetch'
-          AND at > now() - interval '5 minutes') AS active
-    FROM api_budgets b WHERE b.connection_id = ${connectionId}`.execute(db)
-  ).rows[0];
-  const state: BudgetState = row
-    ? { remaining: row.remaining, toReset: row.reset_known ? row.to_reset : null, active: row.active ?? [] }
-    : { remaining: 0, toReset: null, active: [] };
-  cache.set(connectionId, { at: Date.now(), state });
-  return state;
+  const now = Date.now();
+  let hit = cache.get(connectionId);
+  if (!hit || now >= hit.until) {
+    const budget = await budgetWindow(db, connectionId);
+    const plenty = budget !== null && budget.remaining >= 100;
+    if (cache.size > 10_000) cache.clear();
+    hit = { at: now, until: now + (plenty ? PLENTY_CACHE_MS : CACHE_MS), budget };
+    cache.set(connectionId, hit);
+  }
+  const active = activeResources(connectionId, now);
+  if (!hit.budget) return { remaining: 0, toReset: null, active };
+  const age = (now - hit.at) / 1000; // toReset as of now, not as of the read
+  return { remaining: hit.budget.remaining, toReset: hit.budget.toReset === null ? null : hit.budget.toReset - age, active };
 }
 
 /** The coalescing window of (connection, resource) now, in seconds. */

@@ -13,11 +13,23 @@ import { workDeliveries } from './deliveries.ts';
 import { drainPending } from './drain.ts';
 import { requestDrain } from './jobs.ts';
 import { applyRules, handleMaintenance } from './maintenance.ts';
+import { noteActive } from './pacing.ts';
 import { handleReconcile } from './reconcile.ts';
 import { syncSchedules } from './schedules.ts';
 
+// A connection's status, looked at by every drain: cached for two seconds (hundreds of connections make dozens of
+// drains a second). A drain that starts just after a connection stopped is refused by the client's budget anyway
+// (the reservation reads the status under the budget's lock), so the cache only decides how that drain ends.
+const STATUS_MS = 2000;
+const statuses = new Map<number, { at: number; active: boolean }>();
 async function connectionActive(db: Db, id: number): Promise<boolean> {
-  return (await connectionStatus(db, id)) === 'active';
+  const now = Date.now();
+  const hit = statuses.get(id);
+  if (hit && now - hit.at < STATUS_MS) return hit.active;
+  const active = (await connectionStatus(db, id)) === 'active';
+  if (statuses.size > 10_000) statuses.clear();
+  statuses.set(id, { at: now, active });
+  return active;
 }
 
 export async function startSyncWorkers(deps: WorkerDeps): Promise<void> {
@@ -54,6 +66,7 @@ export async function startSyncWorkers(deps: WorkerDeps): Promise<void> {
         return;
       }
       const c = await client(connectionId);
+      noteActive(connectionId, resource);
       const out = await drainPending({ db, log, client: c, rules: await channelRules(db, config, connectionId), jobId: job!.id }, resource);
       await publishChanges(boss, out.changes);
       for (const p of out.followUps) await requestDrain(boss, p.connectionId, p.resource, { db });

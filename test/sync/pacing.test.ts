@@ -1,9 +1,7 @@
 // The drain's coalescing window: the budget left until the reset, shared by the resources waiting, stock first.
 import t from 'tap';
 import { sql } from 'kysely';
-import { budgetState, drainWindow, drainWindowSeconds } from '../../src/sync/pacing.ts';
-import { markPending } from '../../src/db/pending.ts';
-import { logSync } from '../../src/db/synclog.ts';
+import { budgetState, drainWindow, drainWindowSeconds, noteActive } from '../../src/sync/pacing.ts';
 import { testDatabase } from '../support/db.ts';
 
 const DOCS = ['order', 'fulfillment', 'purchase_order'];
@@ -28,7 +26,7 @@ t.test('windows: short while the budget is plentiful, widening as it runs out, s
   t.equal(drainWindow(state(300, 300, ['composition', 'variant']), 'composition'), 3, "a bundle's makeup is stock too");
 });
 
-t.test('the state comes from the shared budget, the pending fetches and the recent reads', async (t) => {
+t.test('the state comes from the shared budget and the resources this process asked drains for lately', async (t) => {
   const { db } = await testDatabase(t);
   const { id } = await db
     .insertInto('connections')
@@ -39,18 +37,16 @@ t.test('the state comes from the shared budget, the pending fetches and the rece
   await sql`UPDATE api_budgets SET remaining = 100, reset_known = true, reset_at = now() + interval '250 seconds' WHERE connection_id = ${id}`.execute(
     db,
   );
-  await markPending(
-    db,
-    ['variant', ...DOCS].map((resource) => ({ connectionId: id, resource, id: 1 })),
-  );
-  await logSync(db, { connectionId: id, resource: 'company', action: 'fetch' });
+  for (const resource of ['variant', ...DOCS]) noteActive(id, resource);
+  noteActive(id, 'company', Date.now() - 60_000); // drained a minute ago: still sharing
+  noteActive(id, 'address', Date.now() - 6 * 60_000); // six minutes ago: no longer
   const state = await budgetState(db, id);
   t.equal(state.remaining, 100);
   t.ok(state.toReset! > 240 && state.toReset! <= 250, `${state.toReset} s to the reset`);
   t.same(
     [...state.active].sort(),
     ['company', 'fulfillment', 'order', 'purchase_order', 'variant'],
-    'waiting, or read in the last five minutes',
+    'asked for or read in the last five minutes',
   );
   t.equal(await drainWindowSeconds(db, id, 'variant'), 5);
   t.equal(await drainWindowSeconds(db, id, 'company'), 60, 'reference data: 116 s wanted, the longest window');

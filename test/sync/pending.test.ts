@@ -215,3 +215,64 @@ t.test('a drain reads 250 ids a call, looks missing ones up once as archived, ma
     .execute();
   t.same(gone, [{ cause: 'fetch', before_quantity: null, quantity: '0' }], 'the change records a fetch without delivery as its cause');
 });
+
+t.test('a variant the mirror shows as of after every delivery that marked it is cleared without a read', async (t) => {
+  const { db } = await testDatabase(t);
+  const c = await addConnection(db);
+  const at = (iso: string) => ({ updated_at: iso, raw: JSON.stringify({ id: 0, updated_at: iso }) });
+  // Mirrored variants: 1 and 2 were read with updated_at 12:00:10; 3 with 12:00:05.
+  for (const [id, iso] of [
+    [1, '2026-01-01T12:00:10.000Z'],
+    [2, '2026-01-01T12:00:10.000Z'],
+    [3, '2026-01-01T12:00:05.000Z'],
+  ] as const)
+    await db
+      .insertInto('variants')
+      .values({ connection_id: c.id, id, status: 'active', ...at(iso) })
+      .execute();
+  const deliveryAt = async (objectId: number, n: number, eventAt: string | null) => {
+    const row = await db
+      .insertInto('webhook_deliveries')
+      .values({
+        connection_id: c.id,
+        delivery_id: `e${n}`,
+        event: 'variants.stock_level_update',
+        resource: 'variant',
+        action: 'stock_level_update',
+        object_id: objectId,
+        event_at: eventAt,
+        body: '{}',
+        state: 'processed',
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    return { connectionId: c.id, resource: 'variant', id: objectId, deliveryRowId: Number(row.id), reason: 'variant.stock_level_update' };
+  };
+  await markPending(db, [
+    await deliveryAt(1, 1, '2026-01-01T12:00:08Z'), // late deliveries of changes the mirror already shows
+    await deliveryAt(1, 2, '2026-01-01T12:00:09Z'),
+    await deliveryAt(2, 3, '2026-01-01T12:00:10Z'), // the same second as the read state: order unknown, read
+    await deliveryAt(3, 4, '2026-01-01T12:00:08Z'), // newer than the mirror: read
+    await deliveryAt(4, 5, '2026-01-01T12:00:01Z'), // not mirrored: read
+  ]);
+  // A follow-up mark among a row's marks (no event time of its own): read.
+  await markPending(db, [await deliveryAt(5, 6, '2026-01-01T12:00:01Z')]);
+  await markPending(db, [{ connectionId: c.id, resource: 'variant', id: 5, reason: 'order lines' }]);
+  await db
+    .insertInto('variants')
+    .values({ connection_id: c.id, id: 5, status: 'active', ...at('2026-01-01T12:00:10.000Z') })
+    .execute();
+  const reader = memoryReader(
+    [1, 2, 3, 4, 5].map((id) => ({ id, status: 'active', updated_at: '2026-01-01T12:00:20Z' })),
+    [],
+  );
+  reader.connection.id = c.id;
+  const out = await drainPending(
+    { db, log: captureLogger().log, client: reader, rules: rulesFrom({ CHANNEL_LOCATIONS: '', CHANNEL_SAFETY_BUFFER: '0' }) },
+    'variant',
+  );
+  t.equal(out.skipped, 1, 'variant 1 is not read again');
+  t.equal(out.read, 4, 'variants 2, 3, 4 and 5 are read');
+  t.equal(reader.calls.length, 1);
+  t.equal((await db.selectFrom('pending_fetches').select('id').execute()).length, 0, 'all cleared');
+});
