@@ -1,15 +1,20 @@
 // The webhook_refusals store: events a connection's service refused to subscribe (migration 0080). The
 // subscription sync (src/receiver/subscriptions.ts) decides when to ask again; this module only reads and writes.
-import { sql } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import type { Executor } from './index.ts';
+import type { WebhookRefusalsTable } from './schema.ts';
+
+export type WebhookRefusal = Selectable<WebhookRefusalsTable>;
 
 /** Events refused for this connection at this service URL within the last `maxAgeSeconds`. */
 export async function recentRefusals(db: Executor, connectionId: number, baseUrl: string, maxAgeSeconds: number): Promise<Set<string>> {
-  const { rows } = await sql<{ event: string }>`
-    SELECT event FROM webhook_refusals
-    WHERE connection_id = ${connectionId} AND base_url = ${baseUrl} AND refused_at > now() - make_interval(secs => ${maxAgeSeconds})`.execute(
-    db,
-  );
+  const rows = await db
+    .selectFrom('webhook_refusals')
+    .select('event')
+    .where('connection_id', '=', connectionId)
+    .where('base_url', '=', baseUrl)
+    .where('refused_at', '>', sql<Date>`now() - make_interval(secs => ${maxAgeSeconds})`)
+    .execute();
   return new Set(rows.map((r) => r.event));
 }
 
@@ -18,19 +23,24 @@ export async function saveRefusals(
   db: Executor,
   connectionId: number,
   baseUrl: string,
-  refused: { event: string; reason: string }[],
+  refused: Pick<WebhookRefusal, 'event' | 'reason'>[],
 ): Promise<void> {
   if (!refused.length) return;
-  await sql`
-    INSERT INTO webhook_refusals (connection_id, event, base_url, reason)
-    SELECT ${connectionId}, x.event, ${baseUrl}, x.reason FROM jsonb_to_recordset(${JSON.stringify(refused)}::jsonb) AS x(event text, reason text)
-    ON CONFLICT (connection_id, event) DO UPDATE SET base_url = excluded.base_url, reason = excluded.reason, refused_at = now()`.execute(
-    db,
-  );
+  await db
+    .insertInto('webhook_refusals')
+    .values(refused.map((r) => ({ connection_id: connectionId, event: r.event, base_url: baseUrl, reason: r.reason })))
+    .onConflict((oc) =>
+      oc.columns(['connection_id', 'event']).doUpdateSet((eb) => ({
+        base_url: eb.ref('excluded.base_url'),
+        reason: eb.ref('excluded.reason'),
+        refused_at: sql<Date>`now()`,
+      })),
+    )
+    .execute();
 }
 
 /** Forgets refusals of events the service has now accepted (or that we no longer ask for). */
 export async function forgetRefusals(db: Executor, connectionId: number, events: string[]): Promise<void> {
   if (!events.length) return;
-  await sql`DELETE FROM webhook_refusals WHERE connection_id = ${connectionId} AND event = ANY(${events}::text[])`.execute(db);
+  await db.deleteFrom('webhook_refusals').where('connection_id', '=', connectionId).where('event', 'in', events).execute();
 }

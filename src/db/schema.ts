@@ -261,6 +261,7 @@ export interface Database {
   channel_quantity_changes: ChannelQuantityChangesTable;
   other_records: OtherRecordsTable;
   channel_rules_applied: ChannelRulesAppliedTable;
+  webhook_refusals: WebhookRefusalsTable;
 }
 
 export type Connection = Selectable<ConnectionsTable>;
@@ -372,4 +373,14 @@ export interface ChannelRulesAppliedTable {
   connection_id: number;
   fingerprint: string;
   applied_at: DefaultTimestamp;
+}
+
+// migrations/0080_webhook_refusals.sql (src/db/refusals.ts; src/receiver/subscriptions.ts decides when to ask again)
+export interface WebhookRefusalsTable {
+  connection_id: number;
+  event: string;
+  /** The service URL that refused (a refusal of another URL does not count). */
+  base_url: string;
+  reason: string | null;
+  refused_at: DefaultTimestamp;
 }
