@@ -35,8 +35,9 @@ export async function connectionOfAccount(db: Executor, baseUrl: string, account
     .executeTakeFirst();
 }
 
-export function listConnections(db: Executor, status?: Status): Promise<Connection[]> {
-  let q = db.selectFrom('connections').selectAll().orderBy('id');
+/** Every connection (or those with this status), by id or by name. */
+export function listConnections(db: Executor, status?: Status, order: 'id' | 'name' = 'id'): Promise<Connection[]> {
+  let q = db.selectFrom('connections').selectAll().orderBy(order);
   if (status) q = q.where('status', '=', status);
   return q.execute();
 }
@@ -60,6 +61,23 @@ export async function connectionName(db: Executor, id: number): Promise<string> 
 export async function connectionStatus(db: Executor, id: number): Promise<Status | undefined> {
   const row = await db.selectFrom('connections').select('status').where('id', '=', id).executeTakeFirst();
   return row?.status;
+}
+
+/** The active connections whose webhook subscriptions were made once (their address is stored), by id. */
+export async function subscribedConnectionIds(db: Executor): Promise<number[]> {
+  const rows = await db
+    .selectFrom('connections')
+    .select('id')
+    .where('status', '=', 'active')
+    .where('webhook_address', 'is not', null)
+    .orderBy('id')
+    .execute();
+  return rows.map((r) => Number(r.id));
+}
+
+/** Where the connection's subscriptions deliver to; updated_at is left alone (not a change of the connection). */
+export async function setWebhookAddress(db: Executor, id: number, address: string): Promise<void> {
+  await db.updateTable('connections').set({ webhook_address: address }).where('id', '=', id).execute();
 }
 
 /** Inserts a connection, or replaces the one of the same name with these values. */

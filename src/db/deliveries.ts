@@ -167,8 +167,11 @@ export interface DeliveryFilter {
   limit?: number;
 }
 
-/** Newest first (index webhook_deliveries_received or webhook_deliveries_state, depending on the filter); at most 1000. */
-export async function listDeliveries(db: Executor, f: DeliveryFilter = {}): Promise<DeliveryRow[]> {
+/**
+ * Newest first (index webhook_deliveries_received or webhook_deliveries_state, depending on the filter); at most
+ * `maxLimit` (1000: the console's pages; the `deliveries` command lists as many as asked).
+ */
+export async function listDeliveries(db: Executor, f: DeliveryFilter = {}, maxLimit = 1000): Promise<DeliveryRow[]> {
   let q = db
     .selectFrom('webhook_deliveries as d')
     .innerJoin('connections as c', 'c.id', 'd.connection_id')
@@ -192,7 +195,7 @@ export async function listDeliveries(db: Executor, f: DeliveryFilter = {}): Prom
   if (f.resource) q = q.where('d.resource', '=', f.resource);
   if (f.objectId !== undefined) q = q.where('d.object_id', '=', f.objectId);
   if (f.before !== undefined) q = q.where('d.id', '<', f.before);
-  const limit = Math.min(Math.max(f.limit ?? 100, 1), 1000);
+  const limit = Math.min(Math.max(f.limit ?? 100, 1), maxLimit);
   return (await q.orderBy('d.received_at', 'desc').orderBy('d.id', 'desc').limit(limit).execute()) as DeliveryRow[];
 }
 

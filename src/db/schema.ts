@@ -26,6 +26,8 @@ export interface ConnectionsTable {
   raw: Json | null;
   created_at: DefaultTimestamp;
   updated_at: DefaultTimestamp;
+  /** Where its webhook subscriptions deliver to, once made (migration 0060; src/receiver/subscriptions.ts). */
+  webhook_address: string | null;
 }
 
 export interface WebhookDeliveriesTable {

@@ -193,3 +193,11 @@ export async function sweepDrifts(db: Executor, connectionId: number, w: BinWind
        ORDER BY at LIMIT 1000`.execute(db)
   ).rows;
 }
+
+/** Per connection, the newest webhook subscription repair (`webhooks.repaired`), for `commerce-sync status`. */
+export async function lastWebhookRepairs(db: Executor): Promise<Map<number, { at: Date; detail: any }>> {
+  const r = await sql<{ connection_id: number; at: Date; detail: any }>`
+    SELECT DISTINCT ON (connection_id) connection_id, at, detail FROM sync_log
+    WHERE action = 'webhooks.repaired' ORDER BY connection_id, at DESC`.execute(db);
+  return new Map(r.rows.map((x) => [Number(x.connection_id), { at: x.at, detail: x.detail }]));
+}

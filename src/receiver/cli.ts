@@ -2,6 +2,8 @@
 // `webhooks list|sync` (the connections' subscriptions at the service).
 import { formatTable, type CommandContext, type CommandModule } from '../command.ts';
 import { UsageError } from '../command.ts';
+import { connectionByName, listConnections } from '../db/connections.ts';
+import { listDeliveries } from '../db/deliveries.ts';
 import { openDatabase } from '../db/index.ts';
 import { runRoles } from '../start.ts';
 import { baseUrl, listWebhooks, syncWebhooks } from './subscriptions.ts';
@@ -25,21 +27,17 @@ async function deliveries(ctx: CommandContext): Promise<number> {
   const limit = ctx.values.limit === undefined ? 50 : positiveInt(ctx.values.limit, '--limit');
   const database = await openDatabase(ctx.config, ctx.log);
   try {
-    let q = database.db
-      .selectFrom('webhook_deliveries as d')
-      .innerJoin('connections as c', 'c.id', 'd.connection_id')
-      .select(['d.delivery_id', 'c.name as connection', 'd.event', 'd.object_id', 'd.state', 'd.received_at', 'd.error'])
-      .orderBy('d.id', 'desc')
-      .limit(limit);
+    let connectionId: number | undefined;
     if (typeof ctx.values.connection === 'string') {
-      const exists = await database.db.selectFrom('connections').select('id').where('name', '=', ctx.values.connection).executeTakeFirst();
-      if (!exists) {
+      const connection = await connectionByName(database.db, ctx.values.connection);
+      if (!connection) {
         ctx.log.error(`no connection named ${ctx.values.connection}`);
         return 1;
       }
-      q = q.where('c.name', '=', ctx.values.connection);
+      connectionId = connection.id;
     }
-    const rows = await q.execute();
+    // Newest first, as many as asked (the console's 1000 a page does not apply to the command).
+    const rows = await listDeliveries(database.db, { connectionId, limit }, Number.POSITIVE_INFINITY);
     const listing: DeliveryListing[] = rows.map((r) => ({
       delivery_id: r.delivery_id,
       connection: r.connection,
@@ -80,10 +78,11 @@ async function webhooks(ctx: CommandContext): Promise<number> {
   if (extra.length) throw new UsageError(`unexpected argument ${extra[0]}`);
   const database = await openDatabase(ctx.config, ctx.log);
   try {
-    let q = database.db.selectFrom('connections').selectAll().orderBy('name');
-    if (typeof ctx.values.connection === 'string') q = q.where('name', '=', ctx.values.connection);
-    else q = q.where('status', '=', 'active');
-    const connections = await q.execute();
+    const name = ctx.values.connection;
+    const connections =
+      typeof name === 'string'
+        ? [await connectionByName(database.db, name)].filter((c) => c !== undefined)
+        : await listConnections(database.db, 'active', 'name');
     if (!connections.length) {
       ctx.log.error(
         ctx.values.connection ? `no connection named ${ctx.values.connection}` : 'no active connection: run `commerce-sync connect` first',

@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import type { Context } from 'koa';
 import type { Config } from '../config.ts';
 import type pg from 'pg';
+import { connectionByName } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
 import type { Logger } from '../log.ts';
 import { metrics } from '../metrics.ts';
@@ -82,7 +83,7 @@ export function createReceiver(deps: ReceiverDeps): Receiver {
 
   async function lookUp(name: string): Promise<ConnectionInfo | null> {
     const now = Date.now();
-    const row = await db.selectFrom('connections').select(['id', 'status']).where('name', '=', name).executeTakeFirst();
+    const row = await connectionByName(db, name);
     const connection = row ? { id: row.id, disabled: row.status === 'disabled' } : null;
     if (cache.size > 10_000) cache.clear();
     cache.set(name, { connection, until: now + (connection === null ? UNKNOWN_TTL_MS : KNOWN_TTL_MS) });

@@ -1,8 +1,8 @@
 // The receiver role: POST /webhooks/:connection on the shared server (no operator auth: deliveries are
 // authenticated by their signature), its own small pool so workers cannot starve acknowledgements, and
 // webhook subscription sync for every active connection once the public URL is known.
+import { listConnections } from '../db/connections.ts';
 import { createDb, createPool } from '../db/index.ts';
-import type { Connection } from '../db/schema.ts';
 import { createQueues } from '../queue/names.ts';
 import type { Runtime } from '../runtime.ts';
 import { createReceiver } from './receiver.ts';
@@ -36,8 +36,7 @@ export async function mount(rt: Runtime): Promise<void> {
 
 /** Subscription sync for each active connection; a failure is logged, never fatal to start. */
 export async function syncAllWebhooks(rt: Pick<Runtime, 'config' | 'log' | 'database' | 'publicUrl'>): Promise<void> {
-  const connections = await rt.database.db.selectFrom('connections').selectAll().where('status', '=', 'active').execute();
-  for (const connection of connections as Connection[]) {
+  for (const connection of await listConnections(rt.database.db, 'active')) {
     try {
       await syncWebhooks({ db: rt.database.db, config: rt.config, log: rt.log }, connection, rt.publicUrl);
     } catch (err) {

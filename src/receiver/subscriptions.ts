@@ -6,13 +6,13 @@
 // src/db/refusals.ts): every process's syncs and checks skip it for a day, then ask once more (the service may
 // have learned the event); `webhooks sync` (retryRefused) asks at once. The address is kept on the connection, so the scheduled check
 // (checkAllWebhooks) repairs subscriptions the service deleted after 3 days of failures, at the same address.
-import { sql } from 'kysely';
 import { ApiError, type ApiClient } from '../api/index.ts';
 import type { Config } from '../config.ts';
 import { publicUrl as derivedPublicUrl } from '../config.ts';
 import type { Db } from '../db/index.ts';
 import type { Connection } from '../db/schema.ts';
 import type { Logger } from '../log.ts';
+import { connectionNames, getConnection, setWebhookAddress, subscribedConnectionIds } from '../db/connections.ts';
 import { forgetRefusals, recentRefusals, saveRefusals } from '../db/refusals.ts';
 import { logSync } from '../db/synclog.ts';
 import { SUBSCRIBED_EVENTS } from './events.ts';
@@ -90,12 +90,13 @@ export async function syncWebhooks(
   publicUrl?: string,
   opts: SyncOptions = {},
 ): Promise<SyncResult> {
-  const stored = await storedAddress(deps.db, connection.id);
+  // Read again: the row passed in may predate the last sync.
+  const stored = (await getConnection(deps.db, connection.id))?.webhook_address ?? null;
   const base = publicUrl || !stored ? baseUrl(deps.config, publicUrl) : stored.slice(0, stored.lastIndexOf('/webhooks/'));
   const address = deliveryAddress(base, connection.name);
   const client = await clientOf(deps, connection);
   const existing = (await client.listWebhooks()).map(asWebhook);
-  const names = new Set((await deps.db.selectFrom('connections').select('name').execute()).map((r) => r.name));
+  const names = new Set(await connectionNames(deps.db));
   const wanted = new Set<string>(SUBSCRIBED_EVENTS);
   const result: SyncResult = { connection: connection.name, address, kept: [], created: [], removed: [], refused: [], remembered: [] };
   const have = new Set<string>();
@@ -143,7 +144,7 @@ export async function syncWebhooks(
     await client.deleteWebhook(w.id);
     result.removed.push(w);
   }
-  await sql`UPDATE connections SET webhook_address = ${address} WHERE id = ${connection.id}`.execute(deps.db);
+  await setWebhookAddress(deps.db, connection.id, address);
   deps.log.info(
     {
       connection: connection.name,
@@ -174,25 +175,17 @@ export async function syncWebhooks(
   return result;
 }
 
-async function storedAddress(db: Db, connectionId: number): Promise<string | null> {
-  const r = await sql<{ webhook_address: string | null }>`SELECT webhook_address FROM connections WHERE id = ${connectionId}`.execute(db);
-  return r.rows[0]?.webhook_address ?? null;
-}
-
 /**
  * The scheduled check: each active connection whose subscriptions were made once is synced again at its stored
  * address, which recreates what the service deleted. A failure of one connection is logged, never fatal.
  */
 export async function checkAllWebhooks(deps: SubscriptionDeps): Promise<SyncResult[]> {
-  const rows = await sql<{
-    id: number;
-  }>`SELECT id FROM connections WHERE status = 'active' AND webhook_address IS NOT NULL ORDER BY id`.execute(deps.db);
   const out: SyncResult[] = [];
-  for (const { id } of rows.rows) {
-    const connection = await deps.db.selectFrom('connections').selectAll().where('id', '=', Number(id)).executeTakeFirst();
+  for (const id of await subscribedConnectionIds(deps.db)) {
+    const connection = await getConnection(deps.db, id);
     if (!connection) continue;
     try {
-      out.push(await syncWebhooks(deps, connection as Connection));
+      out.push(await syncWebhooks(deps, connection));
     } catch (err) {
       deps.log.warn({ err, connection: connection.name }, 'webhook subscription check failed; the next check tries again');
       await logSync(deps.db, {
@@ -206,13 +199,8 @@ export async function checkAllWebhooks(deps: SubscriptionDeps): Promise<SyncResu
   return out;
 }
 
-/** Per connection, the newest subscription repair in the sync log (for `commerce-sync status`). */
-export async function lastWebhookRepairs(db: Db): Promise<Map<number, { at: Date; detail: any }>> {
-  const r = await sql<{ connection_id: number; at: Date; detail: any }>`
-    SELECT DISTINCT ON (connection_id) connection_id, at, detail FROM sync_log
-    WHERE action = 'webhooks.repaired' ORDER BY connection_id, at DESC`.execute(db);
-  return new Map(r.rows.map((x) => [Number(x.connection_id), { at: x.at, detail: x.detail }]));
-}
+/** Per connection, the newest subscription repair in the sync log (for `commerce-sync status`): db/synclog.ts. */
+export { lastWebhookRepairs } from '../db/synclog.ts';
 
 /** The connection's subscriptions as the service lists them, each marked whether it is ours. */
 export async function listWebhooks(
