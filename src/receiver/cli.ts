@@ -96,7 +96,8 @@ async function webhooks(ctx: CommandContext): Promise<number> {
     for (const connection of connections) {
       try {
         if (sub === 'sync') {
-          const r = await syncWebhooks(deps, connection, publicUrl);
+          // The operator's explicit sync asks refused events again at once (the scheduled check waits a day).
+          const r = await syncWebhooks(deps, connection, publicUrl, { retryRefused: true });
           results.push(r);
           if (!ctx.values.json) {
             ctx.out(
