@@ -35,6 +35,31 @@ export async function variantIdsOf(db: Executor, connectionId: number): Promise<
   return (await db.selectFrom('variants').select('id').where('connection_id', '=', connectionId).execute()).map((r) => Number(r.id));
 }
 
+/** The ids of a mirror table's rows of a connection not marked gone (a full sweep's candidates for gone). */
+export async function liveIds(db: Executor, table: string, connectionId: number): Promise<number[]> {
+  const rows = await sql<{ id: number }>`SELECT id FROM ${sql.raw(table)}
+    WHERE connection_id = ${connectionId} AND status IS DISTINCT FROM 'gone'`.execute(db);
+  return rows.rows.map((r) => Number(r.id));
+}
+
+/** The service's `updated_at` (as it wrote it) of each of the variants the mirror holds. */
+export async function variantUpdatedAts(
+  db: Executor,
+  connectionId: number,
+  ids: number[],
+): Promise<{ id: number; updated_at: string | null }[]> {
+  const rows = await sql<{ id: number; updated_at: string | null }>`SELECT id, raw->>'updated_at' AS updated_at FROM variants
+    WHERE connection_id = ${connectionId} AND id = ANY(${ids}::bigint[])`.execute(db);
+  return rows.rows.map((r) => ({ id: Number(r.id), updated_at: r.updated_at }));
+}
+
+/** The variants of the mirrored order lines (return lines name the order line, not the variant). */
+export async function variantsOfOrderLines(db: Executor, connectionId: number, lineIds: number[]): Promise<number[]> {
+  const rows = await sql<{ variant_id: number }>`SELECT DISTINCT variant_id FROM order_line_items
+    WHERE connection_id = ${connectionId} AND id = ANY(${lineIds}::bigint[]) AND variant_id IS NOT NULL`.execute(db);
+  return rows.rows.map((r) => Number(r.variant_id));
+}
+
 /** What the channel quantity of a variant is computed from; max_online stays an exact decimal string. */
 export type VariantStockRow = Pick<Selectable<VariantsTable>, 'sku' | 'status' | 'composite' | 'manage_stock' | 'keep_selling'> & {
   id: number;
@@ -71,6 +96,20 @@ export async function bundlesOf(db: Executor, connectionId: number, componentIds
   const rows = await sql<{ bundle_id: number }>`SELECT DISTINCT bundle_id FROM compositions
     WHERE connection_id = ${connectionId} AND component_id = ANY(${componentIds}::bigint[])`.execute(db);
   return rows.rows.map((r) => Number(r.bundle_id));
+}
+
+/** Those of the bundles whose makeup the mirror holds. */
+export async function bundlesWithMakeup(db: Executor, connectionId: number, bundleIds: number[]): Promise<Set<number>> {
+  const rows = await sql<{ bundle_id: number }>`SELECT DISTINCT bundle_id FROM compositions
+    WHERE connection_id = ${connectionId} AND bundle_id = ANY(${bundleIds}::bigint[])`.execute(db);
+  return new Set(rows.rows.map((r) => Number(r.bundle_id)));
+}
+
+/** Every bundle of a connection: variants marked composite and bundles with a mirrored makeup. */
+export async function allBundles(db: Executor, connectionId: number): Promise<number[]> {
+  const rows = await sql<{ id: number }>`SELECT id FROM variants WHERE connection_id = ${connectionId} AND composite
+    UNION SELECT DISTINCT bundle_id FROM compositions WHERE connection_id = ${connectionId}`.execute(db);
+  return rows.rows.map((r) => Number(r.id));
 }
 
 /** The makeup of the bundles: one row per component, quantity an exact decimal string. */

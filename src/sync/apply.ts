@@ -1,13 +1,13 @@
 // Applies what one read returned to the mirror, in the caller's transaction: records, their sideloaded
 // line items, and the channel quantities of every variant the write touched. Shared by the drain
 // (delivery-driven reads) and the sweeps, so both write the same way.
-import { sql } from 'kysely';
 import type { Executor } from '../db/index.ts';
 import { metrics } from '../metrics.ts';
 import { recomputeChannel, type Cause, type ChannelChange } from '../stock/channel.ts';
 import type { ChannelRules } from '../stock/rules.ts';
 import { readsFor, type Read, type ResourceSpec } from '../catalog/index.ts';
 import { markGone, replaceCompositions, upsertChildren, upsertOther, upsertRecords } from '../db/mirror.ts';
+import { bundlesWithMakeup, variantsOfOrderLines, variantUpdatedAts } from '../db/mirror-reads.ts';
 import type { Mark } from '../db/pending.ts';
 
 export interface Applied {
@@ -65,9 +65,7 @@ export async function applyRecords(
     // A new or changed bundle needs its makeup: read it (coalesced like any other fetch).
     const composite = records.filter((r) => r && r.composite === true && res.applied.includes(Number(r.id))).map((r) => Number(r.id));
     if (composite.length) {
-      const known = await sql<{ bundle_id: number }>`SELECT DISTINCT bundle_id FROM compositions
-        WHERE connection_id = ${ctx.connectionId} AND bundle_id = ANY(${composite}::bigint[])`.execute(tx);
-      const have = new Set(known.rows.map((r) => Number(r.bundle_id)));
+      const have = await bundlesWithMakeup(tx, ctx.connectionId, composite);
       for (const id of composite) {
         if (!have.has(id) || !ctx.followUps)
           followUps.push({ connectionId: ctx.connectionId, resource: 'composition', id, reason: `bundle ${id}` });
@@ -135,11 +133,7 @@ async function followUpsFor(
     variants.push(...want.variants.flatMap((r) => (Array.isArray(r?.[spec.variantIdsField!]) ? r[spec.variantIdsField!] : [])).map(Number));
   // Return lines name the order line, not the variant: the mirrored order line knows it.
   const olis = ids(lines, 'order_line_item_id');
-  if (olis.length) {
-    const known = await sql<{ variant_id: number }>`SELECT DISTINCT variant_id FROM order_line_items
-      WHERE connection_id = ${connectionId} AND id = ANY(${olis}::bigint[]) AND variant_id IS NOT NULL`.execute(tx);
-    variants.push(...known.rows.map((r) => Number(r.variant_id)));
-  }
+  if (olis.length) variants.push(...(await variantsOfOrderLines(tx, connectionId, olis)));
   variants = [...new Set(variants.filter((v) => Number.isSafeInteger(v) && v > 0))];
   mark('variant', await notReadSince(tx, connectionId, variants, want.variants), `${spec.name} lines`);
   return out;
@@ -161,13 +155,11 @@ async function notReadSince(tx: Executor, connectionId: number, variants: number
   if (!stamps.length || stamps.some((v) => typeof v !== 'string' || Number.isNaN(Date.parse(v)))) return variants;
   const since = Math.max(...stamps.map((v: string) => Date.parse(v)));
   const fine = stamps.every((v: string) => FRACTION.test(v));
-  const rows = await sql<{ id: number; updated_at: string | null }>`SELECT id, raw->>'updated_at' AS updated_at FROM variants
-    WHERE connection_id = ${connectionId} AND id = ANY(${variants}::bigint[])`.execute(tx);
   const shown = new Set<number>();
-  for (const r of rows.rows) {
+  for (const r of await variantUpdatedAts(tx, connectionId, variants)) {
     const at = typeof r.updated_at === 'string' ? Date.parse(r.updated_at) : Number.NaN;
     if (Number.isNaN(at)) continue;
-    if (at >= since + (fine && FRACTION.test(r.updated_at!) ? 0 : 1000)) shown.add(Number(r.id));
+    if (at >= since + (fine && FRACTION.test(r.updated_at!) ? 0 : 1000)) shown.add(r.id);
   }
   return shown.size ? variants.filter((v) => !shown.has(v)) : variants;
 }

@@ -17,6 +17,7 @@ import { publishChanges } from '../stock/feed.ts';
 import type { ChannelRules } from '../stock/rules.ts';
 import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';
 import { upsertChildren, upsertOther } from '../db/mirror.ts';
+import { allBundles, liveIds } from '../db/mirror-reads.ts';
 import { childCollections, composition, otherResources, resources, type ResourceSpec } from './resources.ts';
 import { listLive, readLines, type Reader } from './reader.ts';
 
@@ -176,9 +177,7 @@ async function sweepGone(
   seen: Set<number>,
   changed: (c: ChannelChange[]) => Promise<void>,
 ): Promise<number> {
-  const rows = await sql<{ id: number }>`SELECT id FROM ${sql.raw(spec.table)}
-    WHERE connection_id = ${ctx.connectionId} AND status IS DISTINCT FROM 'gone'`.execute(deps.db);
-  const missing = rows.rows.map((r) => Number(r.id)).filter((id) => !seen.has(id));
+  const missing = (await liveIds(deps.db, spec.table, ctx.connectionId)).filter((id) => !seen.has(id));
   let gone = 0;
   for (let i = 0; i < missing.length; i += 1000) {
     const r = await deps.db.transaction().execute((tx) => applyRecords(tx, ctx, spec, [], {}, missing.slice(i, i + 1000)));
@@ -203,9 +202,8 @@ async function sweepCompositions(
     result.unavailable.push(composition.name);
     return;
   }
-  const bundles = await sql<{ id: number }>`SELECT id FROM variants WHERE connection_id = ${ctx.connectionId} AND composite
-    UNION SELECT DISTINCT bundle_id FROM compositions WHERE connection_id = ${ctx.connectionId}`.execute(deps.db);
-  const ids = [...new Set([...bundles.rows.map((r) => Number(r.id)), ...rows.map((r) => Number(r?.bundle_id)).filter(Number.isFinite)])];
+  const bundles = await allBundles(deps.db, ctx.connectionId);
+  const ids = [...new Set([...bundles, ...rows.map((r) => Number(r?.bundle_id)).filter(Number.isFinite)])];
   let drift = 0;
   for (let i = 0; i < ids.length; i += 1000) {
     const part = ids.slice(i, i + 1000);
