@@ -3,10 +3,10 @@
 // line-item collections and the resources kept whole in other_records; mirror rows the service no longer
 // has at all are marked gone. Whatever a sweep changes in the mirror is drift: counted per resource in
 // the sync log, metrics and sync_cursors. Reads run at the 'reconcile' priority, below webhook reads.
-import { sql } from 'kysely';
 import type { ApiClient } from '../api/index.ts';
 import { getCursor, hasCursors, saveCursor } from '../db/cursors.ts';
 import type { Db } from '../db/index.ts';
+import { withSweepLock } from '../db/locks.ts';
 import type { Logger } from '../log.ts';
 import { metrics } from '../metrics.ts';
 import type { ReconcileJob } from '../queue/jobs.ts';
@@ -53,8 +53,6 @@ export interface SweepResult {
   initial?: boolean;
 }
 
-const LOCK_SPACE = 727_031;
-
 const unavailable = (err: unknown) => [404, 405, 501].includes((err as { status?: number }).status ?? 0);
 
 /**
@@ -63,19 +61,8 @@ const unavailable = (err: unknown) => [404, 405, 501].includes((err as { status?
  */
 export async function sweep(deps: SweepDeps, opts: { full: boolean; wait?: boolean }): Promise<SweepResult> {
   const connectionId = Number(deps.client.connection.id);
-  return deps.db.connection().execute(async (conn) => {
-    if (opts.wait) await sql`SELECT pg_advisory_lock(${LOCK_SPACE}, ${connectionId}::int)`.execute(conn);
-    else {
-      const got = await sql<{ ok: boolean }>`SELECT pg_try_advisory_lock(${LOCK_SPACE}, ${connectionId}::int) AS ok`.execute(conn);
-      if (!got.rows[0]?.ok)
-        return { full: opts.full, records: 0, drift: 0, channelChanges: 0, resources: {}, unavailable: [], durationMs: 0, busy: true };
-    }
-    try {
-      return await sweepLocked(deps, opts.full);
-    } finally {
-      await sql`SELECT pg_advisory_unlock(${LOCK_SPACE}, ${connectionId}::int)`.execute(conn);
-    }
-  });
+  const swept = await withSweepLock(deps.db, connectionId, !!opts.wait, () => sweepLocked(deps, opts.full));
+  return swept ?? { full: opts.full, records: 0, drift: 0, channelChanges: 0, resources: {}, unavailable: [], durationMs: 0, busy: true };
 }
 
 async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult> {
