@@ -138,6 +138,32 @@ export async function markFailed(db: Executor, refs: DeliveryRefs, error: string
   return Number(r.numAffectedRows ?? 0);
 }
 
+/**
+ * The delivery ids and event times of the rows, and in the same round trip the service's `updated_at` of the
+ * mirrored variants (the drain's check of which claimed variants need no read: src/sync/drain.ts).
+ */
+export async function deliveryStampsWithVariants(
+  db: Executor,
+  rowIds: number[],
+  connectionId: number,
+  variantIds: number[],
+): Promise<{
+  deliveries: { id: number; delivery_id: string | null; event_at: Date | null }[];
+  variants: { id: number; updated_at: string | null }[];
+}> {
+  const found = await sql<{ kind: 'd' | 'v'; id: string; text: string | null; at: Date | null }>`
+    SELECT 'd' AS kind, id, delivery_id AS text, event_at AS at FROM webhook_deliveries WHERE id = ANY(${rowIds}::bigint[])
+    UNION ALL
+    SELECT 'v', id, raw->>'updated_at', NULL FROM variants
+    WHERE connection_id = ${connectionId} AND id = ANY(${variantIds}::bigint[])`.execute(db);
+  const out: Awaited<ReturnType<typeof deliveryStampsWithVariants>> = { deliveries: [], variants: [] };
+  for (const r of found.rows) {
+    if (r.kind === 'd') out.deliveries.push({ id: Number(r.id), delivery_id: r.text, event_at: r.at });
+    else out.variants.push({ id: Number(r.id), updated_at: r.text });
+  }
+  return out;
+}
+
 // ---- the console's reads and its replay ----
 
 /** A stored delivery as the console lists it, with its connection's name. */

@@ -1,9 +1,9 @@
 // The drain: reads pending (connection, resource) ids back in list calls of up to 250 ids, writes them to
 // the mirror and clears what it read. Ids a read does not return are looked up once with status=archived;
 // those still missing are marked gone.
-import { sql } from 'kysely';
 import type { Db, Executor } from '../db/index.ts';
 import type { Logger } from '../log.ts';
+import { deliveryStampsWithVariants } from '../db/deliveries.ts';
 import { logSync } from '../db/synclog.ts';
 import type { ChannelRules } from '../stock/rules.ts';
 import type { ChannelChange } from '../stock/channel.ts';
@@ -57,15 +57,10 @@ async function deliveriesOf(db: Db, connectionId: number, resource: string, clai
   const candidates = resource === 'variant' ? claimed.filter((c) => c.deliveryRowIds.length && c.marks === c.deliveryRowIds.length) : [];
   if (all.length) {
     const variants = candidates.map((c) => c.id);
-    const found = await sql<{ kind: 'd' | 'v'; id: string; text: string | null; at: Date | null }>`
-      SELECT 'd' AS kind, id, delivery_id AS text, event_at AS at FROM webhook_deliveries WHERE id = ANY(${all}::bigint[])
-      UNION ALL
-      SELECT 'v', id, raw->>'updated_at', NULL FROM variants
-      WHERE connection_id = ${connectionId} AND id = ANY(${variants}::bigint[])`.execute(db);
-    for (const r of found.rows) {
-      if (r.kind === 'd') rows.set(Number(r.id), { deliveryId: r.text ?? '', eventAt: r.at ? r.at.getTime() : Number.NaN });
-      else if (r.text !== null) mirrored.set(Number(r.id), Date.parse(r.text));
-    }
+    const found = await deliveryStampsWithVariants(db, all, connectionId, variants);
+    for (const d of found.deliveries)
+      rows.set(d.id, { deliveryId: d.delivery_id ?? '', eventAt: d.event_at ? d.event_at.getTime() : Number.NaN });
+    for (const v of found.variants) if (v.updated_at !== null) mirrored.set(v.id, Date.parse(v.updated_at));
   }
   const byId = new Map(
     claimed.map((c) => [c.id, c.deliveryRowIds.map((rowId) => ({ rowId, deliveryId: rows.get(rowId)?.deliveryId ?? null }))]),
@@ -238,12 +233,4 @@ async function readBatch(deps: DrainDeps, resource: string, batch: Claimed[], ou
   out.applied += applied;
   out.gone += gone;
   out.changes.push(...changes);
-}
-
-/** Pairs with rows still pending (for a drain that hit its bound, or a restart). */
-export async function pendingCount(db: Db, connectionId: number, resource: string): Promise<number> {
-  const r = await sql<{
-    n: number;
-  }>`SELECT count(*)::int AS n FROM pending_fetches WHERE connection_id = ${connectionId} AND resource = ${resource}`.execute(db);
-  return r.rows[0]?.n ?? 0;
 }
