@@ -4,6 +4,7 @@ import { type Selectable, sql } from 'kysely';
 import type pg from 'pg';
 import { type BinWindow, countsPerBin } from './bins.ts';
 import { quoteLiteral, type Executor } from './index.ts';
+import { pendingLag } from './pending.ts';
 import type { WebhookDeliveriesTable } from './schema.ts';
 
 /** States the receiver writes; the handler moves `queued` on to `processed`, `unhandled` or `failed`. */
@@ -273,8 +274,7 @@ export async function deliveryCounts(db: Executor, connectionIds: number[]): Pro
              greatest(
                coalesce((SELECT extract(epoch FROM now() - min(d.received_at))::float8 FROM webhook_deliveries d
                           WHERE d.connection_id = c.id AND d.state = 'queued'), 0),
-               coalesce((SELECT extract(epoch FROM now() - min(p.first_marked_at))::float8 FROM pending_fetches p
-                          WHERE p.connection_id = c.id), 0)) AS lag
+               coalesce(${pendingLag('c.id')}, 0)) AS lag
         FROM connections c WHERE c.id = ANY(${connectionIds})`.execute(db)
   ).rows;
 }

@@ -1,7 +1,7 @@
 // The pending_fetches store: the coalescing set between deliveries and API reads. Many marks of one record
 // make one row; a drain claims up to 250 rows, reads them in one list call, and clears only rows nobody re-marked
 // while it was reading (seq unchanged).
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import type { Executor } from './index.ts';
 
 export interface Mark {
@@ -107,4 +107,20 @@ export async function pendingPairs(db: Executor): Promise<{ connectionId: number
     SELECT connection_id, resource, count(*)::int AS n FROM pending_fetches
     WHERE claimed_until IS NULL OR claimed_until < now() GROUP BY 1, 2`.execute(db);
   return rows.rows.map((r) => ({ connectionId: Number(r.connection_id), resource: r.resource, n: r.n }));
+}
+
+/**
+ * Seconds since the oldest mark still pending for the connection whose id is the column `connectionIdColumn` of
+ * the enclosing statement (NULL: none pending): a correlated subquery, so a read of another store can show the
+ * lag in its own statement (db/deliveries.ts deliveryCounts).
+ */
+export function pendingLag(connectionIdColumn: string): RawBuilder<number | null> {
+  return sql<number | null>`(SELECT extract(epoch FROM now() - min(p.first_marked_at))::float8 FROM pending_fetches p
+    WHERE p.connection_id = ${sql.ref(connectionIdColumn)})`;
+}
+
+/** Per connection name, seconds since its oldest pending mark (0: none pending): the mirror lag metric. */
+export async function pendingLagByConnection(db: Executor): Promise<{ name: string; lag: number }[]> {
+  const rows = await sql<{ name: string; lag: number | null }>`SELECT n.name, ${pendingLag('n.id')} AS lag FROM connections n`.execute(db);
+  return rows.rows.map((r) => ({ name: r.name, lag: r.lag ?? 0 }));
 }

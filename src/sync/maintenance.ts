@@ -1,6 +1,5 @@
 // The maintenance queue's handler: sync-log retention, schedules and channel rules, lapsed connections,
 // webhook subscriptions, and the safety net for pending fetches whose drain job was lost.
-import { sql } from 'kysely';
 import { probeLapsed } from '../api/index.ts';
 import { connectionByName, listConnections } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
@@ -12,7 +11,7 @@ import { applyRulesIfChanged } from '../stock/channel.ts';
 import { publishChanges } from '../stock/feed.ts';
 import { logSync, pruneSyncLog } from '../db/synclog.ts';
 import { requestDrain } from './jobs.ts';
-import { pendingPairs } from '../db/pending.ts';
+import { pendingLagByConnection, pendingPairs } from '../db/pending.ts';
 import { syncSchedules } from './schedules.ts';
 
 export async function handleMaintenance(deps: WorkerDeps, task: MaintenanceJob['task']): Promise<void> {
@@ -60,8 +59,5 @@ export async function applyRules(deps: WorkerDeps): Promise<void> {
 
 /** commerce_sync_mirror_lag_seconds: age of the oldest change still waiting to be read, per connection. */
 async function updateLag(db: Db): Promise<void> {
-  const rows = await sql<{ name: string; lag: number | null }>`
-    SELECT n.name, extract(epoch FROM now() - min(p.first_marked_at))::float8 AS lag
-    FROM connections n LEFT JOIN pending_fetches p ON p.connection_id = n.id GROUP BY n.name`.execute(db);
-  for (const r of rows.rows) metrics.mirrorLag.set({ connection: r.name }, r.lag ?? 0);
+  for (const r of await pendingLagByConnection(db)) metrics.mirrorLag.set({ connection: r.name }, r.lag);
 }
