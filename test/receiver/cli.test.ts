@@ -56,6 +56,16 @@ t.test('deliveries and webhooks commands', async (t) => {
       `acme: ${h.base}/webhooks/acme: 0 kept, ${spec} created, 0 removed, ${SUBSCRIBED_EVENTS.length - spec} refused by the service`,
     ),
   );
+  // The operator's sync asks the refused events again at once (a scheduled check would skip them for a day).
+  const again = await cli(['webhooks', 'sync', '--connection', 'acme'], env);
+  t.equal(again.code, 0, again.stderr);
+  t.match(
+    again.stdout,
+    new RegExp(
+      `acme: ${h.base}/webhooks/acme: ${spec} kept, 0 created, 0 removed, ${SUBSCRIBED_EVENTS.length - spec} refused by the service`,
+    ),
+    '`webhooks sync` asks refused events again',
+  );
   const listed = await cli(['webhooks', 'list', '--connection', 'acme', '--json'], env);
   t.equal(listed.code, 0);
   const [entry] = JSON.parse(listed.stdout);
