@@ -7,7 +7,7 @@ import { overview, type ConnectionOverview } from './overview.ts';
 import type { QueueDepth } from './queues.ts';
 import { FilterError, parseLogFilter, querySyncLog, type LogRow } from './synclog.ts';
 import { SyncLogTail } from './tail.ts';
-import { lastWebhookRepairs } from '../receiver/subscriptions.ts';
+import { lastWebhookRepairs } from '../db/synclog.ts';
 
 const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
 

@@ -200,7 +200,6 @@ export async function checkAllWebhooks(deps: SubscriptionDeps): Promise<SyncResu
 }
 
 /** Per connection, the newest subscription repair in the sync log (for `commerce-sync status`): db/synclog.ts. */
-export { lastWebhookRepairs } from '../db/synclog.ts';
 
 /** The connection's subscriptions as the service lists them, each marked whether it is ours. */
 export async function listWebhooks(
