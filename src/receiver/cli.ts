@@ -1,7 +1,6 @@
 // Commands: `receiver` (the receiver role alone), `deliveries` (stored deliveries and their state),
 // `webhooks list|sync` (the connections' subscriptions at the service).
-import { formatTable, type CommandContext, type CommandModule } from '../command.ts';
-import { UsageError } from '../command.ts';
+import { formatTable, sharedOptions, UsageError, type CommandContext, type CommandModule } from '../command.ts';
 import { connectionByName, listConnections } from '../db/connections.ts';
 import { listDeliveries } from '../db/deliveries.ts';
 import { openDatabase } from '../db/index.ts';
@@ -154,13 +153,7 @@ export const commands: CommandModule['commands'] = {
     args: 'list|sync',
     positionals: true,
     options: {
-      connection: {
-        multiple: false,
-        type: 'string',
-        short: 'c',
-        value: 'NAME',
-        description: 'only this connection (default: every active one)',
-      },
+      connection: sharedOptions.connection('only this connection (default: every active one)'),
       'public-url': {
         multiple: false,
         type: 'string',

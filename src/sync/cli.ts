@@ -1,6 +1,6 @@
 // commerce-sync worker | reconcile [--full] [--connection NAME]
 import { clientFor, listConnections } from '../api/index.ts';
-import { UsageError, type CommandModule } from '../command.ts';
+import { UsageError, type CommandModule, sharedOptions } from '../command.ts';
 import { openDatabase } from '../db/index.ts';
 import { startBoss, stopBoss } from '../queue/boss.ts';
 import { createQueues } from '../queue/names.ts';
@@ -23,13 +23,7 @@ export const commands: CommandModule['commands'] = {
         short: 'f',
         description: 'full sweep: every record, active and archived; repairs and counts drift',
       },
-      connection: {
-        multiple: false,
-        type: 'string',
-        short: 'c',
-        value: 'NAME',
-        description: 'only this connection (default: every active one)',
-      },
+      connection: sharedOptions.connection('only this connection (default: every active one)'),
     },
     details: 'Waits for a sweep of the same connection that is already running. Prints drift per resource.',
     async run(ctx) {
