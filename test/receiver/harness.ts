@@ -1,7 +1,9 @@
 // A receiver mounted the way `start` mounts it (role.ts on a Runtime), on port 0, with its own database.
 // Signatures here are computed with node:crypto directly, independently of src/receiver/verify.ts.
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import net from 'node:net';
+import { startSandbox } from '@commerce-sync/sandbox';
+import { addTokenConnection } from '../../src/api/connections.ts';
 import { mount } from '../../src/receiver/role.ts';
 import { createApp, listen, type Server } from '../../src/server.ts';
 import { startBoss, stopBoss, type Boss } from '../../src/queue/boss.ts';
@@ -138,6 +140,25 @@ export async function startReceiver(t: Teardown, opts: HarnessOptions = {}): Pro
         )
       ).rows.map((r) => Number(r.id)),
   };
+}
+
+/**
+ * A spec-profile sandbox, a receiver, and a token connection `acme` to the sandbox; `admin` posts to the
+ * sandbox's admin routes.
+ */
+export async function sandboxWorld(t: Teardown) {
+  const sb = await startSandbox({ variants: 5, clientSecret: SECRET, profile: 'spec' });
+  t.teardown(() => sb.close());
+  const h = await startReceiver(t, { config: { TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64') } });
+  const deps = { db: h.tdb.db, config: h.rt.config, log: h.logs.log };
+  const connection = await addTokenConnection(deps, { baseUrl: sb.url, token: sb.token, name: 'acme' });
+  const admin = (path: string, body: unknown = {}) =>
+    fetch(`${sb.url}/__sandbox/${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${sb.adminToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    }).then((r) => r.json() as Promise<any>);
+  return { sb, h, deps, connection, admin };
 }
 
 export function payload(objectId: number, event = 'variants.stock_level_update'): string {

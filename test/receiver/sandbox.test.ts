@@ -2,36 +2,17 @@
 // over HTTP into the receiver, and the service's 410 rule against a receiver that answers 410.
 import t from 'tap';
 import http from 'node:http';
-import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import { startSandbox } from '@commerce-sync/sandbox';
-import { addTokenConnection, clientFor } from '../../src/api/connections.ts';
+import { clientFor } from '../../src/api/connections.ts';
 import { lastWebhookRepairs } from '../../src/db/synclog.ts';
 import { checkAllWebhooks, listWebhooks, syncWebhooks } from '../../src/receiver/subscriptions.ts';
 import { SUBSCRIBED_EVENTS } from '../../src/receiver/events.ts';
 import { eventsIn } from '../../src/catalog/index.ts';
 import { syncAllWebhooks } from '../../src/receiver/role.ts';
-import { SECRET, startReceiver } from './harness.ts';
-
-const KEY = randomBytes(32).toString('base64');
-
-async function world(t: { teardown(fn: () => unknown): void }) {
-  const sb = await startSandbox({ variants: 5, clientSecret: SECRET, profile: 'spec' });
-  t.teardown(() => sb.close());
-  const h = await startReceiver(t, { config: { TOKEN_ENCRYPTION_KEY: KEY } });
-  const deps = { db: h.tdb.db, config: h.rt.config, log: h.logs.log };
-  const connection = await addTokenConnection(deps, { baseUrl: sb.url, token: sb.token, name: 'acme' });
-  const admin = (path: string, body: unknown = {}) =>
-    fetch(`${sb.url}/__sandbox/${path}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${sb.adminToken}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    }).then((r) => r.json() as Promise<any>);
-  return { sb, h, deps, connection, admin };
-}
+import { sandboxWorld } from './harness.ts';
 
 t.test('subscriptions are made at PUBLIC_URL/webhooks/NAME and real deliveries are stored and queued', async (t) => {
-  const { sb, h, deps, connection, admin } = await world(t);
+  const { sb, h, deps, connection, admin } = await sandboxWorld(t);
   const first = await syncWebhooks(deps, connection, h.base);
   t.equal(first.address, `${h.base}/webhooks/acme`);
   t.same(
@@ -74,7 +55,7 @@ t.test('subscriptions are made at PUBLIC_URL/webhooks/NAME and real deliveries a
 });
 
 t.test('sandbox faults: duplicated deliveries are stored once; corrupted signatures get 401 and succeed on retry', async (t) => {
-  const { sb, h, deps, connection, admin } = await world(t);
+  const { sb, h, deps, connection, admin } = await sandboxWorld(t);
   await syncWebhooks(deps, connection, h.base);
   const count = async () =>
     Number((await h.tdb.pool.query('SELECT count(*) AS n FROM webhook_deliveries WHERE connection_id = $1', [connection.id])).rows[0].n);
@@ -108,7 +89,7 @@ t.test('sandbox faults: duplicated deliveries are stored once; corrupted signatu
 });
 
 t.test("sync removes our stale subscriptions and leaves everybody else's alone", async (t) => {
-  const { h, deps, connection } = await world(t);
+  const { h, deps, connection } = await sandboxWorld(t);
   const client = await clientFor(deps, connection);
   const foreign = await client.createWebhook({ address: 'https://someone-else.example/hooks', event: 'order.create' });
   const ghost = await client.createWebhook({ address: `${h.base}/webhooks/deleted-connection`, event: 'order.create' });
@@ -128,14 +109,14 @@ t.test("sync removes our stale subscriptions and leaves everybody else's alone",
 });
 
 t.test('the role syncs every active connection after listen', async (t) => {
-  const { h, deps, connection } = await world(t);
+  const { h, deps, connection } = await sandboxWorld(t);
   await syncAllWebhooks(h.rt);
   const listed = await listWebhooks(deps, connection, h.base);
   t.equal(listed.filter((w) => w.ours && w.address === `${h.base}/webhooks/acme`).length, eventsIn('spec').length);
 });
 
 t.test('a receiver answering 410 gets its subscription deleted by the service', async (t) => {
-  const { sb, deps, connection, admin } = await world(t);
+  const { sb, deps, connection, admin } = await sandboxWorld(t);
   let hits = 0;
   const gone = http.createServer((req, res) => {
     hits++;
@@ -167,7 +148,7 @@ t.test('a receiver answering 410 gets its subscription deleted by the service', 
 });
 
 t.test('the scheduled check recreates subscriptions the service deleted, at the stored address, and logs the repair', async (t) => {
-  const { h, deps, connection } = await world(t);
+  const { h, deps, connection } = await sandboxWorld(t);
   await syncWebhooks(deps, connection, h.base);
   const client = await clientFor(deps, connection);
   const victim = (await listWebhooks(deps, connection, h.base)).find((w) => w.event === 'order.create')!;

@@ -2,32 +2,23 @@
 // only the spec's events is asked once for the documented others, not by every new process at its first check;
 // a day later, or with `webhooks sync` (retryRefused), it is asked again.
 import t from 'tap';
-import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
-import { startSandbox } from '@commerce-sync/sandbox';
-import { addTokenConnection } from '../../src/api/connections.ts';
 import { checkAllWebhooks, listWebhooks, syncWebhooks } from '../../src/receiver/subscriptions.ts';
 import { SUBSCRIBED_EVENTS } from '../../src/receiver/events.ts';
 import { eventsIn } from '../../src/catalog/index.ts';
-import { SECRET, startReceiver } from './harness.ts';
+import { sandboxWorld } from './harness.ts';
 
-const KEY = randomBytes(32).toString('base64');
-
-async function world(t: { teardown(fn: () => unknown): void }) {
-  const sb = await startSandbox({ variants: 5, clientSecret: SECRET, profile: 'spec' });
-  t.teardown(() => sb.close());
-  const h = await startReceiver(t, { config: { TOKEN_ENCRYPTION_KEY: KEY } });
-  const deps = { db: h.tdb.db, config: h.rt.config, log: h.logs.log };
-  const connection = await addTokenConnection(deps, { baseUrl: sb.url, token: sb.token, name: 'acme' });
+async function world(t: Parameters<typeof sandboxWorld>[0]) {
+  const w = await sandboxWorld(t);
   // Subscription attempts the service saw (created or refused).
   const posts = async () => {
-    const res = await fetch(`${sb.url}/__sandbox/stats`, { headers: { authorization: `Bearer ${sb.adminToken}` } });
+    const res = await fetch(`${w.sb.url}/__sandbox/stats`, { headers: { authorization: `Bearer ${w.sb.adminToken}` } });
     const stats = (await res.json()) as { requests: { by_route: Record<string, number> } };
     return Object.entries(stats.requests.by_route)
       .filter(([route]) => /^POST .*\/webhooks$/.test(route))
       .reduce((n, [, c]) => n + c, 0);
   };
-  return { sb, h, deps, connection, posts };
+  return { ...w, posts };
 }
 
 const refusedCount = SUBSCRIBED_EVENTS.length - eventsIn('spec').length;
