@@ -124,7 +124,15 @@ if (which.has('burst')) {
         break;
       }
     }
-    if (!done) throw new Error('the mirror did not converge in 15 minutes');
+    if (!done) {
+      const d = await loop.variantDiff();
+      const errors = await sql<{ at: Date; resource: string; error: string }>`SELECT at, resource, error FROM sync_log
+        WHERE outcome = 'error' ORDER BY id DESC LIMIT 5`.execute(loop.tdb.db);
+      console.log(`  not converged: ${d.wrong.length} wrong (${d.wrong.slice(0, 10).join(', ')}), ${d.missing.length} missing`);
+      for (const e of errors.rows) console.log(`  error ${e.at.toISOString()} ${e.resource}: ${e.error}`);
+      console.log(`  worker logs: ${JSON.stringify(loop.logs.lines().slice(-5))}`);
+      throw new Error('the mirror did not converge in 15 minutes');
+    }
     const span = (
       await sql<{ first: Date; last: Date }>`SELECT min(received_at) AS first, max(received_at) AS last FROM webhook_deliveries`.execute(
         loop.tdb.db,
@@ -157,6 +165,20 @@ if (which.has('burst')) {
         `${(requests / distinct).toFixed(4)} per distinct variant`,
     );
     console.log(`  requests by route: ${byRoute.map(([r, n]) => `${r} ${n}`).join(', ')}`);
+    // Each read of the burst: when (after the first change), how many ids it asked for, how many it skipped.
+    const reads = (
+      await sql<{ resource: string; at: Date; ids: number; skipped: number }>`SELECT resource, at, (detail->>'ids')::int AS ids,
+        coalesce((detail->>'skipped')::int, 0) AS skipped FROM sync_log
+        WHERE action = 'fetch' AND at >= ${new Date(started)} ORDER BY at`.execute(loop.tdb.db)
+    ).rows;
+    for (const resource of [...new Set(reads.map((r) => r.resource))])
+      console.log(
+        `  ${resource} reads (s after the first change: ids read +skipped): ` +
+          reads
+            .filter((r) => r.resource === resource)
+            .map((r) => `${((new Date(r.at).getTime() - started) / 1000).toFixed(1)}:${r.ids}${r.skipped ? `+${r.skipped}` : ''}`)
+            .join(' '),
+      );
     console.log(
       `  records the deliveries name: ${named.map((r) => `${r.resource} ${r.n}`).join(', ')}; reading each once, 250 a request: ` +
         `${floorAll} requests (${(requests / floorAll).toFixed(2)} x that floor; ${(requests / floorReads).toFixed(2)} x the variants-only floor ${floorReads})`,
