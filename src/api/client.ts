@@ -3,7 +3,7 @@
 import type { Connection } from '../db/schema.ts';
 import { getByIds, pages } from './reads.ts';
 import { type ClientDeps, type ClientOptions, Transport } from './transport.ts';
-import type { ApiClient, ApiResponse, Method, Page, RequestOptions } from './types.ts';
+import type { ApiClient, ApiResponse, ByIds, Method, Page, RequestOptions } from './types.ts';
 import { Writes } from './writes.ts';
 
 export class Client extends Writes implements ApiClient {
@@ -28,11 +28,7 @@ export class Client extends Writes implements ApiClient {
     return pages<T>(this.#transport, path, opts);
   }
 
-  getByIds<T = any>(
-    path: string,
-    ids: number[],
-    opts: RequestOptions = {},
-  ): Promise<{ records: T[]; sideloads: Record<string, any[]>; requests: number }> {
+  getByIds<T = any>(path: string, ids: number[], opts: RequestOptions = {}): Promise<ByIds<T>> {
     return getByIds<T>(this.#transport, path, ids, opts);
   }
 }

@@ -3,6 +3,7 @@
 export type {
   ApiClient,
   ApiResponse,
+  ByIds,
   Method,
   OrderAction,
   Page,

@@ -3,7 +3,7 @@
 import { ApiError } from './errors.ts';
 import { buildUrl, keyFromPath, parsePagination } from './http.ts';
 import type { Raw, Transport } from './transport.ts';
-import { priorityRank, type Page, type RequestOptions } from './types.ts';
+import { priorityRank, type ByIds, type Page, type RequestOptions } from './types.ts';
 
 export const PAGE_SIZE = 250;
 
@@ -93,7 +93,7 @@ export async function* pages<T = any>(
     const { records, sideloads } = splitBody(t.body(raw, 'GET', path), key);
     const pagination = parsePagination(raw.headers.get('x-pagination'));
     const fresh = records.slice(skip);
-    yield { records: fresh as T[], sideloads, pagination, requestId: raw.requestId };
+    yield { records: fresh as T[], sideloads, pagination, requestId: raw.requestId, asOf: raw.asOf };
     offset += fresh.length;
     // After two good pages in a row, try twice the size again (up to the asked size): an overload passes.
     if (limit < fullLimit && ++successes >= 2) {
@@ -106,13 +106,14 @@ export async function* pages<T = any>(
   }
 }
 
+/** The earliest of several reads' asOf; null when any is unknown (or there were none). */
+export function earliest(asOfs: (number | null)[]): number | null {
+  if (!asOfs.length || asOfs.some((a) => a === null)) return null;
+  return Math.min(...(asOfs as number[]));
+}
+
 /** ids split into <=250 per request and URIs under API_MAX_URI_LENGTH, the chunks read in parallel. */
-export async function getByIds<T = any>(
-  t: Transport,
-  path: string,
-  ids: number[],
-  opts: RequestOptions = {},
-): Promise<{ records: T[]; sideloads: Record<string, any[]>; requests: number }> {
+export async function getByIds<T = any>(t: Transport, path: string, ids: number[], opts: RequestOptions = {}): Promise<ByIds<T>> {
   const unique = [...new Set(ids)];
   const by = opts.by ?? 'ids';
   const { [by]: _ignored, limit: _limit, page: _page, ...query } = opts.query ?? {};
@@ -123,11 +124,13 @@ export async function getByIds<T = any>(
     chunks.map(async (chunk) => {
       const records: T[] = [];
       const sideloads: Record<string, any[]> = {};
+      const asOfs: (number | null)[] = [];
       for await (const page of pages<T>(t, path, { ...opts, query: { ...query, [by]: chunk } }, sent)) {
         records.push(...page.records);
         mergeSideloads(sideloads, page.sideloads);
+        asOfs.push(page.asOf);
       }
-      return { records, sideloads };
+      return { records, sideloads, asOfs };
     }),
   );
   const records: T[] = [];
@@ -136,5 +139,5 @@ export async function getByIds<T = any>(
     records.push(...r.records);
     mergeSideloads(sideloads, r.sideloads);
   }
-  return { records, sideloads, requests: sent.n };
+  return { records, sideloads, requests: sent.n, asOf: earliest(results.flatMap((r) => r.asOfs)) };
 }

@@ -61,6 +61,13 @@ export interface Raw {
   text: string;
   headers: Headers;
   requestId: string | null;
+  /**
+   * The service's clock (epoch ms) at or before the moment it received the request: its Date header less our
+   * whole round trip. Date is stamped somewhere between arrival and answer, in whole seconds rounded down, so
+   * this never lies after the service read what it answered. Comparable with webhook timestamps (same clock),
+   * not with ours. null without a readable Date.
+   */
+  asOf: number | null;
 }
 
 // One gate per connection per process (and database), whichever client objects are created for it.
@@ -257,7 +264,9 @@ export class Transport {
         },
         'api request',
       );
-      return { status, text, headers: res.headers, requestId };
+      const date = Date.parse(res.headers.get('date') ?? '');
+      const asOf = Number.isNaN(date) ? null : date - Math.ceil(performance.now() - started);
+      return { status, text, headers: res.headers, requestId, asOf };
     } catch (err) {
       throw new ApiError(
         `${(err as Error).message}${(err as { cause?: Error }).cause ? ` (${(err as { cause: Error }).cause.message})` : ''}`,

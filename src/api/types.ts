@@ -21,6 +21,16 @@ export interface Page<T> {
   sideloads: Record<string, any[]>;
   pagination: Pagination | null;
   requestId: string | null;
+  /** The service's clock no later than when it read this page (see Raw.asOf); null when it sent no Date. */
+  asOf: number | null;
+}
+
+/** What a read by ids returns. `asOf`: the earliest of its pages' (null if any page had none). */
+export interface ByIds<T> {
+  records: T[];
+  sideloads: Record<string, any[]>;
+  requests: number;
+  asOf: number | null;
 }
 
 export type QueryValue = string | number | boolean | Array<string | number> | undefined | null;
@@ -66,11 +76,7 @@ export interface ApiClient {
    * ids split into <=250 per request and URIs under API_MAX_URI_LENGTH; missing ids are simply absent. With
    * `by` the ids filter another field (parent ids), and each chunk is read page by page, 250 records a page.
    */
-  getByIds<T = any>(
-    path: string,
-    ids: number[],
-    opts?: RequestOptions,
-  ): Promise<{ records: T[]; sideloads: Record<string, any[]>; requests: number }>;
+  getByIds<T = any>(path: string, ids: number[], opts?: RequestOptions): Promise<ByIds<T>>;
   /** More than 150 lines: create with the first 150, then PUTs adding the rest. */
   createOrder(order: object, opts?: WriteOptions): Promise<any>;
   updateOrder(id: number, order: object, opts?: WriteOptions): Promise<void>;

@@ -140,8 +140,8 @@ export async function markFailed(db: Executor, refs: DeliveryRefs, error: string
 }
 
 /**
- * The delivery ids and event times of the rows, and in the same round trip the service's `updated_at` of the
- * mirrored variants (the drain's check of which claimed variants need no read: src/sync/drain.ts).
+ * The delivery ids and event times of the rows, and in the same round trip the service's `updated_at` and the
+ * last read's `read_as_of` of the mirrored variants (the drain's check of which claimed variants need no read: src/sync/drain.ts).
  */
 export async function deliveryStampsWithVariants(
   db: Executor,
@@ -150,17 +150,17 @@ export async function deliveryStampsWithVariants(
   variantIds: number[],
 ): Promise<{
   deliveries: { id: number; delivery_id: string | null; event_at: Date | null }[];
-  variants: { id: number; updated_at: string | null }[];
+  variants: { id: number; updated_at: string | null; read_as_of: Date | null }[];
 }> {
   const found = await sql<{ kind: 'd' | 'v'; id: string; text: string | null; at: Date | null }>`
     SELECT 'd' AS kind, id, delivery_id AS text, event_at AS at FROM webhook_deliveries WHERE id = ANY(${rowIds}::bigint[])
     UNION ALL
-    SELECT 'v', id, raw->>'updated_at', NULL FROM variants
+    SELECT 'v', id, raw->>'updated_at', read_as_of FROM variants
     WHERE connection_id = ${connectionId} AND id = ANY(${variantIds}::bigint[])`.execute(db);
   const out: Awaited<ReturnType<typeof deliveryStampsWithVariants>> = { deliveries: [], variants: [] };
   for (const r of found.rows) {
     if (r.kind === 'd') out.deliveries.push({ id: Number(r.id), delivery_id: r.text, event_at: r.at });
-    else out.variants.push({ id: Number(r.id), updated_at: r.text });
+    else out.variants.push({ id: Number(r.id), updated_at: r.text, read_as_of: r.at });
   }
   return out;
 }

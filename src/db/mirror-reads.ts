@@ -47,17 +47,18 @@ export async function variantUpdatedAts(
   db: Executor,
   connectionId: number,
   ids: number[],
-): Promise<{ id: number; updated_at: string | null }[]> {
-  const rows = await sql<{ id: number; updated_at: string | null }>`SELECT id, raw->>'updated_at' AS updated_at FROM variants
+): Promise<{ id: number; updated_at: string | null; read_as_of: Date | null }[]> {
+  const rows = await sql<{ id: number; updated_at: string | null; read_as_of: Date | null }>`SELECT id,
+    raw->>'updated_at' AS updated_at, read_as_of FROM variants
     WHERE connection_id = ${connectionId} AND id = ANY(${ids}::bigint[])`.execute(db);
-  return rows.rows.map((r) => ({ id: Number(r.id), updated_at: r.updated_at }));
+  return rows.rows.map((r) => ({ id: Number(r.id), updated_at: r.updated_at, read_as_of: r.read_as_of }));
 }
 
-/** The variants of the mirrored order lines (return lines name the order line, not the variant). */
-export async function variantsOfOrderLines(db: Executor, connectionId: number, lineIds: number[]): Promise<number[]> {
-  const rows = await sql<{ variant_id: number }>`SELECT DISTINCT variant_id FROM order_line_items
+/** The variant of each mirrored order line (return lines name the order line, not the variant). */
+export async function variantsOfOrderLines(db: Executor, connectionId: number, lineIds: number[]): Promise<Map<number, number>> {
+  const rows = await sql<{ id: number; variant_id: number }>`SELECT id, variant_id FROM order_line_items
     WHERE connection_id = ${connectionId} AND id = ANY(${lineIds}::bigint[]) AND variant_id IS NOT NULL`.execute(db);
-  return rows.rows.map((r) => Number(r.variant_id));
+  return new Map(rows.rows.map((r) => [Number(r.id), Number(r.variant_id)]));
 }
 
 /** What the channel quantity of a variant is computed from; max_online stays an exact decimal string. */

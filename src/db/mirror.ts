@@ -70,6 +70,13 @@ async function upsertRows(
   };
 }
 
+/** Notes that a read answered at `asOf` (the service's clock, Raw.asOf) returned these variants. */
+export async function noteVariantsRead(db: Executor, connectionId: number, ids: number[], asOf: number): Promise<void> {
+  if (!ids.length) return;
+  await sql`UPDATE variants SET read_as_of = ${new Date(asOf)} WHERE connection_id = ${connectionId} AND id = ANY(${ids}::bigint[])
+    AND (read_as_of IS NULL OR read_as_of < ${new Date(asOf)})`.execute(db);
+}
+
 /** Upserts records of a mirrored resource (and, for variants, their per-location stock rows). */
 export async function upsertRecords(db: Executor, spec: ResourceSpec, connectionId: number, records: any[]): Promise<UpsertResult> {
   const result = await upsertRows(

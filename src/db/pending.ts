@@ -85,13 +85,27 @@ export async function claimPending(
   }));
 }
 
-/** Deletes the claimed rows that were not re-marked since the claim; re-marked ones stay for the next read. */
+/**
+ * Deletes the claimed rows that were not re-marked since the claim. A re-marked row stays for the next read, with
+ * only the marks made since the claim: what was read is no longer its cause, so the next drain judges the new
+ * marks alone (a late delivery about a variant read meanwhile needs no read, see src/sync/drain.ts).
+ */
 export async function clearPending(db: Executor, connectionId: number, resource: string, claimed: Claimed[]): Promise<number> {
   if (!claimed.length) return 0;
-  const res = await sql`
-    DELETE FROM pending_fetches p USING jsonb_to_recordset(${JSON.stringify(claimed.map((c) => ({ id: c.id, seq: c.seq })))}::jsonb) AS x(id bigint, seq bigint)
-    WHERE p.connection_id = ${connectionId} AND p.resource = ${resource} AND p.id = x.id AND p.seq = x.seq`.execute(db);
-  return Number(res.numAffectedRows ?? 0);
+  const read = claimed.map((c) => ({ id: c.id, seq: c.seq, marks: c.marks, rows: c.deliveryRowIds }));
+  const res = await sql<{ n: number }>`
+    WITH x AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(read)}::jsonb) AS x(id bigint, seq bigint, marks integer, rows bigint[])),
+    gone AS (
+      DELETE FROM pending_fetches p USING x
+      WHERE p.connection_id = ${connectionId} AND p.resource = ${resource} AND p.id = x.id AND p.seq = x.seq RETURNING 1
+    ),
+    kept AS (
+      UPDATE pending_fetches p SET marks = greatest(p.marks - x.marks, 1),
+        delivery_row_ids = ARRAY(SELECT d FROM unnest(p.delivery_row_ids) WITH ORDINALITY u(d, o) WHERE d <> ALL(x.rows) ORDER BY o)
+      FROM x WHERE p.connection_id = ${connectionId} AND p.resource = ${resource} AND p.id = x.id AND p.seq <> x.seq RETURNING 1
+    )
+    SELECT (SELECT count(*) FROM gone)::int AS n`.execute(db);
+  return res.rows[0]?.n ?? 0;
 }
 
 /** Gives claimed rows back (after a failed read) so the retry or another drain takes them. */

@@ -74,6 +74,8 @@ export interface VariantsTable extends MirrorColumns {
   manage_stock: Default<boolean>;
   keep_selling: Default<boolean>;
   max_online: Decimal | null;
+  /** migrations/0090: the service's clock at (or before) the last drain's read of it. */
+  read_as_of: Timestamp | null;
 }
 export interface StockLevelsTable {
   connection_id: number;

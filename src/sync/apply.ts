@@ -119,23 +119,40 @@ async function followUpsFor(
   mark('order', ids(want.order, 'order_id'), `${spec.name} of order`);
   mark('purchase_order', ids(want.purchase_order, 'purchase_order_id'), `${spec.name} of purchase order`);
   if (!want.variants.length) return out;
-  const parents = new Set(want.variants.map((r) => Number(r.id)));
+  // Each variant with the parents that name it: a variant is judged against its own parents' last change, not
+  // the newest of a whole batch (a burst's batch spans many seconds).
+  const parentsOf = new Map<number, any[]>();
+  const add = (variant: unknown, parent: any) => {
+    const v = Number(variant);
+    if (Number.isSafeInteger(v) && v > 0) parentsOf.set(v, [...(parentsOf.get(v) ?? []), parent]);
+  };
+  const byId = new Map(want.variants.map((r) => [Number(r.id), r]));
   const child = spec.include;
-  const lines = child
-    ? (sideloads[child.key] ?? []).filter(
-        (l) =>
-          parents.has(Number(l?.[child.parentColumn])) ||
-          want.variants.some((p) => child.parentIdFields.some((f) => Array.isArray(p?.[f]) && p[f].map(Number).includes(Number(l?.id)))),
-      )
-    : [];
-  let variants = ids(lines, 'variant_id');
+  const returnLines: { oli: number; parent: any }[] = [];
+  if (child) {
+    const listed = new Map<number, any>(); // line id -> the parent whose *_ids lists it (items without a parent id)
+    for (const p of want.variants)
+      for (const f of child.parentIdFields) if (Array.isArray(p?.[f])) for (const lid of p[f]) listed.set(Number(lid), p);
+    for (const l of sideloads[child.key] ?? []) {
+      const parent = byId.get(Number(l?.[child.parentColumn])) ?? listed.get(Number(l?.id));
+      if (!parent) continue;
+      if (l?.variant_id != null) add(l.variant_id, parent);
+      // Return lines name the order line, not the variant: the mirrored order line knows it.
+      if (l?.order_line_item_id != null && /^\d+$/.test(String(l.order_line_item_id)))
+        returnLines.push({ oli: Number(l.order_line_item_id), parent });
+    }
+  }
   if (spec.variantIdsField)
-    variants.push(...want.variants.flatMap((r) => (Array.isArray(r?.[spec.variantIdsField!]) ? r[spec.variantIdsField!] : [])).map(Number));
-  // Return lines name the order line, not the variant: the mirrored order line knows it.
-  const olis = ids(lines, 'order_line_item_id');
-  if (olis.length) variants.push(...(await variantsOfOrderLines(tx, connectionId, olis)));
-  variants = [...new Set(variants.filter((v) => Number.isSafeInteger(v) && v > 0))];
-  mark('variant', await notReadSince(tx, connectionId, variants, want.variants), `${spec.name} lines`);
+    for (const r of want.variants) if (Array.isArray(r?.[spec.variantIdsField])) for (const v of r[spec.variantIdsField]) add(v, r);
+  if (returnLines.length) {
+    const variantOf = await variantsOfOrderLines(
+      tx,
+      connectionId,
+      returnLines.map((l) => l.oli),
+    );
+    for (const l of returnLines) if (variantOf.has(l.oli)) add(variantOf.get(l.oli), l.parent);
+  }
+  mark('variant', await notReadSince(tx, connectionId, parentsOf), `${spec.name} lines`);
   return out;
 }
 
@@ -143,23 +160,26 @@ const FRACTION = /T\d\d:\d\d:\d\d[.,]\d/;
 
 /**
  * The variants whose mirrored state may predate the parents' last change: the others need no follow-up read.
- * A variant held with an `updated_at` at or after the parents' newest `updated_at` (both the service's clock)
+ * A variant held with an `updated_at` at or after the newest `updated_at` of the parents naming it (both the service's clock)
  * was read after the change that moved its stock, so it shows it; this is the common case of an order whose
  * variants' own stock events were read first. With whole-second timestamps the variant must be a second later
- * (same-second order unknown). A parent or variant without a readable timestamp is read as before, and a service
- * whose variant `updated_at` does not move with stock (documented profile) simply never skips.
+ * (same-second order unknown). So is a variant whose last read reached the service after that change
+ * (`read_as_of`, the same clock, exact to the millisecond and never late), which also holds where a variant's
+ * `updated_at` does not move with stock (the documented service). A parent without a readable timestamp is read
+ * as before.
  */
-async function notReadSince(tx: Executor, connectionId: number, variants: number[], parents: any[]): Promise<number[]> {
+async function notReadSince(tx: Executor, connectionId: number, parentsOf: Map<number, any[]>): Promise<number[]> {
+  const variants = [...parentsOf.keys()];
   if (!variants.length) return variants;
-  const stamps = parents.map((p) => p?.updated_at);
-  if (!stamps.length || stamps.some((v) => typeof v !== 'string' || Number.isNaN(Date.parse(v)))) return variants;
-  const since = Math.max(...stamps.map((v: string) => Date.parse(v)));
-  const fine = stamps.every((v: string) => FRACTION.test(v));
   const shown = new Set<number>();
   for (const r of await variantUpdatedAts(tx, connectionId, variants)) {
+    const stamps = parentsOf.get(r.id)!.map((p) => p?.updated_at);
+    if (stamps.some((v) => typeof v !== 'string' || Number.isNaN(Date.parse(v)))) continue;
+    const since = Math.max(...stamps.map((v: string) => Date.parse(v)));
+    const fine = stamps.every((v: string) => FRACTION.test(v));
     const at = typeof r.updated_at === 'string' ? Date.parse(r.updated_at) : Number.NaN;
-    if (Number.isNaN(at)) continue;
-    if (at >= since + (fine && FRACTION.test(r.updated_at!) ? 0 : 1000)) shown.add(r.id);
+    if (!Number.isNaN(at) && at >= since + (fine && FRACTION.test(r.updated_at!) ? 0 : 1000)) shown.add(r.id);
+    else if (r.read_as_of && r.read_as_of.getTime() > since + (fine ? 0 : 999)) shown.add(r.id);
   }
   return shown.size ? variants.filter((v) => !shown.has(v)) : variants;
 }

@@ -8,6 +8,7 @@ import { logSync } from '../db/synclog.ts';
 import type { ChannelRules } from '../stock/rules.ts';
 import type { ChannelChange } from '../stock/channel.ts';
 import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';
+import { noteVariantsRead } from '../db/mirror.ts';
 import { claimPending, clearPending, markPending, releasePending, type Claimed, type Mark } from '../db/pending.ts';
 import { catalog, composition } from '../catalog/index.ts';
 import { readLive, readLines, type Reader } from './reader.ts';
@@ -45,22 +46,28 @@ interface Deliveries {
 /**
  * The deliveries behind the claimed rows and, for variants, which of them need no read: a burst's deliveries
  * arrive long after the changes they announce, and a variant read once after its last change need not be read
- * again for each late delivery. The delivery's timestamp (whole seconds) and the variant's `updated_at` are both
- * the service's clock: a mirrored `updated_at` at least a second after the newest event of a row whose every mark
- * was a delivery (none dropped past the 20 kept, no follow-up among them) means the variant was read after those
- * events happened. A variant whose `updated_at` does not move with stock is simply never skipped. One round trip.
+ * again for each late delivery. The delivery's timestamp (whole seconds) is the service's clock, and so are two
+ * stamps of the mirrored variant: its `updated_at`, and `read_as_of`, when our last read of it reached the service
+ * (its Date header less the round trip, src/api/transport.ts). Either one at least a second after the newest event
+ * of a row whose every mark was a delivery (none dropped past the 20 kept, no follow-up among them) means the
+ * variant was read after those events happened. `read_as_of` is what works in a burst: the last delivery of a
+ * variant names the change its `updated_at` shows, so only the read's own time can tell it was already read.
+ * One round trip.
  */
 async function deliveriesOf(db: Db, connectionId: number, resource: string, claimed: Claimed[]): Promise<Deliveries> {
   const all = [...new Set(claimed.flatMap((c) => c.deliveryRowIds))];
   const rows = new Map<number, { deliveryId: string; eventAt: number }>();
-  const mirrored = new Map<number, number>();
+  const mirrored = new Map<number, number>(); // the later of updated_at and read_as_of, epoch ms
   const candidates = resource === 'variant' ? claimed.filter((c) => c.deliveryRowIds.length && c.marks === c.deliveryRowIds.length) : [];
   if (all.length) {
     const variants = candidates.map((c) => c.id);
     const found = await deliveryStampsWithVariants(db, all, connectionId, variants);
     for (const d of found.deliveries)
       rows.set(d.id, { deliveryId: d.delivery_id ?? '', eventAt: d.event_at ? d.event_at.getTime() : Number.NaN });
-    for (const v of found.variants) if (v.updated_at !== null) mirrored.set(v.id, Date.parse(v.updated_at));
+    for (const v of found.variants) {
+      const known = [Date.parse(v.updated_at ?? ''), v.read_as_of?.getTime() ?? Number.NaN].filter((n) => !Number.isNaN(n));
+      if (known.length) mirrored.set(v.id, Math.max(...known));
+    }
   }
   const byId = new Map(
     claimed.map((c) => [c.id, c.deliveryRowIds.map((rowId) => ({ rowId, deliveryId: rows.get(rowId)?.deliveryId ?? null }))]),
@@ -224,6 +231,7 @@ async function readBatch(deps: DrainDeps, resource: string, batch: Claimed[], ou
       changes.push(...r.changes);
       followUps.push(...r.followUps);
       if (r.followUps.length) out.followUps.push(...(await markPending(tx, r.followUps)));
+      if (spec.name === 'variant' && read.asOf !== null) await noteVariantsRead(tx, connectionId, [...found], read.asOf);
       await clearPending(tx, connectionId, resource, claimed);
       await logFetch(tx);
     });

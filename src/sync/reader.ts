@@ -1,6 +1,7 @@
 // What the sync engine needs of the API client (batched reads by id, paginated lists), and the reads of a
 // resource's live records. Tests may hand in any object of this shape; production passes the ApiClient.
-import type { ApiClient, Page, RequestOptions } from '../api/types.ts';
+import { earliest } from '../api/reads.ts';
+import type { ApiClient, ByIds, Page, RequestOptions } from '../api/types.ts';
 import type { ResourceSpec } from './resources.ts';
 
 export type Reader = Pick<ApiClient, 'getByIds' | 'paginate'> & { readonly connection: { id: number; name: string } };
@@ -18,7 +19,7 @@ export async function readLive(
   spec: ResourceSpec,
   ids: number[],
   opts: RequestOptions & { query?: Query },
-): Promise<{ records: any[]; sideloads: Record<string, any[]>; requests: number }> {
+): Promise<ByIds<any>> {
   const states = spec.statuses;
   if (!states) return client.getByIds(spec.path, ids, opts);
   if (!singleStatusOnly.has(client.connection.id)) {
@@ -29,14 +30,16 @@ export async function readLive(
       singleStatusOnly.add(client.connection.id);
     }
   }
-  const out = { records: [] as any[], sideloads: {} as Record<string, any[]>, requests: 0 };
+  const out: ByIds<any> = { records: [], sideloads: {}, requests: 0, asOf: null };
+  const asOfs: (number | null)[] = [];
   for (const status of states) {
     const r = await client.getByIds(spec.path, ids, { ...opts, query: { ...opts.query, status } });
     out.records.push(...r.records);
     for (const [k, v] of Object.entries(r.sideloads)) out.sideloads[k] = [...(out.sideloads[k] ?? []), ...v];
     out.requests += r.requests;
+    asOfs.push(r.asOf);
   }
-  return out;
+  return { ...out, asOf: earliest(asOfs) };
 }
 
 /** Pages of a resource's live records (every state), with the same fallback as readLive. */

@@ -36,6 +36,17 @@ t.test('getByIds: <=250 ids per request, URIs under API_MAX_URI_LENGTH, missing 
   t.equal(w.requests, Math.ceil(ids.length / 250), 'with room, exactly ceil(N/250)');
 });
 
+t.test("a read carries the service's clock: its Date header less the round trip, never after the service read it", async (t) => {
+  // A sandbox clock 1000 times faster than ours: an asOf taken from our clock would be minutes behind it.
+  const s = await setup(t, { sandbox: { variants: 5, timeScale: 1000 } });
+  await new Promise((r) => setTimeout(r, 200));
+  const ids = (await s.admin('GET', 'snapshot?resource=variants')).variants.map((v: any) => v.id);
+  const read = await s.client.getByIds<any>('/variants', ids);
+  const later = await s.client.request('GET', '/variants', { query: { limit: 1 } });
+  t.ok(read.asOf !== null && read.asOf > Date.now() + 60_000, 'on the service clock, not ours');
+  t.ok(read.asOf! <= Date.parse(later.headers.get('date')!), 'no later than the service stamped an answer after it');
+});
+
 t.test('a URI the service finds too long is a 414 error, not retried', async (t) => {
   const s = await setup(t, { sandbox: { maxUriLength: 300 } });
   const err = await s.client

@@ -119,13 +119,18 @@ t.test('claims are disjoint; a clear keeps rows re-marked while they were being 
     [],
     'nothing taken twice',
   );
-  await markPending(db, [{ connectionId: c.id, resource: 'variant', id: a![0]!.id }]);
+  await markPending(db, [{ connectionId: c.id, resource: 'variant', id: a![0]!.id, deliveryRowId: 77 }]);
   t.equal(await clearPending(db, c.id, 'variant', a!), a!.length - 1, 'the re-marked row stays');
-  const left = await db.selectFrom('pending_fetches').select(['id', 'claimed_until']).where('id', '=', a![0]!.id).executeTakeFirstOrThrow();
+  const left = await db
+    .selectFrom('pending_fetches')
+    .select(['id', 'claimed_until', 'marks', 'delivery_row_ids'])
+    .where('id', '=', a![0]!.id)
+    .executeTakeFirstOrThrow();
   t.equal(left.claimed_until, null, 'and is claimable again');
+  t.same([left.marks, left.delivery_row_ids.map(Number)], [1, [77]], 'holding only the mark made since the claim');
 });
 
-function memoryReader(active: any[], archived: any[]): Reader & { calls: { ids: number; status: unknown }[] } {
+function memoryReader(active: any[], archived: any[], asOf: number | null = null): Reader & { calls: { ids: number; status: unknown }[] } {
   const calls: { ids: number; status: unknown }[] = [];
   return {
     connection: { id: 0, name: 'mem' },
@@ -139,7 +144,7 @@ function memoryReader(active: any[], archived: any[]): Reader & { calls: { ids: 
         requests++;
         records.push(...(opts?.query?.status === 'archived' ? archived : active).filter((r) => part.has(r.id)));
       }
-      return { records, sideloads: {}, requests };
+      return { records, sideloads: {}, requests, asOf };
     },
     paginate: (() => {
       throw new Error('not used');
@@ -262,17 +267,44 @@ t.test('a variant the mirror shows as of after every delivery that marked it is 
     .insertInto('variants')
     .values({ connection_id: c.id, id: 5, status: 'active', ...at('2026-01-01T12:00:10.000Z') })
     .execute();
+  // Where updated_at does not move with stock (documented service), the last read's time on the service's clock
+  // decides: 6 was read at 12:00:12, after its change at 12:00:09; 7 at 12:00:09.5, the change's own second.
+  for (const [id, readAt] of [
+    [6, '2026-01-01T12:00:12.000Z'],
+    [7, '2026-01-01T12:00:09.500Z'],
+  ] as const)
+    await db
+      .insertInto('variants')
+      .values({ connection_id: c.id, id, status: 'active', ...at('2026-01-01T11:00:00.000Z'), read_as_of: readAt })
+      .execute();
+  await markPending(db, [await deliveryAt(6, 7, '2026-01-01T12:00:09Z'), await deliveryAt(7, 8, '2026-01-01T12:00:09Z')]);
+  const asOf = Date.parse('2026-01-01T12:00:30.250Z');
   const reader = memoryReader(
-    [1, 2, 3, 4, 5].map((id) => ({ id, status: 'active', updated_at: '2026-01-01T12:00:20Z' })),
+    [1, 2, 3, 4, 5, 6, 7].map((id) => ({ id, status: 'active', updated_at: '2026-01-01T12:00:20Z' })),
     [],
+    asOf,
   );
   reader.connection.id = c.id;
   const out = await drainPending(
     { db, log: captureLogger().log, client: reader, rules: rulesFrom({ CHANNEL_LOCATIONS: '', CHANNEL_SAFETY_BUFFER: '0' }) },
     'variant',
   );
-  t.equal(out.skipped, 1, 'variant 1 is not read again');
-  t.equal(out.read, 4, 'variants 2, 3, 4 and 5 are read');
+  t.equal(out.skipped, 2, 'variants 1 and 6 are not read again');
+  t.equal(out.read, 5, 'variants 2, 3, 4, 5 and 7 are read');
   t.equal(reader.calls.length, 1);
   t.equal((await db.selectFrom('pending_fetches').select('id').execute()).length, 0, 'all cleared');
+  const readAt = await db.selectFrom('variants').select(['id', 'read_as_of']).where('connection_id', '=', c.id).orderBy('id').execute();
+  t.same(
+    readAt.map((r) => [Number(r.id), r.read_as_of ? new Date(r.read_as_of).toISOString() : null]),
+    [
+      [1, null],
+      [2, '2026-01-01T12:00:30.250Z'],
+      [3, '2026-01-01T12:00:30.250Z'],
+      [4, '2026-01-01T12:00:30.250Z'],
+      [5, '2026-01-01T12:00:30.250Z'],
+      [6, '2026-01-01T12:00:12.000Z'],
+      [7, '2026-01-01T12:00:30.250Z'],
+    ],
+    'the read is noted on the service clock for what it returned',
+  );
 });

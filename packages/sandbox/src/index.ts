@@ -168,6 +168,9 @@ class SandboxServer {
 
   async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const requestId = randomUUID();
+    // Date is the service's clock, as on any HTTP server: here the sandbox's (scaled) clock, taken as the
+    // request arrives, so a client can place what it read on the same clock as webhook timestamps.
+    res.setHeader('Date', new Date(this.clock.now()).toUTCString());
     const rawUrl = req.url ?? '/';
     const qIndex = rawUrl.indexOf('?');
     const pathname = (qIndex < 0 ? rawUrl : rawUrl.slice(0, qIndex)) || '/';
