@@ -138,6 +138,9 @@ if (which.has('burst')) {
         loop.tdb.db,
       )
     ).rows[0]!;
+    // Stock tiers read first, so the variants can converge while adjustments are still pending: count every read
+    // the burst causes, up to the point where nothing is left to read.
+    await quiet(loop);
     const requests = (await apiRequests(loop)) - before;
     const distinct = (
       await sql<{ n: number }>`SELECT count(DISTINCT object_id)::int AS n FROM webhook_deliveries WHERE resource = 'variant'`.execute(

@@ -29,6 +29,8 @@ export interface ApplyContext {
   followUps: boolean;
   /** Record id -> the action of the delivery that asked for it (drain): its reads come from the catalogue. */
   events?: Map<number, string>;
+  /** Record id -> the newest event time (epoch ms) of the deliveries that asked for it, when deliveries alone did. */
+  newestEvent?: Map<number, number>;
 }
 
 const ids = (list: any[] | undefined, field: string) => [
@@ -152,34 +154,42 @@ async function followUpsFor(
     );
     for (const l of returnLines) if (variantOf.has(l.oli)) add(variantOf.get(l.oli), l.parent);
   }
-  mark('variant', await notReadSince(tx, connectionId, parentsOf), `${spec.name} lines`);
+  mark('variant', await notReadSince(tx, ctx, parentsOf), `${spec.name} lines`);
   return out;
 }
 
 const FRACTION = /T\d\d:\d\d:\d\d[.,]\d/;
 
 /**
- * The variants whose mirrored state may predate the parents' last change: the others need no follow-up read.
- * A variant held with an `updated_at` at or after the newest `updated_at` of the parents naming it (both the service's clock)
- * was read after the change that moved its stock, so it shows it; this is the common case of an order whose
- * variants' own stock events were read first. With whole-second timestamps the variant must be a second later
- * (same-second order unknown). So is a variant whose last read reached the service after that change
- * (`read_as_of`, the same clock, exact to the millisecond and never late), which also holds where a variant's
- * `updated_at` does not move with stock (the documented service). A parent without a readable timestamp is read
- * as before.
+ * The variants whose mirrored state may predate their parents' last change: the others need no follow-up read.
+ * Two ways to know a variant shows a parent's effect on stock, both on the service's clock:
+ * - its `updated_at` is at or after the newest `updated_at` of the parents naming it: it changed after them. With
+ *   whole-second timestamps it must be a second later (same-second order unknown). This is the common case of an
+ *   order whose variants' own stock events were read first.
+ * - our last read of it reached the service (`read_as_of`, never late) a second after the newest event of the
+ *   deliveries that asked for every parent naming it. Only deliveries count: a parent's `updated_at` need not move
+ *   when its stock effect happens (an order finalised, a purchase order received through a procurement), but the
+ *   event announcing that effect is sent after it. A later event of the parent is read again and judged anew.
+ * A parent without a readable timestamp, or read for something else than its own deliveries, is followed as before.
  */
-async function notReadSince(tx: Executor, connectionId: number, parentsOf: Map<number, any[]>): Promise<number[]> {
+async function notReadSince(tx: Executor, ctx: ApplyContext, parentsOf: Map<number, any[]>): Promise<number[]> {
   const variants = [...parentsOf.keys()];
   if (!variants.length) return variants;
   const shown = new Set<number>();
-  for (const r of await variantUpdatedAts(tx, connectionId, variants)) {
-    const stamps = parentsOf.get(r.id)!.map((p) => p?.updated_at);
-    if (stamps.some((v) => typeof v !== 'string' || Number.isNaN(Date.parse(v)))) continue;
-    const since = Math.max(...stamps.map((v: string) => Date.parse(v)));
-    const fine = stamps.every((v: string) => FRACTION.test(v));
-    const at = typeof r.updated_at === 'string' ? Date.parse(r.updated_at) : Number.NaN;
-    if (!Number.isNaN(at) && at >= since + (fine && FRACTION.test(r.updated_at!) ? 0 : 1000)) shown.add(r.id);
-    else if (r.read_as_of && r.read_as_of.getTime() > since + (fine ? 0 : 999)) shown.add(r.id);
+  for (const r of await variantUpdatedAts(tx, ctx.connectionId, variants)) {
+    const parents = parentsOf.get(r.id)!;
+    const stamps = parents.map((p) => p?.updated_at);
+    if (stamps.every((v) => typeof v === 'string' && !Number.isNaN(Date.parse(v)))) {
+      const since = Math.max(...stamps.map((v: string) => Date.parse(v)));
+      const fine = stamps.every((v: string) => FRACTION.test(v)) && typeof r.updated_at === 'string' && FRACTION.test(r.updated_at);
+      if (typeof r.updated_at === 'string' && Date.parse(r.updated_at) >= since + (fine ? 0 : 1000)) {
+        shown.add(r.id);
+        continue;
+      }
+    }
+    const events = parents.map((p) => ctx.newestEvent?.get(Number(p?.id)));
+    if (r.read_as_of && events.every((e) => e !== undefined) && r.read_as_of.getTime() >= Math.max(...(events as number[])) + 1000)
+      shown.add(r.id);
   }
   return shown.size ? variants.filter((v) => !shown.has(v)) : variants;
 }

@@ -41,6 +41,8 @@ interface Deliveries {
   byId: Map<number, { rowId: number; deliveryId: string | null }[]>;
   /** Claimed variants the mirror already shows as of after every delivery that marked them (see below). */
   shown: Set<number>;
+  /** Per claimed id that deliveries alone marked, each with a time: the newest event time (epoch ms). */
+  newestEvent: Map<number, number>;
 }
 
 /**
@@ -58,7 +60,8 @@ async function deliveriesOf(db: Db, connectionId: number, resource: string, clai
   const all = [...new Set(claimed.flatMap((c) => c.deliveryRowIds))];
   const rows = new Map<number, { deliveryId: string; eventAt: number }>();
   const mirrored = new Map<number, number>(); // the later of updated_at and read_as_of, epoch ms
-  const candidates = resource === 'variant' ? claimed.filter((c) => c.deliveryRowIds.length && c.marks === c.deliveryRowIds.length) : [];
+  const byDeliveries = claimed.filter((c) => c.deliveryRowIds.length && c.marks === c.deliveryRowIds.length);
+  const candidates = resource === 'variant' ? byDeliveries : [];
   if (all.length) {
     const variants = candidates.map((c) => c.id);
     const found = await deliveryStampsWithVariants(db, all, connectionId, variants);
@@ -72,14 +75,18 @@ async function deliveriesOf(db: Db, connectionId: number, resource: string, clai
   const byId = new Map(
     claimed.map((c) => [c.id, c.deliveryRowIds.map((rowId) => ({ rowId, deliveryId: rows.get(rowId)?.deliveryId ?? null }))]),
   );
+  const newestEvent = new Map<number, number>();
+  for (const c of byDeliveries) {
+    const newest = Math.max(...c.deliveryRowIds.map((id) => rows.get(id)?.eventAt ?? Number.NaN));
+    if (!Number.isNaN(newest)) newestEvent.set(c.id, newest);
+  }
   const shown = new Set<number>();
   for (const c of candidates) {
     const at = mirrored.get(c.id);
-    if (at === undefined || Number.isNaN(at)) continue;
-    const newest = Math.max(...c.deliveryRowIds.map((id) => rows.get(id)?.eventAt ?? Number.NaN));
-    if (!Number.isNaN(newest) && at >= newest + 1000) shown.add(c.id);
+    const newest = newestEvent.get(c.id);
+    if (at !== undefined && newest !== undefined && at >= newest + 1000) shown.add(c.id);
   }
-  return { byId, shown };
+  return { byId, shown, newestEvent };
 }
 
 /** Drains one (connection, resource) until nothing unclaimed is left, or `maxBatches` reads. */
@@ -150,6 +157,7 @@ async function readBatch(deps: DrainDeps, resource: string, batch: Claimed[], ou
     rules: deps.rules,
     followUps: true,
     cause: { kind: allDeliveries.length ? 'delivery' : 'fetch', jobId: deps.jobId ?? null, deliveriesByVariant: byVariant },
+    newestEvent: deliveries.newestEvent,
   };
   const followUps: Mark[] = [];
   let requests = 0,

@@ -308,3 +308,68 @@ t.test('a variant the mirror shows as of after every delivery that marked it is 
     'the read is noted on the service clock for what it returned',
   );
 });
+
+t.test('a follow-up read is left out for a variant read a second after the event that asked for its parent', async (t) => {
+  const { db } = await testDatabase(t);
+  const c = await addConnection(db);
+  // Variant 1 was last read at 12:00:12, variant 2 at 12:00:09.5; neither's updated_at tells (an hour old).
+  for (const [id, readAt] of [
+    [1, '2026-01-01T12:00:12.000Z'],
+    [2, '2026-01-01T12:00:09.500Z'],
+  ] as const)
+    await db
+      .insertInto('variants')
+      .values({ connection_id: c.id, id, status: 'active', updated_at: '2026-01-01T11:00:00.000Z', raw: '{}', read_as_of: readAt })
+      .execute();
+  const delivery = await db
+    .insertInto('webhook_deliveries')
+    .values({
+      connection_id: c.id,
+      delivery_id: 'adj-10',
+      event: 'stock_adjustments.create',
+      resource: 'stock_adjustment',
+      action: 'create',
+      object_id: 10,
+      event_at: '2026-01-01T12:00:09Z',
+      body: '{}',
+      state: 'processed',
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  // Adjustment 10 was announced by its delivery (event at 12:00:09); adjustment 11 is read for another reason.
+  // Both moved variants 1 and 2; their updated_at is older than the reads (it need not move with the effect).
+  await markPending(db, [
+    { connectionId: c.id, resource: 'stock_adjustment', id: 10, deliveryRowId: Number(delivery.id), reason: 'stock_adjustment.create' },
+  ]);
+  const adjustment = (id: number) => ({
+    id,
+    updated_at: '2026-01-01T11:30:00.000Z',
+    stock_adjustment_line_item_ids: [id * 10 + 1, id * 10 + 2],
+  });
+  const lines = (id: number) => [1, 2].map((v) => ({ id: id * 10 + v, stock_adjustment_id: id, variant_id: v, quantity: '1' }));
+  const reader: Reader = {
+    connection: { id: c.id, name: 'mem' },
+    async getByIds(_path: string, ids: number[]) {
+      return {
+        records: ids.map(adjustment) as any[],
+        sideloads: { stock_adjustment_line_items: ids.flatMap(lines) },
+        requests: 1,
+        asOf: Date.parse('2026-01-01T12:00:30Z'),
+      };
+    },
+    paginate: (() => {
+      throw new Error('not used');
+    }) as any,
+  };
+  const deps = { db, log: captureLogger().log, client: reader, rules: rulesFrom({ CHANNEL_LOCATIONS: '', CHANNEL_SAFETY_BUFFER: '0' }) };
+  const pendingVariants = async () =>
+    (await db.selectFrom('pending_fetches').select('id').where('resource', '=', 'variant').orderBy('id').execute()).map((r) =>
+      Number(r.id),
+    );
+  await drainPending(deps, 'stock_adjustment');
+  t.same(await pendingVariants(), [2], 'variant 1 was read after the event; variant 2 in its second, so it is read');
+  await db.deleteFrom('pending_fetches').execute();
+  await markPending(db, [{ connectionId: c.id, resource: 'stock_adjustment', id: 11, reason: 'purchase order of procurement' }]);
+  await drainPending(deps, 'stock_adjustment');
+  t.same(await pendingVariants(), [1, 2], 'a parent read for no delivery of its own: both followed');
+});
