@@ -60,15 +60,26 @@ const insertRows = `
   SELECT id, connection_id, delivery_id, x.notified FROM ins CROSS JOIN (SELECT count(*) AS notified FROM notified) AS x`;
 // (x.notified is selected so the planner cannot drop the join, and with it the NOTIFY.)
 
+/** A statement of the caller's (the receiver's pg-boss job insert) to run after the rows: `$1` is `value`. */
+export interface AndThen {
+  statement: string;
+  value: string;
+}
+
+// The batch's statements are PREPAREd once per connection and run with EXECUTE: planning them afresh for
+// every batch (two large statements: ours and pg-boss's insert) cost PostgreSQL more CPU than inserting the
+// rows (at 30 per batch: 80 us per delivery planned each time, 58 prepared). A connection's first batch
+// prepares them in the same round trip. What each connection holds, by the statement texts prepared on it:
+const preparedOn = new WeakMap<pg.PoolClient, { rows: boolean; andThen: string | null }>();
+
 /**
  * Inserts the rows (duplicates of stored ones are skipped by the unique key) with their sync-log entries,
- * and runs `andThen` (a statement without parameters: the receiver's pg-boss job insert) in the same
- * transaction; returns the rows that are new. One multi-statement query, which PostgreSQL runs as one
- * transaction: one round trip and one commit for the whole batch, where BEGIN, insert, job insert and
- * COMMIT were four (each waiting its turn in a busy event loop). The caller removes duplicates within
- * `rows` first.
+ * and runs `andThen` (the receiver's pg-boss job insert) in the same transaction; returns the rows that are new.
+ * One multi-statement query, which PostgreSQL runs as one transaction: one round trip and one commit for the
+ * whole batch, where BEGIN, insert, job insert and COMMIT were four (each waiting its turn in a busy event
+ * loop). The caller removes duplicates within `rows` first.
  */
-export async function insertDeliveries(pool: pg.Pool, rows: NewDelivery[], andThen = ''): Promise<InsertedDelivery[]> {
+export async function insertDeliveries(pool: pg.Pool, rows: NewDelivery[], andThen?: AndThen): Promise<InsertedDelivery[]> {
   const json = JSON.stringify(
     rows.map((r) => ({
       c: r.connectionId,
@@ -85,9 +96,30 @@ export async function insertDeliveries(pool: pg.Pool, rows: NewDelivery[], andTh
       j: r.jobId,
     })),
   );
-  const text = insertRows.replace('$1', () => quoteLiteral(json)) + (andThen ? `;\n${andThen}` : '');
-  const result = (await pool.query(text)) as unknown as pg.QueryResult<InsertedDelivery> | pg.QueryResult<InsertedDelivery>[];
-  return (Array.isArray(result) ? result[0]! : result).rows;
+  const client = await pool.connect();
+  try {
+    const has = preparedOn.get(client) ?? { rows: false, andThen: null };
+    const statements: string[] = [];
+    if (!has.rows) statements.push(`PREPARE cs_receive_rows(text) AS ${insertRows}`);
+    if (andThen && has.andThen !== andThen.statement) {
+      if (has.andThen !== null) statements.push('DEALLOCATE cs_receive_and_then');
+      statements.push(`PREPARE cs_receive_and_then(text) AS ${andThen.statement}`);
+    }
+    const first = statements.length; // the results before ours: PREPAREs
+    statements.push(`EXECUTE cs_receive_rows(${quoteLiteral(json)})`);
+    if (andThen) statements.push(`EXECUTE cs_receive_and_then(${quoteLiteral(andThen.value)})`);
+    const result = (await client.query(statements.join(';\n'))) as unknown as
+      | pg.QueryResult<InsertedDelivery>
+      | pg.QueryResult<InsertedDelivery>[];
+    preparedOn.set(client, { rows: true, andThen: andThen?.statement ?? has.andThen });
+    client.release();
+    return (Array.isArray(result) ? result[first]! : result).rows;
+  } catch (err) {
+    // A failed query may have left some of its PREPAREs behind (they outlive the transaction): the
+    // connection is closed rather than guessed about.
+    client.release(err as Error);
+    throw err;
+  }
 }
 
 /**

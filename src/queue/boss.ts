@@ -1,6 +1,6 @@
 // pg-boss on the same PostgreSQL: it creates and migrates its own schema (pgboss) on start.
 import { fromKysely, PgBoss, type Db as BossDatabase, type JobInsert } from 'pg-boss';
-import { quoteLiteral, type Executor } from '../db/index.ts';
+import type { Executor } from '../db/index.ts';
 import type { Logger } from '../log.ts';
 
 export type Boss = PgBoss;
@@ -11,12 +11,13 @@ export function bossDb(executor: Executor): BossDatabase {
 }
 
 /**
- * The statement `boss.insert(queue, jobs)` would run, with its one parameter inlined (pg-boss inlines it the
- * same way for flows), so a caller can send it with statements of its own in one multi-statement query: one
- * round trip, one transaction. pg-boss still writes its own SQL; a version whose insert takes another shape
- * fails here, loudly, not in production.
+ * The statement `boss.insert(queue, jobs)` would run and its one parameter (`$1`, text), so a caller can run
+ * it with statements of its own in one multi-statement query: one round trip, one transaction (the receiver
+ * prepares it once per connection and EXECUTEs it with the parameter inlined, as pg-boss itself inlines it for
+ * flows). pg-boss still writes its own SQL; a version whose insert takes another shape fails here, loudly,
+ * not in production.
  */
-export async function insertStatement(boss: PgBoss, queue: string, jobs: JobInsert[]): Promise<string> {
+export async function insertStatement(boss: PgBoss, queue: string, jobs: JobInsert[]): Promise<{ statement: string; value: string }> {
   const calls: { text: string; values?: unknown[] }[] = [];
   const recorder: BossDatabase = {
     executeSql: async (text, values) => {
@@ -30,7 +31,7 @@ export async function insertStatement(boss: PgBoss, queue: string, jobs: JobInse
   if (calls.length !== 1 || call!.values!.length !== 1 || typeof value !== 'string' || /\$(?!1\b)\d/.test(call!.text)) {
     throw new Error(`pg-boss's insert no longer runs one statement with one text parameter: the receiver's one-round-trip commit needs it`);
   }
-  return call!.text.replace(/\$1\b/g, () => quoteLiteral(value));
+  return { statement: call!.text, value };
 }
 
 export async function startBoss(

@@ -1,6 +1,8 @@
 // Group commit: requests arriving together share one transaction. Items wait until the oldest has waited
 // `maxWaitMs` or `maxBatch` are queued, and while every commit slot is busy; a slot that frees takes all
 // that waited (up to maxBatch) at once. Under load batches grow by themselves, when idle an item goes alone.
+// An item not committed within `maxAgeMs` is refused (its request answers 503 in time); one timer watches the
+// oldest item for all of them, where a timer and a promise race per request cost measurable CPU.
 export class BatcherClosed extends Error {
   constructor() {
     super('receiver is shutting down');
@@ -9,6 +11,11 @@ export class BatcherClosed extends Error {
 export class BatcherOverloaded extends Error {
   constructor() {
     super('too many deliveries waiting for the database');
+  }
+}
+export class BatcherTimeout extends Error {
+  constructor(ms: number) {
+    super(`not committed within ${ms} ms`);
   }
 }
 
@@ -21,6 +28,8 @@ export interface BatcherOptions {
   concurrency: number;
   /** Items waiting beyond this are refused at once (the database is not keeping up). */
   maxPending: number;
+  /** An item not committed this long after submit is rejected with BatcherTimeout (it may still commit later). */
+  maxAgeMs: number;
 }
 
 export interface Batcher<T, R> {
@@ -34,6 +43,8 @@ export interface Batcher<T, R> {
 interface Waiting<T, R> {
   item: T;
   at: number;
+  /** Answered: committed, failed or timed out. */
+  settled: boolean;
   resolve(r: R): void;
   reject(e: unknown): void;
 }
@@ -46,14 +57,41 @@ export function createBatcher<T, R>(commit: (items: T[]) => Promise<R[]>, opts: 
   let timer: NodeJS.Timeout | null = null;
   let closed = false;
   let idle: (() => void) | null = null;
+  // Every unsettled item in submit order (so oldest first); settled ones leave from the front.
+  const unsettled: Waiting<T, R>[] = [];
+  let ageTimer: NodeJS.Timeout | null = null;
+
+  const expire = () => {
+    ageTimer = null;
+    const cutoff = performance.now() - opts.maxAgeMs;
+    while (unsettled.length && unsettled[0]!.at <= cutoff) settle(unsettled[0]!, undefined, new BatcherTimeout(opts.maxAgeMs));
+    watchAge();
+  };
+  const watchAge = () => {
+    if (ageTimer || !unsettled.length) return;
+    ageTimer = setTimeout(expire, Math.max(1, Math.ceil(unsettled[0]!.at + opts.maxAgeMs - performance.now())));
+  };
+  // A late commit of an item already timed out changes nothing: its request has had its answer.
+  const settle = (w: Waiting<T, R>, result: R | undefined, err?: unknown) => {
+    if (w.settled) return;
+    w.settled = true;
+    if (err === undefined) w.resolve(result!);
+    else w.reject(err);
+    // Batches commit mostly in order: this keeps the list to the items actually outstanding.
+    while (unsettled.length && unsettled[0]!.settled) unsettled.shift();
+    if (!unsettled.length && ageTimer) {
+      clearTimeout(ageTimer);
+      ageTimer = null;
+    }
+  };
 
   const start = (batch: Waiting<T, R>[]) => {
     inFlight++;
     inFlightItems += batch.length;
     commit(batch.map((w) => w.item))
       .then(
-        (results) => batch.forEach((w, i) => w.resolve(results[i]!)),
-        (err) => batch.forEach((w) => w.reject(err)),
+        (results) => batch.forEach((w, i) => settle(w, results[i]!)),
+        (err) => batch.forEach((w) => settle(w, undefined, err ?? new Error('commit failed'))),
       )
       .finally(() => {
         inFlight--;
@@ -83,7 +121,10 @@ export function createBatcher<T, R>(commit: (items: T[]) => Promise<R[]>, opts: 
       if (closed) return Promise.reject(new BatcherClosed());
       if (queue.length >= opts.maxPending) return Promise.reject(new BatcherOverloaded());
       return new Promise<R>((resolve, reject) => {
-        queue.push({ item, at: performance.now(), resolve, reject });
+        const w: Waiting<T, R> = { item, at: performance.now(), settled: false, resolve, reject };
+        queue.push(w);
+        unsettled.push(w);
+        watchAge();
         if (queue.length === 1 || queue.length >= opts.maxBatch) schedule();
       });
     },

@@ -40,8 +40,22 @@ export function singularNoun(noun: string): string {
 
 const shape = /^([a-z][a-z0-9]*(?:_[a-z0-9]+)*)\.([a-z][a-z0-9_.]*)$/;
 
+// Every delivery names one of a few dozen events: each is worked out once. (Only signed deliveries get here,
+// so only the service adds names; the bound is for safety, not expected to be reached.)
+const known = new Map<string, NormalisedEvent>();
+
 /** Normalises a delivered event name (plural or singular, any case) to its resource, action and subscription. */
 export function normaliseEvent(event: string): NormalisedEvent {
+  let n = known.get(event);
+  if (!n) {
+    if (known.size >= 1000) known.clear();
+    n = Object.freeze(normalise(event));
+    known.set(event, n);
+  }
+  return n;
+}
+
+function normalise(event: string): NormalisedEvent {
   const m = shape.exec(event.trim().toLowerCase());
   if (!m) return { resource: null, action: null, subscription: null, handled: false };
   const resource = singularNoun(m[1]!);

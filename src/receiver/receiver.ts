@@ -79,6 +79,7 @@ export function createReceiver(deps: ReceiverDeps): Receiver {
     maxWaitMs: config.WEBHOOK_BATCH_WAIT_MS,
     concurrency: config.WEBHOOK_COMMIT_CONCURRENCY,
     maxPending: config.WEBHOOK_BATCH_SIZE * config.WEBHOOK_COMMIT_CONCURRENCY * 20,
+    maxAgeMs: config.WEBHOOK_ACK_TIMEOUT_MS,
   });
 
   async function lookUp(name: string): Promise<ConnectionInfo | null> {
@@ -98,16 +99,9 @@ export function createReceiver(deps: ReceiverDeps): Receiver {
     return cached?.disabled ? lookUp(name) : cached;
   }
 
-  /** Waits for the commit, or gives up before the service's 10-second window closes. */
+  /** Waits for the commit; the batcher gives up before the service's 10-second window closes. */
   async function stored(item: IncomingDelivery): Promise<StoreOutcome> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`not committed within ${config.WEBHOOK_ACK_TIMEOUT_MS} ms`)),
-        config.WEBHOOK_ACK_TIMEOUT_MS,
-      );
-    });
-    const outcome = await Promise.race([batcher.submit(item), timeout]).finally(() => clearTimeout(timer));
+    const outcome = await batcher.submit(item);
     if (outcome instanceof Error) throw outcome;
     return outcome;
   }
@@ -218,21 +212,22 @@ export function createReceiver(deps: ReceiverDeps): Receiver {
         else log.error({ err, connection: name, delivery: deliveryId }, 'delivery not stored: database unavailable');
         return unavailable(ctx, 'database unavailable');
       }
-      const logFields = { connection: name, delivery: deliveryId, event: item.event, object_id: item.objectId };
+      // Built only for a line that will be written: the usual case, stored at level info, writes none.
+      const logFields = () => ({ connection: name, delivery: deliveryId, event: item.event, object_id: item.objectId });
       if (!parsed.ok) {
-        log.warn({ ...logFields, reason: parsed.reason }, 'delivery refused: malformed payload (recorded as rejected)');
+        log.warn({ ...logFields(), reason: parsed.reason }, 'delivery refused: malformed payload (recorded as rejected)');
         return reject(400, 'malformed', parsed.reason);
       }
       if (!outcome.stored) {
         metrics.deliveriesDuplicate.inc({ connection: name });
-        log.debug(logFields, 'duplicate delivery acknowledged');
+        if (log.isLevelEnabled('debug')) log.debug(logFields(), 'duplicate delivery acknowledged');
         ctx.status = 200;
         ctx.body = { ok: true, duplicate: true };
         return;
       }
       metrics.deliveriesReceived.inc({ connection: name, event: parsed.payload.handled ? parsed.payload.subscription! : 'unhandled' });
-      if (item.state === 'unhandled') log.warn(logFields, 'delivery stored as unhandled: unknown event');
-      else log.debug({ ...logFields, job: outcome.jobId }, 'delivery stored and queued');
+      if (item.state === 'unhandled') log.warn(logFields(), 'delivery stored as unhandled: unknown event');
+      else if (log.isLevelEnabled('debug')) log.debug({ ...logFields(), job: outcome.jobId }, 'delivery stored and queued');
       ctx.status = 200;
       ctx.body = { ok: true };
     } finally {

@@ -47,7 +47,7 @@ export async function storeDeliveries(pool: pg.Pool, boss: Boss, items: Incoming
         queues.deliveries,
         [...jobs.values()].map((data) => ({ id: data.jobId, data })),
       )
-    : '';
+    : undefined;
   const inserted = new Map((await insertDeliveries(pool, rows, jobInsert)).map((r) => [key(r.connection_id, r.delivery_id), r.id]));
 
   const given = new Set<string>();

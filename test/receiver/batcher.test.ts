@@ -1,7 +1,7 @@
 import t from 'tap';
-import { createBatcher, BatcherClosed, BatcherOverloaded } from '../../src/receiver/batcher.ts';
+import { createBatcher, BatcherClosed, BatcherOverloaded, BatcherTimeout } from '../../src/receiver/batcher.ts';
 
-const opts = { maxBatch: 4, maxWaitMs: 5, concurrency: 2, maxPending: 100 };
+const opts = { maxBatch: 4, maxWaitMs: 5, concurrency: 2, maxPending: 100, maxAgeMs: 60_000 };
 
 t.test('items arriving together share one commit; each gets its own result', async (t) => {
   const calls: number[][] = [];
@@ -86,7 +86,7 @@ t.test('beyond maxPending waiting items, new ones are refused at once', async (t
       await gate;
       return items;
     },
-    { maxBatch: 1, maxWaitMs: 0, concurrency: 1, maxPending: 2 },
+    { ...opts, maxBatch: 1, maxWaitMs: 0, concurrency: 1, maxPending: 2 },
   );
   const first = b.submit(1); // in flight
   const waiting = [b.submit(2), b.submit(3)];
@@ -100,4 +100,39 @@ t.test('beyond maxPending waiting items, new ones are refused at once', async (t
   t.equal(b.pending, 3);
   release();
   t.same(await Promise.all([first, ...waiting]), [1, 2, 3]);
+});
+
+t.test('an item not committed within maxAgeMs is refused; the commit, when it comes, answers only the others', async (t) => {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => {
+    release = r;
+  });
+  const committed: number[] = [];
+  const b = createBatcher(
+    async (items: number[]) => {
+      if (items.includes(1)) await gate; // a stuck database, for the first commit only
+      committed.push(...items);
+      return items;
+    },
+    { ...opts, maxBatch: 1, maxWaitMs: 0, concurrency: 1, maxAgeMs: 50 },
+  );
+  const stuck = b.submit(1);
+  const waiting = b.submit(2);
+  t.ok(
+    await stuck.then(
+      () => false,
+      (e) => e instanceof BatcherTimeout,
+    ),
+    'in a commit: refused when its time is up',
+  );
+  t.ok(
+    await waiting.then(
+      () => false,
+      (e) => e instanceof BatcherTimeout,
+    ),
+    'waiting for a slot: refused too',
+  );
+  release();
+  t.same(await b.submit(3), 3, 'a later item is answered by its own commit');
+  t.same(committed, [1, 2, 3], 'the timed-out items were still committed (their retries are duplicates)');
 });
