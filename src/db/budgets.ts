@@ -72,12 +72,15 @@ export async function listBudgets(db: Executor, connectionIds?: number[]): Promi
 }
 
 /** What pacing needs of a connection's budget: requests left and seconds to the reset (null: not known yet). */
-export async function budgetWindow(db: Executor, connectionId: number): Promise<{ remaining: number; toReset: number | null } | null> {
-  const { rows } = await sql<{ remaining: number; reset_known: boolean; to_reset: number }>`
-    SELECT remaining, reset_known, extract(epoch FROM reset_at - now())::float8 AS to_reset
+export async function budgetWindow(
+  db: Executor,
+  connectionId: number,
+): Promise<{ limit: number; remaining: number; toReset: number | null } | null> {
+  const { rows } = await sql<{ request_limit: number; remaining: number; reset_known: boolean; to_reset: number }>`
+    SELECT request_limit, remaining, reset_known, extract(epoch FROM reset_at - now())::float8 AS to_reset
     FROM api_budgets WHERE connection_id = ${connectionId}`.execute(db);
   const r = rows[0];
-  return r ? { remaining: r.remaining, toReset: r.reset_known ? r.to_reset : null } : null;
+  return r ? { limit: r.request_limit, remaining: r.remaining, toReset: r.reset_known ? r.to_reset : null } : null;
 }
 
 /** Drops expired leases and counts the live ones (requests sent and not yet answered), in one statement. */

@@ -13,7 +13,7 @@ import { workDeliveries } from './deliveries.ts';
 import { drainPending } from './drain.ts';
 import { requestDrain } from './jobs.ts';
 import { applyRules, handleMaintenance } from './maintenance.ts';
-import { noteActive } from './pacing.ts';
+import { budgetState, heldForStock, noteActive } from './pacing.ts';
 import { handleReconcile } from './reconcile.ts';
 import { syncSchedules } from './schedules.ts';
 
@@ -63,6 +63,10 @@ export async function startSyncWorkers(deps: WorkerDeps): Promise<void> {
       const { connectionId, resource } = job!.data;
       if (!(await connectionActive(db, connectionId))) {
         log.warn({ connectionId, resource }, 'connection not active: pending fetches wait until it is');
+        return;
+      }
+      if (heldForStock(await budgetState(db, connectionId), resource, config.BUDGET_RESERVE)) {
+        log.debug({ connectionId, resource }, 'drain held: the rest of the rate window is kept for stock reads');
         return;
       }
       const c = await client(connectionId);

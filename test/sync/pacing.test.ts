@@ -1,13 +1,13 @@
 // The drain's coalescing window: the budget left until the reset, shared by the resources waiting, stock first.
 import t from 'tap';
 import { sql } from 'kysely';
-import { budgetState, drainWindow, drainWindowSeconds, noteActive } from '../../src/sync/pacing.ts';
+import { budgetState, drainWindow, drainWindowSeconds, heldForStock, noteActive } from '../../src/sync/pacing.ts';
 import { testDatabase } from '../support/db.ts';
 
 const DOCS = ['order', 'fulfillment', 'purchase_order'];
 
 t.test('windows: short while the budget is plentiful, widening as it runs out, stock reads last', async (t) => {
-  const state = (remaining: number, toReset: number | null, active: string[]) => ({ remaining, toReset, active });
+  const state = (remaining: number, toReset: number | null, active: string[]) => ({ limit: 300, remaining, toReset, active });
   t.equal(drainWindow(state(300, null, []), 'variant'), 1, 'no budget window known yet: read at once');
   t.equal(drainWindow(state(0, -5, []), 'order'), 1, 'the reset has passed: a fresh window, read at once');
   t.equal(drainWindow(state(300, 300, ['variant']), 'variant'), 2, 'alone, 0.8 a second to use: every 1.25 s, the 2 s step');
@@ -50,4 +50,16 @@ t.test('the state comes from the shared budget and the resources this process as
   );
   t.equal(await drainWindowSeconds(db, id, 'variant'), 5);
   t.equal(await drainWindowSeconds(db, id, 'company'), 60, 'reference data: 116 s wanted, the longest window');
+});
+
+t.test('the last BUDGET_RESERVE requests of a window are kept for stock reads: other drains wait for the reset', async (t) => {
+  const state = (limit: number, remaining: number, toReset: number | null) => ({ limit, remaining, toReset, active: [] });
+  t.notOk(heldForStock(state(300, 31, 100), 'order', 30), 'more than the reserve left: a document reads');
+  t.ok(heldForStock(state(300, 30, 100), 'order', 30), 'down to the reserve: a document waits');
+  t.ok(heldForStock(state(300, 5, 100), 'company', 30), 'so does reference data');
+  t.notOk(heldForStock(state(300, 5, 100), 'variant', 30), 'a variant reads');
+  t.notOk(heldForStock(state(300, 5, 100), 'composition', 30), "and a bundle's makeup");
+  t.notOk(heldForStock(state(300, 5, null), 'order', 30), 'no reset known: nothing to wait for');
+  t.notOk(heldForStock(state(300, 0, -1), 'order', 30), 'the reset has passed: a fresh window');
+  t.notOk(heldForStock(state(40, 21, 100), 'order', 30), 'a small limit: at most half of it is kept (20 of 40)');
 });
