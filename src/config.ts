@@ -116,7 +116,7 @@ export const settings = {
   API_TIMEOUT_MS: { schema: int(100, 600000), doc: 'Timeout of one API request.' },
   BUDGET_RESERVE: {
     schema: int(0, 299),
-    doc: 'Requests per window that background reconciliation may not take (at most half the window).',
+    doc: 'Requests per window that background reconciliation, and delivery-driven reads of documents and reference data, may not take (at most half the window): the end of a window is kept for stock reads and pushes.',
   },
   WEBHOOK_BODY_LIMIT: { schema: int(1024, 64 * 1024 * 1024), doc: 'Largest delivery body accepted (bytes); larger gets 413.' },
   WEBHOOK_BATCH_SIZE: { schema: int(1, 5000), doc: 'Most deliveries the receiver stores in one transaction (group commit).' },
