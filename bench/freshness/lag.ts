@@ -11,6 +11,8 @@ export interface StockMove {
   variant_id: number;
   location_id: number;
   at: string;
+  /** The sandbox operation that made the move (admin stock_moves). */
+  cause?: string;
   stock_on_hand: string;
   committed: string;
   incoming: string;
@@ -19,6 +21,7 @@ export interface StockMove {
 interface Pending {
   at: number;
   after: string;
+  cause: string;
 }
 
 const qty = (v: unknown) => new Decimal(String(v ?? 0)).toString();
@@ -27,6 +30,8 @@ const state = (onHand: unknown, committed: unknown, incoming: unknown) => `${qty
 export class StockLag {
   /** Lags (ms) of the moves caught up, per connection. */
   readonly lags = new Map<number, number[]>();
+  /** Every move caught up: its lag (ms) and the operation that made it, to say what the tail is made of. */
+  readonly caught: { lag: number; cause: string }[] = [];
   /** When each move happened (ms), for the floor. */
   readonly times: number[] = [];
   /** Distinct variants moved, as connection:variant. */
@@ -38,11 +43,25 @@ export class StockLag {
     for (const m of moves) {
       const key = `${connectionId}:${m.variant_id}:${m.location_id}`;
       const list = this.pending.get(key) ?? [];
-      list.push({ at: Date.parse(m.at), after: state(m.stock_on_hand, m.committed, m.incoming) });
+      list.push({ at: Date.parse(m.at), after: state(m.stock_on_hand, m.committed, m.incoming), cause: m.cause ?? 'unknown' });
       this.pending.set(key, list);
       this.times.push(Date.parse(m.at));
       this.variants.add(`${connectionId}:${m.variant_id}`);
     }
+  }
+
+  /** The operations behind the moves whose lag is at or above `ms`, most frequent first, beside all moves. */
+  tailCauses(ms: number): string {
+    const all = new Map<string, number>();
+    const tail = new Map<string, number>();
+    for (const c of this.caught) {
+      all.set(c.cause, (all.get(c.cause) ?? 0) + 1);
+      if (c.lag >= ms) tail.set(c.cause, (tail.get(c.cause) ?? 0) + 1);
+    }
+    return [...tail.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .map(([cause, n]) => `${cause} ${n} of ${all.get(cause)}`)
+      .join(', ');
   }
 
   /** Every lag caught up so far, sorted. */
@@ -98,7 +117,10 @@ export class StockLag {
       if (last < 0) continue;
       const written = r.synced_at.getTime();
       const lags = this.lags.get(Number(r.connection_id)) ?? [];
-      for (const m of list.splice(0, last + 1)) lags.push(Math.max(0, written - m.at));
+      for (const m of list.splice(0, last + 1)) {
+        lags.push(Math.max(0, written - m.at));
+        this.caught.push({ lag: Math.max(0, written - m.at), cause: m.cause });
+      }
       this.lags.set(Number(r.connection_id), lags);
       if (!list.length) this.pending.delete(key);
     }

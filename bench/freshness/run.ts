@@ -141,6 +141,7 @@ for (const rate of rates) {
     cpu1.pg === null || cpu0.pg === null ? '-' : ((100 * (cpu1.pg - cpu0.pg)) / (elapsed / 1000)).toFixed(1),
   ]);
   console.log(`  ${rate}/s requests by route: ${byRoute.map(([r, n]) => `${r} ${n}`).join(', ')}`);
+  console.log(`  ${rate}/s the moves at or above p95, by the operation that made them: ${lag.tailCauses(percentile(sorted, 95))}`);
   await world.close();
 }
 
