@@ -158,7 +158,19 @@ export async function sandboxWorld(t: Teardown) {
       headers: { authorization: `Bearer ${sb.adminToken}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),
     }).then((r) => r.json() as Promise<any>);
-  return { sb, h, deps, connection, admin };
+  // Flushes the service's deliveries until none is left to send. One flush waits for the attempts it makes, not
+  // for the retry of one that failed (a slow answer on a loaded machine): those would be missing from the rows.
+  const deliverAll = async () => {
+    for (let i = 0; i < 20; i++) {
+      await admin('deliveries/flush');
+      const stats = await fetch(`${sb.url}/__sandbox/stats`, { headers: { authorization: `Bearer ${sb.adminToken}` } }).then(
+        (r) => r.json() as Promise<any>,
+      );
+      if (stats.deliveries.pending === 0) return;
+    }
+    throw new Error('the service still has deliveries to send after 20 flushes');
+  };
+  return { sb, h, deps, connection, admin, deliverAll };
 }
 
 export function payload(objectId: number, event = 'variants.stock_level_update'): string {

@@ -12,7 +12,7 @@ import { syncAllWebhooks } from '../../src/receiver/role.ts';
 import { sandboxWorld } from './harness.ts';
 
 t.test('subscriptions are made at PUBLIC_URL/webhooks/NAME and real deliveries are stored and queued', async (t) => {
-  const { sb, h, deps, connection, admin } = await sandboxWorld(t);
+  const { sb, h, deps, connection, admin, deliverAll } = await sandboxWorld(t);
   const first = await syncWebhooks(deps, connection, h.base);
   t.equal(first.address, `${h.base}/webhooks/acme`);
   t.same(
@@ -32,7 +32,7 @@ t.test('subscriptions are made at PUBLIC_URL/webhooks/NAME and real deliveries a
 
   const performed = await admin('activity', { operations: 3, kinds: ['adjust_stock'] });
   t.equal(performed.performed.length, 3);
-  await admin('deliveries/flush');
+  await deliverAll();
   const rows = (await h.tdb.pool.query(`SELECT * FROM webhook_deliveries WHERE connection_id = $1 ORDER BY id`, [connection.id])).rows;
   t.ok(rows.length >= 3, `${rows.length} deliveries stored`);
   for (const r of rows) {
@@ -55,16 +55,16 @@ t.test('subscriptions are made at PUBLIC_URL/webhooks/NAME and real deliveries a
 });
 
 t.test('sandbox faults: duplicated deliveries are stored once; corrupted signatures get 401 and succeed on retry', async (t) => {
-  const { sb, h, deps, connection, admin } = await sandboxWorld(t);
+  const { sb, h, deps, connection, admin, deliverAll } = await sandboxWorld(t);
   await syncWebhooks(deps, connection, h.base);
   const count = async () =>
     Number((await h.tdb.pool.query('SELECT count(*) AS n FROM webhook_deliveries WHERE connection_id = $1', [connection.id])).rows[0].n);
 
   await admin('faults', { deliveries: { duplicate: 1 } });
   await admin('activity', { operations: 4, kinds: ['adjust_stock'] });
-  await admin('deliveries/flush');
+  await deliverAll();
   const rows = (await h.tdb.pool.query('SELECT delivery_id FROM webhook_deliveries WHERE connection_id = $1', [connection.id])).rows;
-  t.ok(rows.length >= 4);
+  t.ok(rows.length >= 4, `${rows.length} deliveries stored`);
   const sent = await fetch(`${sb.url}/__sandbox/deliveries?limit=100`, { headers: { authorization: `Bearer ${sb.adminToken}` } }).then(
     (r) => r.json() as Promise<any[]>,
   );
@@ -84,7 +84,7 @@ t.test('sandbox faults: duplicated deliveries are stored once; corrupted signatu
   t.equal(await count(), before, 'forged deliveries stored nothing');
   t.match(h.logs.text(), /signature does not verify/);
   await admin('faults', {});
-  await admin('deliveries/flush'); // the service retries the failed ones
+  await deliverAll(); // the service retries the failed ones
   t.ok((await count()) >= before + 2, 'the retries with good signatures are stored');
 });
 
