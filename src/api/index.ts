@@ -26,5 +26,5 @@ export {
 } from './connections.ts';
 export type { ClientDeps, ClientOptions } from './transport.ts';
 export { effectiveReserve } from './budget.ts';
-export { PAGE_SIZE } from './reads.ts';
+export { earliest, PAGE_SIZE } from './reads.ts';
 export { ORDER_LINES_PER_REQUEST } from './writes.ts';

@@ -1,7 +1,6 @@
 // What the sync engine needs of the API client (batched reads by id, paginated lists), and the reads of a
 // resource's live records. Tests may hand in any object of this shape; production passes the ApiClient.
-import { earliest } from '../api/reads.ts';
-import type { ApiClient, ByIds, Page, RequestOptions } from '../api/types.ts';
+import { earliest, type ApiClient, type ByIds, type Page, type RequestOptions } from '../api/index.ts';
 import type { ResourceSpec } from './resources.ts';
 
 export type Reader = Pick<ApiClient, 'getByIds' | 'paginate'> & { readonly connection: { id: number; name: string } };
