@@ -1,6 +1,6 @@
 // Group commit: requests arriving together share one transaction. Items wait until the oldest has waited
-// `maxWaitMs` or `maxBatch` are queued, and while every commit slot is busy; a slot that frees takes all
-// that waited (up to maxBatch) at once. Under load batches grow by themselves, when idle an item goes alone.
+// `maxWaitMs` or `maxBatch` are queued, and while every commit slot is busy; what waited is then shared among
+// the free slots (up to maxBatch each). Under load batches grow by themselves, when idle an item goes alone.
 // An item not committed within `maxAgeMs` is refused (its request answers 503 in time); one timer watches the
 // oldest item for all of them, where a timer and a promise race per request cost measurable CPU.
 export class BatcherClosed extends Error {
@@ -112,7 +112,10 @@ export function createBatcher<T, R>(commit: (items: T[]) => Promise<R[]>, opts: 
         timer = setTimeout(schedule, Math.max(1, Math.ceil(opts.maxWaitMs - waited)));
         return;
       }
-      start(queue.splice(0, opts.maxBatch));
+      // What waits is shared among the free slots: two half batches commit side by side on two backends
+      // (and cores), where one whole batch would leave the other idle while this process waits for it.
+      const free = opts.concurrency - inFlight;
+      start(queue.splice(0, Math.min(opts.maxBatch, Math.ceil(queue.length / free))));
     }
   };
 

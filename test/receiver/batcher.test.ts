@@ -10,11 +10,43 @@ t.test('items arriving together share one commit; each gets its own result', asy
       calls.push(items);
       return items.map((i) => i * 10);
     },
-    { ...opts, maxBatch: 50 },
+    { ...opts, maxBatch: 50, concurrency: 1 },
   );
   const results = await Promise.all([1, 2, 3, 4, 5].map((i) => b.submit(i)));
   t.same(results, [10, 20, 30, 40, 50]);
   t.same(calls, [[1, 2, 3, 4, 5]]);
+});
+
+t.test('what waits is shared among the free commit slots, and a busy slot takes no share', async (t) => {
+  const calls: number[][] = [];
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const b = createBatcher(
+    async (items: number[]) => {
+      calls.push(items);
+      if (items.includes(0)) await held;
+      return items;
+    },
+    { ...opts, maxBatch: 50 },
+  );
+  const together = Promise.all([1, 2, 3, 4, 5].map((i) => b.submit(i)));
+  t.same(await together, [1, 2, 3, 4, 5]);
+  t.same(
+    calls,
+    [
+      [1, 2, 3],
+      [4, 5],
+    ],
+    'two slots free: two commits side by side',
+  );
+  calls.length = 0;
+  const blocker = b.submit(0);
+  await new Promise((r) => setTimeout(r, 20));
+  const rest = Promise.all([6, 7, 8, 9].map((i) => b.submit(i)));
+  t.same(await rest, [6, 7, 8, 9]);
+  t.same(calls, [[0], [6, 7, 8, 9]], 'one slot busy: the free one takes everything');
+  release();
+  await blocker;
 });
 
 t.test('batches are capped, and no more than `concurrency` commits run at once', async (t) => {

@@ -168,7 +168,8 @@ t.test('an absurdly long delivery id is keyed by its hash and does not poison it
 });
 
 t.test('an item the database refuses fails alone, not its batch neighbours', async (t) => {
-  const h = await startReceiver(t, { config: { WEBHOOK_BATCH_WAIT_MS: 200 } }); // so the two share a batch
+  // One commit slot and a long wait, so the two share a batch.
+  const h = await startReceiver(t, { config: { WEBHOOK_BATCH_WAIT_MS: 200, WEBHOOK_COMMIT_CONCURRENCY: 1 } });
   await h.tdb.db.insertInto('connections').values({ name: 'gone', base_url: 'http://127.0.0.1:1', auth_kind: 'token' }).execute();
   t.equal((await deliver(h.url('gone'), payload(1))).status, 200, 'the receiver now knows (caches) connection gone');
   await h.tdb.db.deleteFrom('connections').where('name', '=', 'gone').execute();
