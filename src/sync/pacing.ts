@@ -2,10 +2,13 @@
 // window — so that the rate budget goes first to what a sales channel sees.
 //
 // The budget left until the window resets, less a fifth kept for sweeps, follow-up reads and pushes, is a rate
-// of requests per second. The resources waiting share it by weight: `stock` reads (variants, bundle makeup)
-// decide channel quantities and get most of it; `documents` (orders, fulfilments, receipts) move stock only
-// through variants whose own events say so; `reference` data (customers, addresses) can wait. Each resource
-// reads about once per 1 / (rate x its share) seconds, rounded up to a fixed step. So while the budget is
+// of requests per second. `stock` reads (variants, bundle makeup) decide channel quantities: whenever they wait,
+// they get STOCK_SHARE of that rate, however many other resources wait beside them. `documents` (orders,
+// fulfilments, receipts) move stock only through variants whose own events say so, and `reference` data
+// (customers, addresses) can wait: they share the rest by weight. Each resource reads about once per
+// cost / (rate x its share) seconds, rounded up to a fixed step, where cost is what its drains have lately
+// spent per read of up to 250 ids (an order's also reads its lines where lists carry no sideloads; more ids make
+// more reads however long a drain waits, so only the cost of one counts). So while the budget is
 // plentiful every window is short (1 s), and as it runs out the windows widen, reference data first and stock
 // last. A burst is not slowed: the first drain of a quiet pair starts at once and reads everything pending.
 import { catalog, type Freshness } from '../catalog/index.ts';
@@ -13,12 +16,22 @@ import { effectiveReserve } from '../api/index.ts';
 import { budgetWindow } from '../db/budgets.ts';
 import type { Db } from '../db/index.ts';
 
-/** Share of the budget per resource waiting, by freshness: stock reads get most of it. */
+/**
+ * The part of the rate stock reads get while anything else waits too. Shared by weight among everything waiting,
+ * a variant's part shrank with every kind of document the account used: with the documented service's 17 routes
+ * it read every 4 s, not 2 (p95 stock lag 6.7-7.2 s at 2 operations/s; 2.9 s with this share).
+ */
+export const STOCK_SHARE = 0.8;
+
+/** Weights within a tier, and between documents and reference data. */
 export const WEIGHTS: Record<Freshness, number> = { stock: 12, documents: 2, reference: 0.5 };
+// A bundle's makeup is read only for a new or changed bundle: an equal part of the stock share would lie idle
+// while the variants' windows doubled.
+const weightOf = (resource: string) => (resource === 'composition' ? 2 : WEIGHTS[freshnessOf(resource)]);
 
 // pg-boss debounces per time slot of the given length: a length that changed with every call (7 s, 8 s, 7 s)
 // would open a new slot, and so a new drain, each time. A few fixed steps keep the slots stable.
-export const WINDOW_STEPS = [1, 2, 3, 4, 5, 8, 13, 20, 30, 45, 60];
+export const WINDOW_STEPS = [1, 2, 3, 4, 5, 8, 13, 20, 30, 45, 60, 90, 120];
 
 /** What pacing looks at for one connection. */
 export interface BudgetState {
@@ -29,6 +42,8 @@ export interface BudgetState {
   toReset: number | null;
   /** Resources asked for or read in the last five minutes (by this process): those sharing the budget. */
   active: string[];
+  /** Requests a read of up to 250 ids of each resource has lately cost, its lines included (absent: 1). */
+  costs?: Record<string, number>;
 }
 
 /** The freshness of a resource name a pending fetch may carry (composition: a bundle's makeup, stock). */
@@ -40,32 +55,55 @@ export function freshnessOf(resource: string): Freshness {
 export function drainWindow(state: BudgetState, resource: string): number {
   if (state.toReset === null || state.toReset <= 0) return 1; // no window known, or a fresh one: read at once
   const rate = (0.8 * Math.max(state.remaining, 0)) / state.toReset;
-  const sharing = new Set([...state.active, resource]);
-  const total = [...sharing].reduce((sum, r) => sum + WEIGHTS[freshnessOf(r)], 0);
-  const share = WEIGHTS[freshnessOf(resource)] / total;
-  const wanted = 1 / Math.max(rate * share, 1e-3);
-  return WINDOW_STEPS.find((s) => s >= wanted) ?? 60;
+  const sharing = [...new Set([...state.active, resource])];
+  const stock = freshnessOf(resource) === 'stock';
+  const tier = sharing.filter((r) => (freshnessOf(r) === 'stock') === stock);
+  const tierShare = tier.length === sharing.length ? 1 : stock ? STOCK_SHARE : 1 - STOCK_SHARE;
+  const share = (tierShare * weightOf(resource)) / tier.reduce((sum, r) => sum + weightOf(r), 0);
+  // A drain that found nothing to read cost nothing; a floor keeps such a resource from reading every second.
+  const cost = Math.max(state.costs?.[resource] ?? 1, 0.25);
+  // Never longer than the time to the reset: the budget is whole again then.
+  const wanted = Math.min(cost / Math.max(rate * share, 1e-3), state.toReset);
+  return WINDOW_STEPS.find((s) => s >= wanted) ?? WINDOW_STEPS.at(-1)!;
 }
 
 // Resources this process asked drains for or drained lately, per connection: they share the budget for five
-// minutes after (a resource read every few seconds is pending only now and then). Kept in memory: pacing is a
-// share of the budget, not a guarantee, and a look at the budget is then one primary-key read.
+// minutes after (a resource read every few seconds is pending only now and then), with what their drains have
+// lately cost. Kept in memory: pacing is a share of the budget, not a guarantee, and a look at the budget is
+// then one primary-key read.
 const RECENT_MS = 5 * 60_000;
-const recent = new Map<number, Map<string, number>>();
+const recent = new Map<number, Map<string, { at: number; cost?: number }>>();
+
+function entry(connectionId: number, resource: string, now: number) {
+  let m = recent.get(connectionId);
+  if (!m) recent.set(connectionId, (m = new Map()));
+  const e = m.get(resource) ?? { at: now };
+  e.at = now;
+  m.set(resource, e);
+  return e;
+}
 
 /** Notes that (connection, resource) is being read: it shares the budget for the next five minutes. */
 export function noteActive(connectionId: number, resource: string, now = Date.now()): void {
-  let m = recent.get(connectionId);
-  if (!m) recent.set(connectionId, (m = new Map()));
-  m.set(resource, now);
+  entry(connectionId, resource, now);
 }
 
-function activeResources(connectionId: number, now: number): string[] {
+/** Notes what a read of up to 250 ids of (connection, resource) cost, in requests: a moving average. */
+export function noteCost(connectionId: number, resource: string, requests: number, now = Date.now()): void {
+  const e = entry(connectionId, resource, now);
+  e.cost = e.cost === undefined ? requests : 0.7 * e.cost + 0.3 * requests;
+}
+
+function activeResources(connectionId: number, now: number): { active: string[]; costs: Record<string, number> } {
   const m = recent.get(connectionId);
-  if (!m) return [];
-  for (const [r, at] of m) if (now - at > RECENT_MS) m.delete(r);
+  const costs: Record<string, number> = {};
+  if (!m) return { active: [], costs };
+  for (const [r, e] of m) {
+    if (now - e.at > RECENT_MS) m.delete(r);
+    else if (e.cost !== undefined) costs[r] = e.cost;
+  }
   if (!m.size) recent.delete(connectionId);
-  return [...m.keys()];
+  return { active: [...m.keys()], costs };
 }
 
 // Deliveries arrive in batches that each ask for drains: one look at the budget per connection serves them all
@@ -85,11 +123,11 @@ export async function budgetState(db: Db, connectionId: number): Promise<BudgetS
     hit = { at: now, until: now + (plenty ? PLENTY_CACHE_MS : CACHE_MS), budget };
     cache.set(connectionId, hit);
   }
-  const active = activeResources(connectionId, now);
-  if (!hit.budget) return { limit: 0, remaining: 0, toReset: null, active };
+  const { active, costs } = activeResources(connectionId, now);
+  if (!hit.budget) return { limit: 0, remaining: 0, toReset: null, active, costs };
   const age = (now - hit.at) / 1000; // toReset as of now, not as of the read
   const { limit, remaining, toReset } = hit.budget;
-  return { limit, remaining, toReset: toReset === null ? null : toReset - age, active };
+  return { limit, remaining, toReset: toReset === null ? null : toReset - age, active, costs };
 }
 
 /**

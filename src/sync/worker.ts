@@ -10,10 +10,10 @@ import type { WorkerDeps } from '../runtime.ts';
 import { channelRules } from '../stock/channel.ts';
 import { postChannelChanges, publishChanges } from '../stock/feed.ts';
 import { workDeliveries } from './deliveries.ts';
-import { drainPending } from './drain.ts';
+import { BATCH, drainPending } from './drain.ts';
 import { requestDrain } from './jobs.ts';
 import { applyRules, handleMaintenance } from './maintenance.ts';
-import { budgetState, heldForStock, noteActive } from './pacing.ts';
+import { budgetState, heldForStock, noteActive, noteCost } from './pacing.ts';
 import { handleReconcile } from './reconcile.ts';
 import { syncSchedules } from './schedules.ts';
 
@@ -72,6 +72,8 @@ export async function startSyncWorkers(deps: WorkerDeps): Promise<void> {
       const c = await client(connectionId);
       noteActive(connectionId, resource);
       const out = await drainPending({ db, log, client: c, rules: await channelRules(db, config, connectionId), jobId: job!.id }, resource);
+      // What a read of up to BATCH ids cost (its lines too): more ids make more reads however long a drain waits.
+      noteCost(connectionId, resource, out.requests / Math.max(1, Math.ceil(out.read / BATCH)));
       await publishChanges(boss, out.changes);
       for (const p of out.followUps) await requestDrain(boss, p.connectionId, p.resource, { db });
       if (out.more) await requestDrain(boss, connectionId, resource, { db, backlog: true });

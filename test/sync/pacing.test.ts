@@ -1,7 +1,7 @@
 // The drain's coalescing window: the budget left until the reset, shared by the resources waiting, stock first.
 import t from 'tap';
 import { sql } from 'kysely';
-import { budgetState, drainWindow, drainWindowSeconds, heldForStock, noteActive } from '../../src/sync/pacing.ts';
+import { budgetState, drainWindow, drainWindowSeconds, heldForStock, noteActive, noteCost } from '../../src/sync/pacing.ts';
 import { testDatabase } from '../support/db.ts';
 
 const DOCS = ['order', 'fulfillment', 'purchase_order'];
@@ -11,19 +11,39 @@ t.test('windows: short while the budget is plentiful, widening as it runs out, s
   t.equal(drainWindow(state(300, null, []), 'variant'), 1, 'no budget window known yet: read at once');
   t.equal(drainWindow(state(0, -5, []), 'order'), 1, 'the reset has passed: a fresh window, read at once');
   t.equal(drainWindow(state(300, 300, ['variant']), 'variant'), 2, 'alone, 0.8 a second to use: every 1.25 s, the 2 s step');
-  // 240 of 300 s usable, shared by a variant (12) and three document resources (2 each): 12/18 of 0.8/s.
-  t.equal(drainWindow(state(300, 300, ['variant', ...DOCS]), 'variant'), 2, 'stock: 1.9 s');
-  t.equal(drainWindow(state(300, 300, ['variant', ...DOCS]), 'order'), 13, 'a document: 11.25 s, the 13 s step');
+  // 240 of 300 s usable: stock gets four fifths of 0.8/s, three documents (2 each) the rest.
+  t.equal(drainWindow(state(300, 300, ['variant', ...DOCS]), 'variant'), 2, 'stock: 1.6 s');
+  t.equal(drainWindow(state(300, 300, ['variant', ...DOCS]), 'order'), 20, 'a document: 18.75 s, the 20 s step');
   t.equal(
     drainWindow(state(300, 300, ['variant', ...DOCS, 'company']), 'company'),
-    60,
-    'reference data waits longest: 46 s, the 60 s step',
+    90,
+    'reference data waits longest: 81 s, the 90 s step',
   );
+  const many = [
+    'variant',
+    'order',
+    'fulfillment',
+    'fulfillment_return',
+    'purchase_order',
+    'procurement',
+    'stock_adjustment',
+    'stock_transfer',
+    'invoice',
+    'company',
+    'address',
+    'contact',
+  ];
+  t.equal(drainWindow(state(300, 300, many), 'variant'), 2, 'stock keeps its part however many other kinds wait');
   t.equal(drainWindow(state(300, 30, ['variant', ...DOCS]), 'order'), 2, 'plenty left for the time to the reset: short windows for all');
-  t.equal(drainWindow(state(100, 250, ['variant', ...DOCS]), 'variant'), 5, '100 left for 250 s: stock every 4.7 s');
-  t.equal(drainWindow(state(100, 250, ['variant', ...DOCS]), 'order'), 30, '... and a document every 28 s');
-  t.equal(drainWindow(state(0, 200, ['variant']), 'variant'), 60, 'spent: the longest window, the reads wait for the reset anyway');
-  t.equal(drainWindow(state(300, 300, ['composition', 'variant']), 'composition'), 3, "a bundle's makeup is stock too");
+  t.equal(drainWindow(state(100, 250, ['variant', ...DOCS]), 'variant'), 4, '100 left for 250 s: stock every 3.9 s');
+  t.equal(drainWindow(state(100, 250, ['variant', ...DOCS]), 'order'), 60, '... and a document every 47 s');
+  t.equal(drainWindow(state(0, 200, ['variant']), 'variant'), 120, 'spent: the longest window, the reads wait for the reset anyway');
+  t.equal(drainWindow(state(0, 4.5, ['variant']), 'variant'), 5, 'but never much longer than the time to the reset');
+  t.equal(drainWindow(state(300, 300, ['composition', 'variant']), 'composition'), 13, "a bundle's makeup is stock too, read more rarely");
+  t.equal(drainWindow(state(300, 300, ['composition', 'variant', ...DOCS]), 'variant'), 2, 'and it leaves the variants their pace');
+  const costly = { ...state(300, 300, ['variant', ...DOCS]), costs: { order: 2, variant: 0.1 } };
+  t.equal(drainWindow(costly, 'order'), 45, 'a document whose reads cost two requests (its lines) waits twice as long: 37.5 s');
+  t.equal(drainWindow(costly, 'variant'), 1, 'drains that cleared their rows without a read cost little: 0.4 s');
 });
 
 t.test('the state comes from the shared budget and the resources this process asked drains for lately', async (t) => {
@@ -48,8 +68,14 @@ t.test('the state comes from the shared budget and the resources this process as
     ['company', 'fulfillment', 'order', 'purchase_order', 'variant'],
     'asked for or read in the last five minutes',
   );
-  t.equal(await drainWindowSeconds(db, id, 'variant'), 5);
-  t.equal(await drainWindowSeconds(db, id, 'company'), 60, 'reference data: 116 s wanted, the longest window');
+  t.equal(await drainWindowSeconds(db, id, 'variant'), 4);
+  t.equal(await drainWindowSeconds(db, id, 'company'), 120, 'reference data: 203 s wanted, the longest window');
+  noteCost(id, 'order', 3);
+  noteCost(id, 'order', 1);
+  noteCost(id, 'fulfillment', 2);
+  const { costs } = await budgetState(db, id);
+  t.equal(costs?.order?.toFixed(2), '2.40', 'what a read costs, as a moving average');
+  t.equal(costs?.fulfillment, 2);
 });
 
 t.test('the last BUDGET_RESERVE requests of a window are kept for stock reads: other drains wait for the reset', async (t) => {

@@ -187,6 +187,7 @@ t.test('a drain reads 250 ids a call, looks missing ones up once as archived, ma
     [250, 250, 100],
     'ceil(600/250) list calls',
   );
+  t.equal(out.requests, 4, 'what pacing counts: 4 requests for ceil(600/250) = 3 reads of ids');
   t.same(
     reader.calls.filter((x) => x.status === 'archived').map((x) => x.ids),
     [10],
