@@ -151,6 +151,18 @@ for (const n of counts) {
     await new Promise((r) => setTimeout(r, 500));
   }
 
+  // The slowest moves and the variant reads of their connection around them: whether reads were missing or
+  // came without the move.
+  for (const m of lag.slowest(3)) {
+    const [connection, variant] = m.key.split(':').map(Number);
+    const reads = await sql<{ at: Date; detail: { ids?: number } }>`SELECT at, detail FROM sync_log
+      WHERE connection_id = ${connection} AND resource = 'variant' AND action = 'fetch'
+        AND at BETWEEN ${new Date(m.at - 5_000)} AND ${new Date(m.at + m.lag + 5_000)} ORDER BY at`.execute(world.db);
+    console.log(
+      `  slow move: connection ${connection} variant ${variant}, ${m.cause}, ${sec(m.lag)} s; variant reads of that connection ` +
+        `(s after the move: ids): ${reads.rows.map((r) => `${sec(r.at.getTime() - m.at)}:${r.detail?.ids ?? '?'}`).join(' ') || 'none'}`,
+    );
+  }
   const p95s = [...lag.lags.values()]
     .map((l) =>
       percentile(

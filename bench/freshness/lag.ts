@@ -31,7 +31,7 @@ export class StockLag {
   /** Lags (ms) of the moves caught up, per connection. */
   readonly lags = new Map<number, number[]>();
   /** Every move caught up: its lag (ms) and the operation that made it, to say what the tail is made of. */
-  readonly caught: { lag: number; cause: string }[] = [];
+  readonly caught: { lag: number; cause: string; key: string; at: number }[] = [];
   /** When each move happened (ms), for the floor. */
   readonly times: number[] = [];
   /** Distinct variants moved, as connection:variant. */
@@ -62,6 +62,11 @@ export class StockLag {
       .sort((a, b) => b[1] - a[1])
       .map(([cause, n]) => `${cause} ${n} of ${all.get(cause)}`)
       .join(', ');
+  }
+
+  /** The `n` moves caught up slowest, slowest first (key: connection:variant:location). */
+  slowest(n: number): { lag: number; cause: string; key: string; at: number }[] {
+    return [...this.caught].sort((a, b) => b.lag - a.lag).slice(0, n);
   }
 
   /** Every lag caught up so far, sorted. */
@@ -119,7 +124,7 @@ export class StockLag {
       const lags = this.lags.get(Number(r.connection_id)) ?? [];
       for (const m of list.splice(0, last + 1)) {
         lags.push(Math.max(0, written - m.at));
-        this.caught.push({ lag: Math.max(0, written - m.at), cause: m.cause });
+        this.caught.push({ lag: Math.max(0, written - m.at), cause: m.cause, key, at: m.at });
       }
       this.lags.set(Number(r.connection_id), lags);
       if (!list.length) this.pending.delete(key);

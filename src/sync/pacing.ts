@@ -60,8 +60,9 @@ export function drainWindow(state: BudgetState, resource: string): number {
   const tier = sharing.filter((r) => (freshnessOf(r) === 'stock') === stock);
   const tierShare = tier.length === sharing.length ? 1 : stock ? STOCK_SHARE : 1 - STOCK_SHARE;
   const share = (tierShare * weightOf(resource)) / tier.reduce((sum, r) => sum + weightOf(r), 0);
-  // A drain that found nothing to read cost nothing; a floor keeps such a resource from reading every second.
-  const cost = Math.max(state.costs?.[resource] ?? 1, 0.25);
+  // At least one request: a drain that cleared its rows without a read spent no budget, but its job and claim
+  // still cost the database, and with hundreds of accounts shorter windows for such drains cost freshness.
+  const cost = Math.max(state.costs?.[resource] ?? 1, 1);
   // Never longer than the time to the reset: the budget is whole again then.
   const wanted = Math.min(cost / Math.max(rate * share, 1e-3), state.toReset);
   return WINDOW_STEPS.find((s) => s >= wanted) ?? WINDOW_STEPS.at(-1)!;

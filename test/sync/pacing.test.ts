@@ -43,7 +43,7 @@ t.test('windows: short while the budget is plentiful, widening as it runs out, s
   t.equal(drainWindow(state(300, 300, ['composition', 'variant', ...DOCS]), 'variant'), 2, 'and it leaves the variants their pace');
   const costly = { ...state(300, 300, ['variant', ...DOCS]), costs: { order: 2, variant: 0.1 } };
   t.equal(drainWindow(costly, 'order'), 45, 'a document whose reads cost two requests (its lines) waits twice as long: 37.5 s');
-  t.equal(drainWindow(costly, 'variant'), 1, 'drains that cleared their rows without a read cost little: 0.4 s');
+  t.equal(drainWindow(costly, 'variant'), 2, 'a drain that cleared its rows without a read counts as one read');
 });
 
 t.test('the state comes from the shared budget and the resources this process asked drains for lately', async (t) => {
