@@ -132,6 +132,10 @@ export const settings = {
     schema: int(1, 1440),
     doc: 'Minutes between checks that repair webhook subscriptions (the service deletes one after 3 days of failures).',
   },
+  SERVICE_CLOCK_MARGIN_SECONDS: {
+    schema: int(0, 300),
+    doc: "How far apart the service's two clocks may be (its answers' Date and its webhooks' timestamp come from different machines): a read counts as after an event only when it is this much later still.",
+  },
   RECONCILE_OVERLAP_SECONDS: { schema: int(0, 86400), doc: 'How far an incremental sweep reaches back before its last cursor.' },
   FULL_SWEEP_CRON: {
     schema: z.string().regex(/^(\S+\s+){4}\S+$/, 'a five-field cron expression'),
