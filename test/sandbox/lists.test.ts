@@ -149,3 +149,44 @@ t.test('Common list behaviour: the maximum URI length is configurable', async (t
   t.equal((await c.get(`/variants?ids=${'1,'.repeat(200)}1`)).status, 414);
   t.equal((await c.get('/variants?ids=1,2')).status, 200);
 });
+
+t.test('listOrder updated: most recent first by update time; an explicit order= still wins', async (t) => {
+  const c = await sandbox(t, { variants: 30, listOrder: 'updated' });
+  const before = (await c.get('/variants?limit=250')).body.variants as any[];
+  const oldest = before.at(-1);
+  await new Promise((r) => setTimeout(r, 5)); // a later millisecond than every seeded record
+  const put = await c.call('PUT', `/variants/${oldest.id}`, { variant: { name: 'moved to the front' } });
+  t.ok(put.status < 300, `PUT answered ${put.status}`);
+  const after = (await c.get('/variants?limit=250')).body.variants as any[];
+  t.equal(after[0].id, oldest.id, 'the record just updated comes first');
+  const stamps = after.map((v) => v.updated_at);
+  t.same(stamps, [...stamps].sort().reverse(), 'sorted by updated_at, newest first');
+  const byId = (await c.get('/variants?order=id%20asc&limit=250')).body.variants.map((v: any) => v.id);
+  t.same(
+    byId,
+    [...byId].sort((x: number, y: number) => x - y),
+    'order=id asc is stable whatever the default',
+  );
+  const created = (await sandbox(t, { variants: 30 }).then((d) => d.get('/variants?limit=250'))).body.variants.map(
+    (v: any) => v.created_at,
+  );
+  t.same(created, [...created].sort().reverse(), 'the default stays by creation');
+});
+
+t.test('clockSkewSeconds moves the Date header, not webhook or record stamps; the admin API sets it', async (t) => {
+  const c = await sandbox(t, { variants: 5, clockSkewSeconds: 3 });
+  const date = (r: { headers: Headers }) => Date.parse(r.headers.get('date')!);
+  const ahead = await c.get('/variants?limit=1');
+  const now = Date.parse((await c.admin('POST', 'clock', {})).body.now);
+  t.ok(date(ahead) - now >= 1000 && date(ahead) - now <= 4000, `Date runs 3 s ahead (${date(ahead) - now} ms)`);
+  const id = ahead.body.variants[0].id;
+  await c.call('PUT', `/variants/${id}`, { variant: { name: 'stamped' } });
+  const stamped = Date.parse((await c.get(`/variants/${id}`)).body.variant.updated_at);
+  t.ok(Math.abs(stamped - now) < 1000, `records keep the service clock (${stamped - now} ms from it)`);
+  const set = await c.admin('POST', 'clock', { skew_seconds: -3 });
+  t.equal(set.body.skew_seconds, -3);
+  const behind = await c.get('/variants?limit=1');
+  const now2 = Date.parse((await c.admin('POST', 'clock', {})).body.now);
+  t.ok(now2 - date(behind) >= 2000 && now2 - date(behind) <= 5000, `Date runs 3 s behind (${now2 - date(behind)} ms)`);
+  t.equal((await c.admin('POST', 'clock', { skew_seconds: 'x' })).status, 422);
+});

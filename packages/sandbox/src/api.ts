@@ -2,7 +2,7 @@
 // (singular key for one record, plural for lists, 201 on create, 204 on update, sideloads next to the record).
 import { ApiFail, type Row, type Store } from './store.ts';
 import { RESOURCES, type ResourceDef } from './resources.ts';
-import { list, sideloads, values } from './list.ts';
+import { list, sideloads, values, type ListOrder } from './list.ts';
 import { render, renderComposition } from './render.ts';
 import type { Service } from './service.ts';
 import { listSideloads, type Profile } from './profile.ts';
@@ -79,9 +79,11 @@ function wrapped(body: Record<string, any> | null, key: string): Record<string, 
 export class Api {
   private readonly service: Service;
   private readonly profile: Profile;
-  constructor(service: Service, profile: Profile) {
+  private readonly listOrder: ListOrder;
+  constructor(service: Service, profile: Profile, listOrder: ListOrder = 'created') {
     this.service = service;
     this.profile = profile;
+    this.listOrder = listOrder;
   }
   private get store(): Store {
     return this.service.store;
@@ -206,7 +208,7 @@ export class Api {
   private list(def: ResourceDef, q: URLSearchParams, caller: Caller): ApiAnswer {
     const table = this.store.table(def.plural)!;
     const extra = def.plural === 'webhooks' ? [(r: Row) => r.oauth_application_id === caller.appId] : [];
-    const { records, pagination } = list(def, table.order, q, extra, (i) => table.get(i), this.store);
+    const { records, pagination } = list(def, table.order, q, extra, (i) => table.get(i), this.store, this.listOrder);
     const body: Record<string, unknown> = { [def.plural]: records.map((r) => render(this.store, def.plural, r)) };
     if (listSideloads(this.profile, def.plural)) {
       for (const [key, rows] of sideloads(this.store, def, records, q)) body[key] = rows.map((r) => render(this.store, key, r));

@@ -14,9 +14,11 @@ import { Tokens, OAuthFail } from './oauth.ts';
 import { Deliveries, type DeliveryFaults } from './webhooks.ts';
 import { Activity, ACTIVITY_KINDS, type ActivityKind } from './activity.ts';
 import { PROFILES, type Profile } from './profile.ts';
+import { LIST_ORDERS, type ListOrder } from './list.ts';
 
 export { DOCUMENTED_EVENTS, PROFILES, SPEC_EVENTS, type Profile } from './profile.ts';
 export { ACTIVITY_KINDS, type ActivityKind } from './activity.ts';
+export { LIST_ORDERS, type ListOrder } from './list.ts';
 
 export interface SandboxOptions {
   host?: string;
@@ -37,6 +39,13 @@ export interface SandboxOptions {
   activity?: number;
   maxUriLength?: number;
   tokenExpiresIn?: number;
+  /** What "most recent first" sorts lists by when no `order=` is given: creation (the default) or update. */
+  listOrder?: ListOrder;
+  /**
+   * Seconds the web servers' clock (answers' `Date`) runs ahead of the clock that stamps webhook timestamps and
+   * records (negative: behind). Real-service-notes section 7: the two are different machines.
+   */
+  clockSkewSeconds?: number;
   log?: Logger;
 }
 
@@ -67,6 +76,8 @@ export const DEFAULTS = {
   activity: 0,
   maxUriLength: 8192,
   tokenExpiresIn: 7200,
+  listOrder: 'created' as ListOrder,
+  clockSkewSeconds: 0,
 };
 
 const IDEMPOTENCY_LIFETIME_MS = 24 * 3600_000;
@@ -112,6 +123,8 @@ class SandboxServer {
     const clean = Object.fromEntries(Object.entries(opts).filter(([, v]) => v !== undefined));
     this.o = { ...DEFAULTS, log: pino({ level: 'silent' }), ...clean };
     if (!PROFILES.includes(this.o.profile)) throw new Error(`profile must be ${PROFILES.join(' or ')}, got "${this.o.profile}"`);
+    if (!LIST_ORDERS.includes(this.o.listOrder)) throw new Error(`listOrder must be ${LIST_ORDERS.join(' or ')}, got "${this.o.listOrder}"`);
+    if (!Number.isFinite(this.o.clockSkewSeconds)) throw new Error(`clockSkewSeconds must be a number, got "${this.o.clockSkewSeconds}"`);
     this.clock = new Clock(this.o.timeScale, this.o.manualClock);
     this.faultRng = new Random(this.o.seed * 7919 + 1);
     this.tokens = new Tokens(this.clock, {
@@ -141,7 +154,7 @@ class SandboxServer {
     } finally {
       this.service.muted = false;
     }
-    this.api = new Api(this.service, this.o.profile);
+    this.api = new Api(this.service, this.o.profile, this.o.listOrder);
     this.activity = new Activity(this.service, new Random(seedValue * 31 + 17));
     this.windows.clear();
     this.idempotent.clear();
@@ -170,7 +183,7 @@ class SandboxServer {
     const requestId = randomUUID();
     // Date is the service's clock, as on any HTTP server: here the sandbox's (scaled) clock, taken as the
     // request arrives, so a client can place what it read on the same clock as webhook timestamps.
-    res.setHeader('Date', new Date(this.clock.now()).toUTCString());
+    res.setHeader('Date', new Date(this.clock.now() + this.o.clockSkewSeconds * 1000).toUTCString());
     const rawUrl = req.url ?? '/';
     const qIndex = rawUrl.indexOf('?');
     const pathname = (qIndex < 0 ? rawUrl : rawUrl.slice(0, qIndex)) || '/';
@@ -420,11 +433,17 @@ class SandboxServer {
         return ok({ deliveries: d, responses: r });
       }
       case 'POST clock': {
+        if (body.skew_seconds !== undefined) {
+          if (typeof body.skew_seconds !== 'number' || !Number.isFinite(body.skew_seconds))
+            throw new ApiFail(422, 'skew_seconds must be a number (seconds the Date header runs ahead)', { skew_seconds: ['is invalid'] });
+          this.o.clockSkewSeconds = body.skew_seconds;
+          return ok({ now: this.clock.iso(), skew_seconds: this.o.clockSkewSeconds });
+        }
         if (typeof body.advance_seconds === 'number') this.clock.advance(body.advance_seconds);
         else if (typeof body.set === 'string' && !Number.isNaN(Date.parse(body.set))) this.clock.set(Date.parse(body.set));
         else if (Object.keys(body).length)
           throw new ApiFail(422, 'give advance_seconds (number) or set (ISO timestamp)', { clock: ['is invalid'] });
-        return ok({ now: this.clock.iso() });
+        return ok({ now: this.clock.iso(), skew_seconds: this.o.clockSkewSeconds });
       }
       case 'POST activity': {
         const n = Number(body.operations ?? 1);

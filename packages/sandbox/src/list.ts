@@ -69,6 +69,14 @@ function matcher(type: FieldType, raw: string[]): (v: unknown) => boolean {
   return (v) => v != null && set.has(String(v));
 }
 
+/**
+ * What "most recent first" means when a list names no `order=`: by creation, or by update. The documentation
+ * does not say (real-service-notes section 7); under update order a record changed while a client pages moves to
+ * a page already read.
+ */
+export const LIST_ORDERS = ['created', 'updated'] as const;
+export type ListOrder = (typeof LIST_ORDERS)[number];
+
 export interface ListResult {
   records: Row[];
   pagination: Pagination;
@@ -82,6 +90,7 @@ export function list(
   extra: ((r: Row) => boolean)[] = [],
   lookup?: (id: number) => Row | undefined,
   store?: Store,
+  recentBy: ListOrder = 'created',
 ): ListResult {
   const tests: ((r: Row) => boolean)[] = [...extra];
   const ids = ints(q, 'ids');
@@ -129,7 +138,7 @@ export function list(
   const offset = (page - 1) * limit;
   let total = 0;
   let records: Row[];
-  if (!order && !def.defaultOrder) {
+  if (!order && !def.defaultOrder && recentBy === 'created') {
     // Most recent first (creation order is id order): walk backwards, keep only the requested page.
     records = [];
     outer: for (let i = candidates.length - 1; i >= 0; i--) {
@@ -145,7 +154,8 @@ export function list(
       matched.push(r);
     }
     if (order) sortBy(matched, order);
-    else matched.sort(def.defaultOrder);
+    else if (def.defaultOrder) matched.sort(def.defaultOrder);
+    else sortBy(matched, 'updated_at desc');
     total = matched.length;
     records = matched.slice(offset, offset + limit);
   }

@@ -4,7 +4,7 @@
 // environment, the environment beats the defaults. It shares nothing with commerce-sync's own CLI.
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
-import { DEFAULTS, PROFILES, startSandbox, type Profile } from './index.ts';
+import { DEFAULTS, LIST_ORDERS, PROFILES, startSandbox, type ListOrder, type Profile } from './index.ts';
 
 // flag -> [environment variable, kind, minimum]
 const FLAGS = {
@@ -22,12 +22,17 @@ const FLAGS = {
   'rate-window': ['SANDBOX_RATE_WINDOW', 'int', 1],
   profile: ['SANDBOX_PROFILE', 'string', 0],
   activity: ['SANDBOX_ACTIVITY', 'number', 0],
+  'list-order': ['SANDBOX_LIST_ORDER', 'string', 0],
+  'clock-skew': ['SANDBOX_CLOCK_SKEW', 'number', -86400],
 } as const;
 type Flag = keyof typeof FLAGS;
 
 function usage(): string {
   const rows = Object.entries(FLAGS).map(([flag, [env]]) => `  --${flag.padEnd(14)} ${env}`);
-  return `usage: commerce-sandbox [--flag value ...]\n${rows.join('\n')}\n  --help\n--profile is ${PROFILES.join(' or ')}.`;
+  return (
+    `usage: commerce-sandbox [--flag value ...]\n${rows.join('\n')}\n  --help\n--profile is ${PROFILES.join(' or ')}; ` +
+    `--list-order (most recent first by) is ${LIST_ORDERS.join(' or ')}; --clock-skew is seconds the Date header runs ahead.`
+  );
 }
 
 function options(argv: string[], env: NodeJS.ProcessEnv): Record<Flag, string | number | undefined> {
@@ -55,6 +60,8 @@ function options(argv: string[], env: NodeJS.ProcessEnv): Record<Flag, string | 
   }
   if (out.profile !== undefined && !(PROFILES as readonly unknown[]).includes(out.profile))
     problems.push(`--profile (SANDBOX_PROFILE) must be ${PROFILES.join(' or ')}, got "${out.profile}"`);
+  if (out['list-order'] !== undefined && !(LIST_ORDERS as readonly unknown[]).includes(out['list-order']))
+    problems.push(`--list-order (SANDBOX_LIST_ORDER) must be ${LIST_ORDERS.join(' or ')}, got "${out['list-order']}"`);
   if (problems.length) {
     console.error(`${problems.join('\n')}\n\n${usage()}`);
     process.exit(2);
@@ -77,6 +84,8 @@ const sandbox = await startSandbox({
   rateLimit: o['rate-limit'] as number | undefined,
   rateWindowSeconds: o['rate-window'] as number | undefined,
   profile: o.profile as Profile | undefined,
+  listOrder: o['list-order'] as ListOrder | undefined,
+  clockSkewSeconds: o['clock-skew'] as number | undefined,
   activity: (o.activity as number | undefined) ?? 2,
   log: pino({ level: process.env.LOG_LEVEL ?? 'info' }),
 });
