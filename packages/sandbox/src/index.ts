@@ -123,7 +123,8 @@ class SandboxServer {
     const clean = Object.fromEntries(Object.entries(opts).filter(([, v]) => v !== undefined));
     this.o = { ...DEFAULTS, log: pino({ level: 'silent' }), ...clean };
     if (!PROFILES.includes(this.o.profile)) throw new Error(`profile must be ${PROFILES.join(' or ')}, got "${this.o.profile}"`);
-    if (!LIST_ORDERS.includes(this.o.listOrder)) throw new Error(`listOrder must be ${LIST_ORDERS.join(' or ')}, got "${this.o.listOrder}"`);
+    if (!LIST_ORDERS.includes(this.o.listOrder))
+      throw new Error(`listOrder must be ${LIST_ORDERS.join(' or ')}, got "${this.o.listOrder}"`);
     if (!Number.isFinite(this.o.clockSkewSeconds)) throw new Error(`clockSkewSeconds must be a number, got "${this.o.clockSkewSeconds}"`);
     this.clock = new Clock(this.o.timeScale, this.o.manualClock);
     this.faultRng = new Random(this.o.seed * 7919 + 1);
