@@ -9,6 +9,7 @@ import { readsFor, type Read, type ResourceSpec } from '../catalog/index.ts';
 import { markGone, replaceCompositions, upsertChildren, upsertOther, upsertRecords } from '../db/mirror.ts';
 import { bundlesWithMakeup, variantsOfOrderLines, variantUpdatedAts } from '../db/mirror-reads.ts';
 import type { Mark } from '../db/pending.ts';
+import { readAfterEvent } from './clocks.ts';
 
 export interface Applied {
   applied: number[];
@@ -31,6 +32,8 @@ export interface ApplyContext {
   events?: Map<number, string>;
   /** Record id -> the newest event time (epoch ms) of the deliveries that asked for it, when deliveries alone did. */
   newestEvent?: Map<number, number>;
+  /** How far apart the service's two clocks may be, ms (src/sync/clocks.ts); 0 when no event is compared. */
+  clockMarginMs?: number;
 }
 
 const ids = (list: any[] | undefined, field: string) => [
@@ -166,7 +169,7 @@ const FRACTION = /T\d\d:\d\d:\d\d[.,]\d/;
  * - its `updated_at` is at or after the newest `updated_at` of the parents naming it: it changed after them. With
  *   whole-second timestamps it must be a second later (same-second order unknown). This is the common case of an
  *   order whose variants' own stock events were read first.
- * - our last read of it reached the service (`read_as_of`, never late) a second after the newest event of the
+ * - our last read of it reached the service (`read_as_of`, never late) a second and the clock margin after the newest event of the
  *   deliveries that asked for every parent naming it. Only deliveries count: a parent's `updated_at` need not move
  *   when its stock effect happens (an order finalised, a purchase order received through a procurement), but the
  *   event announcing that effect is sent after it. A later event of the parent is read again and judged anew.
@@ -188,7 +191,8 @@ async function notReadSince(tx: Executor, ctx: ApplyContext, parentsOf: Map<numb
       }
     }
     const events = parents.map((p) => ctx.newestEvent?.get(Number(p?.id)));
-    if (r.read_as_of && events.every((e) => e !== undefined) && r.read_as_of.getTime() >= Math.max(...(events as number[])) + 1000)
+    const newest = Math.max(...(events as number[]));
+    if (r.read_as_of && events.every((e) => e !== undefined) && readAfterEvent(r.read_as_of.getTime(), newest, ctx.clockMarginMs ?? 0))
       shown.add(r.id);
   }
   return shown.size ? variants.filter((v) => !shown.has(v)) : variants;

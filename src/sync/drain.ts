@@ -12,6 +12,7 @@ import { noteVariantsRead } from '../db/mirror.ts';
 import { claimPending, clearPending, markPending, releasePending, type Claimed, type Mark } from '../db/pending.ts';
 import { catalog, composition } from '../catalog/index.ts';
 import { readLive, readLines, type Reader } from './reader.ts';
+import { readAfterEvent } from './clocks.ts';
 
 export const BATCH = 250;
 
@@ -34,6 +35,8 @@ export interface DrainDeps {
   client: Reader;
   rules: ChannelRules;
   jobId?: string | null;
+  /** SERVICE_CLOCK_MARGIN_SECONDS in ms: how far apart the service's two clocks may be (src/sync/clocks.ts). */
+  clockMarginMs: number;
 }
 
 interface Deliveries {
@@ -50,13 +53,20 @@ interface Deliveries {
  * arrive long after the changes they announce, and a variant read once after its last change need not be read
  * again for each late delivery. The delivery's timestamp (whole seconds) is the service's clock, and so are two
  * stamps of the mirrored variant: its `updated_at`, and `read_as_of`, when our last read of it reached the service
- * (its Date header less the round trip, src/api/transport.ts). Either one at least a second after the newest event
+ * (its Date header less the round trip, src/api/transport.ts). Those come from other machines than the webhooks'
+ * timestamp: either one at least a second and the clock margin (src/sync/clocks.ts) after the newest event
  * of a row whose every mark was a delivery (none dropped past the 20 kept, no follow-up among them) means the
  * variant was read after those events happened. `read_as_of` is what works in a burst: the last delivery of a
  * variant names the change its `updated_at` shows, so only the read's own time can tell it was already read.
  * One round trip.
  */
-async function deliveriesOf(db: Db, connectionId: number, resource: string, claimed: Claimed[]): Promise<Deliveries> {
+async function deliveriesOf(
+  db: Db,
+  connectionId: number,
+  resource: string,
+  claimed: Claimed[],
+  clockMarginMs: number,
+): Promise<Deliveries> {
   const all = [...new Set(claimed.flatMap((c) => c.deliveryRowIds))];
   const rows = new Map<number, { deliveryId: string; eventAt: number }>();
   const mirrored = new Map<number, number>(); // the later of updated_at and read_as_of, epoch ms
@@ -84,7 +94,7 @@ async function deliveriesOf(db: Db, connectionId: number, resource: string, clai
   for (const c of candidates) {
     const at = mirrored.get(c.id);
     const newest = newestEvent.get(c.id);
-    if (at !== undefined && newest !== undefined && at >= newest + 1000) shown.add(c.id);
+    if (at !== undefined && newest !== undefined && readAfterEvent(at, newest, clockMarginMs)) shown.add(c.id);
   }
   return { byId, shown, newestEvent };
 }
@@ -134,7 +144,7 @@ async function readBatch(deps: DrainDeps, resource: string, batch: Claimed[], ou
   const connectionId = Number(client.connection.id);
   const started = Date.now();
   let claimed = batch;
-  const deliveries = await deliveriesOf(db, connectionId, resource, claimed);
+  const deliveries = await deliveriesOf(db, connectionId, resource, claimed, deps.clockMarginMs);
   const shown = deliveries.shown;
   if (shown.size) {
     // Cleared without a read (unless re-marked meanwhile: the seq moved and the row stays).
@@ -158,6 +168,7 @@ async function readBatch(deps: DrainDeps, resource: string, batch: Claimed[], ou
     followUps: true,
     cause: { kind: allDeliveries.length ? 'delivery' : 'fetch', jobId: deps.jobId ?? null, deliveriesByVariant: byVariant },
     newestEvent: deliveries.newestEvent,
+    clockMarginMs: deps.clockMarginMs,
   };
   const followUps: Mark[] = [];
   let requests = 0,

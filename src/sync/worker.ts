@@ -71,7 +71,17 @@ export async function startSyncWorkers(deps: WorkerDeps): Promise<void> {
       }
       const c = await client(connectionId);
       noteActive(connectionId, resource);
-      const out = await drainPending({ db, log, client: c, rules: await channelRules(db, config, connectionId), jobId: job!.id }, resource);
+      const out = await drainPending(
+        {
+          db,
+          log,
+          client: c,
+          rules: await channelRules(db, config, connectionId),
+          jobId: job!.id,
+          clockMarginMs: config.SERVICE_CLOCK_MARGIN_SECONDS * 1000,
+        },
+        resource,
+      );
       // What a read of up to BATCH ids cost (its lines too): more ids make more reads however long a drain waits.
       noteCost(connectionId, resource, out.requests / Math.max(1, Math.ceil(out.read / BATCH)));
       await publishChanges(boss, out.changes);

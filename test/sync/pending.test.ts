@@ -6,7 +6,7 @@ import { testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
 import { addConnection } from './helpers.ts';
 import { consumeDeliveries } from '../../src/sync/deliveries.ts';
-import { claimPending, clearPending, markPending } from '../../src/db/pending.ts';
+import { claimPending, clearPending, markPending, type Mark } from '../../src/db/pending.ts';
 import { drainPending } from '../../src/sync/drain.ts';
 import { rulesFrom } from '../../src/stock/rules.ts';
 import type { Reader } from '../../src/sync/reader.ts';
@@ -178,7 +178,13 @@ t.test('a drain reads 250 ids a call, looks missing ones up once as archived, ma
   const reader = memoryReader(active, archived);
   reader.connection.id = c.id;
   const out = await drainPending(
-    { db, log: captureLogger().log, client: reader, rules: rulesFrom({ CHANNEL_LOCATIONS: '', CHANNEL_SAFETY_BUFFER: '0' }) },
+    {
+      db,
+      log: captureLogger().log,
+      client: reader,
+      rules: rulesFrom({ CHANNEL_LOCATIONS: '', CHANNEL_SAFETY_BUFFER: '0' }),
+      clockMarginMs: 0,
+    },
     'variant',
   );
   t.equal(out.read, 600);
@@ -287,7 +293,13 @@ t.test('a variant the mirror shows as of after every delivery that marked it is 
   );
   reader.connection.id = c.id;
   const out = await drainPending(
-    { db, log: captureLogger().log, client: reader, rules: rulesFrom({ CHANNEL_LOCATIONS: '', CHANNEL_SAFETY_BUFFER: '0' }) },
+    {
+      db,
+      log: captureLogger().log,
+      client: reader,
+      rules: rulesFrom({ CHANNEL_LOCATIONS: '', CHANNEL_SAFETY_BUFFER: '0' }),
+      clockMarginMs: 0,
+    },
     'variant',
   );
   t.equal(out.skipped, 2, 'variants 1 and 6 are not read again');
@@ -308,6 +320,55 @@ t.test('a variant the mirror shows as of after every delivery that marked it is 
     ],
     'the read is noted on the service clock for what it returned',
   );
+});
+
+t.test("with the clock margin, a read stamped by a clock running ahead of the webhooks' is not taken as after the event", async (t) => {
+  const { db } = await testDatabase(t);
+  const c = await addConnection(db);
+  // The event happened at 12:00:09 on the webhooks' clock. Variant 1's last read was stamped 12:00:12 by web servers
+  // whose clock runs 3 s ahead: it really reached the service at 12:00:09, maybe before the change. Variant 2 was
+  // read at 12:00:16 by the same clock: after the change whatever a skew of up to 5 s.
+  for (const [id, readAt] of [
+    [1, '2026-01-01T12:00:12.000Z'],
+    [2, '2026-01-01T12:00:16.000Z'],
+  ] as const)
+    await db
+      .insertInto('variants')
+      .values({ connection_id: c.id, id, status: 'active', updated_at: '2026-01-01T11:00:00.000Z', raw: '{}', read_as_of: readAt })
+      .execute();
+  const marks: Mark[] = [];
+  for (const id of [1, 2]) {
+    const row = await db
+      .insertInto('webhook_deliveries')
+      .values({
+        connection_id: c.id,
+        delivery_id: `skew-${id}`,
+        event: 'variants.stock_level_update',
+        resource: 'variant',
+        action: 'stock_level_update',
+        object_id: id,
+        event_at: '2026-01-01T12:00:09Z',
+        body: '{}',
+        state: 'processed',
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    marks.push({ connectionId: c.id, resource: 'variant', id, deliveryRowId: Number(row.id), reason: 'variant.stock_level_update' });
+  }
+  const drain = async (clockMarginMs: number) => {
+    await markPending(db, marks);
+    const reader = memoryReader(
+      [1, 2].map((id) => ({ id, status: 'active', updated_at: '2026-01-01T11:00:00Z' })),
+      [],
+      null,
+    );
+    reader.connection.id = c.id;
+    const rules = rulesFrom({ CHANNEL_LOCATIONS: '', CHANNEL_SAFETY_BUFFER: '0' });
+    const out = await drainPending({ db, log: captureLogger().log, client: reader, rules, clockMarginMs }, 'variant');
+    return { skipped: out.skipped, read: out.read };
+  };
+  t.same(await drain(0), { skipped: 2, read: 0 }, 'without a margin both count as read after the change: 1 wrongly');
+  t.same(await drain(5000), { skipped: 1, read: 1 }, 'with a 5 s margin variant 1 is read again, variant 2 is not');
 });
 
 t.test('a follow-up read is left out for a variant read a second after the event that asked for its parent', async (t) => {
@@ -362,7 +423,13 @@ t.test('a follow-up read is left out for a variant read a second after the event
       throw new Error('not used');
     }) as any,
   };
-  const deps = { db, log: captureLogger().log, client: reader, rules: rulesFrom({ CHANNEL_LOCATIONS: '', CHANNEL_SAFETY_BUFFER: '0' }) };
+  const deps = {
+    db,
+    log: captureLogger().log,
+    client: reader,
+    rules: rulesFrom({ CHANNEL_LOCATIONS: '', CHANNEL_SAFETY_BUFFER: '0' }),
+    clockMarginMs: 0,
+  };
   const pendingVariants = async () =>
     (await db.selectFrom('pending_fetches').select('id').where('resource', '=', 'variant').orderBy('id').execute()).map((r) =>
       Number(r.id),
