@@ -5,14 +5,19 @@
 // whether the incremental sweeps ran on schedule.
 //
 //   node_modules/.bin/node bench/freshness/run.ts [--rates 1,2,5,10] [--minutes 5] [--variants 500]
-//       [--profile spec|documented] [--sweep-minutes 5]
+//       [--profile spec|documented] [--sweep-minutes 5] [--clock-skew=SECONDS] [--list-order created|updated]
+//
+// --clock-skew: the sandbox's Date header runs that many seconds ahead of its webhooks' clock (negative: behind).
+// The moves slower than 15 s (at most 20) are explained from the database: bench/freshness/tail.ts.
 //
 // Set DATABASE_URL to use an existing PostgreSQL (it creates and drops a scratch database per rate).
 import { cpus, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
 import { createLogger } from '../../src/log.ts';
+import type { ListOrder } from '@commerce-sync/sandbox';
 import { floorLags, StockLag } from './lag.ts';
+import { explainTail } from './tail.ts';
 import { cpuSeconds, percentile, postgresCpuSeconds, settled, startWorld, takeMoves } from './world.ts';
 
 const { values: args } = parseArgs({
@@ -22,11 +27,15 @@ const { values: args } = parseArgs({
     variants: { type: 'string', default: '500' },
     profile: { type: 'string' },
     'sweep-minutes': { type: 'string', default: '5' },
+    'clock-skew': { type: 'string', default: '0' },
+    'list-order': { type: 'string' },
   },
 });
 const rates = args.rates!.split(',').map(Number);
 const minutes = Number(args.minutes);
 const sweepMinutes = Number(args['sweep-minutes']);
+const clockSkew = Number(args['clock-skew']);
+if (!Number.isFinite(clockSkew)) throw new Error('--clock-skew takes a number of seconds');
 if (rates.some((r) => !(r > 0)) || !(minutes > 0)) throw new Error('--rates takes positive numbers, --minutes a positive number');
 const log = createLogger('warn', { destination: process.stderr, pretty: false });
 const WINDOW_S = 300,
@@ -35,7 +44,8 @@ const s = (ms: number) => (Number.isFinite(ms) ? (ms / 1000).toFixed(1) : '-');
 
 console.log(
   `freshness: ${minutes} min per rate, rates ${rates.join(', ')} operations/s, ${args.variants} variants, ` +
-    `${LIMIT} requests / ${WINDOW_S} s, time scale 1${args.profile ? `, sandbox profile ${args.profile}` : ''}`,
+    `${LIMIT} requests / ${WINDOW_S} s, time scale 1${args.profile ? `, sandbox profile ${args.profile}` : ''}` +
+    `, API clock ${clockSkew >= 0 ? '+' : ''}${clockSkew} s${args['list-order'] ? `, lists by ${args['list-order']}` : ''}`,
 );
 console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, ${(totalmem() / 2 ** 30).toFixed(1)} GB, node ${process.version}`);
 const rows: string[][] = [];
@@ -63,6 +73,7 @@ for (const rate of rates) {
     accounts: 1,
     variants: Number(args.variants),
     profile: args.profile,
+    sandbox: { clockSkewSeconds: clockSkew, ...(args['list-order'] ? { listOrder: args['list-order'] as ListOrder } : {}) },
     env: { RECONCILE_INTERVAL_MINUTES: String(sweepMinutes) },
     log,
   });
@@ -142,6 +153,9 @@ for (const rate of rates) {
   ]);
   console.log(`  ${rate}/s requests by route: ${byRoute.map(([r, n]) => `${r} ${n}`).join(', ')}`);
   console.log(`  ${rate}/s the moves at or above p95, by the operation that made them: ${lag.tailCauses(percentile(sorted, 95))}`);
+  const slow = lag.slowest(20).filter((m) => m.lag >= 15_000);
+  console.log(`  ${rate}/s moves caught up 15 s or more after they happened: ${slow.length}${slow.length ? ', why:' : ''}`);
+  for (const line of await explainTail(world.db, slow)) console.log(`    ${line}`);
   await world.close();
 }
 

@@ -35,6 +35,8 @@ export interface WorldOptions {
   accounts: number;
   variants: number;
   profile?: string;
+  /** More sandbox options (clockSkewSeconds, listOrder...). */
+  sandbox?: SandboxOptions;
   /** Settings for the receiver and worker (e.g. RECONCILE_INTERVAL_MINUTES). */
   env?: Record<string, string>;
   /** Extra settings for the worker alone (e.g. NODE_OPTIONS=--cpu-prof to profile it). */
@@ -64,6 +66,7 @@ export async function startWorld(o: WorldOptions): Promise<World> {
       token: `bench-token-${i}`,
       seed: 7 + i,
       ...(o.profile ? { profile: o.profile } : {}),
+      ...o.sandbox,
     } as SandboxOptions;
     const sandbox = await startSandbox(options);
     const connection = await addTokenConnection(
