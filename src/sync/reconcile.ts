@@ -1,8 +1,15 @@
 // Reconciliation sweeps. Incremental: every mirrored resource listed by updated_at_min (the cursor less an
 // overlap), live and archived in one listing, 250 a page. Full: every record, active and archived, plus compositions,
 // line-item collections and the resources kept whole in other_records; mirror rows the service no longer
-// has at all are marked gone. Whatever a sweep changes in the mirror is drift: counted per resource in
-// the sync log, metrics and sync_cursors. Reads run at the 'reconcile' priority, below webhook reads.
+// has at all are marked gone, once a read by id confirms it. Whatever a sweep changes in the mirror is drift:
+// counted per resource in the sync log, metrics and sync_cursors. Reads run at the 'reconcile' priority, below
+// webhook reads.
+//
+// Lists are paged by offset while the merchant works, and "most recent first" may mean by update
+// (real-service-notes section 7): a record updated after its page was read would move to a page already read.
+// Sweeps therefore ask for creation order, oldest first, which no update moves and where new records come last;
+// a deletion still shifts later records one place forward, so nothing missing from a listing is marked gone
+// before a read by id says so.
 import type { ApiClient } from '../api/index.ts';
 import { getCursor, hasCursors, saveCursor } from '../db/cursors.ts';
 import type { Db } from '../db/index.ts';
@@ -19,7 +26,8 @@ import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';
 import { upsertChildren, upsertOther } from '../db/mirror.ts';
 import { allBundles, liveIds } from '../db/mirror-reads.ts';
 import { childCollections, composition, otherResources, resources, type ResourceSpec } from './resources.ts';
-import { listLive, readLines, type Reader } from './reader.ts';
+import { listLive, readLive, readLines, type Reader } from './reader.ts';
+import { BATCH } from './drain.ts';
 
 export interface SweepDeps {
   db: Db;
@@ -54,6 +62,9 @@ export interface SweepResult {
 }
 
 const unavailable = (err: unknown) => [404, 405, 501].includes((err as { status?: number }).status ?? 0);
+
+/** The order sweeps list in: creation, oldest first (documented: `order=created_at desc` is an example). */
+export const STABLE_ORDER = 'created_at asc';
 
 /**
  * Runs one sweep of a connection. Only one sweep per connection runs at a time (a session advisory lock);
@@ -95,7 +106,7 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
     let ok = true;
     // Live and archived records in one listing (status[]=every live state and archived): one request per
     // resource and page where two were spent before; a service refusing several states gets one per state.
-    const query: Record<string, string> = {};
+    const query: Record<string, string> = { order: STABLE_ORDER };
     if (spec.include) query.include = spec.include.key;
     if (since) query.updated_at_min = since.toISOString();
     const everyState = { ...spec, statuses: [...(spec.statuses ?? ['active']), 'archived'] };
@@ -118,7 +129,11 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
       ok = false;
       if (!result.unavailable.includes(spec.name)) result.unavailable.push(spec.name);
     }
-    if (full && ok) stat.gone = await sweepGone(deps, ctx, spec, seen, changed);
+    if (full && ok) {
+      const confirmed = await sweepGone(deps, ctx, spec, seen, changed);
+      stat.gone = confirmed.gone;
+      stat.applied += confirmed.applied;
+    }
     result.resources[spec.name] = stat;
     result.records += stat.records;
     const drift = initial ? 0 : stat.applied + stat.gone;
@@ -156,22 +171,39 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
   return result;
 }
 
-/** Full sweep: mirror rows neither list returned are gone from the service. */
+/**
+ * Full sweep: mirror rows the listing did not return are read by id (every state, archived too; up to 250 ids a
+ * request), and only those the service does not return then are gone. The ones it returns moved while the list
+ * was paged, or changed since: they are written like any other read.
+ */
 async function sweepGone(
   deps: SweepDeps,
   ctx: ApplyContext,
   spec: ResourceSpec,
   seen: Set<number>,
   changed: (c: ChannelChange[]) => Promise<void>,
-): Promise<number> {
+): Promise<{ gone: number; applied: number }> {
   const missing = (await liveIds(deps.db, spec.table, ctx.connectionId)).filter((id) => !seen.has(id));
-  let gone = 0;
-  for (let i = 0; i < missing.length; i += 1000) {
-    const r = await deps.db.transaction().execute((tx) => applyRecords(tx, ctx, spec, [], {}, missing.slice(i, i + 1000)));
-    gone += r.gone.length;
+  const everyState = { ...spec, statuses: [...(spec.statuses ?? ['active']), 'archived'] };
+  const query = spec.include ? { include: spec.include.key } : {};
+  const out = { gone: 0, applied: 0 };
+  for (let i = 0; i < missing.length; i += BATCH) {
+    const ids = missing.slice(i, i + BATCH);
+    const read = await readLive(deps.client, everyState, ids, { priority: 'reconcile', key: spec.key, query });
+    await readLines(deps.client, spec, read.records, read.sideloads, { priority: 'reconcile' });
+    const found = new Set(read.records.map((r: any) => Number(r?.id)));
+    const goneIds = ids.filter((id) => !found.has(id));
+    const r = await deps.db.transaction().execute((tx) => applyRecords(tx, ctx, spec, read.records, read.sideloads, goneIds));
+    out.gone += r.gone.length;
+    out.applied += r.applied.length;
     await changed(r.changes);
   }
-  return gone;
+  if (missing.length)
+    deps.log.info(
+      { connectionId: ctx.connectionId, resource: spec.name, missing: missing.length, gone: out.gone },
+      'full sweep: ids missing from the listing confirmed by id',
+    );
+  return out;
 }
 
 async function sweepCompositions(

@@ -6,7 +6,11 @@ import { sql } from 'kysely';
 import { Decimal } from 'decimal.js';
 import { startLoop, type Loop } from './harness.ts';
 import { canon } from '../support/mirror.ts';
-import { runSweep } from '../../src/sync/reconcile.ts';
+import { LIST_ORDERS } from '@commerce-sync/sandbox';
+import { runSweep, sweep } from '../../src/sync/reconcile.ts';
+import type { Reader } from '../../src/sync/reader.ts';
+import { channelRules } from '../../src/stock/channel.ts';
+import { captureLogger } from '../support/log.ts';
 import { resources } from '../../src/sync/resources.ts';
 
 const sweepNow = (loop: Loop, full: boolean) =>
@@ -219,3 +223,58 @@ t.test('two worker processes share the work and leave the mirror right', async (
     'every delivery processed',
   );
 });
+
+// Real-service-notes section 7: "most recent first" may be by creation or by update, and a list paged by offset
+// while the merchant works can show a record twice or not at all. Between every page the sweep reads, the merchant
+// updates, creates and archives variants, and deletes customers from the page just read (which shifts the later
+// ones one place forward). No live record may be marked gone.
+for (const listOrder of LIST_ORDERS)
+  t.test(`lists most recent first by ${listOrder}: a full sweep while the merchant works marks no live record gone`, async (t) => {
+    const loop = await startLoop(t, { sandbox: { variants: 600, listOrder } });
+    await loop.admin('POST', 'activity', { operations: 300, kinds: ['create_customer'] });
+    await sweepNow(loop, true);
+    const deleted: number[] = [];
+    const busy: Reader = {
+      connection: loop.client.connection,
+      getByIds: (path, ids, opts) => loop.client.getByIds(path, ids, opts),
+      async *paginate(path, opts) {
+        for await (const page of loop.client.paginate(path, opts)) {
+          yield page;
+          if (path === '/variants')
+            await loop.admin('POST', 'activity', { operations: 30, kinds: ['update_variant', 'create_variant', 'archive_variant'] });
+          if (path === '/companies')
+            for (const c of page.records.slice(0, 3)) {
+              const res = await fetch(`${loop.sandbox.url}/companies/${c.id}`, {
+                method: 'DELETE',
+                headers: { Authorization: `Bearer ${loop.sandbox.token}` },
+              });
+              t.equal(res.status, 204, `company ${c.id} deleted`);
+              deleted.push(Number(c.id));
+            }
+        }
+      },
+    };
+    const rules = await channelRules(loop.tdb.db, loop.config, loop.connection.id);
+    const logs = captureLogger('info');
+    const swept = await sweep({ db: loop.tdb.db, log: logs.log, client: busy, rules, overlapSeconds: 0 }, { full: true, wait: true });
+    t.ok(deleted.length >= 6, `customers deleted while the sweep paged: ${deleted.length}`);
+    for (const [plural, table] of [
+      ['variants', 'variants'],
+      ['companies', 'companies'],
+    ] as const) {
+      const live = new Set(((await loop.admin('GET', `snapshot?resource=${plural}`))[plural] as any[]).map((r) => Number(r.id)));
+      const gone = await sql<{ id: number }>`SELECT id FROM ${sql.raw(table)}
+        WHERE connection_id = ${loop.connection.id} AND status = 'gone'`.execute(loop.tdb.db);
+      t.same(
+        gone.rows.map((r) => Number(r.id)).filter((id) => live.has(id)),
+        [],
+        `no live ${plural} marked gone (${gone.rows.length} gone in all)`,
+      );
+    }
+    const confirmed = logs.lines().filter((l) => l.msg === 'full sweep: ids missing from the listing confirmed by id');
+    t.ok(
+      confirmed.some((l) => l.resource === 'company'),
+      'a customer the deletions shifted past was missing from the listing and confirmed by id',
+    );
+    t.equal(swept.resources.company?.gone, 0, 'none of them gone');
+  });
