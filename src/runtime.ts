@@ -17,8 +17,11 @@ export interface Runtime {
   router: Router;
   /** Set once the server listens: where the service should deliver webhooks. */
   publicUrl: string;
-  /** True when the built-in sandbox is the account (demo mode). */
-  demo: boolean;
+  /**
+   * The built-in sandbox when this process runs it (demo mode): where it listens. Without OPERATOR_TOKEN the
+   * console is open on localhost only while that sandbox is the only connection (src/console/auth.ts).
+   */
+  demo: false | { baseUrl: string };
   readiness: ReadinessCheck[];
   /** Run after the HTTP server listens (publicUrl is known then). */
   afterListen: (() => Promise<void>)[];

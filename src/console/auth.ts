@@ -1,9 +1,14 @@
 // Operator access to the console, /api and /metrics. With OPERATOR_TOKEN set, a request must carry it as
 // `Authorization: Bearer TOKEN` or as the password of Basic auth (any user name), or carry the `cs_operator`
-// cookie set by the console's login form. Without it, only demo mode on a loopback address is open.
+// cookie set by the console's login form. Without it, only demo mode on a loopback address is open, and
+// only while the built-in sandbox is the only connection.
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { Context, Next } from 'koa';
+import { normalizeBaseUrl } from '../api/connections.ts';
 import type { Config } from '../config.ts';
+import { listConnections } from '../db/connections.ts';
+import type { Db } from '../db/index.ts';
+import type { Runtime } from '../runtime.ts';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 const same = (a: string, b: string) => timingSafeEqual(digest(a), digest(b));
@@ -44,16 +49,35 @@ const loopback = (ip: string) => ip === '127.0.0.1' || ip === '::1' || ip === ':
 
 export type AccessMode = 'token' | 'open-demo' | 'closed';
 
-/** How the console is protected, given config and whether the sandbox demo is running. */
-export function accessMode(config: Config, demo: boolean): AccessMode {
-  if (config.OPERATOR_TOKEN) return 'token';
-  return demo ? 'open-demo' : 'closed';
+export interface AccessDeps {
+  config: Config;
+  db: Db;
+  /** Read per request: the sandbox starts after mounting, and connections come and go while it runs. */
+  demo: () => Runtime['demo'];
 }
 
-/** Koa middleware guarding operator routes. `demo()` is read per request: demo mode can start after mounting. */
-export function requireOperator(config: Config, demo: () => boolean) {
+/**
+ * How the console is protected for this request. Open demo needs no OPERATOR_TOKEN, the built-in sandbox
+ * running, and no connection but the sandbox's: the moment a real account is connected (by the CLI, or
+ * SANDBOX=on beside COMMERCE_BASE_URL) the console closes, without a restart.
+ */
+export async function accessMode(deps: AccessDeps): Promise<AccessMode> {
+  if (deps.config.OPERATOR_TOKEN) return 'token';
+  const demo = deps.demo();
+  if (!demo) return 'closed';
+  const sandbox = normalizeBaseUrl(demo.baseUrl);
+  return (await listConnections(deps.db)).every((c) => c.base_url === sandbox) ? 'open-demo' : 'closed';
+}
+
+/** The access mode the guard decided for this request (pages show it). */
+export const accessOf = (ctx: Context): AccessMode => (ctx.state.access as AccessMode | undefined) ?? 'closed';
+
+/** Koa middleware guarding operator routes; leaves the mode it decided in `ctx.state.access`. */
+export function requireOperator(deps: AccessDeps) {
+  const { config } = deps;
   return async (ctx: Context, next: Next) => {
-    const mode = accessMode(config, demo());
+    const mode = await accessMode(deps);
+    ctx.state.access = mode;
     if (mode === 'token') {
       if (authorized(ctx, config)) return next();
     } else if (mode === 'open-demo' && loopback(ctx.request.socket.remoteAddress ?? '')) {

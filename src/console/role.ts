@@ -53,7 +53,10 @@ export async function mount(rt: Runtime): Promise<void> {
   });
   rt.afterListen.push(async () => {
     rt.log.info(
-      { url: `${rt.publicUrl}/`, access: rt.config.OPERATOR_TOKEN ? 'token' : rt.demo ? 'open on localhost (demo)' : 'closed' },
+      {
+        url: `${rt.publicUrl}/`,
+        access: rt.config.OPERATOR_TOKEN ? 'token' : rt.demo ? 'open on localhost while the demo sandbox is the only connection' : 'closed',
+      },
       'console ready',
     );
   });

@@ -3,7 +3,7 @@
 // static assets). Pages and API share the query functions, so the console shows nothing the API cannot answer.
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
-import { accessMode, requireOperator } from './auth.ts';
+import { accessOf, requireOperator } from './auth.ts';
 import { closedPage, loginPage } from './pages/layout.ts';
 import { connectionRoutes } from './routes/connections.ts';
 import { deliveryRoutes } from './routes/deliveries.ts';
@@ -23,7 +23,7 @@ const wantsApi = (ctx: Context) => ctx.path.startsWith('/api/') || ctx.path === 
 
 /** Operator auth for every guarded route; refused page requests get the login form instead of JSON. */
 function guard(deps: ConsoleDeps) {
-  const auth = requireOperator(deps.config, deps.demo);
+  const auth = requireOperator(deps);
   return async (ctx: Context, next: Next) => {
     // A cookie or an open demo console must not let another site's page trigger an action.
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
@@ -44,8 +44,7 @@ function guard(deps: ConsoleDeps) {
       return next();
     });
     if (passed || ctx.status !== 401 || wantsApi(ctx) || !ctx.accepts('html')) return;
-    const mode = accessMode(deps.config, deps.demo());
-    page(ctx, mode === 'closed' ? closedPage() : loginPage(undefined, ctx.originalUrl), 401);
+    page(ctx, accessOf(ctx) === 'closed' ? closedPage() : loginPage(undefined, ctx.originalUrl), 401);
   };
 }
 

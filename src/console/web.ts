@@ -6,7 +6,8 @@ import type { Config } from '../config.ts';
 import type { Db } from '../db/index.ts';
 import type { Logger } from '../log.ts';
 import type { Boss } from '../queue/boss.ts';
-import { accessMode } from './auth.ts';
+import type { Runtime } from '../runtime.ts';
+import { accessOf } from './auth.ts';
 import type { Html } from './html.ts';
 import type { PageContext } from './pages/layout.ts';
 import { connectionIdOf, FilterError } from './synclog.ts';
@@ -18,7 +19,8 @@ export interface ConsoleDeps {
   db: Db;
   boss: Boss;
   tail: SyncLogTail;
-  demo: () => boolean;
+  /** The built-in sandbox when this process runs it; read per request (src/console/auth.ts). */
+  demo: () => Runtime['demo'];
   /** Where this process is reached (PUBLIC_URL, or the address it listens on): OAuth redirects and webhooks. */
   publicUrl: () => string;
 }
@@ -82,13 +84,13 @@ const notices: Record<string, (v: string) => Partial<PageContext>> = {
   disabled: (v) => ({ notice: `Disabled ${v}: nothing is sent to the service for it until it is reconnected.` }),
 };
 
-/** The page context of a request: access mode, and the notice of the action that led here. */
-export function pageContext(deps: ConsoleDeps, ctx: Context, extra: Partial<PageContext> = {}): PageContext {
+/** The page context of a request: access mode (as the guard decided it), and the notice of the action that led here. */
+export function pageContext(_deps: ConsoleDeps, ctx: Context, extra: Partial<PageContext> = {}): PageContext {
   const q = flatQuery(ctx);
   const fromQuery = Object.entries(notices)
     .filter(([k]) => q[k])
     .map(([k, f]) => f(q[k]!.slice(0, 80)));
-  return { access: accessMode(deps.config, deps.demo()), ...Object.assign({}, ...fromQuery), ...extra };
+  return { access: accessOf(ctx), ...Object.assign({}, ...fromQuery), ...extra };
 }
 
 /** Only local paths: a login must not redirect to another site. */

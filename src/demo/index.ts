@@ -58,7 +58,7 @@ export async function mount(rt: Runtime): Promise<void> {
     log: log.child({ role: 'sandbox' }),
   });
   rt.onStop.push(() => sandbox.close());
-  rt.demo = true;
+  rt.demo = { baseUrl: sandbox.url };
 
   const existing = await getConnection(db, DEMO);
   if (!existing) {

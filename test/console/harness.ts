@@ -25,6 +25,12 @@ export interface ConsoleServer {
   logLines: () => Record<string, unknown>[];
 }
 
+/**
+ * Where `addConnection` says its connections live. With `demo: true` the harness's demo sandbox is taken to be
+ * there, so connections added by `addConnection` are the sandbox's and the console stays in open demo mode.
+ */
+export const HARNESS_SERVICE_URL = 'http://127.0.0.1:9';
+
 /** The signing secret deliveries to a harness with `receiver: true` are signed with. */
 export const CLIENT_SECRET = 'console-test-secret';
 
@@ -49,7 +55,7 @@ export async function consoleServer(
     app,
     router,
     publicUrl: '',
-    demo: opts.demo ?? false,
+    demo: opts.demo ? { baseUrl: HARNESS_SERVICE_URL } : false,
     readiness: [],
     afterListen: [],
     onStop: [],
@@ -76,7 +82,7 @@ export async function addConnection(db: Db, name: string, extra: { accountName?:
     .insertInto('connections')
     .values({
       name,
-      base_url: 'http://127.0.0.1:9',
+      base_url: HARNESS_SERVICE_URL,
       auth_kind: 'token',
       account_name: extra.accountName ?? `${name} account`,
     })

@@ -2,7 +2,12 @@
 // mounted by the receiver and console roles, not from a hand-written list) refuses a request that carries no
 // valid operator credentials. The only open routes are the ones named here, each for a stated reason.
 import t from 'tap';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type Router from '@koa/router';
+import { startSandbox } from '@commerce-sync/sandbox';
+import { addTokenConnection } from '../../src/api/connections.ts';
 import { mount as mountConsole } from '../../src/console/role.ts';
 import { mount as mountReceiver } from '../../src/receiver/role.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
@@ -11,6 +16,7 @@ import { createApp, listen } from '../../src/server.ts';
 import { testConfig } from '../support/config.ts';
 import { testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
+import { spawnCli } from '../support/processes.ts';
 
 const OPERATOR = 'operator-token-for-access-test';
 
@@ -57,10 +63,22 @@ const sample = (path: string) =>
     .replace(/:kind/g, 'ship')
     .replace(/:[a-z_]+/gi, '1');
 
-async function world(t: { teardown(fn: () => unknown): void }, operatorToken: string) {
+const KEY = Buffer.alloc(32, 7).toString('base64');
+
+async function world(
+  t: { teardown(fn: () => unknown): void },
+  operatorToken: string,
+  opts: { demo?: Runtime['demo']; config?: Parameters<typeof testConfig>[0] } = {},
+) {
   const tdb = await testDatabase(t);
   const { log } = captureLogger('error');
-  const config = testConfig({ OPERATOR_TOKEN: operatorToken, COMMERCE_CLIENT_SECRET: 'secret', DATABASE_URL: tdb.url });
+  const config = testConfig({
+    OPERATOR_TOKEN: operatorToken,
+    COMMERCE_CLIENT_SECRET: 'secret',
+    DATABASE_URL: tdb.url,
+    TOKEN_ENCRYPTION_KEY: KEY,
+    ...opts.config,
+  });
   const boss = await startBoss(tdb.url, log, { supervise: false, schedule: false, max: 3 });
   const { app, router } = createApp(tdb.pool, log);
   const rt: Runtime = {
@@ -70,7 +88,7 @@ async function world(t: { teardown(fn: () => unknown): void }, operatorToken: st
     app,
     router,
     publicUrl: '',
-    demo: false,
+    demo: opts.demo ?? false,
     readiness: [],
     afterListen: [],
     onStop: [],
@@ -79,13 +97,15 @@ async function world(t: { teardown(fn: () => unknown): void }, operatorToken: st
   await mountReceiver(rt);
   await mountConsole(rt);
   const server = await listen(app, 0, '127.0.0.1');
+  rt.publicUrl = `http://127.0.0.1:${server.port}`;
   t.teardown(async () => {
     await server.close(100);
     for (const step of [...rt.onStop].reverse()) await step();
     await stopBoss(boss, false);
   });
-  await tdb.db.insertInto('connections').values({ name: 'shop', base_url: 'http://127.0.0.1:1', auth_kind: 'token' }).execute();
-  return { base: `http://127.0.0.1:${server.port}`, routes: routesOf(app) };
+  if (!opts.demo)
+    await tdb.db.insertInto('connections').values({ name: 'shop', base_url: 'http://127.0.0.1:1', auth_kind: 'token' }).execute();
+  return { base: rt.publicUrl, routes: routesOf(app), db: tdb.db, rt, url: tdb.url };
 }
 
 t.test('with OPERATOR_TOKEN set, every non-public route refuses missing and wrong credentials', async (t) => {
@@ -152,4 +172,82 @@ t.test('with no OPERATOR_TOKEN outside demo mode, the console and API are closed
     if (res.status !== 401) admitted.push(`${r.method} ${r.path}: ${res.status}`);
   }
   t.same(admitted, [], 'every guarded route answers 401');
+});
+
+t.test('open demo mode lasts only while the sandbox is the only connection; it cannot connect accounts', async (t) => {
+  const sandbox = await startSandbox({ variants: 3 });
+  const real = await startSandbox({ variants: 3, token: 'real-account-token' });
+  t.teardown(() => Promise.all([sandbox.close(), real.close()]));
+  const { base, db, rt } = await world(t, '', { demo: { baseUrl: sandbox.url } });
+  const deps = { db, config: rt.config, log: rt.log };
+  await addTokenConnection(deps, { baseUrl: sandbox.url, token: sandbox.token, name: 'demo' });
+
+  t.equal((await fetch(`${base}/api/overview`)).status, 200, 'the sandbox alone: open on localhost');
+  const page = await (await fetch(`${base}/connections`)).text();
+  t.match(page, /Demo mode:/);
+  t.notMatch(page, /<button>Connect with a token<\/button>/, 'the token form is not usable in demo mode');
+  t.match(page, /<button disabled>Connect with a token<\/button>/, 'its button is disabled');
+  t.match(page, /<button disabled>Connect with OAuth<\/button>/, 'and so is the OAuth one');
+  t.match(page, /set OPERATOR_TOKEN to connect/i, 'the page says why');
+
+  // A page on this machine (or anyone reaching loopback) cannot connect an account through the open console.
+  const connect = await fetch(`${base}/connections/token`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ base_url: real.url, token: real.token, name: 'real' }).toString(),
+  });
+  t.equal(connect.status, 403, 'connecting from the open demo console is refused');
+  const oauth = await fetch(`${base}/connections/oauth`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ base_url: real.url }).toString(),
+  });
+  t.equal(oauth.status, 403, 'and so is starting OAuth');
+  t.same(
+    (await db.selectFrom('connections').select('name').execute()).map((c) => c.name),
+    ['demo'],
+    'nothing was connected',
+  );
+
+  // A real account connected another way (the CLI's connect): the console closes at once, no restart.
+  await addTokenConnection(deps, { baseUrl: real.url, token: real.token, name: 'real' });
+  const after = await fetch(`${base}/api/overview`);
+  t.equal(after.status, 401, 'with a real account beside the sandbox the console is closed');
+  t.match(await after.json(), { error: /set OPERATOR_TOKEN/ });
+  const html = await fetch(`${base}/`, { headers: { accept: 'text/html' } });
+  t.equal(html.status, 401);
+  t.notMatch(await html.text(), /Demo mode:/, 'and no longer calls itself a demo');
+});
+
+t.test('SANDBOX=on beside a real account: the console of `start` is closed', async (t) => {
+  const tdb = await testDatabase(t);
+  const real = await startSandbox({ variants: 3, token: 'real-account-token' });
+  t.teardown(() => real.close());
+  const app = await spawnCli(
+    t,
+    'start',
+    ['start'],
+    {
+      DATABASE_URL: tdb.url,
+      DATA_DIR: await mkdtemp(join(tmpdir(), 'cs-access-')),
+      TOKEN_ENCRYPTION_KEY: KEY,
+      HOST: '127.0.0.1',
+      PORT: 0,
+      LOG_LEVEL: 'warn',
+      SANDBOX: 'on',
+      SANDBOX_ACTIVITY: 0,
+      SANDBOX_VARIANTS: 3,
+      COMMERCE_BASE_URL: real.url,
+      COMMERCE_TOKEN: real.token,
+    },
+    { readyTimeoutMs: 60_000 },
+  );
+  const names = (await tdb.db.selectFrom('connections').select('name').orderBy('name').execute()).map((c) => c.name);
+  t.equal(names.length, 2, `the sandbox and the real account are both connected (${names.join(', ')})`);
+  const res = await fetch(`${app.url}/api/overview`);
+  t.equal(res.status, 401, 'no operator token and a real account: closed, sandbox or not');
+  await res.arrayBuffer();
+  await app.stop();
 });

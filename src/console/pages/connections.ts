@@ -7,8 +7,13 @@ import { enc, layout, when, type PageContext } from './layout.ts';
 
 type Listed = Pick<Connection, 'id' | 'name' | 'base_url' | 'account_name' | 'auth_kind' | 'status' | 'status_reason'>;
 
-function connectForms(opts: { oauthReady: boolean; name?: string; baseUrl?: string; authKind?: string }): Html {
+/** Why the open demo console connects no account: anyone on this machine could use it to add one. */
+export const DEMO_CONNECT_REFUSED =
+  'The open demo console cannot connect accounts: set OPERATOR_TOKEN to connect one (the console is then protected by it).';
+
+function connectForms(opts: { oauthReady: boolean; demo: boolean; name?: string; baseUrl?: string; authKind?: string }): Html {
   const fixed = opts.name !== undefined;
+  const oauthOn = opts.oauthReady && !opts.demo;
   const nameField = fixed
     ? html`<input type="hidden" name="name" value="${opts.name}">`
     : html`<label>Name (optional) <input name="name" size="14" pattern="[a-z0-9][a-z0-9_-]{0,62}" title="lowercase letters, digits, - and _"></label>`;
@@ -16,12 +21,13 @@ function connectForms(opts: { oauthReady: boolean; name?: string; baseUrl?: stri
     ? html`<input type="hidden" name="base_url" value="${opts.baseUrl}">`
     : html`<label>Service address <input name="base_url" size="32" required placeholder="https://api.example-commerce.com" type="url"></label>`;
   return html`<div class="connect">
+${opts.demo ? html`<p class="muted" id="connect-demo">${DEMO_CONNECT_REFUSED}</p>` : ''}
 ${
   !fixed || opts.authKind === 'oauth'
     ? html`<form method="post" action="/connections/oauth" class="filters" id="connect-oauth" aria-labelledby="connect-oauth-title">
 ${fixed ? '' : html`<h3 id="connect-oauth-title">With OAuth (the service asks the account owner to approve)</h3>`}
 ${baseField}${nameField}
-<button ${opts.oauthReady ? '' : 'disabled'}>${fixed ? 'Reconnect (authorize again)' : 'Connect with OAuth'}</button>
+<button ${oauthOn ? '' : 'disabled'}>${fixed ? 'Reconnect (authorize again)' : 'Connect with OAuth'}</button>
 ${opts.oauthReady ? '' : html`<span class="muted">needs COMMERCE_CLIENT_ID and COMMERCE_CLIENT_SECRET</span>`}
 </form>`
     : ''
@@ -32,7 +38,7 @@ ${
 ${fixed ? '' : html`<h3 id="connect-token-title">With a privileged access token</h3>`}
 ${baseField}${nameField}
 <label>Privileged access token <input name="token" type="password" required autocomplete="off" size="24"></label>
-<button>${fixed ? 'Reconnect with this token' : 'Connect with a token'}</button>
+<button ${opts.demo ? 'disabled' : ''}>${fixed ? 'Reconnect with this token' : 'Connect with a token'}</button>
 </form>`
     : ''
 }
@@ -59,7 +65,7 @@ ${
 </tbody></table>
 <h2>Connect an account</h2>
 <p>OAuth sends you to the service to approve access for commerce-sync, then back here. A privileged access token (single-account applications) is checked with the service and stored encrypted. Either way the account's webhooks are pointed at this console.</p>
-${connectForms({ oauthReady })}`,
+${connectForms({ oauthReady, demo: pc.access === 'open-demo' })}`,
   );
 }
 
@@ -92,7 +98,7 @@ ${
 <span class="muted">Stops all requests for this account until it is reconnected; the mirror is kept.</span></form>`
     : ''
 }
-${connectForms({ oauthReady, name: c.name, baseUrl: c.base_url, authKind: c.auth_kind })}
+${connectForms({ oauthReady, demo: pc.access === 'open-demo', name: c.name, baseUrl: c.base_url, authKind: c.auth_kind })}
 <p><a href="/logs?connection=${enc(c.name)}">Sync log of ${c.name}</a> · <a href="/variants?connection=${enc(c.name)}">Variants</a> · <a href="/orders?connection=${enc(c.name)}">Orders</a></p>`,
   );
 }

@@ -12,7 +12,8 @@ import {
   OAUTH_COOKIE,
   startOAuth,
 } from '../connections.ts';
-import { connectionPage, connectionsPage } from '../pages/connections.ts';
+import { accessOf } from '../auth.ts';
+import { connectionPage, connectionsPage, DEMO_CONNECT_REFUSED } from '../pages/connections.ts';
 import { notFoundPage } from '../pages/layout.ts';
 import { flatQuery, page, pageContext, type ConsoleDeps } from '../web.ts';
 
@@ -26,7 +27,13 @@ export function connectionRoutes(r: Router, deps: ConsoleDeps): void {
     });
 
   r.get('/connections', (ctx) => list(ctx));
-  r.post('/connections/oauth', form, async (ctx) => {
+  // Connecting from the open demo console would let anything reaching loopback add an account (and so
+  // close demo mode under the operator's feet): the forms are disabled and the routes refuse.
+  const notInDemo = async (ctx: Parameters<Parameters<Router['get']>[1]>[0], next: () => Promise<unknown>) => {
+    if (accessOf(ctx) === 'open-demo') return list(ctx, DEMO_CONNECT_REFUSED, 403);
+    return next();
+  };
+  r.post('/connections/oauth', notInDemo, form, async (ctx) => {
     const body = (ctx.request.body ?? {}) as Record<string, string>;
     try {
       const { url, nonce } = startOAuth(deps, { baseUrl: String(body.base_url ?? ''), name: body.name?.trim() || undefined });
@@ -45,7 +52,7 @@ export function connectionRoutes(r: Router, deps: ConsoleDeps): void {
       await list(ctx, err.message, 400);
     }
   });
-  r.get(CALLBACK_PATH, async (ctx) => {
+  r.get(CALLBACK_PATH, notInDemo, async (ctx) => {
     try {
       const connection = await finishOAuth(deps, flatQuery(ctx), ctx.cookies.get(OAUTH_COOKIE));
       ctx.cookies.set(OAUTH_COOKIE, null, { path: CALLBACK_PATH });
@@ -55,7 +62,7 @@ export function connectionRoutes(r: Router, deps: ConsoleDeps): void {
       await list(ctx, err.message, 400);
     }
   });
-  r.post('/connections/token', form, async (ctx) => {
+  r.post('/connections/token', notInDemo, form, async (ctx) => {
     const body = (ctx.request.body ?? {}) as Record<string, string>;
     try {
       const connection = await connectWithToken(deps, {
