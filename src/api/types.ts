@@ -77,11 +77,13 @@ export interface ApiClient {
    * `by` the ids filter another field (parent ids), and each chunk is read page by page, 250 records a page.
    */
   getByIds<T = any>(path: string, ids: number[], opts?: RequestOptions): Promise<ByIds<T>>;
-  /** More than 150 lines: create with the first 150, then PUTs adding the rest. */
+  /** More than 150 lines: create with the first 150, then PUTs adding the rest; the order as it then is. */
   createOrder(order: object, opts?: WriteOptions): Promise<any>;
+  /** Answers nothing (the service's 204): a caller that needs the order reads it. */
   updateOrder(id: number, order: object, opts?: WriteOptions): Promise<void>;
   orderAction(id: number, action: OrderAction, body?: object, opts?: WriteOptions): Promise<any>;
   createFulfillment(f: object, opts?: WriteOptions): Promise<any>;
+  /** The fulfillment after the update: the answer when it is the record, else read back by id (the 204). */
   updateFulfillment(id: number, f: object, opts?: WriteOptions): Promise<any>;
   createFulfillmentReturn(r: object, opts?: WriteOptions): Promise<any>;
   receivePurchaseOrder(id: number, opts?: WriteOptions): Promise<any>;

@@ -1,5 +1,6 @@
 // Writes: the typed write methods of the client contract (ApiClient), built on its request(), get() and
-// paginate() alone. Large orders are created in parts; the `fulfil` action falls back to `fulfill`.
+// paginate() alone. Large orders are created in parts; the `fulfil` action falls back to `fulfill`; an update
+// that answers without its record (the service's 204) is read back where the caller is given the record.
 import { randomUUID } from 'node:crypto';
 import { ApiError } from './errors.ts';
 import type { ApiResponse, Method, OrderAction, Page, Priority, RequestOptions, WriteOptions } from './types.ts';
@@ -34,7 +35,7 @@ export abstract class Writes {
     // Large orders may time out in one request: create with the first lines, add the rest by PUT. Each part
     // has its own key derived from the operation's, so a retried operation repeats none of them.
     const first = { ...order, order_line_items: lines.slice(0, ORDER_LINES_PER_REQUEST) };
-    let created = unwrap(await this.#write('POST', '/orders', { order: first }, { ...opts, idempotencyKey: key }), 'order');
+    const created = unwrap(await this.#write('POST', '/orders', { order: first }, { ...opts, idempotencyKey: key }), 'order');
     const id = created?.id;
     if (typeof id !== 'number')
       throw new ApiError('order creation answered without an order id', { status: null, method: 'POST', path: '/orders' });
@@ -48,12 +49,21 @@ export abstract class Writes {
         { ...opts, idempotencyKey: `${key}:lines-${part}` },
       );
     }
-    const updated = unwrap(last, 'order');
-    if (updated && typeof updated === 'object' && updated.id === id) return updated;
-    created = unwrap(await this.get(`/orders/${id}`, { priority: opts.priority ?? 'outbound' }), 'order');
-    return created;
+    return this.#afterUpdate(`/orders/${id}`, 'order', id, last, opts);
   }
 
+  /**
+   * The record as the service holds it after an update. The service answers updates 204 with no body
+   * (real-service-notes §7), and a 204 proves only that nothing was refused: unless the answer is the record
+   * itself, it is read back by id (one request, at the write's priority).
+   */
+  async #afterUpdate(path: string, key: string, id: number, answer: unknown, opts: WriteOptions): Promise<any> {
+    const record = unwrap(answer, key);
+    if (record && typeof record === 'object' && Number(record.id) === id) return record;
+    return unwrap(await this.get(path, { priority: opts.priority ?? 'outbound' }), key);
+  }
+
+  /** Answers nothing (the service's 204): a caller that needs the order reads it. */
   async updateOrder(id: number, order: object, opts: WriteOptions = {}): Promise<void> {
     await this.#write('PUT', `/orders/${id}`, { order }, opts);
   }
@@ -75,8 +85,9 @@ export abstract class Writes {
     return unwrap(await this.#write('POST', '/fulfillments', { fulfillment: f }, opts), 'fulfillment');
   }
 
-  async updateFulfillment(id: number, f: object, opts?: WriteOptions): Promise<any> {
-    return unwrap(await this.#write('PUT', `/fulfillments/${id}`, { fulfillment: f }, opts), 'fulfillment');
+  async updateFulfillment(id: number, f: object, opts: WriteOptions = {}): Promise<any> {
+    const path = `/fulfillments/${id}`;
+    return this.#afterUpdate(path, 'fulfillment', id, await this.#write('PUT', path, { fulfillment: f }, opts), opts);
   }
 
   async createFulfillmentReturn(r: object, opts?: WriteOptions): Promise<any> {

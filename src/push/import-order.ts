@@ -52,6 +52,8 @@ export async function importOrder(ctx: OpContext): Promise<Done> {
       ),
     };
   });
+  // The order as the service holds it: the create's answer, or read back after PUTs adding lines beyond 150
+  // (they answer 204 with no body; see createOrder).
   let created;
   try {
     created = await ctx.client.createOrder(order, { idempotencyKey: ctx.key(), ...outbound });

@@ -127,7 +127,10 @@ export const shipInput = z
     stock_location_id: id.optional(),
   })
   .refine(needOrder, orderMessage)
-  .refine((v) => !(v.lines && v.fulfillment_id), { message: 'give lines to pack, or fulfillment_id of a packed fulfillment, not both' });
+  .refine((v) => !(v.lines && v.fulfillment_id), { message: 'give lines to pack, or fulfillment_id of a packed fulfillment, not both' })
+  .refine((v) => v.fulfil || v.fulfillment_id === undefined || Object.values(v.tracking ?? {}).some((x) => x !== undefined), {
+    message: 'fulfillment_id with fulfil false and no tracking changes nothing: give tracking, or leave fulfil on',
+  });
 
 export const orderActionInput = z.strictObject(orderRef).refine(needOrder, orderMessage);
 

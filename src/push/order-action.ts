@@ -5,6 +5,9 @@ import { nonEmpty, outbound, resolveOrderId, type Done, type OpContext } from '.
 export async function orderAction(ctx: OpContext, action: 'invoice' | 'pay' | 'void'): Promise<Done> {
   const orderId = await resolveOrderId(ctx, ctx.op.input as OrderActionInput);
   const res = await ctx.client.orderAction(orderId, action, undefined, { idempotencyKey: ctx.key(), ...outbound });
+  // No read back: nothing is decided on the answer, whose body the spec does not show. Status fields are
+  // reported only from an answer that carries the order (the service's own account of it after the action);
+  // an empty answer (null) or another shape reports none, never a guess.
   const order = res?.order ?? (res && res.id === orderId ? res : undefined);
   const invoice = res?.invoice;
   return {

@@ -38,13 +38,26 @@ export async function ship(ctx: OpContext): Promise<Done> {
     tracking_number: input.tracking?.number,
     tracking_url: input.tracking?.url,
   });
-  let status = 'packed';
-  if (input.fulfil || Object.keys(tracking).length) {
-    const body = { ...(input.fulfil ? { status: 'fulfilled' } : {}), ...tracking };
-    const f = await ctx.client.updateFulfillment(fulfillmentId, body, { idempotencyKey: ctx.key('fulfil'), ...outbound });
-    status = (f?.status as string | undefined) ?? (input.fulfil ? 'fulfilled' : 'packed');
+  if (!input.fulfil && !Object.keys(tracking).length) {
+    // Packed by this operation (input.ts refuses a given fulfillment with nothing to change), and a fulfillment
+    // is created packed: nothing else was sent.
+    return { result: { order_id: orderId, fulfillment_id: fulfillmentId, status: 'packed' } };
   }
-  return { result: nonEmpty({ order_id: orderId, fulfillment_id: fulfillmentId, status, ...tracking }) };
+  const body = { ...(input.fulfil ? { status: 'fulfilled' } : {}), ...tracking };
+  // The service answers the update 204 with no body, which says nothing of what the fulfillment now holds (the
+  // merchant may have shipped it already, a field may be ignored): updateFulfillment reads it back, so the status
+  // and tracking reported are the service's.
+  const f = await ctx.client.updateFulfillment(fulfillmentId, body, { idempotencyKey: ctx.key('fulfil'), ...outbound });
+  return {
+    result: nonEmpty({
+      order_id: orderId,
+      fulfillment_id: fulfillmentId,
+      status: f?.status,
+      tracking_company: f?.tracking_company,
+      tracking_number: f?.tracking_number,
+      tracking_url: f?.tracking_url,
+    }),
+  };
 }
 
 /** The pack action's answer is not specified: accept a fulfillment, or an order naming its fulfillments. */

@@ -48,6 +48,8 @@ t.test('order operations: an order by id or by channel reference', async (t) => 
   t.match(problems('ship', { order_id: 4, lines: [{ sku: 'A', order_line_item_id: 3, quantity: '1' }] }), [/one of them/]);
   t.match(problems('ship', { order_id: 4, lines: [{ sku: 'A', quantity: '0' }] }), [/above zero/]);
   t.match(problems('ship', { order_id: 4, fulfillment_id: 9, lines: [{ sku: 'A', quantity: '1' }] }), [/not both/]);
+  t.match(problems('ship', { order_id: 4, fulfillment_id: 9, fulfil: false }), [/changes nothing/], 'a given fulfillment, nothing to send');
+  t.same(problems('ship', { order_id: 4, fulfillment_id: 9, fulfil: false, tracking: { number: 'T' } }), [], 'tracking only');
   t.match(problems('return', { order_id: 4, lines: [] }), [/at least one line/]);
   t.match(problems('pay', { order_id: 4, extra: true }), [/extra/], 'unknown fields are refused, not ignored');
 });
