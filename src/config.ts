@@ -39,7 +39,7 @@ export const settings = {
   },
   PUBLIC_URL: {
     schema: url(', or empty'),
-    doc: 'URL the service reaches us at; webhooks are registered at PUBLIC_URL/webhooks/NAME. Empty: http://HOST:PORT.',
+    doc: 'URL the service reaches us at; webhooks are registered at PUBLIC_URL/webhooks/NAME. Empty: http://HOST:PORT. Browsers reach the console at its host or at localhost only (DNS rebinding).',
   },
   HTTP_REQUEST_TIMEOUT_MS: {
     schema: int(1000, 600000),

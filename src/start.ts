@@ -90,7 +90,12 @@ export async function runRoles(ctx: CommandContext, roles: string[], opts: { dem
       }
     }
     // The console serves /metrics with its database-wide gauges; other processes serve their own counters.
-    if (!roles.includes('console')) router.get('/metrics', requireOperator({ config, db: database.db, demo: () => rt.demo }), serveMetrics);
+    if (!roles.includes('console'))
+      router.get(
+        '/metrics',
+        requireOperator({ config, db: database.db, demo: () => rt.demo, publicUrl: () => rt.publicUrl }),
+        serveMetrics,
+      );
     shutdown.check();
     const port = portFor(config, roles);
     const server = port === null ? null : await listen(app, port, config.HOST, { requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS });

@@ -47,6 +47,46 @@ export function tokenMatches(config: Config, token: string): boolean {
 
 const loopback = (ip: string) => ip === '127.0.0.1' || ip === '::1' || ip === '::ffff:127.0.0.1';
 
+/** A name that always means this machine: localhost (and *.localhost, RFC 6761), 127.0.0.0/8, [::1]. */
+export const loopbackName = (hostname: string) =>
+  hostname === 'localhost' || hostname.endsWith('.localhost') || /^127(\.\d{1,3}){3}$/.test(hostname) || hostname === '[::1]';
+
+const hostnameOf = (host: string): string | null => {
+  try {
+    return new URL(`http://${host.trim()}`).hostname;
+  } catch {
+    return null;
+  }
+};
+
+/**
+ * DNS rebinding: a page on the attacker's name, re-pointed at 127.0.0.1 (or at this host), is same-origin
+ * with itself, so its requests pass an Origin check and carry whatever Host the attacker's name gives. Only
+ * the names this console is really reached at are accepted: loopback names and the host of PUBLIC_URL (or of
+ * HOST when PUBLIC_URL is empty). The raw Host is checked, and a forwarded host too when present (the app
+ * trusts proxy headers, and a same-origin page may set that header).
+ */
+export function knownHost(ctx: Context, publicUrl: string): boolean {
+  const ours = hostnameOf(new URL(publicUrl).host);
+  const names = [ctx.req.headers.host ?? '', ...(ctx.get('x-forwarded-host') ? ctx.get('x-forwarded-host').split(',') : [])];
+  return names.every((h) => {
+    const name = hostnameOf(h);
+    return !!name && (loopbackName(name) || name === ours);
+  });
+}
+
+const refuseHost = (ctx: Context) => {
+  ctx.status = 403;
+  ctx.body = {
+    error: 'the Host of this request is not a name of this console: use localhost, or set PUBLIC_URL to the address it is reached at',
+  };
+};
+
+/** Middleware for console routes outside the operator guard (login, logout, assets): known hosts only. */
+export function requireKnownHost(publicUrl: () => string) {
+  return async (ctx: Context, next: Next) => (knownHost(ctx, publicUrl()) ? next() : refuseHost(ctx));
+}
+
 export type AccessMode = 'token' | 'open-demo' | 'closed';
 
 export interface AccessDeps {
@@ -54,6 +94,8 @@ export interface AccessDeps {
   db: Db;
   /** Read per request: the sandbox starts after mounting, and connections come and go while it runs. */
   demo: () => Runtime['demo'];
+  /** Where this process is reached (PUBLIC_URL, or HOST:PORT): its host is the one non-loopback name accepted. */
+  publicUrl: () => string;
 }
 
 /**
@@ -78,6 +120,9 @@ export function requireOperator(deps: AccessDeps) {
   return async (ctx: Context, next: Next) => {
     const mode = await accessMode(deps);
     ctx.state.access = mode;
+    // A request carrying the token is judged by it: no browser adds it to a rebound page's requests by
+    // itself, and scrapers or scripts may use an internal name. Cookies and open demo are ambient: host checked.
+    if (!(mode === 'token' && headerToken(ctx) !== null) && !knownHost(ctx, deps.publicUrl())) return refuseHost(ctx);
     if (mode === 'token') {
       if (authorized(ctx, config)) return next();
     } else if (mode === 'open-demo' && loopback(ctx.request.socket.remoteAddress ?? '')) {

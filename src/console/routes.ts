@@ -3,7 +3,7 @@
 // static assets). Pages and API share the query functions, so the console shows nothing the API cannot answer.
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
-import { accessOf, requireOperator } from './auth.ts';
+import { accessOf, requireKnownHost, requireOperator } from './auth.ts';
 import { closedPage, loginPage } from './pages/layout.ts';
 import { connectionRoutes } from './routes/connections.ts';
 import { deliveryRoutes } from './routes/deliveries.ts';
@@ -52,6 +52,7 @@ export function consoleRouters(deps: ConsoleDeps): { open: Router; guarded: Rout
   const streams: Streams = new Map();
   const watcher = watchStreams(streams);
   const open = new Router();
+  open.use(requireKnownHost(deps.publicUrl));
   sessionRoutes(open, deps);
   const guarded = new Router();
   guarded.use(guard(deps));

@@ -2,6 +2,7 @@
 // mounted by the receiver and console roles, not from a hand-written list) refuses a request that carries no
 // valid operator credentials. The only open routes are the ones named here, each for a stated reason.
 import t from 'tap';
+import http from 'node:http';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +14,7 @@ import { mount as mountReceiver } from '../../src/receiver/role.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
 import type { Runtime } from '../../src/runtime.ts';
 import { createApp, listen } from '../../src/server.ts';
+import { publicUrl } from '../../src/config.ts';
 import { testConfig } from '../support/config.ts';
 import { testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
@@ -65,6 +67,26 @@ const sample = (path: string) =>
 
 const KEY = Buffer.alloc(32, 7).toString('base64');
 
+/** A request with a Host header of our choosing (fetch always sends the URL's own). */
+function request(
+  base: string,
+  path: string,
+  opts: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${base}${path}`, { method: opts.method ?? 'GET', headers: opts.headers }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => {
+        text += d;
+      });
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, text }));
+    });
+    req.on('error', reject);
+    req.end(opts.body);
+  });
+}
+
 async function world(
   t: { teardown(fn: () => unknown): void },
   operatorToken: string,
@@ -97,7 +119,7 @@ async function world(
   await mountReceiver(rt);
   await mountConsole(rt);
   const server = await listen(app, 0, '127.0.0.1');
-  rt.publicUrl = `http://127.0.0.1:${server.port}`;
+  rt.publicUrl = publicUrl(config, server.port); // as start sets it
   t.teardown(async () => {
     await server.close(100);
     for (const step of [...rt.onStop].reverse()) await step();
@@ -105,7 +127,7 @@ async function world(
   });
   if (!opts.demo)
     await tdb.db.insertInto('connections').values({ name: 'shop', base_url: 'http://127.0.0.1:1', auth_kind: 'token' }).execute();
-  return { base: rt.publicUrl, routes: routesOf(app), db: tdb.db, rt, url: tdb.url };
+  return { base: `http://127.0.0.1:${server.port}`, routes: routesOf(app), db: tdb.db, rt, url: tdb.url };
 }
 
 t.test('with OPERATOR_TOKEN set, every non-public route refuses missing and wrong credentials', async (t) => {
@@ -250,4 +272,59 @@ t.test('SANDBOX=on beside a real account: the console of `start` is closed', asy
   t.equal(res.status, 401, 'no operator token and a real account: closed, sandbox or not');
   await res.arrayBuffer();
   await app.stop();
+});
+
+t.test('DNS rebinding: console routes answer only to loopback names and the PUBLIC_URL host', async (t) => {
+  const sandbox = await startSandbox({ variants: 2 });
+  t.teardown(() => sandbox.close());
+  // Open demo: the one mode where being on loopback is the credential, so a rebound name would get it.
+  const demo = await world(t, '', { demo: { baseUrl: sandbox.url } });
+  const port = new URL(demo.base).port;
+  const rebound = { host: `rebind.evil.example:${port}` };
+  const overview = await request(demo.base, '/api/overview', { headers: rebound });
+  t.equal(overview.status, 403, 'a page on a rebound name cannot read the open console');
+  t.match(overview.text, /Host/);
+  const page = await request(demo.base, '/', { headers: { ...rebound, accept: 'text/html' } });
+  t.equal(page.status, 403, 'nor its pages');
+  t.notMatch(page.text, /Demo mode/);
+  // Same origin as far as the old check could tell: Origin and Host agree, both the attacker's name.
+  const post = await request(demo.base, '/api/deliveries/1/replay', {
+    method: 'POST',
+    headers: { ...rebound, origin: `http://rebind.evil.example:${port}`, 'content-type': 'application/json' },
+    body: '{}',
+  });
+  t.equal(post.status, 403, 'nor post to it with a matching Origin');
+  const forwarded = await request(demo.base, '/api/overview', {
+    headers: { host: `127.0.0.1:${port}`, 'x-forwarded-host': 'rebind.evil.example' },
+  });
+  t.equal(forwarded.status, 403, 'a forwarded host is held to the same rule');
+  for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `app.localhost:${port}`, '127.0.0.1']) {
+    t.equal((await request(demo.base, '/api/overview', { headers: { host } })).status, 200, `Host ${host} is loopback: open demo`);
+  }
+  const login = await request(demo.base, '/login', { headers: rebound });
+  t.equal(login.status, 403, 'the login form too');
+
+  // With a token and PUBLIC_URL: its host, or loopback.
+  const OP = 'operator-token-for-host-test-0123456789';
+  const prod = await world(t, OP, { config: { PUBLIC_URL: 'https://console.example.com' } });
+  const at = (host: string, headers: Record<string, string> = {}) => request(prod.base, '/login', { headers: { host, ...headers } });
+  t.equal((await at('console.example.com')).status, 200, 'PUBLIC_URL host');
+  t.equal((await at('CONSOLE.example.com:443')).status, 200, 'its host in another case, with a port');
+  t.equal((await at('console.example.com.evil.example')).status, 403, 'a name that only starts like it');
+  t.equal((await at('other.example')).status, 403, 'another name');
+  // A request carrying the token is judged by the token: no browser sends it to a rebound name by itself,
+  // and Prometheus or a script may address the console by an internal name.
+  const scraped = await request(prod.base, '/metrics', { headers: { host: 'sync-1.internal:3000', authorization: `Bearer ${OP}` } });
+  t.equal(scraped.status, 200, 'with the operator token in the request, any Host');
+  const wrong = await request(prod.base, '/metrics', { headers: { host: 'sync-1.internal:3000', authorization: 'Bearer wrong' } });
+  t.equal(wrong.status, 401, 'and a wrong token is still refused');
+
+  // The receiver checks no Host: the service posts from outside, through whatever name a tunnel or load
+  // balancer has, and a delivery carries its own credential (the signature), nothing a rebound page could use.
+  const delivery = await request(prod.base, '/webhooks/shop', {
+    method: 'POST',
+    headers: { host: 'tunnel.example', 'content-type': 'application/json' },
+    body: '{}',
+  });
+  t.equal(delivery.status, 401, 'a delivery under any Host is judged by its signature');
 });
