@@ -108,7 +108,8 @@ export async function orderRecord(db: Db, connectionId: number, orderId: number)
     querySyncLog(db, { connectionId, resource: 'order', recordId: orderId, limit: 100 }),
   ]);
   return {
-    connection: conn,
+    // Its name and id only: the row holds the encrypted tokens.
+    connection: { id: conn.id, name: conn.name },
     order,
     lines: lines.map((l) => ({ id: l.id, sku: l.sku, variantId: l.variant_id, quantity: l.quantity, price: l.price, label: l.label })),
     fulfillments: fulfillments.map((f) => ({

@@ -6,7 +6,6 @@ import http from 'node:http';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type Router from '@koa/router';
 import { startSandbox } from '@commerce-sync/sandbox';
 import { addTokenConnection } from '../../src/api/connections.ts';
 import { mount as mountConsole } from '../../src/console/role.ts';
@@ -19,6 +18,7 @@ import { testConfig } from '../support/config.ts';
 import { testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
 import { spawnCli } from '../support/processes.ts';
+import { routesOf } from '../support/routes.ts';
 
 const OPERATOR = 'operator-token-for-access-test';
 
@@ -39,24 +39,6 @@ const PUBLIC = new Set([
   'HEAD /assets/console.css',
   'HEAD /assets/console.js',
 ]);
-
-interface Route {
-  method: string;
-  path: string;
-}
-
-/** Every route of every @koa/router mounted on the app (routers carry themselves on their middleware). */
-function routesOf(app: Runtime['app']): Route[] {
-  const out: Route[] = [];
-  for (const mw of app.middleware as ((...a: unknown[]) => unknown)[]) {
-    const router = (mw as { router?: Router }).router;
-    if (!router) continue;
-    for (const layer of router.stack as { path: string; methods: string[] }[]) {
-      for (const method of layer.methods) if (method !== 'OPTIONS') out.push({ method, path: layer.path });
-    }
-  }
-  return out;
-}
 
 const sample = (path: string) =>
   path

@@ -1,7 +1,8 @@
 // Secrets: a full `commerce-sync start` in demo mode, at LOG_LEVEL=trace, with merchant activity, console and
 // API use and refused requests, never writes the access token, the client secret, the sandbox admin token, the
 // operator token or the encryption key to its output; the database never holds a token in plain text. And the
-// production roles never run the sandbox: with a real connection configured, nothing answers /__sandbox/.
+// production roles never run the sandbox: with a real connection configured, nothing answers /__sandbox/. No
+// page or JSON route (every GET route mounted, walked with real data behind it) shows a token or its ciphertext.
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
 import { createHmac } from 'node:crypto';
@@ -9,13 +10,17 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { addTokenConnection } from '../../src/api/connections.ts';
+import { addOAuthConnection, addTokenConnection, clientFor } from '../../src/api/connections.ts';
+import { enqueueOperation } from '../../src/push/enqueue.ts';
+import { runSweep } from '../../src/sync/reconcile.ts';
 import type { Db } from '../../src/db/index.ts';
 import { startSandbox } from '@commerce-sync/sandbox';
 import { testConfig } from '../support/config.ts';
 import { testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
 import { spawnCli, until } from '../support/processes.ts';
+import { routesOf } from '../support/routes.ts';
+import { CLIENT_SECRET, consoleServer, sendDelivery } from '../console/harness.ts';
 
 const KEY = Buffer.alloc(32, 0x5a).toString('base64');
 const OPERATOR = 'operator-secret-f00d';
@@ -161,4 +166,97 @@ t.test('production roles with a real connection run no sandbox: nothing answers 
     t.notMatch(p.output(), /demo sandbox running|"role":"sandbox"/, `${p.name} started no sandbox`);
   }
   await Promise.all(roles.map((p) => p.stop()));
+});
+
+t.test('no page or JSON route renders a token or its ciphertext', async (t) => {
+  const a = await startSandbox({ variants: 6, locations: 2, token: 'shop-access-token-must-stay-secret' });
+  const b = await startSandbox({ variants: 2, token: 'oauth-access-token-must-stay-secret' });
+  t.teardown(() => Promise.all([a.close(), b.close()]));
+  const OP = 'operator-token-for-the-route-walk';
+  const { base, db, rt, boss } = await consoleServer(t, {
+    token: OP,
+    receiver: true,
+    config: { TOKEN_ENCRYPTION_KEY: KEY, DATA_DIR: await mkdtemp(join(tmpdir(), 'cs-walk-')) },
+  });
+  const deps = { db, config: rt.config, log: rt.log };
+  const shop = await addTokenConnection(deps, { baseUrl: a.url, token: a.token, name: 'shop' });
+  const refresh = 'oauth-refresh-token-must-stay-secret';
+  await addOAuthConnection(deps, {
+    baseUrl: b.url,
+    tokens: { access_token: b.token, refresh_token: refresh, expires_in: 3600 },
+    name: 'oauthy',
+  });
+  // Something behind every route: a mirror, an operation, a delivery.
+  await runSweep({ db, boss, config: rt.config, log: rt.log }, await clientFor(deps, shop), { full: true, wait: true });
+  const first = async (table: 'orders' | 'variants') =>
+    (await db.selectFrom(table).select('id').where('connection_id', '=', shop.id).orderBy('id').executeTakeFirstOrThrow()).id;
+  const orderId = await first('orders');
+  const variantId = await first('variants');
+  const operation = await enqueueOperation({ db, boss }, 'ship', { order_id: orderId }, 'shop');
+  t.equal((await sendDelivery(base, 'shop', { event: 'variants.update', object_id: variantId }, 'walk-1')).status, 200);
+  const deliveryId = (await db.selectFrom('webhook_deliveries').select('id').executeTakeFirstOrThrow()).id;
+
+  const stored = await db.selectFrom('connections').select(['name', 'access_token_enc', 'refresh_token_enc']).execute();
+  const secrets: Record<string, string> = {
+    'shop access token': a.token,
+    'oauth access token': b.token,
+    'oauth refresh token': refresh,
+    'client secret': CLIENT_SECRET,
+    'operator token': OP,
+    'encryption key': KEY,
+  };
+  for (const c of stored) {
+    for (const column of ['access_token_enc', 'refresh_token_enc'] as const) {
+      const v = c[column];
+      if (!v) continue;
+      secrets[`${c.name} ${column}`] = v;
+      // A part of it is as bad as all of it (the base64 after the version prefix, in pieces).
+      const body = v.slice(v.indexOf(':') + 1);
+      for (let i = 0; i + 24 <= body.length; i += 24) secrets[`${c.name} ${column} [${i}..]`] = body.slice(i, i + 24);
+    }
+  }
+  t.ok(Object.keys(secrets).length > 10, `${Object.keys(secrets).length} secrets and pieces of ciphertext to look for`);
+
+  const fill = (path: string, connection: string): string[] => {
+    if (path === '/api/orders/:connection/:id' || path === '/orders/:connection/:id')
+      return [path.replace(':connection', 'shop').replace(':id', String(orderId))];
+    if (path.includes(':connection/:id')) return [path.replace(':connection', 'shop').replace(':id', String(variantId))];
+    if (path.includes('deliveries/:id')) return [path.replace(':id', String(deliveryId))];
+    if (path.includes('operations/:id')) return [path.replace(':id', String(operation.id))];
+    if (path.includes(':name')) return [path.replace(':name', connection)];
+    if (path.includes(':connection')) return [path.replace(':connection', connection)];
+    return path.startsWith('/connections/oauth') ? [path] : [path, `${path}?connection=${connection}`];
+  };
+  // 400 without their parameters: a list needing connection= (asked with it too), the callback needing state.
+  const NEED_PARAMETERS = new Set(['/api/variants', '/api/orders', '/connections/oauth/callback']);
+  const gets = routesOf(rt.app).filter((r) => r.method === 'GET' && r.path !== '/api/tail');
+  const paths = [...new Set(gets.flatMap((r) => [...fill(r.path, 'shop'), ...fill(r.path, 'oauthy')]))];
+  t.ok(paths.length > 40, `${paths.length} paths from ${gets.length} GET routes`);
+  const found: string[] = [];
+  const failed: string[] = [];
+  let bytes = 0;
+  for (const path of paths) {
+    for (const accept of ['application/json', 'text/html']) {
+      const res = await fetch(base + path, { headers: { authorization: `Bearer ${OP}`, accept } });
+      const text = await res.text();
+      bytes += text.length;
+      if (res.status !== 200 && !(res.status === 400 && NEED_PARAMETERS.has(path))) failed.push(`${path} (${accept}): ${res.status}`);
+      for (const [what, value] of Object.entries(secrets)) if (text.includes(value)) found.push(`${path} (${accept}): ${what}`);
+    }
+  }
+  // The live tail too, while a delivery is written.
+  const tail = await fetch(`${base}/api/tail?after=0`, { headers: { authorization: `Bearer ${OP}` } });
+  await sendDelivery(base, 'shop', { event: 'variants.update', object_id: variantId }, 'walk-2');
+  const reader = tail.body!.getReader();
+  let streamed = '';
+  const until = Date.now() + 1500;
+  while (Date.now() < until && !streamed.includes('walk-2')) {
+    const chunk = await Promise.race([reader.read(), new Promise<null>((r) => setTimeout(() => r(null), 300))]);
+    if (chunk && !chunk.done) streamed += new TextDecoder().decode(chunk.value);
+  }
+  await reader.cancel().catch(() => {});
+  t.match(streamed, /event: log/, 'the tail streamed entries');
+  for (const [what, value] of Object.entries(secrets)) if (streamed.includes(value)) found.push(`/api/tail: ${what}`);
+  t.same(failed, [], 'every path answered (so its body was really searched)');
+  t.same(found, [], `no secret in ${bytes} characters of pages and JSON`);
 });
