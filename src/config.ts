@@ -87,6 +87,15 @@ export const settings = {
     doc: 'spec: the sandbox behaves as the spec says; documented: as the real service is documented (docs/sandbox.md).',
   },
   COMMERCE_BASE_URL: { schema: url(', or empty'), doc: 'Base URL of a real account to connect at start (with COMMERCE_TOKEN).' },
+  COMMERCE_SERVICE_HOSTS: {
+    schema: z
+      .string()
+      .regex(
+        /^\s*((\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?)?(\s*,\s*(\*\.)?[A-Za-z0-9.-]+(:\d{1,5})?)*\s*$/,
+        'comma-separated host names (host, host:port, *.domain), or empty',
+      ),
+    doc: "Hosts the console may connect accounts at (comma-separated; host, host:port, or *.domain for its subdomains), https only except on loopback. COMMERCE_BASE_URL's host and, in demo mode, the sandbox's are allowed too.",
+  },
   COMMERCE_TOKEN: { schema: z.string(), doc: 'Privileged access token for COMMERCE_BASE_URL.', secret: true },
   COMMERCE_CLIENT_ID: { schema: z.string(), doc: 'OAuth client id of the registered application.' },
   COMMERCE_CLIENT_SECRET: {

@@ -116,7 +116,9 @@ export function errorDetails(body: unknown, text: string): { message: string | n
 /**
  * One request sent outside the rate budget (the account read at connect time, the token endpoint): the
  * answer with its text and tolerant JSON (null when empty or not JSON). No answer is a retryable ApiError
- * whose message starts with `failed`; judging the status is the caller's.
+ * whose message starts with `failed`; judging the status is the caller's. A redirect is not followed: these
+ * requests carry the client secret or a token, which must go to the service's own address only (a 307 would
+ * resend the body, secret included, wherever it points).
  */
 export async function sendUnbudgeted(
   url: string,
@@ -129,6 +131,7 @@ export async function sendUnbudgeted(
       headers: req.headers,
       body: req.body === undefined ? undefined : JSON.stringify(req.body),
       signal: AbortSignal.timeout(req.timeoutMs),
+      redirect: 'manual',
     });
   } catch (err) {
     throw new ApiError(`${req.failed}: ${(err as Error).message}`, {
@@ -138,6 +141,17 @@ export async function sendUnbudgeted(
       retryable: true,
       cause: err,
     });
+  }
+  if (res.status >= 300 && res.status < 400) {
+    await res.body?.cancel();
+    throw new ApiError(
+      `the service answered ${res.status} with a redirect to another address; not followed (the request carries a secret)`,
+      {
+        status: res.status,
+        method: req.method,
+        path: req.path,
+      },
+    );
   }
   const text = await res.text();
   let body: any = null;

@@ -10,6 +10,7 @@ import { tokenKey } from '../api/secrets.ts';
 import { setStatus } from '../api/tokens.ts';
 import type { Connection } from '../db/schema.ts';
 import { listWebhooks, syncWebhooks } from '../receiver/subscriptions.ts';
+import { loopbackName } from './auth.ts';
 import type { ConsoleDeps } from './web.ts';
 
 /** How long an authorization may take from the console's redirect to the service's redirect back. */
@@ -29,6 +30,43 @@ const sign = (deps: ConsoleDeps, body: string) =>
 
 export class ConnectError extends Error {}
 
+/** Whether `url` is at a host of the list: `host` (any port), `host:port`, or `*.domain` (its subdomains). */
+function listed(url: URL, entries: string[]): boolean {
+  return entries.some((e) =>
+    e.startsWith('*.') ? url.hostname.endsWith(e.slice(1)) : e.includes(':') ? url.host === e : url.hostname === e,
+  );
+}
+
+/**
+ * The base URL a connect form names, if credentials may go there: the client secret (also the webhook signing
+ * key) goes to its token endpoint, a token to its account read, and what it answers is shown. Only configured
+ * service hosts (COMMERCE_SERVICE_HOSTS, the host of COMMERCE_BASE_URL, the demo sandbox's), over https
+ * unless on loopback.
+ */
+export function serviceBaseUrl(deps: ConsoleDeps, raw: string): string {
+  let baseUrl: string;
+  try {
+    baseUrl = normalizeBaseUrl(raw);
+  } catch (err) {
+    throw new ConnectError((err as Error).message);
+  }
+  const url = new URL(baseUrl);
+  const demo = deps.demo();
+  const hosts = [
+    ...deps.config.COMMERCE_SERVICE_HOSTS.split(','),
+    ...[deps.config.COMMERCE_BASE_URL, demo ? demo.baseUrl : ''].filter(Boolean).map((u) => new URL(u).host),
+  ]
+    .map((h) => h.trim().toLowerCase())
+    .filter(Boolean);
+  if (url.username || url.password || !listed(url, hosts))
+    throw new ConnectError(
+      `${url.host} is not a configured service host: only the hosts in COMMERCE_SERVICE_HOSTS (and COMMERCE_BASE_URL's) get the client secret or a token`,
+    );
+  if (url.protocol !== 'https:' && !loopbackName(url.hostname))
+    throw new ConnectError('the service address must use https (plain http only on loopback): the client secret and tokens travel to it');
+  return baseUrl;
+}
+
 /** The authorize URL to send the browser to, and the nonce to set as a cookie (ties the callback to this browser). */
 export function startOAuth(deps: ConsoleDeps, input: { baseUrl: string; name?: string }): { url: string; nonce: string } {
   if (!deps.config.COMMERCE_CLIENT_ID || !deps.config.COMMERCE_CLIENT_SECRET) {
@@ -36,12 +74,7 @@ export function startOAuth(deps: ConsoleDeps, input: { baseUrl: string; name?: s
       "OAuth needs COMMERCE_CLIENT_ID and COMMERCE_CLIENT_SECRET (the registered application's keys); use a privileged token instead",
     );
   }
-  let baseUrl: string;
-  try {
-    baseUrl = normalizeBaseUrl(input.baseUrl);
-  } catch (err) {
-    throw new ConnectError((err as Error).message);
-  }
+  const baseUrl = serviceBaseUrl(deps, input.baseUrl);
   const nonce = randomBytes(16).toString('base64url');
   const body = Buffer.from(
     JSON.stringify({ baseUrl, name: input.name || undefined, nonce, expires: Date.now() + STATE_TTL_MS } satisfies State),
@@ -70,6 +103,7 @@ export async function finishOAuth(
   if (!nonce || nonce !== state.nonce)
     throw new ConnectError('the authorization was started in another browser; start again from this one');
   if (!q.code) throw new ConnectError('the service sent no authorization code');
+  serviceBaseUrl(deps, state.baseUrl); // still allowed (the settings may have changed since it was issued)
   const deps2 = { db: deps.db, config: deps.config, log: deps.log };
   try {
     const tokens = await requestToken(deps.config, state.baseUrl, {
@@ -87,10 +121,11 @@ export async function finishOAuth(
 }
 
 export async function connectWithToken(deps: ConsoleDeps, input: { baseUrl: string; token: string; name?: string }): Promise<Connection> {
+  const baseUrl = serviceBaseUrl(deps, input.baseUrl);
   try {
     const connection = await addTokenConnection(
       { db: deps.db, config: deps.config, log: deps.log },
-      { baseUrl: input.baseUrl, token: input.token, name: input.name || undefined },
+      { baseUrl, token: input.token, name: input.name || undefined },
     );
     await subscribe(deps, connection);
     return connection;

@@ -68,6 +68,8 @@ if (chromiumMissing) {
         API_MAX_ATTEMPTS: 3,
         COMMERCE_CLIENT_ID: a.clientId,
         COMMERCE_CLIENT_SECRET: a.clientSecret,
+        // The second account is connected from the console: its sandbox is a configured service host.
+        COMMERCE_SERVICE_HOSTS: new URL(b.url).host,
       },
     });
     const { base, db, boss, rt } = server;
