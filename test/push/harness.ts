@@ -1,7 +1,5 @@
 // A push test's world: a fresh database, the sandbox over HTTP, a connection to it, the variants mirrored,
 // and the push worker running in this process.
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { addTokenConnection } from '../../src/api/connections.ts';
 import type { Config } from '../../src/config.ts';
 import type { Connection, PushKind, PushOperation } from '../../src/db/schema.ts';
@@ -43,8 +41,6 @@ export async function harness(
     sandbox?: SandboxOptions;
     worker?: boolean;
     profile?: Profile;
-    /** Every update (PUT) answers 204 with no body, as the real service documents (see updatesWithoutBody). */
-    updatesWithoutBody?: boolean;
   } = {},
 ): Promise<Harness> {
   const config = testConfig({ API_MAX_ATTEMPTS: 3, ...opts.config });
@@ -58,8 +54,7 @@ export async function harness(
     for (const stop of [...rt.onStop].reverse()) await stop();
     await stopBoss(boss, false);
   });
-  const baseUrl = opts.updatesWithoutBody ? await updatesWithoutBody(t, sb.url) : sb.url;
-  const connection = await addTokenConnection({ db: tdb.db, config, log }, { baseUrl, token: sb.token, name: 'shop' });
+  const connection = await addTokenConnection({ db: tdb.db, config, log }, { baseUrl: sb.url, token: sb.token, name: 'shop' });
   const call = sandboxAdmin(sb);
   const admin = (path: string, body?: unknown) => call(body === undefined ? 'GET' : 'POST', path, body);
   const snapshot = async (resource: string) => (await admin(`snapshot?resource=${resource}`))[resource] as any[];
@@ -128,40 +123,3 @@ export function plainVariants(variants: any[]): any[] {
 
 export const onHand = (v: any, locationId: number): string =>
   String(v.locations?.find((l: any) => Number(l.location_id) === locationId)?.stock_on_hand ?? '0');
-
-/**
- * A proxy in front of the sandbox that answers every successful PUT with 204 and no body, keeping the
- * headers (rate limit, Date, request id): the real service answers every update so (real-service-notes §7),
- * while the sandbox, both profiles, still answers `PUT /fulfillments/{id}` with the record. Returns its URL.
- */
-async function updatesWithoutBody(t: T, target: string): Promise<string> {
-  const notForwarded = new Set(['host', 'connection', 'content-length', 'transfer-encoding', 'keep-alive', 'content-encoding']);
-  const server = createServer(async (req, res) => {
-    try {
-      const chunks: Buffer[] = [];
-      for await (const c of req) chunks.push(c as Buffer);
-      const headers = Object.entries(req.headers).flatMap(([k, v]) =>
-        notForwarded.has(k) || v === undefined ? [] : [[k, String(v)] as [string, string]],
-      );
-      const answer = await fetch(`${target}${req.url}`, {
-        method: req.method,
-        headers,
-        body: chunks.length ? Buffer.concat(chunks) : undefined,
-      });
-      const body = Buffer.from(await answer.arrayBuffer());
-      const out: Record<string, string> = {};
-      answer.headers.forEach((v, k) => {
-        if (!notForwarded.has(k)) out[k] = v;
-      });
-      if (req.method === 'PUT' && answer.ok) {
-        delete out['content-type'];
-        res.writeHead(204, out).end();
-      } else res.writeHead(answer.status, out).end(body);
-    } catch (err) {
-      res.writeHead(502).end(String(err));
-    }
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}

@@ -21,7 +21,7 @@ function claimed(result: Record<string, any>, record: Record<string, any>, field
 }
 
 t.test('documented, updates answering 204: each push path reports the record as the service holds it', async (t) => {
-  const h = await harness(t, { profile: 'documented', updatesWithoutBody: true, sandbox: { variants: 40, locations: 2 } });
+  const h = await harness(t, { profile: 'documented', sandbox: { variants: 40, locations: 2 } });
   const variants = plainVariants(await h.snapshot('variants'));
   const [a, b] = variants;
   const company = (await h.snapshot('companies')).find((c) => c.company_type !== 'supplier');

@@ -272,7 +272,9 @@ t.test('Fulfilments: fulfil with order_line_item_ids creates a packed fulfillmen
   t.match(part.body.fulfillments, [{ status: 'packed' }]);
   t.equal((await stockAt(c, v.id, loc))!.stock_on_hand, '10', 'packed moves no stock');
   const shipped = await c.call('PUT', `/fulfillments/${part.body.fulfillments[0].id}`, { fulfillment: { status: 'fulfilled' } });
-  t.equal(shipped.body.fulfillment.status, 'fulfilled');
+  t.equal(shipped.status, 204, 'documented: an update answers 204 with no body');
+  t.equal(shipped.text, '');
+  t.equal((await c.get(`/fulfillments/${part.body.fulfillments[0].id}`)).body.fulfillment.status, 'fulfilled');
   t.equal((await stockAt(c, v.id, loc))!.stock_on_hand, '8');
   const all = await c.call('POST', `/orders/${o.id}/actions/fulfil`);
   t.match(all.body.fulfillments, [{ status: 'fulfilled' }]);
@@ -364,6 +366,19 @@ t.test('Stock transfers: created active (no stock moves), receive moves the stoc
   await c.call('POST', `/stock_transfers/${rev.body.stock_transfer.id}/actions/receive`);
   t.equal((await stockAt(c, v.id, loc))!.stock_on_hand, '10', 'the reversal brings it back');
   t.equal((await c.call('POST', `/stock_transfers/${tr.id}/actions/explode`)).status, 404);
+});
+
+t.test('Updates: spec answers PUT /fulfillments/{id} with the record, documented with 204 like every update', async (t) => {
+  for (const profile of PROFILES) {
+    const c = await sandbox(t, { variants: 3, profile });
+    const { mk, order } = await setup(c);
+    const o = await order([{ variant_id: (await mk()).id, quantity: '1' }]);
+    const f = (await c.call('POST', `/orders/${o.id}/actions/pack`)).body.fulfillment;
+    const r = await c.call('PUT', `/fulfillments/${f.id}`, { fulfillment: { status: 'fulfilled', tracking_number: 'Z1' } });
+    if (profile === 'spec') t.match([r.status, r.body.fulfillment], [200, { status: 'fulfilled', tracking_number: 'Z1' }], profile);
+    else t.same([r.status, r.text], [204, ''], profile);
+    t.match((await c.get(`/fulfillments/${f.id}`)).body.fulfillment, { status: 'fulfilled', tracking_number: 'Z1' }, `${profile}: updated`);
+  }
 });
 
 t.test('Webhooks: PUT /webhooks/{id} changes the address or event (checked like a create)', async (t) => {

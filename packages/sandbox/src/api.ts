@@ -5,7 +5,7 @@ import { RESOURCES, type ResourceDef } from './resources.ts';
 import { list, sideloads, values, type ListOrder } from './list.ts';
 import { render, renderComposition } from './render.ts';
 import type { Service } from './service.ts';
-import { listSideloads, type Profile } from './profile.ts';
+import { listSideloads, updateAnswersRecord, type Profile } from './profile.ts';
 
 export interface Caller {
   appId: number;
@@ -190,7 +190,7 @@ export class Api {
       const row = this.service.run(`${def.singular}.update`, () =>
         UPDATE[plural] ? UPDATE[plural]!(this.service, recordId, body) : this.service.catalog.update(plural, recordId, body),
       );
-      if (plural === 'fulfillments') {
+      if (updateAnswersRecord(this.profile, plural)) {
         return { status: 200, body: this.one(plural, row, new URLSearchParams('include=fulfillment_line_items')), route };
       }
       return { status: 204, route };

@@ -66,3 +66,12 @@ const NO_LIST_SIDELOADS = new Set(['orders', 'purchase_orders']);
 export function listSideloads(profile: Profile, plural: string): boolean {
   return profile === 'spec' || !NO_LIST_SIDELOADS.has(plural);
 }
+
+/**
+ * Whether an update (PUT) of `plural` answers 200 with the record. The spec's table shows the updated fulfillment
+ * for `PUT /fulfillments/{id}`; the documentation says every update answers 204 with no body
+ * (tradegecko/smaug: source/includes/_update_request.md.erb, real-service-notes section 7).
+ */
+export function updateAnswersRecord(profile: Profile, plural: string): boolean {
+  return profile === 'spec' && plural === 'fulfillments';
+}
