@@ -128,6 +128,10 @@ export const settings = {
     doc: 'Requests per window that background reconciliation, and delivery-driven reads of documents and reference data, may not take (at most half the window): the end of a window is kept for stock reads and pushes.',
   },
   WEBHOOK_BODY_LIMIT: { schema: int(1024, 64 * 1024 * 1024), doc: 'Largest delivery body accepted (bytes); larger gets 413.' },
+  WEBHOOK_MAX_FUTURE_SECONDS: {
+    schema: int(0, 86400),
+    doc: "A delivery whose timestamp is further ahead of this machine's clock gets 400 (the service retries it later), as does one older than the service retries (3 days + 1 hour). 0: timestamps are not checked (a sandbox whose clock runs fast).",
+  },
   WEBHOOK_BATCH_SIZE: { schema: int(1, 5000), doc: 'Most deliveries the receiver stores in one transaction (group commit).' },
   WEBHOOK_BATCH_WAIT_MS: {
     schema: int(0, 1000),

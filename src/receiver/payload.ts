@@ -40,3 +40,30 @@ export function parseDelivery(raw: Buffer): ParseResult {
   const resourceUrl = typeof b.resource_url === 'string' ? b.resource_url : null;
   return { ok: true, payload: { event: b.event, objectId, eventAt, resourceUrl, ...normaliseEvent(b.event) }, text };
 }
+
+/** The service retries a delivery for 3 days; one stamped earlier than that (and this margin) is a replay. */
+export const RETRY_HORIZON_SECONDS = 3 * 86_400;
+const HORIZON_MARGIN_SECONDS = 3600;
+
+/**
+ * Why a delivery's timestamp refuses it, or null. Only the body is signed, so an old delivery sent again under
+ * a new X-Service-Delivery would be stored and processed again: one older than the service ever retries is
+ * refused, and one more than `maxFutureSeconds` ahead of our clock (0: nothing is checked, for a sandbox whose
+ * clock runs fast or is set by hand). No timestamp: nothing to judge.
+ */
+export function timestampRefusal(
+  eventAt: Date | null,
+  nowMs: number,
+  maxFutureSeconds: number,
+): { reason: 'stale' | 'future'; message: string } | null {
+  if (!eventAt || maxFutureSeconds === 0) return null;
+  const ageSeconds = Math.round((nowMs - eventAt.getTime()) / 1000);
+  if (ageSeconds > RETRY_HORIZON_SECONDS + HORIZON_MARGIN_SECONDS)
+    return { reason: 'stale', message: `timestamp ${eventAt.toISOString()} is older than the service retries a delivery (3 days)` };
+  if (-ageSeconds > maxFutureSeconds)
+    return {
+      reason: 'future',
+      message: `timestamp ${eventAt.toISOString()} is ${-ageSeconds} s ahead of this machine's clock (more than WEBHOOK_MAX_FUTURE_SECONDS)`,
+    };
+  return null;
+}

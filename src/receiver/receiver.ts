@@ -11,7 +11,7 @@ import { metrics } from '../metrics.ts';
 import type { Boss } from '../queue/boss.ts';
 import { createBatcher, BatcherClosed, BatcherOverloaded, type Batcher } from './batcher.ts';
 import { BodyTooLarge, readRawBody } from './body.ts';
-import { parseDelivery } from './payload.ts';
+import { parseDelivery, timestampRefusal } from './payload.ts';
 import { isDataError, storeDeliveries, type IncomingDelivery, type StoreOutcome } from './store.ts';
 import { signingSecrets, verifySignature } from './verify.ts';
 
@@ -142,6 +142,16 @@ export function createReceiver(deps: ReceiverDeps): Receiver {
         );
         return reject(401, 'signature', 'signature missing or wrong');
       }
+      const parsed = parseDelivery(raw);
+      const refusal = parsed.ok ? timestampRefusal(parsed.payload.eventAt, Date.now(), config.WEBHOOK_MAX_FUTURE_SECONDS) : null;
+      if (refusal) {
+        // Signed, but not now: a replay of an old delivery, or a clock far off (ours or the service's).
+        log.warn(
+          { connection: name, delivery: deliveryHeader || null, now: new Date().toISOString() },
+          `delivery refused: ${refusal.message}`,
+        );
+        return reject(400, refusal.reason, refusal.message);
+      }
       let found: ConnectionInfo | null;
       try {
         found = await connectionOf(name);
@@ -169,7 +179,6 @@ export function createReceiver(deps: ReceiverDeps): Receiver {
         : deliveryHeader.length <= 200
           ? deliveryHeader
           : `sha256-id:${createHash('sha256').update(deliveryHeader).digest('hex')}`;
-      const parsed = parseDelivery(raw);
       const item: IncomingDelivery = parsed.ok
         ? {
             connectionId: connection,

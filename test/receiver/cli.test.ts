@@ -105,7 +105,8 @@ t.test('receiver alone without a signing secret: /readyz says why it is not read
 /** `commerce-sync receiver` as its own process on a free port; resolves once it listens. */
 async function receiverAlone(databaseUrl: string, env: NodeJS.ProcessEnv) {
   const child = spawn(process.execPath, ['src/cli.ts', 'receiver'], {
-    env: { ...process.env, DATABASE_URL: databaseUrl, SANDBOX: 'off', PORT: '0', ...env },
+    // As testConfig: the fixtures' fixed timestamps are not judged (test/receiver/timestamps.test.ts does that).
+    env: { ...process.env, DATABASE_URL: databaseUrl, SANDBOX: 'off', PORT: '0', WEBHOOK_MAX_FUTURE_SECONDS: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));

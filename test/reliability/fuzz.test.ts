@@ -31,7 +31,7 @@ const valid = (objectId: number) =>
   JSON.stringify({
     object_id: objectId,
     event: 'variants.stock_level_update',
-    timestamp: 1_700_000_000,
+    timestamp: Math.floor(Date.now() / 1000), // now: the receiver refuses deliveries older than the service retries
     resource_url: `http://127.0.0.1:1/variants/${objectId}.json`,
   });
 

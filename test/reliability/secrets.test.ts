@@ -89,7 +89,12 @@ t.test('a demo run at trace level logs no secret; the database holds no plain to
       redirect: 'manual',
     })
   ).arrayBuffer();
-  const body = JSON.stringify({ object_id: 1, event: 'variants.update', timestamp: 1, resource_url: 'http://x/variants/1.json' });
+  const body = JSON.stringify({
+    object_id: 1,
+    event: 'variants.update',
+    timestamp: Math.floor(Date.now() / 1000),
+    resource_url: 'http://x/variants/1.json',
+  });
   await (
     await fetch(`${app.url}/webhooks/demo`, {
       method: 'POST',
