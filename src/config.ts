@@ -175,9 +175,17 @@ export const settings = {
   },
   SYNC_LOG_RETENTION_DAYS: { schema: int(1, 3650), doc: 'Days the sync log keeps entries.' },
   OPERATOR_TOKEN: {
-    schema: z.string(),
-    doc: 'Bearer token (or password) for the console and /api. Empty: open on localhost in demo mode only.',
+    schema: z
+      .string()
+      .refine((v) => v === '' || v.length >= 24)
+      .describe('empty, or at least 24 characters (openssl rand -hex 24 makes one)'),
+    doc: 'Bearer token (or password) for the console and /api, at least 24 characters. Empty: open on localhost in demo mode only.',
     secret: true,
+  },
+  OPERATOR_SESSION_HOURS: { schema: int(1, 720), doc: 'How long a console login lasts; logging out ends it at once.' },
+  OPERATOR_LOGIN_FAILURES: {
+    schema: int(1, 1_000_000),
+    doc: 'Wrong operator tokens (login form or Authorization header) one address may send in 15 minutes; then it gets 429 until the oldest is 15 minutes old.',
   },
 } as const;
 

@@ -10,7 +10,7 @@ import type { CommandModule, CommandContext } from './command.ts';
 import { publicUrl } from './config.ts';
 import { openDatabase } from './db/index.ts';
 import { startBoss, stopBoss } from './queue/boss.ts';
-import { requireOperator } from './console/auth.ts';
+import { OperatorAccess } from './console/auth.ts';
 import { serveMetrics } from './metrics.ts';
 import { createApp, listen } from './server.ts';
 import { handleShutdown, Interrupted } from './shutdown.ts';
@@ -93,7 +93,7 @@ export async function runRoles(ctx: CommandContext, roles: string[], opts: { dem
     if (!roles.includes('console'))
       router.get(
         '/metrics',
-        requireOperator({ config, db: database.db, demo: () => rt.demo, publicUrl: () => rt.publicUrl }),
+        new OperatorAccess({ config, db: database.db, demo: () => rt.demo, publicUrl: () => rt.publicUrl }).guard(),
         serveMetrics,
       );
     shutdown.check();

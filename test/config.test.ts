@@ -48,6 +48,8 @@ t.test('each kind of bad value names the setting, the value and what is allowed'
     [{ CHANNEL_LOCATIONS: '1,x' }, /^CHANNEL_LOCATIONS .*location ids/],
     [{ FULL_SWEEP_CRON: 'daily' }, /^FULL_SWEEP_CRON .*cron/],
     [{ TOKEN_ENCRYPTION_KEY: 'short' }, /^TOKEN_ENCRYPTION_KEY = \(hidden\) .*32 bytes/],
+    [{ OPERATOR_TOKEN: 'letmein' }, /^OPERATOR_TOKEN = \(hidden\) is not valid: expected .*at least 24 characters/],
+    [{ OPERATOR_TOKEN: 'x'.repeat(23) }, /^OPERATOR_TOKEN .*at least 24 characters/],
   ];
   for (const [env, re] of cases) {
     const p = problems(env);

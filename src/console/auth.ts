@@ -1,15 +1,17 @@
 // Operator access to the console, /api and /metrics. With OPERATOR_TOKEN set, a request must carry it as
 // `Authorization: Bearer TOKEN` or as the password of Basic auth (any user name), or carry the `cs_operator`
-// cookie set by the console's login form. Without it, only demo mode on a loopback address is open, and
-// only while the built-in sandbox is the only connection.
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+// cookie of a session the console's login form opened. Without it, only demo mode on a loopback address is
+// open, and only while the built-in sandbox is the only connection. Wrong tokens are throttled per address.
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Context, Next } from 'koa';
 import { normalizeBaseUrl } from '../api/connections.ts';
 import type { Config } from '../config.ts';
 import { listConnections } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
+import { closeSession, openSession, sessionLive } from '../db/sessions.ts';
 import type { Runtime } from '../runtime.ts';
 
+export const SESSION_COOKIE = 'cs_operator';
 const digest = (s: string) => createHash('sha256').update(s).digest();
 const same = (a: string, b: string) => timingSafeEqual(digest(a), digest(b));
 
@@ -25,25 +27,43 @@ function headerToken(ctx: Context): string | null {
   return null;
 }
 
+/** Which operator token a session was opened with: keyed by the token, so the table does not reveal it. */
+const tokenMac = (config: Config) =>
+  createHmac('sha256', config.OPERATOR_TOKEN).update('commerce-sync operator session').digest('base64url');
+/** A session's row id: the digest of the cookie's secret, so a copy of the table opens no session. */
+const sessionId = (cookie: string) => digest(cookie).toString('hex');
+
+const FAILURE_WINDOW_MS = 15 * 60_000;
+const MAX_ADDRESSES = 10_000;
+
 /**
- * The value of the login cookie: derived from the operator token, never the token itself, so a cookie that
- * leaks (a browser profile, a proxy log) does not give away the API token. Changing the token logs everyone out.
+ * Wrong operator tokens per client address over the last 15 minutes. At OPERATOR_LOGIN_FAILURES an address is
+ * refused (429) until its oldest failure ages out, whatever it sends: answering a right guess differently would
+ * tell it apart. The address is the socket's (X-Forwarded-For is whatever the client says), so behind a proxy
+ * all clients share one count.
  */
-export function sessionCookie(config: Config): string {
-  return createHmac('sha256', config.OPERATOR_TOKEN).update('commerce-sync operator session').digest('base64url');
+class FailureThrottle {
+  private readonly failures = new Map<string, number[]>();
+  private readonly limit: number;
+  constructor(limit: number) {
+    this.limit = limit;
+  }
+  /** Seconds until `address` may try a token again; 0: now. */
+  wait(address: string, now = Date.now()): number {
+    const recent = (this.failures.get(address) ?? []).filter((at) => now - at < FAILURE_WINDOW_MS);
+    if (recent.length < this.limit) return 0;
+    return Math.max(1, Math.ceil((recent[recent.length - this.limit]! + FAILURE_WINDOW_MS - now) / 1000));
+  }
+  fail(address: string, now = Date.now()): void {
+    const recent = (this.failures.get(address) ?? []).filter((at) => now - at < FAILURE_WINDOW_MS);
+    recent.splice(0, recent.length - (this.limit - 1)); // only the last `limit` ever matter
+    this.failures.delete(address); // re-inserted last: the map's first key is the least recently failing address
+    this.failures.set(address, [...recent, now]);
+    if (this.failures.size > MAX_ADDRESSES) this.failures.delete(this.failures.keys().next().value!);
+  }
 }
 
-function authorized(ctx: Context, config: Config): boolean {
-  const token = headerToken(ctx);
-  if (token !== null) return same(token, config.OPERATOR_TOKEN);
-  const cookie = ctx.cookies.get('cs_operator');
-  return !!cookie && same(cookie, sessionCookie(config));
-}
-
-/** Whether `token` is the configured operator token (constant time). */
-export function tokenMatches(config: Config, token: string): boolean {
-  return config.OPERATOR_TOKEN !== '' && same(token, config.OPERATOR_TOKEN);
-}
+const addressOf = (ctx: Context) => ctx.req.socket.remoteAddress ?? '';
 
 const loopback = (ip: string) => ip === '127.0.0.1' || ip === '::1' || ip === '::ffff:127.0.0.1';
 
@@ -67,7 +87,7 @@ const hostnameOf = (host: string): string | null => {
  * trusts proxy headers, and a same-origin page may set that header).
  */
 export function knownHost(ctx: Context, publicUrl: string): boolean {
-  const ours = hostnameOf(new URL(publicUrl).host);
+  const ours = new URL(publicUrl).hostname;
   const names = [ctx.req.headers.host ?? '', ...(ctx.get('x-forwarded-host') ? ctx.get('x-forwarded-host').split(',') : [])];
   return names.every((h) => {
     const name = hostnameOf(h);
@@ -114,27 +134,97 @@ export async function accessMode(deps: AccessDeps): Promise<AccessMode> {
 /** The access mode the guard decided for this request (pages show it). */
 export const accessOf = (ctx: Context): AccessMode => (ctx.state.access as AccessMode | undefined) ?? 'closed';
 
-/** Koa middleware guarding operator routes; leaves the mode it decided in `ctx.state.access`. */
-export function requireOperator(deps: AccessDeps) {
-  const { config } = deps;
-  return async (ctx: Context, next: Next) => {
-    const mode = await accessMode(deps);
-    ctx.state.access = mode;
-    // A request carrying the token is judged by it: no browser adds it to a rebound page's requests by
-    // itself, and scrapers or scripts may use an internal name. Cookies and open demo are ambient: host checked.
-    if (!(mode === 'token' && headerToken(ctx) !== null) && !knownHost(ctx, deps.publicUrl())) return refuseHost(ctx);
-    if (mode === 'token') {
-      if (authorized(ctx, config)) return next();
-    } else if (mode === 'open-demo' && loopback(ctx.request.socket.remoteAddress ?? '')) {
-      return next();
-    }
-    ctx.status = 401;
-    ctx.set('WWW-Authenticate', 'Bearer realm="commerce-sync"');
-    ctx.body = {
-      error:
-        mode === 'closed'
-          ? 'operator access is closed: set OPERATOR_TOKEN to use the console and API'
-          : 'operator token required (Authorization: Bearer TOKEN)',
+const throttled = (ctx: Context, seconds: number) => {
+  ctx.status = 429;
+  ctx.set('Retry-After', String(seconds));
+  ctx.body = { error: `too many wrong operator tokens from this address: try again in ${seconds} s` };
+};
+
+export type LoginResult = { ok: true } | { ok: false; status: 401 | 429; retryAfter?: number; reason: string };
+
+/**
+ * Operator access of one process: the guard of its operator routes, and the login form's sessions. One per
+ * process (consoleRouters, or start's /metrics), so the failure throttle sees all of its token checks.
+ */
+export class OperatorAccess {
+  private readonly deps: AccessDeps;
+  private readonly throttle: FailureThrottle;
+
+  constructor(deps: AccessDeps) {
+    this.deps = deps;
+    this.throttle = new FailureThrottle(deps.config.OPERATOR_LOGIN_FAILURES);
+  }
+
+  /** A token offered by the login form or a header: right, wrong (counted), or not even looked at. */
+  private check(ctx: Context, token: string): LoginResult {
+    const wait = this.throttle.wait(addressOf(ctx));
+    if (wait > 0)
+      return { ok: false, status: 429, retryAfter: wait, reason: `Too many wrong tokens from this address: try again in ${wait} s.` };
+    if (same(token, this.deps.config.OPERATOR_TOKEN)) return { ok: true };
+    this.throttle.fail(addressOf(ctx));
+    return { ok: false, status: 401, reason: 'That is not the operator token.' };
+  }
+
+  private async sessionOf(ctx: Context): Promise<boolean> {
+    const cookie = ctx.cookies.get(SESSION_COOKIE);
+    return !!cookie && (await sessionLive(this.deps.db, sessionId(cookie), tokenMac(this.deps.config)));
+  }
+
+  /** Koa middleware guarding operator routes; leaves the mode it decided in `ctx.state.access`. */
+  guard() {
+    return async (ctx: Context, next: Next) => {
+      const mode = await accessMode(this.deps);
+      ctx.state.access = mode;
+      const token = headerToken(ctx);
+      // A request carrying the token is judged by it: no browser adds it to a rebound page's requests by
+      // itself, and scrapers or scripts may use an internal name. Cookies and open demo are ambient: host checked.
+      if (!(mode === 'token' && token !== null) && !knownHost(ctx, this.deps.publicUrl())) return refuseHost(ctx);
+      if (mode === 'token') {
+        if (token !== null) {
+          const result = this.check(ctx, token);
+          if (result.ok) return next();
+          if (result.status === 429) return throttled(ctx, result.retryAfter!);
+        } else if (await this.sessionOf(ctx)) return next();
+      } else if (mode === 'open-demo' && loopback(addressOf(ctx))) {
+        return next();
+      }
+      ctx.status = 401;
+      ctx.set('WWW-Authenticate', 'Bearer realm="commerce-sync"');
+      ctx.body = {
+        error:
+          mode === 'closed'
+            ? 'operator access is closed: set OPERATOR_TOKEN to use the console and API'
+            : 'operator token required (Authorization: Bearer TOKEN)',
+      };
     };
-  };
+  }
+
+  /**
+   * The login form: a right token opens a session of OPERATOR_SESSION_HOURS (a random cookie; the table keeps its
+   * digest). The cookie is Secure unless the console is reached by a loopback name over plain http (a browser
+   * drops a Secure cookie there); behind a proxy that terminates TLS it is Secure whatever the proxy says.
+   */
+  async login(ctx: Context, token: string): Promise<LoginResult> {
+    if (!this.deps.config.OPERATOR_TOKEN) return { ok: false, status: 401, reason: 'Logging in needs OPERATOR_TOKEN to be set.' };
+    const result = this.check(ctx, token);
+    if (!result.ok) return result;
+    const secret = randomBytes(32).toString('base64url');
+    const ttlMs = this.deps.config.OPERATOR_SESSION_HOURS * 3_600_000;
+    await openSession(this.deps.db, {
+      id: sessionId(secret),
+      tokenMac: tokenMac(this.deps.config),
+      expiresAt: new Date(Date.now() + ttlMs),
+    });
+    const secure = ctx.secure || !loopbackName(hostnameOf(ctx.host) ?? '');
+    ctx.cookies.secure = secure; // Koa refuses a Secure cookie on a request it thinks is plain http
+    ctx.cookies.set(SESSION_COOKIE, secret, { httpOnly: true, sameSite: 'strict', secure, path: '/', maxAge: ttlMs, overwrite: true });
+    return result;
+  }
+
+  /** Ends the session of the request's cookie (the row goes: the cookie is worthless wherever it was copied). */
+  async logout(ctx: Context): Promise<void> {
+    const cookie = ctx.cookies.get(SESSION_COOKIE);
+    if (cookie) await closeSession(this.deps.db, sessionId(cookie));
+    ctx.cookies.set(SESSION_COOKIE, null, { path: '/' });
+  }
 }

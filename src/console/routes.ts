@@ -3,7 +3,7 @@
 // static assets). Pages and API share the query functions, so the console shows nothing the API cannot answer.
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
-import { accessOf, requireKnownHost, requireOperator } from './auth.ts';
+import { accessOf, OperatorAccess, requireKnownHost } from './auth.ts';
 import { closedPage, loginPage } from './pages/layout.ts';
 import { connectionRoutes } from './routes/connections.ts';
 import { deliveryRoutes } from './routes/deliveries.ts';
@@ -22,8 +22,8 @@ export type { Streams } from './routes/logs.ts';
 const wantsApi = (ctx: Context) => ctx.path.startsWith('/api/') || ctx.path === '/metrics';
 
 /** Operator auth for every guarded route; refused page requests get the login form instead of JSON. */
-function guard(deps: ConsoleDeps) {
-  const auth = requireOperator(deps);
+function guard(access: OperatorAccess) {
+  const auth = access.guard();
   return async (ctx: Context, next: Next) => {
     // A cookie or an open demo console must not let another site's page trigger an action.
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
@@ -51,11 +51,12 @@ function guard(deps: ConsoleDeps) {
 export function consoleRouters(deps: ConsoleDeps): { open: Router; guarded: Router; streams: Streams; stop: () => void } {
   const streams: Streams = new Map();
   const watcher = watchStreams(streams);
+  const access = new OperatorAccess(deps);
   const open = new Router();
   open.use(requireKnownHost(deps.publicUrl));
-  sessionRoutes(open, deps);
+  sessionRoutes(open, access);
   const guarded = new Router();
-  guarded.use(guard(deps));
+  guarded.use(guard(access));
   overviewRoutes(guarded, deps);
   logRoutes(guarded, deps, streams);
   deliveryRoutes(guarded, deps);

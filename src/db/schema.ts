@@ -266,6 +266,7 @@ export interface Database {
   other_records: OtherRecordsTable;
   channel_rules_applied: ChannelRulesAppliedTable;
   webhook_refusals: WebhookRefusalsTable;
+  console_sessions: ConsoleSessionsTable;
 }
 
 export type Connection = Selectable<ConnectionsTable>;
@@ -387,4 +388,13 @@ export interface WebhookRefusalsTable {
   base_url: string;
   reason: string | null;
   refused_at: DefaultTimestamp;
+}
+
+// migrations/0100_console_sessions.sql (src/console/auth.ts)
+export interface ConsoleSessionsTable {
+  /** SHA-256 (hex) of the cookie's secret. */
+  id: string;
+  token_mac: string;
+  created_at: DefaultTimestamp;
+  expires_at: Date;
 }

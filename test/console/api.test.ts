@@ -8,7 +8,7 @@ import { sampleOnce } from '../../src/console/gauges.ts';
 import { queues, deadLetterOf } from '../../src/queue/names.ts';
 import { addConnection, addDelivery, addVariant, consoleServer, readEvents } from './harness.ts';
 
-const TOKEN = 'op-secret-token';
+const TOKEN = 'op-secret-token-for-the-api-tests';
 const auth = { authorization: `Bearer ${TOKEN}` };
 
 t.test('JSON API answers the operator questions', async (t) => {
@@ -322,7 +322,8 @@ t.test('a shutdown ends open event streams instead of waiting for them', async (
 });
 
 t.test('operator auth: every console and API route refuses a request without the token', async (t) => {
-  const { base, db } = await consoleServer(t, { token: TOKEN });
+  // A wrong token per route: more than the failure throttle lets one address send (it would answer 429).
+  const { base, db } = await consoleServer(t, { token: TOKEN, config: { OPERATOR_LOGIN_FAILURES: 1000 } });
   const shop = await addConnection(db, 'shop');
   await addVariant(db, shop, { id: 1, sku: 'S1' });
   const id = await addDelivery(db, shop);

@@ -8,7 +8,7 @@ import { queues } from '../../src/queue/names.ts';
 import { chromiumMissing, openBrowser } from './browser.ts';
 import { addConnection, addDelivery, addVariant, consoleServer, sendDelivery } from './harness.ts';
 
-const TOKEN = 'browser-test-token';
+const TOKEN = 'browser-test-operator-token';
 
 if (chromiumMissing) {
   t.test('the console in chromium', { skip: chromiumMissing }, async () => {});

@@ -19,7 +19,7 @@ import { sandboxAdmin } from '../support/sandbox.ts';
 import { chromiumMissing, openBrowser } from './browser.ts';
 import { consoleServer } from './harness.ts';
 
-const TOKEN = 'journey-token';
+const TOKEN = 'journey-operator-token-0123';
 const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'console');
 const axeSource = readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 

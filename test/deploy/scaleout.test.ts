@@ -9,7 +9,7 @@ import { freePort } from '../../src/db/embedded.ts';
 import { spawnCli, type CliProcess } from '../support/processes.ts';
 import { drainSandbox, startWorld, unprocessedAcked, until } from '../reliability/world.ts';
 
-const OPERATOR = 'scaleout-operator-token';
+const OPERATOR = 'scaleout-operator-token-0123';
 
 interface Line {
   text: string;

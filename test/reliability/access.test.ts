@@ -7,6 +7,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startSandbox } from '@commerce-sync/sandbox';
+import { sql } from 'kysely';
 import { addTokenConnection } from '../../src/api/connections.ts';
 import { mount as mountConsole } from '../../src/console/role.ts';
 import { mount as mountReceiver } from '../../src/receiver/role.ts';
@@ -113,7 +114,8 @@ async function world(
 }
 
 t.test('with OPERATOR_TOKEN set, every non-public route refuses missing and wrong credentials', async (t) => {
-  const { base, routes } = await world(t, OPERATOR);
+  // Hundreds of wrong tokens from one address: the failure throttle would answer 429 long before the end.
+  const { base, routes } = await world(t, OPERATOR, { config: { OPERATOR_LOGIN_FAILURES: 1_000_000 } });
   t.ok(routes.length > 25, `${routes.length} routes found on the routers`);
   const guarded = routes.filter((r) => !PUBLIC.has(`${r.method} ${r.path}`));
   t.ok(
@@ -309,4 +311,79 @@ t.test('DNS rebinding: console routes answer only to loopback names and the PUBL
     body: '{}',
   });
   t.equal(delivery.status, 401, 'a delivery under any Host is judged by its signature');
+});
+
+const cookieOf = (res: { headers: http.IncomingHttpHeaders }) => {
+  const set = ([] as string[]).concat(res.headers['set-cookie'] ?? []).find((c) => c.startsWith('cs_operator='));
+  return set ? { value: set.slice(0, set.indexOf(';')), attributes: set } : null;
+};
+const loginAs = (base: string, token: string, headers: Record<string, string> = {}) =>
+  request(base, '/login', {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+    body: new URLSearchParams({ token, next: '/' }).toString(),
+  });
+
+t.test('sessions: a login opens a server-side session that expires, and logout or a new token ends', async (t) => {
+  const OP = 'operator-token-for-session-tests';
+  const { base, db, rt } = await world(t, OP, { config: { OPERATOR_SESSION_HOURS: 8 } });
+  const first = await loginAs(base, OP);
+  t.equal(first.status, 302, 'the login form lets the operator in');
+  const cookie = cookieOf(first)!;
+  t.ok(cookie, 'and sets the session cookie');
+  t.match(cookie.attributes, /HttpOnly/i);
+  t.match(cookie.attributes, /SameSite=Strict/i);
+  t.match(cookie.attributes, /Max-Age=28800|expires=/i, 'which expires with the session (OPERATOR_SESSION_HOURS)');
+  t.notMatch(cookie.attributes, /;\s*secure/i, 'not Secure on loopback over http (the browser would drop it)');
+  const second = cookieOf(await loginAs(base, OP))!;
+  t.not(second.value, cookie.value, 'each login is its own session (not a fixed value derived from the token)');
+  t.equal((await request(base, '/api/overview', { headers: { cookie: cookie.value } })).status, 200, 'the session lets requests in');
+
+  const out = await request(base, '/logout', { method: 'POST', headers: { cookie: cookie.value } });
+  t.equal(out.status, 302);
+  t.equal(
+    (await request(base, '/api/overview', { headers: { cookie: cookie.value } })).status,
+    401,
+    'after logout the cookie is worthless',
+  );
+  t.equal((await request(base, '/api/overview', { headers: { cookie: second.value } })).status, 200, 'the other session lives on');
+
+  await sql`UPDATE console_sessions SET expires_at = now() - interval '1 second'`.execute(db);
+  t.equal((await request(base, '/api/overview', { headers: { cookie: second.value } })).status, 401, 'an expired session lets nothing in');
+
+  const third = cookieOf(await loginAs(base, OP))!;
+  t.equal((await request(base, '/api/overview', { headers: { cookie: third.value } })).status, 200);
+  Object.assign(rt.config, { OPERATOR_TOKEN: 'a-new-operator-token-after-rotation' }); // as a restart with a new one
+  t.equal(
+    (await request(base, '/api/overview', { headers: { cookie: third.value } })).status,
+    401,
+    'a new OPERATOR_TOKEN ends every session',
+  );
+  const stored = await sql<{
+    n: number;
+  }>`SELECT count(*)::int AS n FROM console_sessions WHERE id = ${third.value.slice('cs_operator='.length)}`.execute(db);
+  t.equal(stored.rows[0]!.n, 0, 'the database keeps a digest of the cookie, not the cookie');
+});
+
+t.test('the session cookie is Secure outside loopback', async (t) => {
+  const OP = 'operator-token-for-secure-cookie-test';
+  const { base } = await world(t, OP, { config: { PUBLIC_URL: 'https://console.example.com' } });
+  const remote = cookieOf(await loginAs(base, OP, { host: 'console.example.com' }))!;
+  t.match(remote.attributes, /;\s*secure/i, 'reached by its public name (a proxy that did not say https): Secure');
+  const forwarded = cookieOf(await loginAs(base, OP, { 'x-forwarded-proto': 'https' }))!;
+  t.match(forwarded.attributes, /;\s*secure/i, 'behind an https proxy on loopback: Secure');
+  const local = cookieOf(await loginAs(base, OP))!;
+  t.notMatch(local.attributes, /;\s*secure/i, 'on http://127.0.0.1: not Secure');
+});
+
+t.test('wrong operator tokens are throttled per address', async (t) => {
+  const OP = 'operator-token-for-throttle-test';
+  const { base } = await world(t, OP, { config: { OPERATOR_LOGIN_FAILURES: 5 } });
+  for (let i = 0; i < 5; i++) t.equal((await loginAs(base, `guess-${i}`)).status, 401, `wrong guess ${i + 1}: 401`);
+  const blocked = await loginAs(base, OP);
+  t.equal(blocked.status, 429, 'after 5 failures even the right token is refused (a guess must not learn it was right)');
+  t.ok(Number(blocked.headers['retry-after']) > 0, `Retry-After ${blocked.headers['retry-after']} s`);
+  t.notOk(cookieOf(blocked), 'no session');
+  const header = await request(base, '/api/overview', { headers: { authorization: `Bearer ${OP}` } });
+  t.equal(header.status, 429, 'the Authorization header is throttled the same way');
 });

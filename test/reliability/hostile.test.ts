@@ -9,7 +9,7 @@ import type { Runtime } from '../../src/runtime.ts';
 import { createApp, listen } from '../../src/server.ts';
 import { startLoop } from '../sync/harness.ts';
 
-const OPERATOR = 'hostile-operator';
+const OPERATOR = 'hostile-operator-token-0123';
 // HTML that would run, SQL that would drop, quotes of every kind, a null-looking word, non-ASCII.
 const H = `<script>alert(1)</script><img src=x onerror=alert(2)>'; DROP TABLE variants; -- " \` \\ %s {{7*7}} NULL ünï €`;
 const RAW_MARKERS = ['<script>alert(1)</script>', '<img src=x onerror=alert(2)>'];

@@ -23,7 +23,7 @@ import { routesOf } from '../support/routes.ts';
 import { CLIENT_SECRET, consoleServer, sendDelivery } from '../console/harness.ts';
 
 const KEY = Buffer.alloc(32, 0x5a).toString('base64');
-const OPERATOR = 'operator-secret-f00d';
+const OPERATOR = 'operator-secret-f00d-f00d-f00d';
 
 /** Every row of every table (ours and pg-boss's) as text, for a search of the whole database. */
 async function wholeDatabase(db: Db): Promise<string> {

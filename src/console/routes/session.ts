@@ -2,11 +2,11 @@
 import type Router from '@koa/router';
 import bodyParser from 'koa-bodyparser';
 import { css, js } from '../assets.ts';
-import { sessionCookie, tokenMatches } from '../auth.ts';
+import type { OperatorAccess } from '../auth.ts';
 import { loginPage } from '../pages/layout.ts';
-import { page, safeNext, type ConsoleDeps } from '../web.ts';
+import { page, safeNext } from '../web.ts';
 
-export function sessionRoutes(r: Router, deps: ConsoleDeps): void {
+export function sessionRoutes(r: Router, access: OperatorAccess): void {
   r.get('/assets/console.css', (ctx) => {
     ctx.type = 'text/css';
     ctx.set('Cache-Control', 'max-age=300');
@@ -18,27 +18,18 @@ export function sessionRoutes(r: Router, deps: ConsoleDeps): void {
     ctx.body = js;
   });
   r.get('/login', (ctx) => page(ctx, loginPage(undefined, safeNext(ctx.query.next))));
-  r.post('/login', bodyParser({ enableTypes: ['form'], formLimit: '8kb' }), (ctx) => {
+  r.post('/login', bodyParser({ enableTypes: ['form'], formLimit: '8kb' }), async (ctx) => {
     const body = (ctx.request.body ?? {}) as Record<string, string>;
     const next = safeNext(body.next);
-    if (!tokenMatches(deps.config, String(body.token ?? ''))) {
-      return page(
-        ctx,
-        loginPage(deps.config.OPERATOR_TOKEN ? 'That is not the operator token.' : 'Logging in needs OPERATOR_TOKEN to be set.', next),
-        401,
-      );
+    const result = await access.login(ctx, String(body.token ?? ''));
+    if (!result.ok) {
+      if (result.retryAfter) ctx.set('Retry-After', String(result.retryAfter));
+      return page(ctx, loginPage(result.reason, next), result.status);
     }
-    ctx.cookies.set('cs_operator', sessionCookie(deps.config), {
-      httpOnly: true,
-      sameSite: 'strict',
-      secure: ctx.secure,
-      path: '/',
-      overwrite: true,
-    });
     ctx.redirect(next);
   });
-  r.post('/logout', (ctx) => {
-    ctx.cookies.set('cs_operator', null, { path: '/' });
+  r.post('/logout', async (ctx) => {
+    await access.logout(ctx);
     ctx.redirect('/login');
   });
 }

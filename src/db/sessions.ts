@@ -1,0 +1,26 @@
+// The console_sessions store: operator sessions of the console (migration 0100). src/console/auth.ts decides
+// who gets one and for how long; this module only reads and writes. Ids are digests of the cookie's secret.
+import { sql } from 'kysely';
+import type { Executor } from './index.ts';
+
+/** Stores a new session, and drops the expired ones (the table stays as small as the live sessions). */
+export async function openSession(db: Executor, s: { id: string; tokenMac: string; expiresAt: Date }): Promise<void> {
+  await db.deleteFrom('console_sessions').where('expires_at', '<=', sql<Date>`now()`).execute();
+  await db.insertInto('console_sessions').values({ id: s.id, token_mac: s.tokenMac, expires_at: s.expiresAt }).execute();
+}
+
+/** Whether the session exists, has not expired and was opened with the current operator token. */
+export async function sessionLive(db: Executor, id: string, tokenMac: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('console_sessions')
+    .select('id')
+    .where('id', '=', id)
+    .where('token_mac', '=', tokenMac)
+    .where('expires_at', '>', sql<Date>`now()`)
+    .executeTakeFirst();
+  return !!row;
+}
+
+export async function closeSession(db: Executor, id: string): Promise<void> {
+  await db.deleteFrom('console_sessions').where('id', '=', id).execute();
+}
