@@ -73,23 +73,30 @@ export async function recordAt<T>(
 
 export { connectionNames } from '../db/connections.ts';
 
-// What a redirect after an action says on the next page. Only these fixed sentences are shown, so a link
-// cannot make the console display text of someone else's choosing.
-const notices: Record<string, (v: string) => Partial<PageContext>> = {
-  replayed: (v) => ({ notice: `Replayed ${v}: it is queued again.` }),
-  missing: () => ({ problem: 'Nothing to replay: it is gone or no longer waiting.' }),
-  retried: (v) => ({ notice: `Operation ${v} is queued again with the same idempotency key.` }),
-  queued: (v) => ({ notice: `Operation ${v} is queued; this page shows its progress.` }),
-  connected: (v) => ({ notice: `Connected ${v}: its webhooks point at this console.` }),
-  disabled: (v) => ({ notice: `Disabled ${v}: nothing is sent to the service for it until it is reconnected.` }),
+// What a redirect after an action says on the next page. Only these fixed sentences are shown, and the value
+// in them only when it is what the action put there (an id, or the name of the connection the page is about),
+// so a link cannot make the console display text of someone else's choosing.
+const id = (v: string) => /^\d{1,18}$/.test(v);
+const uuid = (v: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v);
+const thisConnection = (v: string, ctx: Context) => v === ctx.params?.name;
+const notices: Record<string, { valid: (v: string, ctx: Context) => boolean; say: (v: string) => Partial<PageContext> }> = {
+  replayed: { valid: (v) => id(v) || uuid(v), say: (v) => ({ notice: `Replayed ${v}: it is queued again.` }) },
+  missing: { valid: () => true, say: () => ({ problem: 'Nothing to replay: it is gone or no longer waiting.' }) },
+  retried: { valid: id, say: (v) => ({ notice: `Operation ${v} is queued again with the same idempotency key.` }) },
+  queued: { valid: id, say: (v) => ({ notice: `Operation ${v} is queued; this page shows its progress.` }) },
+  connected: { valid: thisConnection, say: (v) => ({ notice: `Connected ${v}: its webhooks point at this console.` }) },
+  disabled: {
+    valid: thisConnection,
+    say: (v) => ({ notice: `Disabled ${v}: nothing is sent to the service for it until it is reconnected.` }),
+  },
 };
 
 /** The page context of a request: access mode (as the guard decided it), and the notice of the action that led here. */
 export function pageContext(_deps: ConsoleDeps, ctx: Context, extra: Partial<PageContext> = {}): PageContext {
   const q = flatQuery(ctx);
   const fromQuery = Object.entries(notices)
-    .filter(([k]) => q[k])
-    .map(([k, f]) => f(q[k]!.slice(0, 80)));
+    .filter(([k, n]) => q[k] && n.valid(q[k], ctx))
+    .map(([k, n]) => n.say(q[k]!));
   return { access: accessOf(ctx), ...Object.assign({}, ...fromQuery), ...extra };
 }
 

@@ -448,3 +448,35 @@ t.test('HTML and SQL in names and SKUs are rendered escaped', async (t) => {
   const logs = (await (await fetch(`${base}/api/logs?sku=${encodeURIComponent(evil)}`)).json()) as { entries: unknown[] };
   t.equal(logs.entries.length, 1);
 });
+
+t.test('notices say only the console’s own words: no text from the query string', async (t) => {
+  const { base, db } = await consoleServer(t, { token: TOKEN });
+  const shop = await addConnection(db, 'shop');
+  const id = await addDelivery(db, shop);
+  const bait = 'Support-call-555-0100-now';
+  const get = async (path: string) =>
+    (await fetch(base + path, { headers: { authorization: `Bearer ${TOKEN}`, accept: 'text/html' } })).text();
+  for (const path of [
+    `/deliveries?replayed=${bait}`,
+    `/dead-letters?replayed=${bait}`,
+    `/operations/1?retried=${bait}`,
+    `/operations/1?queued=${bait}`,
+    `/connections/shop?connected=${bait}`,
+    `/connections/shop?disabled=${bait}`,
+    `/connections/${bait}?connected=${bait}`,
+    `/deliveries?connection=${bait}`,
+    `/orders?connection=${bait}`,
+    `/variants?connection=${bait}`,
+    `/operations?connection=${bait}`,
+  ]) {
+    t.notMatch(await get(path), bait, `${path.replace(bait, '<text>').replace(bait, '<text>')} shows none of it`);
+  }
+  t.match(await get(`/deliveries?replayed=${id}`), `Replayed ${id}: it is queued again.`, 'the notice after a real replay still shows');
+  t.match(await get('/connections/shop?connected=shop'), 'Connected shop: its webhooks point at this console.');
+  t.match(await get('/connections/shop?disabled=shop'), 'Disabled shop');
+  t.match(
+    await get('/dead-letters?replayed=0b1d8c3e-2f4a-4c55-9a1e-6f7d8e9fa0b1'),
+    'Replayed 0b1d8c3e-2f4a-4c55-9a1e-6f7d8e9fa0b1',
+    "a dead letter's id (pg-boss's uuid)",
+  );
+});

@@ -96,9 +96,20 @@ export function closedPage(): Html {
 <body><main><h1>Operator console closed</h1><p>Set OPERATOR_TOKEN to use the console and the API.</p></main></body></html>`;
 }
 
+/**
+ * `what`: one of the console's own sentences (NOT_FOUND), never a name or id from the request: a link could
+ * otherwise make the page say anything. A 404 follows no action, so it shows no notice either.
+ */
 export function notFoundPage(pc: PageContext, what: string): Html {
-  return layout(pc, 'Not found', '', html`<p>${what}</p>`);
+  return layout({ access: pc.access }, 'Not found', '', html`<p>${what}</p>`);
 }
+
+export const NOT_FOUND = {
+  connection: 'No connection of that name.',
+  variant: 'No such variant on that connection.',
+  order: 'No such order on that connection.',
+  operation: 'No such operation.',
+} as const;
 
 export function queueTable(queues: QueueDepth[]): Html {
   return html`<table id="queues"><caption class="sr">Queue depths</caption><thead><tr><th scope="col">Queue</th><th scope="col" class="num">Waiting</th><th scope="col" class="num">Active</th><th scope="col" class="num">Failed (retained)</th></tr></thead><tbody>

@@ -14,7 +14,7 @@ import {
 } from '../connections.ts';
 import { accessOf } from '../auth.ts';
 import { connectionPage, connectionsPage, DEMO_CONNECT_REFUSED } from '../pages/connections.ts';
-import { notFoundPage } from '../pages/layout.ts';
+import { NOT_FOUND, notFoundPage } from '../pages/layout.ts';
 import { flatQuery, page, pageContext, type ConsoleDeps } from '../web.ts';
 
 export function connectionRoutes(r: Router, deps: ConsoleDeps): void {
@@ -78,12 +78,12 @@ export function connectionRoutes(r: Router, deps: ConsoleDeps): void {
   });
   r.get('/connections/:name', async (ctx) => {
     const s = await connectionStatus(deps, ctx.params.name!);
-    if (!s) return page(ctx, notFoundPage(pageContext(deps, ctx), `No connection named ${ctx.params.name}.`), 404);
+    if (!s) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.connection), 404);
     page(ctx, connectionPage(pageContext(deps, ctx), s, oauthReady()), 200, { leavesSite: true });
   });
   r.post('/connections/:name/disable', async (ctx) => {
     const c = await disableConnection(deps, ctx.params.name!);
-    if (!c) return page(ctx, notFoundPage(pageContext(deps, ctx), `No connection named ${ctx.params.name}.`), 404);
+    if (!c) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.connection), 404);
     ctx.redirect(`/connections/${encodeURIComponent(c.name)}?disabled=${encodeURIComponent(c.name)}`);
   });
 }

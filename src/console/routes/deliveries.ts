@@ -3,7 +3,7 @@ import type Router from '@koa/router';
 import { deliveryWithConnection, listDeliveries } from '../../db/deliveries.ts';
 import { deliveryStates } from '../deliveries.ts';
 import { deadLettersPage, deliveriesPage } from '../pages/deliveries.ts';
-import { notFoundPage } from '../pages/layout.ts';
+import { NOT_FOUND, notFoundPage } from '../pages/layout.ts';
 import { listDeadLetters, queueDepths } from '../queues.ts';
 import { replayDeadLetter, replayDelivery, ReplayError } from '../replay.ts';
 import { connectionNames, flatQuery, int, optionalConnection, page, pageContext, type ConsoleDeps } from '../web.ts';
@@ -14,7 +14,7 @@ export function deliveryRoutes(r: Router, deps: ConsoleDeps): void {
   r.get('/deliveries', async (ctx) => {
     const q = flatQuery(ctx);
     const connectionId = await optionalConnection(ctx, db, q.connection);
-    if (connectionId === null) return page(ctx, notFoundPage(pageContext(deps, ctx), `No connection named ${q.connection}.`), 404);
+    if (connectionId === null) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.connection), 404);
     const rows = await listDeliveries(db, {
       connectionId,
       state: (deliveryStates as readonly string[]).includes(q.state ?? '') ? q.state : undefined,

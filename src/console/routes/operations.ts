@@ -7,7 +7,7 @@ import { connectionNamesById } from '../../db/connections.ts';
 import { getOperation, listOperations } from '../../db/operations.ts';
 import { retryOperation, RetryRefused } from '../../push/store.ts';
 import { createQueues } from '../../queue/names.ts';
-import { notFoundPage } from '../pages/layout.ts';
+import { NOT_FOUND, notFoundPage } from '../pages/layout.ts';
 import { operationIndexPage, operationPage } from '../pages/operations.ts';
 import { querySyncLog } from '../synclog.ts';
 import { connectionNames, flatQuery, int, optionalConnection, page, pageContext, type ConsoleDeps } from '../web.ts';
@@ -28,7 +28,7 @@ export function operationRoutes(r: Router, deps: ConsoleDeps): void {
   r.get('/operations', async (ctx) => {
     const q = flatQuery(ctx);
     const connectionId = await optionalConnection(ctx, db, q.connection);
-    if (connectionId === null) return page(ctx, notFoundPage(pageContext(deps, ctx), `No connection named ${q.connection}.`), 404);
+    if (connectionId === null) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.connection), 404);
     const ops = await listOperations(db, {
       connectionId,
       kind: (kinds as readonly string[]).includes(q.kind ?? '') ? (q.kind as PushKind) : undefined,
@@ -57,7 +57,7 @@ export function operationRoutes(r: Router, deps: ConsoleDeps): void {
   r.get('/operations/:id', async (ctx) => {
     const id = int(ctx.params.id);
     const op = id === undefined ? undefined : await getOperation(db, id);
-    if (!op) return page(ctx, notFoundPage(pageContext(deps, ctx), `No operation ${ctx.params.id}.`), 404);
+    if (!op) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.operation), 404);
     const log = await querySyncLog(db, { connectionId: op.connection_id, resource: 'operation', recordId: op.id, limit: 200 });
     page(
       ctx,
@@ -66,7 +66,7 @@ export function operationRoutes(r: Router, deps: ConsoleDeps): void {
   });
   r.post('/operations/:id/retry', async (ctx) => {
     const id = int(ctx.params.id);
-    if (id === undefined) return page(ctx, notFoundPage(pageContext(deps, ctx), `No operation ${ctx.params.id}.`), 404);
+    if (id === undefined) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.operation), 404);
     try {
       await ready();
       await retryOperation(db, boss, id);
@@ -74,7 +74,7 @@ export function operationRoutes(r: Router, deps: ConsoleDeps): void {
     } catch (err) {
       if (!(err instanceof RetryRefused)) throw err;
       const op = await getOperation(db, id);
-      if (!op) return page(ctx, notFoundPage(pageContext(deps, ctx), `No operation ${ctx.params.id}.`), 404);
+      if (!op) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.operation), 404);
       const log = await querySyncLog(db, { connectionId: op.connection_id, resource: 'operation', recordId: op.id, limit: 200 });
       page(
         ctx,

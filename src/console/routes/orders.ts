@@ -5,7 +5,7 @@ import { enqueueOperation } from '../../push/enqueue.ts';
 import { InputError } from '../../push/input.ts';
 import { orderStatuses } from '../../db/mirror-reads.ts';
 import { importedWithin, listOrders, orderRecord, type ImportedWithin } from '../orders.ts';
-import { notFoundPage } from '../pages/layout.ts';
+import { NOT_FOUND, notFoundPage } from '../pages/layout.ts';
 import { orderIndexPage, orderPage } from '../pages/orders.ts';
 import { connectionNames, flatQuery, int, optionalConnection, page, pageContext, recordAt, type ConsoleDeps } from '../web.ts';
 import { problem } from '../../server.ts';
@@ -27,7 +27,7 @@ export function orderRoutes(r: Router, deps: ConsoleDeps): void {
     const connections = await connectionNames(db);
     const connection = q.connection || connections[0] || null;
     const connectionId = connection ? await optionalConnection(ctx, db, connection) : undefined;
-    if (connectionId === null) return page(ctx, notFoundPage(pageContext(deps, ctx), `No connection named ${q.connection}.`), 404);
+    if (connectionId === null) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.connection), 404);
     const oq = connectionId === undefined ? null : query(q, connectionId);
     const [{ rows, total }, statuses] = oq
       ? await Promise.all([listOrders(db, oq), orderStatuses(db, oq.connectionId)])
@@ -48,14 +48,12 @@ export function orderRoutes(r: Router, deps: ConsoleDeps): void {
   });
   r.get('/orders/:connection/:id', async (ctx) => {
     const record = await recordAt(ctx, db, orderRecord);
-    if (!record)
-      return page(ctx, notFoundPage(pageContext(deps, ctx), `No order ${ctx.params.id} on connection ${ctx.params.connection}.`), 404);
+    if (!record) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.order), 404);
     page(ctx, orderPage(pageContext(deps, ctx), record));
   });
   r.post('/orders/:connection/:id/ship', bodyParser({ enableTypes: ['form'], formLimit: '8kb' }), async (ctx) => {
     const record = await recordAt(ctx, db, orderRecord);
-    if (!record)
-      return page(ctx, notFoundPage(pageContext(deps, ctx), `No order ${ctx.params.id} on connection ${ctx.params.connection}.`), 404);
+    if (!record) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.order), 404);
     const body = (ctx.request.body ?? {}) as Record<string, string>;
     const tracking = { company: body.tracking_company?.trim() || undefined, number: body.tracking_number?.trim() || undefined };
     try {

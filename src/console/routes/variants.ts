@@ -1,6 +1,6 @@
 // Variants: the index, the record page, and their JSON.
 import type Router from '@koa/router';
-import { notFoundPage } from '../pages/layout.ts';
+import { NOT_FOUND, notFoundPage } from '../pages/layout.ts';
 import { variantIndexPage, variantPage } from '../pages/variants.ts';
 import { variantsByKey } from '../../db/mirror-reads.ts';
 import { variantRecord } from '../record.ts';
@@ -43,7 +43,7 @@ export function variantRoutes(r: Router, deps: ConsoleDeps): void {
     const connections = await connectionNames(db);
     const connection = q.connection || connections[0] || null;
     const connectionId = connection ? await optionalConnection(ctx, db, connection) : undefined;
-    if (connectionId === null) return page(ctx, notFoundPage(pageContext(deps, ctx), `No connection named ${q.connection}.`), 404);
+    if (connectionId === null) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.connection), 404);
     const query = connectionId === undefined ? null : indexQuery(q, connectionId);
     if (typeof query === 'string')
       return page(
@@ -75,8 +75,7 @@ export function variantRoutes(r: Router, deps: ConsoleDeps): void {
   });
   r.get('/variants/:connection/:id', async (ctx) => {
     const record = await recordAt(ctx, db, variantRecord);
-    if (!record)
-      return page(ctx, notFoundPage(pageContext(deps, ctx), `No variant ${ctx.params.id} on connection ${ctx.params.connection}.`), 404);
+    if (!record) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.variant), 404);
     page(ctx, variantPage(pageContext(deps, ctx), record));
   });
 
