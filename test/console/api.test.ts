@@ -1,10 +1,13 @@
 // The console's JSON API, live tail and /metrics over real HTTP, without a browser.
 import t from 'tap';
 import { existsSync } from 'node:fs';
+import { once } from 'node:events';
+import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { logSync } from '../../src/db/synclog.ts';
 import { metrics } from '../../src/metrics.ts';
 import { sampleOnce } from '../../src/console/gauges.ts';
+import { MAX_TAIL_STREAMS } from '../../src/console/routes/logs.ts';
 import { queues, deadLetterOf } from '../../src/queue/names.ts';
 import { addConnection, addDelivery, addVariant, consoleServer, readEvents } from './harness.ts';
 
@@ -479,4 +482,63 @@ t.test('notices say only the console’s own words: no text from the query strin
     'Replayed 0b1d8c3e-2f4a-4c55-9a1e-6f7d8e9fa0b1',
     "a dead letter's id (pg-boss's uuid)",
   );
+});
+
+t.test('live-tail streams are bounded in number per process', async (t) => {
+  const { base } = await consoleServer(t, { token: TOKEN });
+  const ctl = new AbortController();
+  t.teardown(() => ctl.abort());
+  const limit = MAX_TAIL_STREAMS;
+  const open: Response[] = [];
+  for (let i = 0; i < limit; i++) open.push(await fetch(`${base}/api/tail`, { headers: auth, signal: ctl.signal }));
+  t.ok(
+    open.every((r) => r.status === 200),
+    `${limit} streams open`,
+  );
+  const over = await fetch(`${base}/api/tail`, { headers: auth, signal: ctl.signal });
+  t.equal(over.status, 503, 'one more is refused');
+  t.ok(Number(over.headers.get('retry-after')) > 0, 'with Retry-After (an EventSource tries again)');
+  await open[0]!.body!.cancel();
+  let again: Response | undefined;
+  for (let i = 0; i < 50 && again?.status !== 200; i++) {
+    await again?.body?.cancel();
+    await new Promise((r) => setTimeout(r, 50));
+    again = await fetch(`${base}/api/tail`, { headers: auth, signal: ctl.signal });
+  }
+  t.equal(again?.status, 200, 'a stream that ends makes room');
+});
+
+t.test('a live-tail client that reads nothing is cut off instead of buffered without end', async (t) => {
+  const { base, db } = await consoleServer(t, { token: TOKEN });
+  const shop = await addConnection(db, 'shop');
+  const { port } = new URL(base);
+  const socket = net.connect(Number(port), '127.0.0.1');
+  t.teardown(() => socket.destroy());
+  await once(socket, 'connect');
+  socket.write(`GET /api/tail HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`);
+  socket.pause(); // a client that stopped reading (a frozen tab, a stuck proxy)
+  let closed = false;
+  socket.on('close', () => {
+    closed = true;
+  });
+  await new Promise((r) => setTimeout(r, 300));
+  // 20 MB of entries: more than the kernel's socket buffers on both sides take.
+  const blob = 'x'.repeat(100_000);
+  for (let i = 0; i < 200; i++) await logSync(db, { connectionId: shop, action: 'big', detail: { blob } });
+  await new Promise((r) => setTimeout(r, 2000));
+  let received = 0;
+  socket.on('data', (d: Buffer) => {
+    received += d.length;
+  });
+  socket.resume();
+  for (let i = 0; i < 100 && !closed; i++) await new Promise((r) => setTimeout(r, 100));
+  t.ok(closed, 'the console ended the stream (the client reconnects with Last-Event-ID and catches up)');
+  t.ok(received < 200 * 100_000, `it did not hold everything for it (${(received / 1e6).toFixed(1)} MB reached the client)`);
+
+  // Reconnecting, a client that reads gets the whole catch-up at its own pace (20 MB, not cut as a slow one).
+  const ctl = new AbortController();
+  t.teardown(() => ctl.abort());
+  const again = await fetch(`${base}/api/tail?action=big`, { headers: { ...auth, 'last-event-id': '0' }, signal: ctl.signal });
+  const events = await readEvents(again, (ev) => ev.length >= 200);
+  t.equal(events.length, 200, 'every entry it missed');
 });

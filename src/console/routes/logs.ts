@@ -10,6 +10,15 @@ import { connectionNames, flatQuery, page, pageContext, type ConsoleDeps } from 
 import { problem } from '../../server.ts';
 
 const HEARTBEAT_MS = 15_000;
+/** Event streams one console process serves at once: each holds a socket and a tail subscription. */
+export const MAX_TAIL_STREAMS = 50;
+/**
+ * What may wait in a stream's buffer for a client that does not read (a frozen tab, a stuck proxy) before the
+ * stream is cut: its EventSource reconnects with Last-Event-ID and catches up from the database.
+ */
+const MAX_BUFFERED_BYTES = 1 << 20;
+/** Entries a reconnecting stream is sent from the database before it follows live. */
+const CATCH_UP_ROWS = 1000;
 
 /** Open event streams and the server each one came in on. */
 export type Streams = Map<ServerResponse, Server | undefined>;
@@ -109,6 +118,10 @@ export function watchStreams(streams: Streams): NodeJS.Timeout {
 async function tailStream(ctx: Context, deps: ConsoleDeps, streams: Streams): Promise<void> {
   const filter = await logFilter(ctx, deps);
   if (!filter) return;
+  if (streams.size >= MAX_TAIL_STREAMS) {
+    ctx.set('Retry-After', '10');
+    return problem(ctx, 503, `${MAX_TAIL_STREAMS} live-tail streams are open on this console already; try again later`);
+  }
   const resumeRaw = ctx.get('last-event-id') || flatQuery(ctx).after;
   const resume = resumeRaw && /^\d+$/.test(resumeRaw) ? Number(resumeRaw) : undefined;
   const live: LogFilter = { ...filter, afterId: undefined, limit: undefined, from: undefined, to: undefined };
@@ -129,19 +142,24 @@ async function tailStream(ctx: Context, deps: ConsoleDeps, streams: Streams): Pr
     // connection left to hold a server close).
     Connection: 'close',
   });
+  // A client that stops reading is cut once MAX_BUFFERED_BYTES wait for it, before a write rather than after,
+  // so one large entry alone never cuts a stream (a reconnect would meet it again).
   const send = (text: string) => {
-    if (!res.writableEnded && !res.destroyed) res.write(text);
+    if (res.writableEnded || res.destroyed) return;
+    if (res.writableLength > MAX_BUFFERED_BYTES)
+      res.destroy(); // 'close' below cleans up
+    else res.write(text);
   };
-
   let maxSent = resume ?? 0;
   const write = (row: LogRow) => {
     maxSent = Math.max(maxSent, row.id);
     send(`id: ${maxSent}\nevent: log\ndata: ${JSON.stringify({ ...row, summary: describe(row) })}\n\n`);
   };
+  // Live entries wait here while the catch-up is written (at most as many as a catch-up reads).
   let buffer: LogRow[] | null = [];
   const unsubscribe = deps.tail.subscribe(live, (row) => {
-    if (buffer) buffer.push(row);
-    else write(row);
+    if (!buffer) write(row);
+    else if (buffer.push(row) > CATCH_UP_ROWS) res.destroy();
   });
   const heartbeat = setInterval(() => send(': keep-alive\n\n'), HEARTBEAT_MS);
   heartbeat.unref();
@@ -152,18 +170,30 @@ async function tailStream(ctx: Context, deps: ConsoleDeps, streams: Streams): Pr
     if (!res.writableEnded) res.end();
   };
   res.on('close', close);
+  // The catch-up is written at the client's pace: all at once it would be cut as a client that does not read.
+  const drained = () =>
+    new Promise<void>((resolve) => {
+      const done = () => {
+        res.off('drain', done).off('close', done);
+        resolve();
+      };
+      res.on('drain', done).on('close', done);
+    });
+  const sent = new Set<number>();
+  const writeAll = async (rows: LogRow[]) => {
+    for (const row of rows) {
+      if (res.destroyed) return;
+      if (sent.has(row.id)) continue;
+      write(row);
+      sent.add(row.id);
+      if (res.writableNeedDrain) await drained();
+    }
+  };
   send('retry: 2000\n\n');
   try {
-    const sent = new Set<number>();
-    if (resume !== undefined) {
-      for (const row of await querySyncLog(deps.db, { ...live, afterId: resume, limit: 1000 })) {
-        write(row);
-        sent.add(row.id);
-      }
-    }
-    const pending = buffer;
+    if (resume !== undefined) await writeAll(await querySyncLog(deps.db, { ...live, afterId: resume, limit: CATCH_UP_ROWS }));
+    while (buffer.length) await writeAll(buffer.splice(0));
     buffer = null;
-    for (const row of pending) if (!sent.has(row.id)) write(row);
   } catch (err) {
     deps.log.warn({ err }, 'tail catch-up failed');
     close();
