@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { spawn } from 'node:child_process';
-import { chmod, chown, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, mkdtemp, readFile, rm, unlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { basename, join, resolve } from 'node:path';
 import { arch, platform, tmpdir, userInfo } from 'node:os';
@@ -102,16 +102,20 @@ export async function startEmbedded(dataDir: string, log: Logger, database = 'co
     log.info({ dataDir: pgData }, 'initialising embedded PostgreSQL');
     await mkdir(pgData, { recursive: true, mode: 0o700 });
     if (ids) await chown(pgData, ids.uid, ids.gid);
-    const pwTmp = join(tmpdir(), `cs-pw-${process.pid}-${randomBytes(4).toString('hex')}`);
-    await writeFile(pwTmp, `${password}\n`, { mode: 0o644 });
+    // initdb reads the password from a file: a folder of its own (0700) and a file only its reader may read
+    // (as root, initdb runs as the postgres user, who then owns both); never a world-readable file in /tmp.
+    const pwDir = await mkdtemp(join(tmpdir(), 'cs-pw-'));
+    const pwTmp = join(pwDir, 'password');
+    await writeFile(pwTmp, `${password}\n`, { mode: 0o600 });
     try {
+      if (ids) for (const p of [pwDir, pwTmp]) await chown(p, ids.uid, ids.gid);
       await run(
         bin.initdb,
         [`--pgdata=${pgData}`, '--auth=scram-sha-256', '--username=postgres', `--pwfile=${pwTmp}`, '--encoding=UTF8', '--locale=C'],
         ids,
       );
     } finally {
-      await unlink(pwTmp).catch(() => {});
+      await rm(pwDir, { recursive: true, force: true });
     }
   } else if (ids) {
     await chown(pgData, ids.uid, ids.gid).catch(() => {});

@@ -62,3 +62,44 @@ t.test('a second process attaches to the running server and leaves it running', 
   t.same(await query(owner.url, 'SELECT 1 AS one'), [{ one: 1 }], 'still running after the guest stops');
   await owner.stop();
 });
+
+t.test('the password file given to initdb is readable by no other user while it exists', async (t) => {
+  const { lstatSync, readdirSync } = await import('node:fs');
+  const dir = await mkdtemp(join(tmpdir(), 'cs-embedded-'));
+  const tmp = await mkdtemp(join(tmpdir(), 'cs-tmpdir-'));
+  t.teardown(() => Promise.all([rm(dir, { recursive: true, force: true }), rm(tmp, { recursive: true, force: true })]));
+  // os.tmpdir() reads TMPDIR on each call: the launcher's temporary files land where this test can watch them,
+  // in a folder as open as /tmp itself (as root, initdb runs as the postgres user and must get in).
+  const { chmod } = await import('node:fs/promises');
+  await chmod(tmp, 0o1777);
+  const saved = process.env.TMPDIR;
+  process.env.TMPDIR = tmp;
+  const seen = new Map<string, number>();
+  let watching = true;
+  const watcher = (async () => {
+    while (watching) {
+      for (const name of readdirSync(tmp, { recursive: true }) as string[]) {
+        try {
+          seen.set(name, lstatSync(join(tmp, name)).mode);
+        } catch {
+          /* gone between the listing and the stat */
+        }
+      }
+      await new Promise((r) => setTimeout(r, 1));
+    }
+  })();
+  const { log } = captureLogger();
+  let db: Awaited<ReturnType<typeof startEmbedded>>;
+  try {
+    db = await startEmbedded(dir, log);
+  } finally {
+    watching = false;
+    await watcher;
+    if (saved === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = saved;
+  }
+  await db.stop();
+  t.ok(seen.size > 0, `initdb's password file was seen (${[...seen.keys()].join(', ')})`);
+  for (const [name, mode] of seen) t.equal(mode & 0o077, 0, `${name} (mode ${(mode & 0o777).toString(8)}): nothing for group or others`);
+  t.same(readdirSync(tmp), [], 'and it is gone after');
+});
