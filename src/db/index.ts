@@ -1,4 +1,5 @@
 // One place that opens the database: the configured DATABASE_URL, or the embedded PostgreSQL.
+import { randomBytes } from 'node:crypto';
 import { Kysely, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.ts';
@@ -37,13 +38,14 @@ export function createPool(url: string, max = 10): pg.Pool {
 
 /**
  * `text` as a SQL string constant, for a statement sent without parameters (a multi-statement query, which
- * PostgreSQL runs as one transaction in one round trip). Dollar-quoted with a tag the text does not contain,
- * so it is right whatever standard_conforming_strings says.
+ * PostgreSQL runs as one transaction in one round trip). Dollar-quoted, so it is right whatever
+ * standard_conforming_strings says, with a tag whose first appearance after the opening one is the closing
+ * one: not inside the text, nor completed by the closing tag from the text's end (`...$cs` + `$cs$`).
  */
 export function quoteLiteral(text: string): string {
-  let tag = 'cs';
-  while (text.includes(`$${tag}$`)) tag = `cs${Math.random().toString(36).slice(2, 10)}`;
-  return `$${tag}$${text}$${tag}$`;
+  let tag = '$cs$';
+  while (`${text}${tag}`.indexOf(tag) !== text.length) tag = `$cs${randomBytes(6).toString('hex')}$`;
+  return `${tag}${text}${tag}`;
 }
 
 export function createDb(pool: pg.Pool): Db {
