@@ -1,6 +1,10 @@
 // The pending_fetches store: the coalescing set between deliveries and API reads. Many marks of one record
 // make one row; a drain claims up to 250 rows, reads them in one list call, and clears only rows nobody re-marked
-// while it was reading (seq unchanged).
+// while it was reading (seq unchanged). A mark leaves a claim younger than a minute alone: the re-marked row is
+// claimable again when the drain holding it clears it, so two drains do not read one record at once and an older
+// read cannot land after a newer one (the mirror's guard compares updated_at, which need not move with stock).
+// An older claim is freed by a mark: its drain waits for the budget, or died, and the change should not wait the
+// rest of the lease.
 import { type RawBuilder, sql } from 'kysely';
 import type { Executor } from './index.ts';
 
@@ -51,7 +55,8 @@ export async function markPending(db: Executor, marks: Mark[]): Promise<{ connec
     FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS x(connection_id bigint, resource text, id bigint, marks integer, delivery_row_ids bigint[], reason text)
     ORDER BY connection_id, resource, id
     ON CONFLICT (connection_id, resource, id) DO UPDATE SET
-      seq = p.seq + 1, marks = p.marks + excluded.marks, marked_at = now(), claimed_until = NULL,
+      seq = p.seq + 1, marks = p.marks + excluded.marks, marked_at = now(),
+      claimed_until = CASE WHEN p.claimed_until > now() + make_interval(secs => ${LEASE_SECONDS - HELD_SECONDS}) THEN p.claimed_until END,
       delivery_row_ids = (p.delivery_row_ids || excluded.delivery_row_ids)[greatest(1, cardinality(p.delivery_row_ids || excluded.delivery_row_ids) - 19):],
       reason = COALESCE(excluded.reason, p.reason)`.execute(db);
   const pairs = new Map<string, { connectionId: number; resource: string }>();
@@ -59,13 +64,18 @@ export async function markPending(db: Executor, marks: Mark[]): Promise<{ connec
   return [...pairs.values()];
 }
 
+/** How long a claim lasts when its drain never clears it (a crash). */
+const LEASE_SECONDS = 300;
+/** How long a mark leaves a claim alone (a drain's read of 250 ids takes well under this unless it waits for budget). */
+const HELD_SECONDS = 60;
+
 /** Claims up to `limit` unclaimed rows, oldest mark first, for `leaseSeconds`. */
 export async function claimPending(
   db: Executor,
   connectionId: number,
   resource: string,
   limit: number,
-  leaseSeconds = 300,
+  leaseSeconds = LEASE_SECONDS,
 ): Promise<Claimed[]> {
   const rows = await sql<{ id: number; seq: number; delivery_row_ids: number[]; reason: string | null; marks: number }>`
     UPDATE pending_fetches p SET claimed_until = now() + make_interval(secs => ${leaseSeconds}), attempts = p.attempts + 1
@@ -86,26 +96,24 @@ export async function claimPending(
 }
 
 /**
- * Deletes the claimed rows that were not re-marked since the claim. A re-marked row stays for the next read, with
- * only the marks made since the claim: what was read is no longer its cause, so the next drain judges the new
+ * Deletes the claimed rows that were not re-marked since the claim. A re-marked row stays for the next read,
+ * unclaimed, with only the marks made since the claim: what was read is no longer its cause, so the next drain judges the new
  * marks alone (a late delivery about a variant read meanwhile needs no read, see src/sync/drain.ts).
  */
 export async function clearPending(db: Executor, connectionId: number, resource: string, claimed: Claimed[]): Promise<number> {
   if (!claimed.length) return 0;
-  const read = claimed.map((c) => ({ id: c.id, seq: c.seq, marks: c.marks, rows: c.deliveryRowIds }));
-  const res = await sql<{ n: number }>`
-    WITH x AS (SELECT * FROM jsonb_to_recordset(${JSON.stringify(read)}::jsonb) AS x(id bigint, seq bigint, marks integer, rows bigint[])),
-    gone AS (
-      DELETE FROM pending_fetches p USING x
-      WHERE p.connection_id = ${connectionId} AND p.resource = ${resource} AND p.id = x.id AND p.seq = x.seq RETURNING 1
-    ),
-    kept AS (
-      UPDATE pending_fetches p SET marks = greatest(p.marks - x.marks, 1),
+  const read = JSON.stringify(claimed.map((c) => ({ id: c.id, seq: c.seq, marks: c.marks, rows: c.deliveryRowIds })));
+  const x = sql`jsonb_to_recordset(${read}::jsonb) AS x(id bigint, seq bigint, marks integer, rows bigint[])`;
+  // Two statements, not one: a mark committing while the DELETE waits for its row lock is seen by the DELETE's
+  // recheck (seq moved: kept) but not by a sibling UPDATE in the same statement (one snapshot), which would leave
+  // the re-marked row claimed until the lease ends. The UPDATE's fresh snapshot sees it.
+  const gone = await sql`DELETE FROM pending_fetches p USING ${x}
+    WHERE p.connection_id = ${connectionId} AND p.resource = ${resource} AND p.id = x.id AND p.seq = x.seq`.execute(db);
+  if (Number(gone.numAffectedRows ?? 0) < claimed.length)
+    await sql`UPDATE pending_fetches p SET marks = greatest(p.marks - x.marks, 1), claimed_until = NULL,
         delivery_row_ids = ARRAY(SELECT d FROM unnest(p.delivery_row_ids) WITH ORDINALITY u(d, o) WHERE d <> ALL(x.rows) ORDER BY o)
-      FROM x WHERE p.connection_id = ${connectionId} AND p.resource = ${resource} AND p.id = x.id AND p.seq <> x.seq RETURNING 1
-    )
-    SELECT (SELECT count(*) FROM gone)::int AS n`.execute(db);
-  return res.rows[0]?.n ?? 0;
+      FROM ${x} WHERE p.connection_id = ${connectionId} AND p.resource = ${resource} AND p.id = x.id AND p.seq <> x.seq`.execute(db);
+  return Number(gone.numAffectedRows ?? 0);
 }
 
 /** Gives claimed rows back (after a failed read) so the retry or another drain takes them. */

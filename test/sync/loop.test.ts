@@ -1,14 +1,14 @@
 // The whole loop against the sandbox: sandbox change -> signed delivery -> receiver -> deliveries job ->
 // pending fetch -> drain (batched list read) -> mirror and channel quantities.
 import t from 'tap';
-import { PROFILES } from '../support/sandbox.ts';
+import { SERVICES, serviceOptions } from '../support/sandbox.ts';
 import { sql } from 'kysely';
 import { startLoop } from './harness.ts';
 import { stockReport } from '../../src/stock/cli.ts';
 
-for (const profile of PROFILES)
-  t.test(`${profile}: a stock change made in the sandbox reaches the mirror through a real delivery`, async (t) => {
-    const loop = await startLoop(t, { profile });
+for (const service of SERVICES)
+  t.test(`${service.name}: a stock change made in the sandbox reaches the mirror through a real delivery`, async (t) => {
+    const loop = await startLoop(t, { sandbox: serviceOptions(service) });
     const { performed } = await loop.admin('POST', 'activity', { operations: 1, kinds: ['adjust_stock'] });
     t.equal(performed.length, 1);
     const adjustment = performed[0].id;
@@ -59,9 +59,9 @@ for (const profile of PROFILES)
     await loop.until('nothing left pending', async () => (await pending(loop)) === 0);
   });
 
-for (const profile of PROFILES)
-  t.test(`${profile}: duplicated and reordered deliveries leave the mirror right, at one read per batch`, async (t) => {
-    const loop = await startLoop(t, { profile, sandbox: { variants: 40 } });
+for (const service of SERVICES)
+  t.test(`${service.name}: duplicated and reordered deliveries leave the mirror right, at one read per batch`, async (t) => {
+    const loop = await startLoop(t, { sandbox: { ...serviceOptions(service), variants: 40 } });
     await loop.admin('POST', 'faults', { deliveries: { duplicate: 0.5, reorder: 0.5 } });
     await loop.admin('POST', 'activity', { operations: 60, kinds: ['adjust_stock', 'update_variant'] });
     await loop.admin('POST', 'deliveries/flush');

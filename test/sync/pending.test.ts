@@ -120,6 +120,7 @@ t.test('claims are disjoint; a clear keeps rows re-marked while they were being 
     'nothing taken twice',
   );
   await markPending(db, [{ connectionId: c.id, resource: 'variant', id: a![0]!.id, deliveryRowId: 77 }]);
+  t.same(await claimPending(db, c.id, 'variant', 10), [], 'a mark leaves the claim: no second drain reads the row meanwhile');
   t.equal(await clearPending(db, c.id, 'variant', a!), a!.length - 1, 'the re-marked row stays');
   const left = await db
     .selectFrom('pending_fetches')
@@ -127,6 +128,15 @@ t.test('claims are disjoint; a clear keeps rows re-marked while they were being 
     .where('id', '=', a![0]!.id)
     .executeTakeFirstOrThrow();
   t.equal(left.claimed_until, null, 'and is claimable again');
+  // A claim held past a minute (a drain waiting for the budget, or one that died) is freed by the next mark.
+  const [held] = await claimPending(db, c.id, 'variant', 1);
+  await sql`UPDATE pending_fetches SET claimed_until = now() + interval '200 seconds' WHERE id = ${held!.id}`.execute(db);
+  await markPending(db, [{ connectionId: c.id, resource: 'variant', id: held!.id, deliveryRowId: 78 }]);
+  t.same(
+    (await claimPending(db, c.id, 'variant', 10)).map((x) => x.id),
+    [held!.id],
+    'a mark frees a claim older than a minute',
+  );
   t.same([left.marks, left.delivery_row_ids.map(Number)], [1, [77]], 'holding only the mark made since the claim');
 });
 

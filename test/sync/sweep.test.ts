@@ -1,7 +1,7 @@
 // Sweeps against the sandbox: lost deliveries repaired by one incremental sweep, archived and deleted
 // records, bundles, exact decimals, and two worker processes sharing the work.
 import t from 'tap';
-import { PROFILES } from '../support/sandbox.ts';
+import { SERVICES, serviceOptions } from '../support/sandbox.ts';
 import { sql } from 'kysely';
 import { Decimal } from 'decimal.js';
 import { startLoop, type Loop } from './harness.ts';
@@ -52,9 +52,9 @@ async function quiet(loop: Loop): Promise<void> {
   });
 }
 
-for (const profile of PROFILES)
-  t.test(`${profile}: with 20% of deliveries dropped, one incremental sweep makes the mirror equal the sandbox snapshot`, async (t) => {
-    const loop = await startLoop(t, { profile, sandbox: { variants: 40 } });
+for (const service of SERVICES)
+  t.test(`${service.name}: with 20% of deliveries dropped, one incremental sweep makes the mirror equal the sandbox snapshot`, async (t) => {
+    const loop = await startLoop(t, { sandbox: { ...serviceOptions(service), variants: 40 } });
     const first = await sweepNow(loop, true);
     t.ok(first.records > 0);
     t.same(await diffAll(loop), {}, 'after the first full sweep the mirror equals the snapshot');
@@ -121,9 +121,9 @@ t.test('archived records: by delivery (status=archived look-up), by sweep; delet
   t.equal(row.status, 'gone');
 });
 
-for (const profile of PROFILES)
-  t.test(`${profile}: bundles: min over components of floor(available / quantity), recomputed when a component changes`, async (t) => {
-    const loop = await startLoop(t, { profile, sandbox: { variants: 30 } });
+for (const service of SERVICES)
+  t.test(`${service.name}: bundles: min over components of floor(available / quantity), recomputed when a component changes`, async (t) => {
+    const loop = await startLoop(t, { sandbox: { ...serviceOptions(service), variants: 30 } });
     await sweepNow(loop, true);
     const comps = await loop.tdb.db.selectFrom('compositions').selectAll().where('connection_id', '=', loop.connection.id).execute();
     t.ok(comps.length > 0, 'the sandbox catalog has bundles, mirrored with their makeup');
