@@ -17,7 +17,7 @@ const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 export async function explainTail(db: Db, moves: SlowMove[]): Promise<string[]> {
   const out: string[] = [];
   for (const m of moves) {
-    const [connectionId, variantId] = m.key.split(':').map(Number) as [number, number];
+    const [connectionId, variantId, locationId] = m.key.split(':').map(Number) as [number, number, number];
     const caughtAt = m.at + m.lag;
     const deliveries = (
       await sql<{ event_at: Date | null; received_at: Date; state: string }>`
@@ -40,7 +40,7 @@ export async function explainTail(db: Db, moves: SlowMove[]): Promise<string[]> 
       ? "no delivery about the variant after the move (a missing event, or a parent's event whose follow-up was left out)"
       : `deliveries about it received ${deliveries.map((d) => `+${s(d.received_at.getTime() - m.at)} (event +${d.event_at ? s(d.event_at.getTime() - m.at) : '?'}, ${d.state})`).join(', ')}`;
     out.push(
-      `${s(m.lag)} ${m.cause} variant ${variantId} at ${new Date(m.at).toISOString()}: ${why}` +
+      `${s(m.lag)} ${m.cause} variant ${variantId} location ${locationId} at ${new Date(m.at).toISOString()}: ${why}` +
         `${sweep ? `; ${sweep.action} at +${s(sweep.at.getTime() - m.at)}` : ''}` +
         `; last read_as_of ${variant?.read_as_of ? `+${s(variant.read_as_of.getTime() - m.at)}` : 'none'}`,
     );
