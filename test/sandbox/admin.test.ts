@@ -107,10 +107,10 @@ t.test('Merchant activity: a rate per second runs by itself', async (t) => {
 t.test('Time: the manual clock moves only when told (advance or set)', async (t) => {
   const c = await sandbox(t, { variants: 2, manualClock: true });
   const set = await c.admin('POST', 'clock', { set: '2030-01-01T00:00:00.000Z' });
-  t.same(set.body, { now: '2030-01-01T00:00:00.000Z' });
+  t.same(set.body, { now: '2030-01-01T00:00:00.000Z', skew_seconds: 0 });
   const p = (await c.call('POST', '/products', { product: { name: 'dated' } })).body.product;
   t.equal(p.created_at, '2030-01-01T00:00:00.000Z');
-  t.same((await c.admin('POST', 'clock', { advance_seconds: 90 })).body, { now: '2030-01-01T00:01:30.000Z' });
+  t.same((await c.admin('POST', 'clock', { advance_seconds: 90 })).body, { now: '2030-01-01T00:01:30.000Z', skew_seconds: 0 });
   await c.call('PUT', `/products/${p.id}`, { product: { name: 'later' } });
   t.equal((await c.get(`/products/${p.id}`)).body.product.updated_at, '2030-01-01T00:01:30.000Z');
   const found = (await c.get('/products?updated_at_min=2030-01-01T00:01:00.000Z')).body.products;
