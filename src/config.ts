@@ -15,6 +15,8 @@ const url = (what: string) =>
   z.string().refine((v) => v === '' || (/^https?:\/\/[^\s]+$/.test(v) && URL.canParse(v)), {
     message: `an http(s) URL${what}`,
   });
+/** A retention in days; fractions allowed, so a benchmark can run days of traffic in minutes. */
+const days = z.coerce.number().positive().max(3650).describe('a number of days above 0, at most 3650 (fractions allowed: 0.5 is 12 hours)');
 const decimal = z.string().regex(/^\d+(\.\d+)?$/, 'a non-negative decimal such as 0 or 2.5');
 
 export const settings = {
@@ -173,7 +175,28 @@ export const settings = {
     schema: z.union([z.literal(''), z.coerce.number().int().positive()]).describe('a positive integer, or empty'),
     doc: 'A custom stock_adjustment_reason_id sent instead of STOCK_ADJUSTMENT_REASON; empty: the reason code.',
   },
-  SYNC_LOG_RETENTION_DAYS: { schema: int(1, 3650), doc: 'Days the sync log keeps entries.' },
+  SYNC_LOG_RETENTION_DAYS: { schema: days, doc: 'Days the sync log keeps entries.' },
+  DELIVERY_RETENTION_DAYS: {
+    schema: days,
+    doc: 'Days a processed, unhandled or rejected webhook delivery is kept (queued ones stay until handled, failed ones as long as dead letters). Below 3.05 a late retry of the service (it retries for 3 days) could be processed twice.',
+  },
+  CHANNEL_CHANGE_RETENTION_DAYS: {
+    schema: days,
+    doc: 'Days channel quantity changes are kept (variant history, GET /api/channel-stock); a feed cursor older than what is kept gets 410.',
+  },
+  OPERATION_RETENTION_DAYS: {
+    schema: days,
+    doc: 'Days a finished push operation (confirmed or failed) is kept; unfinished ones stay, and so do channel order mappings.',
+  },
+  CONSOLE_SAMPLE_RETENTION_DAYS: { schema: days, doc: "Days the console's minute samples are kept (its charts reach back 7 days)." },
+  JOB_RETENTION_HOURS: {
+    schema: z.coerce.number().positive().max(87_600).describe('a number of hours above 0 (fractions allowed)'),
+    doc: 'Hours pg-boss keeps a finished job (completed, failed, cancelled) before deleting it; the rows it stood for keep the history.',
+  },
+  DEAD_LETTER_RETENTION_DAYS: {
+    schema: days,
+    doc: 'Days a dead letter waits for an operator before pg-boss deletes it (for letters that arrive after a change); the deliveries of a dead letter are kept as long.',
+  },
   OPERATOR_TOKEN: {
     schema: z
       .string()

@@ -1,6 +1,6 @@
 // Gauges that describe state rather than events, refreshed from the database when /metrics is scraped,
 // and the once-a-minute samples that let the console draw budget and lag over time.
-import { pruneSamples, saveSamples } from '../db/samples.ts';
+import { saveSamples } from '../db/samples.ts';
 import type { Db } from '../db/index.ts';
 import type { Logger } from '../log.ts';
 import { metrics } from '../metrics.ts';
@@ -21,11 +21,10 @@ export async function refreshGauges(db: Db): Promise<void> {
   }
 }
 
-const SAMPLE_RETENTION_DAYS = 7;
-
 /**
- * Writes the sample of the minute holding `now` per connection (the first writer of a minute wins) and prunes
- * samples older than the retention. `now` is injectable so tests do not depend on the minute they run in.
+ * Writes the sample of the minute holding `now` per connection (the first writer of a minute wins). Samples older
+ * than CONSOLE_SAMPLE_RETENTION_DAYS go with the worker's retention run (src/sync/retention.ts). `now` is
+ * injectable so tests do not depend on the minute they run in.
  */
 export async function sampleOnce(db: Db, opts: { conns?: ConnectionOverview[]; now?: Date } = {}): Promise<number> {
   const now = opts.now ?? new Date();
@@ -44,7 +43,6 @@ export async function sampleOnce(db: Db, opts: { conns?: ConnectionOverview[]; n
       queued_jobs: queuedJobs,
     })),
   );
-  await pruneSamples(db, new Date(now.getTime() - SAMPLE_RETENTION_DAYS * 86_400_000));
   return list.length;
 }
 

@@ -283,6 +283,28 @@ export async function requeueDelivery(tx: Executor, id: number, jobId: string): 
     .execute();
 }
 
+/**
+ * Retention: deletes at most `limit` deliveries in one of `states` received and settled more than
+ * `olderThanSeconds` ago (by the database clock), in one short statement; returns how many went. The outer
+ * condition is checked again on each row, so a row a replay moved back to `queued` meanwhile stays.
+ */
+export async function pruneDeliveries(
+  db: Executor,
+  states: readonly Exclude<WebhookDeliveriesTable['state'], 'queued'>[],
+  olderThanSeconds: number,
+  limit: number,
+): Promise<number> {
+  const settledBefore = sql`received_at < now() - make_interval(secs => ${olderThanSeconds})
+    AND coalesce(processed_at, received_at) < now() - make_interval(secs => ${olderThanSeconds})`;
+  // One index probe per state (webhook_deliveries_state: state, received_at), never a scan of the table.
+  const r = await sql`DELETE FROM webhook_deliveries WHERE id = ANY(ARRAY(
+      SELECT d.id FROM unnest(${states}::text[]) AS s(state)
+      CROSS JOIN LATERAL (SELECT id FROM webhook_deliveries w WHERE w.state = s.state AND ${settledBefore} LIMIT ${limit}) d
+      LIMIT ${limit}))
+    AND state = ANY(${states}::text[]) AND ${settledBefore}`.execute(db);
+  return Number(r.numAffectedRows ?? 0);
+}
+
 export interface DeliveryCounts {
   connection_id: number;
   /** Received in the last 5 minutes, and the last hour. */
@@ -314,4 +336,38 @@ export async function deliveryCounts(db: Executor, connectionIds: number[]): Pro
 /** Deliveries of a connection received per bucket of the window (the console's throughput chart). */
 export function deliveriesPerBin(db: Executor, connectionId: number, w: BinWindow): Promise<{ at: Date; n: number }[]> {
   return countsPerBin(db, 'webhook_deliveries', 'received_at', connectionId, w);
+}
+
+/** Per connection, when its latest delivery was stored (connections with none are left out): the signature alert. */
+export async function latestReceived(db: Executor, connectionIds: number[]): Promise<Map<number, Date>> {
+  if (!connectionIds.length) return new Map();
+  const r = await sql<{ id: number; at: Date }>`SELECT c.id, d.at FROM unnest(${connectionIds}::bigint[]) AS c(id)
+    CROSS JOIN LATERAL (SELECT received_at AS at FROM webhook_deliveries w WHERE w.connection_id = c.id
+      ORDER BY received_at DESC LIMIT 1) d`.execute(db);
+  return new Map(r.rows.map((x) => [Number(x.id), new Date(x.at)]));
+}
+
+/**
+ * Which of these records (id and the updated_at a sweep read) a delivery about them announced: one received for the
+ * same record whose event time (its `timestamp`, else when it arrived) is no more than `marginMs` before the
+ * updated_at the sweep read (both are the service's clock), in any state. Such a change was on its way to the mirror
+ * through the drain anyway, so it is not drift (docs/alerts.md). Only deliveries received within `lookBackSeconds`
+ * are looked at (an index range on received_at); an older one left a pending row if its read still waits.
+ */
+export async function announcedAmong(
+  db: Executor,
+  connectionId: number,
+  resource: string,
+  records: { id: number; updatedAt: string }[],
+  marginMs: number,
+  lookBackSeconds = 3600,
+): Promise<Set<number>> {
+  if (!records.length) return new Set();
+  const json = JSON.stringify(records.map((r) => ({ id: r.id, u: r.updatedAt })));
+  const r = await sql<{ id: number }>`
+    SELECT DISTINCT x.id FROM jsonb_to_recordset(${json}::jsonb) AS x(id bigint, u timestamptz)
+    JOIN webhook_deliveries d ON d.object_id = x.id AND coalesce(d.event_at, d.received_at) >= x.u - make_interval(secs => ${marginMs / 1000})
+    WHERE d.connection_id = ${connectionId} AND d.resource = ${resource}
+      AND d.received_at > now() - make_interval(secs => ${lookBackSeconds})`.execute(db);
+  return new Set(r.rows.map((x) => Number(x.id)));
 }

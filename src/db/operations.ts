@@ -316,3 +316,17 @@ export async function ordersMappedElsewhere(
     .execute();
   return new Set(rows.map((r) => Number(r.order_id)));
 }
+
+/**
+ * Retention: deletes at most `limit` finished operations (confirmed or failed) that finished more than
+ * `olderThanSeconds` ago, in one short statement; returns how many went. Kept whatever their age: unfinished ones,
+ * and an import that created an order it could not complete (`incomplete`: a later import of that channel order
+ * must still refuse to take the order for done). Their channel_orders mappings stay, with operation_id NULL.
+ */
+export async function pruneOperations(db: Executor, olderThanSeconds: number, limit: number): Promise<number> {
+  const old = sql`state IN ('confirmed', 'failed') AND created_at < now() - make_interval(secs => ${olderThanSeconds})
+    AND finished_at < now() - make_interval(secs => ${olderThanSeconds}) AND (result->>'incomplete') IS DISTINCT FROM 'true'`;
+  const r = await sql`DELETE FROM push_operations WHERE id = ANY(ARRAY(SELECT id FROM push_operations WHERE ${old} LIMIT ${limit}))
+    AND ${old}`.execute(db);
+  return Number(r.numAffectedRows ?? 0);
+}

@@ -14,8 +14,11 @@ export async function saveSamples(db: Executor, rows: Insertable<ConsoleSamplesT
     .execute();
 }
 
-export async function pruneSamples(db: Executor, before: Date): Promise<void> {
-  await db.deleteFrom('console_samples').where('at', '<', before).execute();
+/** Retention: deletes at most `limit` samples older than `olderThanSeconds`; returns how many went. */
+export async function pruneSamples(db: Executor, olderThanSeconds: number, limit: number): Promise<number> {
+  const r = await sql`DELETE FROM console_samples WHERE ctid = ANY(ARRAY(
+    SELECT ctid FROM console_samples WHERE at < now() - make_interval(secs => ${olderThanSeconds}) LIMIT ${limit}))`.execute(db);
+  return Number(r.numAffectedRows ?? 0);
 }
 
 export interface SampleBin {

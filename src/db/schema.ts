@@ -267,6 +267,7 @@ export interface Database {
   channel_rules_applied: ChannelRulesAppliedTable;
   webhook_refusals: WebhookRefusalsTable;
   console_sessions: ConsoleSessionsTable;
+  channel_changes_pruned: ChannelChangesPrunedTable;
 }
 
 export type Connection = Selectable<ConnectionsTable>;
@@ -397,4 +398,12 @@ export interface ConsoleSessionsTable {
   token_mac: string;
   created_at: DefaultTimestamp;
   expires_at: Date;
+}
+
+// migrations/0110_retention.sql (src/db/channel.ts; src/sync/retention.ts decides what goes)
+export interface ChannelChangesPrunedTable {
+  one: Default<boolean>;
+  /** The newest channel_quantity_changes id retention deleted: every id up to it is gone. */
+  through_id: number;
+  pruned_at: DefaultTimestamp;
 }

@@ -52,10 +52,14 @@ export async function logSync(db: Executor, entries: SyncLogInput | SyncLogInput
   return ids;
 }
 
-/** Deletes entries older than the retention; returns how many went. */
-export async function pruneSyncLog(db: Executor, retentionDays: number): Promise<number> {
-  const res = await db.deleteFrom('sync_log').where(sql<boolean>`at < now() - make_interval(days => ${retentionDays})`).executeTakeFirst();
-  return Number(res.numDeletedRows);
+/**
+ * Retention: deletes at most `limit` entries older than `olderThanSeconds` (by the database clock), in one short
+ * statement of its own; returns how many went. The caller repeats it until fewer than `limit` go.
+ */
+export async function pruneSyncLog(db: Executor, olderThanSeconds: number, limit: number): Promise<number> {
+  const r = await sql`DELETE FROM sync_log WHERE id = ANY(ARRAY(
+    SELECT id FROM sync_log WHERE at < now() - make_interval(secs => ${olderThanSeconds}) LIMIT ${limit}))`.execute(db);
+  return Number(r.numAffectedRows ?? 0);
 }
 
 // ---- reads (the console, its API and tail, the CLI). Each filter maps onto one of the (column, at DESC)
@@ -200,4 +204,22 @@ export async function lastWebhookRepairs(db: Executor): Promise<Map<number, { at
     SELECT DISTINCT ON (connection_id) connection_id, at, detail FROM sync_log
     WHERE action = 'webhooks.repaired' ORDER BY connection_id, at DESC`.execute(db);
   return new Map(r.rows.map((x) => [Number(x.connection_id), { at: x.at, detail: x.detail }]));
+}
+
+/**
+ * Per connection, the subscriptions recreated by repairs within the last `hours` (the service had deleted them) and
+ * when the latest was: the alerts' webhook condition (the partial index sync_log_webhook_repairs serves it).
+ */
+export async function recentWebhookRepairs(db: Executor, hours: number): Promise<Map<number, { at: Date; created: string[] }>> {
+  const r = await sql<{ connection_id: number; at: Date; detail: any }>`
+    SELECT connection_id, at, detail FROM sync_log
+    WHERE action = 'webhooks.repaired' AND at > now() - make_interval(hours => ${hours}) ORDER BY at`.execute(db);
+  const out = new Map<number, { at: Date; created: string[] }>();
+  for (const x of r.rows) {
+    const created: string[] = Array.isArray(x.detail?.created) ? x.detail.created.map(String) : [];
+    if (!created.length || x.connection_id === null) continue;
+    const was = out.get(Number(x.connection_id));
+    out.set(Number(x.connection_id), { at: x.at, created: [...new Set([...(was?.created ?? []), ...created])] });
+  }
+  return out;
 }

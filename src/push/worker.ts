@@ -36,7 +36,7 @@ const runners: Record<PushOperation['kind'], (ctx: OpContext) => Promise<Done>> 
 
 /** Starts the push worker in this process; it stops with the runtime. */
 export async function startPushWorker(rt: PushRuntime, opts: { pollingIntervalSeconds?: number } = {}): Promise<void> {
-  await createQueues(rt.boss);
+  await createQueues(rt.boss, rt.config);
   // Batches of two, fetched back to back while they come full: with one job per fetch every worker would wait
   // a polling interval between jobs even with a backlog. Each job of a batch is settled on its own.
   const batchSize = Math.min(2, rt.config.WORKER_CONCURRENCY);

@@ -48,6 +48,10 @@ export async function startBoss(
     migrate: true,
     // How often a supervising process fails jobs whose worker stopped heartbeating (see queue/names.ts).
     superviseIntervalSeconds: 15,
+    // How often a supervising process deletes each queue's finished jobs older than JOB_RETENTION_HOURS (and dead
+    // letters past DEAD_LETTER_RETENTION_DAYS): every minute, so each of pg-boss's DELETEs takes a minute's worth of
+    // jobs, not the day's worth its default (24 h) would pile up.
+    maintenanceIntervalSeconds: 60,
     // Queue statistics (the ready count a worker's burst mode looks at) as fresh as supervision.
     monitorIntervalSeconds: 15,
     queueCacheIntervalSeconds: 15,

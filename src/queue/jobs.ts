@@ -68,5 +68,6 @@ export interface PushJob {
 
 /** maintenance: one housekeeping task. */
 export interface MaintenanceJob {
-  task: 'prune-sync-log' | 'schedules' | 'pending' | 'probe-lapsed' | 'webhooks';
+  /** prune-sync-log: replaced by retention; still handled for a job queued before the change. */
+  task: 'retention' | 'prune-sync-log' | 'schedules' | 'pending' | 'probe-lapsed' | 'webhooks';
 }

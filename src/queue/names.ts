@@ -2,6 +2,7 @@
 // each carries is in jobs.ts. Each has its own dead-letter queue
 // (`<name>-dead`): a job that keeps failing lands there with its last error, and replaying it means
 // sending its data back to `<name>`.
+import type { Config } from '../config.ts';
 import type { Boss } from './boss.ts';
 
 export const queues = {
@@ -15,7 +16,7 @@ export const queues = {
   channelStock: 'channel-stock',
   /** outbound operations (order import, ship, ...), data { operationId }. */
   push: 'push',
-  /** housekeeping: sync-log retention and the like. */
+  /** housekeeping: retention of the tables that grow with traffic, schedules, and the like. */
   maintenance: 'maintenance',
 } as const;
 
@@ -42,13 +43,26 @@ const retries: Record<QueueName, QueueOptions> = {
   maintenance: { retryLimit: 2, retryDelay: 60, retryBackoff: false },
 };
 
-/** Creates every queue and its dead-letter queue (idempotent; safe from several processes). */
-export async function createQueues(boss: Boss): Promise<void> {
+/** How long pg-boss keeps finished jobs and waiting dead letters: the settings, which processes running workers pass. */
+export type QueueRetention = Pick<Config, 'JOB_RETENTION_HOURS' | 'DEAD_LETTER_RETENTION_DAYS'>;
+
+/**
+ * Creates every queue and its dead-letter queue (idempotent; safe from several processes). With `retention`, every
+ * queue deletes finished jobs after JOB_RETENTION_HOURS (pg-boss's deleteAfterSeconds, 7 days by default) and a
+ * dead letter nobody replayed after DEAD_LETTER_RETENTION_DAYS (its dead queue's retentionSeconds, 14 days by
+ * default, fixed on each letter when it arrives); without, what the queues have stays.
+ */
+export async function createQueues(boss: Boss, retention?: QueueRetention): Promise<void> {
   const existing = new Set((await boss.getQueues()).map((q) => q.name));
+  const finished = retention ? { deleteAfterSeconds: Math.max(1, Math.round(retention.JOB_RETENTION_HOURS * 3600)) } : {};
+  const letters = retention
+    ? { ...finished, retentionSeconds: Math.max(1, Math.round(retention.DEAD_LETTER_RETENTION_DAYS * 86_400)) }
+    : {};
   for (const name of Object.values(queues)) {
     const dead = deadLetterOf(name);
-    if (!existing.has(dead)) await boss.createQueue(dead).catch(ignoreExists);
-    const options = { ...retries[name], heartbeatSeconds: HEARTBEAT_SECONDS, deadLetter: dead };
+    if (!existing.has(dead)) await boss.createQueue(dead, letters).catch(ignoreExists);
+    else if (retention) await boss.updateQueue(dead, letters);
+    const options = { ...retries[name], ...finished, heartbeatSeconds: HEARTBEAT_SECONDS, deadLetter: dead };
     if (!existing.has(name)) await boss.createQueue(name, options).catch(ignoreExists);
     else await boss.updateQueue(name, options);
   }

@@ -1,6 +1,6 @@
 // GET /api/channel-stock?since=CURSOR[&limit=N][&connection=NAME]: channel quantity changes after the
-// cursor, oldest first; `next` is the cursor for the following call. The console role mounts this behind
-// operator auth.
+// cursor, oldest first; `next` is the cursor for the following call; 410 when changes after the cursor were
+// deleted by retention. The console role mounts this behind operator auth.
 import type Router from '@koa/router';
 import type { Runtime } from '../runtime.ts';
 import { channelFeed } from './feed.ts';
@@ -15,6 +15,20 @@ export function mountRoutes(rt: Runtime, router: Router): void {
       return;
     }
     const connection = typeof ctx.query.connection === 'string' ? ctx.query.connection : null;
-    ctx.body = await channelFeed(rt.database.db, { since: Number(since), limit: Number(limit), connection });
+    const page = await channelFeed(rt.database.db, { since: Number(since), limit: Number(limit), connection });
+    if ('expired' in page) {
+      // 410: the changes between the cursor and kept_after are gone for good; going on from the cursor would skip them.
+      ctx.status = 410;
+      ctx.body = {
+        error:
+          `cursor ${page.since} is older than the changes kept: changes up to ${page.kept_after} were deleted after ` +
+          'CHANNEL_CHANGE_RETENTION_DAYS. Read every current quantity (GET /api/variants?connection=NAME, or ' +
+          '`commerce-sync stock`), then follow this feed from since=kept_after.',
+        since: page.since,
+        kept_after: page.kept_after,
+      };
+      return;
+    }
+    ctx.body = page;
   });
 }

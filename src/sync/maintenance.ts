@@ -1,4 +1,4 @@
-// The maintenance queue's handler: sync-log retention, schedules and channel rules, lapsed connections,
+// The maintenance queue's handler: retention (retention.ts), schedules and channel rules, lapsed connections,
 // webhook subscriptions, and the safety net for pending fetches whose drain job was lost.
 import { probeLapsed } from '../api/index.ts';
 import { connectionByName, listConnections } from '../db/connections.ts';
@@ -9,17 +9,23 @@ import { checkAllWebhooks } from '../receiver/subscriptions.ts';
 import type { WorkerDeps } from '../runtime.ts';
 import { applyRulesIfChanged } from '../stock/channel.ts';
 import { publishChanges } from '../stock/feed.ts';
-import { logSync, pruneSyncLog } from '../db/synclog.ts';
+import { logSync } from '../db/synclog.ts';
 import { requestDrain } from './jobs.ts';
+import { enforceRetention } from './retention.ts';
 import { pendingLagByConnection, pendingPairs } from '../db/pending.ts';
 import { syncSchedules } from './schedules.ts';
 
 export async function handleMaintenance(deps: WorkerDeps, task: MaintenanceJob['task']): Promise<void> {
   const { db, boss, config, log } = deps;
   switch (task) {
+    // prune-sync-log: the daily task retention replaced (a job of it may still be queued from before).
+    case 'retention':
     case 'prune-sync-log': {
-      const n = await pruneSyncLog(db, config.SYNC_LOG_RETENTION_DAYS);
-      log.info({ deleted: n, retentionDays: config.SYNC_LOG_RETENTION_DAYS }, 'sync log pruned');
+      const run = await enforceRetention(db, config);
+      if (!run) break; // another worker's run holds the lock
+      const deleted = Object.fromEntries(Object.entries(run.deleted).filter(([, n]) => n > 0));
+      if (run.done) log.debug({ deleted, batches: run.batches, ms: run.ms }, 'retention');
+      else log.info({ deleted, batches: run.batches, ms: run.ms }, 'retention: rows past their window remain; the next run goes on');
       break;
     }
     case 'schedules':

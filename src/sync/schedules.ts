@@ -1,5 +1,5 @@
 // pg-boss schedules: per active connection an incremental sweep every RECONCILE_INTERVAL_MINUTES and a
-// full sweep on FULL_SWEEP_CRON; housekeeping (sync-log pruning daily, a pending-fetch safety net every
+// full sweep on FULL_SWEEP_CRON; housekeeping (retention every minute, a pending-fetch safety net every
 // minute, this schedule sync every ten minutes so new connections get theirs, a first full sweep, and the webhook
 // subscription check every WEBHOOK_CHECK_MINUTES).
 import type { Config } from '../config.ts';
@@ -46,13 +46,15 @@ export async function syncSchedules(db: Db, boss: Boss, config: Config): Promise
     });
   }
   const housekeeping: [MaintenanceJob['task'], string][] = [
-    ['prune-sync-log', '17 4 * * *'],
+    ['retention', '* * * * *'],
     ['pending', '* * * * *'],
     ['schedules', '*/10 * * * *'],
     ['probe-lapsed', '*/5 * * * *'],
     ['webhooks', everyMinutes(config.WEBHOOK_CHECK_MINUTES)],
   ];
   const have = new Map((await boss.getSchedules(queues.maintenance)).map((s) => [s.key, s.cron]));
+  // A task no longer scheduled (prune-sync-log, which retention replaced) loses its schedule.
+  for (const key of have.keys()) if (!housekeeping.some(([task]) => task === key)) await boss.unschedule(queues.maintenance, key);
   for (const [task, cron] of housekeeping) {
     if (have.get(task) !== cron) await boss.schedule(queues.maintenance, cron, { task } satisfies MaintenanceJob, { key: task, tz: 'UTC' });
   }

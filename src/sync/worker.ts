@@ -35,7 +35,7 @@ async function connectionActive(db: Db, id: number): Promise<boolean> {
 export async function startSyncWorkers(deps: WorkerDeps): Promise<void> {
   const { db, boss, config } = deps;
   const log = deps.log.child({ role: 'worker' });
-  await createQueues(boss);
+  await createQueues(boss, config);
   // Drains and sweeps get clients of their own: the client keeps one request gate per connection and
   // database handle, and a gate that mixes priorities has been seen to lose a waiting request (a webhook
   // read queued ahead of a sweep's read while the sweep's reservation was in progress). Separate handles

@@ -83,7 +83,7 @@ t.test('mount: schedules per active connection, a queued sweep runs, a failing d
   t.same((await boss.getSchedules(queues.maintenance)).map((s) => s.key).sort(), [
     'pending',
     'probe-lapsed',
-    'prune-sync-log',
+    'retention',
     'schedules',
     'webhooks',
   ]);
