@@ -210,6 +210,50 @@ export const settings = {
     schema: int(1, 1_000_000),
     doc: 'Wrong operator tokens (login form or Authorization header) one address may send in 15 minutes; then it gets 429 until the oldest is 15 minutes old.',
   },
+  ALERT_WEBHOOK_URL: {
+    schema: url(', or empty'),
+    doc: 'Where alerts are POSTed, once when one opens and once when it resolves (docs/alerts.md). Empty: not sent; the console and `status` show them all the same.',
+    secret: true,
+  },
+  ALERT_WEBHOOK_SECRET: {
+    schema: z
+      .string()
+      .refine((v) =>
+        v
+          .split(/[\s,]+/)
+          .filter(Boolean)
+          .every((s) => /^whsec_[A-Za-z0-9+/]{32,88}={0,2}$/.test(s)),
+      )
+      .describe('empty, or whsec_ and the base64 of 24 to 64 random bytes (several separated by spaces)'),
+    doc: 'Standard Webhooks secret(s) ALERT_WEBHOOK_URL posts are signed with (whsec_ + base64 of 24-64 bytes: echo whsec_$(openssl rand -base64 32)); while one rotates, both separated by a space, the new first.',
+    secret: true,
+  },
+  ALERT_WEBHOOK_FORMAT: {
+    schema: z.enum(['auto', 'standard', 'slack']),
+    doc: 'standard: a signed Standard Webhooks JSON event; slack: a Slack-compatible incoming-webhook message ({"text": ...}); auto: slack for hooks.slack.com, else standard.',
+  },
+  ALERT_EVALUATE_SECONDS: { schema: int(1, 3600), doc: 'Seconds between evaluations of the alert conditions (by the workers).' },
+  ALERT_QUIET_SECONDS: {
+    schema: int(0, 86400),
+    doc: 'A resolved alert is announced once it has stayed resolved this long; a condition back within it reopens the same alert and sends nothing (no storm from a flapping condition).',
+  },
+  ALERT_WINDOW_MINUTES: { schema: int(1, 1440), doc: 'Minutes over which refused signatures are counted.' },
+  ALERT_SIGNATURE_FAILURES: {
+    schema: int(1, 1_000_000),
+    doc: 'Deliveries to a connection refused for their signature within ALERT_WINDOW_MINUTES, with none stored since, that open an alert naming COMMERCE_CLIENT_SECRET.',
+  },
+  ALERT_DRIFT_THRESHOLD: {
+    schema: int(0, 1_000_000_000),
+    doc: "Records a connection's latest sweeps found wrong, that no delivery or queued read explained, above which an alert opens.",
+  },
+  ALERT_STOCK_WAIT_SECONDS: {
+    schema: int(10, 86400),
+    doc: 'An alert opens when a stock read has waited longer than this while the API budget is spent (stock reads starved of budget).',
+  },
+  ALERT_DESTINATION_FAILURES: {
+    schema: int(1, 1_000_000),
+    doc: 'POSTs in a row to a destination (CHANNEL_WEBHOOK_URL) that failed, from which an alert is open.',
+  },
 } as const;
 
 type Settings = typeof settings;
@@ -256,8 +300,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, defaults = read
       problems.push(`${key} = ${shown} is not valid: expected ${allowed(spec.schema as z.ZodType, result.error.issues[0]!)}`);
     }
   }
+  if (!problems.length) problems.push(...crossChecks(out as Config));
   if (problems.length) throw new ConfigError(problems);
   return out as Config;
+}
+
+/** Settings that are valid alone but not together. */
+function crossChecks(c: Config): string[] {
+  const problems: string[] = [];
+  const slack =
+    c.ALERT_WEBHOOK_FORMAT === 'slack' || (c.ALERT_WEBHOOK_FORMAT === 'auto' && /^https:\/\/hooks\.slack\.com\//.test(c.ALERT_WEBHOOK_URL));
+  if (c.ALERT_WEBHOOK_URL && !slack && !c.ALERT_WEBHOOK_SECRET)
+    problems.push(
+      'ALERT_WEBHOOK_SECRET is empty: alerts to ALERT_WEBHOOK_URL are signed (Standard Webhooks); set a whsec_ secret, or ALERT_WEBHOOK_FORMAT=slack',
+    );
+  return problems;
 }
 
 /** The URL the service should deliver to: PUBLIC_URL, or derived from the port actually bound. */

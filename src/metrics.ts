@@ -41,6 +41,21 @@ export const metrics = {
     'operation',
     'state',
   ]),
+  // Alerts (src/alerts/, docs/alerts.md) and the conditions behind them; the gauges are set on scrape.
+  alertsOpen: gauge('commerce_sync_alerts_open', 'Open alerts (condition, severity)', ['condition', 'severity']),
+  alertNotifications: counter('commerce_sync_alert_notifications_total', 'Alert notices sent to ALERT_WEBHOOK_URL', ['kind', 'result']),
+  connectionStatus: gauge('commerce_sync_connection_status', '1 for the status each connection is in', ['connection', 'status']),
+  sweepDrift: gauge('commerce_sync_sweep_drift', 'Records the latest sweeps found wrong that no delivery or queued read explained', [
+    'connection',
+  ]),
+  driftExplained: counter('commerce_sync_drift_explained_total', 'Records a sweep changed that a delivery or a queued read explained', [
+    'connection',
+    'resource',
+  ]),
+  stockReadWait: gauge('commerce_sync_stock_read_wait_seconds', 'Age of the oldest stock read waiting', ['connection']),
+  budgetWaiting: gauge('commerce_sync_api_budget_waiting', 'Processes waiting for API budget for webhook-driven reads', ['connection']),
+  destinationFailures: gauge('commerce_sync_destination_failures', 'POSTs to a destination that failed in a row', ['destination']),
+  destinationPosts: counter('commerce_sync_destination_posts_total', 'POSTs to outbound destinations by result', ['destination', 'result']),
 };
 
 /** The /metrics answer: this process's registry in the Prometheus text format. */

@@ -121,3 +121,10 @@ export async function saveWaiter(trx: Executor, connectionId: number, waiter: st
 export async function deleteWaiter(db: Executor, connectionId: number, waiter: string): Promise<void> {
   await sql`DELETE FROM api_budget_waiters WHERE connection_id = ${connectionId} AND waiter = ${waiter}`.execute(db);
 }
+
+/** Per connection, live waiters for a slot with rank at most `rank` (1: webhook reads): budget that is short now. */
+export async function liveWaiters(db: Executor, rank: number): Promise<Map<number, number>> {
+  const r = await sql<{ connection_id: number; n: number }>`SELECT connection_id, count(*)::int AS n FROM api_budget_waiters
+    WHERE rank <= ${rank} AND expires_at > now() GROUP BY connection_id`.execute(db);
+  return new Map(r.rows.map((x) => [Number(x.connection_id), Number(x.n)]));
+}

@@ -146,3 +146,22 @@ export async function pendingLagByConnection(db: Executor): Promise<{ name: stri
   const rows = await sql<{ name: string; lag: number | null }>`SELECT n.name, ${pendingLag('n.id')} AS lag FROM connections n`.execute(db);
   return rows.rows.map((r) => ({ name: r.name, lag: r.lag ?? 0 }));
 }
+
+/** Per connection with any pending, seconds since the oldest mark of these resources (the alerts' stock-read wait). */
+export async function oldestPendingOf(db: Executor, resources: string[]): Promise<{ connectionId: number; seconds: number }[]> {
+  const rows = await sql<{ connection_id: number; seconds: number }>`
+    SELECT connection_id, extract(epoch FROM now() - min(first_marked_at))::float8 AS seconds FROM pending_fetches
+    WHERE resource = ANY(${resources}::text[]) GROUP BY connection_id`.execute(db);
+  return rows.rows.map((r) => ({ connectionId: Number(r.connection_id), seconds: Number(r.seconds) }));
+}
+
+/**
+ * Which of `ids` of the resource have a read queued (a pending row) now: a sweep that changed them only did what
+ * the drain was about to (the sweep's drift counts only what no delivery or queued read explains: docs/alerts.md).
+ */
+export async function pendingAmong(db: Executor, connectionId: number, resource: string, ids: number[]): Promise<Set<number>> {
+  if (!ids.length) return new Set();
+  const rows = await sql<{ id: number }>`SELECT id FROM pending_fetches
+    WHERE connection_id = ${connectionId} AND resource = ${resource} AND id = ANY(${ids}::bigint[])`.execute(db);
+  return new Set(rows.rows.map((r) => Number(r.id)));
+}

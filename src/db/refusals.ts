@@ -44,3 +44,17 @@ export async function forgetRefusals(db: Executor, connectionId: number, events:
   if (!events.length) return;
   await db.deleteFrom('webhook_refusals').where('connection_id', '=', connectionId).where('event', 'in', events).execute();
 }
+
+/** Refusals within the last `maxAgeSeconds` at each connection's current service URL, per connection (the alerts). */
+export async function refusalsByConnection(db: Executor, maxAgeSeconds: number): Promise<Map<number, WebhookRefusal[]>> {
+  const rows = await db
+    .selectFrom('webhook_refusals as r')
+    .innerJoin('connections as c', (j) => j.onRef('c.id', '=', 'r.connection_id').onRef('c.base_url', '=', 'r.base_url'))
+    .selectAll('r')
+    .where('r.refused_at', '>', sql<Date>`now() - make_interval(secs => ${maxAgeSeconds})`)
+    .orderBy('r.event')
+    .execute();
+  const out = new Map<number, WebhookRefusal[]>();
+  for (const r of rows) out.set(Number(r.connection_id), [...(out.get(Number(r.connection_id)) ?? []), r]);
+  return out;
+}

@@ -267,6 +267,9 @@ export interface Database {
   channel_rules_applied: ChannelRulesAppliedTable;
   webhook_refusals: WebhookRefusalsTable;
   console_sessions: ConsoleSessionsTable;
+  alerts: AlertsTable;
+  delivery_rejections: DeliveryRejectionsTable;
+  outbound_destinations: OutboundDestinationsTable;
   channel_changes_pruned: ChannelChangesPrunedTable;
 }
 
@@ -406,4 +409,47 @@ export interface ChannelChangesPrunedTable {
   /** The newest channel_quantity_changes id retention deleted: every id up to it is gone. */
   through_id: number;
   pruned_at: DefaultTimestamp;
+}
+
+// migrations/0120_alerts.sql (src/db/alerts.ts; what opens and resolves an alert: src/alerts/)
+export type AlertSeverity = 'critical' | 'warning';
+export interface AlertsTable {
+  id: Generated<number>;
+  /** condition + subject, e.g. `signature:shop`: at most one open alert per key. */
+  key: string;
+  condition: string;
+  connection_id: number | null;
+  severity: AlertSeverity;
+  /** What is wrong and which setting or action fixes it. */
+  message: string;
+  count: Default<number>;
+  opened_at: DefaultTimestamp;
+  updated_at: DefaultTimestamp;
+  resolved_at: Timestamp | null;
+  reopened: Default<number>;
+  notified_open_at: Timestamp | null;
+  notified_resolved_at: Timestamp | null;
+  notify_attempts: Default<number>;
+  notify_next_at: Timestamp | null;
+  notify_claimed_until: Timestamp | null;
+  notify_error: string | null;
+}
+
+export interface DeliveryRejectionsTable {
+  connection_name: string;
+  reason: string;
+  minute: Timestamp;
+  count: number;
+  last_at: Timestamp;
+}
+
+export interface OutboundDestinationsTable {
+  name: string;
+  host: string;
+  failures: Default<number>;
+  failing_since: Timestamp | null;
+  last_attempt_at: DefaultTimestamp;
+  last_status: number | null;
+  last_error: string | null;
+  last_success_at: Timestamp | null;
 }

@@ -12,6 +12,7 @@ import type { Boss } from '../queue/boss.ts';
 import { createBatcher, BatcherClosed, BatcherOverloaded, type Batcher } from './batcher.ts';
 import { BodyTooLarge, readRawBody } from './body.ts';
 import { parseDelivery, timestampRefusal } from './payload.ts';
+import type { RejectionCounter } from './rejections.ts';
 import { isDataError, storeDeliveries, type IncomingDelivery, type StoreOutcome } from './store.ts';
 import { signingSecrets, verifySignature } from './verify.ts';
 
@@ -22,6 +23,8 @@ export interface ReceiverDeps {
   boss: Boss;
   config: Config;
   log: Logger;
+  /** Where refusals are counted per connection and reason (the alerts' signature condition reads them). */
+  rejections?: RejectionCounter;
 }
 
 export interface Receiver {
@@ -111,6 +114,7 @@ export function createReceiver(deps: ReceiverDeps): Receiver {
     const name = String(ctx.params?.connection ?? '');
     const reject = (status: number, reason: string, message: string) => {
       metrics.deliveriesRejected.inc({ reason });
+      deps.rejections?.add(name, reason);
       ctx.status = status;
       ctx.body = { error: message };
     };

@@ -6,6 +6,7 @@ import { createDb, createPool } from '../db/index.ts';
 import { createQueues } from '../queue/names.ts';
 import type { Runtime } from '../runtime.ts';
 import { createReceiver } from './receiver.ts';
+import { rejectionCounter } from './rejections.ts';
 import { syncWebhooks } from './subscriptions.ts';
 
 export async function mount(rt: Runtime): Promise<void> {
@@ -13,13 +14,17 @@ export async function mount(rt: Runtime): Promise<void> {
   await createQueues(rt.boss);
   const pool = createPool(rt.database.url, config.WEBHOOK_COMMIT_CONCURRENCY + 1);
   const db = createDb(pool);
-  const receiver = createReceiver({ pool, db, boss: rt.boss, config, log: log.child({ role: 'receiver' }) });
+  // Refusals are counted on the shared pool: a flush never takes one of the commit slots above.
+  const rejections = rejectionCounter(rt.database.db, log);
+  const receiver = createReceiver({ pool, db, boss: rt.boss, config, log: log.child({ role: 'receiver' }), rejections });
   rt.router.post('/webhooks/:connection', (ctx) => receiver.handle(ctx));
   rt.readiness.push(() => receiver.readiness());
   // The server has stopped accepting and finished its requests by the time this runs; close() commits
   // anything still waiting before the pool goes.
+  const stopCounting = rejections.start();
   rt.onStop.push(async () => {
     await receiver.close();
+    await stopCounting();
     await db.destroy();
   });
   // In the background: an unreachable service (retries, backoff) must not hold start up; deliveries are

@@ -1,0 +1,31 @@
+// The outbound_destinations store (migration 0120): per destination we POST to (today `channel`, CHANNEL_WEBHOOK_URL),
+// the outcome of the latest POST and how many failed in a row. Written after every POST (src/notify/destinations.ts);
+// read by the alerts evaluator, the metrics and the console.
+import { sql, type Selectable } from 'kysely';
+import type { Executor } from './index.ts';
+import type { OutboundDestinationsTable } from './schema.ts';
+
+export type DestinationRow = Selectable<OutboundDestinationsTable>;
+
+/** Records one POST's outcome: a success clears the failure count, a failure adds one (and starts failing_since). */
+export async function recordDestinationOutcome(
+  db: Executor,
+  name: string,
+  host: string,
+  outcome: { ok: boolean; status: number | null; error: string | null },
+): Promise<void> {
+  await sql`
+    INSERT INTO outbound_destinations AS d (name, host, failures, failing_since, last_attempt_at, last_status, last_error, last_success_at)
+    VALUES (${name}, ${host}, ${outcome.ok ? 0 : 1}, ${outcome.ok ? null : sql`now()`}, now(), ${outcome.status},
+            ${outcome.error}, ${outcome.ok ? sql`now()` : null})
+    ON CONFLICT (name) DO UPDATE SET
+      host = excluded.host,
+      failures = CASE WHEN ${outcome.ok} THEN 0 ELSE d.failures + 1 END,
+      failing_since = CASE WHEN ${outcome.ok} THEN NULL ELSE coalesce(d.failing_since, now()) END,
+      last_attempt_at = now(), last_status = excluded.last_status, last_error = excluded.last_error,
+      last_success_at = CASE WHEN ${outcome.ok} THEN now() ELSE d.last_success_at END`.execute(db);
+}
+
+export async function listDestinations(db: Executor): Promise<DestinationRow[]> {
+  return db.selectFrom('outbound_destinations').selectAll().orderBy('name').execute();
+}

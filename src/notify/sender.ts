@@ -1,0 +1,153 @@
+// The one sender of webhooks we make ourselves: alerts today (src/alerts/notify.ts), the channel deliveries of issue 26
+// next. It POSTs a JSON body to a URL, signed per the Standard Webhooks specification (standardwebhooks.com):
+//
+//   webhook-id: <id>            the message's id, the same on every retry of it (receivers deduplicate by it)
+//   webhook-timestamp: <secs>   when this attempt was signed, integer seconds since the epoch
+//   webhook-signature: v1,<b64> base64 HMAC-SHA256 of "<id>.<timestamp>.<body>", keyed with the bytes a
+//                               `whsec_<base64>` secret encodes; one per secret, space-separated, while a secret rotates
+//
+// Each attempt has a timeout; redirects are never followed (a 3xx is a failure: a redirect could take the body, and
+// the signature that vouches for it, anywhere). Network errors, timeouts, 429 and 5xx are retried with backoff
+// (doubling, with jitter) up to `attempts`; any other answer outside 2xx is final. Error texts never hold the URL,
+// which may carry a token (a Slack incoming webhook's path is its secret).
+import { createHmac } from 'node:crypto';
+
+export interface OutboundMessage {
+  url: string;
+  /** webhook-id: stable across retries of the same message. */
+  id: string;
+  /** The JSON text sent, byte for byte what is signed. */
+  body: string;
+  /** `whsec_...` secrets, current first; none: no webhook-signature header (a Slack-style URL that is its own secret). */
+  secrets?: string[];
+  headers?: Record<string, string>;
+}
+
+export interface SendPolicy {
+  /** Per attempt (default 10 s). */
+  timeoutMs?: number;
+  /** Attempts in all (default 3). */
+  attempts?: number;
+  /** Wait before the second attempt; doubles each time (default 1 s), at most `maxBackoffMs`. */
+  backoffMs?: number;
+  maxBackoffMs?: number;
+  /** The clock, for tests (ms since the epoch). */
+  now?: () => number;
+}
+
+export interface SendOutcome {
+  ok: boolean;
+  /** The last answer's status; null when none came (network error, timeout). */
+  status: number | null;
+  attempts: number;
+  /** Why the last attempt failed; null on success. */
+  error: string | null;
+}
+
+const SECRET_PREFIX = 'whsec_';
+
+/** The key bytes of a `whsec_<base64>` secret (a secret without the prefix is taken as base64 too). */
+export function secretKey(secret: string): Buffer {
+  const b64 = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret;
+  return Buffer.from(b64, 'base64');
+}
+
+/** A well-formed secret: `whsec_` and base64 of 24 to 64 bytes (the specification asks for 24 at least). */
+export function validSecret(secret: string): boolean {
+  if (!secret.startsWith(SECRET_PREFIX)) return false;
+  const b64 = secret.slice(SECRET_PREFIX.length);
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(b64) || b64.length % 4 !== 0) return false;
+  const n = Buffer.from(b64, 'base64').length;
+  return n >= 24 && n <= 64;
+}
+
+/** Secrets listed in one setting, separated by spaces or commas (current first, then those being rotated out). */
+export function parseSecrets(setting: string): string[] {
+  return setting.split(/[\s,]+/).filter(Boolean);
+}
+
+/** The webhook-signature header value: `v1,<base64>` per secret, space-separated. */
+export function signatureHeader(secrets: string[], id: string, timestampSeconds: number, body: string): string {
+  return secrets
+    .map((s) => `v1,${createHmac('sha256', secretKey(s)).update(`${id}.${timestampSeconds}.${body}`, 'utf8').digest('base64')}`)
+    .join(' ');
+}
+
+/** Whether a URL is a Slack incoming webhook (which takes `{"text": ...}` and no signature). */
+export function isSlackUrl(url: string): boolean {
+  try {
+    return new URL(url).hostname === 'hooks.slack.com';
+  } catch {
+    return false;
+  }
+}
+
+/** Only the host of a URL, for logs and messages (the path or query may be a secret). */
+export function hostOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return '(invalid URL)';
+  }
+}
+
+const retryable = (status: number | null) => status === null || status === 429 || status >= 500;
+
+function describe(err: unknown, timeoutMs: number): string {
+  const e = err as { name?: string; code?: string; cause?: { code?: string; message?: string } };
+  if (e?.name === 'TimeoutError' || e?.name === 'AbortError') return `no answer within ${timeoutMs} ms`;
+  const code = e?.cause?.code ?? e?.code;
+  return code ? `network error (${code})` : 'network error';
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** POSTs the message, signed, retrying as the header says. Never throws for what the destination does. */
+export async function sendWebhook(msg: OutboundMessage, policy: SendPolicy = {}): Promise<SendOutcome> {
+  const timeoutMs = policy.timeoutMs ?? 10_000;
+  const attempts = Math.max(1, policy.attempts ?? 3);
+  const now = policy.now ?? Date.now;
+  let backoff = policy.backoffMs ?? 1000;
+  let outcome: SendOutcome = { ok: false, status: null, attempts: 0, error: 'not sent' };
+  for (let attempt = 1; attempt <= attempts; attempt++) {
+    const timestamp = Math.floor(now() / 1000);
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'user-agent': 'commerce-sync',
+      'webhook-id': msg.id,
+      'webhook-timestamp': String(timestamp),
+      ...msg.headers,
+    };
+    if (msg.secrets?.length) headers['webhook-signature'] = signatureHeader(msg.secrets, msg.id, timestamp, msg.body);
+    let status: number | null = null;
+    let retryAfterMs = 0;
+    try {
+      const res = await fetch(msg.url, {
+        method: 'POST',
+        body: msg.body,
+        headers,
+        redirect: 'manual',
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      status = res.status;
+      const ra = Number(res.headers.get('retry-after'));
+      if (Number.isFinite(ra) && ra > 0) retryAfterMs = ra * 1000;
+      // The answer's body is not ours to read: drop it, so the socket is free.
+      await res.body?.cancel().catch(() => {});
+      if (status >= 200 && status < 300) return { ok: true, status, attempts: attempt, error: null };
+      outcome = {
+        ok: false,
+        status,
+        attempts: attempt,
+        error: status >= 300 && status < 400 ? `answered ${status} (redirects are not followed)` : `answered ${status}`,
+      };
+    } catch (err) {
+      outcome = { ok: false, status: null, attempts: attempt, error: describe(err, timeoutMs) };
+    }
+    if (!retryable(status) || attempt === attempts) break;
+    const max = policy.maxBackoffMs ?? 30_000;
+    await sleep(Math.min(max, Math.max(retryAfterMs, backoff * (0.75 + Math.random() * 0.5))));
+    backoff *= 2;
+  }
+  return outcome;
+}

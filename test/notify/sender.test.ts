@@ -1,0 +1,142 @@
+// The one signed sender (src/notify/sender.ts) against real local HTTP endpoints; every signature is checked with
+// the `standardwebhooks` package from the registry, never with our own code.
+import t from 'tap';
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
+import { isSlackUrl, parseSecrets, sendWebhook, validSecret } from '../../src/notify/sender.ts';
+
+interface Received {
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** A local endpoint answering each request with what `answer` says; records what it received. */
+async function endpoint(
+  t: { teardown(fn: () => unknown): void },
+  answer: (n: number, req: IncomingMessage, res: ServerResponse) => void = (_n, _q, res) => res.end('ok'),
+) {
+  const received: Received[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      received.push({ headers: req.headers as Record<string, string>, body: Buffer.concat(chunks).toString('utf8') });
+      answer(received.length, req, res);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())).then(() => server.closeAllConnections()));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, received };
+}
+
+const secret = () => `whsec_${randomBytes(32).toString('base64')}`;
+const verify = (s: string, r: Received) =>
+  new Webhook(s).verify(r.body, {
+    'webhook-id': r.headers['webhook-id']!,
+    'webhook-timestamp': r.headers['webhook-timestamp']!,
+    'webhook-signature': r.headers['webhook-signature']!,
+  });
+
+t.test('a signed POST verifies with the standardwebhooks package; a wrong secret does not', async (t) => {
+  const ep = await endpoint(t);
+  const s = secret();
+  const body = JSON.stringify({ type: 'alert.opened', data: { message: 'ünïcode & <b>' } });
+  const out = await sendWebhook({ url: ep.url, id: 'msg_1', body, secrets: [s] });
+  t.same(out, { ok: true, status: 200, attempts: 1, error: null });
+  t.equal(ep.received.length, 1);
+  const r = ep.received[0]!;
+  t.equal(r.headers['webhook-id'], 'msg_1');
+  t.match(r.headers['webhook-timestamp'], /^\d{10}$/);
+  t.match(r.headers['webhook-signature'], /^v1,[A-Za-z0-9+/]+=*$/);
+  t.equal(r.headers['content-type'], 'application/json');
+  t.equal(r.body, body, 'the body arrives byte for byte as signed');
+  t.same(verify(s, r), JSON.parse(body), 'standardwebhooks verifies it');
+  t.throws(() => verify(secret(), r), 'another secret does not verify it');
+});
+
+t.test('while a secret rotates, each of the two secrets verifies the same POST', async (t) => {
+  const ep = await endpoint(t);
+  const [current, previous] = [secret(), secret()];
+  const setting = `${current} ${previous}`;
+  t.same(parseSecrets(setting), [current, previous]);
+  const out = await sendWebhook({ url: ep.url, id: 'msg_rot', body: '{"a":1}', secrets: parseSecrets(setting) });
+  t.ok(out.ok);
+  const r = ep.received[0]!;
+  t.equal(r.headers['webhook-signature']!.split(' ').length, 2, 'two signatures, space-separated');
+  t.same(verify(current, r), { a: 1 }, 'the new secret verifies');
+  t.same(verify(previous, r), { a: 1 }, 'the old secret verifies');
+});
+
+t.test('5xx and 429 are retried with backoff under the same webhook-id; every attempt verifies', async (t) => {
+  const ep = await endpoint(t, (n, _req, res) => {
+    res.statusCode = n === 1 ? 503 : n === 2 ? 429 : 200;
+    res.end();
+  });
+  const s = secret();
+  const started = Date.now();
+  const out = await sendWebhook({ url: ep.url, id: 'msg_retry', body: '{}', secrets: [s] }, { attempts: 5, backoffMs: 100 });
+  t.same(out, { ok: true, status: 200, attempts: 3, error: null });
+  t.ok(Date.now() - started >= 150, 'it waited between attempts');
+  t.same(
+    ep.received.map((r) => r.headers['webhook-id']),
+    ['msg_retry', 'msg_retry', 'msg_retry'],
+  );
+  for (const r of ep.received) t.same(verify(s, r), {});
+});
+
+t.test('a 4xx other than 429 is final; attempts run out on a steady 500', async (t) => {
+  const gone = await endpoint(t, (_n, _req, res) => {
+    res.statusCode = 410;
+    res.end();
+  });
+  const a = await sendWebhook({ url: gone.url, id: 'x', body: '{}', secrets: [secret()] }, { attempts: 3, backoffMs: 10 });
+  t.same(a, { ok: false, status: 410, attempts: 1, error: 'answered 410' });
+  const down = await endpoint(t, (_n, _req, res) => {
+    res.statusCode = 500;
+    res.end();
+  });
+  const b = await sendWebhook({ url: down.url, id: 'y', body: '{}', secrets: [secret()] }, { attempts: 3, backoffMs: 10 });
+  t.same(b, { ok: false, status: 500, attempts: 3, error: 'answered 500' });
+  t.equal(down.received.length, 3);
+});
+
+t.test('a redirect is never followed: the body and its signature do not reach where it points', async (t) => {
+  const elsewhere = await endpoint(t);
+  const redirecting = await endpoint(t, (_n, _req, res) => {
+    res.statusCode = 307;
+    res.setHeader('location', elsewhere.url);
+    res.end();
+  });
+  const out = await sendWebhook({ url: redirecting.url, id: 'r', body: '{}', secrets: [secret()] }, { attempts: 2, backoffMs: 10 });
+  t.equal(out.ok, false);
+  t.equal(out.status, 307);
+  t.match(out.error, /redirects are not followed/);
+  t.equal(elsewhere.received.length, 0, 'nothing reached the redirect target');
+});
+
+t.test('an endpoint that does not answer times out; a closed port is a network error; no error names the URL', async (t) => {
+  const silent = await endpoint(t, () => {});
+  const started = Date.now();
+  const out = await sendWebhook({ url: `${silent.url}?token=s3cr3t`, id: 't', body: '{}' }, { timeoutMs: 200, attempts: 2, backoffMs: 10 });
+  t.equal(out.ok, false);
+  t.equal(out.status, null);
+  t.match(out.error, /no answer within 200 ms/);
+  t.ok(Date.now() - started < 5000);
+  const closed = await sendWebhook({ url: 'http://127.0.0.1:9/hook?token=s3cr3t', id: 'c', body: '{}' }, { attempts: 1 });
+  t.equal(closed.ok, false);
+  t.match(closed.error, /network error/);
+  t.notMatch(`${out.error} ${closed.error}`, /s3cr3t|127\.0\.0\.1/);
+});
+
+t.test('without secrets (a Slack-style URL) no signature header is sent; secrets are checked', async (t) => {
+  const ep = await endpoint(t);
+  t.ok((await sendWebhook({ url: ep.url, id: 's', body: '{"text":"hi"}' })).ok);
+  t.equal(ep.received[0]!.headers['webhook-signature'], undefined);
+  t.ok(isSlackUrl('https://hooks.slack.com/services/T0/B0/xyz'));
+  t.notOk(isSlackUrl(ep.url));
+  t.ok(validSecret(secret()));
+  t.notOk(validSecret('whsec_short'));
+  t.notOk(validSecret(randomBytes(32).toString('base64')), 'the whsec_ prefix is required');
+});
