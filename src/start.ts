@@ -19,7 +19,7 @@ import type { RoleModule, Runtime } from './runtime.ts';
 // A role is one or more modules exporting mount(rt).
 const roleModules: Record<string, string[]> = {
   receiver: ['./receiver/role.ts'],
-  worker: ['./sync/role.ts', './push/role.ts'],
+  worker: ['./sync/role.ts', './push/role.ts', './alerts/role.ts'],
   console: ['./console/role.ts'],
 };
 const demoModule = './demo/index.ts';

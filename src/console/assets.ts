@@ -26,6 +26,7 @@ tr.fresh td { animation: fresh 2s ease-out; }
 .card { background: #fff; border: 1px solid #dde1e7; border-radius: 6px; padding: .8rem; }
 .card h2 { margin: 0 0 .5rem; font-size: 1.1rem; }
 .health-ok { color: #1b7f32; } .health-degraded { color: #b26b00; } .health-down { color: #c0262d; }
+.alerts { margin-bottom: 1rem; } .severity-critical { color: #c0262d; font-weight: 600; } .severity-warning { color: #b26b00; font-weight: 600; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .15rem .8rem; margin: 0 0 .6rem; }
 dl.facts dt { color: #5b6475; }
 dl.facts dd { margin: 0; }

@@ -8,6 +8,7 @@ import type { QueueDepth } from './queues.ts';
 import { FilterError, parseLogFilter, querySyncLog, type LogRow } from './synclog.ts';
 import { SyncLogTail } from './tail.ts';
 import { lastWebhookRepairs } from '../db/synclog.ts';
+import type { AlertView } from '../db/alerts.ts';
 
 const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
 
@@ -95,6 +96,17 @@ async function logs(ctx: CommandContext): Promise<number> {
 
 const ago = (d: Date | null) => (d ? `${Math.max(0, Math.round((Date.now() - new Date(d).getTime()) / 1000))} s ago` : 'never');
 
+/** Open alerts, one line each: severity, key, since when, the message (naming the setting or action). */
+export function formatAlerts(alerts: AlertView[]): string[] {
+  if (!alerts.length) return ['alerts: none open'];
+  const lines = [`alerts: ${alerts.length} open`];
+  for (const a of alerts)
+    lines.push(
+      `  ${a.severity.toUpperCase()} ${a.key} since ${new Date(a.opened_at).toISOString().replace('T', ' ').slice(0, 19)} UTC: ${a.message}`,
+    );
+  return lines;
+}
+
 export function formatStatus(conns: ConnectionOverview[], queues: QueueDepth[]): string[] {
   const lines: string[] = [];
   if (!conns.length) lines.push('No connections. Add one with `commerce-sync connect`, or run `commerce-sync start` for the demo.');
@@ -127,7 +139,7 @@ async function status(ctx: CommandContext): Promise<number> {
   try {
     const o = await overview(database.db);
     if (ctx.values.json) ctx.out(JSON.stringify(o, null, 2));
-    else for (const line of formatStatus(o.connections, o.queues)) ctx.out(line);
+    else for (const line of [...formatAlerts(o.alerts), ...formatStatus(o.connections, o.queues)]) ctx.out(line);
     // Webhook subscriptions the scheduled check had to recreate (the service deletes them after 3 days of failures).
     if (!ctx.values.json) {
       const repairs = await lastWebhookRepairs(database.db);
@@ -139,8 +151,12 @@ async function status(ctx: CommandContext): Promise<number> {
           );
       }
     }
-    // Exit 1 when something needs a person: scripts and monitors can use `status` as a check.
-    return o.connections.some((c) => c.health !== 'ok') || o.queues.some((q) => q.queue.endsWith('-dead') && q.queued > 0) ? 1 : 0;
+    // Exit 1 when something needs a person (an open alert above all): scripts and monitors can use `status` as a check.
+    return o.alerts.length > 0 ||
+      o.connections.some((c) => c.health !== 'ok') ||
+      o.queues.some((q) => q.queue.endsWith('-dead') && q.queued > 0)
+      ? 1
+      : 0;
   } finally {
     await database.close();
   }
@@ -164,8 +180,8 @@ export const commands: CommandModule['commands'] = {
   },
   status: {
     summary:
-      'Per connection: health, sync lag, API budget left, last sweep and drift, errors; queue depths. Exits 1 when ' +
-      'a connection is not healthy or dead letters wait.',
+      'Open alerts, then per connection: health, sync lag, API budget left, last sweep and drift, errors; queue depths. ' +
+      'Exits 1 while an alert is open, a connection is not healthy or dead letters wait.',
     options: { json: { type: 'boolean', description: 'print what GET /api/overview answers, as JSON' } },
     run: status,
   },

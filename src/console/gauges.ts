@@ -1,5 +1,6 @@
 // Gauges that describe state rather than events, refreshed from the database when /metrics is scraped,
 // and the once-a-minute samples that let the console draw budget and lag over time.
+import { refreshAlertGauges } from '../alerts/gauges.ts';
 import { saveSamples } from '../db/samples.ts';
 import type { Db } from '../db/index.ts';
 import type { Logger } from '../log.ts';
@@ -19,6 +20,7 @@ export async function refreshGauges(db: Db): Promise<void> {
     if (c.budget) metrics.budgetRemaining.set({ connection: c.name }, c.budget.remaining);
     metrics.mirrorLag.set({ connection: c.name }, c.lagSeconds);
   }
+  await refreshAlertGauges(db);
 }
 
 /**

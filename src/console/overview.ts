@@ -8,6 +8,7 @@ import { listCursors } from '../db/cursors.ts';
 import { deliveryCounts } from '../db/deliveries.ts';
 import type { Db } from '../db/index.ts';
 import { errorCountsLastHour, recentErrors } from '../db/synclog.ts';
+import { openAlerts, type AlertView } from '../db/alerts.ts';
 import { queueDepths, type QueueDepth } from './queues.ts';
 
 export interface BudgetState {
@@ -54,6 +55,8 @@ export interface ConnectionOverview {
 
 export interface Overview {
   at: Date;
+  /** Open alerts (docs/alerts.md), critical first. */
+  alerts: AlertView[];
   connections: ConnectionOverview[];
   queues: QueueDepth[];
 }
@@ -126,6 +129,6 @@ export async function connectionOverviews(db: Db, onlyId?: number): Promise<Conn
 }
 
 export async function overview(db: Db): Promise<Overview> {
-  const [connections, queues] = await Promise.all([connectionOverviews(db), queueDepths(db)]);
-  return { at: new Date(), connections, queues };
+  const [connections, queues, alerts] = await Promise.all([connectionOverviews(db), queueDepths(db), openAlerts(db)]);
+  return { at: new Date(), alerts, connections, queues };
 }

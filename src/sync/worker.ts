@@ -5,6 +5,7 @@ import { clientCache } from '../api/index.ts';
 import { connectionStatus } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
 import type { ChannelStockJob, FetchJob, MaintenanceJob, ReconcileJob } from '../queue/jobs.ts';
+import { CHANNEL_DESTINATION, trackPost } from '../notify/destinations.ts';
 import { createQueues, queues } from '../queue/names.ts';
 import type { WorkerDeps } from '../runtime.ts';
 import { channelRules } from '../stock/channel.ts';
@@ -109,10 +110,13 @@ export async function startSyncWorkers(deps: WorkerDeps): Promise<void> {
 
   if (config.CHANNEL_WEBHOOK_URL) {
     await boss.work<ChannelStockJob>(queues.channelStock, { batchSize: 100 }, async (jobs) => {
-      await postChannelChanges(
-        config.CHANNEL_WEBHOOK_URL,
-        config.CHANNEL_WEBHOOK_SECRET,
-        jobs.map((j) => j.data),
+      // Each POST's outcome is recorded (src/notify/destinations.ts): the `destination` alert reads it.
+      await trackPost(db, log, CHANNEL_DESTINATION, config.CHANNEL_WEBHOOK_URL, () =>
+        postChannelChanges(
+          config.CHANNEL_WEBHOOK_URL,
+          config.CHANNEL_WEBHOOK_SECRET,
+          jobs.map((j) => j.data),
+        ),
       );
     });
   }

@@ -1,6 +1,7 @@
 // The overview: per connection its health figures and the charts over a chosen range, then the queues.
 import { timeChart } from '../charts.ts';
 import { html, type Html } from '../html.ts';
+import type { AlertView } from '../../db/alerts.ts';
 import type { ConnectionOverview } from '../overview.ts';
 import type { QueueDepth } from '../queues.ts';
 import { ranges, type ConnectionSeries, type RangeName } from '../series.ts';
@@ -27,12 +28,39 @@ ${timeChart('Sync log entries per minute', s.syncEvents, w, { kind: 'bars', id: 
 </div>`;
 }
 
+function notified(a: AlertView): string {
+  if (a.notify_error) return `not sent yet: ${a.notify_error}`;
+  if (a.resolved_at) return a.notified_resolved_at ? `resolution sent ${when(a.notified_resolved_at)}` : 'resolution not sent yet';
+  return a.notified_open_at ? `sent ${when(a.notified_open_at)}` : 'not sent yet';
+}
+
+/** Open alerts first, at the top of the overview; those resolved in the last day behind a disclosure. */
+export function alertsSection(open: AlertView[], recent: AlertView[]): Html {
+  const resolved = recent.filter((a) => a.resolved_at);
+  const row = (a: AlertView) =>
+    html`<tr class="alert-${a.severity}" data-alert="${a.key}"><td><span class="severity-${a.severity}">${a.severity}</span></td><td>${a.message}</td><td class="mono">${when(a.opened_at)}</td>${a.resolved_at ? html`<td class="mono">${when(a.resolved_at)}</td>` : ''}<td class="muted">${notified(a)}</td></tr>`;
+  return html`<section class="alerts" aria-labelledby="alerts-title">
+<h2 id="alerts-title">Alerts</h2>
+${
+  open.length
+    ? html`<table><caption>Open alerts: conditions a person must act on (they resolve by themselves once the cause is gone)</caption><thead><tr><th scope="col">Severity</th><th scope="col">What is wrong, and what fixes it</th><th scope="col">Since (UTC)</th><th scope="col">Notice</th></tr></thead><tbody>${open.map(row)}</tbody></table>`
+    : html`<p class="notice">No open alerts.</p>`
+}
+${
+  resolved.length
+    ? html`<details><summary>Resolved in the last 24 hours (${resolved.length})</summary><table><caption>Resolved alerts</caption><thead><tr><th scope="col">Severity</th><th scope="col">What was wrong</th><th scope="col">Opened (UTC)</th><th scope="col">Resolved (UTC)</th><th scope="col">Notice</th></tr></thead><tbody>${resolved.map(row)}</tbody></table></details>`
+    : ''
+}
+</section>`;
+}
+
 export function overviewPage(
   pc: PageContext,
   conns: ConnectionOverview[],
   series: Map<number, ConnectionSeries>,
   queues: QueueDepth[],
   range: RangeName,
+  alerts: { open: AlertView[]; recent: AlertView[] } = { open: [], recent: [] },
 ): Html {
   const cards = conns.map((c) => {
     const s = series.get(c.id);
@@ -65,6 +93,7 @@ ${s ? charts(c, s) : ''}
     'Overview',
     '/',
     html`
+${alertsSection(alerts.open, alerts.recent)}
 ${
   conns.length
     ? html`${rangePicker(range)}<div class="cards">${cards}</div>`

@@ -1,5 +1,6 @@
 // The overview page and the JSON behind it: per-connection figures, chart series over a range, queues, metrics.
 import type Router from '@koa/router';
+import { openAlerts, recentAlerts } from '../../db/alerts.ts';
 import { registry } from '../../metrics.ts';
 import { refreshGauges } from '../gauges.ts';
 import { connectionOverviews, overview } from '../overview.ts';
@@ -22,10 +23,14 @@ export function overviewRoutes(r: Router, deps: ConsoleDeps): void {
     const o = await overview(db);
     const w = timeWindow(ranges[range].minutes, ranges[range].stepMinutes, new Date());
     const series = new Map(await Promise.all(o.connections.map(async (c) => [c.id, await chartSeries(db, c.id, w)] as const)));
-    page(ctx, overviewPage(pageContext(deps, ctx), o.connections, series, o.queues, range));
+    const recent = await recentAlerts(db, 24);
+    page(ctx, overviewPage(pageContext(deps, ctx), o.connections, series, o.queues, range, { open: o.alerts, recent }));
   });
   r.get('/api/overview', async (ctx) => {
     ctx.body = await overview(db);
+  });
+  r.get('/api/alerts', async (ctx) => {
+    ctx.body = { open: await openAlerts(db), recent: await recentAlerts(db, 24) };
   });
   r.get('/api/queues', async (ctx) => {
     ctx.body = { queues: await queueDepths(db) };
