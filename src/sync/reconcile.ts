@@ -12,6 +12,8 @@
 // before a read by id says so.
 import type { ApiClient } from '../api/index.ts';
 import { getCursor, hasCursors, saveCursor } from '../db/cursors.ts';
+import { announcedAmong } from '../db/deliveries.ts';
+import { pendingAmong } from '../db/pending.ts';
 import type { Db } from '../db/index.ts';
 import { withSweepLock } from '../db/locks.ts';
 import type { Logger } from '../log.ts';
@@ -38,6 +40,31 @@ export interface SweepDeps {
   jobId?: string | null;
   /** Called after each committed page with the channel quantity changes it made. */
   onChanges?: (changes: ChannelChange[]) => Promise<void>;
+  /** SERVICE_CLOCK_MARGIN_SECONDS in ms: how far a delivery's time may be before the change it announces. */
+  clockMarginMs?: number;
+}
+
+/**
+ * Of the records a page changed, how many a delivery or a queued read explains: a pending row for the record, or a
+ * delivery about it whose event time is at or after the updated_at read (less the clock margin). The drain was
+ * about to read those; they are not drift (docs/alerts.md).
+ */
+async function explainedDrift(
+  db: Db,
+  connectionId: number,
+  resource: string,
+  records: any[],
+  changed: number[],
+  marginMs = 5000,
+): Promise<number> {
+  if (!changed.length) return 0;
+  const ids = new Set(changed);
+  const pending = await pendingAmong(db, connectionId, resource, changed);
+  const rest = records
+    .filter((r) => ids.has(Number(r?.id)) && !pending.has(Number(r?.id)) && typeof r?.updated_at === 'string')
+    .map((r) => ({ id: Number(r.id), updatedAt: r.updated_at as string }));
+  const announced = await announcedAmong(db, connectionId, resource, rest, marginMs);
+  return pending.size + announced.size;
 }
 
 export interface ResourceSweep {
@@ -45,12 +72,16 @@ export interface ResourceSweep {
   applied: number;
   gone: number;
   pages: number;
+  /** Of `applied`, records a delivery or a queued read explained (not drift). */
+  explained?: number;
 }
 
 export interface SweepResult {
   full: boolean;
   records: number;
   drift: number;
+  /** Records the sweep changed that a delivery or a queued read explained: left out of `drift`. */
+  explained: number;
   channelChanges: number;
   resources: Record<string, ResourceSweep>;
   /** Collections the service does not offer (404): left out. */
@@ -73,7 +104,19 @@ export const STABLE_ORDER = 'created_at asc';
 export async function sweep(deps: SweepDeps, opts: { full: boolean; wait?: boolean }): Promise<SweepResult> {
   const connectionId = Number(deps.client.connection.id);
   const swept = await withSweepLock(deps.db, connectionId, !!opts.wait, () => sweepLocked(deps, opts.full));
-  return swept ?? { full: opts.full, records: 0, drift: 0, channelChanges: 0, resources: {}, unavailable: [], durationMs: 0, busy: true };
+  return (
+    swept ?? {
+      full: opts.full,
+      records: 0,
+      drift: 0,
+      explained: 0,
+      channelChanges: 0,
+      resources: {},
+      unavailable: [],
+      durationMs: 0,
+      busy: true,
+    }
+  );
 }
 
 async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult> {
@@ -82,7 +125,17 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
   const started = Date.now();
   // Before any cursor exists, everything a sweep writes is the first load of the mirror, not drift.
   const initial = !(await hasCursors(db, connectionId));
-  const result: SweepResult = { full, records: 0, drift: 0, channelChanges: 0, resources: {}, unavailable: [], durationMs: 0, initial };
+  const result: SweepResult = {
+    full,
+    records: 0,
+    drift: 0,
+    explained: 0,
+    channelChanges: 0,
+    resources: {},
+    unavailable: [],
+    durationMs: 0,
+    initial,
+  };
   const ctx: ApplyContext = {
     connectionId,
     connectionName: client.connection.name,
@@ -98,7 +151,7 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
 
   for (const spec of Object.values(resources)) {
     if (!full && !spec.incremental) continue;
-    const stat: ResourceSweep = { records: 0, applied: 0, gone: 0, pages: 0 };
+    const stat: ResourceSweep = { records: 0, applied: 0, gone: 0, pages: 0, explained: 0 };
     const cursorRow = await getCursor(db, connectionId, spec.name);
     const since = !full && cursorRow?.cursor ? new Date(new Date(cursorRow.cursor).getTime() - deps.overlapSeconds * 1000) : null;
     let newest: string | null = null;
@@ -121,6 +174,9 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
         await readLines(client, spec, page.records, page.sideloads, { priority: 'reconcile' });
         const applied = await db.transaction().execute((tx) => applyRecords(tx, ctx, spec, page.records, page.sideloads));
         stat.applied += applied.applied.length;
+        if (!initial)
+          stat.explained =
+            (stat.explained ?? 0) + (await explainedDrift(db, connectionId, spec.name, page.records, applied.applied, deps.clockMarginMs));
         for (const m of applied.followUps) if (m.resource === 'composition') bundlesToRead.add(m.id);
         await changed(applied.changes);
       }
@@ -136,9 +192,12 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
     }
     result.resources[spec.name] = stat;
     result.records += stat.records;
-    const drift = initial ? 0 : stat.applied + stat.gone;
+    // Drift is what no delivery or queued read explains (docs/alerts.md): those the drain was about to read anyway.
+    const drift = initial ? 0 : Math.max(0, stat.applied + stat.gone - (stat.explained ?? 0));
     result.drift += drift;
+    result.explained += stat.explained ?? 0;
     if (drift) metrics.driftFound.inc({ connection: client.connection.name, resource: spec.name }, drift);
+    if (stat.explained) metrics.driftExplained.inc({ connection: client.connection.name, resource: spec.name }, stat.explained);
     if (ok) await saveCursor(db, connectionId, spec.name, newest, full, drift);
   }
 
@@ -162,6 +221,7 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
     outcome: result.drift ? 'warning' : 'ok',
     detail: {
       drift: result.drift,
+      explained: result.explained,
       records: result.records,
       channel_changes: result.channelChanges,
       resources: result.resources,
@@ -302,6 +362,7 @@ export async function runSweep(
       client,
       rules: await channelRules(deps.db, deps.config, client.connection.id),
       overlapSeconds: deps.config.RECONCILE_OVERLAP_SECONDS,
+      clockMarginMs: deps.config.SERVICE_CLOCK_MARGIN_SECONDS * 1000,
       jobId: opts.jobId ?? null,
       onChanges: (changes) => publishChanges(deps.boss, changes),
     },

@@ -46,7 +46,7 @@ export async function alertEndpoint(t: T, secret: string): Promise<AlertEndpoint
         const hit = ep.notices.find(match);
         if (hit) return hit;
         if (Date.now() > end)
-          throw new Error(`timed out waiting for ${what}; got ${JSON.stringify(ep.notices.map((n) => n.type + ' ' + n.data.key))}`);
+          throw new Error(`timed out waiting for ${what}; got ${JSON.stringify(ep.notices.map((n) => `${n.type} ${n.data.key}`))}`);
         await new Promise((r) => setTimeout(r, 100));
       }
     },
