@@ -134,6 +134,7 @@ export async function startEmbedded(dataDir: string, log: Logger, database = 'co
   }
   await writeFile(ownerFile, `${String(process.pid)}\n`);
   const admin = new pg.Client({ connectionString: `${base(port)}/postgres` });
+  admin.on('error', () => {}); // a lost connection fails the query awaited below
   await admin.connect();
   try {
     const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);

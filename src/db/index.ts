@@ -24,16 +24,50 @@ export interface OpenDatabase {
   close(): Promise<void>;
 }
 
-export function createPool(url: string, max = 10): pg.Pool {
+/**
+ * A pool that outlives its server. Every way a pooled connection can fail is handled, so no database outage
+ * ends the process: an idle client whose server goes is dropped by pg-pool and reported here (logged); a
+ * checked-out client (a transaction, a held lock, a receiver commit) gets a listener of its own, since pg-pool
+ * takes its idle listener off while a client is lent out and pg emits 'error' on it when the server goes:
+ * its holder's queries fail instead, and pg-pool drops the client when it comes back (it is no longer
+ * queryable, or is released with the error). New connections are opened on demand once the server is back.
+ */
+export function createPool(url: string, max = 10, log?: Logger): pg.Pool {
   const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 5000 });
-  // An idle client losing its server must not crash the process; the next query reports it.
-  pool.on('error', () => {});
-  // Nor a checked-out one: pg-pool takes its idle listener off while a client is lent out (a transaction
-  // waiting between statements), and pg emits 'error' on it when the server goes; the queries fail instead.
+  pool.on('error', (err) => {
+    log?.warn({ err: errorSummary(err) }, 'an idle database connection was lost; the pool opens a new one when next needed');
+  });
   pool.on('connect', (client) => {
-    client.on('error', () => {});
+    client.on('error', (err) => {
+      log?.debug({ err: errorSummary(err) }, 'a database connection in use was lost; its statement fails and the pool drops it');
+    });
   });
   return pool;
+}
+
+/**
+ * What to log of a database error: its message and code. pg's errors can carry the whole Client (pg-pool
+ * attaches it to an idle client's error), connection parameters and password included.
+ */
+export function errorSummary(err: unknown): { message: string; code?: string } {
+  const e = err as { message?: unknown; code?: unknown } | null;
+  const message = typeof e?.message === 'string' ? e.message : String(err);
+  return typeof e?.code === 'string' ? { message, code: e.code } : { message };
+}
+
+// Socket errors, SQLSTATE class 08 (connection exception), 57P01-57P03 (shutdown, crash, starting up),
+// 53300 (too many connections), and the messages of pg and pg-pool for a connection that went or never came.
+const CONNECTION_CODES = /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN|08\w{3}|57P0[123]|53300)$/;
+const CONNECTION_MESSAGES =
+  /Connection terminated|not queryable|Client was closed|connection timeout|timeout exceeded when trying to connect|the database system is|terminating connection|server closed the connection|Query read timeout/i;
+
+/**
+ * Whether `err` says the database connection failed (the server went, restarts, refuses or cannot be reached),
+ * as opposed to a statement that failed on a working connection.
+ */
+export function isConnectionError(err: unknown): boolean {
+  const { message, code } = errorSummary(err);
+  return (code !== undefined && CONNECTION_CODES.test(code)) || CONNECTION_MESSAGES.test(message);
 }
 
 /**
@@ -73,7 +107,7 @@ export async function openDatabase(
     await embedded?.stop();
     throw err;
   }
-  const pool = createPool(url, opts.poolSize);
+  const pool = createPool(url, opts.poolSize, log);
   const db = createDb(pool);
   return {
     url,

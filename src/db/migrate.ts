@@ -27,6 +27,9 @@ export async function listMigrations(dir = migrationsDir): Promise<string[]> {
 
 export async function migrate(databaseUrl: string, dir = migrationsDir): Promise<MigrationResult> {
   const client = new pg.Client({ connectionString: databaseUrl });
+  // A server lost mid-migration fails the statement awaited below (start-up then fails with its message);
+  // unlistened, pg's 'error' event would end the process with a stack trace instead.
+  client.on('error', () => {});
   await client.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [LOCK_KEY]);

@@ -12,7 +12,7 @@ import { syncWebhooks } from './subscriptions.ts';
 export async function mount(rt: Runtime): Promise<void> {
   const { config, log } = rt;
   await createQueues(rt.boss);
-  const pool = createPool(rt.database.url, config.WEBHOOK_COMMIT_CONCURRENCY + 1);
+  const pool = createPool(rt.database.url, config.WEBHOOK_COMMIT_CONCURRENCY + 1, log.child({ pool: 'receiver' }));
   const db = createDb(pool);
   // Refusals are counted on the shared pool: a flush never takes one of the commit slots above.
   const rejections = rejectionCounter(rt.database.db, log);
