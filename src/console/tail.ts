@@ -3,8 +3,11 @@
 // Ids are handed out before commit, so a row can commit after a higher id was already read: the gap ids
 // are remembered for a while and read again, so a late commit still reaches the tail. A slow poll backs
 // up the notifications.
+// The listening connection outlives database outages: when it is lost (an 'error' or an 'end' from pg) it is
+// closed and opened again, with backoff from 1 s up to 15 s while the database stays away, and LISTENs again;
+// a drain then reads whatever was written meanwhile. The poll meanwhile keeps failing quietly (one warning).
 import pg from 'pg';
-import type { Db } from '../db/index.ts';
+import { errorSummary, type Db } from '../db/index.ts';
 import type { Logger } from '../log.ts';
 import { latestSyncLogId, matchesFilter, syncLogAfter, type LogFilter, type LogRow } from './synclog.ts';
 
@@ -12,6 +15,8 @@ const GAP_KEEP_MS = 30_000;
 const MAX_GAPS = 2000;
 const BATCH = 1000;
 const POLL_MS = 2000;
+const RETRY_MIN_MS = 1000;
+const RETRY_MAX_MS = 15_000;
 
 interface Subscriber {
   filter: LogFilter;
@@ -31,6 +36,10 @@ export class SyncLogTail {
   private stopped = false;
   private retry: NodeJS.Timeout | null = null;
   private poll: NodeJS.Timeout | null = null;
+  /** Reconnect attempts since the connection was lost (0 while listening). */
+  private attempts = 0;
+  /** A read failed and was reported; the next failures stay quiet until one succeeds. */
+  private readFailing = false;
 
   constructor(url: string, db: Db, log: Logger) {
     this.url = url;
@@ -50,22 +59,39 @@ export class SyncLogTail {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url, application_name: 'commerce-sync tail' });
+    const client = new pg.Client({
+      connectionString: this.url,
+      application_name: 'commerce-sync tail',
+      // A server that stops answering (rather than refusing) is noticed: the connect gives up, and an idle
+      // LISTEN connection whose peer vanished is cut by TCP keepalive instead of waiting forever.
+      connectionTimeoutMillis: 5000,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+    });
     client.on('notification', () => {
       void this.drain();
     });
+    // Listened to from the start: an 'error' with no listener would end the process. Before the client is
+    // ours (connecting, LISTEN in flight) its failure rejects connect() below instead.
     client.on('error', (err) => {
-      if (this.client === client) this.log.warn({ err }, 'sync-log tail lost its connection; reconnecting');
+      if (this.client === client) this.log.warn({ err: errorSummary(err) }, 'sync-log tail lost its connection; reconnecting');
       this.lost(client);
     });
     client.on('end', () => this.lost(client));
-    await client.connect();
-    await client.query('LISTEN sync_log');
+    try {
+      await client.connect();
+      await client.query('LISTEN sync_log');
+    } catch (err) {
+      await client.end().catch(() => {});
+      throw err;
+    }
     if (this.stopped) {
-      await client.end();
+      await client.end().catch(() => {});
       return;
     }
     this.client = client;
+    if (this.attempts) this.log.info({ attempts: this.attempts }, 'sync-log tail listening again');
+    this.attempts = 0;
     void this.drain(); // whatever was written while we were not listening
   }
 
@@ -78,13 +104,17 @@ export class SyncLogTail {
 
   private scheduleReconnect(): void {
     if (this.stopped || this.retry) return;
+    const delay = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** Math.min(this.attempts, 4));
+    this.attempts++;
     this.retry = setTimeout(() => {
       this.retry = null;
       this.connect().catch((err) => {
-        this.log.warn({ err }, 'sync-log tail reconnect failed');
+        // The first failure says why; the database is usually just not back yet after that.
+        if (this.attempts === 1) this.log.warn({ err: errorSummary(err) }, 'sync-log tail reconnect failed; retrying with backoff');
+        else this.log.debug({ err: errorSummary(err), attempts: this.attempts }, 'sync-log tail reconnect failed');
         this.scheduleReconnect();
       });
-    }, 1000);
+    }, delay);
     this.retry.unref();
   }
 
@@ -118,8 +148,11 @@ export class SyncLogTail {
           }
           if (rows.length === BATCH) this.again = true;
         } while (this.again && !this.stopped);
+        this.readFailing = false;
       } catch (err) {
-        if (!this.stopped) this.log.warn({ err }, 'sync-log tail read failed');
+        if (!this.stopped && !this.readFailing)
+          this.log.warn({ err: errorSummary(err) }, 'sync-log tail read failed; the poll retries every 2 s');
+        this.readFailing = true;
       } finally {
         this.draining = null;
       }
