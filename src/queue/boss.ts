@@ -1,6 +1,6 @@
 // pg-boss on the same PostgreSQL: it creates and migrates its own schema (pgboss) on start.
 import { fromKysely, PgBoss, type Db as BossDatabase, type JobInsert } from 'pg-boss';
-import type { Executor } from '../db/index.ts';
+import { errorSummary, isConnectionError, type Executor } from '../db/index.ts';
 import type { Logger } from '../log.ts';
 
 export type Boss = PgBoss;
@@ -56,8 +56,26 @@ export async function startBoss(
     monitorIntervalSeconds: 15,
     queueCacheIntervalSeconds: 15,
   });
-  // pg's errors carry the whole Client (kilobytes per line during an outage): log what says what happened.
-  boss.on('error', (err: Error & { code?: string }) => log.error({ err: { message: err.message, code: err.code } }, 'pg-boss error'));
+  // pg-boss handles a lost connection by itself (its pool opens new ones, its workers and supervisor poll
+  // again); this listener is what keeps its 'error' events from ending the process. While the database is
+  // away every poll fails: those are logged once per 10 s with the count left out, not once per poll. pg's
+  // errors carry the whole Client (kilobytes per line): only what says what happened is logged.
+  let quietUntil = 0;
+  let suppressed = 0;
+  boss.on('error', (err: unknown) => {
+    if (!isConnectionError(err)) {
+      log.error({ err: errorSummary(err) }, 'pg-boss error');
+      return;
+    }
+    const now = Date.now();
+    if (now < quietUntil) {
+      suppressed++;
+      return;
+    }
+    quietUntil = now + 10_000;
+    log.warn({ err: errorSummary(err), suppressed }, 'pg-boss lost its database connection; it retries by itself');
+    suppressed = 0;
+  });
   await boss.start();
   return boss;
 }
