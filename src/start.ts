@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import type { CommandModule, CommandContext } from './command.ts';
 import { publicUrl } from './config.ts';
 import { openDatabase } from './db/index.ts';
+import { guardProcess } from './guard.ts';
 import { startBoss, stopBoss } from './queue/boss.ts';
 import { OperatorAccess } from './console/auth.ts';
 import { serveMetrics } from './metrics.ts';
@@ -43,6 +44,8 @@ function runsDemo(config: CommandContext['config'], roles: string[]): boolean {
 
 export async function runRoles(ctx: CommandContext, roles: string[], opts: { demo?: boolean } = {}): Promise<number> {
   const { config, log } = ctx;
+  // A database outage must not end a long-running process: see guard.ts.
+  guardProcess(log);
   const shutdown = handleShutdown(log);
   try {
     const database = await openDatabase(config, log, { poolSize: config.DATABASE_POOL_SIZE });
