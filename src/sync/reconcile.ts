@@ -46,25 +46,50 @@ export interface SweepDeps {
 
 /**
  * Of the records a page changed, how many a delivery or a queued read explains: a pending row for the record, or a
- * delivery about it whose event time is at or after the updated_at read (less the clock margin). The drain was
- * about to read those; they are not drift (docs/alerts.md).
+ * delivery about it whose event time is at or after the updated_at read (less the clock margin); for a record that
+ * sums its variants' stock, one of its variants'. The drain was about to read those; they are not drift
+ * (docs/alerts.md).
  */
 async function explainedDrift(
   db: Db,
   connectionId: number,
-  resource: string,
+  spec: ResourceSpec,
   records: any[],
   changed: number[],
   marginMs = 5000,
 ): Promise<number> {
   if (!changed.length) return 0;
   const ids = new Set(changed);
-  const pending = await pendingAmong(db, connectionId, resource, changed);
-  const rest = records
-    .filter((r) => ids.has(Number(r?.id)) && !pending.has(Number(r?.id)) && typeof r?.updated_at === 'string')
-    .map((r) => ({ id: Number(r.id), updatedAt: r.updated_at as string }));
-  const announced = await announcedAmong(db, connectionId, resource, rest, marginMs);
-  return pending.size + announced.size;
+  const pending = await pendingAmong(db, connectionId, spec.name, changed);
+  const rest = records.filter((r) => ids.has(Number(r?.id)) && !pending.has(Number(r?.id)));
+  const announced = await announcedAmong(
+    db,
+    connectionId,
+    spec.name,
+    rest.filter((r) => typeof r?.updated_at === 'string').map((r) => ({ id: Number(r.id), updatedAt: r.updated_at as string })),
+    marginMs,
+  );
+  let n = pending.size + announced.size;
+  // A record that sums its variants' stock (a product's `quantity`) changes with them, its updated_at unmoved and no
+  // event of its own: explained when a read of one of its variants is queued, or a delivery about one arrived within
+  // the hour. A variant whose delivery was lost is drift itself, in the same sweep.
+  const field = spec.variantIdsField;
+  if (field) {
+    const left = rest.filter((r) => !announced.has(Number(r.id)) && Array.isArray(r?.[field]) && r[field].length);
+    const variantIds = [...new Set(left.flatMap((r) => (r[field] as unknown[]).map(Number).filter(Number.isFinite)))];
+    if (variantIds.length) {
+      const read = await pendingAmong(db, connectionId, 'variant', variantIds);
+      const told = await announcedAmong(
+        db,
+        connectionId,
+        'variant',
+        variantIds.filter((id) => !read.has(id)).map((id) => ({ id, updatedAt: new Date(0).toISOString() })),
+        0,
+      );
+      n += left.filter((r) => (r[field] as unknown[]).some((v) => read.has(Number(v)) || told.has(Number(v)))).length;
+    }
+  }
+  return n;
 }
 
 export interface ResourceSweep {
@@ -176,7 +201,7 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
         stat.applied += applied.applied.length;
         if (!initial)
           stat.explained =
-            (stat.explained ?? 0) + (await explainedDrift(db, connectionId, spec.name, page.records, applied.applied, deps.clockMarginMs));
+            (stat.explained ?? 0) + (await explainedDrift(db, connectionId, spec, page.records, applied.applied, deps.clockMarginMs));
         for (const m of applied.followUps) if (m.resource === 'composition') bundlesToRead.add(m.id);
         await changed(applied.changes);
       }
