@@ -6,6 +6,12 @@
 // Model: `remaining` is the service's own count for the current window (the lowest X-Rate-Limit-Remaining
 // seen, since that count only falls within a window); every request sent but not yet answered is a live
 // lease and may or may not be in that count yet, so what we may still send is remaining - leases.
+// That count is the application's and account's, not ours: every script and deployment using the same
+// application on the same account spends it too (real-service-notes section 7), and nothing tells us about
+// their requests until our next answer. So where requests spent elsewhere since our last answer may have taken
+// what is left (the end of a window, a count grown old, a new window before its first answer), requests go one
+// at a time: a race lost there costs one 429, not one per request in flight, and the window is then spent
+// until its reset.
 import {
   betterWaiter,
   deleteLease,
@@ -27,6 +33,8 @@ export interface BudgetState {
   resetAt: number;
   /** resetAt came from the service (false: unknown since the last reset, or never heard). */
   resetKnown: boolean;
+  /** Epoch ms at which the service's count (`remaining`) was last heard; absent: just now. */
+  countedAt?: number;
 }
 
 export interface RateHeaders {
@@ -35,7 +43,7 @@ export interface RateHeaders {
   reset: number | null;
 }
 
-export type Decision = { ok: true } | { ok: false; waitMs: number; reason: 'spent' | 'reserve' | 'priority' };
+export type Decision = { ok: true } | { ok: false; waitMs: number; reason: 'spent' | 'reserve' | 'priority' | 'one-at-a-time' };
 
 const jitter = (min: number, max: number) => min + Math.floor(Math.random() * (max - min));
 
@@ -71,13 +79,59 @@ export function effectiveReserve(limit: number, reserve: number): number {
 }
 
 /**
- * May a request of `rank` be sent now? `inFlight`: live leases of all processes. `betterWaiting`: another
- * process waits with a better rank, so this slot is theirs.
+ * The last slots of a window, sent one at a time: a tenth of it (30 of 300), at least one. Another client of
+ * the same application can take a few between our answers however fresh our count.
  */
-export function decide(s: BudgetState, inFlight: number, rank: number, reserve: number, betterWaiting: boolean, now: number): Decision {
+export function lastSlots(limit: number): number {
+  return Math.max(1, Math.ceil(limit / 10));
+}
+
+/**
+ * What the service may still have left now, for deciding whether requests may go together: the last count heard,
+ * less what other spenders may have taken since. We plan for a spender taking what was left twice as fast as
+ * spending it evenly until the reset would, so the count is worth nothing once half the time from it to the
+ * reset has passed. Timed by the window itself (not in seconds), it holds for a window of any length: a count
+ * heard 30 s ago is fresh 4 minutes before a reset and stale 40 s before it.
+ */
+export function expectedRemaining(s: BudgetState, now: number): number {
+  const countedAt = s.countedAt ?? now;
+  const span = s.resetAt - countedAt;
+  if (span <= 0) return s.remaining;
+  return s.remaining * Math.max(0, 1 - (2 * Math.max(0, now - countedAt)) / span);
+}
+
+/**
+ * How long the answer of a request in flight is waited for before others go beside it anyway: a lease older than
+ * this is a slow request or one of a crashed process (it would otherwise hold every request until it expires).
+ */
+export const ANSWER_DUE_MS = 5000;
+
+/**
+ * May a request of `rank` be sent now? `inFlight`: live leases of all processes; `answering`: those of them whose
+ * answer is still due (ANSWER_DUE_MS). `betterWaiting`: another process waits with a better rank, so this slot
+ * is theirs.
+ *
+ * A request joins others in flight only while the window is known (not after a reset before its first answer
+ * names the new window: our clock may run ahead of the service's) and more than its last slots are expected to
+ * be left after them (expectedRemaining: the count may have grown old while we were idle and others were not).
+ * Otherwise requests go one at a time: the answer of the one in flight is due shortly and tells what is left, and
+ * if others of the same application took the rest meanwhile, one request is refused, not every one in flight.
+ */
+export function decide(
+  s: BudgetState,
+  inFlight: number,
+  rank: number,
+  reserve: number,
+  betterWaiting: boolean,
+  now: number,
+  answering = inFlight,
+): Decision {
   if (betterWaiting) return { ok: false, waitMs: jitter(100, 300), reason: 'priority' };
   const floor = rank >= RECONCILE_RANK ? effectiveReserve(s.limit, reserve) : 0;
-  if (s.remaining - inFlight > floor) return { ok: true };
+  if (s.remaining - inFlight > floor) {
+    if (answering === 0 || (s.resetKnown && expectedRemaining(s, now) - inFlight > lastSlots(s.limit))) return { ok: true };
+    return { ok: false, waitMs: jitter(50, 200), reason: 'one-at-a-time' };
+  }
   const reason = s.remaining - inFlight > 0 ? 'reserve' : 'spent';
   if (!s.resetKnown) return { ok: false, waitMs: jitter(300, 700), reason };
   // Wait for the reset (a little after: the header is rounded to seconds and clocks differ slightly). Answers
@@ -94,7 +148,7 @@ export function applyAnswer(s: BudgetState, status: number | null, h: RateHeader
   const limit = h?.limit && h.limit > 0 ? h.limit : s.limit;
   if (status === 429) {
     const reset = h?.reset ?? now + 5000;
-    return { limit, remaining: 0, resetAt: s.resetKnown ? Math.max(s.resetAt, reset) : reset, resetKnown: true };
+    return { limit, remaining: 0, resetAt: s.resetKnown ? Math.max(s.resetAt, reset) : reset, resetKnown: true, countedAt: now };
   }
   // A refused token is not the account's caller: its headers may describe some other window.
   if (!h || h.remaining === null || h.reset === null || status === 401) {
@@ -102,8 +156,10 @@ export function applyAnswer(s: BudgetState, status: number | null, h: RateHeader
     return { ...s, limit, remaining: Math.max(0, s.remaining - 1) };
   }
   if (h.reset <= now) return { ...s, limit };
-  if (!s.resetKnown || h.reset > s.resetAt) return { limit, remaining: Math.max(0, h.remaining), resetAt: h.reset, resetKnown: true };
-  if (h.reset === s.resetAt) return { ...s, limit, remaining: Math.max(0, Math.min(s.remaining, h.remaining)) };
+  if (!s.resetKnown || h.reset > s.resetAt)
+    return { limit, remaining: Math.max(0, h.remaining), resetAt: h.reset, resetKnown: true, countedAt: now };
+  // A higher count of the same window was counted before the one we hold: it tells nothing newer.
+  if (h.reset === s.resetAt && h.remaining <= s.remaining) return { ...s, limit, remaining: Math.max(0, h.remaining), countedAt: now };
   return { ...s, limit };
 }
 
@@ -124,6 +180,7 @@ const toState = (r: LockedBudget): BudgetState => ({
   remaining: r.remaining,
   resetAt: r.reset_at.getTime(),
   resetKnown: r.reset_known,
+  countedAt: r.counted_at.getTime(),
 });
 
 async function saveState(
@@ -136,7 +193,13 @@ async function saveState(
   await saveBudget(
     trx,
     connectionId,
-    { limit: s.limit, remaining: s.remaining, resetAt: new Date(s.resetAt), resetKnown: s.resetKnown },
+    {
+      limit: s.limit,
+      remaining: s.remaining,
+      resetAt: new Date(s.resetAt),
+      resetKnown: s.resetKnown,
+      countedAt: s.countedAt === undefined ? null : new Date(s.countedAt),
+    },
     inFlight,
     extra,
   );
@@ -151,11 +214,11 @@ export function reserve(db: Db, connectionId: number, rank: number, waiter: stri
       return { ok: false, stopped: true, status: row.status, reason: row.status_reason };
     }
     const now = row.now.getTime();
-    const inFlight = await liveLeases(trx, connectionId);
+    const { live: inFlight, recent: answering } = await liveLeases(trx, connectionId, ANSWER_DUE_MS);
     const better = await betterWaiter(trx, connectionId, waiter, rank);
     const before = toState(row);
     const state = rollover(before, now);
-    const d = decide(state, inFlight, rank, cfg.reserve, better, now);
+    const d = decide(state, inFlight, rank, cfg.reserve, better, now, answering);
     if (d.ok) {
       const leaseId = await insertLease(trx, connectionId, rank, cfg.leaseMs);
       await deleteWaiter(trx, connectionId, waiter);
@@ -179,7 +242,7 @@ export function release(
   return db.transaction().execute(async (trx) => {
     const row = await lockBudget(trx, connectionId);
     await deleteLease(trx, leaseId);
-    const inFlight = await liveLeases(trx, connectionId);
+    const { live: inFlight } = await liveLeases(trx, connectionId);
     const state = applyAnswer(rollover(toState(row), row.now.getTime()), status, headers, row.now.getTime());
     const accountingError = status === 429;
     await saveState(trx, connectionId, state, inFlight, { accountingError });

@@ -1,6 +1,9 @@
 // The budgets store: every statement on api_budgets, api_budget_leases and api_budget_waiters. What a budget
 // allows (reserve, release, the pure decisions) is api/budget.ts; this module only reads and writes rows, and
 // the caller holds the budget row's lock (lockBudget) for the length of its transaction.
+//
+// api_budgets.updated_at is when the service's count (`remaining`) was last heard from an answer, not when the
+// row was last written: the budget judges by it how old its count is (api/budget.ts expectedRemaining).
 import { sql, type Selectable } from 'kysely';
 import type { Executor } from './index.ts';
 import type { ApiBudgetsTable, Connection } from './schema.ts';
@@ -13,6 +16,8 @@ export interface LockedBudget {
   remaining: number;
   reset_at: Date;
   reset_known: boolean;
+  /** When the service's count was last heard (the row's updated_at). */
+  counted_at: Date;
   now: Date;
   status: Connection['status'];
   status_reason: string | null;
@@ -30,7 +35,7 @@ export async function ensureBudget(db: Executor, connectionId: number): Promise<
 export async function lockBudget(trx: Executor, connectionId: number): Promise<LockedBudget> {
   const load = () =>
     sql<LockedBudget>`
-    SELECT b.request_limit, b.remaining, b.reset_at, b.reset_known, now() AS now, c.status, c.status_reason
+    SELECT b.request_limit, b.remaining, b.reset_at, b.reset_known, b.updated_at AS counted_at, now() AS now, c.status, c.status_reason
     FROM api_budgets b JOIN connections c ON c.id = b.connection_id
     WHERE b.connection_id = ${connectionId} FOR UPDATE OF b`.execute(trx);
   let { rows } = await load();
@@ -47,6 +52,8 @@ export interface SavedBudget {
   remaining: number;
   resetAt: Date;
   resetKnown: boolean;
+  /** When the count was heard (null: keep the stored time). */
+  countedAt: Date | null;
 }
 
 export async function saveBudget(
@@ -59,7 +66,8 @@ export async function saveBudget(
   await sql`UPDATE api_budgets SET request_limit = ${s.limit}, remaining = ${s.remaining},
       reset_at = ${s.resetAt}, reset_known = ${s.resetKnown}, in_flight = ${inFlight},
       requests_total = requests_total + ${extra.sent ? 1 : 0},
-      accounting_errors = accounting_errors + ${extra.accountingError ? 1 : 0}, updated_at = now()
+      accounting_errors = accounting_errors + ${extra.accountingError ? 1 : 0},
+      updated_at = COALESCE(${s.countedAt}::timestamptz, updated_at)
     WHERE connection_id = ${connectionId}`.execute(trx);
 }
 
@@ -83,13 +91,18 @@ export async function budgetWindow(
   return r ? { limit: r.request_limit, remaining: r.remaining, toReset: r.reset_known ? r.to_reset : null } : null;
 }
 
-/** Drops expired leases and counts the live ones (requests sent and not yet answered), in one statement. */
-export async function liveLeases(trx: Executor, connectionId: number): Promise<number> {
+/**
+ * Drops expired leases and counts the live ones (requests sent and not yet answered), and of those the ones sent
+ * within the last `recentMs` (whose answer is still due), in one statement.
+ */
+export async function liveLeases(trx: Executor, connectionId: number, recentMs = 0): Promise<{ live: number; recent: number }> {
   // The DELETE's effect is not visible to the count of the same statement, hence the count's own filter.
-  const { rows } = await sql<{ n: number }>`
+  const { rows } = await sql<{ live: number; recent: number }>`
     WITH expired AS (DELETE FROM api_budget_leases WHERE connection_id = ${connectionId} AND expires_at < now())
-    SELECT count(*)::int AS n FROM api_budget_leases WHERE connection_id = ${connectionId} AND expires_at >= now()`.execute(trx);
-  return rows[0]!.n;
+    SELECT count(*)::int AS live,
+      (count(*) FILTER (WHERE created_at > now() - make_interval(secs => ${recentMs / 1000})))::int AS recent
+    FROM api_budget_leases WHERE connection_id = ${connectionId} AND expires_at >= now()`.execute(trx);
+  return rows[0]!;
 }
 
 export async function insertLease(trx: Executor, connectionId: number, rank: number, leaseMs: number): Promise<number> {

@@ -1,6 +1,17 @@
 // The budget's decisions alone (pure), then its database side with real concurrent reservations.
 import t from 'tap';
-import { applyAnswer, decide, effectiveReserve, rateHeaders, release, reserve, rollover, type BudgetState } from '../../src/api/budget.ts';
+import {
+  applyAnswer,
+  decide,
+  effectiveReserve,
+  expectedRemaining,
+  lastSlots,
+  rateHeaders,
+  release,
+  reserve,
+  rollover,
+  type BudgetState,
+} from '../../src/api/budget.ts';
 import { testDatabase } from '../support/db.ts';
 
 const now = 1_800_000_000_000;
@@ -13,10 +24,76 @@ const state = (s: Partial<BudgetState> = {}): BudgetState => ({
 });
 
 t.test('a slot is granted while remaining exceeds the leases in flight', async (t) => {
-  t.same(decide(state({ remaining: 5 }), 4, 0, 30, false, now), { ok: true });
+  t.same(decide(state({ remaining: 50 }), 4, 0, 30, false, now), { ok: true });
+  t.same(decide(state({ remaining: 1 }), 0, 0, 30, false, now), { ok: true }, 'the last slot, with nothing in flight');
   const d = decide(state({ remaining: 5 }), 5, 0, 30, false, now);
   t.equal(d.ok, false);
   if (!d.ok) t.equal(d.reason, 'spent');
+});
+
+t.test("one at a time in a window's last slots and before a new window's first answer (other spenders)", async (t) => {
+  t.equal(lastSlots(300), 30);
+  t.equal(lastSlots(100), 10);
+  t.equal(lastSlots(5), 1, 'at least one');
+  // 300 a window, a count just heard: together while more than 30 are left after the requests in flight.
+  t.same(decide(state({ remaining: 40 }), 4, 0, 30, false, now), { ok: true });
+  for (const [remaining, inFlight] of [
+    [34, 4],
+    [5, 1],
+    [2, 1],
+  ]) {
+    const d = decide(state({ remaining }), inFlight!, 1, 30, false, now);
+    t.ok(!d.ok && d.reason === 'one-at-a-time' && d.waitMs < 250, `${remaining} left, ${inFlight} in flight: waits for the answer`);
+  }
+  t.same(decide(state({ remaining: 5 }), 0, 1, 30, false, now), { ok: true }, 'nothing in flight: the next one goes');
+  // A new window (rolled over, reset not yet named): one request learns it, the others wait for its answer.
+  const fresh = rollover(state({ remaining: 0, resetAt: now - 1 }), now);
+  t.same(decide(fresh, 0, 0, 30, false, now), { ok: true });
+  const d = decide(fresh, 1, 0, 30, false, now);
+  t.ok(!d.ok && d.reason === 'one-at-a-time' && d.waitMs < 250, 'the second waits for the first answer of the window');
+  t.same(decide(fresh, 1, 0, 30, false, now, 0), { ok: true }, 'a lease whose answer is overdue (a crashed process) holds nothing up');
+  const known = applyAnswer(fresh, 200, { limit: 300, remaining: 60, reset: now + 300_000 }, now);
+  t.equal(known.countedAt, now, 'the answer is the count heard now');
+  t.same(decide(known, 1, 0, 30, false, now), { ok: true }, 'the answer named the window: together again');
+});
+
+t.test('an old count is worth less: by the time to the reset it was heard with, not by seconds', async (t) => {
+  // 100 left, heard 60 s before a reset: planned as taken by others at twice the even pace, 0 after 30 s.
+  const s = state({ remaining: 100, countedAt: now, resetAt: now + 60_000 });
+  t.equal(expectedRemaining(s, now), 100);
+  t.equal(expectedRemaining(s, now + 15_000), 50);
+  t.equal(expectedRemaining(s, now + 30_000), 0);
+  t.equal(expectedRemaining(s, now + 45_000), 0);
+  t.same(decide(s, 4, 1, 30, false, now + 10_000), { ok: true }, '67 expected, 4 in flight: together');
+  const d = decide(s, 1, 1, 30, false, now + 22_000);
+  t.ok(!d.ok && d.reason === 'one-at-a-time', '27 expected, 1 in flight: the count is too old to send beside it');
+  t.same(decide(s, 0, 1, 30, false, now + 29_000), { ok: true }, 'alone, a request may go: its answer is the new count');
+  // The same age early in a long window hardly matters.
+  const early = state({ remaining: 100, countedAt: now, resetAt: now + 290_000 });
+  t.same(decide(early, 4, 1, 30, false, now + 20_000), { ok: true });
+  // Time scale does not matter: a 3-second window behaves as a 300-second one.
+  const scaled = state({ remaining: 100, countedAt: now, resetAt: now + 600 });
+  t.equal(expectedRemaining(scaled, now + 150), 50);
+  t.same(expectedRemaining(state({ remaining: 7 }), now), 7, 'no countedAt: heard just now');
+});
+
+t.test('another spender took most of the window: the service count rules, and a race lost is one 429', async (t) => {
+  // We sent 10 of this window; the service says 40 are left: 250 went elsewhere. What is left is the service's.
+  let s = applyAnswer(state({ remaining: 290 }), 200, { limit: 300, remaining: 40, reset: now + 60_000 }, now);
+  t.equal(s.remaining, 40);
+  t.equal(
+    applyAnswer(s, 200, { limit: 300, remaining: 45, reset: now + 60_000 }, now + 500).countedAt,
+    now,
+    'an older, higher count is no news',
+  );
+  t.equal(decide(s, 0, 2, 30, false, now).ok, true, 'a sweep may take what is left above the reserve');
+  t.equal(decide(state({ remaining: 30 }), 0, 2, 30, false, now).ok, false, '... and not the reserve, whoever spent the rest');
+  t.equal(decide(s, 4, 1, 30, false, now).ok, true, 'webhook reads may go together while 36 are left after the flight');
+  t.equal(decide(s, 10, 1, 30, false, now).ok, false, 'and one at a time from 30');
+  // The other spender takes the last slots while our request is on its way: 429, the window is spent until its reset.
+  s = applyAnswer(s, 429, { limit: 300, remaining: 0, reset: now + 60_000 }, now);
+  const d = decide(s, 0, 0, 30, false, now);
+  t.ok(!d.ok && d.reason === 'spent' && d.waitMs >= 60_000, 'nothing more is sent before the reset');
 });
 
 t.test('reconcile cannot take the reserve; interactive and webhook can', async (t) => {
@@ -62,7 +139,7 @@ t.test('answers: same window keeps the lowest count, a newer window is adopted, 
   );
   t.equal(applyAnswer(s, 200, { limit: 300, remaining: 40, reset: s.resetAt }, now).remaining, 40);
   const next = applyAnswer(s, 200, { limit: 300, remaining: 299, reset: s.resetAt + 300_000 }, now);
-  t.same(next, { limit: 300, remaining: 299, resetAt: s.resetAt + 300_000, resetKnown: true });
+  t.same(next, { limit: 300, remaining: 299, resetAt: s.resetAt + 300_000, resetKnown: true, countedAt: now });
   t.same(applyAnswer(s, 200, { limit: 300, remaining: 10, reset: now - 1000 }, now), s, 'answer of an ended window');
   const unknown = state({ resetKnown: false, resetAt: now - 5000 });
   t.equal(applyAnswer(unknown, 200, { limit: 300, remaining: 250, reset: now + 1000 }, now).remaining, 250);
@@ -86,13 +163,16 @@ t.test('database: concurrent reservations never exceed the window, leases free n
   const { db } = await testDatabase(t, { poolSize: 12 });
   const [c] = await db.insertInto('connections').values({ name: 'b', base_url: 'http://x', auth_kind: 'token' }).returning('id').execute();
   const id = c!.id;
-  await db.insertInto('api_budgets').values({ connection_id: id, request_limit: 10, remaining: 10 }).execute();
+  await db
+    .insertInto('api_budgets')
+    .values({ connection_id: id, request_limit: 10, remaining: 10, reset_at: new Date(Date.now() + 60_000), reset_known: true })
+    .execute();
   const cfg = { reserve: 3, leaseMs: 60_000 };
   const results = await Promise.all(Array.from({ length: 25 }, (_, i) => reserve(db, id, 0, `w${i}`, cfg)));
   const granted = results.filter((r) => r.ok);
-  t.equal(granted.length, 10, 'exactly the window');
+  t.equal(granted.length, 9, 'the window but its last slot, which goes alone once the others are answered');
   const row = await db.selectFrom('api_budgets').selectAll().where('connection_id', '=', id).executeTakeFirstOrThrow();
-  t.equal(row.in_flight, 10);
+  t.equal(row.in_flight, 9);
   // One answer names the window: 0 left until a reset 60 s away.
   const reset = Math.ceil(Date.now() / 1000) + 60;
   const first = granted[0]!;
@@ -127,4 +207,37 @@ t.test('database: a low-priority reservation yields to a waiting better rank, an
   await db.updateTable('connections').set({ status: 'lapsed', status_reason: 'test' }).where('id', '=', id).execute();
   const stopped = await reserve(db, id, 0, 'high', cfg);
   t.ok(!stopped.ok && stopped.stopped, 'a lapsed connection spends nothing');
+});
+
+t.test("database: after a reset one request at a time, and a crashed process's lease is waited for only briefly", async (t) => {
+  const { db } = await testDatabase(t);
+  const [c] = await db.insertInto('connections').values({ name: 'r', base_url: 'http://x', auth_kind: 'token' }).returning('id').execute();
+  const id = c!.id;
+  // The window ended a moment ago: the next answer names the new one.
+  await db
+    .insertInto('api_budgets')
+    .values({ connection_id: id, request_limit: 300, remaining: 0, reset_at: new Date(Date.now() - 1000), reset_known: true })
+    .execute();
+  const cfg = { reserve: 30, leaseMs: 60_000 };
+  const first = await reserve(db, id, 0, 'a', cfg);
+  t.equal(first.ok, true, 'the first request of the new window goes');
+  const second = await reserve(db, id, 0, 'b', cfg);
+  t.ok(!second.ok && !second.stopped && second.reason === 'one-at-a-time', 'the next waits for its answer');
+  if (first.ok) await release(db, id, first.leaseId, 200, { limit: 300, remaining: 250, reset: Date.now() + 290_000 });
+  const parallel = await Promise.all([0, 1, 2].map((i) => reserve(db, id, 0, `p${i}`, cfg)));
+  t.equal(parallel.filter((r) => r.ok).length, 3, 'once it named the window, requests go together');
+  const row = await db.selectFrom('api_budgets').selectAll().where('connection_id', '=', id).executeTakeFirstOrThrow();
+  t.ok(Date.now() - row.updated_at.getTime() < 5000, 'updated_at: when the count was heard');
+  // A crashed process's lease, sent 10 s ago, in a new window: not waited for.
+  await db.deleteFrom('api_budget_leases').execute();
+  await db
+    .insertInto('api_budget_leases')
+    .values({ connection_id: id, rank: 1, expires_at: new Date(Date.now() + 50_000), created_at: new Date(Date.now() - 10_000) })
+    .execute();
+  await db
+    .updateTable('api_budgets')
+    .set({ reset_at: new Date(Date.now() - 1000), reset_known: true })
+    .where('connection_id', '=', id)
+    .execute();
+  t.equal((await reserve(db, id, 0, 'c', cfg)).ok, true, 'an overdue lease holds nothing up');
 });
