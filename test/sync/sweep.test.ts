@@ -53,32 +53,35 @@ async function quiet(loop: Loop): Promise<void> {
 }
 
 for (const service of SERVICES)
-  t.test(`${service.name}: with 20% of deliveries dropped, one incremental sweep makes the mirror equal the sandbox snapshot`, async (t) => {
-    const loop = await startLoop(t, { sandbox: { ...serviceOptions(service), variants: 40 } });
-    const first = await sweepNow(loop, true);
-    t.ok(first.records > 0);
-    t.same(await diffAll(loop), {}, 'after the first full sweep the mirror equals the snapshot');
-    await loop.admin('POST', 'faults', { deliveries: { drop: 0.2 } });
-    await loop.admin('POST', 'activity', { operations: 120 });
-    await quiet(loop);
-    const before = await diffAll(loop);
-    const wrongBefore = Object.values(before).reduce((n, d) => n + d.wrong.length + d.missing.length, 0);
-    t.ok(wrongBefore > 0, `records wrong before the sweep: ${wrongBefore} (dropped deliveries, unsubscribed archive events)`);
-    const r = await sweepNow(loop, false);
-    t.ok(r.drift > 0, `the sweep repaired ${r.drift} records`);
-    t.same(await diffAll(loop), {}, 'after one incremental sweep the mirror equals the snapshot');
-    // Channel quantities follow: every variant's stored snapshot matches its mirrored stock.
-    const stale = await sql<{ n: number }>`
+  t.test(
+    `${service.name}: with 20% of deliveries dropped, one incremental sweep makes the mirror equal the sandbox snapshot`,
+    async (t) => {
+      const loop = await startLoop(t, { sandbox: { ...serviceOptions(service), variants: 40 } });
+      const first = await sweepNow(loop, true);
+      t.ok(first.records > 0);
+      t.same(await diffAll(loop), {}, 'after the first full sweep the mirror equals the snapshot');
+      await loop.admin('POST', 'faults', { deliveries: { drop: 0.2 } });
+      await loop.admin('POST', 'activity', { operations: 120 });
+      await quiet(loop);
+      const before = await diffAll(loop);
+      const wrongBefore = Object.values(before).reduce((n, d) => n + d.wrong.length + d.missing.length, 0);
+      t.ok(wrongBefore > 0, `records wrong before the sweep: ${wrongBefore} (dropped deliveries, unsubscribed archive events)`);
+      const r = await sweepNow(loop, false);
+      t.ok(r.drift > 0, `the sweep repaired ${r.drift} records`);
+      t.same(await diffAll(loop), {}, 'after one incremental sweep the mirror equals the snapshot');
+      // Channel quantities follow: every variant's stored snapshot matches its mirrored stock.
+      const stale = await sql<{ n: number }>`
     SELECT count(*)::int AS n FROM variants v LEFT JOIN channel_quantities q ON q.connection_id = v.connection_id AND q.variant_id = v.id
     WHERE v.connection_id = ${loop.connection.id} AND q.variant_id IS NULL`.execute(loop.tdb.db);
-    t.equal(stale.rows[0]!.n, 0, 'every variant has a channel quantity');
-    const cursor = await loop.tdb.db.selectFrom('sync_cursors').selectAll().where('resource', '=', 'variant').executeTakeFirstOrThrow();
-    t.ok(cursor.cursor && cursor.last_sweep_at && cursor.last_full_sweep_at, 'cursor and sweep times recorded');
-    const logged = await sql<{
-      n: number;
-    }>`SELECT count(*)::int AS n FROM sync_log WHERE action IN ('sweep', 'sweep.full', 'sweep.initial')`.execute(loop.tdb.db);
-    t.equal(logged.rows[0]!.n, 2, 'each sweep is in the sync log with its drift');
-  });
+      t.equal(stale.rows[0]!.n, 0, 'every variant has a channel quantity');
+      const cursor = await loop.tdb.db.selectFrom('sync_cursors').selectAll().where('resource', '=', 'variant').executeTakeFirstOrThrow();
+      t.ok(cursor.cursor && cursor.last_sweep_at && cursor.last_full_sweep_at, 'cursor and sweep times recorded');
+      const logged = await sql<{
+        n: number;
+      }>`SELECT count(*)::int AS n FROM sync_log WHERE action IN ('sweep', 'sweep.full', 'sweep.initial')`.execute(loop.tdb.db);
+      t.equal(logged.rows[0]!.n, 2, 'each sweep is in the sync log with its drift');
+    },
+  );
 
 /** A merchant's stock adjustment as the service takes it: a documented reason, and a price on a line adding stock. */
 async function adjust(loop: Loop, location: number, variantId: number, quantity: string): Promise<void> {
