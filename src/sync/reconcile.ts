@@ -129,20 +129,19 @@ export const STABLE_ORDER = 'created_at asc';
 export async function sweep(deps: SweepDeps, opts: { full: boolean; wait?: boolean }): Promise<SweepResult> {
   const connectionId = Number(deps.client.connection.id);
   const swept = await withSweepLock(deps.db, connectionId, !!opts.wait, () => sweepLocked(deps, opts.full));
-  return (
-    swept ?? {
-      full: opts.full,
-      records: 0,
-      drift: 0,
-      explained: 0,
-      channelChanges: 0,
-      resources: {},
-      unavailable: [],
-      durationMs: 0,
-      busy: true,
-    }
-  );
+  return swept ?? { ...emptyResult(opts.full), busy: true };
 }
+
+const emptyResult = (full: boolean): SweepResult => ({
+  full,
+  records: 0,
+  drift: 0,
+  explained: 0,
+  channelChanges: 0,
+  resources: {},
+  unavailable: [],
+  durationMs: 0,
+});
 
 async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult> {
   const { db, client } = deps;
@@ -150,17 +149,7 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
   const started = Date.now();
   // Before any cursor exists, everything a sweep writes is the first load of the mirror, not drift.
   const initial = !(await hasCursors(db, connectionId));
-  const result: SweepResult = {
-    full,
-    records: 0,
-    drift: 0,
-    explained: 0,
-    channelChanges: 0,
-    resources: {},
-    unavailable: [],
-    durationMs: 0,
-    initial,
-  };
+  const result: SweepResult = { ...emptyResult(full), initial };
   const ctx: ApplyContext = {
     connectionId,
     connectionName: client.connection.name,
