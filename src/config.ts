@@ -191,7 +191,7 @@ export const settings = {
   CONSOLE_SAMPLE_RETENTION_DAYS: { schema: days, doc: "Days the console's minute samples are kept (its charts reach back 7 days)." },
   JOB_RETENTION_HOURS: {
     schema: z.coerce.number().positive().max(87_600).describe('a number of hours above 0 (fractions allowed)'),
-    doc: 'Hours pg-boss keeps a finished job (completed, failed, cancelled) before deleting it; the rows it stood for keep the history.',
+    doc: 'Hours pg-boss keeps a finished job (completed, failed, cancelled), and a channel-stock job no publisher took, before deleting it; the rows they stood for keep the history.',
   },
   DEAD_LETTER_RETENTION_DAYS: {
     schema: days,

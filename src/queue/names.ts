@@ -37,7 +37,8 @@ const retries: Record<QueueName, QueueOptions> = {
   fetch: { retryLimit: 10, retryDelay: 2, retryBackoff: true, expireInSeconds: 900 },
   reconcile: { retryLimit: 5, retryDelay: 30, retryBackoff: true, expireInSeconds: 3600 },
   // Taken only by a publisher of the operator's (or by CHANNEL_WEBHOOK_URL's poster): without one, changes
-  // would pile up for 14 days. GET /api/channel-stock keeps the whole history by cursor.
+  // would pile up for 14 days. A day by default; JOB_RETENTION_HOURS where the settings are given (createQueues).
+  // GET /api/channel-stock keeps the history by cursor (CHANNEL_CHANGE_RETENTION_DAYS).
   'channel-stock': { retryLimit: 10, retryDelay: 5, retryBackoff: true, retentionSeconds: 86_400 },
   push: { retryLimit: 6, retryDelay: 5, retryBackoff: true, expireInSeconds: 900 },
   maintenance: { retryLimit: 2, retryDelay: 60, retryBackoff: false },
@@ -48,13 +49,15 @@ export type QueueRetention = Pick<Config, 'JOB_RETENTION_HOURS' | 'DEAD_LETTER_R
 
 /**
  * Creates every queue and its dead-letter queue (idempotent; safe from several processes). With `retention`, every
- * queue deletes finished jobs after JOB_RETENTION_HOURS (pg-boss's deleteAfterSeconds, 7 days by default) and a
- * dead letter nobody replayed after DEAD_LETTER_RETENTION_DAYS (its dead queue's retentionSeconds, 14 days by
- * default, fixed on each letter when it arrives); without, what the queues have stays.
+ * queue deletes finished jobs after JOB_RETENTION_HOURS (pg-boss's deleteAfterSeconds, 7 days by default), so does
+ * channel-stock a change no publisher took (its retentionSeconds), and a dead letter nobody replayed goes after
+ * DEAD_LETTER_RETENTION_DAYS (its dead queue's retentionSeconds, 14 days by default, fixed on each letter when it
+ * arrives); without, what the queues have stays.
  */
 export async function createQueues(boss: Boss, retention?: QueueRetention): Promise<void> {
   const existing = new Set((await boss.getQueues()).map((q) => q.name));
-  const finished = retention ? { deleteAfterSeconds: Math.max(1, Math.round(retention.JOB_RETENTION_HOURS * 3600)) } : {};
+  const jobSeconds = retention ? Math.max(1, Math.round(retention.JOB_RETENTION_HOURS * 3600)) : undefined;
+  const finished = jobSeconds ? { deleteAfterSeconds: jobSeconds } : {};
   const letters = retention
     ? { ...finished, retentionSeconds: Math.max(1, Math.round(retention.DEAD_LETTER_RETENTION_DAYS * 86_400)) }
     : {};
@@ -63,6 +66,8 @@ export async function createQueues(boss: Boss, retention?: QueueRetention): Prom
     if (!existing.has(dead)) await boss.createQueue(dead, letters).catch(ignoreExists);
     else if (retention) await boss.updateQueue(dead, letters);
     const options = { ...retries[name], ...finished, heartbeatSeconds: HEARTBEAT_SECONDS, deadLetter: dead };
+    // A channel change nobody took waits as long as a finished job is kept.
+    if (name === queues.channelStock && jobSeconds) options.retentionSeconds = jobSeconds;
     if (!existing.has(name)) await boss.createQueue(name, options).catch(ignoreExists);
     else await boss.updateQueue(name, options);
   }

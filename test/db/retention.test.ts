@@ -14,6 +14,7 @@ import type { Runtime } from '../../src/runtime.ts';
 import { channelFeed } from '../../src/stock/feed.ts';
 import { mountRoutes } from '../../src/stock/routes.ts';
 import { enforceRetention } from '../../src/sync/retention.ts';
+import { syncSchedules } from '../../src/sync/schedules.ts';
 import { testConfig } from '../support/config.ts';
 import { testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
@@ -179,6 +180,7 @@ t.test('pg-boss: finished jobs go after JOB_RETENTION_HOURS, dead letters wait D
   const dead = await boss.getQueue(deadLetterOf(queues.maintenance));
   t.match(live, { deleteAfterSeconds: 7200, retryLimit: 2, deadLetter: deadLetterOf(queues.maintenance) });
   t.match(dead, { deleteAfterSeconds: 7200, retentionSeconds: 3 * 86_400 });
+  t.match(await boss.getQueue(queues.channelStock), { deleteAfterSeconds: 7200, retentionSeconds: 7200 }, 'a change no publisher took');
   await createQueues(boss); // a process without settings leaves them as they are
   t.match(await boss.getQueue(queues.maintenance), { deleteAfterSeconds: 7200 });
 
@@ -199,4 +201,16 @@ t.test('pg-boss: finished jobs go after JOB_RETENTION_HOURS, dead letters wait D
   const keep = await sql<{ days: number }>`SELECT round(extract(epoch FROM keep_until - created_on) / 86400)::int AS days
     FROM pgboss.job WHERE id = ${letter}::uuid`.execute(db);
   t.equal(keep.rows[0]!.days, 3, 'a dead letter is kept DEAD_LETTER_RETENTION_DAYS unless replayed');
+});
+
+t.test('the retention task runs every minute; the daily prune-sync-log it replaced is unscheduled', async (t) => {
+  const { url, db } = await testDatabase(t);
+  const boss = await startBoss(url, captureLogger('warn').log, { supervise: false, schedule: false, max: 2 });
+  t.teardown(() => stopBoss(boss, false));
+  await createQueues(boss);
+  await boss.schedule(queues.maintenance, '17 4 * * *', { task: 'prune-sync-log' }, { key: 'prune-sync-log', tz: 'UTC' });
+  await syncSchedules(db, boss, config);
+  const schedules = new Map((await boss.getSchedules(queues.maintenance)).map((s) => [s.key, s.cron]));
+  t.equal(schedules.get('retention'), '* * * * *');
+  t.notOk(schedules.has('prune-sync-log'));
 });
