@@ -131,7 +131,7 @@ t.test('a 429 still received: counted as an accounting error, then the request w
   t.equal(budget.accounting_errors, 1);
   const counted = (await metrics.apiAccountingErrors.get()).values.find((v) => v.labels.connection === 'shop');
   t.equal(counted?.value, 1);
-  t.ok(s.logs.lines().some((l) => l.level === 50 && String(l.msg).startsWith('rate limit exceeded (429)')));
+  t.ok(s.logs.lines().some((l) => l.level === 40 && String(l.msg).startsWith('rate limit exceeded (429)')));
   const requests = (await metrics.apiRequests.get()).values.filter((v) => v.labels.connection === 'shop');
   t.ok(requests.some((v) => v.labels.status === '429') && requests.some((v) => v.labels.status === '200'));
 });
