@@ -162,6 +162,26 @@ function memoryReader(active: any[], archived: any[], asOf: number | null = null
   };
 }
 
+/** A stored variant.stock_level_update delivery about `objectId`, and the mark it makes. */
+async function stockDelivery(db: Db, connectionId: number, objectId: number, deliveryId: string, eventAt: string | null): Promise<Mark> {
+  const row = await db
+    .insertInto('webhook_deliveries')
+    .values({
+      connection_id: connectionId,
+      delivery_id: deliveryId,
+      event: 'variants.stock_level_update',
+      resource: 'variant',
+      action: 'stock_level_update',
+      object_id: objectId,
+      event_at: eventAt,
+      body: '{}',
+      state: 'processed',
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return { connectionId, resource: 'variant', id: objectId, deliveryRowId: Number(row.id), reason: 'variant.stock_level_update' };
+}
+
 t.test('a drain reads 250 ids a call, looks missing ones up once as archived, marks the rest gone', async (t) => {
   const { db } = await testDatabase(t);
   const c = await addConnection(db);
@@ -252,24 +272,7 @@ t.test('a variant the mirror shows as of after every delivery that marked it is 
       .insertInto('variants')
       .values({ connection_id: c.id, id, status: 'active', ...at(iso) })
       .execute();
-  const deliveryAt = async (objectId: number, n: number, eventAt: string | null) => {
-    const row = await db
-      .insertInto('webhook_deliveries')
-      .values({
-        connection_id: c.id,
-        delivery_id: `e${n}`,
-        event: 'variants.stock_level_update',
-        resource: 'variant',
-        action: 'stock_level_update',
-        object_id: objectId,
-        event_at: eventAt,
-        body: '{}',
-        state: 'processed',
-      })
-      .returning('id')
-      .executeTakeFirstOrThrow();
-    return { connectionId: c.id, resource: 'variant', id: objectId, deliveryRowId: Number(row.id), reason: 'variant.stock_level_update' };
-  };
+  const deliveryAt = (objectId: number, n: number, eventAt: string | null) => stockDelivery(db, c.id, objectId, `e${n}`, eventAt);
   await markPending(db, [
     await deliveryAt(1, 1, '2026-01-01T12:00:08Z'), // late deliveries of changes the mirror already shows
     await deliveryAt(1, 2, '2026-01-01T12:00:09Z'),
@@ -346,25 +349,10 @@ t.test("with the clock margin, a read stamped by a clock running ahead of the we
       .insertInto('variants')
       .values({ connection_id: c.id, id, status: 'active', updated_at: '2026-01-01T11:00:00.000Z', raw: '{}', read_as_of: readAt })
       .execute();
-  const marks: Mark[] = [];
-  for (const id of [1, 2]) {
-    const row = await db
-      .insertInto('webhook_deliveries')
-      .values({
-        connection_id: c.id,
-        delivery_id: `skew-${id}`,
-        event: 'variants.stock_level_update',
-        resource: 'variant',
-        action: 'stock_level_update',
-        object_id: id,
-        event_at: '2026-01-01T12:00:09Z',
-        body: '{}',
-        state: 'processed',
-      })
-      .returning('id')
-      .executeTakeFirstOrThrow();
-    marks.push({ connectionId: c.id, resource: 'variant', id, deliveryRowId: Number(row.id), reason: 'variant.stock_level_update' });
-  }
+  const marks = [
+    await stockDelivery(db, c.id, 1, 'skew-1', '2026-01-01T12:00:09Z'),
+    await stockDelivery(db, c.id, 2, 'skew-2', '2026-01-01T12:00:09Z'),
+  ];
   const drain = async (clockMarginMs: number) => {
     await markPending(db, marks);
     const reader = memoryReader(
