@@ -1,7 +1,8 @@
 // The API's routes: method + path -> service operation -> JSON answer in the spec's shapes
 // (singular key for one record, plural for lists, 201 on create, 204 on update, sideloads next to the record).
 import { ApiFail, type Row, type Store } from './store.ts';
-import { RESOURCES, type ResourceDef } from './resources.ts';
+import { RESOURCES } from './resources.ts';
+import type { ResourceDef } from './resources/shared.ts';
 import { list, sideloads, values, type ListOrder } from './list.ts';
 import { render, renderComposition } from './render.ts';
 import type { Service } from './service.ts';

@@ -1,7 +1,7 @@
 // "Common list behaviour": ids in both forms, time bounds, order, limit/page, status, name[]= repetition,
 // comma-separated integer filters, AND, most recent first, X-Pagination, include sideloading.
 import { ApiFail, type Row, type Store } from './store.ts';
-import type { FieldType, ResourceDef } from './resources.ts';
+import type { FieldType, ResourceDef } from './resources/shared.ts';
 
 export const MAX_LIMIT = 250;
 export const DEFAULT_LIMIT = 50;

@@ -1,0 +1,66 @@
+// The resources of purchasing: purchase orders, their lines and procurements (receipts).
+import { ACTIVE, byPosition, children, parent, type ResourceDef } from './shared.ts';
+
+export const PURCHASING_RESOURCES: Record<string, ResourceDef> = {
+  purchase_orders: {
+    plural: 'purchase_orders',
+    singular: 'purchase_order',
+    writable: {
+      company_id: 'int',
+      supplier_address_id: 'int',
+      billing_address_id: 'int',
+      stock_location_id: 'int',
+      status: 'string',
+      order_number: 'string',
+      reference_number: 'string',
+      notes: 'string',
+      email: 'string',
+      due_at: 'date',
+      currency_iso: 'string',
+      tax_treatment: 'string',
+      default_price_list_id: 'string',
+    },
+    filters: {
+      company_id: 'int',
+      stock_location_id: 'int',
+      procurement_status: 'string',
+      order_number: 'string',
+      supplier_address_id: 'int',
+    },
+    defaultStatuses: ACTIVE,
+    includes: {
+      purchase_order_line_items: children('purchase_order_line_items', 'purchase_order_line_item_ids'),
+      company: parent('companies', 'company_id'),
+      companies: parent('companies', 'company_id'),
+      procurements: children('procurements', 'procurement_ids'),
+    },
+    deletion: 'archive',
+  },
+  purchase_order_line_items: {
+    plural: 'purchase_order_line_items',
+    singular: 'purchase_order_line_item',
+    writable: {
+      purchase_order_id: 'int',
+      variant_id: 'int',
+      quantity: 'decimal',
+      price: 'decimal',
+      label: 'string',
+      freeform: 'bool',
+      position: 'int',
+      tax_type_id: 'int',
+    },
+    required: ['purchase_order_id', 'quantity'],
+    filters: { purchase_order_id: 'int', variant_id: 'int', procurement_id: 'int' },
+    defaultStatuses: null,
+    includes: { variants: parent('variants', 'variant_id'), variant: parent('variants', 'variant_id') },
+    deletion: 'permanent',
+    defaultOrder: byPosition('purchase_order_id'),
+  },
+  procurements: {
+    plural: 'procurements',
+    singular: 'procurement',
+    writable: {},
+    filters: { purchase_order_id: 'int' },
+    defaultStatuses: null,
+  },
+};
