@@ -1,33 +1,41 @@
 #!/usr/bin/env node
-// The one entry point: commerce-sync <command> [options]. Each command lives with the code it drives;
-// this file only knows where, so `--help` stays fast and modules load on demand.
+// The one entry point: commerce-sync <command> [options]. Each command lives with the code it drives; this
+// file only knows where. The modules are imported on demand, so `--help` stays fast, through literal import()
+// calls: a module that moves or loses its `commands` is a type error here, not a missing command.
 import { parseArgs } from 'node:util';
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig } from './config.ts';
 import { createLogger } from './log.ts';
 import { UsageError, type CommandModule, type CommandSpec } from './command.ts';
 
-// name -> module (relative to src/) and one-line summary, in the order help lists them.
-const registry: [string, string, string][] = [
-  ['start', 'start.ts', 'run receiver, workers and console (and the sandbox when no account is connected)'],
-  ['migrate', 'db/cli.ts', "apply database migrations (ours and pg-boss's) and exit"],
-  ['receiver', 'receiver/cli.ts', 'run the webhook receiver alone'],
-  ['worker', 'sync/cli.ts', 'run the workers alone (sync, reconciliation, push)'],
-  ['sandbox', 'demo/cli.ts', 'run the simulator of the Commerce Operations Service'],
-  ['connect', 'api/cli.ts', 'add a connection to a merchant account (privileged token or OAuth)'],
-  ['connections', 'api/cli.ts', 'list connections and their status'],
-  ['api', 'api/cli.ts', 'call the service through the rate-budgeted client and print the JSON answer'],
-  ['webhooks', 'receiver/cli.ts', 'list or sync webhook subscriptions (webhooks list, webhooks sync)'],
-  ['deliveries', 'receiver/cli.ts', 'list stored webhook deliveries and their state'],
-  ['reconcile', 'sync/cli.ts', 'run a reconciliation sweep now'],
-  ['stock', 'stock/cli.ts', 'print mirrored stock per location and the channel quantity'],
-  ['push', 'push/cli.ts', 'push an operation to the service (import-order, ship, invoice, pay, void, return, receive, stock-count)'],
-  ['logs', 'console/cli.ts', 'show or follow the sync log'],
-  ['status', 'console/cli.ts', 'per connection: health, lag, budget, queue depths'],
-];
+type Load = () => Promise<CommandModule>;
+const start: Load = () => import('./start.ts');
+const db: Load = () => import('./db/cli.ts');
+const receiver: Load = () => import('./receiver/cli.ts');
+const worker: Load = () => import('./sync/cli.ts');
+const sandbox: Load = () => import('./demo/cli.ts');
+const api: Load = () => import('./api/cli.ts');
+const stock: Load = () => import('./stock/cli.ts');
+const push: Load = () => import('./push/cli.ts');
+const operator: Load = () => import('./console/cli.ts');
 
-const available = registry.filter(([, mod]) => existsSync(fileURLToPath(new URL(mod, import.meta.url))));
+// name, module, one-line summary, in the order help lists them.
+const available: [string, Load, string][] = [
+  ['start', start, 'run receiver, workers and console (and the sandbox when no account is connected)'],
+  ['migrate', db, "apply database migrations (ours and pg-boss's) and exit"],
+  ['receiver', receiver, 'run the webhook receiver alone'],
+  ['worker', worker, 'run the workers alone (sync, reconciliation, push)'],
+  ['sandbox', sandbox, 'run the simulator of the Commerce Operations Service'],
+  ['connect', api, 'add a connection to a merchant account (privileged token or OAuth)'],
+  ['connections', api, 'list connections and their status'],
+  ['api', api, 'call the service through the rate-budgeted client and print the JSON answer'],
+  ['webhooks', receiver, 'list or sync webhook subscriptions (webhooks list, webhooks sync)'],
+  ['deliveries', receiver, 'list stored webhook deliveries and their state'],
+  ['reconcile', worker, 'run a reconciliation sweep now'],
+  ['stock', stock, 'print mirrored stock per location and the channel quantity'],
+  ['push', push, 'push an operation to the service (import-order, ship, invoice, pay, void, return, receive, stock-count)'],
+  ['logs', operator, 'show or follow the sync log'],
+  ['status', operator, 'per connection: health, lag, budget, queue depths'],
+];
 
 function mainHelp(): string {
   const width = Math.max(...available.map(([n]) => n.length));
@@ -73,8 +81,8 @@ async function main(argv: string[]): Promise<number> {
     console.error(mainHelp());
     return 2;
   }
-  const mod = (await import(`./${entry[1]}`)) as CommandModule;
-  const spec = mod.commands[name]!;
+  const spec = (await entry[1]()).commands[name];
+  if (!spec) throw new Error(`the module of ${name} has no such command`);
   let parsed;
   try {
     parsed = parseArgs({

@@ -1,12 +1,16 @@
-// What a long-running role gets from `start`, `receiver` or `worker`: config, logger, database, pg-boss,
-// the shared Koa app, and hooks for readiness, after-listen work and shutdown.
+// One runtime, built by one factory: what `start`, `receiver`, `worker` and every test harness run on. It holds
+// the config, the logger, the database, pg-boss, the shared Koa app, what the API clients of this runtime share
+// (src/api/state.ts) and the sync workers' memory (src/sync/state.ts): nothing of it lives at module level, so
+// two runtimes in one process share nothing by accident. Roles mount onto it (src/start.ts lists them).
 import type Router from '@koa/router';
 import type Koa from 'koa';
-import type { Config } from './config.ts';
-import type { Db, OpenDatabase } from './db/index.ts';
+import { ClientState, type ClientDeps } from './api/index.ts';
+import { publicUrl as publicUrlOf, type Config } from './config.ts';
+import { openDatabase, type OpenDatabase } from './db/index.ts';
 import type { Logger } from './log.ts';
-import type { Boss } from './queue/boss.ts';
-import type { ReadinessCheck } from './server.ts';
+import { startBoss, stopBoss, type Boss } from './queue/boss.ts';
+import { createApp, listen, type ReadinessCheck, type Server } from './server.ts';
+import { createSyncState, type SyncState } from './sync/state.ts';
 
 export interface Runtime {
   config: Config;
@@ -15,6 +19,10 @@ export interface Runtime {
   boss: Boss;
   app: Koa;
   router: Router;
+  /** What this runtime's API clients share: one budget gate per connection, the token key. */
+  clients: ClientState;
+  /** The sync workers' memory: pacing, connection statuses, the drains' and sweeps' clients. */
+  sync: SyncState;
   /** Set once the server listens: where the service should deliver webhooks. */
   publicUrl: string;
   /**
@@ -25,17 +33,99 @@ export interface Runtime {
   readiness: ReadinessCheck[];
   /** Run after the HTTP server listens (publicUrl is known then). */
   afterListen: (() => Promise<void>)[];
-  /** Run at shutdown, in reverse order of registration, before the database closes. */
+  /** Run at shutdown, in reverse order of registration, before pg-boss stops and the database closes. */
   onStop: (() => Promise<void>)[];
+  /** Serves the app on `port` (0: a free one) and sets publicUrl; the caller runs afterListen then. */
+  listen(port: number): Promise<Server>;
+  /** What a job's handler gets (src/jobs/). */
+  workerDeps(): WorkerDeps;
+  /** Stops what the runtime started, in reverse order: the server, the roles' steps, pg-boss, the database. */
+  stop(): Promise<void>;
 }
 
-/** What a queue's handler needs (a worker process builds it from its Runtime). */
-export interface WorkerDeps {
-  db: Db;
+/** What a job's handler needs: the API layer's dependencies, pg-boss and the sync workers' memory. */
+export interface WorkerDeps extends ClientDeps {
   boss: Boss;
-  config: Config;
-  log: Logger;
+  sync: SyncState;
 }
 
-/** A role module (receiver/role.ts, sync/role.ts, console/role.ts) exports `mount`. */
+/** A role module (receiver/role.ts, sync/role.ts, console/role.ts, ...) exports `mount`. */
 export type RoleModule = { mount(rt: Runtime): Promise<void> };
+
+export interface RuntimeOptions {
+  /** A database opened by the caller (tests, benchmarks): used as it is and not closed by stop(). */
+  database?: OpenDatabase;
+  /** Connections of the runtime's pool when it opens the database (DATABASE_POOL_SIZE by default). */
+  poolSize?: number;
+  /**
+   * pg-boss: whether this runtime supervises queues and fires schedules (processes running workers do), its pool,
+   * and its database when not the runtime's (a test whose receiver pool goes through a proxy).
+   */
+  boss?: { supervise?: boolean; schedule?: boolean; max?: number; url?: string };
+  /**
+   * Where stop steps go as each part starts (src/shutdown.ts: a signal during start-up stops what has started);
+   * `check` is called between the parts. Without, stop() runs them.
+   */
+  shutdown?: { add(step: () => Promise<void>): void; check(): void };
+}
+
+export async function createRuntime(config: Config, log: Logger, opts: RuntimeOptions = {}): Promise<Runtime> {
+  const steps: (() => Promise<void>)[] = [];
+  const onStop: Runtime['onStop'] = [];
+  const add = (step: () => Promise<void>) => (opts.shutdown ? opts.shutdown.add(step) : steps.push(step));
+  const check = () => opts.shutdown?.check();
+  try {
+    const database = opts.database ?? (await openDatabase(config, log, { poolSize: opts.poolSize ?? config.DATABASE_POOL_SIZE }));
+    if (!opts.database) add(() => database.close());
+    check();
+    // Stop order (reverse of registration): stop accepting, let the workers finish their jobs (pg-boss), then
+    // the roles' own stop steps (the demo sandbox among them), then the database.
+    add(async () => {
+      for (const step of onStop.splice(0).reverse()) await step();
+    });
+    const boss = await startBoss(opts.boss?.url ?? database.url, log, { max: config.QUEUE_POOL_SIZE, ...opts.boss });
+    add(() => stopBoss(boss));
+    check();
+    // /readyz asks the roles' checks too; they push them onto rt.readiness while mounting.
+    const readiness: ReadinessCheck[] = [];
+    const { app, router } = createApp(database.pool, log, readiness);
+    const clients = new ClientState();
+    const rt: Runtime = {
+      config,
+      log,
+      database,
+      boss,
+      app,
+      router,
+      clients,
+      sync: createSyncState({ db: database.db, config, log }),
+      publicUrl: '',
+      demo: false,
+      readiness,
+      afterListen: [],
+      onStop,
+      async listen(port) {
+        const server = await listen(app, port, rt.config.HOST, { requestTimeoutMs: rt.config.HTTP_REQUEST_TIMEOUT_MS });
+        add(() => server.close());
+        rt.publicUrl = publicUrlOf(rt.config, server.port);
+        return server;
+      },
+      workerDeps: () => ({
+        db: database.db,
+        config: rt.config,
+        log: rt.log.child({ role: 'worker' }),
+        clients,
+        boss,
+        sync: rt.sync,
+      }),
+      async stop() {
+        for (const step of steps.splice(0).reverse()) await step();
+      },
+    };
+    return rt;
+  } catch (err) {
+    // Undo what started before failing (the embedded PostgreSQL above all).
+    for (const step of steps.splice(0).reverse()) await step().catch(() => undefined);
+    throw err;
+  }
+}

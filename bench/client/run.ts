@@ -16,6 +16,7 @@ import { listBudgets } from '../../src/db/budgets.ts';
 import { createDb, createPool } from '../../src/db/index.ts';
 import { createLogger } from '../../src/log.ts';
 import { startSandbox } from '@commerce-sync/sandbox';
+import { ClientState } from '../../src/api/state.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -34,7 +35,7 @@ const pool = createPool(url.toString(), 8);
 const db = createDb(pool);
 
 const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn', DATA_DIR: dir, DATABASE_URL: url.toString() });
-const deps = { db, config, log };
+const deps = { db, config, log, clients: new ClientState() };
 const started = performance.now();
 const sandbox = await startSandbox({ variants: n, timeScale: Number(args['time-scale']), log });
 const seedMs = performance.now() - started;

@@ -13,6 +13,7 @@ import { startDeliveryProxy, type DeliveryProxy } from '../../test/support/deliv
 import { spawnCli, until, type CliProcess } from '../../test/support/processes.ts';
 import { scratchDatabase, type ScratchDatabase } from '../support/database.ts';
 import type { StockMove } from './lag.ts';
+import { ClientState } from '../../src/api/state.ts';
 
 export interface Account {
   sandbox: Sandbox;
@@ -70,7 +71,7 @@ export async function startWorld(o: WorldOptions): Promise<World> {
     } as SandboxOptions;
     const sandbox = await startSandbox(options);
     const connection = await addTokenConnection(
-      { db, config, log: o.log },
+      { db, config, log: o.log, clients: new ClientState() },
       { baseUrl: sandbox.url, token: sandbox.token, name: `account-${i}` },
     );
     const admin = async (method: string, path: string, body?: unknown) => {

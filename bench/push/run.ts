@@ -15,10 +15,11 @@ import { loadConfig } from '../../src/config.ts';
 import { createDb, createPool } from '../../src/db/index.ts';
 import { operationsByIds } from '../../src/db/operations.ts';
 import { createLogger } from '../../src/log.ts';
-import { startBoss, stopBoss } from '../../src/queue/boss.ts';
 import { startSandbox } from '@commerce-sync/sandbox';
 import { enqueueOperation } from '../../src/push/enqueue.ts';
-import { startPushWorker, type PushRuntime } from '../../src/push/worker.ts';
+import { createQueues, workJobs } from '../../src/jobs/index.ts';
+import { pushJob } from '../../src/jobs/push.ts';
+import { createRuntime } from '../../src/runtime.ts';
 import type { PushKind, PushOperation } from '../../src/db/schema.ts';
 
 const { values: args } = parseArgs({
@@ -44,13 +45,16 @@ const config = loadConfig({
   DATABASE_URL: url.toString(),
   WORKER_CONCURRENCY: args.concurrency,
 });
-const boss = await startBoss(url.toString(), log, { supervise: true, schedule: false, max: 6 });
-const rt: PushRuntime = { config, log, database: { url: url.toString(), pool, db, close: async () => {} }, boss, onStop: [] };
+const runtime = await createRuntime(config, log, {
+  database: { url: url.toString(), pool, db, close: async () => {} },
+  boss: { supervise: true, schedule: false, max: 6 },
+});
+const rt = runtime.workerDeps();
 
 const sandbox = await startSandbox({ variants: Number(args.variants), locations: 2, timeScale: Number(args['time-scale']), log });
 const adminGet = async (path: string) =>
   (await (await fetch(`${sandbox.url}/__sandbox/${path}`, { headers: { Authorization: `Bearer ${sandbox.adminToken}` } })).json()) as any;
-const connection = await addTokenConnection({ db, config, log }, { baseUrl: sandbox.url, token: sandbox.token, name: 'bench' });
+const connection = await addTokenConnection(rt, { baseUrl: sandbox.url, token: sandbox.token, name: 'bench' });
 const variants = ((await adminGet('snapshot?resource=variants')).variants as any[]).filter(
   (v) => v.sku && v.status !== 'archived' && !v.composite && v.manage_stock !== false,
 );
@@ -59,7 +63,8 @@ await db
   .values(variants.map((v) => ({ connection_id: connection.id, id: v.id, sku: v.sku, status: 'active', raw: JSON.stringify(v) })))
   .execute();
 const company = (await adminGet('snapshot?resource=companies')).companies.find((c: any) => c.company_type !== 'supplier');
-await startPushWorker(rt, { pollingIntervalSeconds: 0.5 });
+await createQueues(runtime.boss, config);
+runtime.onStop.push(await workJobs(rt, [pushJob], { pollingIntervalSeconds: 0.5 }));
 
 async function settle(ids: number[]): Promise<PushOperation[]> {
   for (;;) {
@@ -85,7 +90,7 @@ async function phase(name: string, make: () => Promise<PushOperation[]>) {
   return done;
 }
 
-const enqueue = (kind: PushKind, input: unknown) => enqueueOperation({ db, boss }, kind, input, connection.id);
+const enqueue = (kind: PushKind, input: unknown) => enqueueOperation({ db, boss: runtime.boss }, kind, input, connection.id);
 console.log(
   `push benchmark: ${orders} orders, ${variants.length} variants, WORKER_CONCURRENCY ${config.WORKER_CONCURRENCY}, sandbox time scale ${args['time-scale']}`,
 );
@@ -153,8 +158,7 @@ console.log(
 );
 console.log(`machine: ${os.cpus().length} x ${os.cpus()[0]?.model}, ${os.platform()} ${os.release()}, node ${process.version}`);
 
-for (const stop of [...rt.onStop].reverse()) await stop();
-await stopBoss(boss, false);
+await runtime.stop();
 await sandbox.close();
 await db.destroy();
 await scratch.close();

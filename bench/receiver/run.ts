@@ -19,7 +19,8 @@ import autocannon from 'autocannon';
 import { createPool } from '../../src/db/index.ts';
 import { createLogger } from '../../src/log.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
-import { createQueues, queues } from '../../src/queue/names.ts';
+import { createQueues } from '../../src/jobs/index.ts';
+import { deliveriesJob } from '../../src/jobs/deliveries.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -230,7 +231,7 @@ async function fillQueue(target: number): Promise<number> {
         data: { connectionId: 1, jobId, deliveryIds: Array.from({ length: 16 }, (_, k) => `queued-${i}-${k}`) },
       };
     });
-    await setupBoss.insert(queues.deliveries, jobs);
+    await setupBoss.insert(deliveriesJob.name, jobs);
     have += n;
   }
   // Settle what the bulk load left behind (statistics, a pending checkpoint) so the run measures steady state.

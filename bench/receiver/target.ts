@@ -13,10 +13,11 @@ import { loadConfig } from '../../src/config.ts';
 import { createDb, createPool } from '../../src/db/index.ts';
 import { createLogger } from '../../src/log.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
-import { createQueues, queues } from '../../src/queue/names.ts';
+import { createQueues } from '../../src/jobs/index.ts';
 import { mount } from '../../src/receiver/role.ts';
-import type { Runtime } from '../../src/runtime.ts';
-import { createApp, listen } from '../../src/server.ts';
+import { createRuntime } from '../../src/runtime.ts';
+import { listen } from '../../src/server.ts';
+import { deliveriesJob } from '../../src/jobs/deliveries.ts';
 
 const [scenario, url] = process.argv.slice(2) as [string, string];
 const log = createLogger('warn', { destination: process.stderr, pretty: false });
@@ -94,7 +95,7 @@ if (scenario === 'bare') {
     const raw = await simpleVerifiedBody(ctx);
     if (!raw) return;
     const body = JSON.parse(raw.toString('utf8'));
-    await boss.send(queues.deliveries, {
+    await boss.send(deliveriesJob.name, {
       deliveryRowId: 0,
       connectionId: 1,
       resource: 'variant',
@@ -105,30 +106,16 @@ if (scenario === 'bare') {
   });
   app.use(router.routes());
 } else if (scenario === 'receiver') {
-  const boss = await startBoss(url, log, { supervise: false, schedule: false, max: 4 });
-  stops.push(() => stopBoss(boss));
   const pool = createPool(url, 2);
   const db = createDb(pool);
   stops.push(() => db.destroy());
-  const made = createApp(pool, log);
-  app = made.app;
-  const rt: Runtime = {
-    config,
-    log,
-    boss,
-    app,
-    router: made.router,
-    publicUrl: '',
-    demo: false,
-    readiness: [],
-    afterListen: [],
-    onStop: [],
+  const rt = await createRuntime(config, log, {
     database: { url, pool, db, close: async () => {} },
-  };
-  await mount(rt);
-  stops.push(async () => {
-    for (const s of [...rt.onStop].reverse()) await s();
+    boss: { supervise: false, schedule: false, max: 4 },
   });
+  stops.push(() => rt.stop());
+  app = rt.app;
+  await mount(rt);
 } else {
   throw new Error(`unknown scenario ${scenario}`);
 }

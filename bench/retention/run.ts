@@ -355,7 +355,10 @@ const states = await sql<{
   n: number;
 }>`SELECT state, count(*)::int AS n FROM push_operations GROUP BY state ORDER BY state`.execute(db);
 console.log(`push operations now: ${states.rows.map((r) => `${r.n} ${r.state}`).join(', ') || 'none'}`);
-const reasons = await sql<{ reason: string; n: number }>`SELECT left(regexp_replace(reason, ' \\[X-Request-ID [^]]*\\]', ''), 160) AS reason, count(*)::int AS n FROM push_operations
+const reasons = await sql<{
+  reason: string;
+  n: number;
+}>`SELECT left(regexp_replace(reason, ' \\[X-Request-ID [^]]*\\]', ''), 160) AS reason, count(*)::int AS n FROM push_operations
   WHERE state = 'failed' GROUP BY 1 ORDER BY 2 DESC LIMIT 3`.execute(db);
 for (const r of reasons.rows) console.log(`  failed ${r.n}: ${r.reason}`);
 

@@ -22,6 +22,7 @@ import { startSandbox } from '@commerce-sync/sandbox';
 import { startDeliveryProxy } from '../../test/support/delivery-proxy.ts';
 import { clean, describeDiff, mirrorDiff, MIRRORED } from '../../test/support/mirror.ts';
 import { memoryOf, memoryProbe, spawnCli, until, type CliProcess } from '../../test/support/processes.ts';
+import { ClientState } from '../../src/api/state.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -68,7 +69,10 @@ const sandbox = await startSandbox({
   token: 'soak-token',
   seed: 7,
 });
-const connection = await addTokenConnection({ db, config, log }, { baseUrl: sandbox.url, token: sandbox.token, name: 'soak' });
+const connection = await addTokenConnection(
+  { db, config, log, clients: new ClientState() },
+  { baseUrl: sandbox.url, token: sandbox.token, name: 'soak' },
+);
 const proxy = await startDeliveryProxy(null);
 const env = {
   DATABASE_URL: url,

@@ -18,7 +18,7 @@ import { rejectionsByConnection } from '../db/rejections.ts';
 import type { Connection } from '../db/schema.ts';
 import { recentWebhookRepairs } from '../db/synclog.ts';
 import { queueDepths } from '../console/queues.ts';
-import { isDeadLetter } from '../queue/names.ts';
+import { isDeadLetter } from '../jobs/index.ts';
 import { freshnessOf } from '../sync/pacing.ts';
 import { catalog } from '../catalog/index.ts';
 

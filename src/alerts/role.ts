@@ -14,7 +14,9 @@ export interface AlertLoop {
   stop(): Promise<void>;
 }
 
-export function startAlerts(deps: WorkerDeps & { policy?: NotifyDeps['policy']; everyMs?: number }): AlertLoop {
+export function startAlerts(
+  deps: Pick<WorkerDeps, 'db' | 'config' | 'log'> & { policy?: NotifyDeps['policy']; everyMs?: number },
+): AlertLoop {
   const { config } = deps;
   const log = deps.log.child({ role: 'alerts' });
   let lastPrune = 0;
@@ -53,6 +55,6 @@ export function startAlerts(deps: WorkerDeps & { policy?: NotifyDeps['policy']; 
 }
 
 export async function mount(rt: Runtime): Promise<void> {
-  const loop = startAlerts({ db: rt.database.db, boss: rt.boss, config: rt.config, log: rt.log });
+  const loop = startAlerts({ db: rt.database.db, config: rt.config, log: rt.log });
   rt.onStop.push(() => loop.stop());
 }

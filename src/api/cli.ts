@@ -1,9 +1,7 @@
 // Commands: `connect` (privileged token or OAuth), `connections` (list), `api` (one call through the budget).
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { formatTable, sharedOptions, UsageError, type CommandContext, type CommandModule } from '../command.ts';
 import { listBudgets } from '../db/budgets.ts';
 import { openDatabase, type OpenDatabase } from '../db/index.ts';
@@ -13,6 +11,8 @@ import { addOAuthConnection, addTokenConnection, clientFor, listConnections, nor
 import { keyFromPath } from './http.ts';
 import { authorizeUrl, requestToken, type TokenResponse } from './oauth.ts';
 import type { Method, Priority, QueryValue } from './types.ts';
+import { syncWebhooks } from '../receiver/subscriptions.ts';
+import { ClientState } from './state.ts';
 import type { ClientDeps } from './transport.ts';
 
 type Values = CommandContext['values'];
@@ -21,28 +21,17 @@ const str = (v: Values, k: string) => (typeof v[k] === 'string' ? (v[k] as strin
 async function withDatabase<T>(ctx: CommandContext, fn: (database: OpenDatabase, deps: ClientDeps) => Promise<T>): Promise<T> {
   const database = await openDatabase(ctx.config, ctx.log);
   try {
-    return await fn(database, { db: database.db, config: ctx.config, log: ctx.log });
+    return await fn(database, { db: database.db, config: ctx.config, log: ctx.log, clients: new ClientState() });
   } finally {
     await database.close();
   }
 }
 
-/** Registers the connection's webhooks when the receiver's subscription sync is present (src/receiver/). */
+/** Registers the connection's webhooks (src/receiver/subscriptions.ts); a failure leaves it to `webhooks sync`. */
 async function registerWebhooks(ctx: CommandContext, deps: ClientDeps, connection: Connection): Promise<void> {
-  const file = new URL('../receiver/subscriptions.ts', import.meta.url);
-  if (!existsSync(fileURLToPath(file))) return;
-  const mod = (await import(file.href)) as {
-    syncWebhooks?: (
-      deps: ClientDeps,
-      c: Connection,
-    ) => Promise<{ created?: unknown[]; kept?: unknown[]; removed?: unknown[]; address?: string }>;
-  };
-  if (typeof mod.syncWebhooks !== 'function') return;
   try {
-    const r = await mod.syncWebhooks(deps, connection);
-    ctx.out(
-      `webhooks at ${r.address ?? '?'}: ${r.created?.length ?? 0} created, ${r.kept?.length ?? 0} kept, ${r.removed?.length ?? 0} removed`,
-    );
+    const r = await syncWebhooks(deps, connection);
+    ctx.out(`webhooks at ${r.address}: ${r.created.length} created, ${r.kept.length} kept, ${r.removed.length} removed`);
   } catch (err) {
     ctx.out(`webhooks not registered: ${(err as Error).message} (run commerce-sync webhooks sync later)`);
   }

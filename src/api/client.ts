@@ -2,17 +2,20 @@
 // loop), the reads (reads.ts: pagination, reads by ids) and the writes (writes.ts) put together.
 import type { Connection } from '../db/schema.ts';
 import { getByIds, pages } from './reads.ts';
+import type { ConnectionTraits } from './state.ts';
 import { type ClientDeps, type ClientOptions, Transport } from './transport.ts';
 import type { ApiClient, ApiResponse, ByIds, Method, Page, RequestOptions } from './types.ts';
 import { Writes } from './writes.ts';
 
 export class Client extends Writes implements ApiClient {
   readonly connection: Connection;
+  readonly traits: ConnectionTraits;
   #transport: Transport;
 
   constructor(deps: ClientDeps, connection: Connection, opts: ClientOptions = {}) {
     super();
     this.connection = connection;
+    this.traits = deps.clients.traits(connection.id);
     this.#transport = new Transport(deps, connection, opts);
   }
 

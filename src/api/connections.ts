@@ -16,7 +16,7 @@ import { errorDetails, sendUnbudgeted } from './http.ts';
 import type { TokenResponse } from './oauth.ts';
 import { decryptToken, encryptToken } from './secrets.ts';
 import { tokenColumns } from './tokens.ts';
-import { keyFor, type ClientDeps, type ClientOptions } from './transport.ts';
+import type { ClientDeps, ClientOptions } from './transport.ts';
 import type { ApiClient } from './types.ts';
 
 export type { ClientDeps };
@@ -159,7 +159,7 @@ export async function addTokenConnection(deps: ClientDeps, input: { baseUrl: str
   const baseUrl = normalizeBaseUrl(input.baseUrl);
   if (!input.token.trim()) throw new Error('--token is empty');
   const account = await fetchAccount(baseUrl, input.token.trim(), deps.config.API_TIMEOUT_MS);
-  const key = keyFor(deps.config);
+  const key = deps.clients.key(deps.config);
   const row = await saveConnection(
     deps.db,
     baseUrl,
@@ -188,7 +188,7 @@ export async function addOAuthConnection(
     deps.db,
     baseUrl,
     account,
-    { auth_kind: 'oauth', ...tokenColumns(keyFor(deps.config), input.tokens, new Date()) },
+    { auth_kind: 'oauth', ...tokenColumns(deps.clients.key(deps.config), input.tokens, new Date()) },
     input.name,
   );
   deps.log.info({ connection: row.name, account: row.account_id }, 'connection saved');
@@ -206,7 +206,7 @@ export async function probeLapsed(deps: ClientDeps): Promise<string[]> {
   for (const c of lapsed) {
     if (!c.access_token_enc) continue;
     try {
-      await fetchAccount(c.base_url, decryptToken(keyFor(deps.config), c.access_token_enc), deps.config.API_TIMEOUT_MS);
+      await fetchAccount(c.base_url, decryptToken(deps.clients.key(deps.config), c.access_token_enc), deps.config.API_TIMEOUT_MS);
     } catch (err) {
       deps.log.debug({ connection: c.name, status: (err as ApiError).status }, 'lapsed connection still refused');
       continue;

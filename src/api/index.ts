@@ -25,6 +25,7 @@ export {
   normalizeBaseUrl,
 } from './connections.ts';
 export type { ClientDeps, ClientOptions } from './transport.ts';
+export { ClientState, type ConnectionTraits } from './state.ts';
 export { effectiveReserve } from './budget.ts';
 export { earliest, PAGE_SIZE } from './reads.ts';
 export { ORDER_LINES_PER_REQUEST } from './writes.ts';

@@ -10,10 +10,10 @@ import type { Logger } from '../log.ts';
 import { metrics } from '../metrics.ts';
 import { rateHeaders, release } from './budget.ts';
 import { ApiError } from './errors.ts';
-import { BudgetGate } from './gate.ts';
+import type { BudgetGate } from './gate.ts';
 import { buildUrl, errorDetails, parseJson } from './http.ts';
 import { decideRetry, initialRetryState } from './retry.ts';
-import { tokenKey } from './secrets.ts';
+import type { ClientState } from './state.ts';
 import { setStatus, Tokens } from './tokens.ts';
 import { priorityRank, type ApiResponse, type Method, type QueryValue, type RequestOptions } from './types.ts';
 
@@ -21,6 +21,8 @@ export interface ClientDeps {
   db: Db;
   config: Config;
   log: Logger;
+  /** What the runtime's clients share (one gate per connection, the token key): see state.ts. */
+  clients: ClientState;
 }
 
 /** Knobs for tests and benchmarks; the defaults suit the real service. */
@@ -70,38 +72,6 @@ export interface Raw {
   asOf: number | null;
 }
 
-// One gate per connection per process (and database), whichever client objects are created for it.
-const gates = new WeakMap<Db, Map<number, BudgetGate>>();
-const keys = new WeakMap<Config, Buffer>();
-
-function gateFor(deps: ClientDeps, connection: Connection): BudgetGate {
-  let byId = gates.get(deps.db);
-  if (!byId) gates.set(deps.db, (byId = new Map()));
-  let gate = byId.get(connection.id);
-  if (!gate) {
-    const name = connection.name;
-    gate = new BudgetGate({
-      db: deps.db,
-      connectionId: connection.id,
-      concurrency: deps.config.API_CONCURRENCY,
-      settings: { reserve: deps.config.BUDGET_RESERVE, leaseMs: deps.config.API_TIMEOUT_MS + 30_000 },
-      stopped: (status, reason) =>
-        new ApiError(`connection ${name} is ${status}${reason ? `: ${reason}` : ''}; nothing is sent until it is reconnected`, {
-          status: status === 'lapsed' ? 402 : status === 'unauthorized' ? 401 : null,
-        }),
-      onAvailable: (n) => metrics.budgetRemaining.set({ connection: name }, Math.max(0, n)),
-    });
-    byId.set(connection.id, gate);
-  }
-  return gate;
-}
-
-export function keyFor(config: Config): Buffer {
-  let key = keys.get(config);
-  if (!key) keys.set(config, (key = tokenKey(config)));
-  return key;
-}
-
 /** The transport of one connection: send() carries out the retry loop, request() is one call with a parsed body. */
 export class Transport {
   readonly connection: Connection;
@@ -115,8 +85,8 @@ export class Transport {
   constructor(deps: ClientDeps, connection: Connection, opts: ClientOptions = {}) {
     this.deps = deps;
     this.connection = connection;
-    this.#tokens = new Tokens({ ...deps, key: keyFor(deps.config) }, connection);
-    this.#gate = gateFor(deps, connection);
+    this.#tokens = new Tokens({ ...deps, key: deps.clients.key(deps.config) }, connection);
+    this.#gate = deps.clients.gate(deps, connection);
     this.#backoffBase = opts.backoffBaseMs ?? 500;
     this.#backoffMax = opts.backoffMaxMs ?? 30_000;
     this.#onRequest = opts.onRequest;

@@ -1,5 +1,6 @@
 // The public shapes of the API client (the contract other parts code against).
 import type { Connection } from '../db/schema.ts';
+import type { ConnectionTraits } from './state.ts';
 
 /** interactive/outbound first, webhook-driven reads next, reconcile last (it cannot take the reserve). */
 export type Priority = 'interactive' | 'outbound' | 'webhook' | 'reconcile';
@@ -67,6 +68,8 @@ export type OrderAction = 'invoice' | 'pay' | 'pack' | 'fulfil' | 'void';
 export interface ApiClient {
   /** The connections row; status and tokens are kept current as the client learns of changes. */
   readonly connection: Connection;
+  /** What this connection's service has been seen to refuse, shared by the runtime's clients of it. */
+  readonly traits: ConnectionTraits;
   request<T = any>(method: Method, path: string, opts?: RequestOptions): Promise<ApiResponse<T>>;
   /** Parsed body. */
   get<T = any>(path: string, opts?: RequestOptions): Promise<T>;

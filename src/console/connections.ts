@@ -104,14 +104,13 @@ export async function finishOAuth(
     throw new ConnectError('the authorization was started in another browser; start again from this one');
   if (!q.code) throw new ConnectError('the service sent no authorization code');
   serviceBaseUrl(deps, state.baseUrl); // still allowed (the settings may have changed since it was issued)
-  const deps2 = { db: deps.db, config: deps.config, log: deps.log };
   try {
     const tokens = await requestToken(deps.config, state.baseUrl, {
       grant_type: 'authorization_code',
       code: q.code,
       redirect_uri: redirectUri(deps),
     });
-    const connection = await addOAuthConnection(deps2, { baseUrl: state.baseUrl, tokens, name: state.name });
+    const connection = await addOAuthConnection(deps, { baseUrl: state.baseUrl, tokens, name: state.name });
     await subscribe(deps, connection);
     return connection;
   } catch (err) {
@@ -123,10 +122,7 @@ export async function finishOAuth(
 export async function connectWithToken(deps: ConsoleDeps, input: { baseUrl: string; token: string; name?: string }): Promise<Connection> {
   const baseUrl = serviceBaseUrl(deps, input.baseUrl);
   try {
-    const connection = await addTokenConnection(
-      { db: deps.db, config: deps.config, log: deps.log },
-      { baseUrl, token: input.token, name: input.name || undefined },
-    );
+    const connection = await addTokenConnection(deps, { baseUrl, token: input.token, name: input.name || undefined });
     await subscribe(deps, connection);
     return connection;
   } catch (err) {
@@ -137,7 +133,7 @@ export async function connectWithToken(deps: ConsoleDeps, input: { baseUrl: stri
 /** Points the account's webhooks at this console; a failure is logged, the connection stays (webhooks sync can redo it). */
 async function subscribe(deps: ConsoleDeps, connection: Connection): Promise<void> {
   try {
-    await syncWebhooks({ db: deps.db, config: deps.config, log: deps.log }, connection, deps.publicUrl());
+    await syncWebhooks(deps, connection, deps.publicUrl());
   } catch (err) {
     deps.log.warn({ err, connection: connection.name }, 'webhooks not registered after connecting from the console');
   }
@@ -177,7 +173,7 @@ export async function connectionStatus(deps: ConsoleDeps, name: string): Promise
   try {
     return {
       connection,
-      webhooks: await listWebhooks({ db: deps.db, config: deps.config, log: deps.log }, c, deps.publicUrl()),
+      webhooks: await listWebhooks(deps, c, deps.publicUrl()),
       webhooksError: null,
     };
   } catch (err) {

@@ -6,7 +6,7 @@ import type { Db } from '../db/index.ts';
 import type { Logger } from '../log.ts';
 import { metrics } from '../metrics.ts';
 import { connectionOverviews, type ConnectionOverview } from './overview.ts';
-import { isDeadLetter } from '../queue/names.ts';
+import { isDeadLetter } from '../jobs/index.ts';
 import { queueDepths } from './queues.ts';
 
 /** Sets queue depth, budget remaining and mirror lag from what the database says now. */

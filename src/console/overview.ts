@@ -11,7 +11,8 @@ import { errorCountsLastHour, recentErrors } from '../db/synclog.ts';
 import { openAlerts, type AlertView } from '../db/alerts.ts';
 import { queueDepths, type QueueDepth } from './queues.ts';
 
-export interface BudgetState {
+/** A connection's budget as the console shows it (the model itself is src/api/budget.ts BudgetState). */
+export interface BudgetView {
   limit: number;
   /** Requests that may still be sent in this window: the service's count (the whole limit once a known reset
    * has passed) less the requests in flight. */
@@ -43,7 +44,7 @@ export interface ConnectionOverview {
   failedDeliveries: number;
   /** Age in seconds of the oldest change not yet in the mirror (a queued delivery or a pending fetch); 0 when none waits. */
   lagSeconds: number;
-  budget: BudgetState | null;
+  budget: BudgetView | null;
   lastSweepAt: Date | null;
   lastFullSweepAt: Date | null;
   /** Drift the latest sweep of each resource found, summed. */
@@ -83,7 +84,7 @@ export async function connectionOverviews(db: Db, onlyId?: number): Promise<Conn
     const errorsLastHour = errors.find((r) => r.connection_id === c.id)?.n ?? 0;
     const lagSeconds = Math.round(Number(d?.lag ?? 0));
     const latest = (xs: (Date | null)[]) => xs.reduce<Date | null>((m, x) => (x && (!m || x > m) ? x : m), null);
-    let budget: BudgetState | null = null;
+    let budget: BudgetView | null = null;
     if (b) {
       // The client's own model (src/api/budget.ts): a known reset that has passed starts a fresh window, and
       // requests in flight are spent already.

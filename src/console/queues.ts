@@ -2,7 +2,7 @@
 // pg-boss) and the console see the same live numbers. pgboss.job is partitioned by queue name.
 import { sql } from 'kysely';
 import type { Db } from '../db/index.ts';
-import { deadLetterOf, isDeadLetter, liveQueueOf, queues } from '../queue/names.ts';
+import { deadLetterOf, isDeadLetter, jobs, liveQueueOf } from '../jobs/index.ts';
 
 export interface QueueDepth {
   queue: string;
@@ -14,7 +14,7 @@ export interface QueueDepth {
 }
 
 export async function queueDepths(db: Db): Promise<QueueDepth[]> {
-  const known = Object.values(queues).flatMap((q) => [q, deadLetterOf(q)]);
+  const known = jobs.flatMap((j) => [j.name, deadLetterOf(j.name)]);
   const { rows } = await sql<{ name: string; queued: number; active: number; failed: number }>`
     SELECT name,
            count(*) FILTER (WHERE state IN ('created', 'retry'))::int AS queued,
@@ -48,7 +48,7 @@ export async function listDeadLetters(db: Db, opts: { queue?: string; connection
   const limit = Math.min(Math.max(opts.limit ?? 100, 1), 1000);
   const deadQueues = opts.queue
     ? [isDeadLetter(opts.queue) ? opts.queue : deadLetterOf(opts.queue)]
-    : Object.values(queues).map(deadLetterOf);
+    : jobs.map((j) => deadLetterOf(j.name));
   const { rows } = await sql<{
     id: string;
     name: string;

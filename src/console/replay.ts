@@ -1,11 +1,11 @@
-// Operator replays. A stored delivery goes back on `deliveries` as a new job with the same DeliveryJob
-// data and its row returns to `queued`; a dead letter moves back to its live queue with its data. Each
+// Operator replays. A stored delivery goes back on `deliveries` as a new job (a DeliveryReplay naming its row)
+// and its row returns to `queued`; a dead letter moves back to its live queue with its data. Each
 // replay commits together with its sync-log entry (pg-boss runs inside our transaction via `db`).
 import { deliveryForUpdate, requeueDelivery } from '../db/deliveries.ts';
 import type { Db } from '../db/index.ts';
 import { bossDb, type Boss } from '../queue/boss.ts';
-import type { DeliveryJob } from '../queue/jobs.ts';
-import { isDeadLetter, liveQueueOf, queues } from '../queue/names.ts';
+import { deliveriesJob, type DeliveryReplay } from '../jobs/deliveries.ts';
+import { isDeadLetter, jobOf, liveQueueOf } from '../jobs/index.ts';
 import { logSync } from '../db/synclog.ts';
 
 export interface ReplayResult {
@@ -17,14 +17,15 @@ export async function replayDelivery(db: Db, boss: Boss, deliveryRowId: number):
   return db.transaction().execute(async (trx) => {
     const row = await deliveryForUpdate(trx, deliveryRowId);
     if (!row) return null;
-    const data: DeliveryJob = {
+    const data: DeliveryReplay = {
+      kind: 'replay',
       deliveryRowId: row.id,
       connectionId: row.connection_id,
       resource: row.resource,
       action: row.action,
       objectId: row.object_id,
     };
-    const jobId = await boss.send(queues.deliveries, data, { db: bossDb(trx) });
+    const jobId = await deliveriesJob.send(boss, data, { tx: trx });
     if (!jobId) throw new Error('pg-boss did not create the job');
     await requeueDelivery(trx, row.id, jobId);
     await logSync(trx, {
@@ -44,18 +45,19 @@ export class ReplayError extends Error {}
 
 /** Moves one dead letter back to its live queue; null when it is no longer waiting there. */
 export async function replayDeadLetter(db: Db, boss: Boss, deadQueue: string, id: string): Promise<ReplayResult | null> {
-  if (!isDeadLetter(deadQueue) || !(Object.values(queues) as string[]).includes(liveQueueOf(deadQueue))) {
+  if (!isDeadLetter(deadQueue) || !jobOf(deadQueue)) {
     throw new ReplayError(`${deadQueue} is not a dead-letter queue`);
   }
   if (!/^[0-9a-f-]{36}$/i.test(id)) throw new ReplayError('a dead letter id is a UUID');
   const live = liveQueueOf(deadQueue);
+  const target = jobOf(deadQueue)!;
   return db.transaction().execute(async (trx) => {
     const [job] = await boss.findJobs<Record<string, unknown>>(deadQueue, { id, db: bossDb(trx) });
     if (!job || (job.state !== 'created' && job.state !== 'retry')) return null;
-    const jobId = await boss.send(live, job.data ?? {}, { db: bossDb(trx) });
+    const jobId = await target.send(boss, job.data ?? {}, { tx: trx });
     if (!jobId) throw new Error('pg-boss did not create the job');
     await boss.deleteJob(deadQueue, id, { db: bossDb(trx) });
-    const data = (job.data ?? {}) as Partial<DeliveryJob>;
+    const data = (job.data ?? {}) as Partial<DeliveryReplay>;
     await logSync(trx, {
       connectionId: typeof data.connectionId === 'number' ? data.connectionId : null,
       resource: typeof data.resource === 'string' ? data.resource : null,

@@ -1,17 +1,17 @@
 // The console role: pages, /api, the live tail and /metrics on the shared Koa app, all behind operator
 // auth (never /webhooks, /healthz or /readyz, which stay on the app's own router). The stock and push
-// areas add their /api routes through `mountRoutes(rt, router)` under the same auth when present.
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+// areas add their /api routes through `mountRoutes(rt, router)` under the same auth.
 import type Router from '@koa/router';
+import * as pushRoutes from '../push/routes.ts';
 import type { Runtime } from '../runtime.ts';
+import * as stockRoutes from '../stock/routes.ts';
 import { startSampler } from './gauges.ts';
 import { consoleRouters } from './routes.ts';
 import { SyncLogTail } from './tail.ts';
 
 type RouteModule = { mountRoutes(rt: Runtime, router: Router): void | Promise<void> };
 
-const routeModules = ['../stock/routes.ts', '../push/routes.ts'];
+const routeModules: Record<string, RouteModule> = { stock: stockRoutes, push: pushRoutes };
 
 export async function mount(rt: Runtime): Promise<void> {
   const { db } = rt.database;
@@ -26,19 +26,18 @@ export async function mount(rt: Runtime): Promise<void> {
     config: rt.config,
     log: rt.log,
     db,
+    clients: rt.clients,
     boss: rt.boss,
     tail,
     demo: () => rt.demo,
     publicUrl: () => rt.publicUrl,
   });
-  for (const rel of routeModules) {
-    if (!existsSync(fileURLToPath(new URL(rel, import.meta.url)))) continue;
+  for (const [area, mod] of Object.entries(routeModules)) {
     try {
-      const mod = (await import(rel)) as RouteModule;
       await mod.mountRoutes(rt, guarded);
     } catch (err) {
-      // One area failing to load must not take the console (the way to see what failed) down with it.
-      rt.log.error({ err, module: rel }, 'could not mount API routes; the console runs without them');
+      // One area failing to mount must not take the console (the way to see what failed) down with it.
+      rt.log.error({ err, area }, 'could not mount API routes; the console runs without them');
     }
   }
   rt.app.use(open.routes()).use(open.allowedMethods());

@@ -2,10 +2,9 @@
 // query parsing, the page context (access mode, the notice after an action) and the connection lookups.
 import type { Context } from 'koa';
 import { problem } from '../server.ts';
-import type { Config } from '../config.ts';
 import type { Db } from '../db/index.ts';
-import type { Logger } from '../log.ts';
 import type { Boss } from '../queue/boss.ts';
+import type { ClientDeps } from '../api/index.ts';
 import type { Runtime } from '../runtime.ts';
 import { accessOf } from './auth.ts';
 import type { Html } from './html.ts';
@@ -13,10 +12,7 @@ import type { PageContext } from './pages/layout.ts';
 import { connectionIdOf, FilterError } from './synclog.ts';
 import type { SyncLogTail } from './tail.ts';
 
-export interface ConsoleDeps {
-  config: Config;
-  log: Logger;
-  db: Db;
+export interface ConsoleDeps extends ClientDeps {
   boss: Boss;
   tail: SyncLogTail;
   /** The built-in sandbox when this process runs it; read per request (src/console/auth.ts). */

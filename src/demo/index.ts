@@ -2,7 +2,6 @@
 // in-process with a seeded catalog and merchant activity, and connects to it as connection `demo`.
 // With COMMERCE_BASE_URL and COMMERCE_TOKEN set, it connects that account instead and runs no sandbox.
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { addTokenConnection, getConnection, listConnections } from '../api/connections.ts';
@@ -15,7 +14,11 @@ const DEMO = 'demo';
 /** A secret kept in DATA_DIR so the demo's tokens stay the same across restarts. */
 async function persistentSecret(dataDir: string, name: string): Promise<string> {
   const file = join(dataDir, name);
-  if (existsSync(file)) return (await readFile(file, 'utf8')).trim();
+  const kept = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return null;
+    throw err;
+  });
+  if (kept !== null) return kept.trim();
   await mkdir(dataDir, { recursive: true });
   const value = randomBytes(24).toString('base64url');
   await writeFile(file, `${value}\n`, { mode: 0o600 });
@@ -28,7 +31,7 @@ export async function mount(rt: Runtime): Promise<void> {
     database: { db },
   } = rt;
   let config = rt.config;
-  const deps = { db, config, log };
+  const deps = { db, config, log, clients: rt.clients };
   if (config.COMMERCE_BASE_URL && config.COMMERCE_TOKEN) {
     const existing = (await listConnections(db)).find((c) => c.base_url === config.COMMERCE_BASE_URL.replace(/\/+$/, ''));
     if (!existing) {

@@ -24,25 +24,13 @@ import {
 } from '../db/operations.ts';
 import type { PushKind, PushOperation } from '../db/schema.ts';
 import { metrics } from '../metrics.ts';
-import { bossDb, type Boss } from '../queue/boss.ts';
-import type { PushJob } from '../queue/jobs.ts';
-import { queues } from '../queue/names.ts';
+import { sendPushJob } from '../jobs/push.ts';
+import type { Boss } from '../queue/boss.ts';
 import { logSync } from '../db/synclog.ts';
 import type { OrderRef } from './input.ts';
 
-/** pg-boss priority of push jobs: outbound work comes before background jobs sharing a worker. */
-export const PUSH_JOB_PRIORITY = 10;
 /** How long a worker holds an operation; matches the push queue's job expiry. */
 const LEASE_SECONDS = 900;
-
-export async function sendPushJob(boss: Boss, tx: Executor, operationId: number, startAfterSeconds?: number): Promise<string | null> {
-  const data: PushJob = { operationId };
-  return boss.send(queues.push, data, {
-    priority: PUSH_JOB_PRIORITY,
-    db: bossDb(tx),
-    ...(startAfterSeconds ? { startAfter: startAfterSeconds } : {}),
-  });
-}
 
 /**
  * The idempotency key of an import is derived from the channel order, so a second import can never create a

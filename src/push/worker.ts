@@ -1,18 +1,17 @@
-// The push worker: one pg-boss job per operation on `queues.push`. A job claims its operation (only the
+// The push job's work (the queue: src/jobs/push.ts). A job claims its operation (only the
 // oldest unfinished operation of an order key runs; the others wait and are woken when it finishes), runs it
 // through the client at 'outbound' priority, and records the outcome. A refusal (4xx, bad input) fails the
 // operation at once with the service's reason and field messages; a transient error is retried by pg-boss with
 // the same idempotency keys, and after the last attempt the operation fails with that error.
-import type { Job, JobResult, JobWithMetadata } from 'pg-boss';
+import type { Job, JobWithMetadata } from 'pg-boss';
 import { ApiError } from '../api/index.ts';
 import type { SentRequest } from '../api/transport.ts';
 import { clientFor } from '../api/connections.ts';
 import type { PushOperation } from '../db/schema.ts';
-import { createQueues, queues } from '../queue/names.ts';
-import type { Runtime } from '../runtime.ts';
+import type { PushData } from '../jobs/push.ts';
+import type { WorkerDeps } from '../runtime.ts';
 import { InputError } from './input.ts';
 import { makeContext, OperationFailed, type Done, type OpContext } from './context.ts';
-import type { PushJob } from '../queue/jobs.ts';
 import { claimOperation, finishOperation, type Outcome } from './store.ts';
 import { importOrder } from './import-order.ts';
 import { ship } from './ship.ts';
@@ -20,8 +19,6 @@ import { orderAction } from './order-action.ts';
 import { createReturn } from './return.ts';
 import { receivePurchaseOrder } from './receive.ts';
 import { stockCount } from './stock-count.ts';
-
-export type PushRuntime = Pick<Runtime, 'config' | 'log' | 'database' | 'boss' | 'onStop'>;
 
 const runners: Record<PushOperation['kind'], (ctx: OpContext) => Promise<Done>> = {
   'import-order': importOrder,
@@ -34,53 +31,10 @@ const runners: Record<PushOperation['kind'], (ctx: OpContext) => Promise<Done>> 
   'stock-count': stockCount,
 };
 
-/** Starts the push worker in this process; it stops with the runtime. */
-export async function startPushWorker(rt: PushRuntime, opts: { pollingIntervalSeconds?: number } = {}): Promise<void> {
-  await createQueues(rt.boss, rt.config);
-  // Batches of two, fetched back to back while they come full: with one job per fetch every worker would wait
-  // a polling interval between jobs even with a backlog. Each job of a batch is settled on its own.
-  const batchSize = Math.min(2, rt.config.WORKER_CONCURRENCY);
-  await rt.boss.work<
-    PushJob,
-    unknown,
-    {
-      includeMetadata: true;
-      perJobResults: true;
-      batchSize: number;
-      burstWhenBatchFull: boolean;
-      localConcurrency: number;
-      pollingIntervalSeconds: number;
-    }
-  >(
-    queues.push,
-    {
-      includeMetadata: true,
-      perJobResults: true,
-      batchSize,
-      burstWhenBatchFull: true,
-      localConcurrency: Math.ceil(rt.config.WORKER_CONCURRENCY / batchSize),
-      pollingIntervalSeconds: opts.pollingIntervalSeconds ?? 1,
-    },
-    (jobs) =>
-      Promise.all(
-        jobs.map(async (job): Promise<JobResult> => {
-          try {
-            await runPushJob(rt, job);
-            return { id: job.id, status: 'completed' };
-          } catch (err) {
-            // A transient failure: pg-boss retries the job with backoff (the operation stays sent).
-            return { id: job.id, status: 'failed', output: { message: err instanceof Error ? err.message : String(err) } };
-          }
-        }),
-      ),
-  );
-  rt.onStop.push(() => rt.boss.offWork(queues.push));
-}
-
-export async function runPushJob(rt: PushRuntime, job: JobWithMetadata<PushJob> | Job<PushJob>): Promise<void> {
-  const { db } = rt.database;
+export async function runPushJob(deps: WorkerDeps, job: JobWithMetadata<PushData> | Job<PushData>): Promise<void> {
+  const { db } = deps;
   const claim = await claimOperation(db, job.data.operationId, job.id);
-  const log = rt.log.child({ job: job.id, operation: job.data.operationId });
+  const log = deps.log.child({ job: job.id, operation: job.data.operationId });
   if (claim.status !== 'claimed') {
     log.debug({ status: claim.status }, 'push job: nothing to run now');
     return;
@@ -90,11 +44,13 @@ export async function runPushJob(rt: PushRuntime, job: JobWithMetadata<PushJob> 
   // The requests this attempt sends go into its outcome's sync-log detail (the console's operation page).
   const requests: SentRequest[] = [];
   try {
-    const client = await clientFor({ db, config: rt.config, log }, op.connection_id, { onRequest: (r) => requests.push(r) });
-    const done = await runners[op.kind](makeContext({ db, client, config: rt.config, log }, op));
+    const client = await clientFor({ db, config: deps.config, log, clients: deps.clients }, op.connection_id, {
+      onRequest: (r) => requests.push(r),
+    });
+    const done = await runners[op.kind](makeContext({ db, client, config: deps.config, log }, op));
     await finishOperation(
       db,
-      rt.boss,
+      deps.boss,
       op,
       { state: 'confirmed', result: done.result, mapping: done.mapping, requests },
       Date.now() - started,
@@ -104,7 +60,7 @@ export async function runPushJob(rt: PushRuntime, job: JobWithMetadata<PushJob> 
     const outcome = { ...classify(err), requests };
     const retryLimit = 'retryLimit' in job ? job.retryLimit : 0;
     if (outcome.state === 'retrying' && job.retryCount < retryLimit) {
-      await finishOperation(db, rt.boss, op, outcome, Date.now() - started);
+      await finishOperation(db, deps.boss, op, outcome, Date.now() - started);
       log.warn({ kind: op.kind, reason: outcome.reason }, 'operation will be retried');
       throw err;
     }
@@ -118,7 +74,7 @@ export async function runPushJob(rt: PushRuntime, job: JobWithMetadata<PushJob> 
             requests,
           }
         : outcome;
-    await finishOperation(db, rt.boss, op, failed, Date.now() - started);
+    await finishOperation(db, deps.boss, op, failed, Date.now() - started);
     log.warn({ kind: op.kind, reason: (failed as { reason: string }).reason }, 'operation failed');
   }
 }

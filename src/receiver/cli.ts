@@ -5,6 +5,7 @@ import { connectionByName, listConnections } from '../db/connections.ts';
 import { listDeliveries } from '../db/deliveries.ts';
 import { openDatabase } from '../db/index.ts';
 import { runRoles } from '../start.ts';
+import { ClientState } from '../api/index.ts';
 import { baseUrl, listWebhooks, syncWebhooks } from './subscriptions.ts';
 
 export interface DeliveryListing {
@@ -88,7 +89,7 @@ async function webhooks(ctx: CommandContext): Promise<number> {
       );
       return 1;
     }
-    const deps = { db: database.db, config: ctx.config, log: ctx.log };
+    const deps = { db: database.db, config: ctx.config, log: ctx.log, clients: new ClientState() };
     const publicUrl = typeof ctx.values['public-url'] === 'string' ? ctx.values['public-url'] : undefined;
     let failed = 0;
     const results: unknown[] = [];

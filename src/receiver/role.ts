@@ -3,7 +3,7 @@
 // webhook subscription sync for every active connection once the public URL is known.
 import { listConnections } from '../db/connections.ts';
 import { createDb, createPool } from '../db/index.ts';
-import { createQueues } from '../queue/names.ts';
+import { createQueues } from '../jobs/index.ts';
 import type { Runtime } from '../runtime.ts';
 import { createReceiver } from './receiver.ts';
 import { rejectionCounter } from './rejections.ts';
@@ -40,10 +40,10 @@ export async function mount(rt: Runtime): Promise<void> {
 }
 
 /** Subscription sync for each active connection; a failure is logged, never fatal to start. */
-export async function syncAllWebhooks(rt: Pick<Runtime, 'config' | 'log' | 'database' | 'publicUrl'>): Promise<void> {
+export async function syncAllWebhooks(rt: Pick<Runtime, 'config' | 'log' | 'database' | 'publicUrl' | 'clients'>): Promise<void> {
   for (const connection of await listConnections(rt.database.db, 'active')) {
     try {
-      await syncWebhooks({ db: rt.database.db, config: rt.config, log: rt.log }, connection, rt.publicUrl);
+      await syncWebhooks({ db: rt.database.db, config: rt.config, log: rt.log, clients: rt.clients }, connection, rt.publicUrl);
     } catch (err) {
       rt.log.warn({ err, connection: connection.name }, 'webhook subscription sync failed; run `commerce-sync webhooks sync` later');
     }

@@ -6,8 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { insertDeliveries, type NewDelivery } from '../db/deliveries.ts';
 import { insertStatement, type Boss } from '../queue/boss.ts';
-import type { DeliveryBatchJob } from '../queue/jobs.ts';
-import { queues } from '../queue/names.ts';
+import { deliveriesJob, type DeliveryBatch } from '../jobs/deliveries.ts';
 
 export type IncomingDelivery = Omit<NewDelivery, 'jobId'>;
 
@@ -29,12 +28,17 @@ export async function storeDeliveries(pool: pg.Pool, boss: Boss, items: Incoming
   // The jobs are made up front, so the rows can name their job and both go in one statement batch. A
   // delivery the database already holds stays in its job's list but not in its rows (the row keeps its
   // first job_id); the handler reads only rows whose job_id is the job's.
-  const jobs = new Map<number, DeliveryBatchJob>();
+  const jobs = new Map<number, DeliveryBatch>();
   const rows: NewDelivery[] = [];
   for (const d of first.values()) {
     let jobId: string | null = null;
     if (d.state === 'queued') {
-      const job = jobs.get(d.connectionId) ?? { connectionId: d.connectionId, jobId: randomUUID(), deliveryIds: [] };
+      const job = jobs.get(d.connectionId) ?? {
+        kind: 'batch' as const,
+        connectionId: d.connectionId,
+        jobId: randomUUID(),
+        deliveryIds: [],
+      };
       job.deliveryIds.push(d.deliveryId);
       jobs.set(d.connectionId, job);
       jobId = job.jobId;
@@ -44,7 +48,7 @@ export async function storeDeliveries(pool: pg.Pool, boss: Boss, items: Incoming
   const jobInsert = jobs.size
     ? await insertStatement(
         boss,
-        queues.deliveries,
+        deliveriesJob.name,
         [...jobs.values()].map((data) => ({ id: data.jobId, data })),
       )
     : undefined;

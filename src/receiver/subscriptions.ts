@@ -6,22 +6,17 @@
 // src/db/refusals.ts): every process's syncs and checks skip it for a day, then ask once more (the service may
 // have learned the event); `webhooks sync` (retryRefused) asks at once. The address is kept on the connection, so the scheduled check
 // (checkAllWebhooks) repairs subscriptions the service deleted after 3 days of failures, at the same address.
-import { ApiError, type ApiClient } from '../api/index.ts';
+import { ApiError, type ApiClient, type ClientDeps } from '../api/index.ts';
 import type { Config } from '../config.ts';
 import { publicUrl as derivedPublicUrl } from '../config.ts';
-import type { Db } from '../db/index.ts';
 import type { Connection } from '../db/schema.ts';
-import type { Logger } from '../log.ts';
 import { connectionNames, getConnection, setWebhookAddress, subscribedConnectionIds } from '../db/connections.ts';
 import { forgetRefusals, recentRefusals, saveRefusals } from '../db/refusals.ts';
 import { logSync } from '../db/synclog.ts';
 import { SUBSCRIBED_EVENTS } from './events.ts';
 
-export interface SubscriptionDeps {
-  db: Db;
-  config: Config;
-  log: Logger;
-}
+/** What subscription sync needs: the API layer's dependencies (it calls the service). */
+export type SubscriptionDeps = ClientDeps;
 
 export interface Webhook {
   id: number;

@@ -1,12 +1,9 @@
 // The channel feed: channel quantity changes after a cursor (the change id), oldest first. Ids become
 // visible in order (writers serialise on a lock, see db/channel.ts), so a reader that follows `next` never
-// skips a change; a cursor older than what retention keeps (CHANNEL_CHANGE_RETENTION_DAYS) gets `expired`. Also putting changes on the channel-stock queue, and the signed POST of
-// them to CHANNEL_WEBHOOK_URL.
+// skips a change; a cursor older than what retention keeps (CHANNEL_CHANGE_RETENTION_DAYS) gets `expired`.
+// Also the signed POST of changes to CHANNEL_WEBHOOK_URL (the channel-stock job: src/jobs/channel-stock.ts).
 import { createHmac } from 'node:crypto';
 import type { Db } from '../db/index.ts';
-import type { Boss } from '../queue/boss.ts';
-import type { ChannelStockJob } from '../queue/jobs.ts';
-import { queues } from '../queue/names.ts';
 import { changesAfter, prunedThrough, type FeedItem } from '../db/channel.ts';
 
 export interface FeedPage {
@@ -34,16 +31,6 @@ export async function channelFeed(
   if (opts.since < through) return { expired: true, since: opts.since, kept_after: through };
   const list = rows.slice(0, opts.limit).map((r) => ({ ...r, id: Number(r.id), at: new Date(r.at).toISOString() }));
   return { changes: list, next: list.length ? list[list.length - 1]!.id : opts.since, has_more: rows.length > opts.limit };
-}
-
-/** Puts channel changes on the channel-stock queue (one job each). */
-export async function publishChanges(boss: Boss, changes: ChannelStockJob[]): Promise<void> {
-  for (let i = 0; i < changes.length; i += 500) {
-    await boss.insert(
-      queues.channelStock,
-      changes.slice(i, i + 500).map((c) => ({ data: c })),
-    );
-  }
 }
 
 /** Header carrying the signature of a channel POST: base64 HMAC-SHA256 of the body with CHANNEL_WEBHOOK_SECRET. */

@@ -1,9 +1,8 @@
 // commerce-sync worker | reconcile [--full] [--connection NAME]
 import { clientFor, listConnections } from '../api/index.ts';
 import { UsageError, type CommandModule, sharedOptions } from '../command.ts';
-import { openDatabase } from '../db/index.ts';
-import { startBoss, stopBoss } from '../queue/boss.ts';
-import { createQueues } from '../queue/names.ts';
+import { createQueues } from '../jobs/index.ts';
+import { createRuntime } from '../runtime.ts';
 import { runRoles } from '../start.ts';
 import { runSweep } from './reconcile.ts';
 
@@ -28,11 +27,10 @@ export const commands: CommandModule['commands'] = {
     details: 'Waits for a sweep of the same connection that is already running. Prints drift per resource.',
     async run(ctx) {
       const { config, log } = ctx;
-      const database = await openDatabase(config, log);
-      const boss = await startBoss(database.url, log, { supervise: false, schedule: false, max: 2 });
+      const rt = await createRuntime(config, log, { poolSize: 10, boss: { supervise: false, schedule: false, max: 2 } });
       try {
-        await createQueues(boss);
-        const all = await listConnections(database.db);
+        await createQueues(rt.boss);
+        const all = await listConnections(rt.database.db);
         const name = ctx.values.connection as string | undefined;
         const targets = name ? all.filter((c) => c.name === name) : all.filter((c) => c.status === 'active');
         if (name && !targets.length) throw new UsageError(`no connection named ${JSON.stringify(name)}; see commerce-sync connections`);
@@ -41,8 +39,8 @@ export const commands: CommandModule['commands'] = {
           return 1;
         }
         for (const c of targets) {
-          const client = await clientFor({ db: database.db, config, log }, c);
-          const r = await runSweep({ db: database.db, boss, config, log }, client, {
+          const deps = rt.workerDeps();
+          const r = await runSweep(deps, await clientFor(deps, c), {
             full: ctx.values.full === true,
             wait: true,
             jobId: 'cli',
@@ -60,8 +58,7 @@ export const commands: CommandModule['commands'] = {
         }
         return 0;
       } finally {
-        await stopBoss(boss);
-        await database.close();
+        await rt.stop();
       }
     },
   },

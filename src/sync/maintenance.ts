@@ -4,23 +4,21 @@ import { probeLapsed } from '../api/index.ts';
 import { connectionByName, listConnections } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
 import { metrics } from '../metrics.ts';
-import type { MaintenanceJob } from '../queue/jobs.ts';
+import type { MaintenanceTask } from '../jobs/maintenance.ts';
 import { checkAllWebhooks } from '../receiver/subscriptions.ts';
 import type { WorkerDeps } from '../runtime.ts';
 import { applyRulesIfChanged } from '../stock/channel.ts';
-import { publishChanges } from '../stock/feed.ts';
+import { publishChanges } from '../jobs/channel-stock.ts';
 import { logSync } from '../db/synclog.ts';
-import { requestDrain } from './jobs.ts';
+import { requestDrain } from '../jobs/fetch.ts';
 import { enforceRetention } from './retention.ts';
 import { pendingLagByConnection, pendingPairs } from '../db/pending.ts';
 import { syncSchedules } from './schedules.ts';
 
-export async function handleMaintenance(deps: WorkerDeps, task: MaintenanceJob['task']): Promise<void> {
+export async function handleMaintenance(deps: WorkerDeps, task: MaintenanceTask): Promise<void> {
   const { db, boss, config, log } = deps;
   switch (task) {
-    // prune-sync-log: the daily task retention replaced (a job of it may still be queued from before).
-    case 'retention':
-    case 'prune-sync-log': {
+    case 'retention': {
       const run = await enforceRetention(db, config);
       if (!run) break; // another worker's run holds the lock
       const deleted = Object.fromEntries(Object.entries(run.deleted).filter(([, n]) => n > 0));
@@ -33,7 +31,7 @@ export async function handleMaintenance(deps: WorkerDeps, task: MaintenanceJob['
       await applyRules(deps);
       break;
     case 'probe-lapsed': {
-      const resumed = await probeLapsed({ db, config, log });
+      const resumed = await probeLapsed(deps);
       for (const name of resumed) {
         const c = await connectionByName(db, name);
         await logSync(db, { connectionId: c?.id ?? null, action: 'connection.resumed', detail: { was: 'lapsed' } });
@@ -44,11 +42,11 @@ export async function handleMaintenance(deps: WorkerDeps, task: MaintenanceJob['
     }
     case 'webhooks':
       // The service deletes a subscription after 3 days of failed deliveries: recreate what is missing.
-      await checkAllWebhooks({ db, config, log });
+      await checkAllWebhooks(deps);
       break;
     case 'pending':
       // Safety net: pending rows whose drain job was lost (a crash between commit and send) get one.
-      for (const p of await pendingPairs(db)) await requestDrain(boss, p.connectionId, p.resource, { db });
+      for (const p of await pendingPairs(db)) await requestDrain(deps, p.connectionId, p.resource);
       await updateLag(db);
       break;
   }

@@ -33,8 +33,8 @@ const weightOf = (resource: string) => (resource === 'composition' ? 2 : WEIGHTS
 // would open a new slot, and so a new drain, each time. A few fixed steps keep the slots stable.
 export const WINDOW_STEPS = [1, 2, 3, 4, 5, 8, 13, 20, 30, 45, 60, 90, 120];
 
-/** What pacing looks at for one connection. */
-export interface BudgetState {
+/** What pacing looks at for one connection: its budget window and the resources sharing it. */
+export interface PacingState {
   /** The service's limit per window (0: not known yet). */
   limit: number;
   remaining: number;
@@ -52,7 +52,7 @@ export function freshnessOf(resource: string): Freshness {
 }
 
 /** The coalescing window of `resource`, in seconds, for a connection in `state`. Pure: see the module comment. */
-export function drainWindow(state: BudgetState, resource: string): number {
+export function drainWindow(state: PacingState, resource: string): number {
   if (state.toReset === null || state.toReset <= 0) return 1; // no window known, or a fresh one: read at once
   const rate = (0.8 * Math.max(state.remaining, 0)) / state.toReset;
   const sharing = [...new Set([...state.active, resource])];
@@ -68,67 +68,83 @@ export function drainWindow(state: BudgetState, resource: string): number {
   return WINDOW_STEPS.find((s) => s >= wanted) ?? WINDOW_STEPS.at(-1)!;
 }
 
-// Resources this process asked drains for or drained lately, per connection: they share the budget for five
+// Resources this runtime asked drains for or drained lately, per connection: they share the budget for five
 // minutes after (a resource read every few seconds is pending only now and then), with what their drains have
 // lately cost. Kept in memory: pacing is a share of the budget, not a guarantee, and a look at the budget is
 // then one primary-key read.
 const RECENT_MS = 5 * 60_000;
-const recent = new Map<number, Map<string, { at: number; cost?: number }>>();
-
-function entry(connectionId: number, resource: string, now: number) {
-  let m = recent.get(connectionId);
-  if (!m) recent.set(connectionId, (m = new Map()));
-  const e = m.get(resource) ?? { at: now };
-  e.at = now;
-  m.set(resource, e);
-  return e;
-}
-
-/** Notes that (connection, resource) is being read: it shares the budget for the next five minutes. */
-export function noteActive(connectionId: number, resource: string, now = Date.now()): void {
-  entry(connectionId, resource, now);
-}
-
-/** Notes what a read of up to 250 ids of (connection, resource) cost, in requests: a moving average. */
-export function noteCost(connectionId: number, resource: string, requests: number, now = Date.now()): void {
-  const e = entry(connectionId, resource, now);
-  e.cost = e.cost === undefined ? requests : 0.7 * e.cost + 0.3 * requests;
-}
-
-function activeResources(connectionId: number, now: number): { active: string[]; costs: Record<string, number> } {
-  const m = recent.get(connectionId);
-  const costs: Record<string, number> = {};
-  if (!m) return { active: [], costs };
-  for (const [r, e] of m) {
-    if (now - e.at > RECENT_MS) m.delete(r);
-    else if (e.cost !== undefined) costs[r] = e.cost;
-  }
-  if (!m.size) recent.delete(connectionId);
-  return { active: [...m.keys()], costs };
-}
 
 // Deliveries arrive in batches that each ask for drains: one look at the budget per connection serves them all
 // for a second, or for five while at least a third of a full budget is left (every window is then 1-2 s, and the
 // client itself never lets a connection spend past its budget).
 const CACHE_MS = 1000,
   PLENTY_CACHE_MS = 5000;
-const cache = new Map<number, { at: number; until: number; budget: { limit: number; remaining: number; toReset: number | null } | null }>();
 
-export async function budgetState(db: Db, connectionId: number): Promise<BudgetState> {
-  const now = Date.now();
-  let hit = cache.get(connectionId);
-  if (!hit || now >= hit.until) {
-    const budget = await budgetWindow(db, connectionId);
-    const plenty = budget !== null && budget.remaining >= 100;
-    if (cache.size > 10_000) cache.clear();
-    hit = { at: now, until: now + (plenty ? PLENTY_CACHE_MS : CACHE_MS), budget };
-    cache.set(connectionId, hit);
+type Budget = { limit: number; remaining: number; toReset: number | null };
+
+/** The pacing memory of one runtime (src/runtime.ts makes it): what its drains read lately and a short look at each budget. */
+export class Pacing {
+  readonly #db: Db;
+  readonly #recent = new Map<number, Map<string, { at: number; cost?: number }>>();
+  readonly #budgets = new Map<number, { at: number; until: number; budget: Budget | null }>();
+
+  constructor(db: Db) {
+    this.#db = db;
   }
-  const { active, costs } = activeResources(connectionId, now);
-  if (!hit.budget) return { limit: 0, remaining: 0, toReset: null, active, costs };
-  const age = (now - hit.at) / 1000; // toReset as of now, not as of the read
-  const { limit, remaining, toReset } = hit.budget;
-  return { limit, remaining, toReset: toReset === null ? null : toReset - age, active, costs };
+
+  #entry(connectionId: number, resource: string, now: number) {
+    let m = this.#recent.get(connectionId);
+    if (!m) this.#recent.set(connectionId, (m = new Map()));
+    const e = m.get(resource) ?? { at: now };
+    e.at = now;
+    m.set(resource, e);
+    return e;
+  }
+
+  /** Notes that (connection, resource) is being read: it shares the budget for the next five minutes. */
+  noteActive(connectionId: number, resource: string, now = Date.now()): void {
+    this.#entry(connectionId, resource, now);
+  }
+
+  /** Notes what a read of up to 250 ids of (connection, resource) cost, in requests: a moving average. */
+  noteCost(connectionId: number, resource: string, requests: number, now = Date.now()): void {
+    const e = this.#entry(connectionId, resource, now);
+    e.cost = e.cost === undefined ? requests : 0.7 * e.cost + 0.3 * requests;
+  }
+
+  #activeResources(connectionId: number, now: number): { active: string[]; costs: Record<string, number> } {
+    const m = this.#recent.get(connectionId);
+    const costs: Record<string, number> = {};
+    if (!m) return { active: [], costs };
+    for (const [r, e] of m) {
+      if (now - e.at > RECENT_MS) m.delete(r);
+      else if (e.cost !== undefined) costs[r] = e.cost;
+    }
+    if (!m.size) this.#recent.delete(connectionId);
+    return { active: [...m.keys()], costs };
+  }
+
+  async state(connectionId: number): Promise<PacingState> {
+    const now = Date.now();
+    let hit = this.#budgets.get(connectionId);
+    if (!hit || now >= hit.until) {
+      const budget = await budgetWindow(this.#db, connectionId);
+      const plenty = budget !== null && budget.remaining >= 100;
+      if (this.#budgets.size > 10_000) this.#budgets.clear();
+      hit = { at: now, until: now + (plenty ? PLENTY_CACHE_MS : CACHE_MS), budget };
+      this.#budgets.set(connectionId, hit);
+    }
+    const { active, costs } = this.#activeResources(connectionId, now);
+    if (!hit.budget) return { limit: 0, remaining: 0, toReset: null, active, costs };
+    const age = (now - hit.at) / 1000; // toReset as of now, not as of the read
+    const { limit, remaining, toReset } = hit.budget;
+    return { limit, remaining, toReset: toReset === null ? null : toReset - age, active, costs };
+  }
+
+  /** The coalescing window of (connection, resource) now, in seconds. */
+  async windowSeconds(connectionId: number, resource: string): Promise<number> {
+    return drainWindow(await this.state(connectionId), resource);
+  }
 }
 
 /**
@@ -139,12 +155,7 @@ export async function budgetState(db: Db, connectionId: number): Promise<BudgetS
  * with everything else (p95 stock lag 70-85 s at 10 operations/s). A held drain leaves its rows pending; the next
  * mark or the maintenance minute asks for it again, and it reads once the window has reset.
  */
-export function heldForStock(state: BudgetState, resource: string, reserve: number): boolean {
+export function heldForStock(state: PacingState, resource: string, reserve: number): boolean {
   if (freshnessOf(resource) === 'stock' || state.toReset === null || state.toReset <= 0) return false;
   return state.remaining <= effectiveReserve(state.limit, reserve);
-}
-
-/** The coalescing window of (connection, resource) now, in seconds. */
-export async function drainWindowSeconds(db: Db, connectionId: number, resource: string): Promise<number> {
-  return drainWindow(await budgetState(db, connectionId), resource);
 }

@@ -3,13 +3,12 @@
 import { earliest, type ApiClient, type ByIds, type Page, type RequestOptions } from '../api/index.ts';
 import type { ResourceSpec } from './resources.ts';
 
-export type Reader = Pick<ApiClient, 'getByIds' | 'paginate'> & { readonly connection: { id: number; name: string } };
+export type Reader = Pick<ApiClient, 'getByIds' | 'paginate' | 'traits'> & { readonly connection: { id: number; name: string } };
 
 type Query = NonNullable<RequestOptions['query']>;
 
-// A service that refuses several values of `status` in one read (the spec allows status[]=a&status[]=b but
-// does not show it for status) gets one read per state; remembered per connection for the process's life.
-const singleStatusOnly = new Set<number>();
+// A service that refuses several values of `status` in one read gets one read per state from then on
+// (client.traits, shared by the runtime's clients of the connection).
 const refused = (err: unknown) => [400, 422].includes((err as { status?: number }).status ?? 0);
 
 /** Records of the given ids in any live state (not archived): status[]=every state, or one read per state. */
@@ -21,12 +20,12 @@ export async function readLive(
 ): Promise<ByIds<any>> {
   const states = spec.statuses;
   if (!states) return client.getByIds(spec.path, ids, opts);
-  if (!singleStatusOnly.has(client.connection.id)) {
+  if (!client.traits.singleStatusOnly) {
     try {
       return await client.getByIds(spec.path, ids, { ...opts, query: { ...opts.query, status: states } });
     } catch (err) {
       if (!refused(err)) throw err;
-      singleStatusOnly.add(client.connection.id);
+      client.traits.singleStatusOnly = true;
     }
   }
   const out: ByIds<any> = { records: [], sideloads: {}, requests: 0, asOf: null };
@@ -48,7 +47,7 @@ export async function* listLive(client: Reader, spec: ResourceSpec, opts: Reques
     yield* client.paginate(spec.path, opts);
     return;
   }
-  if (!singleStatusOnly.has(client.connection.id)) {
+  if (!client.traits.singleStatusOnly) {
     let first = true;
     try {
       for await (const page of client.paginate(spec.path, { ...opts, query: { ...opts.query, status: states } })) {
@@ -58,7 +57,7 @@ export async function* listLive(client: Reader, spec: ResourceSpec, opts: Reques
       return;
     } catch (err) {
       if (!first || !refused(err)) throw err;
-      singleStatusOnly.add(client.connection.id);
+      client.traits.singleStatusOnly = true;
     }
   }
   for (const status of states) yield* client.paginate(spec.path, { ...opts, query: { ...opts.query, status } });

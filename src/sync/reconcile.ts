@@ -18,11 +18,11 @@ import type { Db } from '../db/index.ts';
 import { withSweepLock } from '../db/locks.ts';
 import type { Logger } from '../log.ts';
 import { metrics } from '../metrics.ts';
-import type { ReconcileJob } from '../queue/jobs.ts';
+import type { ReconcileData } from '../jobs/reconcile.ts';
 import type { WorkerDeps } from '../runtime.ts';
 import { logSync } from '../db/synclog.ts';
 import { channelRules, type ChannelChange } from '../stock/channel.ts';
-import { publishChanges } from '../stock/feed.ts';
+import { publishChanges } from '../jobs/channel-stock.ts';
 import type { ChannelRules } from '../stock/rules.ts';
 import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';
 import { upsertChildren, upsertOther } from '../db/mirror.ts';
@@ -365,7 +365,7 @@ async function sweepOthers(deps: SweepDeps, result: SweepResult): Promise<void> 
 
 /** Runs one sweep of a connection now (the reconcile job, and `commerce-sync reconcile`). */
 export async function runSweep(
-  deps: WorkerDeps,
+  deps: Pick<WorkerDeps, 'db' | 'boss' | 'config' | 'log'>,
   client: ApiClient,
   opts: { full: boolean; wait?: boolean; jobId?: string | null },
 ): Promise<SweepResult> {
@@ -385,7 +385,11 @@ export async function runSweep(
 }
 
 /** The reconcile queue's handler: one sweep of an active connection. */
-export async function handleReconcile(deps: WorkerDeps, client: ApiClient, job: { id: string; data: ReconcileJob }): Promise<void> {
+export async function handleReconcile(
+  deps: Pick<WorkerDeps, 'db' | 'boss' | 'config' | 'log'>,
+  client: ApiClient,
+  job: { id: string; data: ReconcileData },
+): Promise<void> {
   const { connectionId, full } = job.data;
   const r = await runSweep(deps, client, { full, jobId: job.id });
   deps.log.info({ connectionId, full, drift: r.drift, records: r.records, busy: r.busy ?? false, ms: r.durationMs }, 'sweep done');

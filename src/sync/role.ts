@@ -1,7 +1,15 @@
-// The worker role: the sync workers on the shared runtime (see worker.ts).
+// The worker role: every job's worker (src/jobs/: deliveries, fetch, reconcile, push, maintenance, and
+// channel-stock when CHANNEL_WEBHOOK_URL is set) on the shared runtime, then the schedules and the channel rules.
+// Several processes share the work through pg-boss.
+import { createQueues, workJobs } from '../jobs/index.ts';
 import type { Runtime } from '../runtime.ts';
-import { startSyncWorkers } from './worker.ts';
+import { applyRules } from './maintenance.ts';
+import { syncSchedules } from './schedules.ts';
 
 export async function mount(rt: Runtime): Promise<void> {
-  await startSyncWorkers({ db: rt.database.db, boss: rt.boss, config: rt.config, log: rt.log });
+  const deps = rt.workerDeps();
+  await createQueues(rt.boss, rt.config);
+  rt.onStop.push(await workJobs(deps));
+  await syncSchedules(deps.db, deps.boss, deps.config);
+  await applyRules(deps);
 }

@@ -11,12 +11,11 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startAlerts } from '../../src/alerts/role.ts';
 import { probeLapsed } from '../../src/api/connections.ts';
-import { mount as mountConsole } from '../../src/console/role.ts';
-import type { Runtime } from '../../src/runtime.ts';
-import { createApp, listen } from '../../src/server.ts';
+import { testConsole } from '../support/runtime.ts';
 import { captureLogger } from '../support/log.ts';
 import { startLoop, type Loop } from '../sync/harness.ts';
 import { alertEndpoint, newSecret } from './support.ts';
+import { ClientState } from '../../src/api/state.ts';
 
 const TOKEN = 'alerts-e2e-operator-token-0123456789';
 const alertSettings = (url: string, secret: string) => ({
@@ -31,7 +30,6 @@ function runAlerts(t: { teardown(fn: () => unknown): void }, loop: Loop) {
   const { log } = captureLogger('error');
   const alerts = startAlerts({
     db: loop.tdb.db,
-    boss: loop.bosses[0]!,
     config: loop.config,
     log,
     policy: { timeoutMs: 2000, attempts: 2, backoffMs: 200 },
@@ -44,27 +42,7 @@ function runAlerts(t: { teardown(fn: () => unknown): void }, loop: Loop) {
 async function consoleOn(t: { teardown(fn: () => unknown): void }, loop: Loop) {
   const { log } = captureLogger('error');
   const config = { ...loop.config, OPERATOR_TOKEN: TOKEN };
-  const { app, router } = createApp(loop.tdb.pool, log);
-  const rt: Runtime = {
-    config,
-    log,
-    boss: loop.bosses[0]!,
-    app,
-    router,
-    publicUrl: '',
-    demo: false,
-    readiness: [],
-    afterListen: [],
-    onStop: [],
-    database: { url: loop.tdb.url, pool: loop.tdb.pool, db: loop.tdb.db, close: async () => {} },
-  };
-  await mountConsole(rt);
-  const server = await listen(app, 0, '127.0.0.1');
-  rt.publicUrl = `http://127.0.0.1:${server.port}`;
-  t.teardown(async () => {
-    for (const step of [...rt.onStop].reverse()) await step();
-    await server.close(100);
-  });
+  const { rt } = await testConsole(t, loop.tdb, config, log);
   const get = async (path: string) => fetch(`${rt.publicUrl}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } });
   return { get };
 }
@@ -129,7 +107,11 @@ t.test('a lapsed account opens an alert and resolves it, both seen at the endpoi
 
   await loop.admin('POST', 'account', { lapsed: false });
   const { log } = captureLogger('error');
-  t.same(await probeLapsed({ db: loop.tdb.db, config: loop.config, log }), ['shop'], 'the scheduled probe finds it answering again');
+  t.same(
+    await probeLapsed({ db: loop.tdb.db, config: loop.config, log, clients: new ClientState() }),
+    ['shop'],
+    'the scheduled probe finds it answering again',
+  );
   const resolved = await ep.waitFor('the lapsed alert resolved', (n) => n.type === 'alert.resolved' && n.data.key === 'lapsed:shop');
   t.equal(resolved.data.state, 'resolved');
   t.same(

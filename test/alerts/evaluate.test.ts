@@ -14,7 +14,7 @@ import { logSync } from '../../src/db/synclog.ts';
 import { openAlerts } from '../../src/db/alerts.ts';
 import { rejectionCounter } from '../../src/receiver/rejections.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
-import { createQueues } from '../../src/queue/names.ts';
+import { createQueues } from '../../src/jobs/index.ts';
 import { eventsIn } from '../../src/catalog/index.ts';
 import { testConfig } from '../support/config.ts';
 import { testDatabase } from '../support/db.ts';

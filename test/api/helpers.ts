@@ -13,6 +13,7 @@ import { testConfig } from '../support/config.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
 import { sandboxAdmin } from '../support/sandbox.ts';
+import { ClientState } from '../../src/api/state.ts';
 
 interface Teardown {
   teardown(fn: () => unknown): void;
@@ -45,7 +46,7 @@ export async function setup(
   const dataDir = await mkdtemp(join(tmpdir(), 'cs-api-'));
   const config = testConfig({ DATA_DIR: dataDir, TOKEN_ENCRYPTION_KEY: TEST_KEY, API_MAX_ATTEMPTS: 4, ...opts.config });
   const logs = captureLogger('debug');
-  const deps: ClientDeps = { db: database.db, config, log: logs.log };
+  const deps: ClientDeps = { db: database.db, config, log: logs.log, clients: new ClientState() };
   const connection = await addTokenConnection(deps, { baseUrl: sandbox.url, token: sandbox.token, name: 'shop' });
   const client = await clientFor(deps, connection, { backoffBaseMs: 10, backoffMaxMs: 100, ...opts.client });
   const admin = sandboxAdmin(sandbox);

@@ -6,6 +6,7 @@
 import t from 'tap';
 import { sql } from 'kysely';
 import { clientFor } from '../../src/api/connections.ts';
+import { ClientState } from '../../src/api/state.ts';
 import { getConnection } from '../../src/db/connections.ts';
 import { perWindow, recordingProxy, startSpender, type SpenderOptions } from '../support/spender.ts';
 import { setup } from './helpers.ts';
@@ -24,9 +25,9 @@ for (const mode of ['steady', 'burst'] as const)
     const proxy = await recordingProxy(t, s.sandbox.url);
     await sql`UPDATE connections SET base_url = ${proxy.url} WHERE id = ${s.connection.id}`.execute(s.database.db);
     const row = (await getConnection(s.database.db, s.connection.id))!;
-    // Three processes: each database handle has its own gate, as a process has.
+    // Three processes: each with a gate of its own, as a process has.
     const clients = await Promise.all(
-      [0, 1, 2].map(() => clientFor({ ...s.deps, db: s.database.db.withoutPlugins() }, row, { backoffBaseMs: 10, backoffMaxMs: 100 })),
+      [0, 1, 2].map(() => clientFor({ ...s.deps, clients: new ClientState() }, row, { backoffBaseMs: 10, backoffMaxMs: 100 })),
     );
     const { token } = await s.admin('POST', 'tokens', { application_id: 1 });
     const opts: SpenderOptions = { limit: LIMIT, windowMs: WINDOW_MS, share: 0.8, mode, parallel: 4 };

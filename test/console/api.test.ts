@@ -8,8 +8,11 @@ import { logSync } from '../../src/db/synclog.ts';
 import { metrics } from '../../src/metrics.ts';
 import { sampleOnce } from '../../src/console/gauges.ts';
 import { MAX_TAIL_STREAMS } from '../../src/console/routes/logs.ts';
-import { queues, deadLetterOf } from '../../src/queue/names.ts';
+import { deadLetterOf } from '../../src/jobs/index.ts';
 import { addConnection, addDelivery, addVariant, consoleServer, readEvents } from './harness.ts';
+import { reconcileJob } from '../../src/jobs/reconcile.ts';
+import { fetchJob } from '../../src/jobs/fetch.ts';
+import { deliveriesJob } from '../../src/jobs/deliveries.ts';
 
 const TOKEN = 'op-secret-token-for-the-api-tests';
 const auth = { authorization: `Bearer ${TOKEN}` };
@@ -147,8 +150,8 @@ t.test('JSON API answers the operator questions', async (t) => {
     const res = await fetch(`${base}/api/deliveries/${d.id}/replay`, { method: 'POST', headers: auth });
     t.equal(res.status, 202);
     const { replayed } = (await res.json()) as { replayed: { jobId: string } };
-    const [job] = await boss.findJobs(queues.deliveries, { id: replayed.jobId });
-    t.same(job!.data, { deliveryRowId: d.id, connectionId: other, resource: 'variant', action: 'update', objectId: 1 });
+    const [job] = await boss.findJobs(deliveriesJob.name, { id: replayed.jobId });
+    t.same(job!.data, { kind: 'replay', deliveryRowId: d.id, connectionId: other, resource: 'variant', action: 'update', objectId: 1 });
     const row = await db.selectFrom('webhook_deliveries').selectAll().where('id', '=', d.id).executeTakeFirstOrThrow();
     t.match(row, { state: 'queued', error: null, job_id: replayed.jobId });
     t.equal((await fetch(`${base}/api/deliveries/999999/replay`, { method: 'POST', headers: auth })).status, 404);
@@ -180,7 +183,7 @@ t.test('JSON API answers the operator questions', async (t) => {
   });
 
   await t.test('dead letters are listed and replayed to their live queue', async (t) => {
-    const deadId = await boss.send(deadLetterOf(queues.fetch), { connectionId: shop, resource: 'variant' });
+    const deadId = await boss.send(deadLetterOf(fetchJob.name), { connectionId: shop, resource: 'variant' });
     const list = (await (await fetch(`${base}/api/dead-letters`, { headers: auth })).json()) as {
       deadLetters: { id: string; liveQueue: string }[];
     };
@@ -188,7 +191,7 @@ t.test('JSON API answers the operator questions', async (t) => {
     const res = await fetch(`${base}/api/dead-letters/fetch-dead/${deadId}/replay`, { method: 'POST', headers: auth });
     t.equal(res.status, 202);
     const { replayed } = (await res.json()) as { replayed: { jobId: string } };
-    const [job] = await boss.findJobs(queues.fetch, { id: replayed.jobId });
+    const [job] = await boss.findJobs(fetchJob.name, { id: replayed.jobId });
     t.same(job!.data, { connectionId: shop, resource: 'variant' });
     t.same(((await (await fetch(`${base}/api/dead-letters`, { headers: auth })).json()) as { deadLetters: unknown[] }).deadLetters, []);
     t.equal((await fetch(`${base}/api/dead-letters/fetch-dead/${deadId}/replay`, { method: 'POST', headers: auth })).status, 404);
@@ -243,7 +246,7 @@ t.test('JSON API answers the operator questions', async (t) => {
 
   await t.test('/metrics carries the gauges, refreshed on scrape', async (t) => {
     metrics.deliveriesReceived.inc({ connection: 'shop', event: 'variants/update' });
-    await boss.send(queues.reconcile, { connectionId: shop, full: false });
+    await boss.send(reconcileJob.name, { connectionId: shop, full: false });
     const res = await fetch(`${base}/metrics`, { headers: auth });
     t.equal(res.status, 200);
     const text = await res.text();

@@ -4,9 +4,10 @@
 import t from 'tap';
 import { sql } from 'kysely';
 import { logSync } from '../../src/db/synclog.ts';
-import { queues } from '../../src/queue/names.ts';
 import { chromiumMissing, openBrowser } from './browser.ts';
 import { addConnection, addDelivery, addVariant, consoleServer, sendDelivery } from './harness.ts';
+import { fetchJob } from '../../src/jobs/fetch.ts';
+import { deliveriesJob } from '../../src/jobs/deliveries.ts';
 
 const TOKEN = 'browser-test-operator-token';
 
@@ -102,7 +103,7 @@ if (chromiumMissing) {
       await page.getByText(`Replayed ${id}: it is queued again.`).waitFor();
       const stored = await db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
       t.equal(stored.state, 'queued');
-      const [job] = await boss.findJobs(queues.deliveries, { id: stored.job_id! });
+      const [job] = await boss.findJobs(deliveriesJob.name, { id: stored.job_id! });
       t.match(job!.data, { deliveryRowId: id, connectionId: shop, resource: 'variant', objectId: 42 });
     });
 
@@ -112,7 +113,7 @@ if (chromiumMissing) {
       await page.locator(`#dead-letters tr[data-id="${deadId}"]`).getByRole('button', { name: 'Replay' }).click();
       await page.getByText(`Replayed ${deadId}`).waitFor();
       t.match(await page.locator('#dead-letters').textContent(), /No dead letters/);
-      t.equal((await boss.findJobs(queues.fetch, { data: { connectionId: shop } })).length, 1);
+      t.equal((await boss.findJobs(fetchJob.name, { data: { connectionId: shop } })).length, 1);
     });
 
     await t.test('the record page shows stock per location, channel quantity and the history with causes', async (t) => {

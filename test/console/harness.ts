@@ -1,15 +1,15 @@
 // A console role on a real HTTP server over a fresh test database, with pg-boss and the queues created,
 // plus small helpers to put connections, variants, deliveries and log entries in place.
 import { createHmac } from 'node:crypto';
-import { createQueues } from '../../src/queue/names.ts';
-import { startBoss, stopBoss, type Boss } from '../../src/queue/boss.ts';
-import { createApp, listen, type Server } from '../../src/server.ts';
-import type { RoleModule, Runtime } from '../../src/runtime.ts';
-import { mount } from '../../src/console/role.ts';
+import { createQueues } from '../../src/jobs/index.ts';
+import type { Boss } from '../../src/queue/boss.ts';
+import type { Server } from '../../src/server.ts';
+import type { Runtime } from '../../src/runtime.ts';
 import type { Db } from '../../src/db/index.ts';
 import { testConfig } from '../support/config.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
+import { testConsole } from '../support/runtime.ts';
 
 interface T {
   teardown(fn: () => unknown): void;
@@ -45,36 +45,12 @@ export async function consoleServer(
   const tdb = await testDatabase(t);
   const config = testConfig({ OPERATOR_TOKEN: opts.token ?? '', COMMERCE_CLIENT_SECRET: CLIENT_SECRET, ...opts.config });
   const { log, lines: logLines } = captureLogger('warn');
-  const boss = await startBoss(tdb.url, log, { supervise: false, schedule: false, max: 3 });
-  await createQueues(boss);
-  const { app, router } = createApp(tdb.pool, log);
-  const rt: Runtime = {
-    config,
-    log,
-    boss,
-    app,
-    router,
-    publicUrl: '',
+  const { rt, server } = await testConsole(t, tdb, config, log, {
+    receiver: opts.receiver,
     demo: opts.demo ? { baseUrl: HARNESS_SERVICE_URL } : false,
-    readiness: [],
-    afterListen: [],
-    onStop: [],
-    database: { url: tdb.url, pool: tdb.pool, db: tdb.db, close: async () => {} },
-  };
-  let server: Server | undefined;
-  t.teardown(async () => {
-    for (const step of [...rt.onStop].reverse()) await step();
-    if (server?.http.listening) await server.close(100);
-    await stopBoss(boss, false);
   });
-  if (opts.receiver) {
-    const receiver = (await import('../../src/receiver/role.ts')) as RoleModule;
-    await receiver.mount(rt);
-  }
-  await mount(rt);
-  server = await listen(app, 0, '127.0.0.1');
-  rt.publicUrl = `http://127.0.0.1:${server.port}`;
-  return { base: rt.publicUrl, db: tdb.db, boss, tdb, rt, server, logLines };
+  await createQueues(rt.boss);
+  return { base: rt.publicUrl, db: tdb.db, boss: rt.boss, tdb, rt, server, logLines };
 }
 
 export async function addConnection(db: Db, name: string, extra: { accountName?: string } = {}): Promise<number> {

@@ -13,7 +13,8 @@ import { startSandbox } from '@commerce-sync/sandbox';
 import { addTokenConnection, clientFor } from '../../src/api/connections.ts';
 import { enqueueOperation } from '../../src/push/enqueue.ts';
 import { getOperation } from '../../src/db/operations.ts';
-import { startPushWorker } from '../../src/push/worker.ts';
+import { createQueues, workJobs } from '../../src/jobs/index.ts';
+import { pushJob } from '../../src/jobs/push.ts';
 import { runSweep } from '../../src/sync/reconcile.ts';
 import { sandboxAdmin } from '../support/sandbox.ts';
 import { chromiumMissing, openBrowser } from './browser.ts';
@@ -73,11 +74,11 @@ if (chromiumMissing) {
       },
     });
     const { base, db, boss, rt } = server;
-    const deps = { db, config: rt.config, log: rt.log };
+    const deps = rt.workerDeps();
     const shop = await addTokenConnection(deps, { baseUrl: a.url, token: a.token, name: 'shop' });
-    await startPushWorker(rt, { pollingIntervalSeconds: 0.5 });
-    const sweep = async () =>
-      runSweep({ db, boss, config: rt.config, log: rt.log }, await clientFor(deps, shop), { full: true, wait: true });
+    await createQueues(boss, rt.config);
+    rt.onStop.push(await workJobs(deps, [pushJob], { pollingIntervalSeconds: 0.5 }));
+    const sweep = async () => runSweep(deps, await clientFor(deps, shop), { full: true, wait: true });
     const settle = async (id: number) => {
       for (let i = 0; i < 300; i++) {
         const op = (await getOperation(db, id))!;

@@ -1,6 +1,6 @@
 // Retention (src/sync/retention.ts and the stores' prune statements): per table family, rows past their window go
 // in batches, and recent rows and the rows that must stay (queued deliveries, unfinished operations, ...) stay.
-// pg-boss's own retention is its queues' options (src/queue/names.ts), checked at the end.
+// pg-boss's own retention is its queues' options (src/jobs/index.ts), checked at the end.
 import { sql } from 'kysely';
 import t from 'tap';
 import { pruneChannelChanges, prunedThrough } from '../../src/db/channel.ts';
@@ -8,7 +8,7 @@ import type { Db } from '../../src/db/index.ts';
 import { withRetentionLock } from '../../src/db/locks.ts';
 import { pruneSyncLog } from '../../src/db/synclog.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
-import { createQueues, deadLetterOf, queues } from '../../src/queue/names.ts';
+import { createQueues, deadLetterOf } from '../../src/jobs/index.ts';
 import { createApp, listen } from '../../src/server.ts';
 import type { Runtime } from '../../src/runtime.ts';
 import { channelFeed } from '../../src/stock/feed.ts';
@@ -19,6 +19,8 @@ import { testConfig } from '../support/config.ts';
 import { testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
 import { addConnection } from '../sync/helpers.ts';
+import { channelStockJob } from '../../src/jobs/channel-stock.ts';
+import { maintenanceJob } from '../../src/jobs/maintenance.ts';
 
 const config = testConfig(); // the defaults: deliveries 7 days, dead letters 30, sync log 30, changes 30, operations 90, samples 7
 const ago = (days: number) => sql<Date>`now() - make_interval(secs => ${days * 86_400})`;
@@ -176,25 +178,25 @@ t.test('pg-boss: finished jobs go after JOB_RETENTION_HOURS, dead letters wait D
   t.teardown(() => stopBoss(boss, false));
   await createQueues(boss); // as a receiver does: pg-boss's defaults
   await createQueues(boss, testConfig({ JOB_RETENTION_HOURS: 2, DEAD_LETTER_RETENTION_DAYS: 3 }));
-  const live = await boss.getQueue(queues.maintenance);
-  const dead = await boss.getQueue(deadLetterOf(queues.maintenance));
-  t.match(live, { deleteAfterSeconds: 7200, retryLimit: 2, deadLetter: deadLetterOf(queues.maintenance) });
+  const live = await boss.getQueue(maintenanceJob.name);
+  const dead = await boss.getQueue(deadLetterOf(maintenanceJob.name));
+  t.match(live, { deleteAfterSeconds: 7200, retryLimit: 2, deadLetter: deadLetterOf(maintenanceJob.name) });
   t.match(dead, { deleteAfterSeconds: 7200, retentionSeconds: 3 * 86_400 });
-  t.match(await boss.getQueue(queues.channelStock), { deleteAfterSeconds: 7200, retentionSeconds: 7200 }, 'a change no publisher took');
+  t.match(await boss.getQueue(channelStockJob.name), { deleteAfterSeconds: 7200, retentionSeconds: 7200 }, 'a change no publisher took');
   await createQueues(boss); // a process without settings leaves them as they are
-  t.match(await boss.getQueue(queues.maintenance), { deleteAfterSeconds: 7200 });
+  t.match(await boss.getQueue(maintenanceJob.name), { deleteAfterSeconds: 7200 });
 
   const done = async () => {
-    const id = (await boss.send(queues.maintenance, { task: 'pending' }))!;
-    const [job] = await boss.fetch(queues.maintenance);
+    const id = (await boss.send(maintenanceJob.name, { task: 'pending' }))!;
+    const [job] = await boss.fetch(maintenanceJob.name);
     t.equal(job?.id, id);
-    await boss.complete(queues.maintenance, id);
+    await boss.complete(maintenanceJob.name, id);
     return id;
   };
   const oldId = await done();
   const newId = await done();
   await sql`UPDATE pgboss.job SET completed_on = now() - interval '3 hours' WHERE id = ${oldId}::uuid`.execute(db);
-  const letter = (await boss.send(deadLetterOf(queues.maintenance), { task: 'pending' }))!;
+  const letter = (await boss.send(deadLetterOf(maintenanceJob.name), { task: 'pending' }))!;
   await boss.supervise(); // what a worker's pg-boss does every maintenanceIntervalSeconds
   const left = await sql<{ id: string }>`SELECT id::text FROM pgboss.job WHERE name IN ('maintenance', 'maintenance-dead')`.execute(db);
   t.same(left.rows.map((r) => r.id).sort(), [newId, letter].sort(), 'the job finished 3 hours ago is gone');
@@ -208,9 +210,9 @@ t.test('the retention task runs every minute; the daily prune-sync-log it replac
   const boss = await startBoss(url, captureLogger('warn').log, { supervise: false, schedule: false, max: 2 });
   t.teardown(() => stopBoss(boss, false));
   await createQueues(boss);
-  await boss.schedule(queues.maintenance, '17 4 * * *', { task: 'prune-sync-log' }, { key: 'prune-sync-log', tz: 'UTC' });
+  await boss.schedule(maintenanceJob.name, '17 4 * * *', { task: 'prune-sync-log' }, { key: 'prune-sync-log', tz: 'UTC' });
   await syncSchedules(db, boss, config);
-  const schedules = new Map((await boss.getSchedules(queues.maintenance)).map((s) => [s.key, s.cron]));
+  const schedules = new Map((await boss.getSchedules(maintenanceJob.name)).map((s) => [s.key, s.cron]));
   t.equal(schedules.get('retention'), '* * * * *');
   t.notOk(schedules.has('prune-sync-log'));
 });

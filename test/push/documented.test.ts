@@ -5,6 +5,7 @@ import t from 'tap';
 import { Decimal } from 'decimal.js';
 import { PROFILES } from '../support/sandbox.ts';
 import { harness, onHand, plainVariants } from './harness.ts';
+import { ClientState } from '../../src/api/state.ts';
 
 for (const profile of PROFILES) {
   t.test(`${profile}: push operations as a new user runs them`, async (t) => {
@@ -97,7 +98,9 @@ for (const profile of PROFILES) {
     await t.test('a variant without any cost cannot be counted up: the SKU is named, nothing is sent', async (t) => {
       const product = (await h.snapshot('products'))[0];
       const created = (
-        await (await import('../../src/api/connections.ts')).clientFor({ db: h.tdb.db, config: h.config, log: h.rt.log }, h.connection.id)
+        await (
+          await import('../../src/api/connections.ts')
+        ).clientFor({ db: h.tdb.db, config: h.config, log: h.rt.log, clients: new ClientState() }, h.connection.id)
       ).request('POST', '/variants', { body: { variant: { product_id: product.id, sku: `NOCOST-${profile}`, name: 'no cost' } } });
       const variant = (await created).body.variant;
       t.equal(variant.moving_average_cost ?? null, null);
@@ -112,7 +115,7 @@ for (const profile of PROFILES) {
     await t.test('a SKU held by several live variants is refused, naming them', async (t) => {
       const product = (await h.snapshot('products'))[0];
       const { clientFor } = await import('../../src/api/connections.ts');
-      const client = await clientFor({ db: h.tdb.db, config: h.config, log: h.rt.log }, h.connection.id);
+      const client = await clientFor({ db: h.tdb.db, config: h.config, log: h.rt.log, clients: new ClientState() }, h.connection.id);
       const twin = (await client.request('POST', '/variants', { body: { variant: { product_id: product.id, sku: v1.sku, name: 'twin' } } }))
         .body.variant;
       await h.mirrorVariants();

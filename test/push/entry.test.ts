@@ -28,7 +28,7 @@ t.test('API and CLI', async (t) => {
   const [a] = plainVariants(await h.snapshot('variants'));
   const companies = await h.snapshot('companies');
   const { app, router } = createApp(h.tdb.pool, h.rt.log);
-  mountRoutes(h.rt, router);
+  mountRoutes(h.runtime, router);
   const server = await listen(app, 0, '127.0.0.1');
   t.teardown(() => server.close());
   const base = `http://127.0.0.1:${server.port}/api/operations`;

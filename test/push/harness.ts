@@ -3,15 +3,17 @@
 import { addTokenConnection } from '../../src/api/connections.ts';
 import type { Config } from '../../src/config.ts';
 import type { Connection, PushKind, PushOperation } from '../../src/db/schema.ts';
-import { startBoss, stopBoss, type Boss } from '../../src/queue/boss.ts';
-import { createQueues } from '../../src/queue/names.ts';
+import type { Boss } from '../../src/queue/boss.ts';
+import { createQueues, workJobs } from '../../src/jobs/index.ts';
+import { pushJob } from '../../src/jobs/push.ts';
 import { startSandbox, type Sandbox, type SandboxOptions } from '@commerce-sync/sandbox';
 import { enqueueOperation } from '../../src/push/enqueue.ts';
 import { getOperation } from '../../src/db/operations.ts';
-import { startPushWorker, type PushRuntime } from '../../src/push/worker.ts';
+import type { Runtime, WorkerDeps } from '../../src/runtime.ts';
 import { testConfig } from '../support/config.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
+import { testRuntime } from '../support/runtime.ts';
 import { sandboxAdmin, sandboxProfile, type Profile } from '../support/sandbox.ts';
 
 interface T {
@@ -22,7 +24,9 @@ export interface Harness {
   sb: Sandbox;
   tdb: TestDatabase;
   boss: Boss;
-  rt: PushRuntime;
+  /** What the push job's handler gets (runPushJob). */
+  rt: WorkerDeps;
+  runtime: Runtime;
   config: Config;
   connection: Connection;
   admin(path: string, body?: unknown): Promise<any>;
@@ -48,13 +52,10 @@ export async function harness(
   const tdb = await testDatabase(t);
   const sb = await startSandbox({ variants: 20, locations: 2, timeScale: 100, ...sandboxProfile(opts.profile), ...opts.sandbox });
   t.teardown(() => sb.close());
-  const boss = await startBoss(tdb.url, log, { supervise: true, schedule: false, max: 4 });
-  const rt: PushRuntime = { config, log, database: { url: tdb.url, pool: tdb.pool, db: tdb.db, close: async () => {} }, boss, onStop: [] };
-  t.teardown(async () => {
-    for (const stop of [...rt.onStop].reverse()) await stop();
-    await stopBoss(boss, false);
-  });
-  const connection = await addTokenConnection({ db: tdb.db, config, log }, { baseUrl: sb.url, token: sb.token, name: 'shop' });
+  const runtime = await testRuntime(t, tdb, config, log, { boss: { supervise: true, schedule: false, max: 4 } });
+  const boss = runtime.boss;
+  const rt = { ...runtime.workerDeps(), log };
+  const connection = await addTokenConnection(rt, { baseUrl: sb.url, token: sb.token, name: 'shop' });
   const call = sandboxAdmin(sb);
   const admin = (path: string, body?: unknown) => call(body === undefined ? 'GET' : 'POST', path, body);
   const snapshot = async (resource: string) => (await admin(`snapshot?resource=${resource}`))[resource] as any[];
@@ -63,6 +64,7 @@ export async function harness(
     tdb,
     boss,
     rt,
+    runtime,
     config,
     connection,
     admin,
@@ -111,8 +113,10 @@ export async function harness(
     },
   };
   await h.mirrorVariants();
-  if (opts.worker !== false) await startPushWorker(rt, { pollingIntervalSeconds: 0.5 });
-  else await createQueues(boss);
+  if (opts.worker !== false) {
+    await createQueues(boss, config);
+    runtime.onStop.push(await workJobs(rt, [pushJob], { pollingIntervalSeconds: 0.5 }));
+  } else await createQueues(boss);
   return h;
 }
 

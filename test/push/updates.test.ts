@@ -6,6 +6,7 @@ import t, { type Test } from 'tap';
 import { Decimal } from 'decimal.js';
 import { clientFor } from '../../src/api/connections.ts';
 import { harness, onHand, plainVariants } from './harness.ts';
+import { ClientState } from '../../src/api/state.ts';
 
 /**
  * The fields (result name -> record name) a result reports, beside the same fields of the record on the service.
@@ -110,7 +111,7 @@ t.test('documented, updates answering 204: each push path reports the record as 
     await sameFulfillment(t, packed.result);
     const fulfillmentId = (packed.result as any).fulfillment_id;
     // The merchant ships it on the service (the fulfil action ships every packed fulfillment of the order).
-    const client = await clientFor({ db: h.tdb.db, config: h.config, log: h.rt.log }, h.connection.id);
+    const client = await clientFor({ db: h.tdb.db, config: h.config, log: h.rt.log, clients: new ClientState() }, h.connection.id);
     await client.orderAction(orderId, 'fulfil');
     const op = await h.run('ship', { order_id: orderId, fulfillment_id: fulfillmentId, fulfil: false, tracking: { number: 'U4-late' } });
     t.equal(op.state, 'confirmed', op.reason ?? '');

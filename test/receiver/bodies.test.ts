@@ -120,7 +120,7 @@ t.test('stored delivery: row fields, job data, sync-log entry and its NOTIFY', a
   t.match(full.resource_url, /\/variants\/42\.json$/);
   const [job] = await h.jobs();
   t.equal(job!.id, row!.job_id, 'the row names its job');
-  t.same(job!.data, { connectionId: h.connectionId, jobId: job!.id, deliveryIds: ['abc-1'] });
+  t.same(job!.data, { kind: 'batch', connectionId: h.connectionId, jobId: job!.id, deliveryIds: ['abc-1'] });
   const log = (await h.tdb.pool.query(`SELECT * FROM sync_log WHERE delivery_id = 'abc-1'`)).rows;
   t.match(log, [{ action: 'delivery.received', resource: 'fulfillment_return', record_id: 42, job_id: row!.job_id, outcome: 'ok' }]);
   const announced = await Promise.race([notified, new Promise<undefined>((r) => setTimeout(() => r(undefined), 5000))]);

@@ -8,6 +8,7 @@ import { addTokenConnection } from '../../src/api/connections.ts';
 import { SUBSCRIBED_EVENTS } from '../../src/receiver/events.ts';
 import { eventsIn } from '../../src/catalog/index.ts';
 import { deliver, payload, sign, SECRET, startReceiver } from './harness.ts';
+import { ClientState } from '../../src/api/state.ts';
 
 const run = promisify(execFile);
 const KEY = randomBytes(32).toString('base64');
@@ -26,7 +27,10 @@ t.test('deliveries and webhooks commands', async (t) => {
   const sb = await startSandbox({ variants: 3, clientSecret: SECRET, profile: 'spec' });
   t.teardown(() => sb.close());
   const h = await startReceiver(t, { config: { TOKEN_ENCRYPTION_KEY: KEY } });
-  await addTokenConnection({ db: h.tdb.db, config: h.rt.config, log: h.logs.log }, { baseUrl: sb.url, token: sb.token, name: 'acme' });
+  await addTokenConnection(
+    { db: h.tdb.db, config: h.rt.config, log: h.logs.log, clients: new ClientState() },
+    { baseUrl: sb.url, token: sb.token, name: 'acme' },
+  );
   for (let i = 1; i <= 3; i++) await deliver(h.url(), payload(i), { 'x-service-delivery': `cli-${i}` });
   await deliver(h.url(), payload(4, 'payments.create'), { 'x-service-delivery': 'cli-4' });
   const env = { DATABASE_URL: h.tdb.url, TOKEN_ENCRYPTION_KEY: KEY, COMMERCE_CLIENT_SECRET: SECRET, PUBLIC_URL: h.base };

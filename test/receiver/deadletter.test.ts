@@ -2,9 +2,10 @@
 // `failed` (not `queued` forever); replaying the dead letter processes it.
 import t from 'tap';
 import { deliver, payload, startReceiver } from './harness.ts';
-import { workDeliveries } from '../../src/sync/deliveries.ts';
+import { workJobs } from '../../src/jobs/index.ts';
 import { replayDeadLetter } from '../../src/console/replay.ts';
-import { deadLetterOf, queues } from '../../src/queue/names.ts';
+import { deadLetterOf } from '../../src/jobs/index.ts';
+import { deliveriesJob } from '../../src/jobs/deliveries.ts';
 
 async function until<T>(what: string, f: () => Promise<T | undefined | null | false>): Promise<T> {
   for (let i = 0; i < 600; i++) {
@@ -18,7 +19,7 @@ async function until<T>(what: string, f: () => Promise<T | undefined | null | fa
 t.test('a dead-lettered delivery job leaves its rows failed; a replay of the dead letter processes them', async (t) => {
   const h = await startReceiver(t);
   // No retries, so the first failure is the last (the policy's 8 retries with backoff would take minutes).
-  await h.boss.updateQueue(queues.deliveries, { retryLimit: 0, retryDelay: 0 });
+  await h.boss.updateQueue(deliveriesJob.name, { retryLimit: 0, retryDelay: 0 });
   // The database refuses what the handler writes: every attempt fails.
   await h.tdb.pool.query(`CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'pending fetches refused by the test'; END $$;
     CREATE TRIGGER refuse BEFORE INSERT ON pending_fetches FOR EACH ROW EXECUTE FUNCTION refuse()`);
@@ -27,7 +28,7 @@ t.test('a dead-lettered delivery job leaves its rows failed; a replay of the dea
     res.map((r) => r.status),
     [200, 200],
   );
-  await workDeliveries({ db: h.tdb.db, boss: h.boss, log: h.logs.log });
+  await workJobs(h.rt.workerDeps(), [deliveriesJob]);
 
   const rows = await until('both rows failed', async () => {
     const r = await h.rows();
@@ -38,7 +39,7 @@ t.test('a dead-lettered delivery job leaves its rows failed; a replay of the dea
     rows.every((r) => /dead letter: pending fetches refused by the test/.test(r.error ?? '')),
     'the error says why',
   );
-  const dead = (await h.tdb.pool.query(`SELECT id, data FROM pgboss.job WHERE name = $1`, [deadLetterOf(queues.deliveries)])).rows;
+  const dead = (await h.tdb.pool.query(`SELECT id, data FROM pgboss.job WHERE name = $1`, [deadLetterOf(deliveriesJob.name)])).rows;
   t.ok(dead.length >= 1, 'the job is a dead letter');
   t.same(
     dead.flatMap((j) => j.data.deliveryIds).sort(),
@@ -47,7 +48,7 @@ t.test('a dead-lettered delivery job leaves its rows failed; a replay of the dea
   );
 
   await h.tdb.pool.query('DROP TRIGGER refuse ON pending_fetches');
-  for (const j of dead) t.ok(await replayDeadLetter(h.tdb.db, h.boss, deadLetterOf(queues.deliveries), j.id), 'replayed');
+  for (const j of dead) t.ok(await replayDeadLetter(h.tdb.db, h.boss, deadLetterOf(deliveriesJob.name), j.id), 'replayed');
   const after = await until('both rows processed', async () => {
     const r = await h.rows();
     return r.every((x) => x.state === 'processed') && r;
@@ -58,11 +59,11 @@ t.test('a dead-lettered delivery job leaves its rows failed; a replay of the dea
 
 t.test('a failed attempt with retries left leaves the rows queued', async (t) => {
   const h = await startReceiver(t);
-  await h.boss.updateQueue(queues.deliveries, { retryLimit: 1, retryDelay: 3600 });
+  await h.boss.updateQueue(deliveriesJob.name, { retryLimit: 1, retryDelay: 3600 });
   await h.tdb.pool.query(`CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$;
     CREATE TRIGGER refuse BEFORE INSERT ON pending_fetches FOR EACH ROW EXECUTE FUNCTION refuse()`);
   t.equal((await deliver(h.url(), payload(1), { 'x-service-delivery': 'retry-1' })).status, 200);
-  await workDeliveries({ db: h.tdb.db, boss: h.boss, log: h.logs.log });
+  await workJobs(h.rt.workerDeps(), [deliveriesJob]);
   await until(
     'the job to fail once',
     async () => (await h.tdb.pool.query(`SELECT 1 FROM pgboss.job WHERE name = 'deliveries' AND state = 'retry'`)).rows.length,

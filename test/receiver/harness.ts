@@ -5,13 +5,14 @@ import net from 'node:net';
 import { startSandbox } from '@commerce-sync/sandbox';
 import { addTokenConnection } from '../../src/api/connections.ts';
 import { mount } from '../../src/receiver/role.ts';
-import { createApp, listen, type Server } from '../../src/server.ts';
-import { startBoss, stopBoss, type Boss } from '../../src/queue/boss.ts';
+import type { Server } from '../../src/server.ts';
+import type { Boss } from '../../src/queue/boss.ts';
 import type { Config } from '../../src/config.ts';
 import type { Runtime } from '../../src/runtime.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { testConfig } from '../support/config.ts';
 import { captureLogger } from '../support/log.ts';
+import { testRuntime } from '../support/runtime.ts';
 
 export const SECRET = 'current-secret';
 export const PREVIOUS = 'previous-secret';
@@ -31,7 +32,7 @@ export interface Harness {
   server: Server;
   logs: ReturnType<typeof captureLogger>;
   connectionId: number;
-  /** Stops the server and the receiver the way shutdown does (server first, then onStop). */
+  /** Stops the runtime the way shutdown does (server first, then pg-boss and the receiver). */
   stop(): Promise<void>;
   rows(): Promise<
     {
@@ -68,42 +69,19 @@ export async function startReceiver(t: Teardown, opts: HarnessOptions = {}): Pro
     DATABASE_URL: tdb.url,
     ...opts.config,
   });
-  const boss = await startBoss(tdb.url, logs.log, { supervise: false, schedule: false, max: 3 });
-  // The role's readiness checks feed /readyz (passed by reference, as start.ts is meant to).
-  const readiness: Runtime['readiness'] = [];
-  const { app, router } = createApp(tdb.pool, logs.log, readiness);
-  const rt: Runtime = {
-    config,
-    log: logs.log,
-    boss,
-    app,
-    router,
-    publicUrl: '',
-    demo: false,
-    readiness,
-    afterListen: [],
-    onStop: [],
-    database: { url: opts.receiverUrl ? await opts.receiverUrl(tdb.url) : tdb.url, pool: tdb.pool, db: tdb.db, close: async () => {} },
-  };
+  // The receiver's own pool goes to rt.database.url (through the test's proxy when it gives one).
+  const rt = await testRuntime(t, tdb, config, logs.log, {
+    databaseUrl: opts.receiverUrl ? await opts.receiverUrl(tdb.url) : undefined,
+  });
+  const boss = rt.boss;
   await mount(rt);
-  const server = await listen(app, 0, '127.0.0.1');
-  rt.publicUrl = `http://127.0.0.1:${server.port}`;
+  const server = await rt.listen(0);
   const { id: connectionId } = await tdb.db
     .insertInto('connections')
     .values({ name: 'shop', base_url: 'http://127.0.0.1:1', auth_kind: 'token' })
     .returning('id')
     .executeTakeFirstOrThrow();
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    await server.close(5000);
-    for (const step of [...rt.onStop].reverse()) await step();
-  };
-  t.teardown(async () => {
-    await stop();
-    await stopBoss(boss, false);
-  });
+  const stop = () => rt.stop();
   const base = rt.publicUrl;
   return {
     base,
@@ -150,7 +128,7 @@ export async function sandboxWorld(t: Teardown) {
   const sb = await startSandbox({ variants: 5, clientSecret: SECRET, profile: 'spec' });
   t.teardown(() => sb.close());
   const h = await startReceiver(t, { config: { TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64') } });
-  const deps = { db: h.tdb.db, config: h.rt.config, log: h.logs.log };
+  const deps = { db: h.tdb.db, config: h.rt.config, log: h.logs.log, clients: h.rt.clients };
   const connection = await addTokenConnection(deps, { baseUrl: sb.url, token: sb.token, name: 'acme' });
   const admin = (path: string, body: unknown = {}) =>
     fetch(`${sb.url}/__sandbox/${path}`, {

@@ -9,17 +9,14 @@ import { join } from 'node:path';
 import { startSandbox } from '@commerce-sync/sandbox';
 import { sql } from 'kysely';
 import { addTokenConnection } from '../../src/api/connections.ts';
-import { mount as mountConsole } from '../../src/console/role.ts';
-import { mount as mountReceiver } from '../../src/receiver/role.ts';
-import { startBoss, stopBoss } from '../../src/queue/boss.ts';
+import { testConsole } from '../support/runtime.ts';
 import type { Runtime } from '../../src/runtime.ts';
-import { createApp, listen } from '../../src/server.ts';
-import { publicUrl } from '../../src/config.ts';
 import { testConfig } from '../support/config.ts';
 import { testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
 import { spawnCli } from '../support/processes.ts';
 import { routesOf } from '../support/routes.ts';
+import { ClientState } from '../../src/api/state.ts';
 
 const OPERATOR = 'operator-token-for-access-test';
 
@@ -84,30 +81,8 @@ async function world(
     TOKEN_ENCRYPTION_KEY: KEY,
     ...opts.config,
   });
-  const boss = await startBoss(tdb.url, log, { supervise: false, schedule: false, max: 3 });
-  const { app, router } = createApp(tdb.pool, log);
-  const rt: Runtime = {
-    config,
-    log,
-    boss,
-    app,
-    router,
-    publicUrl: '',
-    demo: opts.demo ?? false,
-    readiness: [],
-    afterListen: [],
-    onStop: [],
-    database: { url: tdb.url, pool: tdb.pool, db: tdb.db, close: async () => {} },
-  };
-  await mountReceiver(rt);
-  await mountConsole(rt);
-  const server = await listen(app, 0, '127.0.0.1');
-  rt.publicUrl = publicUrl(config, server.port); // as start sets it
-  t.teardown(async () => {
-    await server.close(100);
-    for (const step of [...rt.onStop].reverse()) await step();
-    await stopBoss(boss, false);
-  });
+  const { rt, server } = await testConsole(t, tdb, config, log, { receiver: true, demo: opts.demo });
+  const app = rt.app;
   if (!opts.demo)
     await tdb.db.insertInto('connections').values({ name: 'shop', base_url: 'http://127.0.0.1:1', auth_kind: 'token' }).execute();
   return { base: `http://127.0.0.1:${server.port}`, routes: routesOf(app), db: tdb.db, rt, url: tdb.url };
@@ -185,7 +160,7 @@ t.test('open demo mode lasts only while the sandbox is the only connection; it c
   const real = await startSandbox({ variants: 3, token: 'real-account-token' });
   t.teardown(() => Promise.all([sandbox.close(), real.close()]));
   const { base, db, rt } = await world(t, '', { demo: { baseUrl: sandbox.url } });
-  const deps = { db, config: rt.config, log: rt.log };
+  const deps = { db, config: rt.config, log: rt.log, clients: new ClientState() };
   await addTokenConnection(deps, { baseUrl: sandbox.url, token: sandbox.token, name: 'demo' });
 
   t.equal((await fetch(`${base}/api/overview`)).status, 200, 'the sandbox alone: open on localhost');

@@ -4,9 +4,7 @@
 import t from 'tap';
 import { createHmac } from 'node:crypto';
 import { sql } from 'kysely';
-import { mount as mountConsole } from '../../src/console/role.ts';
-import type { Runtime } from '../../src/runtime.ts';
-import { createApp, listen } from '../../src/server.ts';
+import { testConsole } from '../support/runtime.ts';
 import { startLoop } from '../sync/harness.ts';
 
 const OPERATOR = 'hostile-operator-token-0123';
@@ -17,26 +15,7 @@ const RAW_MARKERS = ['<script>alert(1)</script>', '<img src=x onerror=alert(2)>'
 t.test('SQL and HTML in every field: stored verbatim, rendered escaped', async (t) => {
   const loop = await startLoop(t, { sandbox: { variants: 5 }, config: { OPERATOR_TOKEN: OPERATOR } });
   // The console on the same database, as `start` would mount it.
-  const { app, router } = createApp(loop.tdb.pool, loop.logs.log);
-  const rt: Runtime = {
-    config: loop.config,
-    log: loop.logs.log,
-    boss: loop.bosses[0]!,
-    app,
-    router,
-    publicUrl: '',
-    demo: false,
-    readiness: [],
-    afterListen: [],
-    onStop: [],
-    database: { url: loop.tdb.url, pool: loop.tdb.pool, db: loop.tdb.db, close: async () => {} },
-  };
-  await mountConsole(rt);
-  const server = await listen(app, 0, '127.0.0.1');
-  t.teardown(async () => {
-    await server.close(100);
-    for (const s of [...rt.onStop].reverse()) await s();
-  });
+  const { server } = await testConsole(t, loop.tdb, loop.config, loop.logs.log);
   const consoleUrl = `http://127.0.0.1:${server.port}`;
 
   // The merchant names a product and a variant with hostile text in every text field.

@@ -21,6 +21,7 @@ import { captureLogger } from '../support/log.ts';
 import { spawnCli, until } from '../support/processes.ts';
 import { routesOf } from '../support/routes.ts';
 import { CLIENT_SECRET, consoleServer, sendDelivery } from '../console/harness.ts';
+import { ClientState } from '../../src/api/state.ts';
 
 const KEY = Buffer.alloc(32, 0x5a).toString('base64');
 const OPERATOR = 'operator-secret-f00d-f00d-f00d';
@@ -136,7 +137,7 @@ t.test('production roles with a real connection run no sandbox: nothing answers 
   t.teardown(() => account.close());
   const config = testConfig({ DATABASE_URL: tdb.url, TOKEN_ENCRYPTION_KEY: KEY });
   await addTokenConnection(
-    { db: tdb.db, config, log: captureLogger('silent').log },
+    { db: tdb.db, config, log: captureLogger('silent').log, clients: new ClientState() },
     { baseUrl: account.url, token: account.token, name: 'shop' },
   );
   const dataDir = await mkdtemp(join(tmpdir(), 'cs-nosandbox-'));
@@ -183,7 +184,7 @@ t.test('no page or JSON route renders a token or its ciphertext', async (t) => {
     receiver: true,
     config: { TOKEN_ENCRYPTION_KEY: KEY, DATA_DIR: await mkdtemp(join(tmpdir(), 'cs-walk-')) },
   });
-  const deps = { db, config: rt.config, log: rt.log };
+  const deps = { db, config: rt.config, log: rt.log, clients: new ClientState() };
   const shop = await addTokenConnection(deps, { baseUrl: a.url, token: a.token, name: 'shop' });
   const refresh = 'oauth-refresh-token-must-stay-secret';
   await addOAuthConnection(deps, {

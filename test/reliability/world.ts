@@ -17,6 +17,7 @@ import { captureLogger } from '../support/log.ts';
 import { clean, describeDiff, mirrorDiff, MIRRORED, type Diff } from '../support/mirror.ts';
 import { spawnCli, until, type CliProcess } from '../support/processes.ts';
 import { sandboxAdmin } from '../support/sandbox.ts';
+import { ClientState } from '../../src/api/state.ts';
 
 interface Teardown {
   teardown(fn: () => unknown): void;
@@ -74,7 +75,10 @@ export async function startWorld(
       ...opts.sandbox,
     });
     t.teardown(() => sandbox.close());
-    const connection = await addTokenConnection({ db, config, log }, { baseUrl: sandbox.url, token: sandbox.token, name });
+    const connection = await addTokenConnection(
+      { db, config, log, clients: new ClientState() },
+      { baseUrl: sandbox.url, token: sandbox.token, name },
+    );
     const admin = sandboxAdmin(sandbox);
     const snapshot = async (resource: string) => (await admin('GET', `snapshot?resource=${resource}`))[resource] as any[];
     shops.push({

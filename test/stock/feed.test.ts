@@ -9,15 +9,16 @@ import { testConfig } from '../support/config.ts';
 import { captureLogger } from '../support/log.ts';
 import { addConnection } from '../sync/helpers.ts';
 import { createApp, listen } from '../../src/server.ts';
-import { startBoss, stopBoss } from '../../src/queue/boss.ts';
-import { createQueues } from '../../src/queue/names.ts';
+import { createQueues } from '../../src/jobs/index.ts';
 import type { Runtime } from '../../src/runtime.ts';
 import { upsertRecords, replaceCompositions } from '../../src/db/mirror.ts';
 import { resources } from '../../src/sync/resources.ts';
 import { applyRulesIfChanged, recomputeChannel, recomputeAll, channelRules } from '../../src/stock/channel.ts';
 import { mountRoutes } from '../../src/stock/routes.ts';
-import { CHANNEL_SIGNATURE_HEADER, publishChanges } from '../../src/stock/feed.ts';
-import { startSyncWorkers } from '../../src/sync/worker.ts';
+import { publishChanges } from '../../src/jobs/channel-stock.ts';
+import { CHANNEL_SIGNATURE_HEADER } from '../../src/stock/feed.ts';
+import { mount as mountWorker } from '../../src/sync/role.ts';
+import { testRuntime } from '../support/runtime.ts';
 import type { Db } from '../../src/db/index.ts';
 
 const variant = (id: number, onHand: string, extra: object = {}) => ({
@@ -143,7 +144,8 @@ t.test('bundles recompute when a component changes; rules per connection apply',
 });
 
 t.test('changes go on the channel-stock queue and, with CHANNEL_WEBHOOK_URL, are POSTed signed', async (t) => {
-  const { db, url } = await testDatabase(t);
+  const tdb = await testDatabase(t);
+  const { db, url } = tdb;
   const c = await addConnection(db);
   const got: { body: string; signature: string | undefined }[] = [];
   const sink = http.createServer((req, res) => {
@@ -164,10 +166,10 @@ t.test('changes go on the channel-stock queue and, with CHANNEL_WEBHOOK_URL, are
     DATABASE_URL: url,
   });
   const logs = captureLogger('warn');
-  const boss = await startBoss(url, logs.log, { supervise: true, schedule: false, max: 3 });
-  t.teardown(() => stopBoss(boss, false));
+  const rt = await testRuntime(t, tdb, config, logs.log, { boss: { supervise: true, schedule: false, max: 3 } });
+  const boss = rt.boss;
   await createQueues(boss);
-  await startSyncWorkers({ db, boss, config, log: logs.log });
+  await mountWorker(rt);
   const { write } = await seed(db, c.id);
   await publishChanges(boss, await write([variant(5, '7')], 'delivery'));
   const end = Date.now() + 20_000;

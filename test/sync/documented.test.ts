@@ -142,9 +142,13 @@ for (const profile of PROFILES) {
     ] as const) {
       t.equal((await loop.deliver(event, Number(id))).status, 200, `${event} acknowledged`);
     }
+    // The documents' own drains and their variants' drains are separate jobs: wait for both.
+    const keptRecords = () =>
+      sql<{ resource: string }>`SELECT resource FROM other_records WHERE connection_id = ${loop.connection.id}
+        AND resource IN ('stock_adjustment', 'stock_transfer') ORDER BY resource`.execute(loop.tdb.db);
     await loop.until('the moved variants mirrored', async () => {
       const d = await loop.variantDiff();
-      return !d.wrong.includes(Number(a.id)) && !d.wrong.includes(Number(b.id));
+      return !d.wrong.includes(Number(a.id)) && !d.wrong.includes(Number(b.id)) && (await keptRecords()).rows.length === 2;
     });
     const states = await sql<{ event: string; state: string }>`SELECT event, state FROM webhook_deliveries
       WHERE connection_id = ${loop.connection.id} AND delivery_id LIKE 'test-%'`.execute(loop.tdb.db);
@@ -153,8 +157,7 @@ for (const profile of PROFILES) {
       ['processed', 'processed'],
       'both handled, none unhandled',
     );
-    const kept = await sql<{ resource: string }>`SELECT resource FROM other_records WHERE connection_id = ${loop.connection.id}
-      AND resource IN ('stock_adjustment', 'stock_transfer') ORDER BY resource`.execute(loop.tdb.db);
+    const kept = await keptRecords();
     t.same(
       kept.rows.map((r) => r.resource),
       ['stock_adjustment', 'stock_transfer'],
@@ -195,7 +198,7 @@ for (const profile of PROFILES) {
       'disabled',
       'the service has the product disabled',
     );
-    const { requestSweep } = await import('../../src/sync/jobs.ts');
+    const { requestSweep } = await import('../../src/jobs/reconcile.ts');
     await requestSweep(loop.bosses[0]!, loop.connection.id, true);
     await loop.until(
       'the sweep',

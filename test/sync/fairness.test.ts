@@ -5,14 +5,15 @@ import { sql } from 'kysely';
 import { addTokenConnection } from '../../src/api/connections.ts';
 import { syncWebhooks } from '../../src/receiver/subscriptions.ts';
 import { startSandbox } from '@commerce-sync/sandbox';
-import { requestSweep } from '../../src/sync/jobs.ts';
+import { requestSweep } from '../../src/jobs/reconcile.ts';
 import { startLoop } from './harness.ts';
+import { ClientState } from '../../src/api/state.ts';
 
 t.test('a slow, busy connection leaves worker slots to the others', async (t) => {
   const loop = await startLoop(t, { sandbox: { variants: 200 }, config: { WORKER_CONCURRENCY: 4 }, firstSweep: true });
   const b = await startSandbox({ variants: 30, timeScale: 100 });
   t.teardown(() => b.close());
-  const deps = { db: loop.tdb.db, config: loop.config, log: loop.logs.log };
+  const deps = { db: loop.tdb.db, config: loop.config, log: loop.logs.log, clients: new ClientState() };
   const other = await addTokenConnection(deps, { baseUrl: b.url, token: b.token, name: 'other' });
   await syncWebhooks(deps, other, loop.publicUrl);
   await loop.until(

@@ -9,17 +9,16 @@ import { addTokenConnection, clientFor } from '../../src/api/connections.ts';
 import type { ApiClient } from '../../src/api/types.ts';
 import type { Config } from '../../src/config.ts';
 import type { Connection } from '../../src/db/schema.ts';
-import { createApp, listen } from '../../src/server.ts';
-import { startBoss, stopBoss, type Boss } from '../../src/queue/boss.ts';
+import type { Boss } from '../../src/queue/boss.ts';
 import { mount as mountReceiver } from '../../src/receiver/role.ts';
 import { syncWebhooks } from '../../src/receiver/subscriptions.ts';
-import type { Runtime } from '../../src/runtime.ts';
 import { startSandbox, type Sandbox, type SandboxOptions } from '@commerce-sync/sandbox';
-import { startSyncWorkers } from '../../src/sync/worker.ts';
-import { requestSweep } from '../../src/sync/jobs.ts';
+import { requestSweep } from '../../src/jobs/reconcile.ts';
+import { mount as mountWorker } from '../../src/sync/role.ts';
 import { testConfig } from '../support/config.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
+import { testRuntime } from '../support/runtime.ts';
 import { mirrorDiff } from '../support/mirror.ts';
 import { sandboxAdmin, sandboxProfile, type Profile } from '../support/sandbox.ts';
 
@@ -79,51 +78,28 @@ export async function startLoopOn(t: Teardown, tdb: TestDatabase, opts: LoopOpti
     WORKER_CONCURRENCY: 4,
     ...opts.config,
   });
-  const deps = { db: tdb.db, config, log: logs.log };
-
   // Workers start before the connection exists, so no first sweep is queued behind the test's back
-  // (`firstSweep` asks for one explicitly).
+  // (`firstSweep` asks for one explicitly). Each is a runtime of its own: a worker "process".
   const bosses: Boss[] = [];
   const startWorker = async () => {
-    const boss = await startBoss(tdb.url, logs.log, { supervise: true, schedule: false, max: 4 });
-    bosses.push(boss);
-    await startSyncWorkers({ db: tdb.db, boss, config, log: logs.log });
-    return boss;
+    const worker = await testRuntime(t, tdb, config, logs.log, { boss: { supervise: true, schedule: false, max: 4 } });
+    bosses.push(worker.boss);
+    await mountWorker(worker);
+    return worker.boss;
   };
   for (let i = 0; i < (opts.workers ?? 1); i++) await startWorker();
 
+  // The receiver, mounted the way `start` does, on a runtime of its own (a "receiver process").
+  const rt = await testRuntime(t, tdb, config, logs.log);
+  const deps = rt.workerDeps();
   const connection = await addTokenConnection(deps, { baseUrl: sandbox.url, token: sandbox.token, name: 'shop' });
   const client = await clientFor(deps, connection);
-
-  // The receiver, mounted the way `start` does, on its own boss (a "receiver process").
-  const rboss = await startBoss(tdb.url, logs.log, { supervise: false, schedule: false, max: 3 });
-  const { app, router } = createApp(tdb.pool, logs.log);
-  const rt: Runtime = {
-    config,
-    log: logs.log,
-    boss: rboss,
-    app,
-    router,
-    publicUrl: '',
-    demo: false,
-    readiness: [],
-    afterListen: [],
-    onStop: [],
-    database: { url: tdb.url, pool: tdb.pool, db: tdb.db, close: async () => {} },
-  };
   await mountReceiver(rt);
-  const server = await listen(app, 0, '127.0.0.1');
-  rt.publicUrl = `http://127.0.0.1:${server.port}`;
+  await rt.listen(0);
   await syncWebhooks(deps, connection, rt.publicUrl);
   for (const event of opts.subscribe ?? []) await client.createWebhook({ address: `${rt.publicUrl}/webhooks/shop`, event });
 
   if (opts.firstSweep) await requestSweep(bosses[0]!, connection.id, true);
-  t.teardown(async () => {
-    await server.close(2000);
-    for (const step of [...rt.onStop].reverse()) await step();
-    for (const b of bosses) await stopBoss(b, false);
-    await stopBoss(rboss, false);
-  });
 
   const admin = sandboxAdmin(sandbox);
   const until = async (what: string, fn: () => Promise<boolean>, timeoutMs = 30_000) => {

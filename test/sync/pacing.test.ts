@@ -1,7 +1,7 @@
 // The drain's coalescing window: the budget left until the reset, shared by the resources waiting, stock first.
 import t from 'tap';
 import { sql } from 'kysely';
-import { budgetState, drainWindow, drainWindowSeconds, heldForStock, noteActive, noteCost } from '../../src/sync/pacing.ts';
+import { drainWindow, heldForStock, Pacing } from '../../src/sync/pacing.ts';
 import { testDatabase } from '../support/db.ts';
 
 const DOCS = ['order', 'fulfillment', 'purchase_order'];
@@ -57,10 +57,11 @@ t.test('the state comes from the shared budget and the resources this process as
   await sql`UPDATE api_budgets SET remaining = 100, reset_known = true, reset_at = now() + interval '250 seconds' WHERE connection_id = ${id}`.execute(
     db,
   );
-  for (const resource of ['variant', ...DOCS]) noteActive(id, resource);
-  noteActive(id, 'company', Date.now() - 60_000); // drained a minute ago: still sharing
-  noteActive(id, 'address', Date.now() - 6 * 60_000); // six minutes ago: no longer
-  const state = await budgetState(db, id);
+  const pacing = new Pacing(db);
+  for (const resource of ['variant', ...DOCS]) pacing.noteActive(id, resource);
+  pacing.noteActive(id, 'company', Date.now() - 60_000); // drained a minute ago: still sharing
+  pacing.noteActive(id, 'address', Date.now() - 6 * 60_000); // six minutes ago: no longer
+  const state = await pacing.state(id);
   t.equal(state.remaining, 100);
   t.ok(state.toReset! > 240 && state.toReset! <= 250, `${state.toReset} s to the reset`);
   t.same(
@@ -68,12 +69,12 @@ t.test('the state comes from the shared budget and the resources this process as
     ['company', 'fulfillment', 'order', 'purchase_order', 'variant'],
     'asked for or read in the last five minutes',
   );
-  t.equal(await drainWindowSeconds(db, id, 'variant'), 4);
-  t.equal(await drainWindowSeconds(db, id, 'company'), 120, 'reference data: 203 s wanted, the longest window');
-  noteCost(id, 'order', 3);
-  noteCost(id, 'order', 1);
-  noteCost(id, 'fulfillment', 2);
-  const { costs } = await budgetState(db, id);
+  t.equal(await pacing.windowSeconds(id, 'variant'), 4);
+  t.equal(await pacing.windowSeconds(id, 'company'), 120, 'reference data: 203 s wanted, the longest window');
+  pacing.noteCost(id, 'order', 3);
+  pacing.noteCost(id, 'order', 1);
+  pacing.noteCost(id, 'fulfillment', 2);
+  const { costs } = await pacing.state(id);
   t.equal(costs?.order?.toFixed(2), '2.40', 'what a read costs, as a moving average');
   t.equal(costs?.fulfillment, 2);
 });

@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
 import { addConnection } from './helpers.ts';
-import { consumeDeliveries } from '../../src/sync/deliveries.ts';
+import { consumeDeliveries } from '../../src/jobs/deliveries.ts';
 import { claimPending, clearPending, markPending, type Mark } from '../../src/db/pending.ts';
 import { drainPending } from '../../src/sync/drain.ts';
 import { rulesFrom } from '../../src/stock/rules.ts';
@@ -144,6 +144,7 @@ function memoryReader(active: any[], archived: any[], asOf: number | null = null
   const calls: { ids: number; status: unknown }[] = [];
   return {
     connection: { id: 0, name: 'mem' },
+    traits: { singleStatusOnly: false },
     calls,
     async getByIds(_path: string, ids: number[], opts?: any) {
       let requests = 0;
@@ -409,6 +410,7 @@ t.test('a follow-up read is left out for a variant read a second after the event
   const lines = (id: number) => [1, 2].map((v) => ({ id: id * 10 + v, stock_adjustment_id: id, variant_id: v, quantity: '1' }));
   const reader: Reader = {
     connection: { id: c.id, name: 'mem' },
+    traits: { singleStatusOnly: false },
     async getByIds(_path: string, ids: number[]) {
       return {
         records: ids.map(adjustment) as any[],

@@ -10,7 +10,7 @@ import t from 'tap';
 import { sql } from 'kysely';
 import { addTokenConnection, clientFor } from '../../src/api/connections.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
-import { createQueues } from '../../src/queue/names.ts';
+import { createQueues } from '../../src/jobs/index.ts';
 import { runSweep } from '../../src/sync/reconcile.ts';
 import { childCollections, otherResources, resources } from '../../src/sync/resources.ts';
 import { testConfig } from '../support/config.ts';
@@ -18,6 +18,7 @@ import { testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
 import { canon } from '../support/mirror.ts';
 import { fixture, fixtureNames } from './helpers.ts';
+import { ClientState } from '../../src/api/state.ts';
 
 const TOKEN = 'recorded-token';
 
@@ -109,7 +110,7 @@ t.test('a full sweep of the recorded account puts every record into the mirror, 
     TOKEN_ENCRYPTION_KEY: Buffer.alloc(32, 5).toString('base64'),
     DATABASE_URL: tdb.url,
   });
-  const deps = { db: tdb.db, config, log: logs.log };
+  const deps = { db: tdb.db, config, log: logs.log, clients: new ClientState() };
   const connection = await addTokenConnection(deps, { baseUrl: account.url, token: TOKEN, name: 'recorded' });
   const boss = await startBoss(tdb.url, logs.log, { supervise: false, schedule: false, max: 2 });
   t.teardown(() => stopBoss(boss, false));

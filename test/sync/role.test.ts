@@ -7,13 +7,8 @@ import { join } from 'node:path';
 import t from 'tap';
 import { sql } from 'kysely';
 import { addTokenConnection } from '../../src/api/connections.ts';
-import { createApp } from '../../src/server.ts';
-import { startBoss, stopBoss } from '../../src/queue/boss.ts';
-import { queues } from '../../src/queue/names.ts';
-import type { Runtime } from '../../src/runtime.ts';
 import { startSandbox } from '@commerce-sync/sandbox';
 import { mount } from '../../src/sync/role.ts';
-import { requestSweep } from '../../src/sync/jobs.ts';
 import { markPending } from '../../src/db/pending.ts';
 import { everyMinutes } from '../../src/sync/schedules.ts';
 import { testConfig } from '../support/config.ts';
@@ -21,6 +16,11 @@ import { testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
 import { addConnection } from './helpers.ts';
 import { TEST_KEY } from './harness.ts';
+import { ClientState } from '../../src/api/state.ts';
+import { maintenanceJob } from '../../src/jobs/maintenance.ts';
+import { fetchJob } from '../../src/jobs/fetch.ts';
+import { reconcileJob, requestSweep } from '../../src/jobs/reconcile.ts';
+import { testRuntime } from '../support/runtime.ts';
 
 const until = async (what: string, fn: () => Promise<boolean>, ms = 30_000) => {
   const end = Date.now() + ms;
@@ -44,7 +44,7 @@ t.test('mount: schedules per active connection, a queued sweep runs, a failing d
     FULL_SWEEP_CRON: '30 2 * * *',
   });
   const shop = await addTokenConnection(
-    { db: tdb.db, config, log: logs.log },
+    { db: tdb.db, config, log: logs.log, clients: new ClientState() },
     { baseUrl: sandbox.url, token: sandbox.token, name: 'shop' },
   );
   const broken = await addConnection(tdb.db, 'broken');
@@ -52,24 +52,11 @@ t.test('mount: schedules per active connection, a queued sweep runs, a failing d
     .insertInto('connections')
     .values({ name: 'off', base_url: 'http://127.0.0.1:1', auth_kind: 'token', status: 'lapsed' })
     .execute();
-  const boss = await startBoss(tdb.url, logs.log, { supervise: true, schedule: false, max: 4 });
-  t.teardown(() => stopBoss(boss, false));
-  const { app, router } = createApp(tdb.pool, logs.log);
-  await mount({
-    config,
-    log: logs.log,
-    boss,
-    app,
-    router,
-    publicUrl: '',
-    demo: false,
-    readiness: [],
-    afterListen: [],
-    onStop: [],
-    database: { url: tdb.url, pool: tdb.pool, db: tdb.db, close: async () => {} },
-  } satisfies Runtime);
+  const rt = await testRuntime(t, tdb, config, logs.log, { boss: { supervise: true, schedule: false, max: 4 } });
+  const boss = rt.boss;
+  await mount(rt);
 
-  const schedules = (await boss.getSchedules(queues.reconcile)).map((s) => [s.key, s.cron]).sort();
+  const schedules = (await boss.getSchedules(reconcileJob.name)).map((s) => [s.key, s.cron]).sort();
   t.same(
     schedules,
     [
@@ -80,7 +67,7 @@ t.test('mount: schedules per active connection, a queued sweep runs, a failing d
     ].sort(),
     'two sweeps per active connection; none for the lapsed one',
   );
-  t.same((await boss.getSchedules(queues.maintenance)).map((s) => s.key).sort(), [
+  t.same((await boss.getSchedules(maintenanceJob.name)).map((s) => s.key).sort(), [
     'pending',
     'probe-lapsed',
     'retention',
@@ -116,7 +103,7 @@ t.test('mount: schedules per active connection, a queued sweep runs, a failing d
 
   // A drain of a connection whose service does not answer fails; with no retries left it lands in fetch-dead.
   await markPending(tdb.db, [{ connectionId: broken.id, resource: 'variant', id: 1 }]);
-  await boss.send(queues.fetch, { connectionId: broken.id, resource: 'variant' }, { retryLimit: 0 });
+  await boss.send(fetchJob.name, { connectionId: broken.id, resource: 'variant' }, { retryLimit: 0 });
   await until(
     'the dead letter',
     async () =>
@@ -139,7 +126,12 @@ t.test('commerce-sync reconcile --full --connection shop, then an incremental on
   const dataDir = await mkdtemp(join(tmpdir(), 'cs-cli-'));
   const env = { ...process.env, DATABASE_URL: tdb.url, TOKEN_ENCRYPTION_KEY: TEST_KEY, DATA_DIR: dataDir, LOG_LEVEL: 'silent' };
   await addTokenConnection(
-    { db: tdb.db, config: testConfig({ DATA_DIR: dataDir, TOKEN_ENCRYPTION_KEY: TEST_KEY }), log: captureLogger().log },
+    {
+      db: tdb.db,
+      config: testConfig({ DATA_DIR: dataDir, TOKEN_ENCRYPTION_KEY: TEST_KEY }),
+      log: captureLogger().log,
+      clients: new ClientState(),
+    },
     { baseUrl: sandbox.url, token: sandbox.token, name: 'shop' },
   );
   const run = (args: string[]) =>

@@ -239,6 +239,7 @@ for (const listOrder of LIST_ORDERS)
     const deleted: number[] = [];
     const busy: Reader = {
       connection: loop.client.connection,
+      traits: loop.client.traits,
       getByIds: (path, ids, opts) => loop.client.getByIds(path, ids, opts),
       async *paginate(path, opts) {
         for await (const page of loop.client.paginate(path, opts)) {

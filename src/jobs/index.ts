@@ -1,0 +1,85 @@
+// Every job commerce-sync runs, in one list: it creates the queues (and their dead-letter queues), mounts the
+// workers of a worker process, and tells the console which dead letters it may replay. Adding a queue is one new
+// module beside this one (see job.ts) and one line here.
+import type { JobWithMetadata } from 'pg-boss';
+import type { Config } from '../config.ts';
+import type { Boss } from '../queue/boss.ts';
+import type { WorkerDeps } from '../runtime.ts';
+import { channelStockJob } from './channel-stock.ts';
+import { deliveriesJob } from './deliveries.ts';
+import { fetchJob } from './fetch.ts';
+import { deadLetterOf, isDeadLetter, liveQueueOf, type Job } from './job.ts';
+import { maintenanceJob } from './maintenance.ts';
+import { pushJob } from './push.ts';
+import { reconcileJob } from './reconcile.ts';
+
+export { deadLetterOf, isDeadLetter, liveQueueOf };
+
+export const jobs: readonly Job<any>[] = [deliveriesJob, fetchJob, reconcileJob, channelStockJob, pushJob, maintenanceJob];
+
+/** The job of a queue name (live or dead letter), if it is ours. */
+export function jobOf(queue: string): Job<unknown> | undefined {
+  const live = isDeadLetter(queue) ? liveQueueOf(queue) : queue;
+  return jobs.find((j) => j.name === live);
+}
+
+// A running job heartbeats (pg-boss does it for the handler); a worker killed mid-job stops heartbeating and
+// its job is retried within about this long, instead of waiting out expireInSeconds (15 min for a push).
+const HEARTBEAT_SECONDS = 10;
+
+/** How long pg-boss keeps finished jobs and waiting dead letters: the settings, which processes running workers pass. */
+export type QueueRetention = Pick<Config, 'JOB_RETENTION_HOURS' | 'DEAD_LETTER_RETENTION_DAYS'>;
+
+/**
+ * Creates every queue and its dead-letter queue (idempotent; safe from several processes). With `retention`, every
+ * queue deletes finished jobs after JOB_RETENTION_HOURS (pg-boss's deleteAfterSeconds, 7 days by default), so does
+ * a queue with a retentionSeconds of its own a job nobody took (channel-stock without a publisher), and a dead
+ * letter nobody replayed goes after DEAD_LETTER_RETENTION_DAYS (its dead queue's retentionSeconds, 14 days by
+ * default, fixed on each letter when it arrives); without, what the queues have stays.
+ */
+export async function createQueues(boss: Boss, retention?: QueueRetention): Promise<void> {
+  const existing = new Set((await boss.getQueues()).map((q) => q.name));
+  const jobSeconds = retention ? Math.max(1, Math.round(retention.JOB_RETENTION_HOURS * 3600)) : undefined;
+  const finished = jobSeconds ? { deleteAfterSeconds: jobSeconds } : {};
+  const letters = retention
+    ? { ...finished, retentionSeconds: Math.max(1, Math.round(retention.DEAD_LETTER_RETENTION_DAYS * 86_400)) }
+    : {};
+  for (const { name, policy } of jobs) {
+    const dead = deadLetterOf(name);
+    if (!existing.has(dead)) await boss.createQueue(dead, letters).catch(ignoreExists);
+    else if (retention) await boss.updateQueue(dead, letters);
+    const options = { ...policy, ...finished, heartbeatSeconds: HEARTBEAT_SECONDS, deadLetter: dead };
+    // A job nobody took waits as long as a finished job is kept.
+    if (policy.retentionSeconds && jobSeconds) options.retentionSeconds = jobSeconds;
+    if (!existing.has(name)) await boss.createQueue(name, options).catch(ignoreExists);
+    else await boss.updateQueue(name, options);
+  }
+}
+
+function ignoreExists(err: Error): void {
+  if (!/already exists|duplicate key/i.test(err.message)) throw err;
+}
+
+/**
+ * Mounts the workers of `which` jobs (those whose `runs` allows it in this configuration); they stop with
+ * `offWork` at shutdown. `pollingIntervalSeconds` caps every job's polling interval (tests poll faster).
+ */
+export async function workJobs(
+  deps: WorkerDeps,
+  which: readonly Job<any>[] = jobs,
+  opts: { pollingIntervalSeconds?: number } = {},
+): Promise<() => Promise<void>> {
+  const mounted: string[] = [];
+  for (const job of which) {
+    if (job.runs && !job.runs(deps.config)) continue;
+    const options = { ...job.work(deps.config), includeMetadata: true as const };
+    if (opts.pollingIntervalSeconds !== undefined)
+      options.pollingIntervalSeconds = Math.min(options.pollingIntervalSeconds ?? 2, opts.pollingIntervalSeconds);
+    // pg-boss types a handler by its options; every job takes its batch with metadata (job.ts).
+    await deps.boss.work(job.name, options, ((batch: JobWithMetadata<unknown>[]) => job.handle(deps, batch)) as never);
+    mounted.push(job.name);
+  }
+  return async () => {
+    for (const name of mounted) await deps.boss.offWork(name);
+  };
+}
