@@ -1,68 +1,444 @@
-// The channel store: every statement on channel_quantities, channel_quantity_changes (and channel_changes_pruned,
-// how far retention has deleted them), channel_rules and channel_rules_applied. What a channel quantity is (the rules, the recomputation) is stock/; this module only
-// reads and writes rows.
+// The channel store: every statement on channels, channel_overrides, channel_holds, channel_hold_lines,
+// channel_quantities, channel_quantity_changes (and channel_changes_pruned, how far retention has deleted them).
+// What a channel quantity is (the rules, the recomputation, when a hold ends) is stock/; this module only reads
+// and writes rows.
 import { sql, type Selectable } from 'kysely';
 import type { Executor } from './index.ts';
-import type { ChannelQuantityChangesTable, ChannelRulesTable } from './schema.ts';
+import type {
+  ChannelHoldLinesTable,
+  ChannelHoldsTable,
+  ChannelOverridesTable,
+  ChannelQuantityChangesTable,
+  ChannelsTable,
+  HoldEnd,
+} from './schema.ts';
 
 /** A recorded change of a channel quantity, as the feed and the channel-stock queue carry it (`at` as ISO text). */
 export type ChannelChange = Pick<
   Selectable<ChannelQuantityChangesTable>,
   | 'id'
   | 'connection_id'
+  | 'channel_id'
   | 'variant_id'
   | 'sku'
   | 'quantity'
   | 'tracked'
   | 'backorderable'
+  | 'listed'
   | 'before_quantity'
   | 'before_tracked'
   | 'cause'
   | 'delivery_id'
-> & { at: string };
+> & { at: string; channel: string };
 
 /** A change as the feed gives it: the recorded change with its connection's name. */
 export type FeedItem = Omit<ChannelChange, 'before_tracked'> & { connection: string };
 
+export type Channel = Selectable<ChannelsTable>;
+export type ChannelOverride = Selectable<ChannelOverridesTable>;
+export type Hold = Selectable<ChannelHoldsTable>;
+export type HoldLine = Selectable<ChannelHoldLinesTable>;
+
 // Channel-feed ids must become visible in order: writers of changes serialise on this lock.
 const FEED_LOCK = 727_030;
 
-export async function getChannelRules(db: Executor, connectionId: number): Promise<Selectable<ChannelRulesTable> | undefined> {
-  return db.selectFrom('channel_rules').selectAll().where('connection_id', '=', connectionId).executeTakeFirst();
+const CHANNEL_COLUMNS = sql`c.id, c.connection_id, c.name, c.location_ids, c.buffer_units::text AS buffer_units,
+  c.buffer_percent::text AS buffer_percent, c.cap_max_online, c.adopt_settings, c.applied_rules, c.created_at, c.updated_at`;
+
+// ---- channels
+
+/** The channels of a connection, oldest first. */
+export async function channelsOf(db: Executor, connectionId: number): Promise<Channel[]> {
+  return (await sql<Channel>`SELECT ${CHANNEL_COLUMNS} FROM channels c WHERE c.connection_id = ${connectionId} ORDER BY c.id`.execute(db))
+    .rows;
 }
 
+/** Channels with their connection's name and counts, for listings; filtered by connection and/or name. */
+export async function listChannels(db: Executor, opts: { connectionId?: number; name?: string } = {}) {
+  return (
+    await sql<Channel & { connection: string; overrides: number; active_holds: number }>`
+    SELECT ${CHANNEL_COLUMNS}, n.name AS connection,
+      (SELECT count(*)::int FROM channel_overrides o WHERE o.channel_id = c.id) AS overrides,
+      (SELECT count(*)::int FROM channel_holds h WHERE h.connection_id = c.connection_id AND h.channel = c.name AND h.ended_at IS NULL) AS active_holds
+    FROM channels c JOIN connections n ON n.id = c.connection_id
+    WHERE true ${opts.connectionId !== undefined ? sql`AND c.connection_id = ${opts.connectionId}` : sql``}
+      ${opts.name !== undefined ? sql`AND c.name = ${opts.name}` : sql``}
+    ORDER BY n.name, c.id`.execute(db)
+  ).rows;
+}
+
+/**
+ * A connection's first channel, `default`, from the settings' rules: made once, when the connection has no
+ * channel yet (a connection always keeps one: the last cannot be removed).
+ */
+export async function ensureDefaultChannel(
+  db: Executor,
+  connectionId: number,
+  seed: { location_ids: number[] | null; buffer_units: string },
+): Promise<void> {
+  await sql`INSERT INTO channels (connection_id, name, location_ids, buffer_units)
+    SELECT ${connectionId}, 'default', ${seed.location_ids}::bigint[], ${seed.buffer_units}::numeric
+    WHERE NOT EXISTS (SELECT 1 FROM channels WHERE connection_id = ${connectionId})
+    ON CONFLICT (connection_id, name) DO NOTHING`.execute(db);
+}
+
+/** Fills in what migration 0130 could not know from the settings; returns the channels it changed. */
+export async function adoptSettings(
+  db: Executor,
+  connectionId: number,
+  seed: { location_ids: number[] | null; buffer_units: string },
+): Promise<number> {
+  const r = await sql`UPDATE channels SET
+      location_ids = CASE WHEN 'locations' = ANY(adopt_settings) THEN ${seed.location_ids}::bigint[] ELSE location_ids END,
+      buffer_units = CASE WHEN 'buffer' = ANY(adopt_settings) THEN ${seed.buffer_units}::numeric ELSE buffer_units END,
+      adopt_settings = '{}', updated_at = now()
+    WHERE connection_id = ${connectionId} AND adopt_settings <> '{}'`.execute(db);
+  return Number(r.numAffectedRows ?? 0);
+}
+
+export type ChannelRulesRow = Pick<Channel, 'location_ids' | 'buffer_units' | 'buffer_percent' | 'cap_max_online'>;
+
+export async function insertChannel(db: Executor, connectionId: number, name: string, rules: ChannelRulesRow): Promise<Channel> {
+  const row = await db
+    .insertInto('channels')
+    .values({
+      connection_id: connectionId,
+      name,
+      location_ids: rules.location_ids,
+      buffer_units: rules.buffer_units,
+      buffer_percent: rules.buffer_percent,
+      cap_max_online: rules.cap_max_online,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return (await channelById(db, Number(row.id)))!;
+}
+
+export async function channelById(db: Executor, id: number): Promise<Channel | undefined> {
+  return (await sql<Channel>`SELECT ${CHANNEL_COLUMNS} FROM channels c WHERE c.id = ${id}`.execute(db)).rows[0];
+}
+
+/** Changes a channel's rules; the stored quantities follow them once recomputed (applied_rules). */
+export async function updateChannelRules(db: Executor, id: number, rules: ChannelRulesRow): Promise<Channel> {
+  await db
+    .updateTable('channels')
+    .set({
+      location_ids: rules.location_ids,
+      buffer_units: rules.buffer_units,
+      buffer_percent: rules.buffer_percent,
+      cap_max_online: rules.cap_max_online,
+      adopt_settings: [],
+      updated_at: new Date(),
+    })
+    .where('id', '=', id)
+    .execute();
+  return (await channelById(db, id))!;
+}
+
+/** Removes a channel with its quantities, changes and overrides. */
+export async function deleteChannel(db: Executor, id: number): Promise<void> {
+  await db.deleteFrom('channels').where('id', '=', id).execute();
+}
+
+export async function saveAppliedRules(db: Executor, channelId: number, fingerprint: string): Promise<void> {
+  await db.updateTable('channels').set({ applied_rules: fingerprint }).where('id', '=', channelId).execute();
+}
+
+// ---- overrides
+
+export async function overridesOf(db: Executor, channelIds: number[], skus: string[]): Promise<ChannelOverride[]> {
+  if (!channelIds.length || !skus.length) return [];
+  return (
+    await sql<ChannelOverride>`
+    SELECT channel_id, sku, mode, quantity::text AS quantity, buffer_units::text AS buffer_units,
+      buffer_percent::text AS buffer_percent, updated_at
+    FROM channel_overrides WHERE channel_id = ANY(${channelIds}::bigint[]) AND sku = ANY(${skus}::text[])`.execute(db)
+  ).rows;
+}
+
+export async function listOverrides(db: Executor, channelId: number): Promise<ChannelOverride[]> {
+  return (
+    await sql<ChannelOverride>`
+    SELECT channel_id, sku, mode, quantity::text AS quantity, buffer_units::text AS buffer_units,
+      buffer_percent::text AS buffer_percent, updated_at
+    FROM channel_overrides WHERE channel_id = ${channelId} ORDER BY sku`.execute(db)
+  ).rows;
+}
+
+export async function saveOverride(db: Executor, o: Omit<ChannelOverride, 'updated_at'>): Promise<void> {
+  const values = { mode: o.mode, quantity: o.quantity, buffer_units: o.buffer_units, buffer_percent: o.buffer_percent };
+  await db
+    .insertInto('channel_overrides')
+    .values({ channel_id: o.channel_id, sku: o.sku, ...values })
+    .onConflict((oc) => oc.columns(['channel_id', 'sku']).doUpdateSet({ ...values, updated_at: new Date() }))
+    .execute();
+}
+
+/** Removes an override; whether there was one. */
+export async function deleteOverride(db: Executor, channelId: number, sku: string): Promise<boolean> {
+  const r = await db.deleteFrom('channel_overrides').where('channel_id', '=', channelId).where('sku', '=', sku).executeTakeFirst();
+  return Number(r.numDeletedRows) > 0;
+}
+
+// ---- holds
+
+export type NewHold = Pick<Hold, 'connection_id' | 'channel' | 'channel_order_id' | 'source' | 'clock_margin_ms'> & {
+  lines: { sku: string; quantity: string }[];
+  expires_minutes: number;
+};
+export type NewHoldLine = Pick<HoldLine, 'variant_id' | 'sku' | 'ordered_sku' | 'quantity'>;
+
+const HOLD_COLUMNS = sql`h.id, h.connection_id, h.channel, h.channel_order_id, h.source, h.lines, h.order_id, h.order_at,
+  h.clock_margin_ms, h.created_at, h.expires_at, h.ended_at, h.end_cause`;
+
+/** Stores a hold and its lines unless the channel order has one already (then undefined). */
+export async function insertHold(db: Executor, hold: NewHold, lines: NewHoldLine[]): Promise<Hold | undefined> {
+  const row = (
+    await sql<Hold>`
+    INSERT INTO channel_holds AS h (connection_id, channel, channel_order_id, source, lines, clock_margin_ms, expires_at)
+    VALUES (${hold.connection_id}, ${hold.channel}, ${hold.channel_order_id}, ${hold.source}, ${JSON.stringify(hold.lines)}::jsonb,
+      ${hold.clock_margin_ms}, now() + make_interval(mins => ${hold.expires_minutes}))
+    ON CONFLICT (connection_id, channel, channel_order_id) DO NOTHING
+    RETURNING ${HOLD_COLUMNS}`.execute(db)
+  ).rows[0];
+  if (!row) return undefined;
+  if (lines.length)
+    await db
+      .insertInto('channel_hold_lines')
+      .values(lines.map((l) => ({ ...l, hold_id: row.id, connection_id: hold.connection_id })))
+      .execute();
+  return row;
+}
+
+export async function holdByKey(db: Executor, connectionId: number, channel: string, channelOrderId: string): Promise<Hold | undefined> {
+  return (
+    await sql<Hold>`SELECT ${HOLD_COLUMNS} FROM channel_holds h
+    WHERE h.connection_id = ${connectionId} AND h.channel = ${channel} AND h.channel_order_id = ${channelOrderId}`.execute(db)
+  ).rows[0];
+}
+
+export type HoldState = 'active' | 'ended' | 'all';
+
+/** Holds with their lines, newest first. */
+export async function listHolds(
+  db: Executor,
+  opts: { connectionId?: number; channel?: string; state?: HoldState; limit?: number; ids?: number[] } = {},
+): Promise<(Hold & { connection: string; held: (HoldLine & { quantity: string })[] })[]> {
+  const state = opts.state ?? 'active';
+  const holds = (
+    await sql<Hold & { connection: string }>`
+    SELECT ${HOLD_COLUMNS}, n.name AS connection FROM channel_holds h JOIN connections n ON n.id = h.connection_id
+    WHERE true ${opts.connectionId !== undefined ? sql`AND h.connection_id = ${opts.connectionId}` : sql``}
+      ${opts.channel !== undefined ? sql`AND h.channel = ${opts.channel}` : sql``}
+      ${opts.ids ? sql`AND h.id = ANY(${opts.ids}::bigint[])` : sql``}
+      ${state === 'active' ? sql`AND h.ended_at IS NULL` : state === 'ended' ? sql`AND h.ended_at IS NOT NULL` : sql``}
+    ORDER BY h.id DESC LIMIT ${opts.limit ?? 100}`.execute(db)
+  ).rows;
+  if (!holds.length) return [];
+  const lines = (
+    await sql<HoldLine & { quantity: string }>`
+    SELECT id, hold_id, connection_id, variant_id, sku, ordered_sku, quantity::text AS quantity, ended_at, end_cause
+    FROM channel_hold_lines WHERE hold_id = ANY(${holds.map((h) => h.id)}::bigint[]) ORDER BY id`.execute(db)
+  ).rows;
+  return holds.map((h) => ({ ...h, held: lines.filter((l) => Number(l.hold_id) === Number(h.id)) }));
+}
+
+/** A hold that holds a variant, as a quantity's explanation names it. */
+export interface HoldRef {
+  hold_id: number;
+  channel: string;
+  channel_order_id: string;
+  quantity: string;
+  expires_at: Date;
+}
+
+/** What active holds hold of each variant: the sum, and the holds behind it. */
+export async function heldOf(
+  db: Executor,
+  connectionId: number,
+  variantIds: number[],
+): Promise<Map<number, { held: string; holds: HoldRef[] }>> {
+  const rows = (
+    await sql<HoldRef & { variant_id: number; held: string }>`
+    SELECT l.variant_id, l.hold_id, h.channel, h.channel_order_id, l.quantity::text AS quantity, h.expires_at,
+      (sum(l.quantity) OVER (PARTITION BY l.variant_id))::text AS held
+    FROM channel_hold_lines l JOIN channel_holds h ON h.id = l.hold_id
+    WHERE l.connection_id = ${connectionId} AND l.variant_id = ANY(${variantIds}::bigint[]) AND l.ended_at IS NULL
+    ORDER BY l.variant_id, l.hold_id`.execute(db)
+  ).rows;
+  const out = new Map<number, { held: string; holds: HoldRef[] }>();
+  for (const r of rows) {
+    const v = Number(r.variant_id);
+    const entry = out.get(v) ?? { held: r.held, holds: [] };
+    entry.holds.push({
+      hold_id: Number(r.hold_id),
+      channel: r.channel,
+      channel_order_id: r.channel_order_id,
+      quantity: r.quantity,
+      expires_at: r.expires_at,
+    });
+    out.set(v, entry);
+  }
+  return out;
+}
+
+/** An active held line with what decides its end: its hold's order (the mirror's) and its variant's read times. */
+export interface LineToSettle {
+  id: number;
+  hold_id: number;
+  channel: string;
+  channel_order_id: string;
+  variant_id: number;
+  sku: string | null;
+  quantity: string;
+  order_id: number | null;
+  order_at: Date | null;
+  clock_margin_ms: number;
+  order_status: string | null;
+  order_updated_at: Date | null;
+  read_as_of: Date | null;
+  variant_updated_at: Date | null;
+}
+
+/** Which active held lines: of these variants, of these holds, or of the holds of these service orders. */
+export type LinesOf = { variantIds: number[] } | { holdIds: number[] } | { orderIds: number[] };
+
+/**
+ * Active held lines, with their hold's service order (recorded on the hold, or the channel order's import
+ * mapping) as the mirror shows it, and the variant's last read and updated_at.
+ */
+export async function linesToSettle(db: Executor, connectionId: number, by: LinesOf): Promise<LineToSettle[]> {
+  const filter =
+    'variantIds' in by
+      ? sql`l.variant_id = ANY(${by.variantIds}::bigint[])`
+      : 'holdIds' in by
+        ? sql`l.hold_id = ANY(${by.holdIds}::bigint[])`
+        : sql`coalesce(h.order_id, m.order_id) = ANY(${by.orderIds}::bigint[])`;
+  return (
+    await sql<LineToSettle>`
+    SELECT l.id, l.hold_id, h.channel, h.channel_order_id, l.variant_id, l.sku, l.quantity::text AS quantity, coalesce(h.order_id, m.order_id) AS order_id,
+      h.order_at, h.clock_margin_ms, o.status AS order_status, o.updated_at AS order_updated_at,
+      v.read_as_of, v.updated_at AS variant_updated_at
+    FROM channel_hold_lines l JOIN channel_holds h ON h.id = l.hold_id
+    LEFT JOIN channel_orders m ON h.order_id IS NULL AND m.connection_id = h.connection_id AND m.channel = h.channel
+      AND m.channel_order_id = h.channel_order_id
+    LEFT JOIN orders o ON o.connection_id = h.connection_id AND o.id = coalesce(h.order_id, m.order_id)
+    LEFT JOIN variants v ON v.connection_id = l.connection_id AND v.id = l.variant_id
+    WHERE l.connection_id = ${connectionId} AND l.ended_at IS NULL AND ${filter}
+    ORDER BY l.id`.execute(db)
+  ).rows;
+}
+
+/** Ends active lines (all of these holds' when `holdIds`), then the holds left without an active line; returns
+ * the lines ended with their variant and the holds ended. */
+export async function endHeldLines(
+  db: Executor,
+  by: { lineIds?: number[]; holdIds?: number[] },
+  cause: HoldEnd,
+): Promise<{ lines: { id: number; hold_id: number; variant_id: number; sku: string | null; quantity: string }[]; holds: Hold[] }> {
+  const filter = by.lineIds ? sql`id = ANY(${by.lineIds}::bigint[])` : sql`hold_id = ANY(${by.holdIds ?? []}::bigint[])`;
+  const lines = (
+    await sql<{ id: number; hold_id: number; variant_id: number; sku: string | null; quantity: string }>`
+    UPDATE channel_hold_lines SET ended_at = now(), end_cause = ${cause}
+    WHERE ended_at IS NULL AND ${filter}
+    RETURNING id, hold_id, variant_id, sku, quantity::text AS quantity`.execute(db)
+  ).rows;
+  const holdIds = [...new Set([...lines.map((l) => Number(l.hold_id)), ...(by.holdIds ?? [])])];
+  const holds = holdIds.length
+    ? (
+        await sql<Hold>`
+    UPDATE channel_holds h SET ended_at = now(), end_cause = ${cause}
+    WHERE h.id = ANY(${holdIds}::bigint[]) AND h.ended_at IS NULL
+      AND NOT EXISTS (SELECT 1 FROM channel_hold_lines l WHERE l.hold_id = h.id AND l.ended_at IS NULL)
+    RETURNING ${HOLD_COLUMNS}`.execute(db)
+      ).rows
+    : [];
+  return { lines, holds };
+}
+
+/** Records the service's order of a hold: its id, and when known the time its committed stock includes it. */
+export async function setHoldOrder(db: Executor, holdId: number, orderId: number, orderAt: Date | null): Promise<void> {
+  await sql`UPDATE channel_holds SET order_id = ${orderId}, order_at = coalesce(${orderAt}, order_at) WHERE id = ${holdId}`.execute(db);
+}
+
+type HoldKey = Pick<Hold, 'id' | 'connection_id' | 'channel' | 'channel_order_id'>;
+
+/** Active holds that expired (at most `limit`). */
+export async function expiredHolds(db: Executor, limit: number): Promise<HoldKey[]> {
+  return (
+    await sql<HoldKey>`SELECT id, connection_id, channel, channel_order_id FROM channel_holds
+    WHERE ended_at IS NULL AND expires_at <= now() ORDER BY expires_at LIMIT ${limit}`.execute(db)
+  ).rows;
+}
+
+/** Active holds whose channel order is known at the service (recorded, or through the import mapping). */
+export async function holdsWithOrders(db: Executor, limit: number): Promise<HoldKey[]> {
+  return (
+    await sql<HoldKey>`
+    SELECT h.id, h.connection_id, h.channel, h.channel_order_id FROM channel_holds h
+    WHERE h.ended_at IS NULL AND (h.order_id IS NOT NULL OR EXISTS (SELECT 1 FROM channel_orders m
+      WHERE m.connection_id = h.connection_id AND m.channel = h.channel AND m.channel_order_id = h.channel_order_id))
+    ORDER BY h.id LIMIT ${limit}`.execute(db)
+  ).rows;
+}
+
+/** Retention: deletes at most `limit` holds that ended longer ago than `olderThanSeconds`; returns how many went. */
+export async function pruneHolds(db: Executor, olderThanSeconds: number, limit: number): Promise<number> {
+  const r = await sql`DELETE FROM channel_holds WHERE id = ANY(ARRAY(
+    SELECT id FROM channel_holds WHERE ended_at < now() - make_interval(secs => ${olderThanSeconds}) ORDER BY ended_at LIMIT ${limit}))`.execute(
+    db,
+  );
+  return Number(r.numAffectedRows ?? 0);
+}
+
+// ---- quantities and changes
+
 export interface StoredQuantity {
+  channel_id: number;
   variant_id: number;
   quantity: string | null;
   tracked: boolean;
   backorderable: boolean;
-  stock: unknown;
+  listed: boolean;
+  stock: any;
 }
 
-export async function storedQuantities(db: Executor, connectionId: number, variantIds: number[]): Promise<StoredQuantity[]> {
+/**
+ * The stored quantities of the variants in the channels, locked until the caller's transaction ends: a
+ * recomputation that follows reads the stock and holds after any other one of the same rows has committed, so
+ * two writers (a mirror write and a new hold) never overwrite each other with a figure missing the other's part.
+ * Locked in key order, so two of them never deadlock.
+ */
+export async function lockQuantities(db: Executor, channelIds: number[], variantIds: number[]): Promise<StoredQuantity[]> {
   return (
     await sql<StoredQuantity>`
-    SELECT variant_id, quantity::text AS quantity, tracked, backorderable, stock FROM channel_quantities
-    WHERE connection_id = ${connectionId} AND variant_id = ANY(${variantIds}::bigint[])`.execute(db)
+    SELECT channel_id, variant_id, quantity::text AS quantity, tracked, backorderable, listed, stock FROM channel_quantities
+    WHERE channel_id = ANY(${channelIds}::bigint[]) AND variant_id = ANY(${variantIds}::bigint[])
+    ORDER BY channel_id, variant_id FOR UPDATE`.execute(db)
   ).rows;
 }
 
+export type NewChange = Omit<ChannelChange, 'id' | 'at'> & { delivery_row_id: number | null; job_id: string | null; detail: string };
+
 /** Appends changes (rows of channel_quantity_changes) under the feed lock; returns them as recorded. */
-export async function recordChanges(db: Executor, changes: any[]): Promise<ChannelChange[]> {
+export async function recordChanges(db: Executor, changes: NewChange[]): Promise<ChannelChange[]> {
   if (!changes.length) return [];
   await sql`SELECT pg_advisory_xact_lock(${FEED_LOCK})`.execute(db);
+  const names = new Map(changes.map((c) => [Number(c.channel_id), c.channel]));
   return (
     await db
       .insertInto('channel_quantity_changes')
-      .values(changes)
+      .values(changes.map(({ channel: _, ...c }) => c))
       .returning([
         'id',
         'connection_id',
+        'channel_id',
         'variant_id',
         'sku',
         'quantity',
         'tracked',
         'backorderable',
+        'listed',
         'before_quantity',
         'before_tracked',
         'cause',
@@ -70,47 +446,37 @@ export async function recordChanges(db: Executor, changes: any[]): Promise<Chann
         'at',
       ])
       .execute()
-  ).map((c) => ({ ...c, at: c.at.toISOString() }));
+  ).map((c) => ({ ...c, channel: names.get(Number(c.channel_id))!, at: c.at.toISOString() }));
 }
 
 /** Writes quantities; a row without last_change_id keeps the one stored. */
 export async function saveQuantities(db: Executor, rows: any[]): Promise<void> {
   // rows go through jsonb_to_recordset as one JSON document
   await sql`
-    INSERT INTO channel_quantities AS c (connection_id, variant_id, sku, status, quantity, tracked, backorderable, bundle, stock, last_change_id, computed_at)
-    SELECT connection_id, variant_id, sku, status, quantity, tracked, backorderable, bundle, stock, last_change_id, now()
-    FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS x(connection_id bigint, variant_id bigint, sku text, status text,
-      quantity numeric, tracked boolean, backorderable boolean, bundle boolean, stock jsonb, last_change_id bigint)
-    ON CONFLICT (connection_id, variant_id) DO UPDATE SET sku = excluded.sku, status = excluded.status, quantity = excluded.quantity,
-      tracked = excluded.tracked, backorderable = excluded.backorderable, bundle = excluded.bundle, stock = excluded.stock,
-      last_change_id = COALESCE(excluded.last_change_id, c.last_change_id), computed_at = now()`.execute(db);
+    INSERT INTO channel_quantities AS c (connection_id, channel_id, variant_id, sku, status, quantity, tracked, backorderable, listed, bundle, stock, last_change_id, computed_at)
+    SELECT connection_id, channel_id, variant_id, sku, status, quantity, tracked, backorderable, listed, bundle, stock, last_change_id, now()
+    FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS x(connection_id bigint, channel_id bigint, variant_id bigint, sku text, status text,
+      quantity numeric, tracked boolean, backorderable boolean, listed boolean, bundle boolean, stock jsonb, last_change_id bigint)
+    ON CONFLICT (channel_id, variant_id) DO UPDATE SET sku = excluded.sku, status = excluded.status, quantity = excluded.quantity,
+      tracked = excluded.tracked, backorderable = excluded.backorderable, listed = excluded.listed, bundle = excluded.bundle,
+      stock = excluded.stock, last_change_id = COALESCE(excluded.last_change_id, c.last_change_id), computed_at = now()`.execute(db);
 }
 
-/** The fingerprint of the rules the stored quantities were computed with. */
-export async function appliedRules(db: Executor, connectionId: number): Promise<string | undefined> {
-  const row = await db
-    .selectFrom('channel_rules_applied')
-    .select('fingerprint')
-    .where('connection_id', '=', connectionId)
-    .executeTakeFirst();
-  return row?.fingerprint;
-}
-
-export async function saveAppliedRules(db: Executor, connectionId: number, fingerprint: string): Promise<void> {
-  await db
-    .insertInto('channel_rules_applied')
-    .values({ connection_id: connectionId, fingerprint })
-    .onConflict((oc) => oc.column('connection_id').doUpdateSet({ fingerprint, applied_at: new Date() }))
-    .execute();
-}
-
-/** Changes after the id `since`, oldest first; one more than `limit` tells the caller there are more. */
-export async function changesAfter(db: Executor, opts: { since: number; limit: number; connection?: string | null }): Promise<FeedItem[]> {
+/**
+ * Changes after the id `since`, oldest first; one more than `limit` tells the caller there are more. With
+ * `channelId`, that channel's alone: an index range scan of channel_quantity_changes_channel (channel_id, id),
+ * as cheap at the end of a long history as at its start (the per-channel feed, and a sender's "after id X").
+ */
+export async function changesAfter(
+  db: Executor,
+  opts: { since: number; limit: number; connection?: string | null; channelId?: number },
+): Promise<FeedItem[]> {
   const rows = await sql<FeedItem>`
-    SELECT c.id, c.at, n.name AS connection, c.connection_id, c.variant_id, c.sku, c.quantity::text AS quantity, c.tracked,
-      c.backorderable, c.before_quantity::text AS before_quantity, c.cause, c.delivery_id
-    FROM channel_quantity_changes c JOIN connections n ON n.id = c.connection_id
+    SELECT c.id, c.at, n.name AS connection, c.connection_id, c.channel_id, ch.name AS channel, c.variant_id, c.sku,
+      c.quantity::text AS quantity, c.tracked, c.backorderable, c.listed, c.before_quantity::text AS before_quantity, c.cause, c.delivery_id
+    FROM channel_quantity_changes c JOIN connections n ON n.id = c.connection_id JOIN channels ch ON ch.id = c.channel_id
     WHERE c.id > ${opts.since} ${opts.connection ? sql`AND n.name = ${opts.connection}` : sql``}
+      ${opts.channelId !== undefined ? sql`AND c.channel_id = ${opts.channelId}` : sql``}
     ORDER BY c.id LIMIT ${opts.limit + 1}`.execute(db);
   return rows.rows;
 }
@@ -142,37 +508,59 @@ export async function pruneChannelChanges(db: Executor, olderThanSeconds: number
   return r.rows[0]?.n ?? 0;
 }
 
-/** One variant's channel quantity, for the console. */
-export async function quantityOf(db: Executor, connectionId: number, variantId: number) {
+/** A variant's quantity in each channel of its connection, oldest channel first. */
+export async function quantitiesOf(db: Executor, connectionId: number, variantId: number) {
   return (
-    await sql<{ quantity: string | null; tracked: boolean; backorderable: boolean; bundle: boolean; computed_at: Date }>`
-    SELECT quantity::text, tracked, backorderable, bundle, computed_at FROM channel_quantities
-     WHERE connection_id = ${connectionId} AND variant_id = ${variantId}`.execute(db)
-  ).rows[0];
+    await sql<{
+      channel_id: number;
+      channel: string;
+      quantity: string | null;
+      tracked: boolean;
+      backorderable: boolean;
+      listed: boolean;
+      bundle: boolean;
+      stock: any;
+      computed_at: Date;
+    }>`
+    SELECT q.channel_id, ch.name AS channel, q.quantity::text AS quantity, q.tracked, q.backorderable, q.listed, q.bundle, q.stock, q.computed_at
+    FROM channel_quantities q JOIN channels ch ON ch.id = q.channel_id
+    WHERE q.connection_id = ${connectionId} AND q.variant_id = ${variantId} ORDER BY ch.id`.execute(db)
+  ).rows;
 }
 
-/** One variant's recorded changes, newest first, for the console. */
-export async function changesOf(db: Executor, connectionId: number, variantId: number, limit: number) {
+/** One variant's quantity in one channel (by name; default: `default`, or the oldest channel), for the console. */
+export async function quantityOf(db: Executor, connectionId: number, variantId: number, channel?: string) {
+  const all = await quantitiesOf(db, connectionId, variantId);
+  return all.find((q) => q.channel === (channel ?? 'default')) ?? (channel ? undefined : all[0]);
+}
+
+/** One variant's recorded changes in every channel (or one), newest first, for the console. */
+export async function changesOf(db: Executor, connectionId: number, variantId: number, limit: number, channelId?: number) {
   return (
     await sql<{
       id: number;
       at: Date;
+      channel: string;
       before_quantity: string | null;
       quantity: string | null;
       tracked: boolean;
+      listed: boolean;
       cause: string;
       delivery_id: string | null;
       delivery_row_id: number | null;
       job_id: string | null;
       detail: unknown;
     }>`
-    SELECT id, at, before_quantity::text, quantity::text, tracked, cause, delivery_id, delivery_row_id, job_id, detail
-      FROM channel_quantity_changes WHERE connection_id = ${connectionId} AND variant_id = ${variantId}
-     ORDER BY id DESC LIMIT ${limit}`.execute(db)
+    SELECT c.id, c.at, ch.name AS channel, c.before_quantity::text, c.quantity::text, c.tracked, c.listed, c.cause, c.delivery_id,
+      c.delivery_row_id, c.job_id, c.detail
+      FROM channel_quantity_changes c JOIN channels ch ON ch.id = c.channel_id
+     WHERE c.connection_id = ${connectionId} AND c.variant_id = ${variantId}
+       ${channelId !== undefined ? sql`AND c.channel_id = ${channelId}` : sql``}
+     ORDER BY c.id DESC LIMIT ${limit}`.execute(db)
   ).rows;
 }
 
-/** Variants with their channel quantity, by connection name and SKU (the `stock` command). */
+/** Variants with their quantity per channel, by connection name and SKU (the `stock` command). */
 export async function channelStockReport(db: Executor, opts: { connection?: string | null; sku?: string | null; limit?: number }) {
   return (
     await sql<{
@@ -180,13 +568,15 @@ export async function channelStockReport(db: Executor, opts: { connection?: stri
       variant_id: number;
       sku: string | null;
       status: string | null;
-      channel_quantity: string | null;
-      backorderable: boolean | null;
       keep_selling: boolean;
+      channels: { channel: string; quantity: string | null; backorderable: boolean; listed: boolean }[] | null;
     }>`
-    SELECT n.name AS connection, v.id AS variant_id, v.sku, v.status, q.quantity::text AS channel_quantity, q.backorderable, v.keep_selling
+    SELECT n.name AS connection, v.id AS variant_id, v.sku, v.status, v.keep_selling,
+      (SELECT json_agg(json_build_object('channel', ch.name, 'quantity', q.quantity::text, 'backorderable', q.backorderable,
+              'listed', q.listed) ORDER BY ch.id)
+         FROM channel_quantities q JOIN channels ch ON ch.id = q.channel_id
+        WHERE q.connection_id = v.connection_id AND q.variant_id = v.id) AS channels
     FROM variants v JOIN connections n ON n.id = v.connection_id
-    LEFT JOIN channel_quantities q ON q.connection_id = v.connection_id AND q.variant_id = v.id
     WHERE true ${opts.connection ? sql`AND n.name = ${opts.connection}` : sql``} ${opts.sku ? sql`AND v.sku = ${opts.sku}` : sql``}
     ORDER BY n.name, v.sku NULLS LAST, v.id ${opts.limit ? sql`LIMIT ${opts.limit}` : sql``}`.execute(db)
   ).rows;

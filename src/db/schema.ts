@@ -260,11 +260,13 @@ export interface Database {
   channel_orders: ChannelOrdersTable;
   console_samples: ConsoleSamplesTable;
   pending_fetches: PendingFetchesTable;
-  channel_rules: ChannelRulesTable;
+  channels: ChannelsTable;
+  channel_overrides: ChannelOverridesTable;
+  channel_holds: ChannelHoldsTable;
+  channel_hold_lines: ChannelHoldLinesTable;
   channel_quantities: ChannelQuantitiesTable;
   channel_quantity_changes: ChannelQuantityChangesTable;
   other_records: OtherRecordsTable;
-  channel_rules_applied: ChannelRulesAppliedTable;
   webhook_refusals: WebhookRefusalsTable;
   console_sessions: ConsoleSessionsTable;
   alerts: AlertsTable;
@@ -339,14 +341,10 @@ export interface PendingFetchesTable {
   claimed_until: Timestamp | null;
   attempts: Default<number>;
 }
-export interface ChannelRulesTable {
-  connection_id: number;
-  location_ids: number[] | null;
-  safety_buffer: Decimal | null;
-  updated_at: DefaultTimestamp;
-}
 export interface ChannelQuantitiesTable {
   connection_id: number;
+  /** migrations/0130_channels.sql: the channel (existing rows: the connection's `default`). */
+  channel_id: number;
   variant_id: number;
   sku: string | null;
   status: string | null;
@@ -354,6 +352,7 @@ export interface ChannelQuantitiesTable {
   tracked: boolean;
   backorderable: boolean;
   bundle: Default<boolean>;
+  listed: Default<boolean>;
   stock: Json;
   last_change_id: number | null;
   computed_at: DefaultTimestamp;
@@ -362,6 +361,7 @@ export interface ChannelQuantityChangesTable {
   id: Generated<number>;
   at: DefaultTimestamp;
   connection_id: number;
+  channel_id: number;
   variant_id: number;
   sku: string | null;
   before_quantity: Decimal | null;
@@ -369,6 +369,7 @@ export interface ChannelQuantityChangesTable {
   quantity: Decimal | null;
   tracked: boolean;
   backorderable: boolean;
+  listed: Default<boolean>;
   cause: string;
   delivery_id: string | null;
   delivery_row_id: number | null;
@@ -378,10 +379,63 @@ export interface ChannelQuantityChangesTable {
 export interface OtherRecordsTable extends MirrorColumns {
   resource: string;
 }
-export interface ChannelRulesAppliedTable {
+
+// migrations/0130_channels.sql (src/db/channel.ts; what they mean: src/stock/, docs/channels.md)
+export interface ChannelsTable {
+  id: Generated<number>;
   connection_id: number;
-  fingerprint: string;
-  applied_at: DefaultTimestamp;
+  name: string;
+  /** null: every location counts. */
+  location_ids: number[] | null;
+  buffer_units: ColumnType<string, string | number | undefined, string | number>;
+  buffer_percent: Decimal | null;
+  cap_max_online: Default<boolean>;
+  /** What the first process with settings fills in: 'locations', 'buffer' (a migrated default channel). */
+  adopt_settings: Default<string[]>;
+  /** Fingerprint of the rules the stored quantities follow. */
+  applied_rules: string | null;
+  created_at: DefaultTimestamp;
+  updated_at: DefaultTimestamp;
+}
+export type ChannelOverrideMode = 'exclude' | 'zero' | 'fixed' | 'buffer';
+export interface ChannelOverridesTable {
+  channel_id: number;
+  sku: string;
+  mode: ChannelOverrideMode;
+  quantity: Decimal | null;
+  buffer_units: Decimal | null;
+  buffer_percent: Decimal | null;
+  updated_at: DefaultTimestamp;
+}
+export type HoldEnd = 'committed' | 'cancelled' | 'expired';
+export interface ChannelHoldsTable {
+  id: Generated<number>;
+  connection_id: number;
+  channel: string;
+  channel_order_id: string;
+  source: 'api' | 'cli' | 'import';
+  /** The lines as asked: [{sku, quantity}]. */
+  lines: Json;
+  order_id: number | null;
+  /** Service clock: its committed stock includes the order from then on. */
+  order_at: Timestamp | null;
+  clock_margin_ms: Default<number>;
+  created_at: DefaultTimestamp;
+  expires_at: Timestamp;
+  ended_at: Timestamp | null;
+  end_cause: HoldEnd | null;
+}
+export interface ChannelHoldLinesTable {
+  id: Generated<number>;
+  hold_id: number;
+  connection_id: number;
+  variant_id: number;
+  sku: string | null;
+  /** The SKU as ordered: a bundle's, on each of its components' lines. */
+  ordered_sku: string;
+  quantity: Decimal;
+  ended_at: Timestamp | null;
+  end_cause: HoldEnd | null;
 }
 
 // migrations/0080_webhook_refusals.sql (src/db/refusals.ts; src/receiver/subscriptions.ts decides when to ask again)

@@ -1,28 +1,45 @@
-// Keeps channel_quantities in step with the mirror: recomputes the variants a write touched (and every
-// bundle that uses one of them as a component), records each change of a channel quantity with its cause
-// in channel_quantity_changes, and writes stock changes to the sync log.
+// Keeps channel_quantities in step with the mirror and the holds: recomputes, in every channel of the
+// connection, the variants a write touched (and every bundle that uses one of them as a component), ends the
+// held lines that write shows committed, records each change of a channel quantity with its cause in
+// channel_quantity_changes, and writes stock changes to the sync log. docs/channels.md.
 import type { Db, Executor } from '../db/index.ts';
 import {
-  appliedRules,
-  getChannelRules,
+  adoptSettings,
+  channelById,
+  channelsOf,
+  endHeldLines,
+  ensureDefaultChannel,
+  heldOf,
+  linesToSettle,
+  lockQuantities,
+  overridesOf,
   recordChanges,
   saveAppliedRules,
   saveQuantities,
-  storedQuantities,
+  type Channel,
   type ChannelChange,
+  type ChannelOverride,
+  type HoldRef,
+  type LinesOf,
+  type NewChange,
+  type StoredQuantity,
 } from '../db/channel.ts';
+import type { HoldEnd } from '../db/schema.ts';
 import { bundlesOf, compositionsOf, stockLevelRows, variantIdsOf, variantStockRows } from '../db/mirror-reads.ts';
-import { logSync } from '../db/synclog.ts';
+import { logSync, type SyncLogInput } from '../db/synclog.ts';
 import {
   channelQuantity,
   dec,
   fmt,
+  heldLineEnds,
   rulesFrom,
   withAvailable,
   type ChannelRules,
   type Component,
   type LocationAvailability,
+  type Override,
   type VariantStock,
+  type Why,
 } from './rules.ts';
 import type { Config } from '../config.ts';
 
@@ -30,22 +47,34 @@ export type { ChannelChange };
 
 /** Why a recomputation happened, recorded with every change it makes. */
 export interface Cause {
-  kind: 'delivery' | 'sweep' | 'full-sweep' | 'fetch' | 'cli' | 'rules';
+  kind: 'delivery' | 'sweep' | 'full-sweep' | 'fetch' | 'cli' | 'rules' | 'hold';
   jobId?: string | null;
   /** Deliveries behind the fetch, newest last. */
   deliveries?: { rowId: number; deliveryId: string | null }[];
   /** Per variant: the deliveries that named it (overrides `deliveries` for that variant). */
   deliveriesByVariant?: Map<number, { rowId: number; deliveryId: string | null }[]>;
+  /**
+   * The service's clock (epoch ms, Raw.asOf) when the read whose records this write applies was answered: a held
+   * line of a variant it returned ends in this very write when the read shows the line's order committed. Without
+   * it, the variant's last noted read (variants.read_as_of) and its updated_at decide.
+   */
+  readAsOf?: number | null;
+  /** Cause 'hold': the hold that was made or ended (its id, channel order and what happened). */
+  hold?: { id: number; channel: string; channel_order_id: string; event: 'created' | HoldEnd };
 }
 
+/** What a stored quantity was computed from (channel_quantities.stock), and the `before`/`after` of a change. */
 interface Snapshot {
   locations: LocationAvailability[];
   channel_quantity: string | null;
+  listed: boolean;
+  why: Why & { holds: (HoldRef & { variant_id: number })[] };
 }
 
 /** JSON with sorted keys: jsonb hands objects back in its own key order. */
 function canonical(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (v instanceof Date) return JSON.stringify(v.toISOString());
   if (v && typeof v === 'object')
     return `{${Object.keys(v)
       .sort()
@@ -54,13 +83,49 @@ function canonical(v: unknown): string {
   return JSON.stringify(v ?? null);
 }
 
+/**
+ * The settings' rules (CHANNEL_LOCATIONS, CHANNEL_SAFETY_BUFFER): what a connection's first channel, `default`,
+ * starts with. Each channel's own rules live in the channels table. (`db` and `connectionId` are no longer used.)
+ */
 export async function channelRules(
-  db: Executor,
+  _db: Executor,
   config: Pick<Config, 'CHANNEL_LOCATIONS' | 'CHANNEL_SAFETY_BUFFER'>,
-  connectionId: number,
+  _connectionId: number,
 ): Promise<ChannelRules> {
-  const row = await getChannelRules(db, connectionId);
-  return rulesFrom(config, row ? { location_ids: row.location_ids?.map(Number) ?? null, safety_buffer: row.safety_buffer } : null);
+  return rulesFrom(config);
+}
+
+/** A channel row's rules. */
+export function rulesOf(c: Pick<Channel, 'location_ids' | 'buffer_units' | 'buffer_percent' | 'cap_max_online'>): ChannelRules {
+  return {
+    locations: c.location_ids?.length ? new Set(c.location_ids.map(Number)) : null,
+    safetyBuffer: c.buffer_units,
+    bufferPercent: c.buffer_percent,
+    capMaxOnline: c.cap_max_online,
+  };
+}
+
+/** The rules a channel's stored quantities follow, as one string: 2.0 and 2 are the same rule. */
+export function rulesFingerprint(r: ChannelRules): string {
+  return JSON.stringify({
+    locations: r.locations ? [...r.locations].sort((a, b) => a - b) : null,
+    buffer: fmt(dec(r.safetyBuffer)),
+    percent: r.bufferPercent == null || r.bufferPercent === '' ? null : fmt(dec(r.bufferPercent)),
+    cap: r.capMaxOnline !== false,
+  });
+}
+
+/**
+ * The channels of a connection. With the settings' rules (`seed`), a connection without a channel gets its
+ * `default`, and a migrated default channel adopts the settings it was waiting for.
+ */
+export async function connectionChannels(db: Executor, connectionId: number, seed?: ChannelRules): Promise<Channel[]> {
+  const list = await channelsOf(db, connectionId);
+  if (!seed || (list.length && !list.some((c) => c.adopt_settings.length))) return list;
+  const row = { location_ids: seed.locations ? [...seed.locations] : null, buffer_units: fmt(dec(seed.safetyBuffer)) };
+  if (!list.length) await ensureDefaultChannel(db, connectionId, row);
+  else await adoptSettings(db, connectionId, row);
+  return channelsOf(db, connectionId);
 }
 
 async function loadVariants(db: Executor, connectionId: number, ids: number[]): Promise<Map<number, VariantStock>> {
@@ -72,9 +137,119 @@ async function loadVariants(db: Executor, connectionId: number, ids: number[]): 
   return out;
 }
 
+const overrideOf = (o: ChannelOverride | undefined): Override | null =>
+  !o
+    ? null
+    : o.mode === 'fixed'
+      ? { mode: 'fixed', quantity: o.quantity! }
+      : o.mode === 'buffer'
+        ? { mode: 'buffer', units: o.buffer_units!, percent: o.buffer_percent }
+        : { mode: o.mode };
+
+const uniq = (ids: number[]) => [...new Set(ids.map(Number))];
+const later = (...ms: (number | null | undefined)[]) => {
+  const known = ms.filter((m): m is number => typeof m === 'number' && !Number.isNaN(m));
+  return known.length ? Math.max(...known) : null;
+};
+
+/** Writes a sync-log entry per hold whose lines ended, with its cause. */
+export async function logHoldEnds(
+  db: Executor,
+  connectionId: number,
+  ended: Awaited<ReturnType<typeof endHeldLines>>,
+  cause: HoldEnd,
+  about: Map<number, { channel: string; channel_order_id: string }>,
+  jobId?: string | null,
+): Promise<void> {
+  const whole = new Set(ended.holds.map((h) => Number(h.id)));
+  const holdIds = uniq([...ended.lines.map((l) => l.hold_id), ...whole]);
+  await logSync(
+    db,
+    holdIds.map((id) => ({
+      connectionId,
+      resource: 'hold',
+      recordId: id,
+      action: `hold.${cause}`,
+      jobId: jobId ?? null,
+      detail: {
+        ...about.get(id),
+        cause,
+        hold_ended: whole.has(id),
+        lines: ended.lines
+          .filter((l) => Number(l.hold_id) === id)
+          .map((l) => ({ variant_id: Number(l.variant_id), sku: l.sku, quantity: l.quantity })),
+      },
+    })),
+  );
+}
+
 /**
- * Recomputes channel quantities for the given variants and the bundles built from them. Runs inside the
- * caller's transaction so the change commits with the mirror write that caused it. Returns the changes.
+ * Ends the held lines the mirror now shows committed, or whose order it shows cancelled (src/stock/rules.ts
+ * heldLineEnds), with a sync-log entry per hold. The caller holds the lines' variants' quantities locked
+ * (lockVariants), so this commits with the mirror write, or the recomputation, that shows it. Returns the
+ * variants whose held lines ended.
+ */
+async function settleLines(db: Executor, connectionId: number, by: LinesOf, cause: Cause): Promise<number[]> {
+  const lines = await linesToSettle(db, connectionId, by);
+  const due = new Map<HoldEnd, number[]>();
+  const about = new Map<number, { channel: string; channel_order_id: string }>();
+  for (const l of lines) {
+    const end = heldLineEnds({
+      orderStatus: l.order_status,
+      orderUpdatedAt: l.order_updated_at?.getTime() ?? null,
+      orderAt: l.order_at?.getTime() ?? null,
+      marginMs: l.clock_margin_ms,
+      shownAt: later(l.read_as_of?.getTime(), l.variant_updated_at?.getTime(), cause.readAsOf),
+    });
+    if (!end) continue;
+    due.set(end, [...(due.get(end) ?? []), Number(l.id)]);
+    about.set(Number(l.hold_id), { channel: l.channel, channel_order_id: l.channel_order_id });
+  }
+  const variants: number[] = [];
+  for (const [end, lineIds] of due) {
+    const ended = await endHeldLines(db, { lineIds }, end);
+    await logHoldEnds(db, connectionId, ended, end, about, cause.jobId);
+    variants.push(...ended.lines.map((l) => Number(l.variant_id)));
+  }
+  return uniq(variants);
+}
+
+/**
+ * Locks the stored quantities of the variants and their bundles in every channel of the connection: what
+ * changes holds takes it before it touches a held line, in the same order the recomputation does, so a hold's
+ * change and a mirror write of the same variant take turns (neither overwrites the other) and never deadlock.
+ */
+export async function lockVariants(db: Executor, connectionId: number, variantIds: number[]): Promise<void> {
+  const ids = uniq(variantIds);
+  if (!ids.length) return;
+  const channels = await channelsOf(db, connectionId);
+  await lockQuantities(
+    db,
+    channels.map((c) => Number(c.id)),
+    uniq([...ids, ...(await bundlesOf(db, connectionId, ids))]),
+  );
+}
+
+/**
+ * Ends the held lines a read shows committed (or cancelled) and recomputes their variants: for a read that
+ * changed nothing (the drain's noted read of an unchanged variant), after a mirrored order changed (orderIds),
+ * and for a hold whose order just became known (holdIds). Runs in the caller's transaction.
+ */
+export async function settleHolds(db: Executor, connectionId: number, by: LinesOf, cause: Cause): Promise<ChannelChange[]> {
+  const lines = await linesToSettle(db, connectionId, by);
+  if (!lines.length) return [];
+  await lockVariants(
+    db,
+    connectionId,
+    lines.map((l) => l.variant_id),
+  );
+  return recomputeVariants(db, connectionId, await settleLines(db, connectionId, by, cause), cause);
+}
+
+/**
+ * Recomputes channel quantities for the given variants and the bundles built from them, in every channel of
+ * the connection. Runs inside the caller's transaction so the change commits with the write that caused it.
+ * `rules`: the settings' rules (channelRules), which a connection's first channel starts with. Returns the changes.
  */
 export async function recomputeChannel(
   db: Executor,
@@ -83,22 +258,61 @@ export async function recomputeChannel(
   variantIds: number[],
   cause: Cause,
 ): Promise<ChannelChange[]> {
-  const ids = [...new Set(variantIds.map(Number))];
-  if (!ids.length) return [];
-  const targets = [...new Set([...ids, ...(await bundlesOf(db, connectionId, ids))])];
+  if (!variantIds.length) return [];
+  return recompute(db, connectionId, variantIds, cause, await connectionChannels(db, connectionId, rules), true);
+}
+
+/** The same for a connection that has its channels (holds, overrides), or in `only` that channel. */
+export async function recomputeVariants(
+  db: Executor,
+  connectionId: number,
+  variantIds: number[],
+  cause: Cause,
+  only?: Channel,
+): Promise<ChannelChange[]> {
+  if (!variantIds.length) return [];
+  return only
+    ? recompute(db, connectionId, variantIds, cause, [only], false)
+    : recompute(db, connectionId, variantIds, cause, await channelsOf(db, connectionId), true);
+}
+
+/**
+ * The core: in `channels`, the variants and their bundles. `settle`: first end the held lines of the variants
+ * that the mirror shows committed (only when every channel is recomputed, since a hold lowers them all).
+ */
+async function recompute(
+  db: Executor,
+  connectionId: number,
+  variantIds: number[],
+  cause: Cause,
+  channels: Channel[],
+  settle: boolean,
+): Promise<ChannelChange[]> {
+  const ids = uniq(variantIds);
+  if (!ids.length || !channels.length) return [];
+  const targets = uniq([...ids, ...(await bundlesOf(db, connectionId, ids))]);
+  const channelIds = channels.map((c) => Number(c.id));
+  // Lock first: what follows reads stock and holds as the last writer of these rows committed them.
+  const before = new Map((await lockQuantities(db, channelIds, targets)).map((r) => [`${r.channel_id}:${r.variant_id}`, r]));
+  if (settle) await settleLines(db, connectionId, { variantIds: ids }, cause);
   const comps = await compositionsOf(db, connectionId, targets);
-  const variants = await loadVariants(db, connectionId, [...new Set([...targets, ...comps.map((c) => Number(c.component_id))])]);
+  const all = uniq([...targets, ...comps.map((c) => c.component_id)]);
+  const variants = await loadVariants(db, connectionId, all);
+  const held = await heldOf(db, connectionId, all);
+  const heldQty = new Map([...held].map(([id, h]) => [id, h.held]));
+  const skus = [...new Set(targets.map((id) => variants.get(id)?.sku).filter((s): s is string => !!s))];
+  const overrides = new Map((await overridesOf(db, channelIds, skus)).map((o) => [`${o.channel_id}:${o.sku}`, o]));
   const makeup = new Map<number, { quantity: string; component_id: number }[]>();
   for (const c of comps) {
     const list = makeup.get(Number(c.bundle_id)) ?? [];
     list.push({ quantity: c.quantity, component_id: Number(c.component_id) });
     makeup.set(Number(c.bundle_id), list);
   }
-  const before = new Map((await storedQuantities(db, connectionId, targets)).map((r) => [Number(r.variant_id), r]));
+  const named = channels.find((c) => c.name === 'default') ?? channels[0]!;
 
   const rows: any[] = [];
-  const changes: any[] = [];
-  const logs: Parameters<typeof logSync>[1] = [];
+  const changes: NewChange[] = [];
+  const logs: SyncLogInput[] = [];
   for (const id of targets) {
     const v = variants.get(id);
     if (!v) continue; // not mirrored (yet): nothing to show
@@ -119,28 +333,48 @@ export async function recomputeChannel(
         },
       }));
     }
-    const q = channelQuantity(v, rules, components);
-    const snapshot: Snapshot = { locations: v.locations.map(withAvailable), channel_quantity: q.quantity };
-    const prev = before.get(id);
-    const quantityChanged = !prev || prev.quantity !== q.quantity || prev.tracked !== q.tracked || prev.backorderable !== q.backorderable;
-    const stockChanged = !prev || canonical(prev.stock) !== canonical(snapshot);
-    if (!quantityChanged && !stockChanged) continue;
+    const holds = [id, ...(components ?? []).map((c) => c.variant.id)].flatMap((vid) =>
+      (held.get(vid)?.holds ?? []).map((h) => ({ ...h, variant_id: vid })),
+    );
+    const locations = v.locations.map(withAvailable);
     const dels = cause.deliveriesByVariant?.get(id) ?? cause.deliveries ?? [];
     const last = dels[dels.length - 1];
-    rows.push({
-      connection_id: connectionId,
-      variant_id: id,
-      sku: v.sku,
-      status: v.status,
-      quantity: q.quantity,
-      tracked: q.tracked,
-      backorderable: q.backorderable,
-      bundle: q.bundle,
-      stock: snapshot,
-    });
-    if (quantityChanged) {
+    const prevs: (StoredQuantity | undefined)[] = [];
+    const nows: Snapshot[] = [];
+    let quantityMoved = false;
+    for (const ch of channels) {
+      const override = overrideOf(v.sku ? overrides.get(`${ch.id}:${v.sku}`) : undefined);
+      const q = channelQuantity(v, rulesOf(ch), components, { held: heldQty, override });
+      const snapshot: Snapshot = { locations, channel_quantity: q.quantity, listed: q.listed, why: { ...q.why, holds } };
+      const prev = before.get(`${ch.id}:${id}`);
+      prevs.push(prev);
+      nows.push(snapshot);
+      const quantityChanged =
+        !prev ||
+        prev.quantity !== q.quantity ||
+        prev.tracked !== q.tracked ||
+        prev.backorderable !== q.backorderable ||
+        prev.listed !== q.listed;
+      if (!quantityChanged && canonical(prev.stock) === canonical(snapshot)) continue;
+      quantityMoved ||= quantityChanged;
+      rows.push({
+        connection_id: connectionId,
+        channel_id: Number(ch.id),
+        variant_id: id,
+        sku: v.sku,
+        status: v.status,
+        quantity: q.quantity,
+        tracked: q.tracked,
+        backorderable: q.backorderable,
+        listed: q.listed,
+        bundle: q.bundle,
+        stock: snapshot,
+      });
+      if (!quantityChanged) continue;
       changes.push({
         connection_id: connectionId,
+        channel_id: Number(ch.id),
+        channel: ch.name,
         variant_id: id,
         sku: v.sku,
         before_quantity: prev ? prev.quantity : null,
@@ -148,72 +382,103 @@ export async function recomputeChannel(
         quantity: q.quantity,
         tracked: q.tracked,
         backorderable: q.backorderable,
+        listed: q.listed,
         cause: cause.kind,
         delivery_id: last?.deliveryId ?? null,
         delivery_row_id: last?.rowId ?? null,
         job_id: cause.jobId ?? null,
         detail: JSON.stringify({
           deliveries: dels,
+          hold: cause.hold,
           before: prev?.stock ?? null,
           after: snapshot,
           components: components?.map((c) => ({ variant_id: c.variant.id, sku: c.variant.sku, quantity: c.quantity })),
         }),
       });
     }
+    // One sync-log entry per variant: its stock or a quantity moved (not when only the explanation's shape did).
+    const prevAny = prevs.find((p) => p);
+    const stockMoved =
+      !prevAny ||
+      canonical(prevAny.stock?.locations) !== canonical(locations) ||
+      (prevAny.stock?.why?.held ?? '0') !== nows[0]!.why.held ||
+      canonical(prevAny.stock?.why?.holds ?? []) !== canonical(holds);
+    if (!quantityMoved && !stockMoved) continue;
+    const at = channels.indexOf(named);
+    const view = (snaps: (Snapshot | undefined)[], own?: Snapshot) => ({
+      locations: own?.locations ?? null,
+      held: own?.why?.held ?? '0',
+      // The default channel's figure, where pages that show one quantity look.
+      channel_quantity: snaps[at]?.channel_quantity ?? null,
+      channels: Object.fromEntries(channels.map((c, i) => [c.name, snaps[i]?.channel_quantity ?? null])),
+    });
     logs.push({
       connectionId,
       resource: 'variant',
       recordId: id,
       sku: v.sku,
-      action: quantityChanged ? 'channel-quantity' : 'stock',
-      before: prev?.stock ?? null,
-      after: snapshot,
+      action: quantityMoved ? 'channel-quantity' : 'stock',
+      before: prevAny
+        ? view(
+            prevs.map((p) => p?.stock as Snapshot | undefined),
+            prevAny.stock as Snapshot,
+          )
+        : null,
+      after: view(nows, nows[0]),
       jobId: cause.jobId ?? null,
       deliveryId: last?.deliveryId ?? null,
       detail: {
         cause: cause.kind,
         deliveries: dels.map((d) => d.deliveryId),
-        tracked: q.tracked,
-        backorderable: q.backorderable,
-        bundle: q.bundle,
+        hold: cause.hold,
+        tracked: nows[0]!.channel_quantity !== null,
+        backorderable: v.keep_selling,
+        bundle: !!components,
       },
     });
   }
   if (!rows.length) return [];
   const written = await recordChanges(db, changes);
-  const lastChange = new Map(written.map((c) => [Number(c.variant_id), Number(c.id)]));
-  for (const r of rows) r.last_change_id = lastChange.get(r.variant_id) ?? null;
+  const lastChange = new Map(written.map((c) => [`${c.channel_id}:${c.variant_id}`, Number(c.id)]));
+  for (const r of rows) r.last_change_id = lastChange.get(`${r.channel_id}:${r.variant_id}`) ?? null;
   await saveQuantities(db, rows);
   await logSync(db, logs);
   return written;
 }
 
-/** Recomputes every mirrored variant of a connection (after the rules change); returns the number of changes. */
-export async function recomputeAll(
+/**
+ * Recomputes every mirrored variant of one channel (its rules changed), 1000 variants a transaction, and then
+ * records the rules as applied. Each batch reads the channel afresh, so a change made meanwhile counts from the
+ * next batch on (and, its fingerprint differing, the worker runs it again). Returns the number of changes, or
+ * null when the channel is gone.
+ */
+export async function recomputeWholeChannel(
   db: Db,
-  rules: ChannelRules,
-  connectionId: number,
+  channelId: number,
   cause: Cause,
   onChanges?: (changes: ChannelChange[]) => Promise<void>,
-): Promise<number> {
-  const ids = await variantIdsOf(db, connectionId);
+): Promise<number | null> {
+  const start = await channelById(db, channelId);
+  if (!start) return null;
+  const ids = await variantIdsOf(db, start.connection_id);
   let n = 0;
   for (let i = 0; i < ids.length; i += 1000) {
-    const changes = await db.transaction().execute((tx) => recomputeChannel(tx, rules, connectionId, ids.slice(i, i + 1000), cause));
+    const changes = await db.transaction().execute(async (tx) => {
+      const ch = await channelById(tx, channelId);
+      return ch ? recompute(tx, ch.connection_id, ids.slice(i, i + 1000), cause, [ch], false) : null;
+    });
+    if (changes === null) return null;
     n += changes.length;
     if (changes.length && onChanges) await onChanges(changes);
   }
+  await saveAppliedRules(db, channelId, rulesFingerprint(rulesOf(start)));
   return n;
 }
 
-export function rulesFingerprint(r: ChannelRules): string {
-  return JSON.stringify({ locations: r.locations ? [...r.locations].sort((a, b) => a - b) : null, buffer: fmt(dec(r.safetyBuffer)) });
-}
-
 /**
- * When the rules in force (settings or the connection's channel_rules row) differ from those the stored
- * quantities were computed with, recomputes them all (cause 'rules'). Returns the number of changes, or
- * null when the rules had not changed.
+ * Recomputes the channels of a connection whose rules differ from those their stored quantities were computed
+ * with (cause 'rules'): after a change the API or CLI could not finish, and after migration 0130. Makes a new
+ * connection's default channel from the settings. Returns the number of changes, or null when nothing was due.
  */
 export async function applyRulesIfChanged(
   db: Db,
@@ -221,10 +486,10 @@ export async function applyRulesIfChanged(
   connectionId: number,
   onChanges?: (changes: ChannelChange[]) => Promise<void>,
 ): Promise<number | null> {
-  const rules = await channelRules(db, config, connectionId);
-  const fingerprint = rulesFingerprint(rules);
-  if ((await appliedRules(db, connectionId)) === fingerprint) return null;
-  const n = await recomputeAll(db, rules, connectionId, { kind: 'rules' }, onChanges);
-  await saveAppliedRules(db, connectionId, fingerprint);
+  let n: number | null = null;
+  for (const ch of await connectionChannels(db, connectionId, rulesFrom(config))) {
+    if (ch.applied_rules === rulesFingerprint(rulesOf(ch))) continue;
+    n = (n ?? 0) + ((await recomputeWholeChannel(db, Number(ch.id), { kind: 'rules' }, onChanges)) ?? 0);
+  }
   return n;
 }

@@ -1,4 +1,4 @@
-// commerce-sync stock [--connection NAME] [--sku SKU] [--json]: mirrored stock per location and the channel quantity.
+// commerce-sync stock [--connection NAME] [--sku SKU] [--json]: mirrored stock per location and each channel's quantity.
 import { formatTable, sharedOptions, type CommandModule } from '../command.ts';
 import { channelStockReport } from '../db/channel.ts';
 import { openDatabase, type Db } from '../db/index.ts';
@@ -11,9 +11,11 @@ export interface StockRow {
   sku: string | null;
   status: string | null;
   locations: { location_id: number; on_hand: string; committed: string; incoming: string; available: string }[];
-  /** Decimal string; null when the variant's stock is not tracked (or not computed yet). */
+  /** The default channel's quantity (or the first channel's): a decimal string; null when not tracked (or not computed yet). */
   channel_quantity: string | null;
   backorderable: boolean;
+  /** Each channel's quantity; listed false: the channel does not list the variant. */
+  channels: { channel: string; quantity: string | null; backorderable: boolean; listed: boolean }[];
 }
 
 /** Mirrored stock per variant and location with the channel quantity, ordered by connection and SKU. */
@@ -31,25 +33,33 @@ export async function stockReport(db: Db, opts: { connection?: string | null; sk
     list.push(withAvailable({ ...l, location_id: Number(l.location_id) }));
     byKey.set(k, list);
   }
-  return rows.map((r) => ({
-    connection: r.connection,
-    variant_id: Number(r.variant_id),
-    sku: r.sku,
-    status: r.status,
-    locations: byKey.get(`${r.connection}/${r.variant_id}`) ?? [],
-    channel_quantity: r.channel_quantity === null ? null : fmt(dec(r.channel_quantity)),
-    backorderable: r.backorderable ?? r.keep_selling,
-  }));
+  return rows.map((r) => {
+    const channels = (r.channels ?? []).map((c) => ({ ...c, quantity: c.quantity === null ? null : fmt(dec(c.quantity)) }));
+    const main = channels.find((c) => c.channel === 'default') ?? channels[0];
+    return {
+      connection: r.connection,
+      variant_id: Number(r.variant_id),
+      sku: r.sku,
+      status: r.status,
+      locations: byKey.get(`${r.connection}/${r.variant_id}`) ?? [],
+      channel_quantity: main?.quantity ?? null,
+      backorderable: main?.backorderable ?? r.keep_selling,
+      channels,
+    };
+  });
 }
+
+const shown = (c: StockRow['channels'][number]) =>
+  !c.listed ? 'not listed' : (c.quantity ?? 'untracked') + (c.backorderable ? ' (backorder)' : '');
 
 function table(rows: StockRow[]): string[] {
   const lines: string[][] = [
-    ['CONNECTION', 'VARIANT', 'SKU', 'STATUS', 'LOCATION', 'ON HAND', 'COMMITTED', 'INCOMING', 'AVAILABLE', 'CHANNEL'],
+    ['CONNECTION', 'VARIANT', 'SKU', 'STATUS', 'LOCATION', 'ON HAND', 'COMMITTED', 'INCOMING', 'AVAILABLE', 'CHANNELS'],
   ];
   for (const r of rows) {
-    const channel = r.channel_quantity ?? 'untracked';
+    const channel = r.channels.length ? r.channels.map((c) => `${c.channel}=${shown(c)}`).join(' ') : '-';
     const head = [r.connection, String(r.variant_id), r.sku ?? '-', r.status ?? '-'];
-    if (!r.locations.length) lines.push([...head, '-', '-', '-', '-', '-', channel + (r.backorderable ? ' (backorder)' : '')]);
+    if (!r.locations.length) lines.push([...head, '-', '-', '-', '-', '-', channel]);
     r.locations.forEach((l, i) =>
       lines.push([
         ...(i ? ['', '', '', ''] : head),
@@ -58,7 +68,7 @@ function table(rows: StockRow[]): string[] {
         l.committed,
         l.incoming,
         l.available,
-        i ? '' : channel + (r.backorderable ? ' (backorder)' : ''),
+        i ? '' : channel,
       ]),
     );
   }
@@ -67,11 +77,13 @@ function table(rows: StockRow[]): string[] {
 
 export const commands: CommandModule['commands'] = {
   stock: {
-    summary: 'Print mirrored stock per location (on hand, committed, incoming, available) and the channel quantity.',
+    summary: "Print mirrored stock per location (on hand, committed, incoming, available) and each channel's quantity.",
     options: {
       connection: sharedOptions.connection(),
       sku: { multiple: false, type: 'string', short: 's', value: 'SKU', description: 'only this SKU' },
-      json: sharedOptions.json('JSON array of {variant_id, sku, status, locations, channel_quantity}; quantities as decimal strings'),
+      json: sharedOptions.json(
+        'JSON array of {variant_id, sku, status, locations, channel_quantity (the default channel), channels}; quantities as decimal strings',
+      ),
     },
     async run(ctx) {
       const database = await openDatabase(ctx.config, ctx.log);

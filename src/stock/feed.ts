@@ -22,7 +22,7 @@ export interface FeedExpired {
 
 export async function channelFeed(
   db: Db,
-  opts: { since: number; limit: number; connection?: string | null },
+  opts: { since: number; limit: number; connection?: string | null; channelId?: number },
 ): Promise<FeedPage | FeedExpired> {
   const rows = await changesAfter(db, opts);
   // Read after the changes: had retention deleted any change after `since` before that read, this says so

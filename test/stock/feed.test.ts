@@ -13,7 +13,9 @@ import { createQueues } from '../../src/jobs/index.ts';
 import type { Runtime } from '../../src/runtime.ts';
 import { upsertRecords, replaceCompositions } from '../../src/db/mirror.ts';
 import { resources } from '../../src/sync/resources.ts';
-import { applyRulesIfChanged, recomputeChannel, recomputeAll, channelRules } from '../../src/stock/channel.ts';
+import { applyRulesIfChanged, recomputeChannel, channelRules } from '../../src/stock/channel.ts';
+import { updateChannelRules } from '../../src/db/channel.ts';
+import { changeChannel, findChannel } from '../../src/stock/channels.ts';
 import { mountRoutes } from '../../src/stock/routes.ts';
 import { publishChanges } from '../../src/jobs/channel-stock.ts';
 import { CHANNEL_SIGNATURE_HEADER } from '../../src/stock/feed.ts';
@@ -93,7 +95,7 @@ t.test('changes carry their cause; the feed pages by cursor; the route validates
   t.equal(((await fetch(`${base}?since=0&connection=other`).then((r) => r.json())) as any).changes.length, 0);
 });
 
-t.test('bundles recompute when a component changes; rules per connection apply', async (t) => {
+t.test('bundles recompute when a component changes; a change of rules applies', async (t) => {
   const { db } = await testDatabase(t);
   const c = await addConnection(db);
   const { write } = await seed(db, c.id);
@@ -123,14 +125,8 @@ t.test('bundles recompute when a component changes; rules per connection apply',
     ],
     'a component change moves the bundle too',
   );
-  await db
-    .insertInto('channel_rules')
-    .values({ connection_id: c.id, location_ids: [2], safety_buffer: '1' })
-    .execute();
-  const n = await recomputeAll(db, await channelRules(db, { CHANNEL_LOCATIONS: '', CHANNEL_SAFETY_BUFFER: '0' }, c.id), c.id, {
-    kind: 'rules',
-  });
-  t.ok(n > 0);
+  const { recomputed } = await changeChannel(db, await findChannel(db, 'default'), { locations: [2], buffer_units: '1' });
+  t.ok(recomputed.changes > 0);
   const q = await db.selectFrom('channel_quantities').select(['variant_id', 'quantity']).orderBy('variant_id').execute();
   t.same(
     q,
@@ -139,7 +135,7 @@ t.test('bundles recompute when a component changes; rules per connection apply',
       { variant_id: 2, quantity: '1' },
       { variant_id: 9, quantity: '0' },
     ],
-    'only location 2 counts, less a buffer of 1',
+    "the default channel's rules changed: only location 2 counts, less a buffer of 1",
   );
 });
 
@@ -225,7 +221,7 @@ t.test('commerce-sync stock --json prints stock per location and the channel qua
   t.equal((await run(['--sku', 'NOPE'])).code, 1, 'an unknown SKU exits 1');
 });
 
-t.test('changed rules are applied once to every stored quantity', async (t) => {
+t.test("the settings make a connection's default channel; changed rules are applied once to every stored quantity", async (t) => {
   const { db } = await testDatabase(t);
   const c = await addConnection(db);
   const { write } = await seed(db, c.id);
@@ -233,13 +229,20 @@ t.test('changed rules are applied once to every stored quantity', async (t) => {
   const settings = { CHANNEL_LOCATIONS: '', CHANNEL_SAFETY_BUFFER: '0' };
   t.equal(await applyRulesIfChanged(db, settings, c.id), 0, 'first time: recorded, nothing to change');
   t.equal(await applyRulesIfChanged(db, settings, c.id), null, 'same rules: nothing done');
-  t.equal(await applyRulesIfChanged(db, { ...settings, CHANNEL_SAFETY_BUFFER: '2.0' }, c.id), 2, 'a new buffer changes both');
-  t.equal(await applyRulesIfChanged(db, { ...settings, CHANNEL_SAFETY_BUFFER: '2' }, c.id), null, '2.0 and 2 are the same rule');
-  await db
-    .insertInto('channel_rules')
-    .values({ connection_id: c.id, location_ids: [1], safety_buffer: null })
-    .execute();
-  t.equal(await applyRulesIfChanged(db, { ...settings, CHANNEL_SAFETY_BUFFER: '2' }, c.id), 2);
+  t.equal(
+    await applyRulesIfChanged(db, { ...settings, CHANNEL_SAFETY_BUFFER: '2.0' }, c.id),
+    null,
+    'the settings made the channel; its rules are its own since',
+  );
+  // A change of rules whose recomputation did not run (a crash between the two): the worker applies it.
+  const ch = await findChannel(db, 'default');
+  await updateChannelRules(db, Number(ch.id), { ...ch, buffer_units: '2.0' });
+  t.equal(await applyRulesIfChanged(db, settings, c.id), 2, 'a new buffer changes both');
+  t.equal(await applyRulesIfChanged(db, settings, c.id), null);
+  await updateChannelRules(db, Number(ch.id), { ...ch, buffer_units: '2' });
+  t.equal(await applyRulesIfChanged(db, settings, c.id), null, '2.0 and 2 are the same rule');
+  await updateChannelRules(db, Number(ch.id), { ...ch, location_ids: [1], buffer_units: '2' });
+  t.equal(await applyRulesIfChanged(db, settings, c.id), 2);
   const q = await db
     .selectFrom('channel_quantity_changes')
     .select(['variant_id', 'quantity', 'cause'])

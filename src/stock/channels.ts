@@ -1,0 +1,287 @@
+// Managing channels and their per-SKU overrides (the API and the CLI share this): input checks that name the
+// bad value, which channel a name means, and each change with the recomputation it calls for. docs/channels.md.
+import { z } from 'zod';
+import {
+  channelById,
+  channelsOf,
+  deleteChannel,
+  deleteOverride,
+  insertChannel,
+  listChannels,
+  saveOverride,
+  updateChannelRules,
+  type Channel,
+  type ChannelOverride,
+  type ChannelRulesRow,
+} from '../db/channel.ts';
+import { connectionByName, listConnections } from '../db/connections.ts';
+import type { Db } from '../db/index.ts';
+import { variantsBySku } from '../db/mirror-reads.ts';
+import { logSync } from '../db/synclog.ts';
+import { recomputeVariants, recomputeWholeChannel, rulesFingerprint, rulesOf, type ChannelChange } from './channel.ts';
+import { dec, fmt } from './rules.ts';
+
+/** Input that cannot be taken: each problem names the field and the value. */
+export class ChannelInputError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(problems.join('; '));
+    this.problems = problems;
+  }
+}
+
+/** A channel name that means no channel, or several (then `connection` must say which). */
+export class ChannelChoiceError extends Error {
+  readonly status: 400 | 404 | 409;
+  constructor(status: 400 | 404 | 409, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+const decimal = z.union([
+  z
+    .string()
+    .trim()
+    .regex(/^\d+(\.\d+)?$/, 'a decimal of 0 or more such as "5" or "2.5"'),
+  z.number().int().nonnegative(),
+]);
+const percent = decimal.refine((v) => dec(String(v)).lessThanOrEqualTo(100), 'a percentage from 0 to 100');
+const channelFields = {
+  locations: z
+    .union([z.literal('all'), z.null(), z.array(z.number().int().positive()).min(1, 'at least one location id (or null for all)')])
+    .transform((v) => (v === 'all' ? null : v)),
+  buffer_units: decimal,
+  buffer_percent: z.union([percent, z.null()]),
+  cap_max_online: z.boolean(),
+};
+const channelInput = z.strictObject({
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'letters, digits, dot, dash or underscore, at most 64, starting with a letter or digit'),
+  ...channelFields,
+});
+const overrideInput = z.strictObject({
+  mode: z.enum(['exclude', 'zero', 'fixed', 'buffer']),
+  quantity: decimal.optional(),
+  buffer_units: decimal.optional(),
+  buffer_percent: z.union([percent, z.null()]).optional(),
+});
+
+/** Parses input with a schema; ChannelInputError with a line per problem naming the field and the value it got. */
+export function parseInput<T extends z.ZodType>(schema: T, raw: unknown): z.infer<T> {
+  const r = schema.safeParse(raw);
+  if (r.success) return r.data;
+  throw new ChannelInputError(
+    r.error.issues.map((i) => {
+      let got: unknown = raw;
+      for (const k of i.path) got = (got as any)?.[k as any];
+      const field = i.path.join('.') || 'input';
+      return `${field}: ${i.message}${got !== undefined && i.path.length ? ` (got ${JSON.stringify(got)})` : ''}`;
+    }),
+  );
+}
+
+/** A channel's rules as the API and the CLI show them. */
+export function presentChannel(c: Channel & { connection?: string; overrides?: number; active_holds?: number }) {
+  const rules = rulesOf(c);
+  return {
+    id: Number(c.id),
+    connection: c.connection,
+    name: c.name,
+    locations: c.location_ids?.length ? c.location_ids.map(Number) : null,
+    buffer_units: fmt(dec(c.buffer_units)),
+    buffer_percent: c.buffer_percent === null ? null : fmt(dec(c.buffer_percent)),
+    cap_max_online: c.cap_max_online,
+    // The stored quantities follow these rules (false while a recomputation has not finished).
+    applied: c.applied_rules === rulesFingerprint(rules),
+    overrides: c.overrides,
+    active_holds: c.active_holds,
+    created_at: c.created_at,
+    updated_at: c.updated_at,
+  };
+}
+
+export function presentOverride(o: ChannelOverride) {
+  return {
+    sku: o.sku,
+    mode: o.mode,
+    quantity: o.quantity === null ? null : fmt(dec(o.quantity)),
+    buffer_units: o.buffer_units === null ? null : fmt(dec(o.buffer_units)),
+    buffer_percent: o.buffer_percent === null ? null : fmt(dec(o.buffer_percent)),
+    updated_at: o.updated_at,
+  };
+}
+
+/**
+ * The channel a name means: on the named connection, or on the only connection that has a channel by that
+ * name. Several: 400 asking for the connection; none: 404.
+ */
+export async function findChannel(db: Db, name: string, connection?: string | null): Promise<Channel & { connection: string }> {
+  const found = (await listChannels(db, { name })).filter((c) => !connection || c.connection === connection);
+  if (found.length === 1) return found[0]!;
+  if (!found.length)
+    throw new ChannelChoiceError(
+      404,
+      `no channel "${name}"${connection ? ` on connection "${connection}"` : ''} (see GET /api/channels or \`commerce-sync channels list\`)`,
+    );
+  throw new ChannelChoiceError(
+    400,
+    `channel "${name}" exists on several connections (${found.map((c) => c.connection).join(', ')}): say which with connection=NAME`,
+  );
+}
+
+const toRow = (v: Partial<z.infer<typeof channelInput>>, base: ChannelRulesRow): ChannelRulesRow => ({
+  location_ids: v.locations !== undefined ? v.locations : base.location_ids,
+  buffer_units: v.buffer_units !== undefined ? fmt(dec(String(v.buffer_units))) : base.buffer_units,
+  buffer_percent:
+    v.buffer_percent !== undefined ? (v.buffer_percent === null ? null : fmt(dec(String(v.buffer_percent)))) : base.buffer_percent,
+  cap_max_online: v.cap_max_online ?? base.cap_max_online,
+});
+
+export interface Recomputed {
+  /** Quantity changes the recomputation recorded (cause 'rules'). */
+  changes: number;
+  ms: number;
+}
+
+/** Recomputes the channel's quantities; returns it as it is then (applied) with what that took. */
+async function recomputeAll(db: Db, channelId: number): Promise<{ channel: Channel; recomputed: Recomputed }> {
+  const started = performance.now();
+  const n = (await recomputeWholeChannel(db, channelId, { kind: 'rules' })) ?? 0;
+  return { channel: (await channelById(db, channelId))!, recomputed: { changes: n, ms: Math.round(performance.now() - started) } };
+}
+
+/** Adds a channel to a connection and computes its quantity of every mirrored variant. */
+export async function addChannel(db: Db, connectionId: number, raw: unknown): Promise<{ channel: Channel; recomputed: Recomputed }> {
+  const v = parseInput(channelInput.partial({ locations: true, buffer_units: true, buffer_percent: true, cap_max_online: true }), raw);
+  if ((await channelsOf(db, connectionId)).some((c) => c.name === v.name))
+    throw new ChannelChoiceError(409, `channel "${v.name}" exists already on this connection: change it instead`);
+  const channel = await insertChannel(
+    db,
+    connectionId,
+    v.name,
+    toRow(v, { location_ids: null, buffer_units: '0', buffer_percent: null, cap_max_online: true }),
+  );
+  await logSync(db, {
+    connectionId,
+    resource: 'channel',
+    recordId: Number(channel.id),
+    action: 'channel.added',
+    after: presentChannel(channel),
+  });
+  return recomputeAll(db, Number(channel.id));
+}
+
+/** Changes a channel's rules (not its name: holds, imports and feeds know it by that) and recomputes it. */
+export async function changeChannel(db: Db, channel: Channel, raw: unknown): Promise<{ channel: Channel; recomputed: Recomputed }> {
+  const v = parseInput(z.strictObject(channelFields).partial(), raw);
+  if (!Object.keys(v).length)
+    throw new ChannelInputError(['input: nothing to change (locations, buffer_units, buffer_percent, cap_max_online)']);
+  const changed = await updateChannelRules(db, Number(channel.id), toRow(v, channel));
+  await logSync(db, {
+    connectionId: channel.connection_id,
+    resource: 'channel',
+    recordId: Number(channel.id),
+    action: 'channel.changed',
+    before: presentChannel(channel),
+    after: presentChannel(changed),
+  });
+  return recomputeAll(db, Number(changed.id));
+}
+
+/** Removes a channel with its quantities, history and overrides; a connection keeps at least one. */
+export async function removeChannel(db: Db, channel: Channel): Promise<void> {
+  if ((await channelsOf(db, channel.connection_id)).length <= 1)
+    throw new ChannelChoiceError(409, `channel "${channel.name}" is the connection's only channel: change its rules instead`);
+  await db.transaction().execute(async (tx) => {
+    await deleteChannel(tx, Number(channel.id));
+    await logSync(tx, {
+      connectionId: channel.connection_id,
+      resource: 'channel',
+      recordId: Number(channel.id),
+      action: 'channel.removed',
+      before: presentChannel(channel),
+    });
+  });
+}
+
+/** Sets (or replaces) a channel's override of a SKU and recomputes that SKU's variants in the channel. */
+export async function setOverride(
+  db: Db,
+  channel: Channel,
+  sku: string,
+  raw: unknown,
+): Promise<{ override: ReturnType<typeof presentOverride>; changes: ChannelChange[] }> {
+  const v = parseInput(overrideInput, raw);
+  const problems: string[] = [];
+  if (!sku.trim()) problems.push('sku: a SKU (got "")');
+  if (v.mode === 'fixed' && v.quantity === undefined) problems.push('quantity: a fixed override needs the quantity to show');
+  if (v.mode !== 'fixed' && v.quantity !== undefined)
+    problems.push(`quantity: only a fixed override has one (got ${JSON.stringify(v.quantity)})`);
+  if (v.mode !== 'buffer' && (v.buffer_units !== undefined || (v.buffer_percent ?? null) !== null))
+    problems.push('buffer_units, buffer_percent: only a buffer override has them');
+  if (v.mode === 'buffer' && v.buffer_units === undefined && (v.buffer_percent ?? null) === null)
+    problems.push('buffer_units: a buffer override needs buffer_units, buffer_percent or both');
+  if (problems.length) throw new ChannelInputError(problems);
+  const row: ChannelOverride = {
+    channel_id: Number(channel.id),
+    sku,
+    mode: v.mode,
+    quantity: v.quantity === undefined ? null : fmt(dec(String(v.quantity))),
+    buffer_units: v.mode === 'buffer' ? fmt(dec(String(v.buffer_units ?? 0))) : null,
+    buffer_percent: v.buffer_percent == null ? null : fmt(dec(String(v.buffer_percent))),
+    updated_at: new Date(),
+  };
+  const changes = await db.transaction().execute(async (tx) => {
+    await saveOverride(tx, row);
+    await logSync(tx, {
+      connectionId: channel.connection_id,
+      resource: 'channel',
+      recordId: Number(channel.id),
+      sku,
+      action: 'channel.override-set',
+      after: { channel: channel.name, ...presentOverride(row) },
+    });
+    return recomputeSku(tx, channel, sku);
+  });
+  return { override: presentOverride(row), changes };
+}
+
+/** Removes a channel's override of a SKU (undefined: there was none) and recomputes its variants there. */
+export async function removeOverride(db: Db, channel: Channel, sku: string): Promise<ChannelChange[] | undefined> {
+  return db.transaction().execute(async (tx) => {
+    if (!(await deleteOverride(tx, Number(channel.id), sku))) return undefined;
+    await logSync(tx, {
+      connectionId: channel.connection_id,
+      resource: 'channel',
+      recordId: Number(channel.id),
+      sku,
+      action: 'channel.override-removed',
+      detail: { channel: channel.name, sku },
+    });
+    return recomputeSku(tx, channel, sku);
+  });
+}
+
+async function recomputeSku(tx: Db, channel: Channel, sku: string): Promise<ChannelChange[]> {
+  const ids = (await variantsBySku(tx, channel.connection_id, [sku])).map((r) => Number(r.id));
+  return recomputeVariants(tx, channel.connection_id, ids, { kind: 'rules' }, channel);
+}
+
+/** The connection a name means: the named one, or the only one there is. */
+export async function chooseConnection(db: Db, name?: string | null): Promise<{ id: number; name: string }> {
+  if (name) {
+    const c = await connectionByName(db, name);
+    if (!c) throw new ChannelChoiceError(404, `no connection "${name}" (see \`commerce-sync connections\`)`);
+    return { id: Number(c.id), name: c.name };
+  }
+  const all = await listConnections(db);
+  if (all.length === 1) return { id: Number(all[0]!.id), name: all[0]!.name };
+  throw new ChannelChoiceError(
+    400,
+    all.length
+      ? `several connections exist (${all.map((c) => c.name).join(', ')}): say which with connection=NAME`
+      : 'no connection yet: connect an account first',
+  );
+}
