@@ -161,6 +161,10 @@ export const settings = {
     doc: 'Locations whose stock counts toward the channel quantity; empty: all.',
   },
   CHANNEL_SAFETY_BUFFER: { schema: decimal, doc: 'Units held back from the channel quantity.' },
+  CHANNEL_HOLD_MINUTES: {
+    schema: int(1, 10080),
+    doc: "Minutes stock stays held for a channel order (POST /api/channels/NAME/holds, push import-order) that the service's committed stock has not shown yet; then the hold expires.",
+  },
   CHANNEL_WEBHOOK_URL: {
     schema: url(', or empty'),
     doc: 'Where channel quantity changes are POSTed (signed with CHANNEL_WEBHOOK_SECRET); empty: not posted.',

@@ -4,6 +4,8 @@
 // order id goes into the order's reference_number, and before creating, the order is looked up by it
 // (GET /orders?reference_number=, real-service-notes §6): an import whose mapping was lost, or whose first
 // attempt's answer was lost more than 24 hours ago, finds the order instead of creating a second one.
+// Before any of that, the order's stock is held in every channel (src/stock/holds.ts), unless the channel held it
+// already; the hold learns the service's order once there is one, and ends when a read shows it committed.
 import { ApiError } from '../api/index.ts';
 import { catalog } from '../catalog/index.ts';
 import { listLive } from '../sync/reader.ts';
@@ -11,16 +13,21 @@ import type { ImportOrderInput } from './input.ts';
 import { hasCurrency } from '../db/mirror-reads.ts';
 import { incompleteImportOrder, mappedOrderId, ordersMappedElsewhere } from '../db/operations.ts';
 import { OperationFailed, nonEmpty, outbound, variantIdsBySku, type Done, type OpContext } from './context.ts';
+import { createHold, recordHoldOrder } from '../stock/holds.ts';
 
 export async function importOrder(ctx: OpContext): Promise<Done> {
   const input = ctx.op.input as ImportOrderInput;
   const mapping = { channel: input.channel, channelOrderId: input.channel_order_id };
   const existing = await mappedOrderId(ctx.db, ctx.op.connection_id, input.channel, input.channel_order_id);
   if (existing !== undefined) {
+    await noteOrder(ctx, input, existing);
     return { result: { order_id: existing, already_imported: true }, mapping: { ...mapping, orderId: existing } };
   }
+  // Held before the lookup and the create, which may wait for the rate budget.
+  await holdStock(ctx, input);
   const found = await orderByReference(ctx, input.channel, input.channel_order_id);
   if (found !== undefined) {
+    await noteOrder(ctx, input, found);
     return { result: { order_id: found, already_imported: true, found_by: 'reference_number' }, mapping: { ...mapping, orderId: found } };
   }
   const order = await ctx.plan(async () => {
@@ -62,6 +69,7 @@ export async function importOrder(ctx: OpContext): Promise<Done> {
     throw err;
   }
   const orderId = Number(created.id);
+  await noteOrder(ctx, input, orderId, created);
   return {
     result: nonEmpty({
       order_id: orderId,
@@ -73,6 +81,30 @@ export async function importOrder(ctx: OpContext): Promise<Done> {
     }),
     mapping: { ...mapping, orderId },
   };
+}
+
+/** Holds the order's SKU lines in every channel, unless the channel order is held already (by the channel's own call). */
+async function holdStock(ctx: OpContext, input: ImportOrderInput): Promise<void> {
+  const lines = input.lines.flatMap((l) => (skuOf(l) ? [{ sku: skuOf(l)!, quantity: l.quantity }] : []));
+  if (!lines.length) return;
+  await createHold(ctx.db, ctx.config, {
+    connectionId: ctx.op.connection_id,
+    channel: input.channel,
+    source: 'import',
+    input: { channel_order_id: input.channel_order_id, lines },
+    anyLines: true,
+  });
+}
+
+/** The service has the order: its hold (if any) learns which, and from the create's answer since when it commits stock. */
+async function noteOrder(ctx: OpContext, input: ImportOrderInput, orderId: number, order?: { status?: unknown; updated_at?: unknown }) {
+  await recordHoldOrder(ctx.db, {
+    connectionId: ctx.op.connection_id,
+    channel: input.channel,
+    channelOrderId: input.channel_order_id,
+    orderId,
+    order,
+  });
 }
 
 /**
