@@ -1,34 +1,226 @@
-// GET /api/channel-stock?since=CURSOR[&limit=N][&connection=NAME]: channel quantity changes after the
-// cursor, oldest first; `next` is the cursor for the following call; 410 when changes after the cursor were
-// deleted by retention. The console role mounts this behind operator auth.
+// The stock JSON API, mounted by the console role behind operator auth (docs/channels.md):
+//   GET    /api/channel-stock?since=CURSOR[&limit=N][&connection=NAME]   every channel's changes after the cursor
+//   GET    /api/channels[?connection=NAME]                                  channels with their rules
+//   POST   /api/channels                       {connection?, name, locations?, buffer_units?, buffer_percent?, cap_max_online?}
+//   GET    /api/channels/:name                 the channel and its overrides
+//   PATCH  /api/channels/:name                 {locations?, buffer_units?, buffer_percent?, cap_max_online?}
+//   DELETE /api/channels/:name
+//   PUT    /api/channels/:name/overrides/:sku  {mode: exclude|zero|fixed|buffer, quantity?, buffer_units?, buffer_percent?}
+//   DELETE /api/channels/:name/overrides/:sku
+//   GET    /api/channels/:name/holds[?state=active|ended|all][&limit=N]
+//   POST   /api/channels/:name/holds           {channel_order_id, lines: [{sku, quantity}]}  (once per channel order)
+//   DELETE /api/channels/:name/holds/:channel_order_id
+//   GET    /api/channels/:name/stock?since=CURSOR[&limit=N]                  one channel's changes after the cursor
+//   GET    /api/variants/:connection/:id/channels                            a variant's quantity in each channel, and why
+// A channel name that exists on several connections needs ?connection=NAME (400 otherwise). The feeds answer
+// {changes, next, has_more}, and 410 when changes after the cursor were deleted by retention.
 import type Router from '@koa/router';
+import type { Context } from 'koa';
+import bodyParser from 'koa-bodyparser';
+import { listChannels, listHolds, listOverrides, quantitiesOf, type Channel, type HoldState } from '../db/channel.ts';
+import { OperationFailed } from '../push/context.ts';
 import type { Runtime } from '../runtime.ts';
-import { channelFeed } from './feed.ts';
+import { problem } from '../server.ts';
+import {
+  addChannel,
+  ChannelChoiceError,
+  ChannelInputError,
+  changeChannel,
+  chooseConnection,
+  findChannel,
+  parseInput,
+  presentChannel,
+  presentOverride,
+  removeChannel,
+  removeOverride,
+  setOverride,
+} from './channels.ts';
+import { channelFeed, type FeedExpired, type FeedPage } from './feed.ts';
+import { cancelHold, createHold, HoldConflict, holdInput, presentHold } from './holds.ts';
+import { connectionByName } from '../db/connections.ts';
 
-export function mountRoutes(rt: Runtime, router: Router): void {
+const STATES: HoldState[] = ['active', 'ended', 'all'];
+
+/** Reads ?since and ?limit; answers 400 and returns null when they are not what the feed takes. */
+function feedParams(ctx: Context): { since: number; limit: number } | null {
+  const since = String(ctx.query.since ?? '0');
+  const limit = String(ctx.query.limit ?? '1000');
+  if (!/^\d+$/.test(since) || !/^\d+$/.test(limit) || Number(limit) < 1 || Number(limit) > 10_000) {
+    problem(ctx, 400, 'since must be a change id (an integer, 0 for everything) and limit an integer from 1 to 10000');
+    return null;
+  }
+  return { since: Number(since), limit: Number(limit) };
+}
+
+function answerFeed(ctx: Context, page: FeedPage | FeedExpired): void {
+  if ('expired' in page) {
+    // 410: the changes between the cursor and kept_after are gone for good; going on from the cursor would skip them.
+    problem(
+      ctx,
+      410,
+      `cursor ${page.since} is older than the changes kept: changes up to ${page.kept_after} were deleted after ` +
+        'CHANNEL_CHANGE_RETENTION_DAYS. Read every current quantity (GET /api/variants?connection=NAME, or ' +
+        '`commerce-sync stock`), then follow this feed from since=kept_after.',
+      { since: page.since, kept_after: page.kept_after },
+    );
+    return;
+  }
+  ctx.body = page;
+}
+
+/** Runs a handler, answering the channel errors with their status and message. */
+async function answering(ctx: Context, run: () => Promise<void>): Promise<void> {
+  try {
+    await run();
+  } catch (err) {
+    if (err instanceof ChannelChoiceError) return problem(ctx, err.status, err.message);
+    if (err instanceof ChannelInputError) return problem(ctx, 400, 'invalid input', { problems: err.problems });
+    if (err instanceof HoldConflict) return problem(ctx, 409, err.message);
+    // SKUs the mirror does not know, or that several live variants share, named.
+    if (err instanceof OperationFailed) return problem(ctx, 400, err.message);
+    throw err;
+  }
+}
+
+const query = (ctx: Context, key: string) => (typeof ctx.query[key] === 'string' ? (ctx.query[key] as string) : null);
+const body = (ctx: Context) => {
+  const b = ctx.request.body;
+  if (!b || typeof b !== 'object' || Array.isArray(b)) throw new ChannelInputError(['input: the body must be a JSON object']);
+  return b as Record<string, unknown>;
+};
+
+export function mountRoutes(rt: Pick<Runtime, 'database' | 'config'>, router: Router): void {
+  const { db } = rt.database;
+  const json = bodyParser({ enableTypes: ['json'], jsonLimit: '1mb', strict: true });
+  const channel = (ctx: Context): Promise<Channel & { connection: string }> => findChannel(db, ctx.params.name!, query(ctx, 'connection'));
+
   router.get('/api/channel-stock', async (ctx) => {
-    const since = String(ctx.query.since ?? '0');
-    const limit = String(ctx.query.limit ?? '1000');
-    if (!/^\d+$/.test(since) || !/^\d+$/.test(limit) || Number(limit) < 1 || Number(limit) > 10_000) {
-      ctx.status = 400;
-      ctx.body = { error: 'since must be a change id (an integer, 0 for everything) and limit an integer from 1 to 10000' };
-      return;
-    }
-    const connection = typeof ctx.query.connection === 'string' ? ctx.query.connection : null;
-    const page = await channelFeed(rt.database.db, { since: Number(since), limit: Number(limit), connection });
-    if ('expired' in page) {
-      // 410: the changes between the cursor and kept_after are gone for good; going on from the cursor would skip them.
-      ctx.status = 410;
-      ctx.body = {
-        error:
-          `cursor ${page.since} is older than the changes kept: changes up to ${page.kept_after} were deleted after ` +
-          'CHANNEL_CHANGE_RETENTION_DAYS. Read every current quantity (GET /api/variants?connection=NAME, or ' +
-          '`commerce-sync stock`), then follow this feed from since=kept_after.',
-        since: page.since,
-        kept_after: page.kept_after,
-      };
-      return;
-    }
-    ctx.body = page;
+    const p = feedParams(ctx);
+    if (p) answerFeed(ctx, await channelFeed(db, { ...p, connection: query(ctx, 'connection') }));
+  });
+
+  router.get('/api/channels', (ctx) =>
+    answering(ctx, async () => {
+      const name = query(ctx, 'connection');
+      const c = name ? await connectionByName(db, name) : undefined;
+      if (name && !c) throw new ChannelChoiceError(404, `no connection "${name}"`);
+      ctx.body = { channels: (await listChannels(db, { connectionId: c ? Number(c.id) : undefined })).map(presentChannel) };
+    }),
+  );
+
+  router.post('/api/channels', json, (ctx) =>
+    answering(ctx, async () => {
+      const { connection, ...input } = body(ctx);
+      const c = await chooseConnection(db, (connection as string | undefined) ?? query(ctx, 'connection'));
+      const made = await addChannel(db, c.id, input);
+      ctx.status = 201;
+      ctx.body = { channel: presentChannel({ ...made.channel, connection: c.name }), recomputed: made.recomputed };
+    }),
+  );
+
+  router.get('/api/channels/:name', (ctx) =>
+    answering(ctx, async () => {
+      const ch = await channel(ctx);
+      ctx.body = { channel: presentChannel(ch), overrides: (await listOverrides(db, Number(ch.id))).map(presentOverride) };
+    }),
+  );
+
+  router.patch('/api/channels/:name', json, (ctx) =>
+    answering(ctx, async () => {
+      const ch = await channel(ctx);
+      const done = await changeChannel(db, ch, body(ctx));
+      ctx.body = { channel: presentChannel({ ...done.channel, connection: ch.connection }), recomputed: done.recomputed };
+    }),
+  );
+
+  router.delete('/api/channels/:name', (ctx) =>
+    answering(ctx, async () => {
+      const ch = await channel(ctx);
+      await removeChannel(db, ch);
+      ctx.body = { removed: presentChannel(ch) };
+    }),
+  );
+
+  router.get('/api/channels/:name/overrides', (ctx) =>
+    answering(ctx, async () => {
+      ctx.body = { overrides: (await listOverrides(db, Number((await channel(ctx)).id))).map(presentOverride) };
+    }),
+  );
+
+  router.put('/api/channels/:name/overrides/:sku', json, (ctx) =>
+    answering(ctx, async () => {
+      const set = await setOverride(db, await channel(ctx), ctx.params.sku!, body(ctx));
+      ctx.body = { override: set.override, changes: set.changes.length };
+    }),
+  );
+
+  router.delete('/api/channels/:name/overrides/:sku', (ctx) =>
+    answering(ctx, async () => {
+      const changes = await removeOverride(db, await channel(ctx), ctx.params.sku!);
+      if (!changes) return problem(ctx, 404, `channel "${ctx.params.name}" has no override of SKU "${ctx.params.sku}"`);
+      ctx.body = { removed: ctx.params.sku, changes: changes.length };
+    }),
+  );
+
+  router.get('/api/channels/:name/holds', (ctx) =>
+    answering(ctx, async () => {
+      const state = (query(ctx, 'state') ?? 'active') as HoldState;
+      const limit = query(ctx, 'limit') ?? '100';
+      if (!STATES.includes(state) || !/^\d+$/.test(limit) || Number(limit) < 1 || Number(limit) > 1000)
+        return problem(ctx, 400, 'state must be active, ended or all, and limit an integer from 1 to 1000');
+      const ch = await channel(ctx);
+      const holds = await listHolds(db, { connectionId: ch.connection_id, channel: ch.name, state, limit: Number(limit) });
+      ctx.body = { holds: holds.map(presentHold) };
+    }),
+  );
+
+  router.post('/api/channels/:name/holds', json, (ctx) =>
+    answering(ctx, async () => {
+      const ch = await channel(ctx);
+      const input = parseInput(holdInput, body(ctx));
+      const made = await createHold(db, rt.config, { connectionId: ch.connection_id, channel: ch.name, source: 'api', input });
+      const [hold] = await listHolds(db, { ids: [Number(made.hold.id)], state: 'all' });
+      ctx.status = made.created ? 201 : 200;
+      ctx.body = { hold: presentHold(hold!), created: made.created, changes: made.changes.length };
+    }),
+  );
+
+  router.delete('/api/channels/:name/holds/:order', (ctx) =>
+    answering(ctx, async () => {
+      const ch = await channel(ctx);
+      const done = await cancelHold(db, { connectionId: ch.connection_id, channel: ch.name, channelOrderId: ctx.params.order! });
+      if (!done) return problem(ctx, 404, `no hold for channel order ${ch.name}/${ctx.params.order}`);
+      const [hold] = await listHolds(db, { ids: [Number(done.hold.id)], state: 'all' });
+      ctx.body = { hold: presentHold(hold!), ended: done.ended, changes: done.changes.length };
+    }),
+  );
+
+  router.get('/api/channels/:name/stock', (ctx) =>
+    answering(ctx, async () => {
+      const ch = await channel(ctx);
+      const p = feedParams(ctx);
+      if (p) answerFeed(ctx, await channelFeed(db, { ...p, channelId: Number(ch.id) }));
+    }),
+  );
+
+  router.get('/api/variants/:connection/:id/channels', async (ctx) => {
+    const c = await connectionByName(db, ctx.params.connection!);
+    if (!c || !/^\d+$/.test(ctx.params.id!)) return problem(ctx, 404, `no variant ${ctx.params.connection}/${ctx.params.id}`);
+    const rows = await quantitiesOf(db, Number(c.id), Number(ctx.params.id));
+    ctx.body = {
+      connection: c.name,
+      variant_id: Number(ctx.params.id),
+      channels: rows.map((r) => ({
+        channel: r.channel,
+        quantity: r.quantity,
+        tracked: r.tracked,
+        backorderable: r.backorderable,
+        listed: r.listed,
+        bundle: r.bundle,
+        // How it came about: counted stock, held for channel orders (and which holds), buffer, cap, override.
+        why: r.stock?.why ?? null,
+        computed_at: r.computed_at,
+      })),
+    };
   });
 }

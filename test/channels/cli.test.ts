@@ -1,0 +1,118 @@
+// commerce-sync channels: its verbs, --json, and exit status 2 with the bad value named for bad input. Run the
+// way src/cli.ts runs a command (its options through parseArgs, a UsageError exiting 2).
+import { parseArgs } from 'node:util';
+import t from 'tap';
+import { testDatabase } from '../support/db.ts';
+import { testConfig } from '../support/config.ts';
+import { captureLogger } from '../support/log.ts';
+import { addConnection } from '../sync/helpers.ts';
+import { UsageError } from '../../src/command.ts';
+import { commands } from '../../src/stock/cli.ts';
+import { mirror, quantities, variant } from './helpers.ts';
+
+function cli(url: string) {
+  const spec = commands.channels!;
+  return async (...args: string[]) => {
+    const out: string[] = [];
+    const errors: string[] = [];
+    const error = console.error;
+    console.error = (line: string) => errors.push(line);
+    try {
+      const parsed = parseArgs({
+        args,
+        options: Object.fromEntries(
+          Object.entries(spec.options ?? {}).map(([k, o]) => [
+            k,
+            { type: o.type, ...(o.short ? { short: o.short } : {}), ...(o.multiple ? { multiple: true } : {}) },
+          ]),
+        ),
+        allowPositionals: true,
+        strict: true,
+      });
+      const code = await spec.run({
+        name: 'channels',
+        values: parsed.values as never,
+        positionals: parsed.positionals,
+        config: testConfig({ DATABASE_URL: url }),
+        log: captureLogger('silent').log,
+        out: (l) => out.push(l),
+      });
+      return { code: code ?? 0, out: out.join('\n'), err: errors.join('\n') };
+    } catch (err) {
+      if (err instanceof UsageError) return { code: 2, out: out.join('\n'), err: err.message };
+      throw err;
+    } finally {
+      console.error = error;
+    }
+  };
+}
+
+t.test('channels: list, add, change, overrides and holds; --json; exit 2 naming a bad value', async (t) => {
+  const { db, url } = await testDatabase(t);
+  const c = await addConnection(db);
+  await mirror(db, c.id, [variant(1, { 1: ['10'], 2: ['5'] })]);
+  const run = cli(url);
+
+  const list = await run('list', '--json');
+  t.equal(list.code, 0);
+  t.match(JSON.parse(list.out), [{ connection: 'shop', name: 'default', locations: null, buffer_units: '0', cap_max_online: true }]);
+
+  t.match(await run('add', 'market', '--locations', '1', '--buffer', '2'), {
+    code: 0,
+    out: /market\s+1\s+2\s+yes[\s\S]*recomputed: 1 quantities changed/,
+  });
+  t.match(await run('add', 'market'), { code: 1, err: /exists already/ });
+  t.match(await run('add', 'web', '--locations', '1,x'), {
+    code: 2,
+    err: /--locations must be comma-separated location ids or "all", not "1,x"/,
+  });
+  t.match(await run('add', 'web', '--buffer', 'lots'), { code: 2, err: /buffer_units: .*\(got "lots"\)/ });
+  t.match(await run('add', 'web', '--cap-max-online', 'maybe'), { code: 2, err: /--cap-max-online must be yes or no, not "maybe"/ });
+  t.match(await run('change', 'market', '--buffer-percent', '150'), {
+    code: 2,
+    err: /buffer_percent: a percentage from 0 to 100 \(got "150"\)/,
+  });
+  t.match(await run('change', 'nope', '--buffer', '1'), { code: 2, err: /no channel "nope"/ });
+  t.match(await run('change', 'market'), { code: 2, err: /nothing to change/ });
+  t.match(await run('frobnicate'), { code: 2, err: /unknown verb "frobnicate"/ });
+  t.equal((await run('change', 'market', '--buffer-percent', '10%', '--buffer', '1', '--cap-max-online', 'no')).code, 0);
+  t.same(await quantities(db, c.id, 1), { default: '15', market: '9' }, '10 less 10% (1), at least 1');
+
+  t.match(await run('override', 'set', 'market', 'SKU-1', 'fixed', '--quantity', '3'), {
+    code: 0,
+    out: /SKU-1 fixed 3; 1 quantities changed/,
+  });
+  t.match(await run('override', 'set', 'market', 'SKU-1', 'fixed'), { code: 2, err: /quantity: a fixed override needs the quantity/ });
+  t.match(await run('override', 'set', 'market', 'SKU-1', 'most'), { code: 2, err: /mode: .*\(got "most"\)/ });
+  const shown = JSON.parse((await run('show', 'market', '--json')).out);
+  t.match(shown, {
+    channel: { name: 'market', buffer_percent: '10', buffer_units: '1', cap_max_online: false, overrides: 1 },
+    overrides: [{ sku: 'SKU-1', mode: 'fixed', quantity: '3' }],
+  });
+  t.same(await quantities(db, c.id, 1), { default: '15', market: '3' });
+  t.equal((await run('override', 'remove', 'market', 'SKU-1')).code, 0);
+  t.match(await run('override', 'remove', 'market', 'SKU-1'), { code: 1, err: /no override of SKU SKU-1/ });
+
+  t.match(await run('holds', 'add', 'market', 'M-1', '--line', 'SKU-1=2'), {
+    code: 0,
+    out: /M-1\s+active\s+SKU-1=2[\s\S]*held; 2 quantities changed/,
+  });
+  t.same(await quantities(db, c.id, 1), { default: '13', market: '7' });
+  t.match(await run('holds', 'add', 'market', 'M-2', '--line', 'SKU-1'), { code: 2, err: /--line "SKU-1": expected SKU=QUANTITY/ });
+  t.match(await run('holds', 'add', 'market', 'M-2', '--line', 'SKU-1=0'), {
+    code: 2,
+    err: /lines.0.quantity: a quantity above zero \(got "0"\)/,
+  });
+  t.match(await run('holds', 'add', 'market', 'M-2', '--line', 'GONE=1'), { code: 2, err: /unknown SKU GONE/ });
+  t.match(await run('holds', 'add', 'market', 'M-1', '--line', 'SKU-1=5'), { code: 1, err: /held already with other lines/ });
+  t.match(JSON.parse((await run('holds', 'list', '--json')).out), [{ channel: 'market', channel_order_id: 'M-1', state: 'active' }]);
+  t.match(await run('holds', 'list', '--state', 'gone'), { code: 2, err: /--state must be active, ended or all, not "gone"/ });
+  t.match(await run('holds', 'cancel', 'market', 'M-1'), { code: 0, out: /cancelled; 2 quantities changed/ });
+  t.match(await run('holds', 'cancel', 'market', 'M-9'), { code: 1, err: /no hold for channel order market\/M-9/ });
+  t.same(await quantities(db, c.id, 1), { default: '15', market: '9' });
+  t.match(JSON.parse((await run('holds', 'list', 'market', '--state', 'all', '--json')).out), [{ end_cause: 'cancelled' }]);
+
+  t.match(await run('remove', 'market'), { code: 0, out: /removed channel market of shop/ });
+  t.match(await run('remove', 'default'), { code: 1, err: /only channel/ });
+  t.match(await run('list'), { code: 0, out: /CONNECTION\s+CHANNEL\s+LOCATIONS[\s\S]*shop\s+default\s+all\s+0\s+yes/ });
+});
