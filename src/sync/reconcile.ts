@@ -10,7 +10,7 @@
 // Sweeps therefore ask for creation order, oldest first, which no update moves and where new records come last;
 // a deletion still shifts later records one place forward, so nothing missing from a listing is marked gone
 // before a read by id says so.
-import type { ApiClient } from '../api/index.ts';
+import type { ApiClient, Page } from '../api/index.ts';
 import { getCursor, hasCursors, saveCursor } from '../db/cursors.ts';
 import { announcedAmong } from '../db/deliveries.ts';
 import { pendingAmong } from '../db/pending.ts';
@@ -217,8 +217,7 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
 
   if (full) {
     await sweepCompositions(deps, ctx, result, changed);
-    await sweepChildren(deps, result);
-    await sweepOthers(deps, result);
+    await sweepCollections(deps, result);
   } else if (bundlesToRead.size) {
     const ids = [...bundlesToRead];
     const read = await client.getByIds(composition.path, ids, { priority: 'reconcile', key: composition.key });
@@ -319,48 +318,58 @@ async function sweepCompositions(
   if (drift) metrics.driftFound.inc({ connection: deps.client.connection.name, resource: composition.name }, drift);
 }
 
-/** Line items as collections of their own: items whose parent the parent lists did not carry still land. */
-async function sweepChildren(deps: SweepDeps, result: SweepResult): Promise<void> {
+/**
+ * The collections swept whole besides the mirrored resources: line items as collections of their own (items whose
+ * parent the parent lists did not carry still land), and the other resources kept as records, live and archived.
+ */
+async function sweepCollections(deps: SweepDeps, result: SweepResult): Promise<void> {
   const connectionId = Number(deps.client.connection.id);
-  for (const child of childCollections) {
-    const stat: ResourceSweep = { records: 0, applied: 0, gone: 0, pages: 0 };
-    try {
-      for await (const page of deps.client.paginate(`/${child.key}`, { priority: 'reconcile', key: child.key })) {
-        stat.pages++;
-        stat.records += page.records.length;
-        stat.applied += (await upsertChildren(deps.db, child, connectionId, page.records)).applied.length;
-      }
-    } catch (err) {
-      if (!unavailable(err)) throw err;
-      result.unavailable.push(child.key);
-      continue;
-    }
-    result.resources[child.key] = stat;
-    result.records += stat.records;
-  }
+  const reconcile = { priority: 'reconcile' as const };
+  for (const child of childCollections)
+    await sweepPages(
+      result,
+      child.key,
+      () => deps.client.paginate(`/${child.key}`, { ...reconcile, key: child.key }),
+      async (records) => (await upsertChildren(deps.db, child, connectionId, records)).applied.length,
+    );
+  for (const spec of otherResources)
+    await sweepPages(
+      result,
+      spec.name,
+      async function* () {
+        yield* listLive(deps.client, spec, { ...reconcile, key: spec.key });
+        yield* deps.client.paginate(spec.path, { ...reconcile, key: spec.key, query: { status: 'archived' } });
+      },
+      async (records) => (await upsertOther(deps.db, spec.name, connectionId, records)).applied.length,
+      spec.key,
+    );
 }
 
-async function sweepOthers(deps: SweepDeps, result: SweepResult): Promise<void> {
-  const connectionId = Number(deps.client.connection.id);
-  for (const spec of otherResources) {
-    const stat: ResourceSweep = { records: 0, applied: 0, gone: 0, pages: 0 };
-    try {
-      for (const status of ['active', 'archived'] as const) {
-        const opts = { priority: 'reconcile' as const, key: spec.key, query: status === 'archived' ? { status } : {} };
-        for await (const page of status === 'archived' ? deps.client.paginate(spec.path, opts) : listLive(deps.client, spec, opts)) {
-          stat.pages++;
-          stat.records += page.records.length;
-          stat.applied += (await upsertOther(deps.db, spec.name, connectionId, page.records)).applied.length;
-        }
-      }
-    } catch (err) {
-      if (!unavailable(err)) throw err;
-      result.unavailable.push(spec.key);
-      continue;
+/**
+ * Every page of one collection into the mirror, counted in `result` under `name`; a collection the service does
+ * not offer (404 and the like) is noted as unavailable by its key instead.
+ */
+async function sweepPages(
+  result: SweepResult,
+  name: string,
+  pages: () => AsyncIterable<Page<any>>,
+  upsert: (records: any[]) => Promise<number>,
+  key = name,
+): Promise<void> {
+  const stat: ResourceSweep = { records: 0, applied: 0, gone: 0, pages: 0 };
+  try {
+    for await (const page of pages()) {
+      stat.pages++;
+      stat.records += page.records.length;
+      stat.applied += await upsert(page.records);
     }
-    result.resources[spec.name] = stat;
-    result.records += stat.records;
+  } catch (err) {
+    if (!unavailable(err)) throw err;
+    result.unavailable.push(key);
+    return;
   }
+  result.resources[name] = stat;
+  result.records += stat.records;
 }
 
 /** Runs one sweep of a connection now (the reconcile job, and `commerce-sync reconcile`). */
