@@ -50,7 +50,14 @@ nav.ranges { margin: 0 0 .8rem; display: flex; gap: .8rem; align-items: baseline
 nav.ranges a.here { font-weight: 700; color: #1d2330; text-decoration: none; border-bottom: 2px solid #2f6fde; }
 nav.pager { display: flex; gap: 1rem; margin: .6rem 0; }
 .tag { font-size: .75rem; background: #eef0f4; border-radius: 3px; padding: 0 .3rem; color: #3b4252; }
-td.compact { font-size: .85rem; }
+td.compact, .compact { font-size: .85rem; }
+.wide { overflow-x: auto; }
+#channel-quantities { width: auto; }
+#channel-quantities th[scope="row"] { width: 11rem; }
+#channel-quantities td { min-width: 10rem; max-width: 22rem; }
+#channel-quantities tr.quantity td { font-size: 1.15rem; background: #f3f7ff; }
+#channel-quantities tr.quantity th { background: #e6edfb; }
+.hold-ref { font-size: .85rem; }
 table.diff { width: auto; margin: .1rem 0; font-size: .8rem; }
 table.diff td, table.diff th { padding: .05rem .4rem; }
 table.diff th[scope="row"] { background: none; font-weight: normal; color: #4d5566; }

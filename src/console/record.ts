@@ -1,9 +1,10 @@
-// A variant's record for the console: its stock per location, the quantity the sales channel shows, and
-// the history of both with their causes (channel_quantity_changes from the sync engine, sync_log entries
-// about the variant for the stock side). Quantities stay decimal strings.
-import { changesOf, quantityOf } from '../db/channel.ts';
+// A variant's record for the console: its stock per location, the quantity each sales channel shows and why
+// (the explanation stored with it: counted, held by which holds, buffer, cap, override), and the history of both
+// with their causes (channel_quantity_changes per channel from the sync engine, sync_log entries about the
+// variant for the stock side). Quantities stay decimal strings.
+import { changesOf, channelsOf, overridesOf, quantitiesOf } from '../db/channel.ts';
 import type { Db } from '../db/index.ts';
-import { stockOfVariant, variantOf } from '../db/mirror-reads.ts';
+import { locationNames, stockOfVariant, variantOf } from '../db/mirror-reads.ts';
 import { querySyncLog, type LogRow } from './synclog.ts';
 
 export interface VariantRecord {
@@ -31,10 +32,17 @@ export interface VariantRecord {
     updatedAt: Date | null;
     syncedAt: Date;
   }[];
+  /** The quantity of the connection's `default` channel (else its oldest): what the console showed before channels. */
   channel: { quantity: string | null; tracked: boolean; backorderable: boolean; bundle: boolean; computedAt: Date } | null;
+  /** The quantity in each channel of the connection, oldest channel first, with its rules and why. */
+  channels: ChannelQuantityView[];
+  /** The channel the history is narrowed to (null: every channel). */
+  historyChannel: string | null;
+  /** Changes of the quantity, newest first, each naming its channel. */
   channelHistory: {
     id: number;
     at: Date;
+    channel: string;
     beforeQuantity: string | null;
     quantity: string | null;
     tracked: boolean;
@@ -47,6 +55,44 @@ export interface VariantRecord {
   /** Changes of the per-location figures, read from the sync log's before/after snapshots, newest first. */
   stockHistory: StockChange[];
   log: LogRow[];
+}
+
+/** A hold lowering a quantity, as the stored explanation names it (a bundle's: its components' holds too). */
+export interface HoldRefView {
+  hold_id: number;
+  channel: string;
+  channel_order_id: string;
+  quantity: string;
+  variant_id: number;
+  expires_at: string | Date;
+}
+
+/** How a channel's quantity came about (channel_quantities.stock.why, src/stock/rules.ts). */
+export interface WhyView {
+  counted: string | null;
+  held: string;
+  buffer: string;
+  capped: string | null;
+  override: 'exclude' | 'zero' | 'fixed' | 'buffer' | null;
+  components?: { variant_id: number; per: string; counted: string; held: string; makes: string }[];
+  holds?: HoldRefView[];
+}
+
+export interface ChannelQuantityView {
+  channelId: number;
+  channel: string;
+  /** The channel's rules now: locations counted (names; null: all), buffer, whether max_online caps. */
+  rules: { locations: { id: number; name: string }[] | null; bufferUnits: string; bufferPercent: string | null; capMaxOnline: boolean };
+  /** The channel's override of this SKU, when it has one. */
+  override: { mode: string; quantity: string | null; bufferUnits: string | null; bufferPercent: string | null } | null;
+  /** Null fields: not computed yet in this channel. */
+  quantity: string | null;
+  tracked: boolean | null;
+  backorderable: boolean | null;
+  listed: boolean | null;
+  bundle: boolean | null;
+  why: WhyView | null;
+  computedAt: Date | null;
 }
 
 export interface StockChange {
@@ -110,13 +156,34 @@ export function stockChanges(log: LogRow[]): StockChange[] {
   return out;
 }
 
-export async function variantRecord(db: Db, connectionId: number, variantId: number, historyLimit = 100): Promise<VariantRecord | null> {
+/** Decimal text as the rest of the console shows it ("2.000" -> "2"). */
+const num = (v: string | null) => (v === null ? null : v.includes('.') ? v.replace(/\.?0+$/, '') : v);
+
+export async function variantRecord(
+  db: Db,
+  connectionId: number,
+  variantId: number,
+  opts: { historyLimit?: number; historyChannel?: string } = {},
+): Promise<VariantRecord | null> {
+  const historyLimit = opts.historyLimit ?? 100;
   const v = await variantOf(db, connectionId, variantId);
   if (!v) return null;
-  const [stock, channel, changes, byRecord, bySku] = await Promise.all([
+  const [stock, quantities, channels, locations] = await Promise.all([
     stockOfVariant(db, connectionId, variantId),
-    quantityOf(db, connectionId, variantId),
-    changesOf(db, connectionId, variantId, historyLimit),
+    quantitiesOf(db, connectionId, variantId),
+    channelsOf(db, connectionId),
+    locationNames(db, connectionId),
+  ]);
+  const historyChannel = opts.historyChannel ? channels.find((c) => c.name === opts.historyChannel) : undefined;
+  const [overrides, changes, byRecord, bySku] = await Promise.all([
+    v.sku
+      ? overridesOf(
+          db,
+          channels.map((c) => Number(c.id)),
+          [v.sku],
+        )
+      : Promise.resolve([]),
+    changesOf(db, connectionId, variantId, historyLimit, historyChannel ? Number(historyChannel.id) : undefined),
     querySyncLog(db, { connectionId, resource: 'variant', recordId: variantId, limit: historyLimit }),
     v.sku ? querySyncLog(db, { connectionId, sku: v.sku, limit: historyLimit }) : Promise.resolve([]),
   ]);
@@ -125,6 +192,8 @@ export async function variantRecord(db: Db, connectionId: number, variantId: num
     .filter((r) => !seen.has(r.id) && seen.add(r.id))
     .sort((a, b) => b.at.getTime() - a.at.getTime() || b.id - a.id)
     .slice(0, historyLimit);
+  // The quantity pages showed before channels: the `default` channel's, else the oldest's.
+  const main = quantities.find((q) => q.channel === 'default') ?? quantities[0];
   return {
     connection: { id: connectionId, name: v.connection },
     variant: {
@@ -150,18 +219,47 @@ export async function variantRecord(db: Db, connectionId: number, variantId: num
       updatedAt: s.updated_at,
       syncedAt: s.synced_at,
     })),
-    channel: channel
+    channel: main
       ? {
-          quantity: channel.quantity,
-          tracked: channel.tracked,
-          backorderable: channel.backorderable,
-          bundle: channel.bundle,
-          computedAt: channel.computed_at,
+          quantity: main.quantity,
+          tracked: main.tracked,
+          backorderable: main.backorderable,
+          bundle: main.bundle,
+          computedAt: main.computed_at,
         }
       : null,
+    channels: channels.map((c) => {
+      const q = quantities.find((x) => Number(x.channel_id) === Number(c.id));
+      const o = overrides.find((x) => Number(x.channel_id) === Number(c.id));
+      const why = (q?.stock as { why?: WhyView } | null)?.why ?? null;
+      return {
+        channelId: Number(c.id),
+        channel: c.name,
+        rules: {
+          locations: c.location_ids?.length
+            ? c.location_ids.map((id) => ({ id: Number(id), name: locations.get(Number(id)) ?? `location ${id}` }))
+            : null,
+          bufferUnits: num(c.buffer_units) ?? '0',
+          bufferPercent: num(c.buffer_percent),
+          capMaxOnline: c.cap_max_online,
+        },
+        override: o
+          ? { mode: o.mode, quantity: num(o.quantity), bufferUnits: num(o.buffer_units), bufferPercent: num(o.buffer_percent) }
+          : null,
+        quantity: q?.quantity ?? null,
+        tracked: q?.tracked ?? null,
+        backorderable: q?.backorderable ?? null,
+        listed: q?.listed ?? null,
+        bundle: q?.bundle ?? null,
+        why,
+        computedAt: q?.computed_at ?? null,
+      };
+    }),
+    historyChannel: historyChannel?.name ?? null,
     channelHistory: changes.map((c) => ({
       id: c.id,
       at: c.at,
+      channel: c.channel,
       beforeQuantity: c.before_quantity,
       quantity: c.quantity,
       tracked: c.tracked,

@@ -319,6 +319,11 @@ export type VariantFilterKey = 'low' | 'out' | 'untracked' | 'backorderable' | '
 
 export interface VariantRowsQuery {
   connectionId: number;
+  /**
+   * The channel whose quantity, filters and last change the index shows (a connection has several): null when the
+   * connection has none yet (every quantity "not computed").
+   */
+  channelId: number | null;
   /** Part of a SKU or name, case-insensitive. */
   search?: string;
   filter?: VariantFilterKey;
@@ -342,9 +347,11 @@ export interface VariantIndexRow {
   last_at: Date | null;
   last_cause: string | null;
   last_before: string | null;
+  /** The variant's quantity in every channel of the connection, oldest channel first. */
+  channels: { channel: string; quantity: string | null; tracked: boolean; backorderable: boolean; listed: boolean }[] | null;
 }
 
-function variantFilterSql(f: VariantFilterKey, threshold: string, connectionId: number): RawBuilder<boolean> {
+function variantFilterSql(f: VariantFilterKey, threshold: string, connectionId: number, channelId: number | null): RawBuilder<boolean> {
   switch (f) {
     case 'low':
       return sql<boolean>`cq.tracked AND cq.quantity <= ${threshold}::numeric`;
@@ -357,14 +364,16 @@ function variantFilterSql(f: VariantFilterKey, threshold: string, connectionId: 
     case 'bundles':
       return sql<boolean>`v.composite`;
     case 'changed-1h':
-      return sql<boolean>`EXISTS (SELECT 1 FROM channel_quantity_changes c WHERE c.connection_id = v.connection_id AND c.variant_id = v.id AND c.at > now() - interval '1 hour')`;
+      return sql<boolean>`EXISTS (SELECT 1 FROM channel_quantity_changes c WHERE c.connection_id = v.connection_id AND c.variant_id = v.id
+        AND c.channel_id = ${channelId} AND c.at > now() - interval '1 hour')`;
     // Channel quantities the latest (non-initial) sweep corrected: its changes carry its job id, or, for a
     // sweep run outside a job (the CLI), the sweep cause within its time span.
     case 'drift':
       return sql<boolean>`EXISTS (
       SELECT 1 FROM (SELECT job_id, at, at - make_interval(secs => coalesce(duration_ms, 0) / 1000.0) AS started FROM sync_log
                       WHERE connection_id = ${connectionId} AND action IN ('sweep', 'sweep.full') ORDER BY id DESC LIMIT 1) s
-        JOIN channel_quantity_changes c ON c.connection_id = v.connection_id AND c.variant_id = v.id AND c.cause IN ('sweep', 'full-sweep')
+        JOIN channel_quantity_changes c ON c.connection_id = v.connection_id AND c.variant_id = v.id AND c.channel_id = ${channelId}
+                                       AND c.cause IN ('sweep', 'full-sweep')
        WHERE CASE WHEN s.job_id IS NOT NULL THEN c.job_id = s.job_id ELSE c.job_id IS NULL AND c.at BETWEEN s.started AND s.at END)`;
   }
 }
@@ -381,8 +390,10 @@ export async function variantRows(
     const like = `%${q.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     where.push(sql<boolean>`(v.sku ILIKE ${like} OR v.name ILIKE ${like})`);
   }
-  if (q.filter) where.push(variantFilterSql(q.filter, q.threshold ?? '5', q.connectionId));
+  if (q.filter) where.push(variantFilterSql(q.filter, q.threshold ?? '5', q.connectionId, q.channelId));
   const cond = sql.join(where, sql` AND `);
+  // One row per variant: the selected channel's quantity only (the primary key is channel, variant).
+  const channelQuantity = sql`LEFT JOIN channel_quantities cq ON cq.channel_id = ${q.channelId} AND cq.variant_id = v.id`;
   const dir = sql.raw(q.desc ? 'DESC' : 'ASC');
   const order =
     q.sort === 'quantity'
@@ -396,19 +407,31 @@ export async function variantRows(
              (SELECT json_agg(json_build_object('location', coalesce(l.name, 'location ' || s.location_id), 'quantity', (s.on_hand - s.committed)::text) ORDER BY s.location_id)
                 FROM stock_levels s LEFT JOIN locations l ON l.connection_id = s.connection_id AND l.id = s.location_id
                WHERE s.connection_id = v.connection_id AND s.variant_id = v.id) AS available,
-             lc.at AS last_at, lc.cause AS last_cause, lc.before_quantity::text AS last_before
+             lc.at AS last_at, lc.cause AS last_cause, lc.before_quantity::text AS last_before,
+             (SELECT json_agg(json_build_object('channel', ch.name, 'quantity', q.quantity::text, 'tracked', q.tracked,
+                       'backorderable', q.backorderable, 'listed', q.listed) ORDER BY ch.id)
+                FROM channel_quantities q JOIN channels ch ON ch.id = q.channel_id
+               WHERE q.connection_id = v.connection_id AND q.variant_id = v.id) AS channels
         FROM variants v
-        LEFT JOIN channel_quantities cq ON cq.connection_id = v.connection_id AND cq.variant_id = v.id
+        ${channelQuantity}
         LEFT JOIN LATERAL (SELECT at, cause, before_quantity FROM channel_quantity_changes c
-                            WHERE c.connection_id = v.connection_id AND c.variant_id = v.id ORDER BY id DESC LIMIT 1) lc ON true
+                            WHERE c.connection_id = v.connection_id AND c.variant_id = v.id AND c.channel_id = ${q.channelId}
+                            ORDER BY id DESC LIMIT 1) lc ON true
        WHERE ${cond}
        ORDER BY ${order}
        LIMIT ${pageSize} OFFSET ${offset}`.execute(db),
     sql<{
       n: number;
-    }>`SELECT count(*)::int AS n FROM variants v LEFT JOIN channel_quantities cq ON cq.connection_id = v.connection_id AND cq.variant_id = v.id WHERE ${cond}`.execute(
-      db,
-    ),
+    }>`SELECT count(*)::int AS n FROM variants v ${channelQuantity} WHERE ${cond}`.execute(db),
   ]);
   return { rows: rows.rows, total: total.rows[0]?.n ?? 0 };
+}
+
+/** The names of a connection's locations (the name, else the service's label), by id: the console's channel rules. */
+export async function locationNames(db: Executor, connectionId: number): Promise<Map<number, string>> {
+  const rows = await sql<{ id: number; name: string | null }>`
+    SELECT id, coalesce(name, raw->>'label', raw->>'name') AS name FROM locations WHERE connection_id = ${connectionId} ORDER BY id`.execute(
+    db,
+  );
+  return new Map(rows.rows.map((r) => [Number(r.id), r.name ?? `location ${r.id}`]));
 }

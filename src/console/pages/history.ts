@@ -34,7 +34,15 @@ export function describe(r: LogRow): string {
   else if (a === 'channel-quantity') {
     const b = obj(r.before),
       n = obj(r.after);
-    s = `The channel quantity of ${what} went from ${text(b?.channel_quantity)} to ${text(n?.channel_quantity)}${d.cause ? `, because of ${text(d.cause)}` : ''}.`;
+    const because = d.cause ? `, because of ${text(d.cause)}` : '';
+    // Several channels: each one whose quantity moved.
+    const bc = obj(b?.channels),
+      nc = obj(n?.channels);
+    const moved = nc ? Object.keys(nc).filter((k) => text(bc?.[k]) !== text(nc[k])) : [];
+    s =
+      nc && Object.keys(nc).length > 1 && moved.length
+        ? `The channel quantities of ${what} went: ${moved.map((k) => `${k} ${text(bc?.[k])} → ${text(nc[k])}`).join(', ')}${because}.`
+        : `The channel quantity of ${what} went from ${text(b?.channel_quantity)} to ${text(n?.channel_quantity)}${because}.`;
   } else if (a.startsWith('sweep')) {
     s = `${a === 'sweep.full' ? 'A full sweep' : a === 'sweep.initial' ? 'The first full sweep' : 'An incremental sweep'} read ${text(d.records ?? 0)} records and found ${text(d.drift ?? 0)} wrong in the mirror.`;
   } else if (a.startsWith('push.')) {
@@ -63,6 +71,17 @@ export function changedFields(before: unknown, after: unknown): { field: string;
             now = text(al.get(id)?.[f]);
           if (was !== now) rows.push({ field: `location ${id}: ${label(f)}`, before: was, after: now });
         }
+      }
+      continue;
+    }
+    // An object of scalars (a quantity per channel): one row per key.
+    const bo = obj(b[k]),
+      ao = obj(a[k]);
+    if ((bo || ao) && [bo, ao].every((o) => !o || Object.values(o).every((x) => x === null || typeof x !== 'object'))) {
+      for (const sub of [...new Set([...Object.keys(bo ?? {}), ...Object.keys(ao ?? {})])]) {
+        const was = text(bo?.[sub]),
+          now = text(ao?.[sub]);
+        if (was !== now) rows.push({ field: `${label(k)} ${sub}`, before: was, after: now });
       }
       continue;
     }

@@ -38,6 +38,12 @@ export const ago = (d: Date | null) => {
 };
 export const enc = encodeURIComponent;
 
+/** A channel's safety buffer in words: units, or a percentage rounded up with its floor (docs/channels.md). */
+export function bufferText(units: string, percent: string | null): string {
+  if (percent === null) return units === '0' ? 'none' : `${units} unit${units === '1' ? '' : 's'}`;
+  return `${percent}% of what is available, rounded up to a whole unit${units !== '0' ? `, at least ${units}` : ''}`;
+}
+
 /** The current page's query with some parameters replaced (empty values dropped). */
 export function withQuery(path: string, query: Record<string, string>, change: Record<string, string | undefined>): string {
   const p = new URLSearchParams();

@@ -1,22 +1,32 @@
 // Variants: the index, the record page, and their JSON.
 import type Router from '@koa/router';
+import type { Context } from 'koa';
 import { NOT_FOUND, notFoundPage } from '../pages/layout.ts';
 import { variantIndexPage, variantPage } from '../pages/variants.ts';
 import { variantsByKey } from '../../db/mirror-reads.ts';
 import { variantRecord } from '../record.ts';
-import { listVariants, variantFilters, variantSorts, type VariantFilter, type VariantQuery, type VariantSort } from '../variants.ts';
+import {
+  indexChannel,
+  listVariants,
+  variantFilters,
+  variantSorts,
+  type VariantFilter,
+  type VariantQuery,
+  type VariantSort,
+} from '../variants.ts';
 import { connectionNames, flatQuery, int, optionalConnection, page, pageContext, recordAt, type ConsoleDeps, type Query } from '../web.ts';
 import { problem } from '../../server.ts';
 
 const PAGE_SIZE = 50;
 
 /** The index query from request parameters; a string when a parameter is wrong. */
-function indexQuery(q: Query, connectionId: number): VariantQuery | string {
+function indexQuery(q: Query, connectionId: number, channelId: number | null): VariantQuery | string {
   if (q.filter && !Object.hasOwn(variantFilters, q.filter)) return `filter must be one of ${Object.keys(variantFilters).join(', ')}`;
   if (q.sort && !Object.hasOwn(variantSorts, q.sort)) return `sort must be one of ${Object.keys(variantSorts).join(', ')}`;
   if (q.threshold && !/^-?\d+(\.\d+)?$/.test(q.threshold)) return 'threshold must be a number';
   return {
     connectionId,
+    channelId,
     search: q.q || undefined,
     filter: (q.filter || undefined) as VariantFilter | undefined,
     threshold: q.threshold || undefined,
@@ -44,28 +54,32 @@ export function variantRoutes(r: Router, deps: ConsoleDeps): void {
     const connection = q.connection || connections[0] || null;
     const connectionId = connection ? await optionalConnection(ctx, db, connection) : undefined;
     if (connectionId === null) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.connection), 404);
-    const query = connectionId === undefined ? null : indexQuery(q, connectionId);
+    // The channel whose quantities the index shows; a name this connection lacks (left from another connection
+    // in the form) shows its default channel instead, saying so.
+    let picked = connectionId === undefined ? null : await indexChannel(db, connectionId, q.channel || undefined);
+    let unknownChannel: string | undefined;
+    if (picked && picked.channel === undefined) {
+      unknownChannel = 'That connection has no channel of that name: the index shows its default channel.';
+      picked = await indexChannel(db, connectionId!, undefined);
+    }
+    const channel = picked?.channel ?? null;
+    const input = {
+      connections,
+      connection,
+      channels: (picked?.channels ?? []).map((c) => c.name),
+      channel: channel?.name ?? null,
+      // Links (sort, pages) keep the channel asked for, not one the connection lacks.
+      query: unknownChannel ? { ...q, channel: '' } : q,
+      pageSize: PAGE_SIZE,
+    };
+    const query = connectionId === undefined ? null : indexQuery(q, connectionId, channel ? Number(channel.id) : null);
     if (typeof query === 'string')
-      return page(
-        ctx,
-        variantIndexPage(pageContext(deps, ctx, { problem: query }), {
-          connections,
-          connection,
-          query: q,
-          rows: [],
-          total: 0,
-          page: 1,
-          pageSize: PAGE_SIZE,
-        }),
-        400,
-      );
+      return page(ctx, variantIndexPage(pageContext(deps, ctx, { problem: query }), { ...input, rows: [], total: 0, page: 1 }), 400);
     const { rows, total } = query ? await listVariants(db, query) : { rows: [], total: 0 };
     page(
       ctx,
-      variantIndexPage(pageContext(deps, ctx), {
-        connections,
-        connection,
-        query: q,
+      variantIndexPage(pageContext(deps, ctx, unknownChannel ? { problem: unknownChannel } : {}), {
+        ...input,
         rows,
         total,
         page: query?.page ?? 1,
@@ -73,8 +87,13 @@ export function variantRoutes(r: Router, deps: ConsoleDeps): void {
       }),
     );
   });
+  // The record a path names; ?history=CHANNEL narrows the quantity history to that channel.
+  const recordOf = (ctx: Context) =>
+    recordAt(ctx, db, (db, connectionId, id) =>
+      variantRecord(db, connectionId, id, { historyChannel: flatQuery(ctx).history || undefined }),
+    );
   r.get('/variants/:connection/:id', async (ctx) => {
-    const record = await recordAt(ctx, db, variantRecord);
+    const record = await recordOf(ctx);
     if (!record) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.variant), 404);
     page(ctx, variantPage(pageContext(deps, ctx), record));
   });
@@ -89,13 +108,16 @@ export function variantRoutes(r: Router, deps: ConsoleDeps): void {
       return;
     }
     if (connectionId === undefined) return problem(ctx, 400, 'give sku= or id=, or connection= for the index');
-    const query = indexQuery(q, connectionId);
+    const { channels, channel } = await indexChannel(db, connectionId, q.channel || undefined);
+    if (channel === undefined) return problem(ctx, 400, `channel must be one of ${channels.map((c) => c.name).join(', ')}`);
+    const query = indexQuery(q, connectionId, channel ? Number(channel.id) : null);
     if (typeof query === 'string') return problem(ctx, 400, query);
     const { rows, total } = await listVariants(db, query);
-    ctx.body = { variants: rows, total, page: query.page };
+    // `quantity` and the last change are the channel's; each row's `channels` has every channel's quantity.
+    ctx.body = { variants: rows, total, page: query.page, channel: channel?.name ?? null };
   });
   r.get('/api/variants/:connection/:id', async (ctx) => {
-    const record = await recordAt(ctx, db, variantRecord);
+    const record = await recordOf(ctx);
     if (!record) return problem(ctx, 404, `no variant ${ctx.params.id} on connection ${ctx.params.connection}`);
     ctx.body = record;
   });
