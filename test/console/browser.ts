@@ -1,7 +1,8 @@
 // Debian's chromium driven by playwright-core, with a fresh profile per test. Tests skip with a clear
 // message when /usr/bin/chromium is missing (.ci/run installs it).
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
@@ -46,4 +47,27 @@ export async function openBrowser(t: T): Promise<{ context: BrowserContext; page
     void d.dismiss();
   });
   return { context, page, dialogs };
+}
+
+let axeSource: Promise<string> | undefined;
+
+/** axe-core in the page: the serious and critical violations, as "rule: target" lines. */
+export async function axe(page: Page): Promise<string[]> {
+  // Evaluated through the DevTools protocol: the console's CSP (script-src 'self') rightly refuses inline scripts.
+  if (!(await page.evaluate(() => 'axe' in globalThis)))
+    await page.evaluate(await (axeSource ??= readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')));
+  const result = await page.evaluate(async () =>
+    (
+      globalThis as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }
+    ).axe.run(),
+  );
+  return result.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map(
+      (v) =>
+        `${v.id}: ${v.nodes
+          .slice(0, 3)
+          .map((n) => n.target.join(' '))
+          .join(', ')}`,
+    );
 }

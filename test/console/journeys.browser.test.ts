@@ -3,8 +3,7 @@
 // imported in the last hour and ship one, find a failed operation and retry it, connect a second account.
 // Every page visited is checked with axe-core (no serious or critical violation) and screenshotted at
 // 1400x1000 under test-artifacts/console/. One browser, one console, one sandbox pair for the whole file.
-import { mkdir, mkdtemp, readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
+import { mkdir, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -17,33 +16,11 @@ import { createQueues, workJobs } from '../../src/jobs/index.ts';
 import { pushJob } from '../../src/jobs/push.ts';
 import { runSweep } from '../../src/sync/reconcile.ts';
 import { sandboxAdmin } from '../support/sandbox.ts';
-import { chromiumMissing, openBrowser } from './browser.ts';
+import { axe, chromiumMissing, openBrowser } from './browser.ts';
 import { consoleServer } from './harness.ts';
 
 const TOKEN = 'journey-operator-token-0123';
 const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'console');
-const axeSource = readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-
-/** axe-core in the page: the serious and critical violations, as "rule: target" lines. */
-async function axe(page: Page): Promise<string[]> {
-  // Evaluated through the DevTools protocol: the console's CSP (script-src 'self') rightly refuses inline scripts.
-  if (!(await page.evaluate(() => 'axe' in globalThis))) await page.evaluate(await axeSource);
-  const result = await page.evaluate(async () =>
-    (
-      globalThis as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }
-    ).axe.run(),
-  );
-  return result.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map(
-      (v) =>
-        `${v.id}: ${v.nodes
-          .slice(0, 3)
-          .map((n) => n.target.join(' '))
-          .join(', ')}`,
-    );
-}
-
 /** Presses Tab until `target` has the focus (a keyboard-only user's way there); fails after `max` presses. */
 async function tabTo(page: Page, target: ReturnType<Page['locator']>, max = 40): Promise<void> {
   for (let i = 0; i < max; i++) {
