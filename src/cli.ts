@@ -32,6 +32,7 @@ const available: [string, Load, string][] = [
   ['deliveries', receiver, 'list stored webhook deliveries and their state'],
   ['reconcile', worker, 'run a reconciliation sweep now'],
   ['stock', stock, 'print mirrored stock per location and the channel quantity'],
+  ['channels', stock, 'manage sales channels: rules, overrides, stock held for channel orders, deliveries'],
   ['push', push, 'push an operation to the service (import-order, ship, invoice, pay, void, return, receive, stock-count)'],
   ['logs', operator, 'show or follow the sync log'],
   ['status', operator, 'per connection: health, lag, budget, queue depths'],

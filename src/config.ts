@@ -19,6 +19,17 @@ const url = (what: string) =>
 const days = z.coerce.number().positive().max(3650).describe('a number of days above 0, at most 3650 (fractions allowed: 0.5 is 12 hours)');
 const decimal = z.string().regex(/^\d+(\.\d+)?$/, 'a non-negative decimal such as 0 or 2.5');
 
+/** Standard Webhooks secrets: empty, or whsec_ secrets separated by spaces (src/notify/sender.ts). */
+const whsecList = z
+  .string()
+  .refine((v) =>
+    v
+      .split(/[\s,]+/)
+      .filter(Boolean)
+      .every((s) => /^whsec_[A-Za-z0-9+/]{32,88}={0,2}$/.test(s)),
+  )
+  .describe('empty, or whsec_ and the base64 of 24 to 64 random bytes (several separated by spaces)');
+
 export const settings = {
   DATABASE_URL: {
     schema: z.string().refine((v) => v === '' || /^postgres(ql)?:\/\//.test(v), 'a postgres:// URL, or empty'),
@@ -165,11 +176,23 @@ export const settings = {
     schema: int(1, 10080),
     doc: "Minutes stock stays held for a channel order (POST /api/channels/NAME/holds, push import-order) that the service's committed stock has not shown yet; then the hold expires.",
   },
+  CHANNEL_DELIVERY_BATCH: {
+    schema: int(1, 5000),
+    doc: "Most changes one POST to a channel's destination covers (each variant once, at its newest).",
+  },
+  CHANNEL_DELIVERY_PAUSE_MINUTES: {
+    schema: int(0, 43200),
+    doc: 'Minutes a channel destination may fail in a row before it is paused (resumed by an operator, nothing lost); 0: never paused.',
+  },
   CHANNEL_WEBHOOK_URL: {
     schema: url(', or empty'),
-    doc: 'Where channel quantity changes are POSTed (signed with CHANNEL_WEBHOOK_SECRET); empty: not posted.',
+    doc: "The destination of each connection's `default` channel that has none of its own (docs/channels.md): its changes are POSTed there, signed with CHANNEL_WEBHOOK_SECRET. Empty: none.",
   },
-  CHANNEL_WEBHOOK_SECRET: { schema: z.string(), doc: 'HMAC key for CHANNEL_WEBHOOK_URL posts.', secret: true },
+  CHANNEL_WEBHOOK_SECRET: {
+    schema: whsecList,
+    doc: 'Standard Webhooks secret(s) CHANNEL_WEBHOOK_URL posts are signed with (whsec_ + base64 of 24-64 bytes), several separated by a space while one rotates.',
+    secret: true,
+  },
   ALLOW_CREATE_CURRENCY: { schema: bool, doc: 'Order import may create a missing currency.' },
   STOCK_ADJUSTMENT_REASON: {
     schema: z.enum(['supplier', 'customer', 'damaged', 'shrinkage', 'promotion', 'production']),
@@ -195,7 +218,7 @@ export const settings = {
   CONSOLE_SAMPLE_RETENTION_DAYS: { schema: days, doc: "Days the console's minute samples are kept (its charts reach back 7 days)." },
   JOB_RETENTION_HOURS: {
     schema: z.coerce.number().positive().max(87_600).describe('a number of hours above 0 (fractions allowed)'),
-    doc: 'Hours pg-boss keeps a finished job (completed, failed, cancelled), and a channel-stock job no publisher took, before deleting it; the rows they stood for keep the history.',
+    doc: 'Hours pg-boss keeps a finished job (completed, failed, cancelled) before deleting it; the rows they stood for keep the history.',
   },
   DEAD_LETTER_RETENTION_DAYS: {
     schema: days,
@@ -220,15 +243,7 @@ export const settings = {
     secret: true,
   },
   ALERT_WEBHOOK_SECRET: {
-    schema: z
-      .string()
-      .refine((v) =>
-        v
-          .split(/[\s,]+/)
-          .filter(Boolean)
-          .every((s) => /^whsec_[A-Za-z0-9+/]{32,88}={0,2}$/.test(s)),
-      )
-      .describe('empty, or whsec_ and the base64 of 24 to 64 random bytes (several separated by spaces)'),
+    schema: whsecList,
     doc: 'Standard Webhooks secret(s) ALERT_WEBHOOK_URL posts are signed with (whsec_ + base64 of 24-64 bytes: echo whsec_$(openssl rand -base64 32)); while one rotates, both separated by a space, the new first.',
     secret: true,
   },
@@ -256,7 +271,7 @@ export const settings = {
   },
   ALERT_DESTINATION_FAILURES: {
     schema: int(1, 1_000_000),
-    doc: 'POSTs in a row to a destination (CHANNEL_WEBHOOK_URL) that failed, from which an alert is open.',
+    doc: "POSTs in a row to a destination (a channel's) that failed, from which an alert is open.",
   },
 } as const;
 
@@ -318,6 +333,8 @@ function crossChecks(c: Config): string[] {
     problems.push(
       'ALERT_WEBHOOK_SECRET is empty: alerts to ALERT_WEBHOOK_URL are signed (Standard Webhooks); set a whsec_ secret, or ALERT_WEBHOOK_FORMAT=slack',
     );
+  if (c.CHANNEL_WEBHOOK_URL && !c.CHANNEL_WEBHOOK_SECRET)
+    problems.push('CHANNEL_WEBHOOK_SECRET is empty: POSTs to CHANNEL_WEBHOOK_URL are signed (Standard Webhooks); set a whsec_ secret');
   return problems;
 }
 

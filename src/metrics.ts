@@ -55,6 +55,11 @@ export const metrics = {
   stockReadWait: gauge('commerce_sync_stock_read_wait_seconds', 'Age of the oldest stock read waiting', ['connection']),
   budgetWaiting: gauge('commerce_sync_api_budget_waiting', 'Processes waiting for API budget for webhook-driven reads', ['connection']),
   destinationFailures: gauge('commerce_sync_destination_failures', 'POSTs to a destination that failed in a row', ['destination']),
+  channelDeliveryBehind: gauge(
+    'commerce_sync_channel_delivery_behind',
+    "Changes of a channel after its destination's cursor (0: caught up); paused 1 when paused",
+    ['connection', 'channel', 'paused'],
+  ),
   destinationPosts: counter('commerce_sync_destination_posts_total', 'POSTs to outbound destinations by result', ['destination', 'result']),
 };
 

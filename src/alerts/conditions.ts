@@ -222,21 +222,21 @@ export const starvedStockReads: Check = {
   },
 };
 
-/** A destination we POST to (the channel's CHANNEL_WEBHOOK_URL) that has failed ALERT_DESTINATION_FAILURES POSTs in a row. */
+/** A destination we POST to (a channel's) that has failed ALERT_DESTINATION_FAILURES POSTs in a row. */
 export const destinations: Check = {
   conditions: ['destination'],
   async run({ db, config }) {
     return (await listDestinations(db))
       .filter((d) => d.failures >= config.ALERT_DESTINATION_FAILURES && d.failing_since)
       .map((d) => {
-        const setting = d.name === 'channel' ? 'CHANNEL_WEBHOOK_URL' : `the ${d.name} destination`;
+        const what = d.channel ? `The destination of channel ${d.connection}/${d.channel}` : `The ${d.name} destination`;
         return {
           key: `destination:${d.name}`,
           condition: 'destination',
-          connectionId: null,
+          connectionId: d.connection_id === null ? null : Number(d.connection_id),
           severity: 'critical' as const,
           count: d.failures,
-          message: `The ${d.name} destination (${setting}, host ${d.host}) has failed ${plural(d.failures, 'POST')} in a row since ${new Date(d.failing_since!).toISOString()}, last: ${d.last_error ?? 'failed'}. Changes wait and are retried; check that endpoint (${setting}${d.name === 'channel' ? ', CHANNEL_WEBHOOK_SECRET' : ''}).`,
+          message: `${what} (host ${d.host}) has failed ${plural(d.failures, 'POST')} in a row since ${new Date(d.failing_since!).toISOString()}, last: ${d.last_error ?? 'failed'}. Changes wait and are retried, in order, from the last one it acknowledged (after CHANNEL_DELIVERY_PAUSE_MINUTES it is paused); check that endpoint and its secret (commerce-sync channels destination).`,
         };
       });
   },

@@ -5,6 +5,7 @@ import { openAlertCounts } from '../db/alerts.ts';
 import { liveWaiters } from '../db/budgets.ts';
 import { listConnections } from '../db/connections.ts';
 import { listCursors } from '../db/cursors.ts';
+import { destinationStates } from '../db/channel-destinations.ts';
 import { listDestinations } from '../db/destinations.ts';
 import type { Db } from '../db/index.ts';
 import { oldestPendingOf } from '../db/pending.ts';
@@ -48,4 +49,7 @@ export async function refreshAlertGauges(db: Db): Promise<void> {
   }
   metrics.destinationFailures.reset();
   for (const d of destinations) metrics.destinationFailures.set({ destination: d.name }, d.failures);
+  metrics.channelDeliveryBehind.reset();
+  for (const d of await destinationStates(db))
+    metrics.channelDeliveryBehind.set({ connection: d.connection, channel: d.channel, paused: d.paused_at ? '1' : '0' }, d.behind);
 }

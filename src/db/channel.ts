@@ -13,7 +13,7 @@ import type {
   HoldEnd,
 } from './schema.ts';
 
-/** A recorded change of a channel quantity, as the feed and the channel-stock queue carry it (`at` as ISO text). */
+/** A recorded change of a channel quantity, as the feeds and the channel deliveries carry it (`at` as ISO text). */
 export type ChannelChange = Pick<
   Selectable<ChannelQuantityChangesTable>,
   | 'id'
@@ -580,4 +580,12 @@ export async function channelStockReport(db: Executor, opts: { connection?: stri
     WHERE true ${opts.connection ? sql`AND n.name = ${opts.connection}` : sql``} ${opts.sku ? sql`AND v.sku = ${opts.sku}` : sql``}
     ORDER BY n.name, v.sku NULLS LAST, v.id ${opts.limit ? sql`LIMIT ${opts.limit}` : sql``}`.execute(db)
   ).rows;
+}
+
+/** The newest change id of a channel (0: none yet). */
+export async function lastChangeId(db: Executor, channelId: number): Promise<number> {
+  const r = await sql<{ id: number | null }>`SELECT max(id) AS id FROM channel_quantity_changes WHERE channel_id = ${channelId}`.execute(
+    db,
+  );
+  return Number(r.rows[0]?.id ?? 0);
 }

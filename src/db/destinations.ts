@@ -1,4 +1,4 @@
-// The outbound_destinations store (migration 0120): per destination we POST to (today `channel`, CHANNEL_WEBHOOK_URL),
+// The outbound_destinations store (migration 0120): per destination we POST to (a channel's, `channel:<id>`),
 // the outcome of the latest POST and how many failed in a row. Written after every POST (src/notify/destinations.ts);
 // read by the alerts evaluator, the metrics and the console.
 import { sql, type Selectable } from 'kysely';
@@ -26,6 +26,16 @@ export async function recordDestinationOutcome(
       last_success_at = CASE WHEN ${outcome.ok} THEN now() ELSE d.last_success_at END`.execute(db);
 }
 
-export async function listDestinations(db: Executor): Promise<DestinationRow[]> {
-  return db.selectFrom('outbound_destinations').selectAll().orderBy('name').execute();
+/** Every destination; a channel's (`channel:<id>`) with its channel's and connection's names. */
+export async function listDestinations(
+  db: Executor,
+): Promise<(DestinationRow & { channel: string | null; connection: string | null; connection_id: number | null })[]> {
+  return (
+    await sql<DestinationRow & { channel: string | null; connection: string | null; connection_id: number | null }>`
+      SELECT o.*, ch.name AS channel, n.name AS connection, n.id AS connection_id
+        FROM outbound_destinations o
+        LEFT JOIN channels ch ON o.name = 'channel:' || ch.id
+        LEFT JOIN connections n ON n.id = ch.connection_id
+       ORDER BY o.name`.execute(db)
+  ).rows;
 }

@@ -273,6 +273,8 @@ export interface Database {
   delivery_rejections: DeliveryRejectionsTable;
   outbound_destinations: OutboundDestinationsTable;
   channel_changes_pruned: ChannelChangesPrunedTable;
+  channel_destinations: ChannelDestinationsTable;
+  channel_posts: ChannelPostsTable;
 }
 
 export type Connection = Selectable<ConnectionsTable>;
@@ -506,4 +508,35 @@ export interface OutboundDestinationsTable {
   last_status: number | null;
   last_error: string | null;
   last_success_at: Timestamp | null;
+}
+
+// migrations/0140_channel_destinations.sql (src/jobs/channel-delivery.ts)
+export interface ChannelDestinationsTable {
+  channel_id: number;
+  url: string;
+  /** `whsec_` secrets, current first, space-separated, encrypted (src/api/secrets.ts). */
+  secrets: string;
+  cursor: Default<number>;
+  batch_through: number | null;
+  claimed_until: Date | null;
+  next_attempt_at: Date | null;
+  paused_at: Date | null;
+  paused_reason: string | null;
+  created_at: DefaultTimestamp;
+  updated_at: DefaultTimestamp;
+}
+
+export interface ChannelPostsTable {
+  id: Generated<number>;
+  channel_id: number;
+  webhook_id: string;
+  first_change: number;
+  last_change: number;
+  changes: number;
+  ok: boolean;
+  status: number | null;
+  error: string | null;
+  attempts: number;
+  ms: number;
+  at: DefaultTimestamp;
 }

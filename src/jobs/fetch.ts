@@ -6,8 +6,8 @@ import type { WorkerDeps } from '../runtime.ts';
 import { BATCH, drainPending } from '../sync/drain.ts';
 import { freshnessOf, heldForStock } from '../sync/pacing.ts';
 import type { SyncState } from '../sync/state.ts';
-import { channelRules } from '../stock/channel.ts';
-import { publishChanges } from './channel-stock.ts';
+import { rulesFrom } from '../stock/rules.ts';
+import { announceChanges } from './channel-delivery.ts';
 import { defineJob } from './job.ts';
 
 export interface FetchData {
@@ -83,7 +83,7 @@ async function drain(deps: WorkerDeps, jobId: string, { connectionId, resource }
       db,
       log,
       client,
-      rules: await channelRules(db, config, connectionId),
+      rules: rulesFrom(config),
       jobId,
       clockMarginMs: config.SERVICE_CLOCK_MARGIN_SECONDS * 1000,
     },
@@ -91,7 +91,7 @@ async function drain(deps: WorkerDeps, jobId: string, { connectionId, resource }
   );
   // What a read of up to BATCH ids cost (its lines too): more ids make more reads however long a drain waits.
   sync.pacing.noteCost(connectionId, resource, out.requests / Math.max(1, Math.ceil(out.read / BATCH)));
-  await publishChanges(deps.boss, out.changes);
+  await announceChanges(deps.boss, out.changes);
   for (const p of out.followUps) await requestDrain(deps, p.connectionId, p.resource);
   if (out.more) await requestDrain(deps, connectionId, resource, { backlog: true });
   log.debug(

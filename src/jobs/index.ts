@@ -5,7 +5,7 @@ import type { JobWithMetadata } from 'pg-boss';
 import type { Config } from '../config.ts';
 import type { Boss } from '../queue/boss.ts';
 import type { WorkerDeps } from '../runtime.ts';
-import { channelStockJob } from './channel-stock.ts';
+import { channelDeliveryJob } from './channel-delivery.ts';
 import { deliveriesJob } from './deliveries.ts';
 import { fetchJob } from './fetch.ts';
 import { deadLetterOf, isDeadLetter, liveQueueOf, type Job } from './job.ts';
@@ -15,7 +15,7 @@ import { reconcileJob } from './reconcile.ts';
 
 export { deadLetterOf, isDeadLetter, liveQueueOf };
 
-export const jobs: readonly Job<any>[] = [deliveriesJob, fetchJob, reconcileJob, channelStockJob, pushJob, maintenanceJob];
+export const jobs: readonly Job<any>[] = [deliveriesJob, fetchJob, reconcileJob, channelDeliveryJob, pushJob, maintenanceJob];
 
 /** The job of a queue name (live or dead letter), if it is ours. */
 export function jobOf(queue: string): Job<unknown> | undefined {
@@ -33,7 +33,7 @@ export type QueueRetention = Pick<Config, 'JOB_RETENTION_HOURS' | 'DEAD_LETTER_R
 /**
  * Creates every queue and its dead-letter queue (idempotent; safe from several processes). With `retention`, every
  * queue deletes finished jobs after JOB_RETENTION_HOURS (pg-boss's deleteAfterSeconds, 7 days by default), so does
- * a queue with a retentionSeconds of its own a job nobody took (channel-stock without a publisher), and a dead
+ * a queue with a retentionSeconds of its own a job nobody took, and a dead
  * letter nobody replayed goes after DEAD_LETTER_RETENTION_DAYS (its dead queue's retentionSeconds, 14 days by
  * default, fixed on each letter when it arrives); without, what the queues have stays.
  */
@@ -54,6 +54,19 @@ export async function createQueues(boss: Boss, retention?: QueueRetention): Prom
     if (!existing.has(name)) await boss.createQueue(name, options).catch(ignoreExists);
     else await boss.updateQueue(name, options);
   }
+}
+
+/**
+ * createQueues at most once, on first use, for a process that only sends (the console's routes): a queue must
+ * exist before a job goes on it, and a worker may never have started. A failure is tried again next time.
+ */
+export function queuesOnce(boss: Boss): () => Promise<void> {
+  let ready: Promise<void> | undefined;
+  return () =>
+    (ready ??= createQueues(boss).catch((err) => {
+      ready = undefined;
+      throw err;
+    }));
 }
 
 function ignoreExists(err: Error): void {

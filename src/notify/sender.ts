@@ -10,7 +10,7 @@
 // the signature that vouches for it, anywhere). Network errors, timeouts, 429 and 5xx are retried with backoff
 // (doubling, with jitter) up to `attempts`; any other answer outside 2xx is final. Error texts never hold the URL,
 // which may carry a token (a Slack incoming webhook's path is its secret).
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 
 export interface OutboundMessage {
   url: string;
@@ -59,6 +59,11 @@ export function validSecret(secret: string): boolean {
   if (!/^[A-Za-z0-9+/]+={0,2}$/.test(b64) || b64.length % 4 !== 0) return false;
   const n = Buffer.from(b64, 'base64').length;
   return n >= 24 && n <= 64;
+}
+
+/** A fresh secret: `whsec_` and base64 of 24 random bytes. */
+export function newSecret(): string {
+  return `${SECRET_PREFIX}${randomBytes(24).toString('base64')}`;
 }
 
 /** Secrets listed in one setting, separated by spaces or commas (current first, then those being rotated out). */

@@ -6,7 +6,7 @@
 import type Router from '@koa/router';
 import bodyParser from 'koa-bodyparser';
 import type { PushKind, PushState } from '../db/schema.ts';
-import { createQueues } from '../jobs/index.ts';
+import { queuesOnce } from '../jobs/index.ts';
 import type { Runtime } from '../runtime.ts';
 import { problem } from '../server.ts';
 import { InputError, isKind, kinds } from './input.ts';
@@ -18,12 +18,7 @@ const states: PushState[] = ['queued', 'sent', 'confirmed', 'failed'];
 
 export function mountRoutes(rt: Pick<Runtime, 'config' | 'log' | 'database' | 'boss'>, router: Router): void {
   const { db } = rt.database;
-  let queuesReady: Promise<void> | undefined;
-  const ready = () =>
-    (queuesReady ??= createQueues(rt.boss).catch((err) => {
-      queuesReady = undefined;
-      throw err;
-    }));
+  const ready = queuesOnce(rt.boss);
   const json = bodyParser({ enableTypes: ['json'], jsonLimit: '5mb', strict: true });
 
   router.post('/api/operations/:kind', json, async (ctx) => {

@@ -83,18 +83,6 @@ function canonical(v: unknown): string {
   return JSON.stringify(v ?? null);
 }
 
-/**
- * The settings' rules (CHANNEL_LOCATIONS, CHANNEL_SAFETY_BUFFER): what a connection's first channel, `default`,
- * starts with. Each channel's own rules live in the channels table. (`db` and `connectionId` are no longer used.)
- */
-export async function channelRules(
-  _db: Executor,
-  config: Pick<Config, 'CHANNEL_LOCATIONS' | 'CHANNEL_SAFETY_BUFFER'>,
-  _connectionId: number,
-): Promise<ChannelRules> {
-  return rulesFrom(config);
-}
-
 /** A channel row's rules. */
 export function rulesOf(c: Pick<Channel, 'location_ids' | 'buffer_units' | 'buffer_percent' | 'cap_max_online'>): ChannelRules {
   return {

@@ -18,6 +18,8 @@ import {
   removeOverride,
   setOverride,
 } from './channels.ts';
+import { pauseDestination, removeDestination, resumeDestination, setDestination, viewDestination } from './destinations.ts';
+import { ClientState } from '../api/state.ts';
 import { cancelHold, createHold, HoldConflict, holdInput, presentHold } from './holds.ts';
 import { stockLevelsByConnection } from '../db/mirror-reads.ts';
 import { dec, fmt, withAvailable } from './rules.ts';
@@ -123,7 +125,7 @@ export const commands: CommandModule['commands'] = {
 // ---- commerce-sync channels: channels, their overrides and holds (docs/channels.md)
 
 const VERBS =
-  'list | show NAME | add NAME | change NAME | remove NAME | override set NAME SKU MODE | override remove NAME SKU | holds list [NAME] | holds add NAME ORDER_ID --line SKU=QTY | holds cancel NAME ORDER_ID';
+  'list | show NAME | add NAME | change NAME | remove NAME | override set NAME SKU MODE | override remove NAME SKU | holds list [NAME] | holds add NAME ORDER_ID --line SKU=QTY | holds cancel NAME ORDER_ID | destination show|set|pause|resume|remove NAME';
 
 const text = (v: CommandContext['values'], k: string) => (typeof v[k] === 'string' ? (v[k] as string) : undefined);
 
@@ -346,6 +348,59 @@ async function runChannels(ctx: CommandContext, db: Db): Promise<number> {
       }
       throw new UsageError('channels holds takes list [NAME], add NAME CHANNEL_ORDER_ID --line SKU=QTY, or cancel NAME CHANNEL_ORDER_ID');
     }
+    case 'destination': {
+      const [sub, name] = args;
+      const usage =
+        'channels destination takes show NAME, set NAME --url URL [--secret S] [--from now], pause NAME [--reason R], resume NAME or remove NAME';
+      if (args.length !== 2 || !['show', 'set', 'pause', 'resume', 'remove'].includes(sub!)) throw new UsageError(usage);
+      const ch = await findChannel(db, name!, connection);
+      const id = Number(ch.id);
+      let secret: string | null = null;
+      if (sub === 'set') {
+        const set = await setDestination(db, new ClientState().key(ctx.config), id, {
+          url: text(v, 'url'),
+          ...(text(v, 'secret') ? { secret: text(v, 'secret') } : {}),
+          ...(text(v, 'from') ? { from: text(v, 'from') } : {}),
+        });
+        secret = set.secret;
+      } else if (sub === 'pause' || sub === 'resume' || sub === 'remove') {
+        const done =
+          sub === 'pause'
+            ? await pauseDestination(db, id, text(v, 'reason') ?? 'paused by an operator')
+            : sub === 'resume'
+              ? await resumeDestination(db, id)
+              : await removeDestination(db, id);
+        if (!done) {
+          console.error(`commerce-sync channels: channel ${ch.connection}/${ch.name} has no destination`);
+          return 1;
+        }
+        if (sub === 'remove') {
+          print({ removed: true }, () => ['destination removed']);
+          return 0;
+        }
+      }
+      const view = await viewDestination(db, id);
+      if (!view) {
+        console.error(`commerce-sync channels: channel ${ch.connection}/${ch.name} has no destination`);
+        return 1;
+      }
+      // A worker sends what waits within a minute (the maintenance minute), at once after a change.
+      print({ destination: view, ...(secret ? { secret } : {}) }, () => [
+        `${ch.connection}/${ch.name} -> ${view.host}: ${view.state}${view.behind ? `, ${view.behind} changes behind` : ''}`,
+        ...(view.paused_reason ? [`paused: ${view.paused_reason}`] : []),
+        ...(view.failing_since
+          ? [`failing since ${new Date(view.failing_since).toISOString()}: ${view.failures} POSTs, last ${view.last_error}`]
+          : []),
+        ...(secret ? [`secret (shown once; give it to the endpoint): ${secret}`] : []),
+        ...view.posts
+          .slice(0, 5)
+          .map(
+            (p) =>
+              `  ${new Date(p.at).toISOString()} changes ${p.first_change}-${p.last_change} (${p.changes}) ${p.ok ? 'ok' : `failed: ${p.error}`}`,
+          ),
+      ]);
+      return 0;
+    }
     default:
       throw new UsageError(verb ? `unknown verb "${verb}": ${VERBS}` : `say what to do: ${VERBS}`);
   }
@@ -395,6 +450,22 @@ commands.channels = {
       description: 'holds add: a SKU and quantity to hold; repeatable',
     },
     state: { type: 'string', short: 's', multiple: false, value: 'STATE', description: 'holds list: active (default), ended or all' },
+    url: { type: 'string', short: 'u', multiple: false, value: 'URL', description: 'destination set: where the changes are POSTed' },
+    secret: {
+      type: 'string',
+      short: 'S',
+      multiple: false,
+      value: 'WHSEC',
+      description: 'destination set: whsec_ secret(s), the new first while one rotates (default: one is made and shown once)',
+    },
+    from: {
+      type: 'string',
+      short: 'f',
+      multiple: false,
+      value: 'start|now',
+      description: 'destination set: every quantity (start, default) or changes from now',
+    },
+    reason: { type: 'string', short: 'r', multiple: false, value: 'TEXT', description: 'destination pause: why' },
     limit: sharedOptions.limit('holds list: how many (default 50)'),
     json: sharedOptions.json(),
   },
@@ -405,6 +476,8 @@ commands.channels = {
     '  commerce-sync channels change webshop --buffer-percent 10 --buffer 2 --cap-max-online no',
     '  commerce-sync channels override set marketplace TEA-1 fixed --quantity 10;  override set webshop MUG-2 exclude',
     '  commerce-sync channels holds add webshop 1001 --line TEA-1=2;  holds cancel webshop 1001;  holds list --state all',
+    '  commerce-sync channels destination set webshop --url https://shop.example/stock;  destination show webshop',
+    '  commerce-sync channels destination pause webshop --reason "maintenance";  destination resume webshop',
     'A change of rules recomputes the channel at once (1000 variants a transaction). Exit status: 0 done, 1 refused',
     '(nothing to cancel, the last channel, a name taken), 2 bad input (the message names the value). docs/channels.md.',
   ].join('\n'),

@@ -1,8 +1,6 @@
 // The channel feed: channel quantity changes after a cursor (the change id), oldest first. Ids become
 // visible in order (writers serialise on a lock, see db/channel.ts), so a reader that follows `next` never
 // skips a change; a cursor older than what retention keeps (CHANNEL_CHANGE_RETENTION_DAYS) gets `expired`.
-// Also the signed POST of changes to CHANNEL_WEBHOOK_URL (the channel-stock job: src/jobs/channel-stock.ts).
-import { createHmac } from 'node:crypto';
 import type { Db } from '../db/index.ts';
 import { changesAfter, prunedThrough, type FeedItem } from '../db/channel.ts';
 
@@ -31,24 +29,4 @@ export async function channelFeed(
   if (opts.since < through) return { expired: true, since: opts.since, kept_after: through };
   const list = rows.slice(0, opts.limit).map((r) => ({ ...r, id: Number(r.id), at: new Date(r.at).toISOString() }));
   return { changes: list, next: list.length ? list[list.length - 1]!.id : opts.since, has_more: rows.length > opts.limit };
-}
-
-/** Header carrying the signature of a channel POST: base64 HMAC-SHA256 of the body with CHANNEL_WEBHOOK_SECRET. */
-export const CHANNEL_SIGNATURE_HEADER = 'X-Commerce-Sync-Signature';
-
-export function signChannelBody(body: string, secret: string): string {
-  return createHmac('sha256', secret).update(body, 'utf8').digest('base64');
-}
-
-/** POSTs changes as {"changes": [...]}; throws on a non-2xx answer so the job is retried. */
-export async function postChannelChanges(url: string, secret: string, changes: unknown[], timeoutMs = 10_000): Promise<void> {
-  const body = JSON.stringify({ changes });
-  const res = await fetch(url, {
-    method: 'POST',
-    body,
-    signal: AbortSignal.timeout(timeoutMs),
-    headers: { 'content-type': 'application/json', [CHANNEL_SIGNATURE_HEADER]: signChannelBody(body, secret) },
-  });
-  await res.arrayBuffer().catch(() => undefined);
-  if (res.status < 200 || res.status >= 300) throw new Error(`channel webhook ${url} answered ${res.status}`);
 }

@@ -35,6 +35,10 @@ import {
   removeOverride,
   setOverride,
 } from './channels.ts';
+import { announceChanges } from '../jobs/channel-delivery.ts';
+import { queuesOnce } from '../jobs/index.ts';
+import type { ChannelChange } from './channel.ts';
+import { pauseDestination, removeDestination, resumeDestination, setDestination, viewDestination } from './destinations.ts';
 import { channelFeed, type FeedExpired, type FeedPage } from './feed.ts';
 import { cancelHold, createHold, HoldConflict, holdInput, presentHold } from './holds.ts';
 import { connectionByName } from '../db/connections.ts';
@@ -89,8 +93,14 @@ const body = (ctx: Context) => {
   return b as Record<string, unknown>;
 };
 
-export function mountRoutes(rt: Pick<Runtime, 'database' | 'config'>, router: Router): void {
+export function mountRoutes(rt: Pick<Runtime, 'database' | 'config' | 'boss' | 'clients'>, router: Router): void {
   const { db } = rt.database;
+  // What a route changed goes to the channels' destinations at once (the maintenance minute would catch it too).
+  const ready = queuesOnce(rt.boss);
+  const announce = async (changes: Pick<ChannelChange, 'channel_id'>[]) => {
+    await ready();
+    await announceChanges(rt.boss, changes);
+  };
   const json = bodyParser({ enableTypes: ['json'], jsonLimit: '1mb', strict: true });
   const channel = (ctx: Context): Promise<Channel & { connection: string }> => findChannel(db, ctx.params.name!, query(ctx, 'connection'));
 
@@ -129,6 +139,7 @@ export function mountRoutes(rt: Pick<Runtime, 'database' | 'config'>, router: Ro
     answering(ctx, async () => {
       const ch = await channel(ctx);
       const done = await changeChannel(db, ch, body(ctx));
+      await announce([{ channel_id: Number(ch.id) }]);
       ctx.body = { channel: presentChannel({ ...done.channel, connection: ch.connection }), recomputed: done.recomputed };
     }),
   );
@@ -150,6 +161,7 @@ export function mountRoutes(rt: Pick<Runtime, 'database' | 'config'>, router: Ro
   router.put('/api/channels/:name/overrides/:sku', json, (ctx) =>
     answering(ctx, async () => {
       const set = await setOverride(db, await channel(ctx), ctx.params.sku!, body(ctx));
+      await announce(set.changes);
       ctx.body = { override: set.override, changes: set.changes.length };
     }),
   );
@@ -158,6 +170,7 @@ export function mountRoutes(rt: Pick<Runtime, 'database' | 'config'>, router: Ro
     answering(ctx, async () => {
       const changes = await removeOverride(db, await channel(ctx), ctx.params.sku!);
       if (!changes) return problem(ctx, 404, `channel "${ctx.params.name}" has no override of SKU "${ctx.params.sku}"`);
+      await announce(changes);
       ctx.body = { removed: ctx.params.sku, changes: changes.length };
     }),
   );
@@ -179,6 +192,7 @@ export function mountRoutes(rt: Pick<Runtime, 'database' | 'config'>, router: Ro
       const ch = await channel(ctx);
       const input = parseInput(holdInput, body(ctx));
       const made = await createHold(db, rt.config, { connectionId: ch.connection_id, channel: ch.name, source: 'api', input });
+      await announce(made.changes);
       const [hold] = await listHolds(db, { ids: [Number(made.hold.id)], state: 'all' });
       ctx.status = made.created ? 201 : 200;
       ctx.body = { hold: presentHold(hold!), created: made.created, changes: made.changes.length };
@@ -190,8 +204,51 @@ export function mountRoutes(rt: Pick<Runtime, 'database' | 'config'>, router: Ro
       const ch = await channel(ctx);
       const done = await cancelHold(db, { connectionId: ch.connection_id, channel: ch.name, channelOrderId: ctx.params.order! });
       if (!done) return problem(ctx, 404, `no hold for channel order ${ch.name}/${ctx.params.order}`);
+      await announce(done.changes);
       const [hold] = await listHolds(db, { ids: [Number(done.hold.id)], state: 'all' });
       ctx.body = { hold: presentHold(hold!), ended: done.ended, changes: done.changes.length };
+    }),
+  );
+
+  // A channel's destination: its state and recent POSTs; set (a secret is made and shown once when none is given),
+  // removed, paused, resumed.
+  router.get('/api/channels/:name/destination', (ctx) =>
+    answering(ctx, async () => {
+      const ch = await channel(ctx);
+      const view = await viewDestination(db, Number(ch.id));
+      if (!view) return problem(ctx, 404, `channel ${ch.connection}/${ch.name} has no destination`);
+      ctx.body = { destination: view };
+    }),
+  );
+
+  router.put('/api/channels/:name/destination', json, (ctx) =>
+    answering(ctx, async () => {
+      const ch = await channel(ctx);
+      const set = await setDestination(db, rt.clients.key(rt.config), Number(ch.id), body(ctx));
+      await announce([{ channel_id: Number(ch.id) }]);
+      ctx.body = { destination: set.view, ...(set.secret ? { secret: set.secret } : {}) };
+    }),
+  );
+
+  router.delete('/api/channels/:name/destination', (ctx) =>
+    answering(ctx, async () => {
+      const ch = await channel(ctx);
+      if (!(await removeDestination(db, Number(ch.id)))) return problem(ctx, 404, `channel ${ch.connection}/${ch.name} has no destination`);
+      ctx.body = { removed: true };
+    }),
+  );
+
+  router.post('/api/channels/:name/destination/:action', json, (ctx) =>
+    answering(ctx, async () => {
+      const ch = await channel(ctx);
+      const action = ctx.params.action;
+      if (action !== 'pause' && action !== 'resume') return problem(ctx, 404, 'the actions are pause and resume');
+      const given = (ctx.request.body as { reason?: unknown } | undefined)?.reason;
+      const reason = typeof given === 'string' && given.trim() ? given.trim() : 'paused by an operator';
+      const done = action === 'pause' ? await pauseDestination(db, Number(ch.id), reason) : await resumeDestination(db, Number(ch.id));
+      if (!done) return problem(ctx, 404, `channel ${ch.connection}/${ch.name} has no destination`);
+      if (action === 'resume') await announce([{ channel_id: Number(ch.id) }]);
+      ctx.body = { destination: await viewDestination(db, Number(ch.id)) };
     }),
   );
 

@@ -3,7 +3,7 @@
 // (delivery-driven reads) and the sweeps, so both write the same way.
 import type { Executor } from '../db/index.ts';
 import { metrics } from '../metrics.ts';
-import { recomputeChannel, type Cause, type ChannelChange } from '../stock/channel.ts';
+import { recomputeChannel, settleHolds, type Cause, type ChannelChange } from '../stock/channel.ts';
 import type { ChannelRules } from '../stock/rules.ts';
 import { readsFor, type Read, type ResourceSpec } from '../catalog/index.ts';
 import { markGone, replaceCompositions, upsertChildren, upsertOther, upsertRecords } from '../db/mirror.ts';
@@ -79,6 +79,13 @@ export async function applyRecords(
   }
   if (ctx.followUps) followUps.push(...(await followUpsFor(tx, ctx, spec, records, new Set(res.applied), sideloads)));
   const changes = stockTouched.length ? await recomputeChannel(tx, ctx.rules, ctx.connectionId, stockTouched, ctx.cause) : [];
+  // Stock held for channel orders ends in the write whose read shows the order committed or cancelled (docs/channels.md):
+  // a read of a variant (even one that changed nothing) or of an order.
+  if (spec.name === 'variant' || spec.name === 'order') {
+    const read = records.map((r) => Number(r?.id)).filter(Number.isSafeInteger);
+    const by = spec.name === 'variant' ? { variantIds: read } : { orderIds: read };
+    if (read.length) changes.push(...(await settleHolds(tx, ctx.connectionId, by, ctx.cause)));
+  }
   if (records.length) metrics.recordsFetched.inc({ connection: ctx.connectionName, resource: spec.name }, records.length);
   return { ...res, gone, changes, followUps };
 }

@@ -243,6 +243,8 @@ async function readBatch(deps: DrainDeps, resource: string, batch: Claimed[], ou
       const action = c.reason?.startsWith(`${resource}.`) ? c.reason.slice(resource.length + 1) : undefined;
       if (action) (ctx.events ??= new Map()).set(c.id, action);
     }
+    // What the read shows of held orders dates from the service's clock at the read (src/stock/holds.ts).
+    ctx.cause = { ...ctx.cause, readAsOf: read.asOf };
     await db.transaction().execute(async (tx) => {
       const r = await applyRecords(tx, ctx, spec, records, sideloads, goneIds);
       applied = r.applied.length;

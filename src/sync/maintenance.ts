@@ -8,11 +8,12 @@ import type { MaintenanceTask } from '../jobs/maintenance.ts';
 import { checkAllWebhooks } from '../receiver/subscriptions.ts';
 import type { WorkerDeps } from '../runtime.ts';
 import { applyRulesIfChanged } from '../stock/channel.ts';
-import { publishChanges } from '../jobs/channel-stock.ts';
+import { announceChanges, requestDueDeliveries } from '../jobs/channel-delivery.ts';
 import { logSync } from '../db/synclog.ts';
 import { requestDrain } from '../jobs/fetch.ts';
 import { enforceRetention } from './retention.ts';
-import { pendingLagByConnection, pendingPairs } from '../db/pending.ts';
+import { markPending, pendingLagByConnection, pendingPairs } from '../db/pending.ts';
+import { expireHolds } from '../stock/holds.ts';
 import { syncSchedules } from './schedules.ts';
 
 export async function handleMaintenance(deps: WorkerDeps, task: MaintenanceTask): Promise<void> {
@@ -44,9 +45,26 @@ export async function handleMaintenance(deps: WorkerDeps, task: MaintenanceTask)
       // The service deletes a subscription after 3 days of failed deliveries: recreate what is missing.
       await checkAllWebhooks(deps);
       break;
+    case 'holds': {
+      // Holds past CHANNEL_HOLD_MINUTES end; those whose order is known but whose variants' last reads predate it
+      // get those variants read again (src/stock/holds.ts).
+      const r = await expireHolds(db);
+      await announceChanges(boss, r.changes);
+      for (const [connectionId, ids] of r.toRead) {
+        await markPending(
+          db,
+          ids.map((id) => ({ connectionId, resource: 'variant', id, reason: 'held order committed' })),
+        );
+        await requestDrain(deps, connectionId, 'variant');
+      }
+      if (r.expired) log.info({ expired: r.expired }, 'holds expired');
+      break;
+    }
     case 'pending':
       // Safety net: pending rows whose drain job was lost (a crash between commit and send) get one.
       for (const p of await pendingPairs(db)) await requestDrain(deps, p.connectionId, p.resource);
+      // And channel destinations with changes waiting whose job was lost, or whose retry is due.
+      await requestDueDeliveries(db, boss);
       await updateLag(db);
       break;
   }
@@ -56,7 +74,7 @@ export async function handleMaintenance(deps: WorkerDeps, task: MaintenanceTask)
 export async function applyRules(deps: WorkerDeps): Promise<void> {
   const connections = await listConnections(deps.db, 'active');
   for (const c of connections) {
-    const n = await applyRulesIfChanged(deps.db, deps.config, Number(c.id), (changes) => publishChanges(deps.boss, changes));
+    const n = await applyRulesIfChanged(deps.db, deps.config, Number(c.id), (changes) => announceChanges(deps.boss, changes));
     if (n !== null) deps.log.info({ connection: c.name, changes: n }, 'channel rules applied');
   }
 }

@@ -21,9 +21,9 @@ import { metrics } from '../metrics.ts';
 import type { ReconcileData } from '../jobs/reconcile.ts';
 import type { WorkerDeps } from '../runtime.ts';
 import { logSync } from '../db/synclog.ts';
-import { channelRules, type ChannelChange } from '../stock/channel.ts';
-import { publishChanges } from '../jobs/channel-stock.ts';
-import type { ChannelRules } from '../stock/rules.ts';
+import type { ChannelChange } from '../stock/channel.ts';
+import { rulesFrom, type ChannelRules } from '../stock/rules.ts';
+import { announceChanges } from '../jobs/channel-delivery.ts';
 import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';
 import { upsertChildren, upsertOther } from '../db/mirror.ts';
 import { allBundles, liveIds } from '../db/mirror-reads.ts';
@@ -186,7 +186,8 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
           if (typeof r?.updated_at === 'string' && (!newest || r.updated_at > newest)) newest = r.updated_at;
         }
         await readLines(client, spec, page.records, page.sideloads, { priority: 'reconcile' });
-        const applied = await db.transaction().execute((tx) => applyRecords(tx, ctx, spec, page.records, page.sideloads));
+        const pageCtx = { ...ctx, cause: { ...ctx.cause, readAsOf: page.asOf } };
+        const applied = await db.transaction().execute((tx) => applyRecords(tx, pageCtx, spec, page.records, page.sideloads));
         stat.applied += applied.applied.length;
         if (!initial)
           stat.explained =
@@ -266,7 +267,8 @@ async function sweepGone(
     await readLines(deps.client, spec, read.records, read.sideloads, { priority: 'reconcile' });
     const found = new Set(read.records.map((r: any) => Number(r?.id)));
     const goneIds = ids.filter((id) => !found.has(id));
-    const r = await deps.db.transaction().execute((tx) => applyRecords(tx, ctx, spec, read.records, read.sideloads, goneIds));
+    const readCtx = { ...ctx, cause: { ...ctx.cause, readAsOf: read.asOf } };
+    const r = await deps.db.transaction().execute((tx) => applyRecords(tx, readCtx, spec, read.records, read.sideloads, goneIds));
     out.gone += r.gone.length;
     out.applied += r.applied.length;
     await changed(r.changes);
@@ -383,11 +385,11 @@ export async function runSweep(
       db: deps.db,
       log: deps.log,
       client,
-      rules: await channelRules(deps.db, deps.config, client.connection.id),
+      rules: rulesFrom(deps.config),
       overlapSeconds: deps.config.RECONCILE_OVERLAP_SECONDS,
       clockMarginMs: deps.config.SERVICE_CLOCK_MARGIN_SECONDS * 1000,
       jobId: opts.jobId ?? null,
-      onChanges: (changes) => publishChanges(deps.boss, changes),
+      onChanges: (changes) => announceChanges(deps.boss, changes),
     },
     { full: opts.full, wait: opts.wait },
   );

@@ -5,7 +5,8 @@
 // minute's run goes on where it stopped. pg-boss deletes its own finished jobs and old dead letters itself
 // (how long: src/jobs/index.ts; how often: src/queue/boss.ts). What stays whatever its age, and why: docs/data.md.
 import type { Config } from '../config.ts';
-import { pruneChannelChanges } from '../db/channel.ts';
+import { pruneChannelChanges, pruneHolds } from '../db/channel.ts';
+import { prunePosts } from '../db/channel-destinations.ts';
 import { pruneDeliveries } from '../db/deliveries.ts';
 import type { Db, Executor } from '../db/index.ts';
 import { withRetentionLock } from '../db/locks.ts';
@@ -55,6 +56,9 @@ export function retentionFamilies(c: RetentionSettings): Family[] {
     { name: 'sync_log', seconds: days(c.SYNC_LOG_RETENTION_DAYS), prune: pruneSyncLog },
     { name: 'channel_quantity_changes', seconds: days(c.CHANNEL_CHANGE_RETENTION_DAYS), prune: pruneChannelChanges },
     { name: 'push_operations', seconds: days(c.OPERATION_RETENTION_DAYS), prune: pruneOperations },
+    // An ended hold is history, as its sync-log entries are.
+    { name: 'channel_holds (ended)', seconds: days(c.SYNC_LOG_RETENTION_DAYS), prune: pruneHolds },
+    { name: 'channel_posts', seconds: days(c.SYNC_LOG_RETENTION_DAYS), prune: prunePosts },
     { name: 'console_samples', seconds: days(c.CONSOLE_SAMPLE_RETENTION_DAYS), prune: pruneSamples },
   ];
 }

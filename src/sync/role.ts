@@ -1,5 +1,5 @@
-// The worker role: every job's worker (src/jobs/: deliveries, fetch, reconcile, push, maintenance, and
-// channel-stock when CHANNEL_WEBHOOK_URL is set) on the shared runtime, then the schedules and the channel rules.
+// The worker role: every job's worker (src/jobs/: deliveries, fetch, reconcile, channel-delivery, push,
+// maintenance) on the shared runtime, then the schedules and the channel rules.
 // Several processes share the work through pg-boss.
 import { createQueues, workJobs } from '../jobs/index.ts';
 import type { Runtime } from '../runtime.ts';

@@ -44,6 +44,7 @@ export async function syncSchedules(db: Db, boss: Boss, config: Config): Promise
   const housekeeping: [MaintenanceTask, string][] = [
     ['retention', '* * * * *'],
     ['pending', '* * * * *'],
+    ['holds', '* * * * *'],
     ['schedules', '*/10 * * * *'],
     ['probe-lapsed', '*/5 * * * *'],
     ['webhooks', everyMinutes(config.WEBHOOK_CHECK_MINUTES)],

@@ -5,7 +5,7 @@
 import t from 'tap';
 import { sql } from 'kysely';
 import { sweep } from '../../src/sync/reconcile.ts';
-import { channelRules } from '../../src/stock/channel.ts';
+import { rulesFrom } from '../../src/stock/rules.ts';
 import { startLoop, type Loop } from '../sync/harness.ts';
 
 const sweepNow = async (loop: Loop, full: boolean) =>
@@ -14,7 +14,7 @@ const sweepNow = async (loop: Loop, full: boolean) =>
       db: loop.tdb.db,
       log: loop.logs.log,
       client: loop.client,
-      rules: await channelRules(loop.tdb.db, loop.config, loop.connection.id),
+      rules: rulesFrom(loop.config),
       overlapSeconds: loop.config.RECONCILE_OVERLAP_SECONDS,
       clockMarginMs: loop.config.SERVICE_CLOCK_MARGIN_SECONDS * 1000,
     },

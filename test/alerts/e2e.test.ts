@@ -3,7 +3,7 @@
 // ALERT_WEBHOOK_URL whose every POST is verified with the standardwebhooks package.
 // - A wrong COMMERCE_CLIENT_SECRET: the console, `status` and the alert URL say so within a minute, naming the
 //   setting; once the secret is right the alert resolves.
-// - A lapsed account, and a failing channel destination (CHANNEL_WEBHOOK_URL answering 500, then 200): each opens
+// - A lapsed account, and a failing channel destination (the default channel's, CHANNEL_WEBHOOK_URL, answering 500, then 200): each opens
 //   an alert and resolves it, both seen at the endpoint.
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
@@ -146,26 +146,26 @@ t.test('a failing channel destination (500, then 200) opens an alert and resolve
     config: {
       ...alertSettings(ep.url, secret),
       CHANNEL_WEBHOOK_URL: channelUrl,
-      CHANNEL_WEBHOOK_SECRET: 'channel-key',
+      CHANNEL_WEBHOOK_SECRET: newSecret(),
       ALERT_DESTINATION_FAILURES: 2,
     },
   });
   runAlerts(t, loop);
   const opened = await ep.waitFor(
     'the destination alert',
-    (n) => n.type === 'alert.opened' && n.data.key === 'destination:channel',
+    (n) => n.type === 'alert.opened' && String(n.data.key).startsWith('destination:channel:'),
     120_000,
   );
   t.match(
     opened.data.message,
-    /The channel destination \(CHANNEL_WEBHOOK_URL, host 127\.0\.0\.1:\d+\) has failed \d+ POSTs in a row.*answered 500/,
+    /The destination of channel shop\/default \(host 127\.0\.0\.1:\d+\) has failed \d+ POSTs in a row.*answered 500/,
   );
   t.ok(channelPosts >= 2, `the channel endpoint was tried ${channelPosts} times`);
 
   channelStatus = 200;
   const resolved = await ep.waitFor(
     'the destination alert resolved',
-    (n) => n.type === 'alert.resolved' && n.data.key === 'destination:channel',
+    (n) => n.type === 'alert.resolved' && String(n.data.key).startsWith('destination:channel:'),
     120_000,
   );
   t.equal(resolved.data.state, 'resolved');

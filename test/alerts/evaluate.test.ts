@@ -57,8 +57,11 @@ t.test('every condition opens an alert naming what to do, and resolves by itself
   await sql`INSERT INTO api_budgets (connection_id, request_limit, remaining, reset_at, reset_known) VALUES (${shop}, 300, 2, now() + interval '4 minutes', true)`.execute(
     db,
   );
+  const webshop = (
+    await sql<{ id: number }>`INSERT INTO channels (connection_id, name) VALUES (${shop}, 'webshop') RETURNING id`.execute(db)
+  ).rows[0]!.id;
   for (let i = 0; i < 3; i++)
-    await recordDestinationOutcome(db, 'channel', 'shop.example:8443', { ok: false, status: 500, error: 'answered 500' });
+    await recordDestinationOutcome(db, `channel:${webshop}`, 'shop.example:8443', { ok: false, status: 500, error: 'answered 500' });
 
   const first = await evaluateAlerts({ db, config, log });
   t.ok(first, 'evaluated');
@@ -66,7 +69,15 @@ t.test('every condition opens an alert naming what to do, and resolves by itself
   const open = new Map((await openAlerts(db)).map((a) => [a.key, a]));
   t.same(
     [...open.keys()].sort(),
-    ['budget:shop', 'dead-letters:fetch-dead', 'destination:channel', 'drift:shop', 'lapsed:other', 'signature:shop', 'webhooks:shop'],
+    [
+      'budget:shop',
+      'dead-letters:fetch-dead',
+      `destination:channel:${webshop}`,
+      'drift:shop',
+      'lapsed:other',
+      'signature:shop',
+      'webhooks:shop',
+    ],
     'one alert per condition and subject',
   );
   const msg = (k: string) => open.get(k)!.message;
@@ -81,7 +92,10 @@ t.test('every condition opens an alert naming what to do, and resolves by itself
     new RegExp(`deleted 1 subscription.*PUBLIC_URL.*refuses to subscribe shop to ${specEvent.replace('.', '\\.')}`),
   );
   t.match(msg('budget:shop'), /Stock reads of shop have waited \d+ s for API budget \(2 of 300 requests left/);
-  t.match(msg('destination:channel'), /CHANNEL_WEBHOOK_URL, host shop\.example:8443\) has failed 3 POSTs in a row.*answered 500/);
+  t.match(
+    msg(`destination:channel:${webshop}`),
+    /destination of channel shop\/webshop \(host shop\.example:8443\) has failed 3 POSTs in a row.*answered 500/,
+  );
   t.notMatch([...open.values()].map((a) => a.message).join(' '), new RegExp(secret.slice(6, 20)), 'no secret in any message');
 
   // Evaluating again changes nothing: still one alert per key.
@@ -108,7 +122,7 @@ t.test('every condition opens an alert naming what to do, and resolves by itself
   await sql`DELETE FROM webhook_refusals`.execute(db);
   await sql`DELETE FROM sync_log WHERE action = 'webhooks.repaired'`.execute(db);
   await sql`DELETE FROM pending_fetches`.execute(db);
-  await recordDestinationOutcome(db, 'channel', 'shop.example:8443', { ok: true, status: 200, error: null });
+  await recordDestinationOutcome(db, `channel:${webshop}`, 'shop.example:8443', { ok: true, status: 200, error: null });
   const resolved = await evaluateAlerts({ db, config, log });
   t.same(resolved!.resolved.sort(), [...open.keys()].sort(), 'every alert resolved');
   t.equal((await openAlerts(db)).length, 0);

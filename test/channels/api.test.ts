@@ -5,18 +5,17 @@ import { testDatabase } from '../support/db.ts';
 import { testConfig } from '../support/config.ts';
 import { captureLogger } from '../support/log.ts';
 import { addConnection } from '../sync/helpers.ts';
-import { createApp, listen } from '../../src/server.ts';
 import { mountRoutes } from '../../src/stock/routes.ts';
-import type { Runtime } from '../../src/runtime.ts';
+import { testRuntime } from '../support/runtime.ts';
 import { mirror, variant } from './helpers.ts';
 
 async function api(t: { teardown(fn: () => unknown): void }) {
-  const { db, pool } = await testDatabase(t);
-  const { app, router } = createApp(pool, captureLogger('silent').log);
-  mountRoutes({ database: { db }, config: testConfig({ SERVICE_CLOCK_MARGIN_SECONDS: 2 }) } as unknown as Runtime, router);
-  const server = await listen(app, 0, '127.0.0.1');
-  t.teardown(() => server.close());
-  const base = `http://127.0.0.1:${server.port}`;
+  const tdb = await testDatabase(t);
+  const { db } = tdb;
+  const rt = await testRuntime(t, tdb, testConfig({ SERVICE_CLOCK_MARGIN_SECONDS: 2 }), captureLogger('silent').log);
+  mountRoutes(rt, rt.router);
+  await rt.listen(0);
+  const base = rt.publicUrl;
   const call = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(`${base}${path}`, {
       method,

@@ -116,3 +116,26 @@ t.test('channels: list, add, change, overrides and holds; --json; exit 2 naming 
   t.match(await run('remove', 'default'), { code: 1, err: /only channel/ });
   t.match(await run('list'), { code: 0, out: /CONNECTION\s+CHANNEL\s+LOCATIONS[\s\S]*shop\s+default\s+all\s+0\s+yes/ });
 });
+
+t.test(
+  'channels destination: set (a secret made and shown once), show, pause, resume, remove; exit 2 for a bad URL or secret',
+  async (t) => {
+    const { db, url } = await testDatabase(t);
+    const c = await addConnection(db);
+    await mirror(db, c.id, [variant(1, { 1: ['10'] })]);
+    const run = cli(url);
+    t.match(await run('destination', 'set', 'default', '--url', 'ftp://x'), { code: 2, err: /url: an http\(s\) URL/ });
+    t.match(await run('destination', 'set', 'default', '--url', 'http://127.0.0.1:9/stock', '--secret', 'hunter2'), {
+      code: 2,
+      err: /secret: whsec_/,
+    });
+    t.match(await run('destination', 'show', 'default'), { code: 1, err: /has no destination/ });
+    const set = JSON.parse((await run('destination', 'set', 'default', '--url', 'http://127.0.0.1:9/stock', '--json')).out);
+    t.match(set, { secret: /^whsec_[A-Za-z0-9+/]{32}$/, destination: { host: '127.0.0.1:9', state: 'behind', behind: 1, cursor: 0 } });
+    t.notMatch((await run('destination', 'show', 'default')).out, /whsec_/, 'the secret is shown once only');
+    t.match(await run('destination', 'pause', 'default', '--reason', 'shop closed'), { code: 0, out: /paused: shop closed/ });
+    t.match(await run('destination', 'resume', 'default'), { code: 0, out: /127\.0\.0\.1:9: behind, 1 changes behind/ });
+    t.match(await run('destination', 'remove', 'default'), { code: 0, out: /destination removed/ });
+    t.match(await run('destination', 'frob', 'default'), { code: 2, err: /channels destination takes show NAME/ });
+  },
+);

@@ -117,10 +117,13 @@ if (chromiumMissing) {
     });
 
     await t.test('the record page shows stock per location, channel quantity and the history with causes', async (t) => {
-      await sql`INSERT INTO channel_quantities (connection_id, variant_id, sku, status, quantity, tracked, backorderable, stock)
-                VALUES (${shop}, 42, 'TEE-42', 'active', '8.5', true, false, '{}')`.execute(db);
-      await sql`INSERT INTO channel_quantity_changes (connection_id, variant_id, sku, before_quantity, quantity, tracked, backorderable, cause, delivery_id)
-                VALUES (${shop}, 42, 'TEE-42', '9.5', '8.5', true, false, 'delivery', 'dlv-77')`.execute(db);
+      const channel = (
+        await sql<{ id: number }>`INSERT INTO channels (connection_id, name) VALUES (${shop}, 'default') RETURNING id`.execute(db)
+      ).rows[0]!.id;
+      await sql`INSERT INTO channel_quantities (connection_id, channel_id, variant_id, sku, status, quantity, tracked, backorderable, stock)
+                VALUES (${shop}, ${channel}, 42, 'TEE-42', 'active', '8.5', true, false, '{}')`.execute(db);
+      await sql`INSERT INTO channel_quantity_changes (connection_id, channel_id, variant_id, sku, before_quantity, quantity, tracked, backorderable, cause, delivery_id)
+                VALUES (${shop}, ${channel}, 42, 'TEE-42', '9.5', '8.5', true, false, 'delivery', 'dlv-77')`.execute(db);
       await page.goto(`${base}/variants`);
       await page.getByLabel('SKU or name').fill('TEE-42');
       await page.getByRole('button', { name: 'Show', exact: true }).click();

@@ -68,6 +68,7 @@ t.test('mount: schedules per active connection, a queued sweep runs, a failing d
     'two sweeps per active connection; none for the lapsed one',
   );
   t.same((await boss.getSchedules(maintenanceJob.name)).map((s) => s.key).sort(), [
+    'holds',
     'pending',
     'probe-lapsed',
     'retention',

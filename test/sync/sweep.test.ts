@@ -9,7 +9,7 @@ import { canon } from '../support/mirror.ts';
 import { LIST_ORDERS } from '@commerce-sync/sandbox';
 import { runSweep, sweep } from '../../src/sync/reconcile.ts';
 import type { Reader } from '../../src/sync/reader.ts';
-import { channelRules } from '../../src/stock/channel.ts';
+import { rulesFrom } from '../../src/stock/rules.ts';
 import { captureLogger } from '../support/log.ts';
 import { resources } from '../../src/sync/resources.ts';
 
@@ -258,7 +258,7 @@ for (const listOrder of LIST_ORDERS)
         }
       },
     };
-    const rules = await channelRules(loop.tdb.db, loop.config, loop.connection.id);
+    const rules = rulesFrom(loop.config);
     const logs = captureLogger('info');
     const swept = await sweep({ db: loop.tdb.db, log: logs.log, client: busy, rules, overlapSeconds: 0 }, { full: true, wait: true });
     t.ok(deleted.length >= 6, `customers deleted while the sweep paged: ${deleted.length}`);

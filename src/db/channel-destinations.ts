@@ -1,0 +1,178 @@
+// The channel destinations store (migration 0140): every statement on channel_destinations (where a channel's
+// changes are POSTed, how far it has acknowledged, the sender's lease, pauses) and channel_posts (its recent POSTs).
+// What is sent and when: src/jobs/channel-delivery.ts.
+import { sql, type Selectable } from 'kysely';
+import type { Executor } from './index.ts';
+import type { ChannelDestinationsTable, ChannelPostsTable } from './schema.ts';
+
+export type ChannelDestination = Selectable<ChannelDestinationsTable>;
+export type ChannelPost = Selectable<ChannelPostsTable>;
+
+/** A destination with what the console, `status` and the metrics say of it. */
+export interface DestinationState {
+  channel_id: number;
+  channel: string;
+  connection_id: number;
+  connection: string;
+  url: string;
+  cursor: number;
+  /** Changes of the channel after the cursor: 0 is caught up. */
+  behind: number;
+  paused_at: Date | null;
+  paused_reason: string | null;
+  next_attempt_at: Date | null;
+  /** From outbound_destinations (`channel:<id>`): failing since, POSTs failed in a row, the last answer. */
+  failing_since: Date | null;
+  failures: number;
+  last_status: number | null;
+  last_error: string | null;
+  last_success_at: Date | null;
+}
+
+/** The outbound_destinations name of a channel's destination (the `destination` alert reads it). */
+export const destinationName = (channelId: number) => `channel:${channelId}`;
+
+/** Sets (or replaces) a channel's destination; the cursor stays where it was, or starts at `startAfter`. */
+export async function saveDestination(
+  db: Executor,
+  channelId: number,
+  d: { url: string; secrets: string; startAfter: number },
+): Promise<ChannelDestination> {
+  return db
+    .insertInto('channel_destinations')
+    .values({ channel_id: channelId, url: d.url, secrets: d.secrets, cursor: d.startAfter })
+    .onConflict((oc) => oc.column('channel_id').doUpdateSet({ url: d.url, secrets: d.secrets, updated_at: sql`now()` }))
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function removeDestination(db: Executor, channelId: number): Promise<boolean> {
+  const r = await db.deleteFrom('channel_destinations').where('channel_id', '=', channelId).executeTakeFirst();
+  await sql`DELETE FROM outbound_destinations WHERE name = ${destinationName(channelId)}`.execute(db);
+  return Number(r.numDeletedRows) > 0;
+}
+
+export async function destinationOf(db: Executor, channelId: number): Promise<ChannelDestination | undefined> {
+  return db.selectFrom('channel_destinations').selectAll().where('channel_id', '=', channelId).executeTakeFirst();
+}
+
+/**
+ * Takes the sender's lease of a channel for `seconds`: only when no other sender holds it, the destination is not
+ * paused and no retry is scheduled later. Undefined when any of those says no.
+ */
+export async function claimDestination(db: Executor, channelId: number, seconds: number): Promise<ChannelDestination | undefined> {
+  return (
+    await sql<ChannelDestination>`
+      UPDATE channel_destinations SET claimed_until = now() + make_interval(secs => ${seconds})
+       WHERE channel_id = ${channelId} AND paused_at IS NULL
+         AND (claimed_until IS NULL OR claimed_until < now())
+         AND (next_attempt_at IS NULL OR next_attempt_at <= now())
+      RETURNING *`.execute(db)
+  ).rows[0];
+}
+
+export async function renewLease(db: Executor, channelId: number, seconds: number): Promise<void> {
+  await sql`UPDATE channel_destinations SET claimed_until = now() + make_interval(secs => ${seconds}) WHERE channel_id = ${channelId}`.execute(
+    db,
+  );
+}
+
+/** Whether the channel has changes after its destination's cursor that may be sent now (not paused, not deferred). */
+export async function hasWaiting(db: Executor, channelId: number): Promise<boolean> {
+  return (await destinationsDue(db, channelId)).length > 0;
+}
+
+export async function releaseDestination(db: Executor, channelId: number): Promise<void> {
+  await db.updateTable('channel_destinations').set({ claimed_until: null }).where('channel_id', '=', channelId).execute();
+}
+
+/** The POST in flight covers the changes up to `through`: a retry sends the same ones. */
+export async function setBatch(db: Executor, channelId: number, through: number): Promise<void> {
+  await db.updateTable('channel_destinations').set({ batch_through: through }).where('channel_id', '=', channelId).execute();
+}
+
+/** The destination acknowledged every change up to `through`. */
+export async function advanceCursor(db: Executor, channelId: number, through: number): Promise<void> {
+  await db
+    .updateTable('channel_destinations')
+    .set({ cursor: through, batch_through: null, next_attempt_at: null, updated_at: sql`now()` })
+    .where('channel_id', '=', channelId)
+    .where('cursor', '<', through)
+    .execute();
+}
+
+/** A failed POST: the next attempt waits `retryInMs`; with `pause`, the destination is paused for that reason. */
+export async function deferDestination(db: Executor, channelId: number, retryInMs: number, pause: string | null): Promise<void> {
+  await sql`UPDATE channel_destinations SET next_attempt_at = now() + make_interval(secs => ${retryInMs / 1000}),
+      paused_at = CASE WHEN ${pause}::text IS NULL THEN paused_at ELSE now() END,
+      paused_reason = coalesce(${pause}::text, paused_reason), updated_at = now()
+    WHERE channel_id = ${channelId}`.execute(db);
+}
+
+export async function pauseDestination(db: Executor, channelId: number, reason: string): Promise<boolean> {
+  const r = await db
+    .updateTable('channel_destinations')
+    .set({ paused_at: sql`now()`, paused_reason: reason, updated_at: sql`now()` })
+    .where('channel_id', '=', channelId)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+/** Resumes a paused destination at once (its failures are forgotten: the next POST is tried now). */
+export async function resumeDestination(db: Executor, channelId: number): Promise<boolean> {
+  const r = await db
+    .updateTable('channel_destinations')
+    .set({ paused_at: null, paused_reason: null, next_attempt_at: null, updated_at: sql`now()` })
+    .where('channel_id', '=', channelId)
+    .executeTakeFirst();
+  await sql`UPDATE outbound_destinations SET failures = 0, failing_since = NULL WHERE name = ${destinationName(channelId)}`.execute(db);
+  return Number(r.numUpdatedRows) > 0;
+}
+
+export async function recordPost(db: Executor, post: Omit<ChannelPost, 'id' | 'at'>): Promise<void> {
+  await db.insertInto('channel_posts').values(post).execute();
+}
+
+export async function recentPosts(db: Executor, channelId: number, limit = 20): Promise<ChannelPost[]> {
+  return db.selectFrom('channel_posts').selectAll().where('channel_id', '=', channelId).orderBy('id', 'desc').limit(limit).execute();
+}
+
+/** Retention: at most `limit` POST records older than `olderThanSeconds`; returns how many went. */
+export async function prunePosts(db: Executor, olderThanSeconds: number, limit: number): Promise<number> {
+  const r = await sql`DELETE FROM channel_posts WHERE id = ANY(ARRAY(
+    SELECT id FROM channel_posts WHERE at < now() - make_interval(secs => ${olderThanSeconds}) ORDER BY id LIMIT ${limit}))`.execute(db);
+  return Number(r.numAffectedRows ?? 0);
+}
+
+/** Every destination (or a connection's, or one channel's) with how far behind it is and how its POSTs went. */
+export async function destinationStates(
+  db: Executor,
+  opts: { connectionId?: number; channelId?: number } = {},
+): Promise<DestinationState[]> {
+  return (
+    await sql<DestinationState>`
+      SELECT d.channel_id, ch.name AS channel, ch.connection_id, n.name AS connection, d.url, d.cursor,
+             (SELECT count(*)::int FROM channel_quantity_changes c WHERE c.channel_id = d.channel_id AND c.id > d.cursor) AS behind,
+             d.paused_at, d.paused_reason, d.next_attempt_at,
+             o.failing_since, coalesce(o.failures, 0) AS failures, o.last_status, o.last_error, o.last_success_at
+        FROM channel_destinations d
+        JOIN channels ch ON ch.id = d.channel_id
+        JOIN connections n ON n.id = ch.connection_id
+        LEFT JOIN outbound_destinations o ON o.name = 'channel:' || d.channel_id
+       WHERE (${opts.connectionId ?? null}::bigint IS NULL OR ch.connection_id = ${opts.connectionId ?? null})
+         AND (${opts.channelId ?? null}::bigint IS NULL OR d.channel_id = ${opts.channelId ?? null})
+       ORDER BY n.name, ch.name`.execute(db)
+  ).rows.map((r) => ({ ...r, channel_id: Number(r.channel_id), connection_id: Number(r.connection_id), cursor: Number(r.cursor) }));
+}
+
+/** Channels whose destination has changes after its cursor and may be sent to now (the maintenance safety net). */
+export async function destinationsDue(db: Executor, channelId?: number): Promise<number[]> {
+  return (
+    await sql<{ channel_id: number }>`
+      SELECT d.channel_id FROM channel_destinations d
+       WHERE (${channelId ?? null}::bigint IS NULL OR d.channel_id = ${channelId ?? null})
+         AND d.paused_at IS NULL AND (d.claimed_until IS NULL OR d.claimed_until < now())
+         AND (d.next_attempt_at IS NULL OR d.next_attempt_at <= now())
+         AND EXISTS (SELECT 1 FROM channel_quantity_changes c WHERE c.channel_id = d.channel_id AND c.id > d.cursor)`.execute(db)
+  ).rows.map((r) => Number(r.channel_id));
+}

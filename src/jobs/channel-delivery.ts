@@ -1,0 +1,216 @@
+// channel-delivery: POSTs a channel's quantity changes to its destination, as webhook senders make them now. Driven
+// by a cursor over the channel's changes (channel_quantity_changes, in id order), not by a job per change: a job
+// names only the channel, and whichever worker holds the channel's lease sends everything after the cursor, up to
+// CHANNEL_DELIVERY_BATCH changes a POST, one POST at a time, so a quantity is never overtaken by an older one. Each
+// POST is signed per Standard Webhooks (src/notify/sender.ts; `whsec_` secrets, several while one rotates); its
+// webhook-id names the channel and the range of changes, so a retry of the same range carries the same id. A POST
+// that fails leaves the cursor where it was and is retried with backoff; a destination failing for
+// CHANNEL_DELIVERY_PAUSE_MINUTES in a row is paused with the reason, and resumed (console, CLI, API) loses nothing.
+import { decryptToken, encryptToken } from '../api/secrets.ts';
+import { changesAfter, channelById, type FeedItem } from '../db/channel.ts';
+import {
+  advanceCursor,
+  claimDestination,
+  deferDestination,
+  destinationName,
+  destinationOf,
+  destinationsDue,
+  hasWaiting,
+  releaseDestination,
+  renewLease,
+  saveDestination,
+  recordPost,
+  setBatch,
+  type ChannelDestination,
+} from '../db/channel-destinations.ts';
+import { recordDestinationOutcome } from '../db/destinations.ts';
+import type { Db } from '../db/index.ts';
+import { metrics } from '../metrics.ts';
+import { hostOf, parseSecrets, sendWebhook } from '../notify/sender.ts';
+import type { Boss } from '../queue/boss.ts';
+import type { WorkerDeps } from '../runtime.ts';
+import type { ChannelChange } from '../stock/channel.ts';
+import { defineJob } from './job.ts';
+
+export interface ChannelDeliveryData {
+  channelId: number;
+}
+
+/** How long a sender holds a channel: longer than a POST's timeout, renewed with every POST. */
+const LEASE_SECONDS = 60;
+/** A job sends for at most this long, then hands on (a backlog does not hold a worker slot for ever). */
+const TURN_MS = 20_000;
+const POST_TIMEOUT_MS = 10_000;
+
+export const channelDeliveryJob = defineJob<ChannelDeliveryData>({
+  name: 'channel-delivery',
+  policy: { retryLimit: 5, retryDelay: 5, retryBackoff: true, expireInSeconds: 300 },
+  work: () => ({ batchSize: 1, localConcurrency: 2, pollingIntervalSeconds: 0.5 }),
+  async handle(deps, [job]) {
+    await deliverChannel(deps, job!.data.channelId);
+  },
+});
+
+/**
+ * Asks for a delivery of the channel's changes: debounced per channel, at most one job a second plus one for the
+ * next second, so a burst of changes makes one job and a change made while a sender runs is always followed by one.
+ */
+export async function requestDelivery(boss: Boss, channelId: number, startAfterSeconds = 0): Promise<void> {
+  // A retry at a time of its own: pg-boss's debounce picks the start itself (a retry folded into it ran at once,
+  // found the destination waiting, and was gone). A spare job finds the lease taken or nothing due, and ends.
+  if (startAfterSeconds > 0) await channelDeliveryJob.send(boss, { channelId }, { startAfter: Math.ceil(startAfterSeconds) });
+  else await boss.sendDebounced(channelDeliveryJob.name, { channelId } satisfies ChannelDeliveryData, {}, 1, `channel:${channelId}`);
+}
+
+/** After changes committed: one request per channel they touched (a channel without a destination ignores it). */
+export async function announceChanges(boss: Boss, changes: Pick<ChannelChange, 'channel_id'>[]): Promise<void> {
+  for (const id of new Set(changes.map((c) => Number(c.channel_id)))) await requestDelivery(boss, id);
+}
+
+/** The maintenance minute's safety net: every destination with changes waiting and nothing in the way gets a job. */
+export async function requestDueDeliveries(db: Db, boss: Boss): Promise<number> {
+  const due = await destinationsDue(db);
+  for (const id of due) await requestDelivery(boss, id);
+  return due.length;
+}
+
+/**
+ * CHANNEL_WEBHOOK_URL (with CHANNEL_WEBHOOK_SECRET) is the destination of a `default` channel that has none of its
+ * own: set at its first delivery, from the first change kept. True when it was set now.
+ */
+export async function adoptWebhookSetting(deps: Pick<WorkerDeps, 'db' | 'config' | 'clients'>, channelId: number): Promise<boolean> {
+  const { db, config } = deps;
+  if (!config.CHANNEL_WEBHOOK_URL) return false;
+  const channel = await channelById(db, channelId);
+  if (channel?.name !== 'default' || (await destinationOf(db, channelId))) return false;
+  const secrets = encryptToken(deps.clients.key(config), config.CHANNEL_WEBHOOK_SECRET);
+  await saveDestination(db, channelId, { url: config.CHANNEL_WEBHOOK_URL, secrets, startAfter: 0 });
+  return true;
+}
+
+/** The body of one POST: Standard Webhooks' {type, timestamp, data}. */
+export function deliveryBody(channel: { connection: string; channel: string }, changes: FeedItem[], through: number): string {
+  return JSON.stringify({
+    type: 'channel.stock.changed',
+    timestamp: new Date().toISOString(),
+    data: {
+      connection: channel.connection,
+      channel: channel.channel,
+      // What the receiver acknowledges by answering 2xx: every change of the channel up to this id.
+      cursor: through,
+      changes: changes.map((c) => ({
+        id: Number(c.id),
+        variant_id: Number(c.variant_id),
+        sku: c.sku,
+        quantity: c.quantity,
+        tracked: c.tracked,
+        backorderable: c.backorderable,
+        listed: c.listed,
+        at: c.at,
+      })),
+    },
+  });
+}
+
+/** The latest change per variant of a range, in id order: a POST carries each variant once, at its newest. */
+export function newestPerVariant(changes: FeedItem[]): FeedItem[] {
+  const last = new Map<number, FeedItem>();
+  for (const c of changes) last.set(Number(c.variant_id), c);
+  return [...last.values()].sort((a, b) => Number(a.id) - Number(b.id));
+}
+
+/** Backoff after `failures` POSTs failed in a row: 5 s doubling, at most 5 minutes, with jitter. */
+export function retryDelayMs(failures: number): number {
+  const base = Math.min(300_000, 5000 * 2 ** Math.max(0, failures - 1));
+  return Math.round(base * (0.8 + Math.random() * 0.4));
+}
+
+async function deliverChannel(deps: WorkerDeps, channelId: number): Promise<void> {
+  const { db, config } = deps;
+  if (await adoptWebhookSetting(deps, channelId))
+    deps.log.info({ channelId }, 'CHANNEL_WEBHOOK_URL is the destination of this default channel');
+  const dest = await claimDestination(db, channelId, LEASE_SECONDS);
+  if (!dest) return; // no destination, paused, waiting for its retry, or another sender has it
+  const started = Date.now();
+  try {
+    const secrets = parseSecrets(decryptToken(deps.clients.key(config), dest.secrets));
+    let cursor = Number(dest.cursor);
+    let batchThrough = dest.batch_through === null ? null : Number(dest.batch_through);
+    while (Date.now() - started < TURN_MS) {
+      const sent = await postNext(deps, dest, secrets, cursor, batchThrough);
+      if (sent === 'failed') return; // its retry is scheduled
+      if (sent === 'none') break;
+      cursor = sent;
+      batchThrough = null;
+      await renewLease(db, channelId, LEASE_SECONDS);
+    }
+  } finally {
+    await releaseDestination(db, channelId);
+  }
+  // The turn ended with changes left, or a change committed while this sender ran found the lease taken.
+  if (await hasWaiting(db, channelId)) await requestDelivery(deps.boss, channelId);
+}
+
+/**
+ * Sends the next POST: the range in flight (`batchThrough`, a retry) or the next CHANNEL_DELIVERY_BATCH changes.
+ * Answers the new cursor, 'none' when caught up, 'failed' when the POST failed (the retry is scheduled).
+ */
+async function postNext(
+  deps: WorkerDeps,
+  dest: ChannelDestination,
+  secrets: string[],
+  cursor: number,
+  batchThrough: number | null,
+): Promise<number | 'none' | 'failed'> {
+  const { db, config, log } = deps;
+  const channelId = Number(dest.channel_id);
+  const limit = config.CHANNEL_DELIVERY_BATCH;
+  const read = await changesAfter(db, { since: cursor, limit: batchThrough === null ? limit : Number.MAX_SAFE_INTEGER, channelId });
+  const range = (batchThrough === null ? read.slice(0, limit) : read.filter((c) => Number(c.id) <= batchThrough)) as FeedItem[];
+  if (!range.length) return 'none';
+  const through = Number(range[range.length - 1]!.id);
+  if (batchThrough === null) await setBatch(db, channelId, through);
+  const changes = newestPerVariant(range);
+  const id = `chd_${channelId}_${cursor}_${through}`;
+  const started = Date.now();
+  const outcome = await sendWebhook(
+    { url: dest.url, id, body: deliveryBody({ connection: range[0]!.connection, channel: range[0]!.channel }, changes, through), secrets },
+    { attempts: 1, timeoutMs: POST_TIMEOUT_MS },
+  );
+  const name = destinationName(channelId);
+  await recordPost(db, {
+    channel_id: channelId,
+    webhook_id: id,
+    first_change: Number(range[0]!.id),
+    last_change: through,
+    changes: changes.length,
+    ok: outcome.ok,
+    status: outcome.status,
+    error: outcome.error,
+    attempts: outcome.attempts,
+    ms: Date.now() - started,
+  });
+  await recordDestinationOutcome(db, name, hostOf(dest.url), outcome);
+  metrics.destinationPosts.inc({ destination: name, result: outcome.ok ? 'ok' : 'failed' });
+  if (outcome.ok) {
+    await advanceCursor(db, channelId, through);
+    return through;
+  }
+  const state = await db
+    .selectFrom('outbound_destinations')
+    .select(['failures', 'failing_since'])
+    .where('name', '=', name)
+    .executeTakeFirst();
+  const failures = state?.failures ?? 1;
+  const failingFor = state?.failing_since ? Date.now() - new Date(state.failing_since).getTime() : 0;
+  const pause =
+    config.CHANNEL_DELIVERY_PAUSE_MINUTES > 0 && failingFor >= config.CHANNEL_DELIVERY_PAUSE_MINUTES * 60_000
+      ? `failing since ${new Date(state!.failing_since!).toISOString()} (${failures} POSTs in a row, last: ${outcome.error}); resume it once the endpoint answers`
+      : null;
+  const delay = retryDelayMs(failures);
+  await deferDestination(db, channelId, delay, pause);
+  if (pause) log.warn({ channelId, host: hostOf(dest.url), reason: pause }, 'channel destination paused');
+  else await requestDelivery(deps.boss, channelId, delay / 1000);
+  log.warn({ channelId, host: hostOf(dest.url), error: outcome.error, retryInMs: delay }, 'channel delivery failed; it is retried');
+  return 'failed';
+}

@@ -1,0 +1,65 @@
+// A channel's destination as an operator manages it (JSON API, CLI, console): set it (URL and `whsec_` secrets,
+// from the first change kept or from now), show it (caught up or behind by N, failing since, last answer, recent
+// POSTs), pause and resume it, remove it. The sender: src/jobs/channel-delivery.ts; the rows: src/db/channel-destinations.ts.
+import { z } from 'zod';
+import { encryptToken } from '../api/secrets.ts';
+import { lastChangeId } from '../db/channel.ts';
+import {
+  destinationStates,
+  pauseDestination,
+  recentPosts,
+  removeDestination,
+  resumeDestination,
+  saveDestination,
+  type ChannelPost,
+  type DestinationState,
+} from '../db/channel-destinations.ts';
+import type { Db } from '../db/index.ts';
+import { hostOf, newSecret, parseSecrets, validSecret } from '../notify/sender.ts';
+import { ChannelInputError } from './channels.ts';
+
+export const destinationInput = z.object({
+  url: z.string().refine((u) => URL.canParse(u) && /^https?:$/.test(new URL(u).protocol), 'an http(s) URL'),
+  /** `whsec_` secrets, current first, separated by spaces; absent: one is made (and shown once). */
+  secret: z
+    .string()
+    .refine(
+      (s) => parseSecrets(s).length > 0 && parseSecrets(s).every(validSecret),
+      'whsec_ and the base64 of 24 to 64 bytes, several separated by spaces',
+    )
+    .optional(),
+  /** start: every quantity from the first change kept (a new endpoint gets the whole picture); now: only what changes next. */
+  from: z.enum(['start', 'now']).optional(),
+});
+
+/** What an operator sees of a destination: its state (the URL shown by host only) and its recent POSTs. */
+export interface DestinationView extends Omit<DestinationState, 'url'> {
+  host: string;
+  state: 'caught up' | 'behind' | 'failing' | 'paused';
+  posts: ChannelPost[];
+}
+
+export async function setDestination(
+  db: Db,
+  key: Buffer,
+  channelId: number,
+  raw: unknown,
+): Promise<{ view: DestinationView; secret: string | null }> {
+  const parsed = destinationInput.safeParse(raw);
+  if (!parsed.success) throw new ChannelInputError(parsed.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`));
+  const made = parsed.data.secret ? null : newSecret();
+  const secrets = parsed.data.secret ?? made!;
+  const startAfter = parsed.data.from === 'now' ? await lastChangeId(db, channelId) : 0;
+  await saveDestination(db, channelId, { url: parsed.data.url, secrets: encryptToken(key, secrets), startAfter });
+  return { view: (await viewDestination(db, channelId))!, secret: made };
+}
+
+export async function viewDestination(db: Db, channelId: number): Promise<DestinationView | null> {
+  const [state] = await destinationStates(db, { channelId });
+  if (!state) return null;
+  const { url, ...rest } = state;
+  const status = state.paused_at ? 'paused' : state.failing_since ? 'failing' : state.behind ? 'behind' : 'caught up';
+  return { ...rest, host: hostOf(url), state: status, posts: await recentPosts(db, channelId) };
+}
+
+export { pauseDestination, removeDestination, resumeDestination };
