@@ -31,7 +31,7 @@ export class StockLag {
   /** Lags (ms) of the moves caught up, per connection. */
   readonly lags = new Map<number, number[]>();
   /** Every move caught up: its lag (ms) and the operation that made it, to say what the tail is made of. */
-  readonly caught: { lag: number; cause: string; key: string; at: number }[] = [];
+  readonly caught: { lag: number; cause: string; key: string; at: number; written: number }[] = [];
   /** When each move happened (ms), for the floor. */
   readonly times: number[] = [];
   /** Distinct variants moved, as connection:variant. */
@@ -65,7 +65,7 @@ export class StockLag {
   }
 
   /** The `n` moves caught up slowest, slowest first (key: connection:variant:location). */
-  slowest(n: number): { lag: number; cause: string; key: string; at: number }[] {
+  slowest(n: number): StockLag['caught'] {
     return [...this.caught].sort((a, b) => b.lag - a.lag).slice(0, n);
   }
 
@@ -124,7 +124,7 @@ export class StockLag {
       const lags = this.lags.get(Number(r.connection_id)) ?? [];
       for (const m of list.splice(0, last + 1)) {
         lags.push(Math.max(0, written - m.at));
-        this.caught.push({ lag: Math.max(0, written - m.at), cause: m.cause, key, at: m.at });
+        this.caught.push({ lag: Math.max(0, written - m.at), cause: m.cause, key, at: m.at, written });
       }
       this.lags.set(Number(r.connection_id), lags);
       if (!list.length) this.pending.delete(key);

@@ -11,11 +11,15 @@
 // The moves slower than 15 s (at most 20) are explained from the database: bench/freshness/tail.ts.
 //
 // Set DATABASE_URL to use an existing PostgreSQL (it creates and drops a scratch database per rate).
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { cpus, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
 import { createLogger } from '../../src/log.ts';
 import type { ListOrder } from '@commerce-sync/sandbox';
+import { Webhook } from 'standardwebhooks';
 import { floorLags, StockLag } from './lag.ts';
 import { explainTail } from './tail.ts';
 import { cpuSeconds, percentile, postgresCpuSeconds, settled, startWorld, takeMoves } from './world.ts';
@@ -67,14 +71,58 @@ const head = [
   'pg CPU %',
 ];
 
+// The channel's endpoint (the default channel's destination, CHANNEL_WEBHOOK_URL): every POST verified with the
+// standardwebhooks package; per variant, when each change it carried arrived.
+const channelSecret = `whsec_${randomBytes(32).toString('base64')}`;
+const arrivals = new Map<number, { changeAt: number; arrived: number }[]>();
+let refused = 0;
+const endpoint = createServer((req, res) => {
+  let body = '';
+  req.on('data', (d) => {
+    body += d;
+  });
+  req.on('end', () => {
+    try {
+      const payload = new Webhook(channelSecret).verify(body, req.headers as Record<string, string>) as any;
+      const arrived = Date.now();
+      for (const c of payload.data.changes) {
+        const list = arrivals.get(c.variant_id) ?? [];
+        list.push({ changeAt: Date.parse(c.at), arrived });
+        arrivals.set(c.variant_id, list);
+      }
+      res.end('ok');
+    } catch {
+      refused++;
+      res.statusCode = 400;
+      res.end();
+    }
+  });
+});
+await new Promise<void>((r) => endpoint.listen(0, '127.0.0.1', r));
+const channelUrl = `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}/stock`;
+const postRows: string[][] = [];
+
+/** Per caught move: from the move to the POST carrying the channel change its mirror write made (none: no change). */
+function postLags(caught: StockLag['caught']): number[] {
+  const out: number[] = [];
+  for (const c of caught) {
+    const variant = Number(c.key.split(':')[1]);
+    const hit = (arrivals.get(variant) ?? []).find((a) => a.changeAt >= c.written - 1);
+    if (hit) out.push(hit.arrived - c.at);
+  }
+  return out.sort((a, b) => a - b);
+}
+
 for (const rate of rates) {
+  arrivals.clear();
+  refused = 0;
   const world = await startWorld({
     name: `fresh${String(rate).replace('.', '_')}`,
     accounts: 1,
     variants: Number(args.variants),
     profile: args.profile,
     sandbox: { clockSkewSeconds: clockSkew, ...(args['list-order'] ? { listOrder: args['list-order'] as ListOrder } : {}) },
-    env: { RECONCILE_INTERVAL_MINUTES: String(sweepMinutes) },
+    env: { RECONCILE_INTERVAL_MINUTES: String(sweepMinutes), CHANNEL_WEBHOOK_URL: channelUrl, CHANNEL_WEBHOOK_SECRET: channelSecret },
     log,
   });
   const [account] = world.accounts;
@@ -156,11 +204,31 @@ for (const rate of rates) {
   const slow = lag.slowest(20).filter((m) => m.lag >= 15_000);
   console.log(`  ${rate}/s moves caught up 15 s or more after they happened: ${slow.length}${slow.length ? ', why:' : ''}`);
   for (const line of await explainTail(world.db, slow)) console.log(`    ${line}`);
+  // Give the last POSTs a moment.
+  await new Promise((r) => setTimeout(r, 3000));
+  const posted = postLags(lag.caught);
+  postRows.push([
+    String(rate),
+    String(posted.length),
+    s(percentile(posted, 50)),
+    s(percentile(posted, 95)),
+    s(percentile(posted, 99)),
+    s(posted.at(-1) ?? NaN),
+    String(refused),
+  ]);
   await world.close();
 }
+endpoint.closeAllConnections();
+endpoint.close();
 
 console.log('\nstock lag: from a move at the service to the mirror row showing it (the channel quantity is recomputed in that write)');
 const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
 console.log(head.map((h, i) => h.padStart(widths[i]!)).join('  '));
 for (const r of rows) console.log(r.map((c, i) => c.padStart(widths[i]!)).join('  '));
 console.log('open: moves not caught up a minute after the load stopped. floor: every changed variant read in the next request slot.');
+console.log("\nthe number a channel feels: from a move at the service to the POST at the channel's endpoint carrying it");
+const postHead = ['ops/s', 'moves posted', 'p50 s', 'p95 s', 'p99 s', 'max s', 'refused'];
+const postWidths = postHead.map((h, i) => Math.max(h.length, ...postRows.map((r) => r[i]!.length)));
+console.log(postHead.map((h, i) => h.padStart(postWidths[i]!)).join('  '));
+for (const r of postRows) console.log(r.map((c, i) => c.padStart(postWidths[i]!)).join('  '));
+console.log('moves posted: moves whose mirror write changed the channel quantity (a move that leaves it as it was makes no POST).');
