@@ -58,6 +58,15 @@ td.compact, .compact { font-size: .85rem; }
 #channel-quantities tr.quantity td { font-size: 1.15rem; background: #f3f7ff; }
 #channel-quantities tr.quantity th { background: #e6edfb; }
 .hold-ref { font-size: .85rem; }
+.channel-grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(26rem, 1fr)); gap: .8rem; margin-bottom: .8rem; }
+.card.channel h3 { margin: 0 0 .4rem; }
+.card.channel h4 { margin: .8rem 0 .3rem; font-size: .95rem; }
+.destination-state { margin: 0 0 .4rem; padding: .3rem .5rem; border-radius: 4px; }
+.destination-state.state-caught-up { background: #e3f4e6; }
+.destination-state.state-behind { background: #eef3fd; }
+.destination-state.state-paused { background: #fff4ce; }
+.destination-state.state-failing { background: #fde7e7; }
+form.pause { display: flex; gap: .4rem; align-items: center; flex-wrap: wrap; }
 table.diff { width: auto; margin: .1rem 0; font-size: .8rem; }
 table.diff td, table.diff th { padding: .05rem .4rem; }
 table.diff th[scope="row"] { background: none; font-weight: normal; color: #4d5566; }

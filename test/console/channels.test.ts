@@ -1,7 +1,9 @@
 // The console with several channels, over HTTP without a browser: the variants index shows one row per variant
 // and the chosen channel's quantity (default: `default`), its JSON gives every channel's too; the record's JSON
-// gives each channel's quantity with why and the history per channel.
+// gives each channel's quantity with why and the history per channel; the Channels page and its Pause and Resume
+// are behind the operator guard like every other console action.
 import t from 'tap';
+import { saveDestination } from '../../src/db/channel-destinations.ts';
 import { threeChannels } from './channels-setup.ts';
 import { consoleServer } from './harness.ts';
 
@@ -104,4 +106,62 @@ t.test('variants index and record per channel', async (t) => {
       ['marketplace'],
     );
   });
+});
+
+t.test('the Channels page and its Pause and Resume are guarded like every console action', async (t) => {
+  const { base, db, boss } = await consoleServer(t, { token: TOKEN });
+  const { channel } = await threeChannels(db, base, TOKEN);
+  await saveDestination(db, channel.marketplace, { url: 'https://hooks.example/secret-path', secrets: 'x', startAfter: 0 });
+
+  t.equal((await fetch(`${base}/channels`)).status, 401);
+  const page = await (await fetch(`${base}/channels`, { headers: auth })).text();
+  t.match(page, /Behind by 2 changes/, 'the marketplace destination has both its changes to send');
+  t.match(page, /https:\/\/hooks\.example\/…/);
+  t.notMatch(page, /secret-path/, 'the path of a destination URL is not shown');
+  t.match(page, /No destination: the channel reads its changes/);
+
+  const post = (path: string, headers: Record<string, string> = {}) =>
+    fetch(`${base}${path}`, { method: 'POST', redirect: 'manual', headers });
+  t.equal((await post(`/channels/${channel.marketplace}/destination/pause`)).status, 401, 'no token');
+  t.equal(
+    (await post(`/channels/${channel.marketplace}/destination/pause`, { ...auth, origin: 'http://evil.example' })).status,
+    403,
+    'another site',
+  );
+  t.equal((await post('/channels/999999/destination/pause', auth)).status, 404);
+
+  const paused = await post(`/channels/${channel.marketplace}/destination/pause`, auth);
+  t.equal(paused.status, 302);
+  t.equal(paused.headers.get('location'), `/channels?connection=shop&paused=${channel.marketplace}#channel-${channel.marketplace}`);
+  const row = await db
+    .selectFrom('channel_destinations')
+    .selectAll()
+    .where('channel_id', '=', channel.marketplace)
+    .executeTakeFirstOrThrow();
+  t.ok(row.paused_at);
+  t.equal(row.paused_reason, 'paused by an operator from the console');
+  t.match(
+    await (await fetch(`${base}${paused.headers.get('location')}`, { headers: auth })).text(),
+    /Paused the destination of marketplace: nothing is sent until it is resumed/,
+  );
+
+  const none = await post(`/channels/${channel.wholesale}/destination/resume`, auth);
+  t.equal(none.headers.get('location'), `/channels?connection=shop&missing=${channel.wholesale}#channel-${channel.wholesale}`);
+  t.match(
+    await (await fetch(`${base}${none.headers.get('location')}`, { headers: auth })).text(),
+    /wholesale has no destination to pause or resume\./,
+  );
+
+  const resumed = await post(`/channels/${channel.marketplace}/destination/resume`, auth);
+  t.equal(resumed.headers.get('location'), `/channels?connection=shop&resumed=${channel.marketplace}#channel-${channel.marketplace}`);
+  const after = await db
+    .selectFrom('channel_destinations')
+    .selectAll()
+    .where('channel_id', '=', channel.marketplace)
+    .executeTakeFirstOrThrow();
+  t.equal(after.paused_at, null);
+  t.ok(
+    (await boss.findJobs('channel-delivery', { data: { channelId: channel.marketplace } })).length >= 1,
+    'a delivery is requested at once',
+  );
 });

@@ -15,6 +15,7 @@ export interface PageContext {
 const nav: [string, string][] = [
   ['/', 'Overview'],
   ['/variants', 'Variants'],
+  ['/channels', 'Channels'],
   ['/orders', 'Orders'],
   ['/operations', 'Operations'],
   ['/logs', 'Sync log'],
@@ -115,6 +116,7 @@ export const NOT_FOUND = {
   variant: 'No such variant on that connection.',
   order: 'No such order on that connection.',
   operation: 'No such operation.',
+  channel: 'No such channel.',
 } as const;
 
 export function queueTable(queues: QueueDepth[]): Html {
