@@ -66,6 +66,8 @@ td.compact, .compact { font-size: .85rem; }
 .destination-state.state-behind { background: #eef3fd; }
 .destination-state.state-paused { background: #fff4ce; }
 .destination-state.state-failing { background: #fde7e7; }
+table.posts { font-size: .85rem; }
+table.posts td.mono { overflow-wrap: anywhere; min-width: 8rem; }
 form.pause { display: flex; gap: .4rem; align-items: center; flex-wrap: wrap; }
 table.diff { width: auto; margin: .1rem 0; font-size: .8rem; }
 table.diff td, table.diff th { padding: .05rem .4rem; }

@@ -76,7 +76,7 @@ ${
 <button aria-label="Pause the destination of ${c.name}">Pause</button></form>`
 }
 <details class="posts"${c.posts.length && !c.posts[0]!.ok ? ' open' : ''}><summary>Recent POSTs (${c.posts.length})</summary>
-<table class="posts"><caption class="sr">Recent POSTs to the destination of ${c.name}</caption><thead><tr><th scope="col">At (UTC)</th><th scope="col">Changes</th><th scope="col">Answer</th><th scope="col" class="num">Attempts</th><th scope="col" class="num">ms</th><th scope="col">webhook-id</th></tr></thead><tbody>
+<div class="wide" tabindex="0" role="region" aria-label="Recent POSTs to the destination of ${c.name}"><table class="posts"><caption class="sr">Recent POSTs to the destination of ${c.name}</caption><thead><tr><th scope="col">At (UTC)</th><th scope="col">Changes</th><th scope="col">Answer</th><th scope="col" class="num">Attempts</th><th scope="col" class="num">ms</th><th scope="col">webhook-id</th></tr></thead><tbody>
 ${
   c.posts.length
     ? c.posts.map(
@@ -86,7 +86,7 @@ ${
       )
     : html`<tr><td colspan="6" class="muted">No POST yet.</td></tr>`
 }
-</tbody></table></details>`;
+</tbody></table></div></details>`;
 }
 
 function channelCard(c: ChannelView, connection: string): Html {

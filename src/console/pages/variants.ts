@@ -219,7 +219,7 @@ function perChannel(r: VariantRecord): Html {
     );
   return html`<h2 id="per-channel">Quantity per channel</h2>
 <p class="muted">What each channel is offered, and why: the available stock of the locations it counts, less what is held for channel orders (every channel's), less its safety buffer, capped at max online; an override of the SKU comes first.</p>
-<div class="wide"><table id="channel-quantities"><caption class="sr">Quantity of ${r.variant.sku ?? `variant ${r.variant.id}`} per channel</caption>
+<div class="wide" tabindex="0" role="region" aria-labelledby="per-channel"><table id="channel-quantities"><caption class="sr">Quantity of ${r.variant.sku ?? `variant ${r.variant.id}`} per channel</caption>
 <thead><tr><th scope="col"><span class="sr">Step</span></th>${cols.map((c) => html`<th scope="col" data-channel="${c.channel}">${c.channel}</th>`)}</tr></thead><tbody>
 ${row('locations', 'Locations counted', (c) => (c.rules.locations ? c.rules.locations.map((l) => l.name).join(', ') : 'all'))}
 ${row('counted', 'Available there', (c) =>
