@@ -107,7 +107,9 @@ function postLags(caught: StockLag['caught']): number[] {
   const out: number[] = [];
   for (const c of caught) {
     const variant = Number(c.key.split(':')[1]);
-    const hit = (arrivals.get(variant) ?? []).find((a) => a.changeAt >= c.written - 1);
+    // The change its mirror write made: the same transaction, so the same now() (none when the write left the
+    // channel quantity as it was; a later change of the variant is another move's).
+    const hit = (arrivals.get(variant) ?? []).find((a) => Math.abs(a.changeAt - c.written) <= 1);
     if (hit) out.push(hit.arrived - c.at);
   }
   return out.sort((a, b) => a - b);

@@ -165,8 +165,9 @@ async function postNext(
   const { db, config, log } = deps;
   const channelId = Number(dest.channel_id);
   const limit = config.CHANNEL_DELIVERY_BATCH;
-  const read = await changesAfter(db, { since: cursor, limit: batchThrough === null ? limit : Number.MAX_SAFE_INTEGER, channelId });
-  const range = (batchThrough === null ? read.slice(0, limit) : read.filter((c) => Number(c.id) <= batchThrough)) as FeedItem[];
+  // A range in flight held at most `limit` of the channel's changes (ids become visible in order): the same read finds it.
+  const read = (await changesAfter(db, { since: cursor, limit, channelId })).slice(0, limit);
+  const range = batchThrough === null ? read : read.filter((c) => Number(c.id) <= batchThrough);
   if (!range.length) return 'none';
   const through = Number(range[range.length - 1]!.id);
   if (batchThrough === null) await setBatch(db, channelId, through);

@@ -22,6 +22,7 @@ import { spawnCli, until } from '../support/processes.ts';
 import { routesOf } from '../support/routes.ts';
 import { CLIENT_SECRET, consoleServer, sendDelivery } from '../console/harness.ts';
 import { ClientState } from '../../src/api/state.ts';
+import { setDestination } from '../../src/stock/destinations.ts';
 
 const KEY = Buffer.alloc(32, 0x5a).toString('base64');
 const OPERATOR = 'operator-secret-f00d-f00d-f00d';
@@ -201,6 +202,14 @@ t.test('no page or JSON route renders a token or its ciphertext', async (t) => {
   const operation = await enqueueOperation({ db, boss }, 'ship', { order_id: orderId }, 'shop');
   t.equal((await sendDelivery(base, 'shop', { event: 'variants.update', object_id: variantId }, 'walk-1')).status, 200);
   const deliveryId = (await db.selectFrom('webhook_deliveries').select('id').executeTakeFirstOrThrow()).id;
+  // Each connection's default channel with a destination: its signing secret and a token in its URL's query.
+  await sql`INSERT INTO channels (connection_id, name) SELECT id, 'default' FROM connections ON CONFLICT DO NOTHING`.execute(db);
+  const hookSecret = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
+  for (const ch of await db.selectFrom('channels').select('id').where('name', '=', 'default').execute())
+    await setDestination(db, rt.clients.key(rt.config), Number(ch.id), {
+      url: 'http://127.0.0.1:9/hook?token=hook-url-token-must-stay-secret',
+      secret: hookSecret,
+    });
 
   const stored = await db.selectFrom('connections').select(['name', 'access_token_enc', 'refresh_token_enc']).execute();
   const secrets: Record<string, string> = {
@@ -210,6 +219,8 @@ t.test('no page or JSON route renders a token or its ciphertext', async (t) => {
     'client secret': CLIENT_SECRET,
     'operator token': OP,
     'encryption key': KEY,
+    'destination secret': hookSecret,
+    'destination URL token': 'hook-url-token-must-stay-secret',
   };
   for (const c of stored) {
     for (const column of ['access_token_enc', 'refresh_token_enc'] as const) {
@@ -221,6 +232,10 @@ t.test('no page or JSON route renders a token or its ciphertext', async (t) => {
       for (let i = 0; i + 24 <= body.length; i += 24) secrets[`${c.name} ${column} [${i}..]`] = body.slice(i, i + 24);
     }
   }
+  for (const d of await db.selectFrom('channel_destinations').select(['channel_id', 'secrets']).execute()) {
+    const body = d.secrets.slice(d.secrets.indexOf(':') + 1);
+    for (let i = 0; i + 24 <= body.length; i += 24) secrets[`destination ${d.channel_id} secrets [${i}..]`] = body.slice(i, i + 24);
+  }
   t.ok(Object.keys(secrets).length > 10, `${Object.keys(secrets).length} secrets and pieces of ciphertext to look for`);
 
   const fill = (path: string, connection: string): string[] => {
@@ -229,6 +244,7 @@ t.test('no page or JSON route renders a token or its ciphertext', async (t) => {
     if (path.includes(':connection/:id')) return [path.replace(':connection', 'shop').replace(':id', String(variantId))];
     if (path.includes('deliveries/:id')) return [path.replace(':id', String(deliveryId))];
     if (path.includes('operations/:id')) return [path.replace(':id', String(operation.id))];
+    if (path.startsWith('/api/channels/:name')) return [`${path.replace(':name', 'default')}?connection=${connection}`];
     if (path.includes(':name')) return [path.replace(':name', connection)];
     if (path.includes(':connection')) return [path.replace(':connection', connection)];
     return path.startsWith('/connections/oauth') ? [path] : [path, `${path}?connection=${connection}`];
