@@ -51,6 +51,11 @@ export function formatTable(rows: string[][]): string[] {
   );
 }
 
+/** A string option `--name VALUE` with its letter (repeatable with `multiple`). */
+export function stringOption(short: string, value: string, description: string, multiple = false): OptionSpec {
+  return { type: 'string', short, multiple, value, description };
+}
+
 /** Options several commands share (the same flag, letter and placeholder everywhere); each names what it does there. */
 export const sharedOptions = {
   connection: (description = 'only this connection'): OptionSpec => ({

@@ -1,6 +1,6 @@
 // commerce-sync stock [--connection NAME] [--sku SKU] [--json]: mirrored stock per location and each channel's
 // quantity; commerce-sync channels: channels, overrides and holds.
-import { formatTable, sharedOptions, UsageError, type CommandContext, type CommandModule } from '../command.ts';
+import { formatTable, sharedOptions, stringOption, UsageError, type CommandContext, type CommandModule } from '../command.ts';
 import { channelStockReport, listChannels, listHolds, listOverrides, type HoldState } from '../db/channel.ts';
 import { openDatabase, type Db } from '../db/index.ts';
 import { OperationFailed } from '../push/context.ts';
@@ -209,7 +209,11 @@ async function runChannels(ctx: CommandContext, db: Db): Promise<number> {
     if (v.json) ctx.out(JSON.stringify(value, null, 2));
     else for (const l of lines()) ctx.out(l);
   };
-  const recomputed = (r: { changes: number; ms: number }) => `recomputed: ${r.changes} quantities changed in ${r.ms} ms`;
+  // A channel as it is after a change of its rules, and what the recomputation did.
+  const printChannel = (channel: Parameters<typeof presentChannel>[0], r: { changes: number; ms: number }) => {
+    const row = presentChannel(channel);
+    print({ channel: row, recomputed: r }, () => [...channelLines([row]), `recomputed: ${r.changes} quantities changed in ${r.ms} ms`]);
+  };
   switch (verb) {
     case 'list': {
       want(0, 'no argument');
@@ -247,16 +251,14 @@ async function runChannels(ctx: CommandContext, db: Db): Promise<number> {
       want(1, 'the new channel name');
       const conn = await chooseConnection(db, connection);
       const made = await addChannel(db, conn.id, { name: args[0], ...rulesFromOptions(v) });
-      const row = presentChannel({ ...made.channel, connection: conn.name });
-      print({ channel: row, recomputed: made.recomputed }, () => [...channelLines([row]), recomputed(made.recomputed)]);
+      printChannel({ ...made.channel, connection: conn.name }, made.recomputed);
       return 0;
     }
     case 'change': {
       want(1, 'the channel name and the options to change');
       const ch = await findChannel(db, args[0]!, connection);
       const done = await changeChannel(db, ch, rulesFromOptions(v));
-      const row = presentChannel({ ...done.channel, connection: ch.connection });
-      print({ channel: row, recomputed: done.recomputed }, () => [...channelLines([row]), recomputed(done.recomputed)]);
+      printChannel({ ...done.channel, connection: ch.connection }, done.recomputed);
       return 0;
     }
     case 'remove': {
@@ -408,64 +410,30 @@ async function runChannels(ctx: CommandContext, db: Db): Promise<number> {
 
 commands.channels = {
   summary:
-    'Manage sales channels: their locations, safety buffer and max_online cap, per-SKU overrides, and stock held for channel orders.',
+    'Manage sales channels: their locations, safety buffer and max_online cap, per-SKU overrides, stock held for channel orders, and the destination their changes are POSTed to.',
   args: VERBS,
   positionals: true,
   options: {
     connection: sharedOptions.connection('the connection (needed when the channel name, or several connections, leave it open)'),
-    locations: {
-      type: 'string',
-      short: 'L',
-      multiple: false,
-      value: 'IDS',
-      description: 'add/change: location ids that count, comma-separated, or "all"',
-    },
-    buffer: {
-      type: 'string',
-      short: 'b',
-      multiple: false,
-      value: 'N',
-      description: 'add/change/override: safety buffer in units (with --buffer-percent: the least)',
-    },
-    'buffer-percent': {
-      type: 'string',
-      short: 'p',
-      multiple: false,
-      value: 'P',
-      description: 'add/change/override: buffer as a percentage of what is available, rounded up to a unit ("none": units only)',
-    },
-    'cap-max-online': {
-      type: 'string',
-      short: 'm',
-      multiple: false,
-      value: 'yes|no',
-      description: "add/change: whether a variant's max_online caps the quantity (default yes)",
-    },
-    quantity: { type: 'string', short: 'q', multiple: false, value: 'N', description: 'override set ... fixed: the quantity to show' },
-    line: {
-      type: 'string',
-      short: 'l',
-      multiple: true,
-      value: 'SKU=QTY',
-      description: 'holds add: a SKU and quantity to hold; repeatable',
-    },
-    state: { type: 'string', short: 's', multiple: false, value: 'STATE', description: 'holds list: active (default), ended or all' },
-    url: { type: 'string', short: 'u', multiple: false, value: 'URL', description: 'destination set: where the changes are POSTed' },
-    secret: {
-      type: 'string',
-      short: 'S',
-      multiple: false,
-      value: 'WHSEC',
-      description: 'destination set: whsec_ secret(s), the new first while one rotates (default: one is made and shown once)',
-    },
-    from: {
-      type: 'string',
-      short: 'f',
-      multiple: false,
-      value: 'start|now',
-      description: 'destination set: every quantity (start, default) or changes from now',
-    },
-    reason: { type: 'string', short: 'r', multiple: false, value: 'TEXT', description: 'destination pause: why' },
+    locations: stringOption('L', 'IDS', 'add/change: location ids that count, comma-separated, or "all"'),
+    buffer: stringOption('b', 'N', 'add/change/override: safety buffer in units (with --buffer-percent: the least)'),
+    'buffer-percent': stringOption(
+      'p',
+      'P',
+      'add/change/override: buffer as a percentage of what is available, rounded up to a unit ("none": units only)',
+    ),
+    'cap-max-online': stringOption('m', 'yes|no', "add/change: whether a variant's max_online caps the quantity (default yes)"),
+    quantity: stringOption('q', 'N', 'override set ... fixed: the quantity to show'),
+    line: stringOption('l', 'SKU=QTY', 'holds add: a SKU and quantity to hold; repeatable', true),
+    state: stringOption('s', 'STATE', 'holds list: active (default), ended or all'),
+    url: stringOption('u', 'URL', 'destination set: where the changes are POSTed'),
+    secret: stringOption(
+      'S',
+      'WHSEC',
+      'destination set: whsec_ secret(s), the new first while one rotates (default: one is made and shown once)',
+    ),
+    from: stringOption('f', 'start|now', 'destination set: every quantity (start, default) or changes from now'),
+    reason: stringOption('r', 'TEXT', 'destination pause: why'),
     limit: sharedOptions.limit('holds list: how many (default 50)'),
     json: sharedOptions.json(),
   },
