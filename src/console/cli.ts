@@ -124,6 +124,12 @@ export function formatStatus(conns: ConnectionOverview[], queues: QueueDepth[]):
     lines.push(
       `  last sweep  ${ago(c.lastSweepAt)}${c.lastSweepAt ? `, drift found ${c.lastDrift}` : ''}; full sweep ${ago(c.lastFullSweepAt)}`,
     );
+    for (const d of c.destinations)
+      lines.push(
+        `  channel     ${d.channel} -> ${d.host}: ${d.state}${d.behind ? `, ${d.behind} changes behind` : ''}` +
+          (d.failingSince ? `, failing since ${new Date(d.failingSince).toISOString()} (${d.failures} POSTs, last ${d.lastError})` : '') +
+          (d.pausedReason ? `; paused: ${d.pausedReason}` : ''),
+      );
     lines.push(
       `  errors      ${c.errorsLastHour} in the last hour${c.recentErrors[0] ? `; latest: ${c.recentErrors[0].action}: ${c.recentErrors[0].error ?? ''}` : ''}`,
     );
@@ -153,7 +159,7 @@ async function status(ctx: CommandContext): Promise<number> {
     }
     // Exit 1 when something needs a person (an open alert above all): scripts and monitors can use `status` as a check.
     return o.alerts.length > 0 ||
-      o.connections.some((c) => c.health !== 'ok') ||
+      o.connections.some((c) => c.health !== 'ok' || c.destinations.some((d) => d.state === 'paused' || d.state === 'failing')) ||
       o.queues.some((q) => q.queue.endsWith('-dead') && q.queued > 0)
       ? 1
       : 0;

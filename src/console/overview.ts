@@ -1,6 +1,8 @@
 // What an operator asks first, per connection: is data arriving, is anything stuck, how far behind are
 // we, how much API budget is left, what did the last sweep find, what failed. Shared by the console's
 // overview page, /api/overview, /metrics and `commerce-sync status`.
+import { destinationStates } from '../db/channel-destinations.ts';
+import { hostOf } from '../notify/sender.ts';
 import { rollover } from '../api/budget.ts';
 import { listBudgets } from '../db/budgets.ts';
 import { connectionSummaries } from '../db/connections.ts';
@@ -45,6 +47,8 @@ export interface ConnectionOverview {
   /** Age in seconds of the oldest change not yet in the mirror (a queued delivery or a pending fetch); 0 when none waits. */
   lagSeconds: number;
   budget: BudgetView | null;
+  /** Its channels' destinations: caught up, behind by N, failing since, paused. */
+  destinations: DestinationSummary[];
   lastSweepAt: Date | null;
   lastFullSweepAt: Date | null;
   /** Drift the latest sweep of each resource found, summed. */
@@ -52,6 +56,18 @@ export interface ConnectionOverview {
   sweeps: SweepState[];
   errorsLastHour: number;
   recentErrors: { id: number; at: Date; action: string; resource: string | null; sku: string | null; error: string | null }[];
+}
+
+/** A channel's destination as the overview and `status` show it (docs/channels.md). */
+export interface DestinationSummary {
+  channel: string;
+  host: string;
+  state: 'caught up' | 'behind' | 'failing' | 'paused';
+  behind: number;
+  failingSince: Date | null;
+  failures: number;
+  lastError: string | null;
+  pausedReason: string | null;
 }
 
 export interface Overview {
@@ -69,12 +85,13 @@ export async function connectionOverviews(db: Db, onlyId?: number): Promise<Conn
   const conns = await connectionSummaries(db, onlyId);
   if (!conns.length) return [];
   const ids = conns.map((c) => c.id);
-  const [deliveries, budgets, sweeps, errors, recent] = await Promise.all([
+  const [deliveries, budgets, sweeps, errors, recent, destinations] = await Promise.all([
     deliveryCounts(db, ids),
     listBudgets(db, ids),
     listCursors(db, ids),
     errorCountsLastHour(db, ids),
     recentErrors(db, ids),
+    destinationStates(db, onlyId === undefined ? {} : { connectionId: onlyId }),
   ]);
   const now = Date.now();
   return conns.map((c) => {
@@ -125,6 +142,18 @@ export async function connectionOverviews(db: Db, onlyId?: number): Promise<Conn
       })),
       errorsLastHour,
       recentErrors: recent.filter((r) => r.connection_id === c.id).map(({ connection_id: _, ...e }) => e),
+      destinations: destinations
+        .filter((d) => d.connection_id === c.id)
+        .map((d) => ({
+          channel: d.channel,
+          host: hostOf(d.url),
+          state: d.paused_at ? 'paused' : d.failing_since ? 'failing' : d.behind ? 'behind' : 'caught up',
+          behind: d.behind,
+          failingSince: d.failing_since,
+          failures: d.failures,
+          lastError: d.last_error,
+          pausedReason: d.paused_reason,
+        })),
     };
   });
 }

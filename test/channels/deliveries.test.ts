@@ -12,6 +12,8 @@ import { Webhook } from 'standardwebhooks';
 import t from 'tap';
 import { channelDeliveryJob, announceChanges, requestDueDeliveries } from '../../src/jobs/channel-delivery.ts';
 import { createQueues, workJobs } from '../../src/jobs/index.ts';
+import { formatStatus } from '../../src/console/cli.ts';
+import { connectionOverviews } from '../../src/console/overview.ts';
 import { mountRoutes } from '../../src/stock/routes.ts';
 import { addChannel, findChannel } from '../../src/stock/channels.ts';
 import { setDestination } from '../../src/stock/destinations.ts';
@@ -191,6 +193,11 @@ t.test('a destination failing too long is paused with its reason; resumed throug
   const shown = await api('GET', '/api/channels/default/destination');
   t.match(shown.body.destination, { state: 'paused', paused_reason: /failing since .* POSTs in a row, last: answered 503/ });
   t.ok(shown.body.destination.behind > 0, 'its changes wait');
+  t.match(
+    formatStatus(await connectionOverviews(w.db), []).join('\n'),
+    /channel {5}default -> 127\.0\.0\.1:\d+: paused, \d+ changes behind, failing since .*answered 503\); paused: failing since/,
+    '`status` says so',
+  );
   await moveStock(w, 3, 2, 50);
   ep.state.down = false;
   t.equal((await api('POST', '/api/channels/default/destination/resume')).status, 200);
