@@ -7,10 +7,7 @@ import {
   adoptSettings,
   channelById,
   channelsOf,
-  endHeldLines,
   ensureDefaultChannel,
-  heldOf,
-  linesToSettle,
   lockQuantities,
   overridesOf,
   recordChanges,
@@ -19,11 +16,10 @@ import {
   type Channel,
   type ChannelChange,
   type ChannelOverride,
-  type HoldRef,
-  type LinesOf,
   type NewChange,
   type StoredQuantity,
 } from '../db/channel.ts';
+import { endHeldLines, heldOf, linesToSettle, type HoldRef, type LinesOf } from '../db/holds.ts';
 import type { HoldEnd } from '../db/schema.ts';
 import { bundlesOf, compositionsOf, stockLevelRows, variantIdsOf, variantStockRows } from '../db/mirror-reads.ts';
 import { logSync, type SyncLogInput } from '../db/synclog.ts';

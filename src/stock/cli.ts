@@ -1,7 +1,8 @@
 // commerce-sync stock [--connection NAME] [--sku SKU] [--json]: mirrored stock per location and each channel's
 // quantity; commerce-sync channels: channels, overrides and holds.
 import { formatTable, sharedOptions, stringOption, UsageError, type CommandContext, type CommandModule } from '../command.ts';
-import { channelStockReport, listChannels, listHolds, listOverrides, type HoldState } from '../db/channel.ts';
+import { channelStockReport, listChannels, listOverrides } from '../db/channel.ts';
+import { listHolds, type HoldState } from '../db/holds.ts';
 import { openDatabase, type Db } from '../db/index.ts';
 import { OperationFailed } from '../push/context.ts';
 import {

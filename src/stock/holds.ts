@@ -15,7 +15,7 @@ import {
   type listHolds,
   type Hold,
   type NewHoldLine,
-} from '../db/channel.ts';
+} from '../db/holds.ts';
 import type { Db, Executor } from '../db/index.ts';
 import { compositionsOf, variantStockRows } from '../db/mirror-reads.ts';
 import type { HoldEnd } from '../db/schema.ts';

@@ -17,7 +17,8 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import bodyParser from 'koa-bodyparser';
-import { listChannels, listHolds, listOverrides, quantitiesOf, type Channel, type HoldState } from '../db/channel.ts';
+import { listChannels, listOverrides, quantitiesOf, type Channel } from '../db/channel.ts';
+import { listHolds, type HoldState } from '../db/holds.ts';
 import { OperationFailed } from '../push/context.ts';
 import type { Runtime } from '../runtime.ts';
 import { problem } from '../server.ts';

@@ -5,7 +5,8 @@
 // minute's run goes on where it stopped. pg-boss deletes its own finished jobs and old dead letters itself
 // (how long: src/jobs/index.ts; how often: src/queue/boss.ts). What stays whatever its age, and why: docs/data.md.
 import type { Config } from '../config.ts';
-import { pruneChannelChanges, pruneHolds } from '../db/channel.ts';
+import { pruneChannelChanges } from '../db/channel.ts';
+import { pruneHolds } from '../db/holds.ts';
 import { prunePosts } from '../db/channel-destinations.ts';
 import { pruneDeliveries } from '../db/deliveries.ts';
 import type { Db, Executor } from '../db/index.ts';

@@ -6,7 +6,7 @@ import { testDatabase } from '../support/db.ts';
 import { addConnection } from '../sync/helpers.ts';
 import { catalog } from '../../src/catalog/index.ts';
 import { upsertRecords } from '../../src/db/mirror.ts';
-import { listHolds } from '../../src/db/channel.ts';
+import { listHolds } from '../../src/db/holds.ts';
 import { addChannel, changeChannel, findChannel, setOverride } from '../../src/stock/channels.ts';
 import { cancelHold, createHold, expireHolds, recordHoldOrder } from '../../src/stock/holds.ts';
 import { applyRulesIfChanged, settleHolds } from '../../src/stock/channel.ts';

@@ -2,7 +2,7 @@
 // per channel order, a channel's own hold counts), records the order on the hold, and the mirror write that reads
 // the committed stock ends the hold in the same transaction: the units are counted once throughout.
 import t from 'tap';
-import { listHolds } from '../../src/db/channel.ts';
+import { listHolds } from '../../src/db/holds.ts';
 import { createHold } from '../../src/stock/holds.ts';
 import { harness, plainVariants } from '../push/harness.ts';
 import { mirror, quantities } from './helpers.ts';
