@@ -13,7 +13,7 @@ import { createBatcher, BatcherClosed, BatcherOverloaded, type Batcher } from '.
 import { BodyTooLarge, readRawBody } from './body.ts';
 import { parseDelivery, timestampRefusal } from './payload.ts';
 import type { RejectionCounter } from './rejections.ts';
-import { isDataError, storeDeliveries, type IncomingDelivery, type StoreOutcome } from './store.ts';
+import { isDataError, isDeadlock, storeDeliveries, type IncomingDelivery, type StoreOutcome } from './store.ts';
 import { signingSecrets, verifySignature } from './verify.ts';
 
 export interface ReceiverDeps {
@@ -52,6 +52,9 @@ interface CachedConnection {
 const KNOWN_TTL_MS = 10_000;
 const UNKNOWN_TTL_MS = 1_000;
 
+/** Commits of one batch when PostgreSQL keeps ending it to break deadlocks (each time, another commit went through). */
+const DEADLOCK_ATTEMPTS = 5;
+
 export function createReceiver(deps: ReceiverDeps): Receiver {
   const { pool, db, boss, config, log } = deps;
   const cache = new Map<string, CachedConnection>();
@@ -59,7 +62,16 @@ export function createReceiver(deps: ReceiverDeps): Receiver {
   // An Error in place of an outcome: that item alone could not be stored.
   const commit = async (items: IncomingDelivery[]): Promise<(StoreOutcome | Error)[]> => {
     try {
-      return await storeDeliveries(pool, boss, items);
+      // Two commits holding copies of the same deliveries in opposite orders (a service that sends a delivery twice
+      // at once) can deadlock on the unique index: PostgreSQL ends one; it runs again (all or nothing, so safe).
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await storeDeliveries(pool, boss, items);
+        } catch (err) {
+          if (!isDeadlock(err) || attempt === DEADLOCK_ATTEMPTS) throw err;
+          log.info({ batch: items.length, attempt }, 'commit ended by a deadlock with another: committing it again');
+        }
+      }
     } catch (err) {
       // One bad item must not fail its neighbours: retry them one by one, so only it is refused.
       if (items.length > 1 && isDataError(err)) {

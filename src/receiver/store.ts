@@ -64,6 +64,11 @@ export async function storeDeliveries(pool: pg.Pool, boss: Boss, items: Incoming
   });
 }
 
+/** PostgreSQL ended the transaction to break a deadlock (40P01): running it again is the cure. */
+export function isDeadlock(err: unknown): boolean {
+  return (err as { code?: unknown }).code === '40P01';
+}
+
 /**
  * Errors caused by the data of some item (class 22: data exception, 23: integrity, 54: a value over a
  * limit), not by the database being away.
