@@ -1,7 +1,7 @@
 // What an operator asks first, per connection: is data arriving, is anything stuck, how far behind are
 // we, how much API budget is left, what did the last sweep find, what failed. Shared by the console's
 // overview page, /api/overview, /metrics and `commerce-sync status`.
-import { destinationStates } from '../db/channel-destinations.ts';
+import { destinationStates, destinationStatus, type DestinationStatus } from '../db/channel-destinations.ts';
 import { hostOf } from '../notify/sender.ts';
 import { rollover } from '../api/budget.ts';
 import { listBudgets } from '../db/budgets.ts';
@@ -62,7 +62,7 @@ export interface ConnectionOverview {
 export interface DestinationSummary {
   channel: string;
   host: string;
-  state: 'caught up' | 'behind' | 'failing' | 'paused';
+  state: DestinationStatus;
   behind: number;
   failingSince: Date | null;
   failures: number;
@@ -147,7 +147,7 @@ export async function connectionOverviews(db: Db, onlyId?: number): Promise<Conn
         .map((d) => ({
           channel: d.channel,
           host: hostOf(d.url),
-          state: d.paused_at ? 'paused' : d.failing_since ? 'failing' : d.behind ? 'behind' : 'caught up',
+          state: destinationStatus(d),
           behind: d.behind,
           failingSince: d.failing_since,
           failures: d.failures,

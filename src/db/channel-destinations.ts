@@ -29,6 +29,13 @@ export interface DestinationState {
   last_success_at: Date | null;
 }
 
+export type DestinationStatus = 'caught up' | 'behind' | 'failing' | 'paused';
+
+/** What a destination's state comes to, in a word: paused, failing, behind or caught up. */
+export function destinationStatus(d: Pick<DestinationState, 'paused_at' | 'failing_since' | 'behind'>): DestinationStatus {
+  return d.paused_at ? 'paused' : d.failing_since ? 'failing' : d.behind ? 'behind' : 'caught up';
+}
+
 /** The outbound_destinations name of a channel's destination (the `destination` alert reads it). */
 export const destinationName = (channelId: number) => `channel:${channelId}`;
 

@@ -13,8 +13,8 @@ export async function recordDestinationOutcome(
   name: string,
   host: string,
   outcome: { ok: boolean; status: number | null; error: string | null },
-): Promise<void> {
-  await sql`
+): Promise<Pick<DestinationRow, 'failures' | 'failing_since'>> {
+  const r = await sql<Pick<DestinationRow, 'failures' | 'failing_since'>>`
     INSERT INTO outbound_destinations AS d (name, host, failures, failing_since, last_attempt_at, last_status, last_error, last_success_at)
     VALUES (${name}, ${host}, ${outcome.ok ? 0 : 1}, ${outcome.ok ? null : sql`now()`}, now(), ${outcome.status},
             ${outcome.error}, ${outcome.ok ? sql`now()` : null})
@@ -23,7 +23,9 @@ export async function recordDestinationOutcome(
       failures = CASE WHEN ${outcome.ok} THEN 0 ELSE d.failures + 1 END,
       failing_since = CASE WHEN ${outcome.ok} THEN NULL ELSE coalesce(d.failing_since, now()) END,
       last_attempt_at = now(), last_status = excluded.last_status, last_error = excluded.last_error,
-      last_success_at = CASE WHEN ${outcome.ok} THEN now() ELSE d.last_success_at END`.execute(db);
+      last_success_at = CASE WHEN ${outcome.ok} THEN now() ELSE d.last_success_at END
+    RETURNING d.failures, d.failing_since`.execute(db);
+  return r.rows[0]!;
 }
 
 /** Every destination; a channel's (`channel:<id>`) with its channel's and connection's names. */

@@ -191,22 +191,17 @@ async function postNext(
     attempts: outcome.attempts,
     ms: Date.now() - started,
   });
-  await recordDestinationOutcome(db, name, hostOf(dest.url), outcome);
+  const state = await recordDestinationOutcome(db, name, hostOf(dest.url), outcome);
   metrics.destinationPosts.inc({ destination: name, result: outcome.ok ? 'ok' : 'failed' });
   if (outcome.ok) {
     await advanceCursor(db, channelId, through);
     return through;
   }
-  const state = await db
-    .selectFrom('outbound_destinations')
-    .select(['failures', 'failing_since'])
-    .where('name', '=', name)
-    .executeTakeFirst();
-  const failures = state?.failures ?? 1;
-  const failingFor = state?.failing_since ? Date.now() - new Date(state.failing_since).getTime() : 0;
+  const failures = state.failures;
+  const failingFor = state.failing_since ? Date.now() - new Date(state.failing_since).getTime() : 0;
   const pause =
     config.CHANNEL_DELIVERY_PAUSE_MINUTES > 0 && failingFor >= config.CHANNEL_DELIVERY_PAUSE_MINUTES * 60_000
-      ? `failing since ${new Date(state!.failing_since!).toISOString()} (${failures} POSTs in a row, last: ${outcome.error}); resume it once the endpoint answers`
+      ? `failing since ${new Date(state.failing_since!).toISOString()} (${failures} POSTs in a row, last: ${outcome.error}); resume it once the endpoint answers`
       : null;
   const delay = retryDelayMs(failures);
   await deferDestination(db, channelId, delay, pause);

@@ -6,6 +6,7 @@ import { encryptToken } from '../api/secrets.ts';
 import { lastChangeId } from '../db/channel.ts';
 import {
   destinationStates,
+  destinationStatus,
   pauseDestination,
   recentPosts,
   removeDestination,
@@ -13,6 +14,7 @@ import {
   saveDestination,
   type ChannelPost,
   type DestinationState,
+  type DestinationStatus,
 } from '../db/channel-destinations.ts';
 import type { Db } from '../db/index.ts';
 import { hostOf, newSecret, parseSecrets, validSecret } from '../notify/sender.ts';
@@ -35,7 +37,7 @@ export const destinationInput = z.object({
 /** What an operator sees of a destination: its state (the URL shown by host only) and its recent POSTs. */
 export interface DestinationView extends Omit<DestinationState, 'url'> {
   host: string;
-  state: 'caught up' | 'behind' | 'failing' | 'paused';
+  state: DestinationStatus;
   posts: ChannelPost[];
 }
 
@@ -58,8 +60,7 @@ export async function viewDestination(db: Db, channelId: number): Promise<Destin
   const [state] = await destinationStates(db, { channelId });
   if (!state) return null;
   const { url, ...rest } = state;
-  const status = state.paused_at ? 'paused' : state.failing_since ? 'failing' : state.behind ? 'behind' : 'caught up';
-  return { ...rest, host: hostOf(url), state: status, posts: await recentPosts(db, channelId) };
+  return { ...rest, host: hostOf(url), state: destinationStatus(state), posts: await recentPosts(db, channelId) };
 }
 
 export { pauseDestination, removeDestination, resumeDestination };

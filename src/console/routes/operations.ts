@@ -6,7 +6,7 @@ import { kinds } from '../../push/input.ts';
 import { connectionNamesById } from '../../db/connections.ts';
 import { getOperation, listOperations } from '../../db/operations.ts';
 import { retryOperation, RetryRefused } from '../../push/store.ts';
-import { createQueues } from '../../jobs/index.ts';
+import { queuesOnce } from '../../jobs/index.ts';
 import { NOT_FOUND, notFoundPage } from '../pages/layout.ts';
 import { operationIndexPage, operationPage } from '../pages/operations.ts';
 import { querySyncLog } from '../synclog.ts';
@@ -17,12 +17,7 @@ const PAGE_SIZE = 50;
 
 export function operationRoutes(r: Router, deps: ConsoleDeps): void {
   const { db, boss } = deps;
-  let queuesReady: Promise<void> | undefined;
-  const ready = () =>
-    (queuesReady ??= createQueues(boss).catch((err) => {
-      queuesReady = undefined;
-      throw err;
-    }));
+  const ready = queuesOnce(boss);
   const names = () => connectionNamesById(db);
 
   r.get('/operations', async (ctx) => {
