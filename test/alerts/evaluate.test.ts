@@ -97,7 +97,13 @@ t.test('every condition opens an alert naming what to do, and resolves by itself
     /destination of channel shop\/webshop \(host shop\.example:8443\) has failed 3 POSTs in a row.*answered 500/,
   );
   // A piece of the secret as text: base64 has '+' and '/', which a RegExp of it would read as syntax.
-  t.notOk([...open.values()].map((a) => a.message).join(' ').includes(secret.slice(6, 20)), 'no secret in any message');
+  t.notOk(
+    [...open.values()]
+      .map((a) => a.message)
+      .join(' ')
+      .includes(secret.slice(6, 20)),
+    'no secret in any message',
+  );
 
   // Evaluating again changes nothing: still one alert per key.
   const again = await evaluateAlerts({ db, config, log });
