@@ -15,8 +15,15 @@ export interface ScratchDatabase {
   close(): Promise<void>;
 }
 
-export async function scratchDatabase(name: string, log: Logger): Promise<ScratchDatabase> {
-  let adminUrl = process.env.DATABASE_URL ?? '';
+export interface ScratchOptions {
+  /** 'embedded' starts one even when DATABASE_URL is set. Default: DATABASE_URL's server when set. */
+  server?: 'env' | 'embedded';
+  /** 'off' for every session of the scratch database: a commit does not wait for its flush. */
+  synchronousCommit?: 'on' | 'off';
+}
+
+export async function scratchDatabase(name: string, log: Logger, opts: ScratchOptions = {}): Promise<ScratchDatabase> {
+  let adminUrl = opts.server === 'embedded' ? '' : (process.env.DATABASE_URL ?? '');
   let stopDb = async () => {};
   let dataDir: string | undefined;
   let postmaster: number | undefined;
@@ -31,6 +38,7 @@ export async function scratchDatabase(name: string, log: Logger): Promise<Scratc
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${dbName}`);
+  if (opts.synchronousCommit) await admin.query(`ALTER DATABASE ${dbName} SET synchronous_commit = ${opts.synchronousCommit}`);
   const url = new URL(adminUrl);
   url.pathname = `/${dbName}`;
   await migrate(url.toString());
