@@ -12,18 +12,8 @@
 // what is left (the end of a window, a count grown old, a new window before its first answer), requests go one
 // at a time: a race lost there costs one 429, not one per request in flight, and the window is then spent
 // until its reset.
-import {
-  betterWaiter,
-  deleteLease,
-  deleteWaiter,
-  insertLease,
-  liveLeases,
-  lockBudget,
-  saveBudget,
-  saveWaiter,
-  type LockedBudget,
-} from '../db/budgets.ts';
-import type { Db, Executor } from '../db/index.ts';
+import { deleteWaiter, readBudget, writeBudget, type BudgetRecord, type BudgetWrite, type Lease } from '../db/budgets.ts';
+import type { Db } from '../db/index.ts';
 import { RECONCILE_RANK } from './types.ts';
 
 export interface BudgetState {
@@ -175,7 +165,7 @@ export interface BudgetSettings {
   leaseMs: number;
 }
 
-const toState = (r: LockedBudget): BudgetState => ({
+const toState = (r: BudgetRecord): BudgetState => ({
   limit: r.request_limit,
   remaining: r.remaining,
   resetAt: r.reset_at.getTime(),
@@ -183,51 +173,63 @@ const toState = (r: LockedBudget): BudgetState => ({
   countedAt: r.counted_at.getTime(),
 });
 
-async function saveState(
-  trx: Executor,
-  connectionId: number,
-  s: BudgetState,
-  inFlight: number,
-  extra?: { sent?: boolean; accountingError?: boolean },
-): Promise<void> {
-  await saveBudget(
-    trx,
-    connectionId,
-    {
-      limit: s.limit,
-      remaining: s.remaining,
-      resetAt: new Date(s.resetAt),
-      resetKnown: s.resetKnown,
-      countedAt: s.countedAt === undefined ? null : new Date(s.countedAt),
-    },
-    inFlight,
-    extra,
-  );
+const stateWrite = (s: BudgetState, r: BudgetRecord): Omit<BudgetWrite, 'leases' | 'waiters'> => ({
+  limit: s.limit,
+  remaining: s.remaining,
+  resetAt: new Date(s.resetAt),
+  resetKnown: s.resetKnown,
+  countedAt: s.countedAt === undefined ? null : new Date(s.countedAt),
+  leaseSeq: r.lease_seq,
+});
+
+/** The live leases (expired ones are a crashed process's: dropped) and the live waiters of a row read at `now`. */
+function live<T extends { exp: number }>(entries: Record<string, T>, now: number): Record<string, T> {
+  return Object.fromEntries(Object.entries(entries).filter(([, e]) => e.exp >= now));
+}
+
+/**
+ * Reads the row, decides, and writes what was decided if nobody wrote the row meanwhile; else reads and decides
+ * again. Every process reserving or releasing for the connection goes through its row, so no two ever spend the
+ * same slot; a reservation costs two statements (a release too) where a locked transaction cost eight round trips.
+ */
+async function update<R>(db: Db, connectionId: number, step: (row: BudgetRecord) => { write: BudgetWrite | null; result: R }): Promise<R> {
+  for (;;) {
+    const row = await readBudget(db, connectionId);
+    const { write, result } = step(row);
+    if (!write || (await writeBudget(db, connectionId, row.version, write))) return result;
+  }
 }
 
 /** Takes a slot for a request of `rank`, or says how long to wait (and registers `waiter` as waiting). */
 export function reserve(db: Db, connectionId: number, rank: number, waiter: string, cfg: BudgetSettings): Promise<Reservation> {
-  return db.transaction().execute(async (trx) => {
-    const row = await lockBudget(trx, connectionId);
-    if (row.status !== 'active') {
-      await deleteWaiter(trx, connectionId, waiter);
-      return { ok: false, stopped: true, status: row.status, reason: row.status_reason };
-    }
+  return update<Reservation>(db, connectionId, (row) => {
     const now = row.now.getTime();
-    const { live: inFlight, recent: answering } = await liveLeases(trx, connectionId, ANSWER_DUE_MS);
-    const better = await betterWaiter(trx, connectionId, waiter, rank);
+    const leases = live(row.leases, now);
+    const waiters = live(row.waiters, now);
+    delete waiters[waiter];
+    if (row.status !== 'active') {
+      const write = waiter in row.waiters ? { ...stateWrite(toState(row), row), countedAt: null, leases, waiters } : null;
+      return { write, result: { ok: false, stopped: true, status: row.status, reason: row.status_reason } };
+    }
+    const inFlight = Object.keys(leases).length;
+    const answering = Object.values(leases).filter((l) => l.at > now - ANSWER_DUE_MS).length;
+    const better = Object.values(waiters).some((w) => w.rank < rank);
     const before = toState(row);
     const state = rollover(before, now);
     const d = decide(state, inFlight, rank, cfg.reserve, better, now, answering);
     if (d.ok) {
-      const leaseId = await insertLease(trx, connectionId, rank, cfg.leaseMs);
-      await deleteWaiter(trx, connectionId, waiter);
-      await saveState(trx, connectionId, state, inFlight + 1, { sent: true });
-      return { ok: true, leaseId, available: state.remaining - inFlight - 1 };
+      const leaseId = row.lease_seq + 1;
+      const lease: Lease = { rank, at: now, exp: now + cfg.leaseMs };
+      return {
+        write: { ...stateWrite(state, row), leaseSeq: leaseId, leases: { ...leases, [leaseId]: lease }, waiters, sent: true },
+        result: { ok: true, leaseId, available: state.remaining - inFlight - 1 },
+      };
     }
-    await saveWaiter(trx, connectionId, waiter, rank, d.waitMs);
-    if (state !== before) await saveState(trx, connectionId, state, inFlight);
-    return { ok: false, stopped: false, waitMs: d.waitMs, reason: d.reason, available: state.remaining - inFlight };
+    waiters[waiter] = { rank, exp: now + d.waitMs + 2000 };
+    return {
+      write: { ...stateWrite(state, row), leases, waiters },
+      result: { ok: false, stopped: false, waitMs: d.waitMs, reason: d.reason, available: state.remaining - inFlight },
+    };
   });
 }
 
@@ -239,14 +241,17 @@ export function release(
   status: number | null,
   headers: RateHeaders | null,
 ): Promise<{ available: number; accountingError: boolean }> {
-  return db.transaction().execute(async (trx) => {
-    const row = await lockBudget(trx, connectionId);
-    await deleteLease(trx, leaseId);
-    const { live: inFlight } = await liveLeases(trx, connectionId);
-    const state = applyAnswer(rollover(toState(row), row.now.getTime()), status, headers, row.now.getTime());
+  return update(db, connectionId, (row) => {
+    const now = row.now.getTime();
+    const leases = live(row.leases, now);
+    delete leases[leaseId];
+    const state = applyAnswer(rollover(toState(row), now), status, headers, now);
     const accountingError = status === 429;
-    await saveState(trx, connectionId, state, inFlight, { accountingError });
-    return { available: state.remaining - inFlight, accountingError };
+    const inFlight = Object.keys(leases).length;
+    return {
+      write: { ...stateWrite(state, row), leases, waiters: live(row.waiters, now), accountingError },
+      result: { available: state.remaining - inFlight, accountingError },
+    };
   });
 }
 

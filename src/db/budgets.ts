@@ -1,6 +1,7 @@
-// The budgets store: every statement on api_budgets, api_budget_leases and api_budget_waiters. What a budget
-// allows (reserve, release, the pure decisions) is api/budget.ts; this module only reads and writes rows, and
-// the caller holds the budget row's lock (lockBudget) for the length of its transaction.
+// The budgets store: every statement on api_budgets, whose row holds a connection's whole budget: the service's
+// count, the requests in flight (leases) and the processes waiting (waiters). What a budget allows (reserve,
+// release, the pure decisions) is api/budget.ts; this module only reads and writes rows. A write names the version
+// it read and fails when another process wrote in between (the caller reads again).
 //
 // api_budgets.updated_at is when the service's count (`remaining`) was last heard from an answer, not when the
 // row was last written: the budget judges by it how old its count is (api/budget.ts expectedRemaining).
@@ -10,8 +11,21 @@ import type { ApiBudgetsTable, Connection } from './schema.ts';
 
 export type BudgetRow = Selectable<ApiBudgetsTable>;
 
-/** The budget columns the decisions work on, with the database's clock and the connection's status. */
-export interface LockedBudget {
+/** A request sent and not yet answered (epoch ms on the database's clock). */
+export interface Lease {
+  rank: number;
+  at: number;
+  exp: number;
+}
+
+/** A process waiting for a slot, with the best rank it waits with, until `exp`. */
+export interface BudgetWaiter {
+  rank: number;
+  exp: number;
+}
+
+/** The budget row as the decisions read it, with the database's clock, the connection's status and its version. */
+export interface BudgetRecord {
   request_limit: number;
   remaining: number;
   reset_at: Date;
@@ -21,6 +35,12 @@ export interface LockedBudget {
   now: Date;
   status: Connection['status'];
   status_reason: string | null;
+  /** Requests sent and not answered, by lease id. */
+  leases: Record<string, Lease>;
+  waiters: Record<string, BudgetWaiter>;
+  lease_seq: number;
+  /** Moves with every write: a write names the version it read (optimistic concurrency). */
+  version: number;
 }
 
 export async function ensureBudget(db: Executor, connectionId: number): Promise<void> {
@@ -31,44 +51,57 @@ export async function ensureBudget(db: Executor, connectionId: number): Promise<
     .execute();
 }
 
-/** Locks the connection's budget row (made when missing) until the caller's transaction ends. */
-export async function lockBudget(trx: Executor, connectionId: number): Promise<LockedBudget> {
+/** Reads the connection's budget row (made when missing), without a lock. */
+export async function readBudget(db: Executor, connectionId: number): Promise<BudgetRecord> {
   const load = () =>
-    sql<LockedBudget>`
-    SELECT b.request_limit, b.remaining, b.reset_at, b.reset_known, b.updated_at AS counted_at, now() AS now, c.status, c.status_reason
+    sql<BudgetRecord>`
+    SELECT b.request_limit, b.remaining, b.reset_at, b.reset_known, b.updated_at AS counted_at, now() AS now, c.status,
+      c.status_reason, b.leases, b.waiters, b.lease_seq, b.version
     FROM api_budgets b JOIN connections c ON c.id = b.connection_id
-    WHERE b.connection_id = ${connectionId} FOR UPDATE OF b`.execute(trx);
+    WHERE b.connection_id = ${connectionId}`.execute(db);
   let { rows } = await load();
   if (!rows[0]) {
-    await ensureBudget(trx, connectionId);
+    await ensureBudget(db, connectionId);
     ({ rows } = await load());
     if (!rows[0]) throw new Error(`connection ${connectionId} does not exist`);
   }
   return rows[0];
 }
 
-export interface SavedBudget {
+export interface BudgetWrite {
   limit: number;
   remaining: number;
   resetAt: Date;
   resetKnown: boolean;
   /** When the count was heard (null: keep the stored time). */
   countedAt: Date | null;
+  leases: Record<string, Lease>;
+  waiters: Record<string, BudgetWaiter>;
+  leaseSeq: number;
+  sent?: boolean;
+  accountingError?: boolean;
 }
 
-export async function saveBudget(
-  trx: Executor,
-  connectionId: number,
-  s: SavedBudget,
-  inFlight: number,
-  extra: { sent?: boolean; accountingError?: boolean } = {},
-): Promise<void> {
-  await sql`UPDATE api_budgets SET request_limit = ${s.limit}, remaining = ${s.remaining},
-      reset_at = ${s.resetAt}, reset_known = ${s.resetKnown}, in_flight = ${inFlight},
-      requests_total = requests_total + ${extra.sent ? 1 : 0},
-      accounting_errors = accounting_errors + ${extra.accountingError ? 1 : 0},
-      updated_at = COALESCE(${s.countedAt}::timestamptz, updated_at)
-    WHERE connection_id = ${connectionId}`.execute(trx);
+/**
+ * Writes the row if it is still at `version` (nobody wrote it since it was read); false: read it again and decide
+ * again. One statement, no transaction: a reservation is a read and this, where a row lock held across six
+ * statements on three tables was.
+ */
+export async function writeBudget(db: Executor, connectionId: number, version: number, w: BudgetWrite): Promise<boolean> {
+  const r = await sql`UPDATE api_budgets SET request_limit = ${w.limit}, remaining = ${w.remaining},
+      reset_at = ${w.resetAt}, reset_known = ${w.resetKnown}, in_flight = ${Object.keys(w.leases).length},
+      leases = ${JSON.stringify(w.leases)}::jsonb, waiters = ${JSON.stringify(w.waiters)}::jsonb, lease_seq = ${w.leaseSeq},
+      version = version + 1, requests_total = requests_total + ${w.sent ? 1 : 0},
+      accounting_errors = accounting_errors + ${w.accountingError ? 1 : 0},
+      updated_at = COALESCE(${w.countedAt}::timestamptz, updated_at)
+    WHERE connection_id = ${connectionId} AND version = ${version}`.execute(db);
+  return Number(r.numAffectedRows ?? 0) === 1;
+}
+
+/** Drops one waiter (a process no longer waiting); one statement. */
+export async function deleteWaiter(db: Executor, connectionId: number, waiter: string): Promise<void> {
+  await sql`UPDATE api_budgets SET waiters = waiters - ${waiter}, version = version + 1
+    WHERE connection_id = ${connectionId} AND waiters ? ${waiter}`.execute(db);
 }
 
 /** The budget rows of these connections (all when none are named). */
@@ -91,53 +124,11 @@ export async function budgetWindow(
   return r ? { limit: r.request_limit, remaining: r.remaining, toReset: r.reset_known ? r.to_reset : null } : null;
 }
 
-/**
- * Drops expired leases and counts the live ones (requests sent and not yet answered), and of those the ones sent
- * within the last `recentMs` (whose answer is still due), in one statement.
- */
-export async function liveLeases(trx: Executor, connectionId: number, recentMs = 0): Promise<{ live: number; recent: number }> {
-  // The DELETE's effect is not visible to the count of the same statement, hence the count's own filter.
-  const { rows } = await sql<{ live: number; recent: number }>`
-    WITH expired AS (DELETE FROM api_budget_leases WHERE connection_id = ${connectionId} AND expires_at < now())
-    SELECT count(*)::int AS live,
-      (count(*) FILTER (WHERE created_at > now() - make_interval(secs => ${recentMs / 1000})))::int AS recent
-    FROM api_budget_leases WHERE connection_id = ${connectionId} AND expires_at >= now()`.execute(trx);
-  return rows[0]!;
-}
-
-export async function insertLease(trx: Executor, connectionId: number, rank: number, leaseMs: number): Promise<number> {
-  const { rows } = await sql<{ id: number }>`
-    INSERT INTO api_budget_leases (connection_id, rank, expires_at)
-    VALUES (${connectionId}, ${rank}, now() + make_interval(secs => ${leaseMs / 1000})) RETURNING id`.execute(trx);
-  return rows[0]!.id;
-}
-
-export async function deleteLease(trx: Executor, leaseId: number): Promise<void> {
-  await sql`DELETE FROM api_budget_leases WHERE id = ${leaseId}`.execute(trx);
-}
-
-/** Whether another live waiter wants the budget for a more urgent (lower) rank. */
-export async function betterWaiter(trx: Executor, connectionId: number, waiter: string, rank: number): Promise<boolean> {
-  const { rows } = await sql<{ one: number }>`
-    SELECT 1 AS one FROM api_budget_waiters WHERE connection_id = ${connectionId} AND waiter <> ${waiter}
-      AND rank < ${rank} AND expires_at > now() LIMIT 1`.execute(trx);
-  return rows.length > 0;
-}
-
-/** Registers (or renews) a waiter for waitMs, with two seconds of slack. */
-export async function saveWaiter(trx: Executor, connectionId: number, waiter: string, rank: number, waitMs: number): Promise<void> {
-  await sql`INSERT INTO api_budget_waiters (connection_id, waiter, rank, expires_at)
-    VALUES (${connectionId}, ${waiter}, ${rank}, now() + make_interval(secs => ${(waitMs + 2000) / 1000}))
-    ON CONFLICT (connection_id, waiter) DO UPDATE SET rank = EXCLUDED.rank, expires_at = EXCLUDED.expires_at`.execute(trx);
-}
-
-export async function deleteWaiter(db: Executor, connectionId: number, waiter: string): Promise<void> {
-  await sql`DELETE FROM api_budget_waiters WHERE connection_id = ${connectionId} AND waiter = ${waiter}`.execute(db);
-}
-
 /** Per connection, live waiters for a slot with rank at most `rank` (1: webhook reads): budget that is short now. */
 export async function liveWaiters(db: Executor, rank: number): Promise<Map<number, number>> {
-  const r = await sql<{ connection_id: number; n: number }>`SELECT connection_id, count(*)::int AS n FROM api_budget_waiters
-    WHERE rank <= ${rank} AND expires_at > now() GROUP BY connection_id`.execute(db);
+  const r = await sql<{ connection_id: number; n: number }>`SELECT b.connection_id, count(*)::int AS n
+    FROM api_budgets b, jsonb_each(b.waiters) AS w(waiter, v)
+    WHERE (w.v->>'rank')::int <= ${rank} AND (w.v->>'exp')::float8 > extract(epoch FROM now()) * 1000
+    GROUP BY b.connection_id`.execute(db);
   return new Map(r.rows.map((x) => [Number(x.connection_id), Number(x.n)]));
 }

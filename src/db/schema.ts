@@ -214,21 +214,21 @@ export interface ApiBudgetsTable {
   /** Migration 0020: reset_at came from the service and has not passed; requests sent in all. */
   reset_known: Default<boolean>;
   requests_total: Default<number>;
+  /** Migration 0150: requests in flight by lease id, processes waiting by name (src/db/budgets.ts), write version. */
+  leases: Default<Json>;
+  waiters: Default<Json>;
+  lease_seq: Default<number>;
+  version: Default<number>;
 }
 
-// migrations/0020_api_client.sql (src/api/budget.ts)
-export interface ApiBudgetLeasesTable {
-  id: Generated<number>;
+// migrations/0160_sweep_plans.sql (src/db/sweep-plans.ts)
+export interface SweepPlansTable {
   connection_id: number;
-  rank: number;
-  expires_at: Timestamp;
-  created_at: DefaultTimestamp;
-}
-export interface ApiBudgetWaitersTable {
-  connection_id: number;
-  waiter: string;
-  rank: number;
-  expires_at: Timestamp;
+  interval_minutes: number;
+  due_at: Timestamp;
+  requested_at: DefaultTimestamp;
+  quiet_sweeps: Default<number>;
+  webhooks_checked_at: Timestamp | null;
 }
 
 export interface Database {
@@ -254,8 +254,7 @@ export interface Database {
   sync_cursors: SyncCursorsTable;
   sync_log: SyncLogTable;
   api_budgets: ApiBudgetsTable;
-  api_budget_leases: ApiBudgetLeasesTable;
-  api_budget_waiters: ApiBudgetWaitersTable;
+  sweep_plans: SweepPlansTable;
   push_operations: PushOperationsTable;
   channel_orders: ChannelOrdersTable;
   console_samples: ConsoleSamplesTable;

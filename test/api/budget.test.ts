@@ -1,5 +1,6 @@
 // The budget's decisions alone (pure), then its database side with real concurrent reservations.
 import t from 'tap';
+import { sql } from 'kysely';
 import {
   applyAnswer,
   decide,
@@ -229,14 +230,14 @@ t.test("database: after a reset one request at a time, and a crashed process's l
   const row = await db.selectFrom('api_budgets').selectAll().where('connection_id', '=', id).executeTakeFirstOrThrow();
   t.ok(Date.now() - row.updated_at.getTime() < 5000, 'updated_at: when the count was heard');
   // A crashed process's lease, sent 10 s ago, in a new window: not waited for.
-  await db.deleteFrom('api_budget_leases').execute();
-  await db
-    .insertInto('api_budget_leases')
-    .values({ connection_id: id, rank: 1, expires_at: new Date(Date.now() + 50_000), created_at: new Date(Date.now() - 10_000) })
-    .execute();
   await db
     .updateTable('api_budgets')
-    .set({ reset_at: new Date(Date.now() - 1000), reset_known: true })
+    .set({
+      reset_at: new Date(Date.now() - 1000),
+      reset_known: true,
+      leases: JSON.stringify({ 99: { rank: 1, at: Date.now() - 10_000, exp: Date.now() + 50_000 } }),
+      version: sql`version + 1`,
+    })
     .where('connection_id', '=', id)
     .execute();
   t.equal((await reserve(db, id, 0, 'c', cfg)).ok, true, 'an overdue lease holds nothing up');
