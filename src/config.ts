@@ -153,7 +153,14 @@ export const settings = {
   WEBHOOK_COMMIT_CONCURRENCY: { schema: int(1, 32), doc: 'Delivery transactions the receiver runs at once (its pool size).' },
   WEBHOOK_ACK_TIMEOUT_MS: { schema: int(100, 60000), doc: 'A delivery not committed within this gets 503 (the service waits 10 s).' },
   WORKER_CONCURRENCY: { schema: int(1, 64), doc: 'Jobs a worker process runs at once per queue.' },
-  RECONCILE_INTERVAL_MINUTES: { schema: int(1, 1440), doc: 'Minutes between incremental sweeps per connection.' },
+  RECONCILE_INTERVAL_MINUTES: {
+    schema: int(1, 1440),
+    doc: 'Minutes between incremental sweeps of a connection while its sweeps find drift or its webhooks are not all in place (and the first interval after any sweep that did).',
+  },
+  RECONCILE_MAX_INTERVAL_MINUTES: {
+    schema: int(1, 1440),
+    doc: 'Longest interval between incremental sweeps: each sweep that finds nothing while webhooks are in place doubles the interval up to this. Equal to RECONCILE_INTERVAL_MINUTES: a fixed interval.',
+  },
   WEBHOOK_CHECK_MINUTES: {
     schema: int(1, 1440),
     doc: 'Minutes between checks that repair webhook subscriptions (the service deletes one after 3 days of failures).',

@@ -2,7 +2,7 @@
 // handler; src/jobs/index.ts lists them, and that list creates the queues, mounts the workers and tells the
 // console which dead letters it may replay. Each queue has a dead-letter queue (`<name>-dead`): a job that keeps
 // failing lands there with its last error, and a replay sends its data back to `<name>`.
-import type { JobResult, JobWithMetadata, SendOptions, WorkOptions } from 'pg-boss';
+import type { JobInsert, JobResult, JobWithMetadata, SendOptions, WorkOptions } from 'pg-boss';
 import type { Config } from '../config.ts';
 import type { Executor } from '../db/index.ts';
 import { bossDb, type Boss } from '../queue/boss.ts';
@@ -35,8 +35,8 @@ export type JobSendOptions = Omit<SendOptions, 'db'> & { tx?: Executor };
 
 export interface Job<Data> extends JobSpec<Data> {
   send(boss: Boss, data: Data, options?: JobSendOptions): Promise<string | null>;
-  /** Many jobs in one statement. */
-  insert(boss: Boss, items: { id?: string; data: Data }[], options?: { tx?: Executor }): Promise<void>;
+  /** Many jobs in one statement (each with its own options: group, priority...). */
+  insert(boss: Boss, items: (Omit<JobInsert<Data>, 'data'> & { data: Data })[], options?: { tx?: Executor }): Promise<void>;
 }
 
 export function defineJob<Data>(spec: JobSpec<Data>): Job<Data> {
@@ -47,7 +47,7 @@ export function defineJob<Data>(spec: JobSpec<Data>): Job<Data> {
       return boss.send(spec.name, data as object, tx ? { ...rest, db: bossDb(tx) } : rest);
     },
     insert: async (boss, items, options = {}) => {
-      await boss.insert(spec.name, items as { id?: string; data: object }[], options.tx ? { db: bossDb(options.tx) } : undefined);
+      await boss.insert(spec.name, items as JobInsert[], options.tx ? { db: bossDb(options.tx) } : undefined);
     },
   };
 }

@@ -171,12 +171,13 @@ export async function syncWebhooks(
 }
 
 /**
- * The scheduled check: each active connection whose subscriptions were made once is synced again at its stored
- * address, which recreates what the service deleted. A failure of one connection is logged, never fatal.
+ * The scheduled check: each active connection whose subscriptions were made once (or those of `ids`, the ones due a
+ * check) is synced again at its stored address, which recreates what the service deleted. A failure of one
+ * connection is logged, never fatal.
  */
-export async function checkAllWebhooks(deps: SubscriptionDeps): Promise<SyncResult[]> {
+export async function checkAllWebhooks(deps: SubscriptionDeps, ids?: number[]): Promise<SyncResult[]> {
   const out: SyncResult[] = [];
-  for (const id of await subscribedConnectionIds(deps.db)) {
+  for (const id of ids ?? (await subscribedConnectionIds(deps.db))) {
     const connection = await getConnection(deps.db, id);
     if (!connection) continue;
     try {

@@ -14,7 +14,8 @@ import { requestDrain } from '../jobs/fetch.ts';
 import { enforceRetention } from './retention.ts';
 import { markPending, pendingLagByConnection, pendingPairs } from '../db/pending.ts';
 import { expireHolds } from '../stock/holds.ts';
-import { syncSchedules } from './schedules.ts';
+import { requestDueSweeps, requestFullSweeps, syncSchedules } from './schedules.ts';
+import { webhookChecksDue } from '../db/sweep-plans.ts';
 
 export async function handleMaintenance(deps: WorkerDeps, task: MaintenanceTask): Promise<void> {
   const { db, boss, config, log } = deps;
@@ -31,6 +32,14 @@ export async function handleMaintenance(deps: WorkerDeps, task: MaintenanceTask)
       await syncSchedules(db, boss, config);
       await applyRules(deps);
       break;
+    case 'sweeps': {
+      const n = await requestDueSweeps(db, boss, config);
+      if (n) log.debug({ sweeps: n }, 'incremental sweeps due');
+      break;
+    }
+    case 'full-sweeps':
+      log.info({ sweeps: await requestFullSweeps(db, boss) }, 'full sweeps asked for (FULL_SWEEP_CRON)');
+      break;
     case 'probe-lapsed': {
       const resumed = await probeLapsed(deps);
       for (const name of resumed) {
@@ -42,8 +51,10 @@ export async function handleMaintenance(deps: WorkerDeps, task: MaintenanceTask)
       break;
     }
     case 'webhooks':
-      // The service deletes a subscription after 3 days of failed deliveries: recreate what is missing.
-      await checkAllWebhooks(deps);
+      // The service deletes a subscription after 3 days of failed deliveries: recreate what is missing. Deliveries
+      // arriving show the subscriptions work: only connections without any for a while are checked, and an idle one
+      // no more often than its sweeps (src/db/sweep-plans.ts).
+      await checkAllWebhooks(deps, await webhookChecksDue(db, config.WEBHOOK_CHECK_MINUTES));
       break;
     case 'holds': {
       // Holds past CHANNEL_HOLD_MINUTES end; those whose order is known but whose variants' last reads predate it

@@ -30,6 +30,7 @@ import { allBundles, liveIds } from '../db/mirror-reads.ts';
 import { childCollections, composition, otherResources, resources, type ResourceSpec } from './resources.ts';
 import { listLive, readLive, readLines, type Reader } from './reader.ts';
 import { BATCH } from './drain.ts';
+import { planAfterSweep } from './schedules.ts';
 
 export interface SweepDeps {
   db: Db;
@@ -403,5 +404,10 @@ export async function handleReconcile(
 ): Promise<void> {
   const { connectionId, full } = job.data;
   const r = await runSweep(deps, client, { full, jobId: job.id });
-  deps.log.info({ connectionId, full, drift: r.drift, records: r.records, busy: r.busy ?? false, ms: r.durationMs }, 'sweep done');
+  // A first sweep is the initial load: the next comes after the base interval.
+  const next = r.busy ? null : await planAfterSweep(deps.db, deps.config, connectionId, r.initial ? 1 : r.drift);
+  deps.log.info(
+    { connectionId, full, drift: r.drift, records: r.records, busy: r.busy ?? false, ms: r.durationMs, nextInMinutes: next },
+    'sweep done',
+  );
 }

@@ -1,14 +1,24 @@
-// pg-boss schedules: per active connection an incremental sweep every RECONCILE_INTERVAL_MINUTES and a
-// full sweep on FULL_SWEEP_CRON; housekeeping (retention every minute, a pending-fetch safety net every
-// minute, this schedule sync every ten minutes so new connections get theirs, a first full sweep, and the webhook
-// subscription check every WEBHOOK_CHECK_MINUTES).
+// When sweeps run. No schedule per connection: the maintenance task `sweeps` asks every minute, in one statement,
+// for the incremental sweeps that are due (src/db/sweep-plans.ts), and `full-sweeps` on FULL_SWEEP_CRON for a full
+// sweep of every active connection. How often a connection is swept follows what its sweeps find: each sweep that
+// found no drift while its webhooks are in place (subscriptions made, none of the swept resources' events refused)
+// doubles its interval, from RECONCILE_INTERVAL_MINUTES up to RECONCILE_MAX_INTERVAL_MINUTES; drift sets it back,
+// and deliveries that stop (some arrived after its last sweep, then none for RECONCILE_INTERVAL_MINUTES) make the
+// next one due at once. An idle account whose webhooks work is swept hourly; a busy one, or one whose webhooks miss
+// changes, every RECONCILE_INTERVAL_MINUTES.
+// Housekeeping schedules: retention, the pending-fetch safety net and holds every minute, this schedule sync every
+// ten minutes (a first full sweep for new connections), lapsed connections, webhook subscriptions.
 import type { Config } from '../config.ts';
 import { listConnections } from '../db/connections.ts';
 import { sweptConnections } from '../db/cursors.ts';
-import type { Db } from '../db/index.ts';
+import type { Db, Executor } from '../db/index.ts';
+import { planNextSweep, takeDueSweeps } from '../db/sweep-plans.ts';
 import type { Boss } from '../queue/boss.ts';
 import { maintenanceJob, type MaintenanceTask } from '../jobs/maintenance.ts';
-import { reconcileJob, requestSweep, type ReconcileData } from '../jobs/reconcile.ts';
+import { reconcileJob, requestSweep } from '../jobs/reconcile.ts';
+import { resources } from './resources.ts';
+import { normaliseEvent } from '../receiver/events.ts';
+import { sql } from 'kysely';
 
 /** A cron expression for "every N minutes" (N from 1 to 1440). */
 export function everyMinutes(n: number): string {
@@ -19,21 +29,8 @@ export function everyMinutes(n: number): string {
 
 export async function syncSchedules(db: Db, boss: Boss, config: Config): Promise<void> {
   const active = await listConnections(db, 'active');
-  const want = new Map<string, { cron: string; data: ReconcileData }>();
-  for (const c of active) {
-    const id = Number(c.id);
-    want.set(`incremental-${id}`, { cron: everyMinutes(config.RECONCILE_INTERVAL_MINUTES), data: { connectionId: id, full: false } });
-    want.set(`full-${id}`, { cron: config.FULL_SWEEP_CRON, data: { connectionId: id, full: true } });
-  }
-  const existing = await boss.getSchedules(reconcileJob.name);
-  for (const s of existing) {
-    const w = want.get(s.key);
-    if (!w) await boss.unschedule(reconcileJob.name, s.key);
-    else if (s.cron === w.cron) want.delete(s.key);
-  }
-  for (const [key, w] of want) {
-    await boss.schedule(reconcileJob.name, w.cron, w.data, { key, tz: 'UTC', group: { id: String(w.data.connectionId) } });
-  }
+  // The per-connection schedules earlier versions kept (incremental-<id>, full-<id>) go: `sweeps` asks for them.
+  for (const s of await boss.getSchedules(reconcileJob.name)) await boss.unschedule(reconcileJob.name, s.key);
   // A connection never swept (a newcomer's demo, a new account) gets its full sweep now, not at FULL_SWEEP_CRON.
   const swept = await sweptConnections(db);
   for (const c of active) {
@@ -45,6 +42,8 @@ export async function syncSchedules(db: Db, boss: Boss, config: Config): Promise
     ['retention', '* * * * *'],
     ['pending', '* * * * *'],
     ['holds', '* * * * *'],
+    ['sweeps', '* * * * *'],
+    ['full-sweeps', config.FULL_SWEEP_CRON],
     ['schedules', '*/10 * * * *'],
     ['probe-lapsed', '*/5 * * * *'],
     ['webhooks', everyMinutes(config.WEBHOOK_CHECK_MINUTES)],
@@ -55,4 +54,65 @@ export async function syncSchedules(db: Db, boss: Boss, config: Config): Promise
   for (const [task, cron] of housekeeping) {
     if (have.get(task) !== cron) await boss.schedule(maintenanceJob.name, cron, { task }, { key: task, tz: 'UTC' });
   }
+}
+
+/** Asks for the incremental sweeps that are due, in one insert; returns how many. */
+export async function requestDueSweeps(db: Db, boss: Boss, config: Config): Promise<number> {
+  const due = await takeDueSweeps(
+    db,
+    config.RECONCILE_INTERVAL_MINUTES,
+    config.RECONCILE_MAX_INTERVAL_MINUTES,
+    config.RECONCILE_INTERVAL_MINUTES,
+  );
+  if (due.length)
+    await reconcileJob.insert(
+      boss,
+      due.map((d) => ({ data: { connectionId: d.connectionId, full: false }, group: { id: String(d.connectionId) }, priority: 1 })),
+    );
+  return due.length;
+}
+
+/** FULL_SWEEP_CRON: a full sweep of every active connection, below incremental sweeps in the queue. */
+export async function requestFullSweeps(db: Db, boss: Boss): Promise<number> {
+  const active = await listConnections(db, 'active');
+  if (active.length)
+    await reconcileJob.insert(
+      boss,
+      active.map((c) => ({ data: { connectionId: Number(c.id), full: true }, group: { id: String(c.id) }, priority: 0 })),
+    );
+  return active.length;
+}
+
+// Resources incremental sweeps list: a refusal of an event about one of them means only sweeps see its changes.
+const swept = new Set(
+  Object.values(resources)
+    .filter((r) => r.incremental)
+    .map((r) => r.name),
+);
+
+/**
+ * Whether the connection's webhooks tell of every change its incremental sweeps look for: subscriptions made (a
+ * webhook address) and no event about a swept resource refused by its service.
+ */
+export async function webhooksInPlace(db: Executor, connectionId: number): Promise<boolean> {
+  const { rows } = await sql<{ address: string | null; events: string[] }>`
+    SELECT c.webhook_address AS address, coalesce(array_agg(r.event) FILTER (WHERE r.event IS NOT NULL), '{}') AS events
+    FROM connections c LEFT JOIN webhook_refusals r ON r.connection_id = c.id
+    WHERE c.id = ${connectionId} GROUP BY c.id`.execute(db);
+  const row = rows[0];
+  if (!row?.address) return false;
+  return !row.events.some((e) => swept.has(normaliseEvent(e).resource ?? ''));
+}
+
+/** After a sweep: the next one's interval (see the top of this file). */
+export async function planAfterSweep(db: Db, config: Config, connectionId: number, drift: number): Promise<number> {
+  const quiet = drift === 0 && (await webhooksInPlace(db, connectionId));
+  const { intervalMinutes } = await planNextSweep(
+    db,
+    connectionId,
+    quiet,
+    config.RECONCILE_INTERVAL_MINUTES,
+    config.RECONCILE_MAX_INTERVAL_MINUTES,
+  );
+  return intervalMinutes;
 }

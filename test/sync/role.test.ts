@@ -1,4 +1,4 @@
-// The worker role as `start` mounts it: schedules per connection, a reconcile job run by the queue, a
+// The worker role as `start` mounts it: its schedules (none per connection), a reconcile job run by the queue, a
 // failing job ending in its dead-letter queue; and `commerce-sync reconcile` as a process.
 import { spawn } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
@@ -30,7 +30,7 @@ const until = async (what: string, fn: () => Promise<boolean>, ms = 30_000) => {
   }
 };
 
-t.test('mount: schedules per active connection, a queued sweep runs, a failing drain is dead-lettered', async (t) => {
+t.test('mount: housekeeping schedules (none per connection), a queued sweep runs, a failing drain is dead-lettered', async (t) => {
   const sandbox = await startSandbox({ variants: 10, timeScale: 100 });
   t.teardown(() => sandbox.close());
   const tdb = await testDatabase(t);
@@ -56,25 +56,20 @@ t.test('mount: schedules per active connection, a queued sweep runs, a failing d
   const boss = rt.boss;
   await mount(rt);
 
-  const schedules = (await boss.getSchedules(reconcileJob.name)).map((s) => [s.key, s.cron]).sort();
-  t.same(
-    schedules,
-    [
-      [`full-${broken.id}`, '30 2 * * *'],
-      [`full-${shop.id}`, '30 2 * * *'],
-      [`incremental-${broken.id}`, '*/7 * * * *'],
-      [`incremental-${shop.id}`, '*/7 * * * *'],
-    ].sort(),
-    'two sweeps per active connection; none for the lapsed one',
-  );
-  t.same((await boss.getSchedules(maintenanceJob.name)).map((s) => s.key).sort(), [
+  t.same(await boss.getSchedules(reconcileJob.name), [], 'no schedule per connection: the sweeps task asks for them');
+  const housekeeping = new Map((await boss.getSchedules(maintenanceJob.name)).map((s) => [s.key, s.cron]));
+  t.same([...housekeeping.keys()].sort(), [
+    'full-sweeps',
     'holds',
     'pending',
     'probe-lapsed',
     'retention',
     'schedules',
+    'sweeps',
     'webhooks',
   ]);
+  t.equal(housekeeping.get('full-sweeps'), '30 2 * * *', 'full sweeps of every connection on FULL_SWEEP_CRON');
+  t.equal(housekeeping.get('sweeps'), '* * * * *', 'due incremental sweeps looked for every minute');
   t.equal(everyMinutes(120), '0 */2 * * *');
   const initial = await sql<{
     n: number;
