@@ -150,7 +150,10 @@ export const settings = {
     schema: int(0, 1000),
     doc: 'Longest a delivery waits for others to share its transaction when the database is idle.',
   },
-  WEBHOOK_COMMIT_CONCURRENCY: { schema: int(1, 32), doc: 'Delivery transactions the receiver runs at once (its pool size).' },
+  WEBHOOK_COMMIT_CONCURRENCY: {
+    schema: int(1, 32),
+    doc: 'Most delivery transactions the receiver runs at once (its pool is one more). How many of them pay is learnt from the commits (src/receiver/slots.ts): 1 fixes it at one.',
+  },
   WEBHOOK_ACK_TIMEOUT_MS: { schema: int(100, 60000), doc: 'A delivery not committed within this gets 503 (the service waits 10 s).' },
   WORKER_CONCURRENCY: { schema: int(1, 64), doc: 'Jobs a worker process runs at once per queue.' },
   RECONCILE_INTERVAL_MINUTES: {

@@ -5,7 +5,14 @@
 // (median and worst), the database size.
 //
 //   node_modules/.bin/node bench/accounts/run.ts [--accounts 10,100,500] [--rate 0.05] [--idle-minutes 3]
-//       [--minutes 5] [--variants 20] [--profile spec|documented] [--cpu-prof DIR] [--pg-sample]
+//       [--minutes 5] [--variants 20] [--profile spec|documented] [--workers 1|1,2] [--fresh-plans] [--cpu-prof DIR] [--pg-sample]
+//
+// --workers 1,2 measures each N with one worker process, then starts a second one and measures again (the same
+// accounts and database): the work spreads when each worker's CPU about halves.
+// Sweep plans: an account's sweeps come less often after each that found nothing (up to
+// RECONCILE_MAX_INTERVAL_MINUTES, an hour), so the idle cost of a deployment that has run a while is not the first
+// minutes'. After the first sweeps the benchmark sets every plan as an hour of quiet sweeps would have left it (the
+// longest interval, due times spread evenly over it); --fresh-plans measures the first minutes instead.
 //
 // --pg-sample samples pg_stat_activity ten times a second during the active phase and prints the statements
 // PostgreSQL was busy with, by share of the samples (a sampling profile of the database).
@@ -14,6 +21,7 @@
 import { cpus, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
+import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { StockLag } from '../freshness/lag.ts';
 import { cpuSeconds, percentile, postgresCpuSeconds, settled, startWorld, takeMoves, type World } from '../freshness/world.ts';
@@ -28,8 +36,13 @@ const { values: args } = parseArgs({
     profile: { type: 'string' },
     'cpu-prof': { type: 'string' },
     'pg-sample': { type: 'boolean', default: false },
+    workers: { type: 'string', default: '1' },
+    'fresh-plans': { type: 'boolean', default: false },
   },
 });
+const workerCounts = args.workers!.split(',').map(Number);
+if (workerCounts.some((w) => !Number.isInteger(w) || w < 1) || workerCounts.some((w, i) => i > 0 && w <= workerCounts[i - 1]!))
+  throw new Error('--workers: increasing whole numbers, e.g. 1,2');
 const counts = args.accounts!.split(',').map(Number);
 const rate = Number(args.rate),
   idleMinutes = Number(args['idle-minutes']),
@@ -49,12 +62,13 @@ async function measureCpu(
   during: Promise<void>,
 ): Promise<{ worker: number; receiver: number; pg: number | null; ms: number }> {
   const t0 = Date.now();
-  const w0 = cpuSeconds(world.worker.pid),
+  const workers = () => [world.worker, ...world.moreWorkers].reduce((sum, w) => sum + cpuSeconds(w.pid), 0);
+  const w0 = workers(),
     r0 = cpuSeconds(world.receiver.pid),
     p0 = postgresCpuSeconds(world.database.postmaster);
   await during;
   const ms = Date.now() - t0;
-  const w1 = cpuSeconds(world.worker.pid),
+  const w1 = workers(),
     r1 = cpuSeconds(world.receiver.pid),
     p1 = postgresCpuSeconds(world.database.postmaster);
   const pct = (a: number, b: number) => (100 * (b - a)) / (ms / 1000);
@@ -63,12 +77,16 @@ async function measureCpu(
 
 const head = [
   'connections',
+  'workers',
   'idle worker %',
   'idle pg %',
   'idle % per conn',
   'active worker %',
   'receiver %',
   'active pg %',
+  'ops/s',
+  'pg ms/op',
+  'worker ms/op',
   'moves',
   'p95 lag median s',
   'p95 lag worst s',
@@ -79,28 +97,36 @@ const head = [
 ];
 const rows: string[][] = [];
 const idleTotals: [number, number][] = [];
-for (const n of counts) {
-  const t0 = Date.now();
-  const world = await startWorld({
-    name: `accounts${n}`,
-    accounts: n,
-    variants: Number(args.variants),
-    profile: args.profile,
-    workerEnv: args['cpu-prof'] ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${args['cpu-prof']}` } : undefined,
-    log,
-  });
-  await settled(world, 1_800_000);
-  console.log(`  ${n} connections: set up and first sweeps done in ${sec(Date.now() - t0)} s`);
+const config = loadConfig({ DATABASE_URL: 'postgres://unused', LOG_LEVEL: 'silent' });
+
+/** Every plan as an hour of quiet sweeps leaves it: the longest interval, due times spread evenly over it. */
+async function steadyPlans(world: World): Promise<void> {
+  const max = config.RECONCILE_MAX_INTERVAL_MINUTES;
+  await sql`INSERT INTO sweep_plans (connection_id, interval_minutes, due_at, quiet_sweeps)
+    SELECT id, ${max}, now() + random() * make_interval(mins => ${max}), 4 FROM connections WHERE status = 'active'
+    ON CONFLICT (connection_id) DO UPDATE SET interval_minutes = excluded.interval_minutes, due_at = excluded.due_at,
+      quiet_sweeps = excluded.quiet_sweeps, requested_at = now()`.execute(world.db);
+}
+
+/** One measure of a running world: idle, then merchant activity; a row of the table. */
+async function measure(world: World, n: number, workers: number): Promise<void> {
+  const label = `${n} connections, ${workers} worker${workers > 1 ? 's' : ''}`;
   const stats0 = await Promise.all(world.accounts.map((a) => a.admin('GET', 'stats')));
 
   const idle = await measureCpu(world, new Promise((r) => setTimeout(r, idleMinutes * 60_000)));
   const perConnection = (idle.worker + (idle.pg ?? 0)) / n;
-  idleTotals.push([n, idle.worker + (idle.pg ?? 0)]);
+  if (workers === workerCounts[0]) idleTotals.push([n, idle.worker + (idle.pg ?? 0)]);
+  const intervals = await sql<{ minutes: number; n: number }>`SELECT interval_minutes AS minutes, count(*)::int AS n
+    FROM sweep_plans GROUP BY 1 ORDER BY 1`.execute(world.db);
+  console.log(
+    `  ${label}: sweep intervals after the idle phase (minutes: connections): ${intervals.rows.map((r) => `${r.minutes}: ${r.n}`).join(', ')}`,
+  );
 
   // Activity: one operation at a time on a random account, Poisson-like at n * rate per second overall.
   const lag = new StockLag();
   const cursors = new Map<number, number>();
   let stopped = false;
+  let operations = 0;
   const load = (async () => {
     let due = 0;
     while (!stopped) {
@@ -108,7 +134,10 @@ for (const n of counts) {
       while (due >= 1 && !stopped) {
         due -= 1;
         const a = world.accounts[Math.floor(Math.random() * n)]!;
-        await a.admin('POST', 'activity', { operations: 1 }).catch(() => {});
+        await a.admin('POST', 'activity', { operations: 1 }).then(
+          () => operations++,
+          () => {},
+        );
         lag.add(a.connectionId, await takeMoves(a, cursors));
       }
       await new Promise((r) => setTimeout(r, 100));
@@ -142,7 +171,7 @@ for (const n of counts) {
   await checker;
   await sampler;
   if (pgTotal) {
-    console.log(`  ${n} connections: PostgreSQL busy with (active backends per sample, ${pgTotal} samples):`);
+    console.log(`  ${label}: PostgreSQL busy with (active backends per sample, ${pgTotal} samples):`);
     for (const [q, c] of [...pgSamples].sort((a, b) => b[1] - a[1]).slice(0, 25))
       console.log(`    ${(c / pgTotal).toFixed(3).padStart(6)}  ${q}`);
   }
@@ -174,14 +203,21 @@ for (const n of counts) {
   const stats1 = await Promise.all(world.accounts.map((a) => a.admin('GET', 'stats')));
   const limited = stats1.reduce((s, x, i) => s + x.rate_limited - stats0[i]!.rate_limited, 0);
   const size = (await sql<{ b: string }>`SELECT pg_database_size(current_database())::text AS b`.execute(world.db)).rows[0]!.b;
+  // CPU per operation: a core's % is 10 ms of CPU per second, divided by operations per second.
+  const opsPerSecond = operations / (active.ms / 1000);
+  const perOp = (pct: number | null) => (pct === null || !opsPerSecond ? '-' : ((pct * 10) / opsPerSecond).toFixed(1));
   rows.push([
     String(n),
+    String(workers),
     idle.worker.toFixed(1),
     idle.pg?.toFixed(1) ?? '-',
-    perConnection.toFixed(3),
+    perConnection.toFixed(4),
     active.worker.toFixed(1),
     active.receiver.toFixed(1),
     active.pg?.toFixed(1) ?? '-',
+    opsPerSecond.toFixed(1),
+    perOp(active.pg),
+    perOp(active.worker),
     String(lag.times.length),
     sec(percentile(p95s, 50)),
     sec(p95s.at(-1) ?? NaN),
@@ -190,19 +226,41 @@ for (const n of counts) {
     String(limited),
     (Number(size) / 2 ** 20).toFixed(0),
   ]);
-  console.log(`  ${n} connections: ${rows.at(-1)!.join(' | ')}`);
+  console.log(`  ${label}: ${rows.at(-1)!.join(' | ')}`);
   // For a CPU profile: the active phase is the last this many seconds of the worker's life.
   if (args['cpu-prof'])
-    console.log(`  ${n} connections: active phase began ${((Date.now() - activeFrom) / 1000).toFixed(0)} s before the worker stops`);
+    console.log(`  ${label}: active phase began ${((Date.now() - activeFrom) / 1000).toFixed(0)} s before the worker stops`);
+}
+
+for (const n of counts) {
+  const t0 = Date.now();
+  const world = await startWorld({
+    name: `accounts${n}`,
+    accounts: n,
+    variants: Number(args.variants),
+    profile: args.profile,
+    workerEnv: args['cpu-prof'] ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${args['cpu-prof']}` } : undefined,
+    log,
+  });
+  await settled(world, 3_600_000);
+  console.log(`  ${n} connections: set up and first sweeps done in ${sec(Date.now() - t0)} s`);
+  if (!args['fresh-plans']) await steadyPlans(world);
+  for (const workers of workerCounts) {
+    while (1 + world.moreWorkers.length < workers) await world.addWorker();
+    await measure(world, n, workers);
+  }
   await world.close();
 }
 
-console.log('\nCPU in % of one core (worker and PostgreSQL); idle % per conn = (worker + PostgreSQL) / connections while idle.');
+console.log(
+  '\nCPU in % of one core (worker processes together, and PostgreSQL); idle % per conn = (worker + PostgreSQL) / connections while idle;',
+);
+console.log('pg ms/op, worker ms/op: CPU milliseconds per merchant operation while active (idle work included).');
 const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
 console.log(head.map((h, i) => h.padStart(widths[i]!)).join('  '));
 for (const r of rows) console.log(r.map((c, i) => c.padStart(widths[i]!)).join('  '));
 // What one more idle connection costs, without the fixed cost of a running worker and database.
 for (let i = 1; i < idleTotals.length; i++) {
   const [[n0, c0], [n1, c1]] = [idleTotals[i - 1]!, idleTotals[i]!];
-  console.log(`idle cost of one more connection, ${n0} -> ${n1}: ${((c1 - c0) / (n1 - n0)).toFixed(3)} % of one core`);
+  console.log(`idle cost of one more connection, ${n0} -> ${n1}: ${((c1 - c0) / (n1 - n0)).toFixed(4)} % of one core`);
 }

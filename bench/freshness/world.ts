@@ -27,7 +27,11 @@ export interface World {
   accounts: Account[];
   receiver: CliProcess;
   worker: CliProcess;
+  /** Workers started after the first (addWorker). */
+  moreWorkers: CliProcess[];
   proxy: DeliveryProxy;
+  /** Starts one more worker process with the same settings. */
+  addWorker(): Promise<CliProcess>;
   close(): Promise<void>;
 }
 
@@ -54,8 +58,9 @@ export async function startWorld(o: WorldOptions): Promise<World> {
   const db = createDb(createPool(database.url, 4));
   const config = loadConfig({ DATABASE_URL: database.url, TOKEN_ENCRYPTION_KEY: KEY, COMMERCE_CLIENT_SECRET: SECRET, LOG_LEVEL: 'silent' });
   const proxy = await startDeliveryProxy(null);
+  // Accounts start 25 at a time: 5,000 of them one by one took minutes before anything was measured.
   const accounts: Account[] = [];
-  for (let i = 0; i < o.accounts; i++) {
+  const startAccount = async (i: number): Promise<Account> => {
     // `profile` is passed through as given, so the same script measures a sandbox with or without profiles.
     const options = {
       variants: o.variants,
@@ -83,8 +88,10 @@ export async function startWorld(o: WorldOptions): Promise<World> {
       if (!res.ok) throw new Error(`sandbox admin ${method} ${path}: ${res.status} ${await res.text()}`);
       return res.json() as Promise<any>;
     };
-    accounts.push({ sandbox, connectionId: Number(connection.id), admin });
-  }
+    return { sandbox, connectionId: Number(connection.id), admin };
+  };
+  for (let i = 0; i < o.accounts; i += 25)
+    accounts.push(...(await Promise.all(Array.from({ length: Math.min(25, o.accounts - i) }, (_, k) => startAccount(i + k)))));
   const env = {
     DATABASE_URL: database.url,
     TOKEN_ENCRYPTION_KEY: KEY,
@@ -98,15 +105,25 @@ export async function startWorld(o: WorldOptions): Promise<World> {
   };
   const receiver = await spawnCli(null, 'receiver', ['receiver'], env, { readyTimeoutMs: 120_000 });
   proxy.targets.push(receiver.url);
-  const worker = await spawnCli(null, 'worker', ['worker'], { ...env, WORKER_PORT: 0, ...o.workerEnv }, { readyTimeoutMs: 120_000 });
+  const startWorker = (name: string) =>
+    spawnCli(null, name, ['worker'], { ...env, WORKER_PORT: 0, ...o.workerEnv }, { readyTimeoutMs: 120_000 });
+  const worker = await startWorker('worker');
+  const moreWorkers: CliProcess[] = [];
   return {
     db,
     database,
     accounts,
     receiver,
     worker,
+    moreWorkers,
     proxy,
+    async addWorker() {
+      const w = await startWorker(`worker-${moreWorkers.length + 2}`);
+      moreWorkers.push(w);
+      return w;
+    },
     async close() {
+      for (const w of moreWorkers) await w.stop();
       await worker.stop();
       await receiver.stop();
       await proxy.close();

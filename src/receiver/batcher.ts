@@ -1,8 +1,11 @@
 // Group commit: requests arriving together share one transaction. Items wait until the oldest has waited
 // `maxWaitMs` or `maxBatch` are queued, and while every commit slot is busy; what waited is then shared among
 // the free slots (up to maxBatch each). Under load batches grow by themselves, when idle an item goes alone.
+// How many slots there are is learnt from the commits themselves (slots.ts) unless fixed.
 // An item not committed within `maxAgeMs` is refused (its request answers 503 in time); one timer watches the
 // oldest item for all of them, where a timer and a promise race per request cost measurable CPU.
+import { CommitSlots } from './slots.ts';
+
 export class BatcherClosed extends Error {
   constructor() {
     super('receiver is shutting down');
@@ -24,8 +27,10 @@ export interface BatcherOptions {
   maxBatch: number;
   /** Longest an item waits for company before its commit starts, when a slot is free. */
   maxWaitMs: number;
-  /** Commits in flight at once. */
+  /** Most commits in flight at once. */
   concurrency: number;
+  /** Learn how many of them pay (slots.ts), starting from one; false: always `concurrency`. */
+  adaptive?: boolean;
   /** Items waiting beyond this are refused at once (the database is not keeping up). */
   maxPending: number;
   /** An item not committed this long after submit is rejected with BatcherTimeout (it may still commit later). */
@@ -36,6 +41,8 @@ export interface Batcher<T, R> {
   submit(item: T): Promise<R>;
   /** Items waiting plus items in commits in flight. */
   readonly pending: number;
+  /** Commits that may run at once now (learnt when adaptive). */
+  readonly slots: number;
   /** Refuses new items, commits every item already submitted, resolves when all commits are done. */
   close(): Promise<void>;
 }
@@ -51,6 +58,8 @@ interface Waiting<T, R> {
 
 /** `commit` gets a batch and returns one result per item, in order; a throw fails every item in it. */
 export function createBatcher<T, R>(commit: (items: T[]) => Promise<R[]>, opts: BatcherOptions): Batcher<T, R> {
+  const slots = opts.adaptive ? new CommitSlots({ max: opts.concurrency }, performance.now()) : null;
+  const limit = () => slots?.limit ?? opts.concurrency;
   const queue: Waiting<T, R>[] = [];
   let inFlight = 0;
   let inFlightItems = 0;
@@ -96,6 +105,7 @@ export function createBatcher<T, R>(commit: (items: T[]) => Promise<R[]>, opts: 
       .finally(() => {
         inFlight--;
         inFlightItems -= batch.length;
+        slots?.committed(batch.length, performance.now());
         schedule();
         if (closed && !queue.length && !inFlight) idle?.();
       });
@@ -106,7 +116,14 @@ export function createBatcher<T, R>(commit: (items: T[]) => Promise<R[]>, opts: 
       clearTimeout(timer);
       timer = null;
     }
-    while (queue.length && inFlight < opts.concurrency) {
+    try {
+      startWaiting();
+    } finally {
+      slots?.busy(queue.length > 0 && inFlight >= limit(), performance.now());
+    }
+  };
+  const startWaiting = () => {
+    while (queue.length && inFlight < limit()) {
       const waited = performance.now() - queue[0]!.at;
       if (!closed && queue.length < opts.maxBatch && waited < opts.maxWaitMs) {
         timer = setTimeout(schedule, Math.max(1, Math.ceil(opts.maxWaitMs - waited)));
@@ -114,7 +131,7 @@ export function createBatcher<T, R>(commit: (items: T[]) => Promise<R[]>, opts: 
       }
       // What waits is shared among the free slots: two half batches commit side by side on two backends
       // (and cores), where one whole batch would leave the other idle while this process waits for it.
-      const free = opts.concurrency - inFlight;
+      const free = limit() - inFlight;
       start(queue.splice(0, Math.min(opts.maxBatch, Math.ceil(queue.length / free))));
     }
   };
@@ -129,10 +146,14 @@ export function createBatcher<T, R>(commit: (items: T[]) => Promise<R[]>, opts: 
         unsettled.push(w);
         watchAge();
         if (queue.length === 1 || queue.length >= opts.maxBatch) schedule();
+        else if (inFlight >= limit()) slots?.busy(true, w.at);
       });
     },
     get pending() {
       return queue.length + inFlightItems;
+    },
+    get slots() {
+      return limit();
     },
     close() {
       closed = true;

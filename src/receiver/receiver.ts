@@ -93,6 +93,7 @@ export function createReceiver(deps: ReceiverDeps): Receiver {
     maxBatch: config.WEBHOOK_BATCH_SIZE,
     maxWaitMs: config.WEBHOOK_BATCH_WAIT_MS,
     concurrency: config.WEBHOOK_COMMIT_CONCURRENCY,
+    adaptive: true,
     maxPending: config.WEBHOOK_BATCH_SIZE * config.WEBHOOK_COMMIT_CONCURRENCY * 20,
     maxAgeMs: config.WEBHOOK_ACK_TIMEOUT_MS,
   });

@@ -127,7 +127,9 @@ t.test('graceful shutdown: deliveries in flight are committed and answered 200, 
   // Wait until all 20 reached the server and the receiver's insert waits behind the lock: in flight.
   for (let i = 0; i < 1000; i++) {
     const { rows } = await h.tdb.pool.query(
-      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO webhook_deliveries%'`,
+      // The insert's text, or its prepared statement's name once the connection has prepared it.
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+        AND (query LIKE '%INSERT INTO webhook_deliveries%' OR query LIKE '%cs_receive_rows%')`,
     );
     if (rows[0].n > 0 && arrived >= 20) break;
     await new Promise((r) => setTimeout(r, 20));
