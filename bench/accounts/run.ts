@@ -4,7 +4,7 @@
 // (the stock lag per connection). Prints, per N: CPU while idle and while active, p95 stock lag per connection
 // (median and worst), the database size.
 //
-//   node_modules/.bin/node bench/accounts/run.ts [--accounts 10,100,500] [--rate 0.05] [--idle-minutes 3]
+//   node_modules/.bin/node bench/accounts/run.ts [--accounts 10,100,500] [--rate 0.05 | 0.05,0.05,0.01] [--idle-minutes 3]
 //       [--minutes 5] [--variants 20] [--profile spec|documented] [--workers 1|1,2] [--fresh-plans] [--cpu-prof DIR] [--pg-sample]
 //
 // --workers 1,2 measures each N with one worker process, then starts a second one and measures again (the same
@@ -44,14 +44,17 @@ const workerCounts = args.workers!.split(',').map(Number);
 if (workerCounts.some((w) => !Number.isInteger(w) || w < 1) || workerCounts.some((w, i) => i > 0 && w <= workerCounts[i - 1]!))
   throw new Error('--workers: increasing whole numbers, e.g. 1,2');
 const counts = args.accounts!.split(',').map(Number);
-const rate = Number(args.rate),
-  idleMinutes = Number(args['idle-minutes']),
+// One rate for every N, or one per N (--accounts 500,5000 --rate 0.05,0.01).
+const rates = args.rate!.split(',').map(Number);
+if (rates.length !== 1 && rates.length !== counts.length) throw new Error('--rate: one value, or one per --accounts value');
+const rateOf = (n: number) => rates[rates.length === 1 ? 0 : counts.indexOf(n)]!;
+const idleMinutes = Number(args['idle-minutes']),
   minutes = Number(args.minutes);
 const log = createLogger('warn', { destination: process.stderr, pretty: false });
 const sec = (ms: number) => (Number.isFinite(ms) ? (ms / 1000).toFixed(1) : '-');
 
 console.log(
-  `accounts: ${counts.join(', ')} connections, ${rate} operations/s each for ${minutes} min after ${idleMinutes} min idle, ` +
+  `accounts: ${counts.join(', ')} connections, ${rates.join(', ')} operations/s each for ${minutes} min after ${idleMinutes} min idle, ` +
     `${args.variants} variants each, 300 requests / 300 s per account${args.profile ? `, profile ${args.profile}` : ''}`,
 );
 console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, ${(totalmem() / 2 ** 30).toFixed(1)} GB, node ${process.version}`);
@@ -94,6 +97,7 @@ const head = [
   'open',
   '429',
   'db MB',
+  'KB/op',
 ];
 const rows: string[][] = [];
 const idleTotals: [number, number][] = [];
@@ -122,26 +126,43 @@ async function measure(world: World, n: number, workers: number): Promise<void> 
     `  ${label}: sweep intervals after the idle phase (minutes: connections): ${intervals.rows.map((r) => `${r.minutes}: ${r.n}`).join(', ')}`,
   );
 
-  // Activity: one operation at a time on a random account, Poisson-like at n * rate per second overall.
+  const dbBytes = async () =>
+    Number((await sql<{ b: string }>`SELECT pg_database_size(current_database())::text AS b`.execute(world.db)).rows[0]!.b);
+  const sizeBefore = await dbBytes();
+  // Activity: one operation at a time on a random account, at n * rate per second overall.
   const lag = new StockLag();
   const cursors = new Map<number, number>();
   let stopped = false;
   let operations = 0;
+  const busy = new Set<number>();
+  const inflight = new Set<Promise<void>>();
   const load = (async () => {
     let due = 0;
     while (!stopped) {
-      due += (n * rate) / 10;
+      due += (n * rateOf(n)) / 10;
       while (due >= 1 && !stopped) {
         due -= 1;
+        // Up to 32 operations at once (5,000 accounts at 0.01/s is 50 a second), never two on one account (its
+        // moves are read from a cursor after each).
         const a = world.accounts[Math.floor(Math.random() * n)]!;
-        await a.admin('POST', 'activity', { operations: 1 }).then(
-          () => operations++,
-          () => {},
-        );
-        lag.add(a.connectionId, await takeMoves(a, cursors));
+        if (busy.has(a.connectionId)) continue;
+        busy.add(a.connectionId);
+        const op = (async () => {
+          await a.admin('POST', 'activity', { operations: 1 }).then(
+            () => operations++,
+            () => {},
+          );
+          lag.add(a.connectionId, await takeMoves(a, cursors));
+        })().finally(() => {
+          busy.delete(a.connectionId);
+          inflight.delete(op);
+        });
+        inflight.add(op);
+        if (inflight.size >= 32) await Promise.race(inflight);
       }
       await new Promise((r) => setTimeout(r, 100));
     }
+    await Promise.all(inflight);
   })();
   const checker = (async () => {
     while (!stopped) {
@@ -202,7 +223,7 @@ async function measure(world: World, n: number, workers: number): Promise<void> 
     .sort((a, b) => a - b);
   const stats1 = await Promise.all(world.accounts.map((a) => a.admin('GET', 'stats')));
   const limited = stats1.reduce((s, x, i) => s + x.rate_limited - stats0[i]!.rate_limited, 0);
-  const size = (await sql<{ b: string }>`SELECT pg_database_size(current_database())::text AS b`.execute(world.db)).rows[0]!.b;
+  const size = await dbBytes();
   // CPU per operation: a core's % is 10 ms of CPU per second, divided by operations per second.
   const opsPerSecond = operations / (active.ms / 1000);
   const perOp = (pct: number | null) => (pct === null || !opsPerSecond ? '-' : ((pct * 10) / opsPerSecond).toFixed(1));
@@ -224,7 +245,8 @@ async function measure(world: World, n: number, workers: number): Promise<void> 
     sec(percentile(lag.all(), 95)),
     String(lag.open),
     String(limited),
-    (Number(size) / 2 ** 20).toFixed(0),
+    (size / 2 ** 20).toFixed(0),
+    operations ? ((size - sizeBefore) / operations / 1024).toFixed(1) : '-',
   ]);
   console.log(`  ${label}: ${rows.at(-1)!.join(' | ')}`);
   // For a CPU profile: the active phase is the last this many seconds of the worker's life.
@@ -255,7 +277,9 @@ for (const n of counts) {
 console.log(
   '\nCPU in % of one core (worker processes together, and PostgreSQL); idle % per conn = (worker + PostgreSQL) / connections while idle;',
 );
-console.log('pg ms/op, worker ms/op: CPU milliseconds per merchant operation while active (idle work included).');
+console.log(
+  'pg ms/op, worker ms/op: CPU milliseconds per merchant operation while active (idle work included); KB/op: database growth per operation.',
+);
 const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
 console.log(head.map((h, i) => h.padStart(widths[i]!)).join('  '));
 for (const r of rows) console.log(r.map((c, i) => c.padStart(widths[i]!)).join('  '));
