@@ -109,7 +109,7 @@ async function steadyPlans(world: World): Promise<void> {
   await sql`INSERT INTO sweep_plans (connection_id, interval_minutes, due_at, quiet_sweeps)
     SELECT id, ${max}, now() + random() * make_interval(mins => ${max}), 4 FROM connections WHERE status = 'active'
     ON CONFLICT (connection_id) DO UPDATE SET interval_minutes = excluded.interval_minutes, due_at = excluded.due_at,
-      quiet_sweeps = excluded.quiet_sweeps, requested_at = now()`.execute(world.db);
+      quiet_sweeps = excluded.quiet_sweeps, requested_at = now() - interval '1 second', swept_at = now()`.execute(world.db);
 }
 
 /** One measure of a running world: idle, then merchant activity; a row of the table. */

@@ -227,6 +227,7 @@ export interface SweepPlansTable {
   interval_minutes: number;
   due_at: Timestamp;
   requested_at: DefaultTimestamp;
+  swept_at: DefaultTimestamp;
   quiet_sweeps: Default<number>;
   webhooks_checked_at: Timestamp | null;
 }

@@ -13,7 +13,8 @@ export interface DueSweep {
  * The active connections whose incremental sweep is due, marked asked for (their next one `interval` later, so a
  * sweep lost before it ran is asked for again then). Due: its time has come, or deliveries arrived after its last
  * sweep was asked for and none for `quietMinutes` since (the webhooks may have stopped: the sweep sees). Active
- * connections without a plan get one, due an interval from now (their first full sweep is asked for apart).
+ * connections without a plan get one, due an interval from now (their first full sweep is asked for apart). A
+ * connection whose sweep last asked for has yet to run is left out, so a queue that falls behind is not flooded.
  * One statement for every connection.
  */
 export async function takeDueSweeps(db: Executor, baseMinutes: number, maxMinutes: number, quietMinutes: number): Promise<DueSweep[]> {
@@ -27,10 +28,13 @@ export async function takeDueSweeps(db: Executor, baseMinutes: number, maxMinute
       SELECT p.connection_id, p.due_at > now() AS stopped,
         greatest(${baseMinutes}, least(${maxMinutes}, p.interval_minutes)) AS minutes
       FROM sweep_plans p JOIN connections c ON c.id = p.connection_id AND c.status = 'active'
-      WHERE p.due_at <= now()
+      -- Not while the sweep last asked for has yet to run (workers behind: one per connection in the queue), unless
+      -- it was asked for an hour ago (its job was lost).
+      WHERE (p.swept_at >= p.requested_at OR p.requested_at < now() - interval '1 hour')
+      AND (p.due_at <= now()
         OR (EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.connection_id = p.connection_id AND d.received_at > p.requested_at)
           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.connection_id = p.connection_id
-            AND d.received_at > now() - make_interval(mins => ${quietMinutes})))
+            AND d.received_at > now() - make_interval(mins => ${quietMinutes}))))
       FOR UPDATE OF p SKIP LOCKED
     )
     UPDATE sweep_plans p SET requested_at = now(), interval_minutes = due.minutes,
@@ -54,7 +58,7 @@ export async function planNextSweep(
   const { rows } = await sql<{ interval_minutes: number }>`
     INSERT INTO sweep_plans AS p (connection_id, interval_minutes, due_at, quiet_sweeps)
     VALUES (${connectionId}, ${baseMinutes}, now() + make_interval(mins => ${baseMinutes}), ${quiet ? 1 : 0})
-    ON CONFLICT (connection_id) DO UPDATE SET
+    ON CONFLICT (connection_id) DO UPDATE SET swept_at = now(),
       interval_minutes = CASE WHEN ${quiet} THEN greatest(${baseMinutes}, least(${maxMinutes}, p.interval_minutes * 2)) ELSE ${baseMinutes} END,
       quiet_sweeps = CASE WHEN ${quiet} THEN p.quiet_sweeps + 1 ELSE 0 END,
       due_at = now() + make_interval(mins => CASE WHEN ${quiet}

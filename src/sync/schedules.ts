@@ -36,7 +36,8 @@ export async function syncSchedules(db: Db, boss: Boss, config: Config): Promise
   for (const c of active) {
     const id = Number(c.id);
     if (swept.has(id)) continue;
-    await requestSweep(boss, id, true, { singletonKey: `initial-${id}`, singletonSeconds: 900 });
+    // Ahead of incremental sweeps (priority 1) in the queue: a new account's first load comes first.
+    await requestSweep(boss, id, true, { singletonKey: `initial-${id}`, singletonSeconds: 900, priority: 2 });
   }
   const housekeeping: [MaintenanceTask, string][] = [
     ['retention', '* * * * *'],

@@ -89,13 +89,26 @@ t.test('due sweeps: every connection in one statement, at their time or when del
     ],
   );
   t.same(await takeDueSweeps(db, 5, 60, 5), [], 'asked for once: the next look finds nothing due');
-  t.ok(Math.abs((await plan(db, a.id)).due_in - 5) < 0.1, 'the next one is an interval later (a lost job is asked for again then)');
+  t.ok(Math.abs((await plan(db, a.id)).due_in - 5) < 0.1, 'the next one is an interval later');
+  // Workers behind: a's time comes again before its sweep ran. It is not asked for twice (the queue would grow
+  // without end), unless the request is an hour old (a lost job).
+  await db.updateTable('sweep_plans').set({ due_at: sql`now() - interval '1 second'` }).where('connection_id', '=', a.id).execute();
+  t.same(await takeDueSweeps(db, 5, 60, 5), [], 'not again while the sweep asked for has not run');
+  await db
+    .updateTable('sweep_plans')
+    .set({ requested_at: sql`now() - interval '61 minutes'`, due_at: sql`now() - interval '1 second'` })
+    .where('connection_id', '=', a.id)
+    .execute();
+  t.same(await takeDueSweeps(db, 5, 60, 5), [{ connectionId: a.id, reason: 'due' }], 'asked for an hour ago: asked again');
+  await planAfterSweep(db, config, a.id, 0);
+  await db.updateTable('sweep_plans').set({ due_at: sql`now() - interval '1 second'` }).where('connection_id', '=', a.id).execute();
+  t.same(await takeDueSweeps(db, 5, 60, 5), [{ connectionId: a.id, reason: 'due' }], 'once swept, due again at its time');
 
   // requestDueSweeps puts the due ones in the queue in one insert, each in its connection's group.
   const boss = await startBoss(tdb.url, captureLogger('warn').log, { supervise: false, schedule: false, max: 2 });
   t.teardown(() => stopBoss(boss, false));
   await createQueues(boss);
-  await db.updateTable('sweep_plans').set({ due_at: sql`now() - interval '1 second'` }).execute();
+  await db.updateTable('sweep_plans').set({ due_at: sql`now() - interval '1 second'`, swept_at: sql`now()` }).execute();
   t.equal(await requestDueSweeps(db, boss, config), 3);
   const jobs = await sql<{ data: { connectionId: number; full: boolean }; group_id: string }>`
     SELECT data, group_id FROM pgboss.job WHERE name = 'reconcile' ORDER BY (data->>'connectionId')::int`.execute(db);
