@@ -13,7 +13,8 @@ export interface DueSweep {
  * The active connections whose incremental sweep is due, marked asked for (their next one `interval` later, so a
  * sweep lost before it ran is asked for again then). Due: its time has come, or deliveries arrived after its last
  * sweep was asked for and none for `quietMinutes` since (the webhooks may have stopped: the sweep sees). Active
- * connections without a plan get one, due an interval from now (their first full sweep is asked for apart). A
+ * connections swept before but without a plan (an upgrade) get one, due an interval from now; a new connection's
+ * comes with its first sweep (asked for apart, src/sync/schedules.ts). A
  * connection whose sweep last asked for has yet to run is left out, so a queue that falls behind is not flooded.
  * One statement for every connection.
  */
@@ -23,6 +24,8 @@ export async function takeDueSweeps(db: Executor, baseMinutes: number, maxMinute
       INSERT INTO sweep_plans (connection_id, interval_minutes, due_at)
       SELECT c.id, ${baseMinutes}, now() + make_interval(mins => ${baseMinutes}) FROM connections c
       WHERE c.status = 'active' AND NOT EXISTS (SELECT 1 FROM sweep_plans p WHERE p.connection_id = c.id)
+        -- Swept before (a version without plans): a new connection's plan comes with its first sweep.
+        AND EXISTS (SELECT 1 FROM sync_cursors s WHERE s.connection_id = c.id)
       ON CONFLICT DO NOTHING
     ), due AS (
       SELECT p.connection_id, p.due_at > now() AS stopped,

@@ -69,8 +69,18 @@ t.test('due sweeps: every connection in one statement, at their time or when del
     .insertInto('connections')
     .values({ name: 'off', base_url: 'http://127.0.0.1:1', auth_kind: 'token', status: 'lapsed' })
     .execute();
+  const fresh = await addConnection(db, 'fresh');
+  // a, b and c were swept by a version without plans; fresh never was (its first full sweep makes its plan).
+  await db
+    .insertInto('sync_cursors')
+    .values([a, b, c].map((x) => ({ connection_id: x.id, resource: 'variant' })))
+    .execute();
   t.same(await takeDueSweeps(db, 5, 60, 5), [], 'first look: plans made, the first sweep an interval away');
-  t.equal((await db.selectFrom('sweep_plans').select('connection_id').execute()).length, 3, 'a plan per active connection');
+  t.same(
+    (await db.selectFrom('sweep_plans').select('connection_id').orderBy('connection_id').execute()).map((p) => Number(p.connection_id)),
+    [a.id, b.id, c.id],
+    `a plan per active connection swept before; none for the lapsed one or one never swept (${fresh.name})`,
+  );
 
   await db.updateTable('sweep_plans').set({ due_at: sql`now() - interval '1 second'` }).where('connection_id', '=', a.id).execute();
   // b: deliveries arrived after its last sweep was asked for, the newest 6 minutes ago: they stopped.
@@ -129,7 +139,7 @@ t.test('subscription checks: not while deliveries flow, an idle connection at it
       .set({ webhook_address: `https://example.test/webhooks/${c.name}` })
       .where('id', '=', c.id)
       .execute();
-  await takeDueSweeps(db, 5, 60, 5);
+  for (const c of [flowing, idle, unsubscribed]) await planAfterSweep(db, config, c.id, 0);
   await delivery(db, flowing.id, 'f1', 2);
   t.same(await webhookChecksDue(db, 15), [idle.id], 'only the subscribed connection without deliveries');
   t.same(await webhookChecksDue(db, 15), [], 'checked: not again at once');
