@@ -36,8 +36,10 @@ export async function syncSchedules(db: Db, boss: Boss, config: Config): Promise
   for (const c of active) {
     const id = Number(c.id);
     if (swept.has(id)) continue;
-    // Ahead of incremental sweeps (priority 1) in the queue: a new account's first load comes first.
-    await requestSweep(boss, id, true, { singletonKey: `initial-${id}`, singletonSeconds: 900, priority: 2 });
+    // Ahead of incremental sweeps (priority 1) in the queue: a new account's first load comes first. One per six
+    // hours: with thousands of new accounts the first sweeps take longer than this task's ten minutes, and a
+    // shorter slot queued each of them again (the job retries on its own; a dead letter is tried again later).
+    await requestSweep(boss, id, true, { singletonKey: `initial-${id}`, singletonSeconds: 6 * 3600, priority: 2 });
   }
   const housekeeping: [MaintenanceTask, string][] = [
     ['retention', '* * * * *'],
