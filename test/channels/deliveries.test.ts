@@ -131,14 +131,15 @@ t.test('three channels; the endpoint is down while stock moves; once back, every
   ep.state.down = true;
   await moveStock(w, 5, 6, 100);
   await w.until('failed POSTs while down', async () => ep.state.failedIds.length >= 3);
-  const stuck = await w.db
-    .selectFrom('channel_destinations')
-    .select(['channel_id', 'cursor', 'batch_through', 'next_attempt_at'])
-    .execute();
-  t.ok(
-    stuck.every((d) => d.next_attempt_at !== null || d.batch_through === null),
-    'a failed destination waits for its retry',
-  );
+  // The endpoint has answered; the sender records the outcome a moment later (under load, later still).
+  const stuck = () =>
+    w.db.selectFrom('channel_destinations').select(['channel_id', 'cursor', 'batch_through', 'next_attempt_at']).execute();
+  // Times out (and fails) if a failed destination does not come to wait for its retry.
+  await w.until('each failed destination waiting for its retry', async () => {
+    const rows = await stuck();
+    return rows.some((d) => d.next_attempt_at !== null) && rows.every((d) => d.next_attempt_at !== null || d.batch_through === null);
+  });
+  t.pass('a failed destination waits for its retry');
   t.ok((await w.behind()) > 0, 'changes wait behind the cursors');
 
   ep.state.down = false;
