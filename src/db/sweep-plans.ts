@@ -70,13 +70,6 @@ export async function planNextSweep(
   return { intervalMinutes: Number(rows[0]!.interval_minutes) };
 }
 
-/** The plans of these connections (all when none are named): for status and the console. */
-export async function listSweepPlans(
-  db: Executor,
-): Promise<{ connection_id: number; interval_minutes: number; due_at: Date; quiet_sweeps: number }[]> {
-  return db.selectFrom('sweep_plans').select(['connection_id', 'interval_minutes', 'due_at', 'quiet_sweeps']).execute();
-}
-
 /**
  * Connections whose webhook subscriptions are due a check, marked checked: active, subscribed, no delivery within
  * `checkMinutes` (arriving deliveries show the subscriptions work), and not checked within `checkMinutes` or their
