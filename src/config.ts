@@ -148,7 +148,7 @@ export const settings = {
   WEBHOOK_BATCH_SIZE: { schema: int(1, 5000), doc: 'Most deliveries the receiver stores in one transaction (group commit).' },
   WEBHOOK_BATCH_WAIT_MS: {
     schema: int(0, 1000),
-    doc: 'Longest a delivery waits for others to share its transaction when the database is idle.',
+    doc: 'Longest a delivery waits for others to share its transaction when a commit slot is free (0: it goes at once; under load deliveries batch up while the slots are busy).',
   },
   WEBHOOK_COMMIT_CONCURRENCY: {
     schema: int(1, 32),
