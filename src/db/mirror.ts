@@ -1,6 +1,9 @@
 // Mirror writers: upsert records as the service answered them. Monotonic (a record never replaces a newer
 // updated_at with an older one) and idempotent (an identical record writes nothing). A record without
 // updated_at (older revisions send none for addresses, locations...) is written when it differs.
+// At the same updated_at only the caller can tell which read is newer (stock may move without moving it):
+// drains, whose reads of a record never overlap (src/db/pending.ts), write; sweeps, whose pages may have been
+// read before a drain's newer read was written, leave such a record to a drain (`ties: 'leave'`).
 import { sql } from 'kysely';
 import type { Executor } from './index.ts';
 import { resources, type ChildSpec, type ResourceSpec } from '../catalog/index.ts';
@@ -11,7 +14,12 @@ export interface UpsertResult {
   inserted: number[];
   /** Ids in the input (valid ones). */
   seen: number[];
+  /** With `ties: 'leave'`: ids that differ from their row at the same updated_at, left unwritten. */
+  tied: number[];
 }
+
+/** What a write does with a record that differs from its row at the same updated_at: write it, or leave it. */
+export type Ties = 'write' | 'leave';
 
 const ident = (s: string) => {
   if (!/^[a-z_][a-z0-9_]*$/.test(s)) throw new Error(`bad identifier ${s}`);
@@ -44,14 +52,16 @@ async function upsertRows(
   w: TableWrite,
   connectionId: number,
   records: any[],
-  params: { parents?: Record<string, number> } = {},
+  params: { parents?: Record<string, number>; ties?: Ties } = {},
 ): Promise<UpsertResult> {
   const list = dedupe(records);
-  if (!list.length) return { applied: [], inserted: [], seen: [] };
+  if (!list.length) return { applied: [], inserted: [], seen: [], tied: [] };
+  const ties = params.ties ?? 'write';
   const cols = Object.keys(w.columns).map(ident);
   const consts = Object.keys(w.constants ?? {}).map(ident);
   const setCols = cols.filter((c) => c !== 'id');
   const parents = JSON.stringify(params.parents ?? {});
+  const differs = cols.includes('status') ? 'OR t.status IS DISTINCT FROM excluded.status' : '';
   const query = sql<{ id: number; inserted: boolean }>`
     INSERT INTO ${sql.raw(ident(w.table))} AS t (connection_id, ${sql.raw([...consts, ...cols].join(', '))}, raw, synced_at)
     SELECT ${connectionId}::bigint, ${sql.raw([...consts.map((c) => w.constants![c]!), ...cols.map((c) => w.columns[c]!)].join(', '))}, r, now()
@@ -59,15 +69,26 @@ async function upsertRows(
     WHERE cs_bigint(r->>'id') IS NOT NULL ${sql.raw(w.filter ? `AND (${w.filter})` : '')}
     ON CONFLICT (${sql.raw(w.conflict.join(', '))}) DO UPDATE SET
       ${sql.raw([...setCols, 'raw', 'synced_at'].map((c) => `${c} = excluded.${c}`).join(', '))}
-    WHERE (t.updated_at IS NULL OR excluded.updated_at IS NULL OR excluded.updated_at >= t.updated_at)
-      AND (t.raw IS DISTINCT FROM excluded.raw ${sql.raw(cols.includes('status') ? 'OR t.status IS DISTINCT FROM excluded.status' : '')})
+    WHERE (t.updated_at IS NULL OR excluded.updated_at IS NULL OR excluded.updated_at ${sql.raw(ties === 'write' ? '>=' : '>')} t.updated_at)
+      AND (t.raw IS DISTINCT FROM excluded.raw ${sql.raw(differs)})
     RETURNING t.id, (xmax = 0) AS inserted`;
   const rows = (await query.execute(db)).rows;
-  return {
-    applied: rows.map((r) => Number(r.id)),
-    inserted: rows.filter((r) => r.inserted).map((r) => Number(r.id)),
-    seen: list.map((r) => Number(r.id)),
-  };
+  const applied = rows.map((r) => Number(r.id));
+  const seen = list.map((r) => Number(r.id));
+  let tied: number[] = [];
+  if (ties === 'leave' && applied.length < seen.length) {
+    const written = new Set(applied);
+    const left = list.filter((r) => !written.has(Number(r.id)));
+    // Same statement shape as the write's test: what the write would have written but for the tie.
+    const found = await sql<{ id: number }>`
+      SELECT t.id FROM ${sql.raw(ident(w.table))} t, jsonb_array_elements(${JSON.stringify(left)}::jsonb) AS x(r)
+      WHERE t.connection_id = ${connectionId} AND t.id = cs_bigint(r->>'id') AND t.updated_at = cs_timestamptz(r->>'updated_at')
+        AND (t.raw IS DISTINCT FROM r ${sql.raw(cols.includes('status') ? `OR t.status IS DISTINCT FROM (${w.columns.status})` : '')})`.execute(
+      db,
+    );
+    tied = found.rows.map((r) => Number(r.id));
+  }
+  return { applied, inserted: rows.filter((r) => r.inserted).map((r) => Number(r.id)), seen, tied };
 }
 
 /** Notes that a read answered at `asOf` (the service's clock, Raw.asOf) returned these variants. */
@@ -78,12 +99,19 @@ export async function noteVariantsRead(db: Executor, connectionId: number, ids: 
 }
 
 /** Upserts records of a mirrored resource (and, for variants, their per-location stock rows). */
-export async function upsertRecords(db: Executor, spec: ResourceSpec, connectionId: number, records: any[]): Promise<UpsertResult> {
+export async function upsertRecords(
+  db: Executor,
+  spec: ResourceSpec,
+  connectionId: number,
+  records: any[],
+  ties: Ties = 'write',
+): Promise<UpsertResult> {
   const result = await upsertRows(
     db,
     { table: spec.table, columns: spec.columns, conflict: ['connection_id', 'id'] },
     connectionId,
     records,
+    { ties },
   );
   if (spec.name === 'variant' && result.applied.length) await writeStockLevels(db, connectionId, result.applied);
   return result;

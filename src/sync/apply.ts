@@ -6,7 +6,7 @@ import { metrics } from '../metrics.ts';
 import { recomputeChannel, settleHolds, type Cause, type ChannelChange } from '../stock/channel.ts';
 import type { ChannelRules } from '../stock/rules.ts';
 import { readsFor, type Read, type ResourceSpec } from '../catalog/index.ts';
-import { markGone, replaceCompositions, upsertChildren, upsertOther, upsertRecords } from '../db/mirror.ts';
+import { markGone, replaceCompositions, upsertChildren, upsertOther, upsertRecords, type Ties } from '../db/mirror.ts';
 import { bundlesWithMakeup, variantsOfOrderLines, variantUpdatedAts } from '../db/mirror-reads.ts';
 import type { Mark } from '../db/pending.ts';
 import { readAfterEvent } from './clocks.ts';
@@ -15,6 +15,8 @@ export interface Applied {
   applied: number[];
   inserted: number[];
   seen: number[];
+  /** With `ties: 'leave'`: records that differ at the same updated_at, not written (see ApplyContext.ties). */
+  tied: number[];
   gone: number[];
   changes: ChannelChange[];
   /** Reads this write calls for (delivery-driven only): variants of an order's lines, a fulfillment's order... */
@@ -28,6 +30,11 @@ export interface ApplyContext {
   cause: Cause;
   /** Ask for follow-up reads (the drain does; sweeps read everything anyway). */
   followUps: boolean;
+  /**
+   * A record that differs from its row at the same updated_at: written ('write', drains), or left for a drain to
+   * read ('leave', sweeps: a page read before a drain's newer read was written would undo it). Default 'write'.
+   */
+  ties?: Ties;
   /** Record id -> the action of the delivery that asked for it (drain): its reads come from the catalogue. */
   events?: Map<number, string>;
   /** Record id -> the newest event time (epoch ms) of the deliveries that asked for it, when deliveries alone did. */
@@ -57,7 +64,7 @@ export async function applyRecords(
   const keptWhole = spec.table === 'other_records';
   const res = keptWhole
     ? await upsertOther(tx, spec.name, ctx.connectionId, records)
-    : await upsertRecords(tx, spec, ctx.connectionId, records);
+    : await upsertRecords(tx, spec, ctx.connectionId, records, ctx.ties);
   const gone = keptWhole ? [] : await markGone(tx, spec, ctx.connectionId, goneIds);
   const followUps: Mark[] = [];
   let stockTouched: number[] = [];

@@ -44,6 +44,7 @@ export const commands: CommandModule['commands'] = {
             full: ctx.values.full === true,
             wait: true,
             jobId: 'cli',
+            drains: deps,
           });
           ctx.out(
             `${c.name}: ${r.full ? 'full' : 'incremental'} sweep read ${r.records} records in ${(r.durationMs / 1000).toFixed(1)} s; ` +

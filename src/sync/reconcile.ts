@@ -13,7 +13,7 @@
 import type { ApiClient, Page } from '../api/index.ts';
 import { getCursor, hasCursors, saveCursor } from '../db/cursors.ts';
 import { announcedAmong } from '../db/deliveries.ts';
-import { pendingAmong } from '../db/pending.ts';
+import { markPending, pendingAmong } from '../db/pending.ts';
 import type { Db } from '../db/index.ts';
 import { withSweepLock } from '../db/locks.ts';
 import type { Logger } from '../log.ts';
@@ -24,8 +24,9 @@ import { logSync } from '../db/synclog.ts';
 import type { ChannelChange } from '../stock/channel.ts';
 import { rulesFrom, type ChannelRules } from '../stock/rules.ts';
 import { announceChanges } from '../jobs/channel-delivery.ts';
+import { requestDrain, type DrainRequester } from '../jobs/fetch.ts';
 import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';
-import { upsertChildren, upsertOther } from '../db/mirror.ts';
+import { upsertChildren, upsertOther, type Ties } from '../db/mirror.ts';
 import { allBundles, liveIds } from '../db/mirror-reads.ts';
 import { childCollections, composition, otherResources, resources, type ResourceSpec } from './resources.ts';
 import { listLive, readLive, readLines, type Reader } from './reader.ts';
@@ -43,6 +44,11 @@ export interface SweepDeps {
   onChanges?: (changes: ChannelChange[]) => Promise<void>;
   /** SERVICE_CLOCK_MARGIN_SECONDS in ms: how far a delivery's time may be before the change it announces. */
   clockMarginMs?: number;
+  /**
+   * Asks for a drain of the records a sweep left to one (queued in pending_fetches); without it the maintenance
+   * pass asks within a minute.
+   */
+  requestDrain?: (resource: string) => Promise<void>;
 }
 
 /**
@@ -98,7 +104,9 @@ export interface ResourceSweep {
   applied: number;
   gone: number;
   pages: number;
-  /** Of `applied`, records a delivery or a queued read explained (not drift). */
+  /** Records that differ from the mirror at the same updated_at: left to a drain's read, not written (docs/sync.md). */
+  queued?: number;
+  /** Of `applied` and `queued`, records a delivery or a queued read explained (not drift). */
   explained?: number;
 }
 
@@ -166,7 +174,7 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
 
   for (const spec of Object.values(resources)) {
     if (!full && !spec.incremental) continue;
-    const stat: ResourceSweep = { records: 0, applied: 0, gone: 0, pages: 0, explained: 0 };
+    const stat: ResourceSweep = { records: 0, applied: 0, gone: 0, pages: 0, queued: 0, explained: 0 };
     const cursorRow = await getCursor(db, connectionId, spec.name);
     const since = !full && cursorRow?.cursor ? new Date(new Date(cursorRow.cursor).getTime() - deps.overlapSeconds * 1000) : null;
     let newest: string | null = null;
@@ -187,12 +195,15 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
           if (typeof r?.updated_at === 'string' && (!newest || r.updated_at > newest)) newest = r.updated_at;
         }
         await readLines(client, spec, page.records, page.sideloads, { priority: 'reconcile' });
-        const pageCtx = { ...ctx, cause: { ...ctx.cause, readAsOf: page.asOf } };
+        const pageCtx = { ...ctx, ties: tiesOf(spec), cause: { ...ctx.cause, readAsOf: page.asOf } };
         const applied = await db.transaction().execute((tx) => applyRecords(tx, pageCtx, spec, page.records, page.sideloads));
         stat.applied += applied.applied.length;
+        stat.queued = (stat.queued ?? 0) + applied.tied.length;
         if (!initial)
           stat.explained =
-            (stat.explained ?? 0) + (await explainedDrift(db, connectionId, spec, page.records, applied.applied, deps.clockMarginMs));
+            (stat.explained ?? 0) +
+            (await explainedDrift(db, connectionId, spec, page.records, [...applied.applied, ...applied.tied], deps.clockMarginMs));
+        await leaveToDrain(deps, spec, applied.tied);
         for (const m of applied.followUps) if (m.resource === 'composition') bundlesToRead.add(m.id);
         await changed(applied.changes);
       }
@@ -205,11 +216,12 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
       const confirmed = await sweepGone(deps, ctx, spec, seen, changed);
       stat.gone = confirmed.gone;
       stat.applied += confirmed.applied;
+      stat.queued = (stat.queued ?? 0) + confirmed.queued;
     }
     result.resources[spec.name] = stat;
     result.records += stat.records;
     // Drift is what no delivery or queued read explains (docs/alerts.md): those the drain was about to read anyway.
-    const drift = initial ? 0 : Math.max(0, stat.applied + stat.gone - (stat.explained ?? 0));
+    const drift = initial ? 0 : Math.max(0, stat.applied + stat.gone + (stat.queued ?? 0) - (stat.explained ?? 0));
     result.drift += drift;
     result.explained += stat.explained ?? 0;
     if (drift) metrics.driftFound.inc({ connection: client.connection.name, resource: spec.name }, drift);
@@ -247,6 +259,28 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
 }
 
 /**
+ * A variant changed at the same updated_at is left to a drain (below). Other records are written: a product's
+ * `quantity` moves with its variants' stock at an unmoved updated_at and no event of its own, so only a sweep
+ * writes it, and nothing reads stock from it.
+ */
+const tiesOf = (spec: ResourceSpec): Ties => (spec.name === 'variant' ? 'leave' : 'write');
+
+/**
+ * Records a sweep found changed at the same updated_at: its read may be older than a drain's that was written
+ * meanwhile (stock can move without moving updated_at), so a drain reads them again. Marked after the drift count,
+ * which would otherwise take the mark as a queued read that explains them.
+ */
+async function leaveToDrain(deps: SweepDeps, spec: ResourceSpec, ids: number[]): Promise<void> {
+  if (!ids.length) return;
+  const connectionId = Number(deps.client.connection.id);
+  await markPending(
+    deps.db,
+    ids.map((id) => ({ connectionId, resource: spec.name, id, reason: 'sweep: changed at the same updated_at' })),
+  );
+  await deps.requestDrain?.(spec.name);
+}
+
+/**
  * Full sweep: mirror rows the listing did not return are read by id (every state, archived too; up to 250 ids a
  * request), and only those the service does not return then are gone. The ones it returns moved while the list
  * was paged, or changed since: they are written like any other read.
@@ -257,21 +291,23 @@ async function sweepGone(
   spec: ResourceSpec,
   seen: Set<number>,
   changed: (c: ChannelChange[]) => Promise<void>,
-): Promise<{ gone: number; applied: number }> {
+): Promise<{ gone: number; applied: number; queued: number }> {
   const missing = (await liveIds(deps.db, spec.table, ctx.connectionId)).filter((id) => !seen.has(id));
   const everyState = { ...spec, statuses: [...(spec.statuses ?? ['active']), 'archived'] };
   const query = spec.include ? { include: spec.include.key } : {};
-  const out = { gone: 0, applied: 0 };
+  const out = { gone: 0, applied: 0, queued: 0 };
   for (let i = 0; i < missing.length; i += BATCH) {
     const ids = missing.slice(i, i + BATCH);
     const read = await readLive(deps.client, everyState, ids, { priority: 'reconcile', key: spec.key, query });
     await readLines(deps.client, spec, read.records, read.sideloads, { priority: 'reconcile' });
     const found = new Set(read.records.map((r: any) => Number(r?.id)));
     const goneIds = ids.filter((id) => !found.has(id));
-    const readCtx = { ...ctx, cause: { ...ctx.cause, readAsOf: read.asOf } };
+    const readCtx = { ...ctx, ties: tiesOf(spec), cause: { ...ctx.cause, readAsOf: read.asOf } };
     const r = await deps.db.transaction().execute((tx) => applyRecords(tx, readCtx, spec, read.records, read.sideloads, goneIds));
+    await leaveToDrain(deps, spec, r.tied);
     out.gone += r.gone.length;
     out.applied += r.applied.length;
+    out.queued += r.tied.length;
     await changed(r.changes);
   }
   if (missing.length)
@@ -379,8 +415,10 @@ async function sweepPages(
 export async function runSweep(
   deps: Pick<WorkerDeps, 'db' | 'boss' | 'config' | 'log'>,
   client: ApiClient,
-  opts: { full: boolean; wait?: boolean; jobId?: string | null },
+  opts: { full: boolean; wait?: boolean; jobId?: string | null; drains?: DrainRequester },
 ): Promise<SweepResult> {
+  const connectionId = Number(client.connection.id);
+  const drains = opts.drains;
   return sweep(
     {
       db: deps.db,
@@ -391,6 +429,7 @@ export async function runSweep(
       clockMarginMs: deps.config.SERVICE_CLOCK_MARGIN_SECONDS * 1000,
       jobId: opts.jobId ?? null,
       onChanges: (changes) => announceChanges(deps.boss, changes),
+      requestDrain: drains ? (resource) => requestDrain(drains, connectionId, resource) : undefined,
     },
     { full: opts.full, wait: opts.wait },
   );
@@ -398,12 +437,12 @@ export async function runSweep(
 
 /** The reconcile queue's handler: one sweep of an active connection. */
 export async function handleReconcile(
-  deps: Pick<WorkerDeps, 'db' | 'boss' | 'config' | 'log'>,
+  deps: Pick<WorkerDeps, 'db' | 'boss' | 'config' | 'log' | 'sync'>,
   client: ApiClient,
   job: { id: string; data: ReconcileData },
 ): Promise<void> {
   const { connectionId, full } = job.data;
-  const r = await runSweep(deps, client, { full, jobId: job.id });
+  const r = await runSweep(deps, client, { full, jobId: job.id, drains: deps });
   // A first sweep is the initial load: the next comes after the base interval.
   const next = r.busy ? null : await planAfterSweep(deps.db, deps.config, connectionId, r.initial ? 1 : r.drift);
   deps.log.info(

@@ -4,7 +4,7 @@ import t from 'tap';
 import { sql } from 'kysely';
 import { testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
-import { addConnection } from './helpers.ts';
+import { addConnection, memoryReader } from './helpers.ts';
 import { consumeDeliveries } from '../../src/jobs/deliveries.ts';
 import { claimPending, clearPending, markPending, type Mark } from '../../src/db/pending.ts';
 import { drainPending } from '../../src/sync/drain.ts';
@@ -139,29 +139,6 @@ t.test('claims are disjoint; a clear keeps rows re-marked while they were being 
   );
   t.same([left.marks, left.delivery_row_ids.map(Number)], [1, [77]], 'holding only the mark made since the claim');
 });
-
-function memoryReader(active: any[], archived: any[], asOf: number | null = null): Reader & { calls: { ids: number; status: unknown }[] } {
-  const calls: { ids: number; status: unknown }[] = [];
-  return {
-    connection: { id: 0, name: 'mem' },
-    traits: { singleStatusOnly: false },
-    calls,
-    async getByIds(_path: string, ids: number[], opts?: any) {
-      let requests = 0;
-      const records: any[] = [];
-      for (let i = 0; i < ids.length; i += 250) {
-        const part = new Set(ids.slice(i, i + 250));
-        calls.push({ ids: part.size, status: opts?.query?.status });
-        requests++;
-        records.push(...(opts?.query?.status === 'archived' ? archived : active).filter((r) => part.has(r.id)));
-      }
-      return { records, sideloads: {}, requests, asOf };
-    },
-    paginate: (() => {
-      throw new Error('not used');
-    }) as Reader['paginate'],
-  };
-}
 
 /** A stored variant.stock_level_update delivery about `objectId`, and the mark it makes. */
 async function stockDelivery(db: Db, connectionId: number, objectId: number, deliveryId: string, eventAt: string | null): Promise<Mark> {

@@ -1,0 +1,100 @@
+// Reads that land out of order. A sweep reads a page, then waits for budget before it writes it; a drain may read
+// the same variant after a newer stock move and write it meanwhile. Where updated_at does not tell the two reads
+// apart (stock need not move it, and the documented service stamps whole seconds), the sweep's page must not undo
+// the drain's write: it leaves the variant to a drain, which reads it again.
+import t from 'tap';
+import { sql } from 'kysely';
+import { testDatabase } from '../support/db.ts';
+import { captureLogger } from '../support/log.ts';
+import { addConnection, memoryReader } from './helpers.ts';
+import { markPending } from '../../src/db/pending.ts';
+import { drainPending } from '../../src/sync/drain.ts';
+import { sweep } from '../../src/sync/reconcile.ts';
+import { rulesFrom } from '../../src/stock/rules.ts';
+import type { Db } from '../../src/db/index.ts';
+
+const UPDATED_AT = '2026-01-01T12:00:00Z';
+const variant = (onHand: string) => ({
+  id: 1,
+  sku: 'S1',
+  status: 'active',
+  updated_at: UPDATED_AT,
+  manage_stock: true,
+  locations: [{ location_id: 1, stock_on_hand: onHand, committed: '0' }],
+});
+
+async function onHand(db: Db): Promise<{ mirror: string; channel: string }> {
+  const r = await sql<{ mirror: string; channel: string }>`SELECT s.on_hand::text AS mirror, q.quantity::text AS channel
+    FROM stock_levels s JOIN channel_quantities q USING (connection_id, variant_id) WHERE s.variant_id = 1`.execute(db);
+  return r.rows[0]!;
+}
+
+t.test('a sweep page read before a drain wrote a newer read of the same updated_at leaves the variant to a drain', async (t) => {
+  const { db } = await testDatabase(t);
+  const c = await addConnection(db);
+  const service = [variant('5')];
+  // What a list call does between reading the page and answering (the sweep then writes it).
+  let meanwhile = async () => {};
+  const reader = memoryReader(service, [], Date.parse('2026-01-01T12:00:30Z'), async (path) => {
+    if (path !== '/variants') return [];
+    const page = structuredClone(service);
+    await meanwhile();
+    return page;
+  });
+  reader.connection.id = c.id;
+  const log = captureLogger().log;
+  const rules = rulesFrom({ CHANNEL_LOCATIONS: '', CHANNEL_SAFETY_BUFFER: '0' });
+  const drains: string[] = [];
+  const deps = {
+    db,
+    log,
+    client: reader,
+    rules,
+    overlapSeconds: 0,
+    clockMarginMs: 0,
+    requestDrain: async (r: string) => void drains.push(r),
+  };
+  const drain = () => drainPending({ db, log, client: reader, rules, clockMarginMs: 0 }, 'variant');
+
+  t.equal((await sweep(deps, { full: false, wait: true })).initial, true, 'the first sweep loads the mirror');
+  t.same(await onHand(db), { mirror: '5', channel: '5' });
+
+  // The sweep reads 4 on hand; before it writes, the stock moves to 3 (same updated_at) and a drain reads and writes that.
+  service[0] = variant('4');
+  meanwhile = async () => {
+    service[0] = variant('3');
+    await markPending(db, [{ connectionId: c.id, resource: 'variant', id: 1, reason: 'variant.stock_level_update' }]);
+    t.equal((await drain()).applied, 1, 'the drain writes the newer read');
+  };
+  const raced = await sweep(deps, { full: false, wait: true });
+  meanwhile = async () => {};
+  t.same(await onHand(db), { mirror: '3', channel: '3' }, "the sweep's older page does not replace the drain's newer read");
+  t.equal(raced.resources.variant!.queued, 1, 'the sweep leaves the variant to a drain');
+  t.equal(raced.resources.variant!.applied, 0);
+  t.same(drains, ['variant'], 'and asks for one');
+  const queued = await db.selectFrom('pending_fetches').select(['id', 'reason']).execute();
+  t.same(
+    queued.map((r) => [Number(r.id), r.reason]),
+    [[1, 'sweep: changed at the same updated_at']],
+  );
+  t.equal((await drain()).read, 1, 'the drain reads it again');
+  t.same(await onHand(db), { mirror: '3', channel: '3' });
+
+  // A stock-only change nothing announced (the delivery was lost): the sweep finds it, counts it as drift, and the
+  // drain it asks for writes it.
+  service[0] = variant('2');
+  const found = await sweep(deps, { full: false, wait: true });
+  t.equal(found.drift, 1, 'a change at the same updated_at that no delivery explains is drift');
+  t.same(await onHand(db), { mirror: '3', channel: '3' }, 'not written by the sweep');
+  await drain();
+  t.same(await onHand(db), { mirror: '2', channel: '2' }, 'written by the drain');
+  t.equal((await db.selectFrom('pending_fetches').select('id').execute()).length, 0);
+
+  // Unchanged: nothing is queued; a newer updated_at is written by the sweep itself.
+  const still = await sweep(deps, { full: false, wait: true });
+  t.same([still.drift, still.resources.variant!.queued], [0, 0]);
+  service[0] = { ...variant('7'), updated_at: '2026-01-01T12:00:05Z' };
+  const newer = await sweep(deps, { full: true, wait: true });
+  t.same([newer.resources.variant!.applied, newer.resources.variant!.queued], [1, 0]);
+  t.same(await onHand(db), { mirror: '7', channel: '7' });
+});
