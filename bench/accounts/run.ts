@@ -6,6 +6,7 @@
 //
 //   node_modules/.bin/node bench/accounts/run.ts [--accounts 10,100,500] [--rate 0.05 | 0.05,0.05,0.01] [--idle-minutes 3]
 //       [--minutes 5] [--variants 20] [--profile spec|documented] [--workers 1|1,2] [--fresh-plans] [--cpu-prof DIR] [--pg-sample]
+//       [--worker-env KEY=VALUE ...]
 //
 // --workers 1,2 measures each N with one worker process, then starts a second one and measures again (the same
 // accounts and database): the work spreads when each worker's CPU about halves.
@@ -38,8 +39,17 @@ const { values: args } = parseArgs({
     'pg-sample': { type: 'boolean', default: false },
     workers: { type: 'string', default: '1' },
     'fresh-plans': { type: 'boolean', default: false },
+    'worker-env': { type: 'string', multiple: true, default: [] },
   },
 });
+// --worker-env KEY=VALUE (repeatable): settings of the worker processes, e.g. WORKER_CONCURRENCY=8.
+const workerSettings = Object.fromEntries(
+  args['worker-env']!.map((kv) => {
+    const at = kv.indexOf('=');
+    if (at < 1) throw new Error(`--worker-env: KEY=VALUE, not ${JSON.stringify(kv)}`);
+    return [kv.slice(0, at), kv.slice(at + 1)];
+  }),
+);
 const workerCounts = args.workers!.split(',').map(Number);
 if (workerCounts.some((w) => !Number.isInteger(w) || w < 1) || workerCounts.some((w, i) => i > 0 && w <= workerCounts[i - 1]!))
   throw new Error('--workers: increasing whole numbers, e.g. 1,2');
@@ -55,16 +65,22 @@ const sec = (ms: number) => (Number.isFinite(ms) ? (ms / 1000).toFixed(1) : '-')
 
 console.log(
   `accounts: ${counts.join(', ')} connections, ${rates.join(', ')} operations/s each for ${minutes} min after ${idleMinutes} min idle, ` +
-    `${args.variants} variants each, 300 requests / 300 s per account${args.profile ? `, profile ${args.profile}` : ''}`,
+    `${args.variants} variants each, 300 requests / 300 s per account${args.profile ? `, profile ${args.profile}` : ''}` +
+    (args['worker-env']!.length ? `, worker ${args['worker-env']!.join(' ')}` : ''),
 );
 console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, ${(totalmem() / 2 ** 30).toFixed(1)} GB, node ${process.version}`);
 
-/** CPU % of one core used by the worker, the receiver and PostgreSQL over `ms` of wall time while `during` runs. */
+/**
+ * CPU % of one core used by the worker, the receiver and PostgreSQL over `ms` of wall time while `during` runs; and
+ * by this process (the sandboxes and the load), which shares the two cores: beside the rest it tells whether the
+ * machine itself was the limit.
+ */
 async function measureCpu(
   world: World,
   during: Promise<void>,
-): Promise<{ worker: number; receiver: number; pg: number | null; ms: number }> {
+): Promise<{ worker: number; receiver: number; pg: number | null; bench: number; ms: number }> {
   const t0 = Date.now();
+  const b0 = process.cpuUsage();
   const workers = () => [world.worker, ...world.moreWorkers].reduce((sum, w) => sum + cpuSeconds(w.pid), 0);
   const w0 = workers(),
     r0 = cpuSeconds(world.receiver.pid),
@@ -74,8 +90,10 @@ async function measureCpu(
   const w1 = workers(),
     r1 = cpuSeconds(world.receiver.pid),
     p1 = postgresCpuSeconds(world.database.postmaster);
+  const b1 = process.cpuUsage(b0);
   const pct = (a: number, b: number) => (100 * (b - a)) / (ms / 1000);
-  return { worker: pct(w0, w1), receiver: pct(r0, r1), pg: p0 === null || p1 === null ? null : pct(p0, p1), ms };
+  const bench = pct(0, (b1.user + b1.system) / 1e6);
+  return { worker: pct(w0, w1), receiver: pct(r0, r1), pg: p0 === null || p1 === null ? null : pct(p0, p1), bench, ms };
 }
 
 const head = [
@@ -87,6 +105,7 @@ const head = [
   'active worker %',
   'receiver %',
   'active pg %',
+  'bench %',
   'ops/s',
   'pg ms/op',
   'worker ms/op',
@@ -112,8 +131,13 @@ async function steadyPlans(world: World): Promise<void> {
       quiet_sweeps = excluded.quiet_sweeps, requested_at = now() - interval '1 second', swept_at = now()`.execute(world.db);
 }
 
-/** One measure of a running world: idle, then merchant activity; a row of the table. */
-async function measure(world: World, n: number, workers: number): Promise<void> {
+/**
+ * One measure of a running world: idle, then merchant activity; a row of the table. `cursors`: per connection, the
+ * last stock move taken, kept across the measures of a world: a second measure that started from the first move
+ * again timed the first measure's moves from when they happened to the mirror's latest write of their row, minutes
+ * later (the "two-worker tail" of earlier runs, docs/sync.md).
+ */
+async function measure(world: World, n: number, workers: number, cursors: Map<number, number>): Promise<void> {
   const label = `${n} connections, ${workers} worker${workers > 1 ? 's' : ''}`;
   const stats0 = await Promise.all(world.accounts.map((a) => a.admin('GET', 'stats')));
 
@@ -131,7 +155,6 @@ async function measure(world: World, n: number, workers: number): Promise<void> 
   const sizeBefore = await dbBytes();
   // Activity: one operation at a time on a random account, at n * rate per second overall.
   const lag = new StockLag();
-  const cursors = new Map<number, number>();
   let stopped = false;
   let operations = 0;
   const busy = new Set<number>();
@@ -236,6 +259,7 @@ async function measure(world: World, n: number, workers: number): Promise<void> 
     active.worker.toFixed(1),
     active.receiver.toFixed(1),
     active.pg?.toFixed(1) ?? '-',
+    active.bench.toFixed(1),
     opsPerSecond.toFixed(1),
     perOp(active.pg),
     perOp(active.worker),
@@ -261,15 +285,22 @@ for (const n of counts) {
     accounts: n,
     variants: Number(args.variants),
     profile: args.profile,
-    workerEnv: args['cpu-prof'] ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${args['cpu-prof']}` } : undefined,
+    workerEnv: {
+      ...workerSettings,
+      ...(args['cpu-prof'] ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${args['cpu-prof']}` } : {}),
+    },
     log,
   });
   await settled(world, 3_600_000);
   console.log(`  ${n} connections: set up and first sweeps done in ${sec(Date.now() - t0)} s`);
   if (!args['fresh-plans']) await steadyPlans(world);
+  // Moves of the set-up are not the measure's.
+  const cursors = new Map<number, number>();
+  for (let i = 0; i < world.accounts.length; i += 100)
+    await Promise.all(world.accounts.slice(i, i + 100).map((a) => takeMoves(a, cursors)));
   for (const workers of workerCounts) {
     while (1 + world.moreWorkers.length < workers) await world.addWorker();
-    await measure(world, n, workers);
+    await measure(world, n, workers, cursors);
   }
   await world.close();
 }
