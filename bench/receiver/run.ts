@@ -279,7 +279,9 @@ async function measure(kind: string, withQueued: boolean): Promise<Measured> {
       }
       const ran = rows.length;
       await scenario(`(a) receiver, group commit${tag}`, 'receiver');
-      if (rows.length > ran) pairs.push({ anchor: rows[ran - 1]!.rps, ours: rows[ran]!.rps });
+      // Paired with this round's anchor, not with whatever scenario ran just before (round 1 runs (b)-(d) between).
+      const anchor = rows.findLast((r) => r.target === 'anchor');
+      if (rows.length > ran && anchor) pairs.push({ anchor: anchor.rps, ours: rows[ran]!.rps });
     }
     if (withQueued && queuedTarget > 0 && (!args.only || args.only === '(a)' || args.only.startsWith('(a) receiver, 1'))) {
       await fillQueue(queuedTarget);
