@@ -224,6 +224,31 @@ async function measure(world: World, n: number, workers: number, cursors: Map<nu
     await new Promise((r) => setTimeout(r, 500));
   }
 
+  // Webhook attempts the sandboxes saw fail (a failed delivery is retried a minute later, the documented service's
+  // after about half a minute: a move whose only delivery failed waits that long), and what the receiver logged.
+  const failed = new Map<number, { status: number | string; at: string; event: string; object_id: number; attempt: number }[]>();
+  const statuses = new Map<string, number>();
+  for (const a of world.accounts) {
+    const attempts = (await a.admin('GET', 'deliveries?limit=2000')) as {
+      status: number | string;
+      at: string;
+      event: string;
+      object_id: number;
+      attempt: number;
+    }[];
+    const bad = attempts.filter((x) => !(typeof x.status === 'number' && x.status >= 200 && x.status < 300));
+    if (bad.length) failed.set(a.connectionId, bad);
+    for (const x of bad) statuses.set(String(x.status), (statuses.get(String(x.status)) ?? 0) + 1);
+  }
+  console.log(
+    `  ${label}: webhook attempts not answered 2xx (the sandboxes' last 2,000 each): ${[...statuses].map(([k, n]) => `${k}: ${n}`).join(', ') || 'none'}`,
+  );
+  const warnings = world.receiver
+    .output()
+    .split('\n')
+    .filter((l) => /"level":(40|50|60)/.test(l));
+  if (warnings.length) console.log(`  receiver warnings: ${warnings.length}, e.g. ${warnings.slice(0, 3).join(' | ').slice(0, 600)}`);
+
   // The slowest moves and the variant reads of their connection around them: whether reads were missing or
   // came without the move.
   for (const m of lag.slowest(3)) {
@@ -231,9 +256,40 @@ async function measure(world: World, n: number, workers: number, cursors: Map<nu
     const reads = await sql<{ at: Date; detail: { ids?: number } }>`SELECT at, detail FROM sync_log
       WHERE connection_id = ${connection} AND resource = 'variant' AND action = 'fetch'
         AND at BETWEEN ${new Date(m.at - 5_000)} AND ${new Date(m.at + m.lag + 5_000)} ORDER BY at`.execute(world.db);
+    // Where the time went: the deliveries of the connection in the window (received, handled, s after the move) and
+    // its drain jobs (created, started, done; retries), so a late delivery, a waiting job or a retried one shows.
+    const around = { from: new Date(m.at - 5_000), to: new Date(m.at + m.lag + 5_000) };
+    const deliveries = await sql<{ event: string; object_id: string; received_at: Date; processed_at: Date | null }>`
+      SELECT event, object_id, received_at, processed_at FROM webhook_deliveries
+      WHERE connection_id = ${connection} AND received_at BETWEEN ${around.from} AND ${around.to} ORDER BY received_at`.execute(world.db);
+    const drains = await sql<{ state: string; created_on: Date; started_on: Date | null; completed_on: Date | null; retry_count: number }>`
+      SELECT state, created_on, started_on, completed_on, retry_count FROM pgboss.job
+      WHERE name = 'fetch' AND data->>'connectionId' = ${String(connection)} AND data->>'resource' = 'variant'
+        AND created_on BETWEEN ${around.from} AND ${around.to} ORDER BY created_on`.execute(world.db);
+    const after = (d: Date | null) => (d ? sec(d.getTime() - m.at) : '-');
     console.log(
       `  slow move: connection ${connection} variant ${variant}, ${m.cause}, ${sec(m.lag)} s; variant reads of that connection ` +
         `(s after the move: ids): ${reads.rows.map((r) => `${sec(r.at.getTime() - m.at)}:${r.detail?.ids ?? '?'}`).join(' ') || 'none'}`,
+    );
+    console.log(
+      `    deliveries (event object: received / handled, s after the move): ${
+        deliveries.rows.map((d) => `${d.event} ${d.object_id}: ${after(d.received_at)} / ${after(d.processed_at)}`).join('; ') || 'none'
+      }`,
+    );
+    const bad = (failed.get(connection) ?? []).filter((x) => Math.abs(Date.parse(x.at) - m.at) < m.lag + 5_000);
+    if (bad.length)
+      console.log(
+        `    failed webhook attempts: ${bad.map((x) => `${x.event} ${x.object_id} attempt ${x.attempt}: ${x.status} at ${sec(Date.parse(x.at) - m.at)} s`).join('; ')}`,
+      );
+    console.log(
+      `    variant drain jobs (created / started / done, retries): ${
+        drains.rows
+          .map(
+            (j) =>
+              `${after(j.created_on)} / ${after(j.started_on)} / ${after(j.completed_on)}${j.retry_count ? ` r${j.retry_count}` : ''} ${j.state}`,
+          )
+          .join('; ') || 'none'
+      }`,
     );
   }
   const p95s = [...lag.lags.values()]
