@@ -1,29 +1,55 @@
-// Session advisory locks: work that must run once at a time across every process, with no table of its own
-// (PostgreSQL's lock manager holds them). The transaction-scoped locks of a store stay with that store
-// (db/operations.ts, db/channel.ts), as does the migrations' lock (db/migrate.ts).
+// Work that must run once at a time across every process: the sweeps' leases (a row each) and the retention run's
+// session advisory lock (PostgreSQL's lock manager holds it). The transaction-scoped locks of a store stay with that
+// store (db/operations.ts, db/channel.ts), as does the migrations' lock (db/migrate.ts).
+import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db, Executor } from './index.ts';
 
-/** The lock space of the reconciliation sweeps: one key per connection. */
-const SWEEP_LOCK_SPACE = 727_031;
+// The reconciliation sweeps: one per connection at a time, as a lease row (migration 0170) rather than a session
+// advisory lock, so a sweep that spends minutes waiting on the API holds no pooled connection meanwhile. The holder
+// renews it every LEASE_RENEW_MS; a holder that died leaves a lease that runs out after LEASE_SECONDS.
+const LEASE_SECONDS = 120;
+const LEASE_RENEW_MS = 30_000;
+const LEASE_WAIT_MS = 1000;
+
+/** Takes the connection's sweep lease for `holder` if nobody holds it, or its holder let it run out. */
+export async function takeSweepLease(db: Executor, connectionId: number, holder: string): Promise<boolean> {
+  const r = await sql<{ holder: string }>`
+    INSERT INTO sweep_leases (connection_id, holder, until) VALUES (${connectionId}, ${holder}, now() + make_interval(secs => ${LEASE_SECONDS}))
+    ON CONFLICT (connection_id) DO UPDATE SET holder = excluded.holder, until = excluded.until WHERE sweep_leases.until < now()
+    RETURNING holder`.execute(db);
+  return r.rows.length === 1;
+}
+
+async function renewSweepLease(db: Executor, connectionId: number, holder: string): Promise<void> {
+  await sql`UPDATE sweep_leases SET until = now() + make_interval(secs => ${LEASE_SECONDS})
+    WHERE connection_id = ${connectionId} AND holder = ${holder}`.execute(db);
+}
+
+async function releaseSweepLease(db: Executor, connectionId: number, holder: string): Promise<void> {
+  await sql`DELETE FROM sweep_leases WHERE connection_id = ${connectionId} AND holder = ${holder}`.execute(db);
+}
 
 /**
- * Runs `fn` holding the connection's sweep lock, on one pooled connection kept until it is released. With `wait`
- * the lock is waited for; without, a lock held elsewhere returns undefined at once and `fn` does not run.
+ * Runs `fn` holding the connection's sweep lease. With `wait` the lease is waited for (asked again every second);
+ * without, a lease held elsewhere returns undefined at once and `fn` does not run.
  */
 export async function withSweepLock<T>(db: Db, connectionId: number, wait: boolean, fn: () => Promise<T>): Promise<T | undefined> {
-  return db.connection().execute(async (conn) => {
-    if (wait) await sql`SELECT pg_advisory_lock(${SWEEP_LOCK_SPACE}, ${connectionId}::int)`.execute(conn);
-    else {
-      const got = await sql<{ ok: boolean }>`SELECT pg_try_advisory_lock(${SWEEP_LOCK_SPACE}, ${connectionId}::int) AS ok`.execute(conn);
-      if (!got.rows[0]?.ok) return undefined;
-    }
-    try {
-      return await fn();
-    } finally {
-      await sql`SELECT pg_advisory_unlock(${SWEEP_LOCK_SPACE}, ${connectionId}::int)`.execute(conn);
-    }
-  });
+  const holder = randomUUID();
+  while (!(await takeSweepLease(db, connectionId, holder))) {
+    if (!wait) return undefined;
+    await new Promise((r) => setTimeout(r, LEASE_WAIT_MS));
+  }
+  // A renewal that fails (the database away) is not retried: the sweep's own statements fail then too, and a
+  // lease that ran out meanwhile only lets a second sweep of the connection start, which the mirror's guards allow.
+  const renew = setInterval(() => void renewSweepLease(db, connectionId, holder).catch(() => {}), LEASE_RENEW_MS);
+  renew.unref();
+  try {
+    return await fn();
+  } finally {
+    clearInterval(renew);
+    await releaseSweepLease(db, connectionId, holder).catch(() => {}); // else it runs out by itself
+  }
 }
 
 /** The lock of the retention run (src/sync/retention.ts): one at a time across every worker process. */

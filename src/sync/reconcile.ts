@@ -132,7 +132,7 @@ const unavailable = (err: unknown) => [404, 405, 501].includes((err as { status?
 export const STABLE_ORDER = 'created_at asc';
 
 /**
- * Runs one sweep of a connection. Only one sweep per connection runs at a time (a session advisory lock);
+ * Runs one sweep of a connection. Only one sweep per connection runs at a time (a lease, src/db/locks.ts);
  * with `wait` false a second one returns at once with `busy`.
  */
 export async function sweep(deps: SweepDeps, opts: { full: boolean; wait?: boolean }): Promise<SweepResult> {
