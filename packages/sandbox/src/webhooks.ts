@@ -276,14 +276,15 @@ export class Deliveries {
         (res) => {
           res.resume();
           res.on('end', () => resolve(res.statusCode ?? 0));
-          res.on('error', () => resolve('error'));
+          res.on('error', (err: NodeJS.ErrnoException) => resolve(`error ${err.code ?? err.message}`));
         },
       );
       req.on('timeout', () => {
         req.destroy();
         resolve('timeout');
       });
-      req.on('error', () => resolve('error'));
+      // The code says which (ECONNRESET on a kept-alive socket the receiver closed, ECONNREFUSED, ...).
+      req.on('error', (err: NodeJS.ErrnoException) => resolve(`error ${err.code ?? err.message}`));
       req.end(d.body);
     });
   }
