@@ -17,7 +17,7 @@ import {
 import type { Db } from '../db/index.ts';
 import { markPending, type Mark } from '../db/pending.ts';
 import type { Logger } from '../log.ts';
-import { requestDrain, type DrainRequester } from './fetch.ts';
+import { requestDrains, type DrainRequester } from './fetch.ts';
 import { defineJob } from './job.ts';
 
 /**
@@ -111,7 +111,7 @@ export async function consumeDeliveries(
     const handled: number[] = [];
     const unhandled: { id: number; why: string }[] = [];
     const marks: Mark[] = [];
-    // In arrival order, so drains are requested in the order their first delivery came.
+    // In arrival order, so drains are asked for (eight at a time) in the order their first delivery came.
     const rows = await deliveriesToConsume(tx, refs);
     for (const row of rows) {
       const m = marksFor(row);
@@ -129,7 +129,7 @@ export async function consumeDeliveries(
     await markUnhandled(tx, unhandled);
     return { pairs, processed: handled.length, unhandled: unhandled.length };
   });
-  if (drains) for (const p of done.pairs) await requestDrain(drains, p.connectionId, p.resource);
+  if (drains) await requestDrains(drains, done.pairs);
   return { processed: done.processed, unhandled: done.unhandled, drains: done.pairs };
 }
 

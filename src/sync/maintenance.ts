@@ -10,7 +10,7 @@ import type { WorkerDeps } from '../runtime.ts';
 import { applyRulesIfChanged } from '../stock/channel.ts';
 import { announceChanges, requestDueDeliveries } from '../jobs/channel-delivery.ts';
 import { logSync } from '../db/synclog.ts';
-import { requestDrain } from '../jobs/fetch.ts';
+import { requestDrain, requestDrains } from '../jobs/fetch.ts';
 import { enforceRetention } from './retention.ts';
 import { markPending, pendingLagByConnection, pendingPairs } from '../db/pending.ts';
 import { expireHolds } from '../stock/holds.ts';
@@ -73,7 +73,7 @@ export async function handleMaintenance(deps: WorkerDeps, task: MaintenanceTask)
     }
     case 'pending':
       // Safety net: pending rows whose drain job was lost (a crash between commit and send) get one.
-      for (const p of await pendingPairs(db)) await requestDrain(deps, p.connectionId, p.resource);
+      await requestDrains(deps, await pendingPairs(db));
       // And channel destinations with changes waiting whose job was lost, or whose retry is due.
       await requestDueDeliveries(db, boss);
       await updateLag(db);

@@ -11,6 +11,8 @@ import { drainPending } from '../../src/sync/drain.ts';
 import { rulesFrom } from '../../src/stock/rules.ts';
 import type { Reader } from '../../src/sync/reader.ts';
 import type { Db } from '../../src/db/index.ts';
+import type { Boss } from '../../src/queue/boss.ts';
+import { Pacing } from '../../src/sync/pacing.ts';
 
 async function delivery(db: Db, connectionId: number, resource: string | null, objectId: number | null, n: number): Promise<number> {
   const row = await db
@@ -103,6 +105,39 @@ t.test('a burst of deliveries about few records makes few pending rows; unmirror
   // The same batch again (a retried job) changes nothing but the marks.
   await consumeDeliveries(db, null, jobs);
   t.equal((await db.selectFrom('pending_fetches').select('id').execute()).length, 6);
+});
+
+t.test('a batch of deliveries about many connections asks for their drains eight at a time', async (t) => {
+  // One at a time, a batch about a hundred connections spent seconds asking for drains while the next deliveries
+  // waited for the deliveries job (bench/accounts, 1,000 accounts: handled 18-31 s after receipt).
+  const { db } = await testDatabase(t);
+  const jobs = [];
+  for (let i = 0; i < 20; i++) {
+    const c = await addConnection(db, `shop-${i}`);
+    jobs.push({
+      deliveryRowId: await delivery(db, c.id, 'variant', 100, i),
+      connectionId: c.id,
+      resource: 'variant',
+      action: 'create',
+      objectId: 100,
+    });
+  }
+  const started: string[] = [];
+  let inFlight = 0;
+  let most = 0;
+  const boss = {
+    async sendDebounced(_name: string, _data: object, _opts: object, _seconds: number, key: string) {
+      started.push(key);
+      most = Math.max(most, ++inFlight);
+      await new Promise((r) => setTimeout(r, 30));
+      inFlight--;
+      return key;
+    },
+  } as unknown as Boss;
+  const r = await consumeDeliveries(db, { boss, sync: { pacing: new Pacing(db) } }, jobs);
+  t.equal(r.drains.length, 20);
+  t.same([...started].sort(), jobs.map((j) => `${j.connectionId}:variant`).sort(), 'every drain asked for, once');
+  t.equal(most, 8, 'eight at once, not one after another');
 });
 
 t.test('claims are disjoint; a clear keeps rows re-marked while they were being read', async (t) => {
