@@ -224,6 +224,19 @@ async function measure(world: World, n: number, workers: number, cursors: Map<nu
     await new Promise((r) => setTimeout(r, 500));
   }
 
+  // What else ran while the merchants worked: sweeps (each reads every resource of its account) compete with the
+  // deliveries and drains for PostgreSQL; and how long deliveries waited for the deliveries job.
+  const during = await sql<{ sweeps: number; p95: number | null; max: number | null }>`SELECT
+      (SELECT count(*)::int FROM sync_log WHERE action LIKE 'sweep%' AND at >= ${new Date(activeFrom)}) AS sweeps,
+      (SELECT percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM processed_at - received_at)) FROM webhook_deliveries
+        WHERE received_at >= ${new Date(activeFrom)} AND processed_at IS NOT NULL) AS p95,
+      (SELECT max(extract(epoch FROM processed_at - received_at)) FROM webhook_deliveries
+        WHERE received_at >= ${new Date(activeFrom)} AND processed_at IS NOT NULL) AS max`.execute(world.db);
+  const d = during.rows[0]!;
+  console.log(
+    `  ${label}: while active: ${d.sweeps} sweeps; deliveries handled after receipt p95 ${Number(d.p95 ?? 0).toFixed(1)} s, max ${Number(d.max ?? 0).toFixed(1)} s`,
+  );
+
   // Webhook attempts the sandboxes saw fail (a failed delivery is retried a minute later, the documented service's
   // after about half a minute: a move whose only delivery failed waits that long), and what the receiver logged.
   const failed = new Map<number, { status: number | string; at: string; event: string; object_id: number; attempt: number }[]>();

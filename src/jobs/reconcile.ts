@@ -12,9 +12,9 @@ export interface ReconcileData {
 export const reconcileJob = defineJob<ReconcileData>({
   name: 'reconcile',
   policy: { retryLimit: 5, retryDelay: 30, retryBackoff: true, expireInSeconds: 3600 },
-  // Sweeps mostly wait on the API and hold no database connection while they do (the sweep lease, src/db/locks.ts),
-  // so like drains they get twice WORKER_CONCURRENCY slots: four, while each held a pooled connection, made the first
-  // sweeps of 5,000 accounts take 42 minutes and left little room for the hourly sweeps of thousands.
+  // Sweeps mostly wait on the API and hold no database connection while they do (their lock is a lease,
+  // src/db/locks.ts), so like drains they get twice WORKER_CONCURRENCY slots. Four, while each sweep held a pooled
+  // connection, made the first sweeps of 5,000 accounts take 42 minutes.
   work: (config) => ({ batchSize: 1, localConcurrency: config.WORKER_CONCURRENCY * 2, localGroupConcurrency: 1 }),
   async handle(deps, [job]) {
     if (!(await deps.sync.statuses.active(job!.data.connectionId))) return;
