@@ -1,5 +1,6 @@
 // fetch: drain the pending fetches of (connection, resource). Asked for by deliveries, drains that left a
 // backlog or follow-ups, and the maintenance minute's safety net; debounced per pair by the pacing window.
+import PQueue from 'p-queue';
 import type { Freshness } from '../catalog/index.ts';
 import type { Boss } from '../queue/boss.ts';
 import type { WorkerDeps } from '../runtime.ts';
@@ -54,14 +55,8 @@ const REQUESTS_AT_ONCE = 8;
 
 /** Asks for the drains of many pairs, REQUESTS_AT_ONCE at a time, taken in their order. */
 export async function requestDrains(deps: DrainRequester, pairs: readonly { connectionId: number; resource: string }[]): Promise<void> {
-  let next = 0;
-  const lane = async () => {
-    while (next < pairs.length) {
-      const p = pairs[next++]!;
-      await requestDrain(deps, p.connectionId, p.resource);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(REQUESTS_AT_ONCE, pairs.length) }, lane));
+  const queue = new PQueue({ concurrency: REQUESTS_AT_ONCE });
+  await queue.addAll(pairs.map((p) => () => requestDrain(deps, p.connectionId, p.resource)));
 }
 
 export const fetchJob = defineJob<FetchData>({
