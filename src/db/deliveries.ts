@@ -3,7 +3,7 @@
 import { type Selectable, sql } from 'kysely';
 import type pg from 'pg';
 import { type BinWindow, countsPerBin } from './bins.ts';
-import { quoteLiteral, type Executor } from './index.ts';
+import { quoteLiteral, type Db, type Executor } from './index.ts';
 import { pendingLag } from './pending.ts';
 import type { WebhookDeliveriesTable } from './schema.ts';
 
@@ -31,37 +31,67 @@ export interface InsertedDelivery {
   id: number;
   connection_id: number;
   delivery_id: string;
+  job_id: string | null;
 }
+
+// While a connection's deliveries job has not started, new rows join it rather than cost another pg-boss job (its
+// insert was a third of PostgreSQL's work per delivery at the receiver's batch sizes): `delivery_waits` names the job
+// that waits (migration 0180). Such a row is attached to only while WAIT_SECONDS old; one whose job the handler never
+// got to (failed by pg-boss's supervisor) is left behind, and its rows go with that job's dead letter.
+const WAIT_SECONDS = 30;
+
+// The barrier between attaching and starting: a receiver's transaction holds this lock, shared, from before it looks
+// for a waiting job until it commits; the handler takes it exclusively to delete the wait row. So every row attached
+// to a job has committed before the handler reads the job's rows, and once the wait row is gone nothing attaches.
+// (A statement's snapshot is taken when it starts: the lock is its own statement, before the rows'.)
+const waitLock = (c: string) => `pg_advisory_xact_lock_shared(hashtextextended('deliveries:' || ${c}, 0))`;
+const startLock = (c: string) => `pg_advisory_xact_lock(hashtextextended('deliveries:' || ${c}, 0))`;
 
 // One statement for the whole batch, whatever its size: the rows travel as ONE JSON text parameter
 // (JSON.stringify is native; pg's array literals escape every quote of every body in JavaScript, which the
-// profile showed), unpacked by json_to_recordset. The same statement writes each new row's sync-log entry
-// and the NOTIFY that logSync (src/synclog) would.
+// profile showed), unpacked by json_to_recordset. `j` is the job a queued row would start; each connection's rows
+// join the job already waiting for it instead, if one is. The same statement writes the sync-log entry of each
+// row refused or left unhandled, with the NOTIFY that logSync (src/synclog) would; a queued row's entry is
+// written when the handler takes it (logReceived), so the acknowledgement waits only for what it promises.
 const insertRows = `
-  WITH ins AS (
+  WITH v AS (
+    SELECT * FROM json_to_recordset($1::json) AS v(c bigint, d text, e text, r text, a text, o bigint, t timestamptz, u text, b text, s text, x text, j text)
+  ), waiting AS (
+    SELECT n.c, n.j, w.job_id AS existing
+    FROM (SELECT DISTINCT c, j FROM v WHERE j IS NOT NULL) AS n
+    LEFT JOIN LATERAL (SELECT job_id FROM delivery_waits w WHERE w.connection_id = n.c
+      AND w.since > now() - make_interval(secs => ${WAIT_SECONDS}) ORDER BY w.since DESC LIMIT 1) AS w ON true
+  ), made AS (
+    INSERT INTO delivery_waits (job_id, connection_id) SELECT j, c FROM waiting WHERE existing IS NULL
+  ), ins AS (
     INSERT INTO webhook_deliveries
       (connection_id, delivery_id, event, resource, action, object_id, event_at, resource_url, body, state, error, job_id)
-    SELECT c, d, e, r, a, o, t, u, b, s, x, j
-    FROM json_to_recordset($1::json) AS v(c bigint, d text, e text, r text, a text, o bigint, t timestamptz, u text, b text, s text, x text, j text)
+    SELECT v.c, d, e, r, a, o, t, u, b, s, x, coalesce(waiting.existing, v.j)
+    FROM v LEFT JOIN waiting ON waiting.c = v.c AND v.j IS NOT NULL
     ON CONFLICT (connection_id, delivery_id) DO NOTHING
     RETURNING id, connection_id, delivery_id, event, resource, object_id, state, error, job_id
   ), log AS (
     INSERT INTO sync_log (connection_id, resource, record_id, action, delivery_id, job_id, outcome, error, detail)
-    SELECT connection_id, resource, object_id,
-      CASE state WHEN 'queued' THEN 'delivery.received' ELSE 'delivery.' || state END,
-      delivery_id, job_id,
-      CASE state WHEN 'queued' THEN 'ok' WHEN 'unhandled' THEN 'skipped' ELSE 'warning' END,
-      error, jsonb_build_object('event', event)
-    FROM ins
+    SELECT connection_id, resource, object_id, 'delivery.' || state, delivery_id, job_id,
+      CASE state WHEN 'unhandled' THEN 'skipped' ELSE 'warning' END, error, jsonb_build_object('event', event)
+    FROM ins WHERE state <> 'queued'
     RETURNING id
   ), notified AS (
     SELECT pg_notify('sync_log', max(id)::text) FROM log HAVING count(*) > 0
   )
-  SELECT id, connection_id, delivery_id, x.notified FROM ins CROSS JOIN (SELECT count(*) AS notified FROM notified) AS x`;
+  SELECT id, connection_id, delivery_id, job_id, x.notified FROM ins CROSS JOIN (SELECT count(*) AS notified FROM notified) AS x`;
 // (x.notified is selected so the planner cannot drop the join, and with it the NOTIFY.)
 
-/** A statement of the caller's (the receiver's pg-boss job insert) to run after the rows: `$1` is `value`. */
-export interface AndThen {
+// pg-boss's job insert runs with only the jobs this batch made a wait row for: its one parameter (the jobs as JSON
+// text) becomes this subquery over the candidates the batch passes.
+const madeJobs = `(SELECT coalesce(json_agg(e), '[]')::text FROM json_array_elements($1::text::json) AS e
+  WHERE EXISTS (SELECT 1 FROM delivery_waits w WHERE w.job_id = e->>'id'))`;
+
+/**
+ * pg-boss's job insert for the batch's candidate jobs (one per connection with queued rows, ids made up front):
+ * `statement` as pg-boss would run it, `$1` its one parameter, `value` the jobs as JSON.
+ */
+export interface JobInsert {
   statement: string;
   value: string;
 }
@@ -70,16 +100,16 @@ export interface AndThen {
 // every batch (two large statements: ours and pg-boss's insert) cost PostgreSQL more CPU than inserting the
 // rows (at 30 per batch: 80 us per delivery planned each time, 58 prepared). A connection's first batch
 // prepares them in the same round trip. What each connection holds, by the statement texts prepared on it:
-const preparedOn = new WeakMap<pg.PoolClient, { rows: boolean; andThen: string | null }>();
+const preparedOn = new WeakMap<pg.PoolClient, { rows: boolean; jobs: string | null }>();
 
 /**
- * Inserts the rows (duplicates of stored ones are skipped by the unique key) with their sync-log entries,
- * and runs `andThen` (the receiver's pg-boss job insert) in the same transaction; returns the rows that are new.
- * One multi-statement query, which PostgreSQL runs as one transaction: one round trip and one commit for the
- * whole batch, where BEGIN, insert, job insert and COMMIT were four (each waiting its turn in a busy event
- * loop). The caller removes duplicates within `rows` first.
+ * Inserts the rows (duplicates of stored ones are skipped by the unique key), attaching each connection's queued
+ * rows to its waiting job or making the candidate job of `jobs` wait, and inserts the jobs made, in the same
+ * transaction; returns the rows that are new, with the job each belongs to. One multi-statement query, which
+ * PostgreSQL runs as one transaction: one round trip and one commit for the whole batch. The caller removes
+ * duplicates within `rows` first.
  */
-export async function insertDeliveries(pool: pg.Pool, rows: NewDelivery[], andThen?: AndThen): Promise<InsertedDelivery[]> {
+export async function insertDeliveries(pool: pg.Pool, rows: NewDelivery[], jobs?: JobInsert): Promise<InsertedDelivery[]> {
   const json = JSON.stringify(
     rows.map((r) => ({
       c: r.connectionId,
@@ -96,22 +126,25 @@ export async function insertDeliveries(pool: pg.Pool, rows: NewDelivery[], andTh
       j: r.jobId,
     })),
   );
+  const waiting = [...new Set(rows.filter((r) => r.jobId !== null).map((r) => r.connectionId))];
   const client = await pool.connect();
   try {
-    const has = preparedOn.get(client) ?? { rows: false, andThen: null };
+    const has = preparedOn.get(client) ?? { rows: false, jobs: null };
     const statements: string[] = [];
     if (!has.rows) statements.push(`PREPARE cs_receive_rows(text) AS ${insertRows}`);
-    if (andThen && has.andThen !== andThen.statement) {
-      if (has.andThen !== null) statements.push('DEALLOCATE cs_receive_and_then');
-      statements.push(`PREPARE cs_receive_and_then(text) AS ${andThen.statement}`);
+    if (jobs && has.jobs !== jobs.statement) {
+      if (has.jobs !== null) statements.push('DEALLOCATE cs_receive_jobs');
+      statements.push(`PREPARE cs_receive_jobs(text) AS ${jobs.statement.replace(/\$1\b/g, () => madeJobs)}`);
     }
-    const first = statements.length; // the results before ours: PREPAREs
+    if (waiting.length)
+      statements.push(`SELECT ${waitLock('c')} FROM (SELECT c FROM unnest('{${waiting.join(',')}}'::bigint[]) AS c ORDER BY c) AS s`);
+    const first = statements.length; // the results before ours: PREPAREs, the lock
     statements.push(`EXECUTE cs_receive_rows(${quoteLiteral(json)})`);
-    if (andThen) statements.push(`EXECUTE cs_receive_and_then(${quoteLiteral(andThen.value)})`);
+    if (jobs) statements.push(`EXECUTE cs_receive_jobs(${quoteLiteral(jobs.value)})`);
     const result = (await client.query(statements.join(';\n'))) as unknown as
       | pg.QueryResult<InsertedDelivery>
       | pg.QueryResult<InsertedDelivery>[];
-    preparedOn.set(client, { rows: true, andThen: andThen?.statement ?? has.andThen });
+    preparedOn.set(client, { rows: true, jobs: jobs?.statement ?? has.jobs });
     client.release();
     return (Array.isArray(result) ? result[first]! : result).rows;
   } catch (err) {
@@ -123,20 +156,54 @@ export async function insertDeliveries(pool: pg.Pool, rows: NewDelivery[], andTh
 }
 
 /**
+ * The handler starts these jobs: their wait rows go, under the barrier's lock, in a transaction of their own. When
+ * it commits, every row attached to them has committed, and no more will be.
+ */
+export async function startWaitingJobs(db: Db, jobs: { connectionId: number; jobId: string }[]): Promise<void> {
+  if (!jobs.length) return;
+  const connections = [...new Set(jobs.map((j) => j.connectionId))].sort((a, b) => a - b);
+  await db.transaction().execute(async (tx) => {
+    await sql
+      .raw(`SELECT ${startLock('c')} FROM (SELECT c FROM unnest('{${connections.join(',')}}'::bigint[]) AS c ORDER BY c) AS s`)
+      .execute(tx);
+    await sql`DELETE FROM delivery_waits WHERE job_id = ANY(${jobs.map((j) => j.jobId)}::text[])`.execute(tx);
+  });
+}
+
+/** Retention: wait rows of jobs that never started (failed by pg-boss's supervisor), long past attaching to. */
+export async function pruneDeliveryWaits(db: Executor, olderThanSeconds: number, limit: number): Promise<number> {
+  const r = await sql`DELETE FROM delivery_waits WHERE job_id = ANY(ARRAY(
+      SELECT job_id FROM delivery_waits WHERE since < now() - make_interval(secs => ${olderThanSeconds}) LIMIT ${limit}))`.execute(db);
+  return Number(r.numAffectedRows ?? 0);
+}
+
+/**
+ * The sync-log entry of each row the handler takes that was queued (or failed, a dead letter's replay): received
+ * and queued for a read. `at` is when it arrived. One statement, with logSync's NOTIFY.
+ */
+export async function logReceived(db: Executor, ids: number[]): Promise<void> {
+  if (!ids.length) return;
+  await sql`WITH log AS (
+      INSERT INTO sync_log (at, connection_id, resource, record_id, action, delivery_id, job_id, outcome, detail)
+      SELECT received_at, connection_id, resource, object_id, 'delivery.received', delivery_id, job_id, 'ok', jsonb_build_object('event', event)
+      FROM webhook_deliveries WHERE id = ANY(${ids}::bigint[]) AND state IN ('queued', 'failed') ORDER BY id
+      RETURNING id)
+    SELECT pg_notify('sync_log', max(id)::text) FROM log HAVING count(*) > 0`.execute(db);
+}
+
+/**
  * Which rows jobs on `deliveries` name: by row id (a replayed delivery, jobs queued before batch jobs named
- * deliveries by id), or by (connection, delivery id) owned by the job: a row whose job_id is that job's id.
+ * deliveries by id), or every row whose job_id is the job's id (webhook_deliveries_job).
  */
 export interface DeliveryRefs {
   rowIds: number[];
-  keys: { connectionId: number; deliveryId: string; jobId: string }[];
+  jobIds: string[];
 }
 
 /** The ids of the rows `refs` names that exist (rows deleted since, with their connection, are missing). */
 function rowIdsOf(refs: DeliveryRefs) {
-  const keys = JSON.stringify(refs.keys.map((k) => ({ c: k.connectionId, d: k.deliveryId, j: k.jobId })));
   return sql<{ id: number }>`SELECT id FROM webhook_deliveries WHERE id = ANY(${refs.rowIds}::bigint[])
-    UNION SELECT w.id FROM json_to_recordset(${keys}::json) AS k(c bigint, d text, j text)
-      JOIN webhook_deliveries w ON w.connection_id = k.c AND w.delivery_id = k.d AND w.job_id = k.j`;
+    UNION SELECT id FROM webhook_deliveries WHERE job_id = ANY(${refs.jobIds}::text[])`;
 }
 
 export type DeliveryToConsume = Pick<WebhookDeliveriesTable, 'connection_id' | 'resource' | 'action' | 'object_id' | 'state'> & {
@@ -145,7 +212,7 @@ export type DeliveryToConsume = Pick<WebhookDeliveriesTable, 'connection_id' | '
 
 /** The rows jobs name, in arrival order. */
 export async function deliveriesToConsume(db: Executor, refs: DeliveryRefs): Promise<DeliveryToConsume[]> {
-  if (!refs.rowIds.length && !refs.keys.length) return [];
+  if (!refs.rowIds.length && !refs.jobIds.length) return [];
   const { rows } = await sql<DeliveryToConsume>`SELECT id, connection_id, resource, action, object_id, state
     FROM webhook_deliveries WHERE id IN (${rowIdsOf(refs)}) ORDER BY id`.execute(db);
   return rows;
@@ -165,7 +232,7 @@ export async function markUnhandled(db: Executor, rows: { id: number; why: strin
 
 /** A job that will not be retried again (dead-lettered): its rows still waiting become `failed`, with why. */
 export async function markFailed(db: Executor, refs: DeliveryRefs, error: string): Promise<number> {
-  if (!refs.rowIds.length && !refs.keys.length) return 0;
+  if (!refs.rowIds.length && !refs.jobIds.length) return 0;
   const r = await sql`UPDATE webhook_deliveries SET state = 'failed', processed_at = now(), error = ${error}
     WHERE id IN (${rowIdsOf(refs)}) AND state = 'queued'`.execute(db);
   return Number(r.numAffectedRows ?? 0);

@@ -1,5 +1,6 @@
-// deliveries: receiver -> worker. One job per connection per committed batch of deliveries (the receiver inserts
-// it in the same statement batch as the rows: src/receiver/store.ts), or one stored delivery an operator replays.
+// deliveries: receiver -> worker. One job per connection that owns the rows committed while it waited (the receiver
+// inserts it in the same statement batch as the first of them, and attaches later rows to it until it starts:
+// src/db/deliveries.ts), or one stored delivery an operator replays.
 // The handler turns the rows a batch of jobs names into pending fetches, marks each row processed (or unhandled),
 // and asks for one drain per (connection, resource): a burst of deliveries about the same records costs one read
 // per 250 distinct records, not one per delivery. A job that fails for the last time (its next stop is the
@@ -8,9 +9,11 @@ import type { JobWithMetadata } from 'pg-boss';
 import { HANDLED_RESOURCES, resourceName } from '../catalog/index.ts';
 import {
   deliveriesToConsume,
+  logReceived,
   markFailed,
   markProcessed,
   markUnhandled,
+  startWaitingJobs,
   type DeliveryRefs,
   type DeliveryToConsume,
 } from '../db/deliveries.ts';
@@ -21,17 +24,16 @@ import { requestDrains, type DrainRequester } from './fetch.ts';
 import { defineJob } from './job.ts';
 
 /**
- * The deliveries one receiver transaction stored for one connection, by delivery id. It owns the rows whose
- * job_id is `jobId`, its own id when the receiver queued it (a delivery id stored before, a retry by the service,
- * keeps its earlier row and job; a dead letter replays under a new id with the same data). Named by delivery id
- * rather than row id so the job is known before the insert and goes to the database in the same round trip as
- * the rows.
+ * The deliveries of one connection stored while this job waited. It owns the rows whose job_id is `jobId`, its own
+ * id when the receiver queued it (a delivery id stored before, a retry by the service, keeps its earlier row and
+ * job; a dead letter replays under a new id with the same data). Jobs of earlier versions also list their
+ * deliveries (`deliveryIds`); the rows' job_id says the same.
  */
 export interface DeliveryBatch {
   kind: 'batch';
   connectionId: number;
   jobId: string;
-  deliveryIds: string[];
+  deliveryIds?: string[];
 }
 
 /** One stored delivery, as an operator's replay sends it (src/console/replay.ts). */
@@ -49,7 +51,7 @@ export interface DeliveryReplay {
  * a batch by delivery id, a batch by row id, one delivery.
  */
 export type LegacyDeliveriesData =
-  | Omit<DeliveryBatch, 'kind'>
+  | (Omit<DeliveryBatch, 'kind'> & { deliveryIds: string[] })
   | { connectionId: number; deliveryRowIds: number[] }
   | Omit<DeliveryReplay, 'kind'>;
 
@@ -57,20 +59,20 @@ export type DeliveriesData = DeliveryBatch | DeliveryReplay;
 
 /** The webhook_deliveries rows jobs on `deliveries` name. */
 export function deliveryRefsOf(jobs: (DeliveriesData | LegacyDeliveriesData)[]): DeliveryRefs {
-  const refs: DeliveryRefs = { rowIds: [], keys: [] };
+  const refs: DeliveryRefs = { rowIds: [], jobIds: [] };
   for (const data of jobs) {
-    if ('kind' in data && data.kind === 'batch') batchRefs(refs, data);
-    else if ('kind' in data) refs.rowIds.push(data.deliveryRowId);
-    // Legacy: told apart by their fields.
-    else if ('deliveryIds' in data) batchRefs(refs, data);
+    const batch = batchOf(data);
+    if (batch) refs.jobIds.push(batch.jobId);
     else if ('deliveryRowIds' in data) refs.rowIds.push(...data.deliveryRowIds);
-    else refs.rowIds.push(data.deliveryRowId);
+    else if ('deliveryRowId' in data) refs.rowIds.push(data.deliveryRowId);
   }
   return refs;
 }
 
-function batchRefs(refs: DeliveryRefs, data: Omit<DeliveryBatch, 'kind'>): void {
-  for (const deliveryId of data.deliveryIds) refs.keys.push({ connectionId: data.connectionId, deliveryId, jobId: data.jobId });
+/** The job as a batch of a connection's rows (legacy ones are told apart by their fields), else null. */
+function batchOf(data: DeliveriesData | LegacyDeliveriesData): { connectionId: number; jobId: string } | null {
+  if ('kind' in data) return data.kind === 'batch' ? data : null;
+  return 'deliveryIds' in data ? data : null;
 }
 
 /**
@@ -107,6 +109,11 @@ export async function consumeDeliveries(
   jobs: (DeliveriesData | LegacyDeliveriesData)[],
 ): Promise<ConsumeResult> {
   const refs = deliveryRefsOf(jobs);
+  // Nothing joins these jobs from now on, and what joined them has committed.
+  await startWaitingJobs(
+    db,
+    jobs.map(batchOf).filter((b) => b !== null),
+  );
   const done = await db.transaction().execute(async (tx) => {
     const handled: number[] = [];
     const unhandled: { id: number; why: string }[] = [];
@@ -124,6 +131,10 @@ export async function consumeDeliveries(
           why: row.object_id === null ? 'delivery names no object_id' : `resource ${row.resource ?? '(none)'} is not mirrored`,
         });
     }
+    await logReceived(
+      tx,
+      rows.map((r) => r.id),
+    );
     const pairs = await markPending(tx, marks);
     await markProcessed(tx, handled);
     await markUnhandled(tx, unhandled);

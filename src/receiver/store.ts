@@ -1,7 +1,7 @@
-// Writes a batch of deliveries in ONE round trip and ONE transaction: the delivery rows (with their sync-log
-// entries, see db/deliveries.ts) and ONE pg-boss job per connection in the batch naming that connection's
-// new queued deliveries (the worker consumes deliveries in batches anyway, and the row holds everything the
-// job would). The caller answers the requests only after this resolves, i.e. after COMMIT.
+// Writes a batch of deliveries in ONE round trip and ONE transaction: the delivery rows and, for each connection
+// in the batch with queued rows, the pg-boss job that consumes them: the one already waiting for that connection,
+// or a new one (db/deliveries.ts). The worker consumes deliveries in batches anyway, and the row holds everything
+// the job would. The caller answers the requests only after this resolves, i.e. after COMMIT.
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { insertDeliveries, type NewDelivery } from '../db/deliveries.ts';
@@ -25,21 +25,15 @@ export async function storeDeliveries(pool: pg.Pool, boss: Boss, items: Incoming
     const k = key(d.connectionId, d.deliveryId);
     if (!first.has(k)) first.set(k, d);
   }
-  // The jobs are made up front, so the rows can name their job and both go in one statement batch. A
-  // delivery the database already holds stays in its job's list but not in its rows (the row keeps its
-  // first job_id); the handler reads only rows whose job_id is the job's.
+  // A candidate job per connection is made up front, so the rows and the job go in one statement batch; the
+  // database keeps it only if no job of that connection waits already. A delivery the database already holds
+  // keeps its row and first job.
   const jobs = new Map<number, DeliveryBatch>();
   const rows: NewDelivery[] = [];
   for (const d of first.values()) {
     let jobId: string | null = null;
     if (d.state === 'queued') {
-      const job = jobs.get(d.connectionId) ?? {
-        kind: 'batch' as const,
-        connectionId: d.connectionId,
-        jobId: randomUUID(),
-        deliveryIds: [],
-      };
-      job.deliveryIds.push(d.deliveryId);
+      const job = jobs.get(d.connectionId) ?? { kind: 'batch' as const, connectionId: d.connectionId, jobId: randomUUID() };
       jobs.set(d.connectionId, job);
       jobId = job.jobId;
     }
@@ -52,15 +46,15 @@ export async function storeDeliveries(pool: pg.Pool, boss: Boss, items: Incoming
         [...jobs.values()].map((data) => ({ id: data.jobId, data })),
       )
     : undefined;
-  const inserted = new Map((await insertDeliveries(pool, rows, jobInsert)).map((r) => [key(r.connection_id, r.delivery_id), r.id]));
+  const inserted = new Map((await insertDeliveries(pool, rows, jobInsert)).map((r) => [key(r.connection_id, r.delivery_id), r]));
 
   const given = new Set<string>();
   return items.map((d) => {
     const k = key(d.connectionId, d.deliveryId);
-    const rowId = inserted.get(k);
-    if (rowId === undefined || given.has(k)) return { stored: false };
+    const row = inserted.get(k);
+    if (row === undefined || given.has(k)) return { stored: false };
     given.add(k);
-    return { stored: true, rowId, jobId: d.state === 'queued' ? jobs.get(d.connectionId)!.jobId : null };
+    return { stored: true, rowId: row.id, jobId: row.job_id };
   });
 }
 

@@ -8,7 +8,7 @@ import type { Config } from '../config.ts';
 import { pruneChannelChanges } from '../db/channel.ts';
 import { pruneHolds } from '../db/holds.ts';
 import { prunePosts } from '../db/channel-destinations.ts';
-import { pruneDeliveries } from '../db/deliveries.ts';
+import { pruneDeliveries, pruneDeliveryWaits } from '../db/deliveries.ts';
 import type { Db, Executor } from '../db/index.ts';
 import { withRetentionLock } from '../db/locks.ts';
 import { pruneOperations } from '../db/operations.ts';
@@ -54,6 +54,8 @@ export function retentionFamilies(c: RetentionSettings): Family[] {
       seconds: days(c.DEAD_LETTER_RETENTION_DAYS),
       prune: (db, s, n) => pruneDeliveries(db, ['failed'], s, n),
     },
+    // A deliveries job that never started leaves its wait row behind; rows stop joining it after 30 s.
+    { name: 'delivery_waits', seconds: days(1), prune: pruneDeliveryWaits },
     { name: 'sync_log', seconds: days(c.SYNC_LOG_RETENTION_DAYS), prune: pruneSyncLog },
     { name: 'channel_quantity_changes', seconds: days(c.CHANNEL_CHANGE_RETENTION_DAYS), prune: pruneChannelChanges },
     { name: 'push_operations', seconds: days(c.OPERATION_RETENTION_DAYS), prune: pruneOperations },

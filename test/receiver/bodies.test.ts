@@ -1,6 +1,7 @@
 import t from 'tap';
 import http from 'node:http';
 import { deliver, payload, sign, startReceiver } from './harness.ts';
+import { consumeDeliveries } from '../../src/jobs/deliveries.ts';
 
 t.test('a body over WEBHOOK_BODY_LIMIT gets 413 and nothing is stored', async (t) => {
   const h = await startReceiver(t, { config: { WEBHOOK_BODY_LIMIT: 2048 } });
@@ -94,7 +95,7 @@ t.test('unknown events are stored as unhandled and logged, not rejected, not enq
   t.match(h.logs.text(), /unhandled/);
 });
 
-t.test('stored delivery: row fields, job data, sync-log entry and its NOTIFY', async (t) => {
+t.test('stored delivery: row fields, job data; the sync-log entry and its NOTIFY when the handler takes it', async (t) => {
   const h = await startReceiver(t);
   const listener = await h.tdb.pool.connect();
   t.teardown(() => listener.release());
@@ -115,14 +116,18 @@ t.test('stored delivery: row fields, job data, sync-log entry and its NOTIFY', a
     object_id: 42,
     state: 'queued',
   });
-  const full = (await h.tdb.pool.query('SELECT event_at, resource_url FROM webhook_deliveries')).rows[0];
+  const full = (await h.tdb.pool.query('SELECT event_at, resource_url, received_at FROM webhook_deliveries')).rows[0];
   t.equal(full.event_at.toISOString(), new Date(1_700_000_000_000).toISOString());
   t.match(full.resource_url, /\/variants\/42\.json$/);
   const [job] = await h.jobs();
   t.equal(job!.id, row!.job_id, 'the row names its job');
-  t.same(job!.data, { kind: 'batch', connectionId: h.connectionId, jobId: job!.id, deliveryIds: ['abc-1'] });
+  t.same(job!.data, { kind: 'batch', connectionId: h.connectionId, jobId: job!.id });
+  // The acknowledgement waits only for the row and its job; the entry comes with the handler.
+  t.same((await h.tdb.pool.query(`SELECT * FROM sync_log WHERE delivery_id = 'abc-1'`)).rows, []);
+  await consumeDeliveries(h.tdb.db, null, [job!.data]);
   const log = (await h.tdb.pool.query(`SELECT * FROM sync_log WHERE delivery_id = 'abc-1'`)).rows;
   t.match(log, [{ action: 'delivery.received', resource: 'fulfillment_return', record_id: 42, job_id: row!.job_id, outcome: 'ok' }]);
+  t.equal(log[0].at.toISOString(), full.received_at.toISOString(), 'dated when it arrived');
   const announced = await Promise.race([notified, new Promise<undefined>((r) => setTimeout(() => r(undefined), 5000))]);
   t.equal(announced, String(log[0].id), 'NOTIFY sync_log with the new entry id, as logSync sends');
 });

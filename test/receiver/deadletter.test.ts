@@ -41,10 +41,9 @@ t.test('a dead-lettered delivery job leaves its rows failed; a replay of the dea
   );
   const dead = (await h.tdb.pool.query(`SELECT id, data FROM pgboss.job WHERE name = $1`, [deadLetterOf(deliveriesJob.name)])).rows;
   t.ok(dead.length >= 1, 'the job is a dead letter');
-  t.same(
-    dead.flatMap((j) => j.data.deliveryIds).sort(),
-    (await h.tdb.pool.query('SELECT delivery_id FROM webhook_deliveries ORDER BY delivery_id')).rows.map((r) => r.delivery_id),
-    'the dead letter names both deliveries',
+  t.ok(
+    rows.every((r) => dead.some((j) => j.data.jobId === r.job_id)),
+    'the dead letter owns both deliveries',
   );
 
   await h.tdb.pool.query('DROP TRIGGER refuse ON pending_fetches');
