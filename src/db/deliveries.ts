@@ -178,15 +178,15 @@ export async function pruneDeliveryWaits(db: Executor, olderThanSeconds: number,
 }
 
 /**
- * The sync-log entry of each row the handler takes that was queued (or failed, a dead letter's replay): received
+ * The sync-log entry of each row of these jobs not handled yet (queued, or failed: a dead letter's replay): received
  * and queued for a read. `at` is when it arrived. One statement, with logSync's NOTIFY.
  */
-export async function logReceived(db: Executor, ids: number[]): Promise<void> {
-  if (!ids.length) return;
+export async function logReceived(db: Executor, jobIds: string[]): Promise<void> {
+  if (!jobIds.length) return;
   await sql`WITH log AS (
       INSERT INTO sync_log (at, connection_id, resource, record_id, action, delivery_id, job_id, outcome, detail)
       SELECT received_at, connection_id, resource, object_id, 'delivery.received', delivery_id, job_id, 'ok', jsonb_build_object('event', event)
-      FROM webhook_deliveries WHERE id = ANY(${ids}::bigint[]) AND state IN ('queued', 'failed') ORDER BY id
+      FROM webhook_deliveries WHERE job_id = ANY(${jobIds}::text[]) AND state IN ('queued', 'failed') ORDER BY id
       RETURNING id)
     SELECT pg_notify('sync_log', max(id)::text) FROM log HAVING count(*) > 0`.execute(db);
 }

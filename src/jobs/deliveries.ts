@@ -109,11 +109,12 @@ export async function consumeDeliveries(
   jobs: (DeliveriesData | LegacyDeliveriesData)[],
 ): Promise<ConsumeResult> {
   const refs = deliveryRefsOf(jobs);
+  const batches = jobs.map(batchOf).filter((b) => b !== null);
   // Nothing joins these jobs from now on, and what joined them has committed.
-  await startWaitingJobs(
-    db,
-    jobs.map(batchOf).filter((b) => b !== null),
-  );
+  await startWaitingJobs(db, batches);
+  // Their rows' delivery.received entries are ours to write; a replay's row, or a row of a job that listed its
+  // deliveries (an earlier version, whose receiver wrote the entry), has one already.
+  const unlogged = batches.filter((b) => !('deliveryIds' in b)).map((b) => b.jobId);
   const done = await db.transaction().execute(async (tx) => {
     const handled: number[] = [];
     const unhandled: { id: number; why: string }[] = [];
@@ -131,10 +132,7 @@ export async function consumeDeliveries(
           why: row.object_id === null ? 'delivery names no object_id' : `resource ${row.resource ?? '(none)'} is not mirrored`,
         });
     }
-    await logReceived(
-      tx,
-      rows.map((r) => r.id),
-    );
+    await logReceived(tx, unlogged);
     const pairs = await markPending(tx, marks);
     await markProcessed(tx, handled);
     await markUnhandled(tx, unhandled);

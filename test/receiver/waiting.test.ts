@@ -3,6 +3,7 @@
 import t from 'tap';
 import { deliver, payload, startReceiver } from './harness.ts';
 import { consumeDeliveries, type DeliveryBatch } from '../../src/jobs/deliveries.ts';
+import { replayDelivery } from '../../src/console/replay.ts';
 
 t.test('deliveries in separate commits join the job that waits: one job, every row handled', async (t) => {
   const h = await startReceiver(t);
@@ -76,4 +77,23 @@ t.test('the handler waits for a receiver transaction that is joining its job, an
   t.equal((await handled).processed, 2, 'and then reads both rows');
   t.same(await h.queued(), []);
   t.equal(Number((await h.tdb.pool.query('SELECT count(*) AS n FROM delivery_waits')).rows[0].n), 0, 'the wait row is gone');
+});
+
+t.test('a row is logged as received once: not again when replayed, nor for a job that listed its deliveries', async (t) => {
+  const h = await startReceiver(t);
+  await deliver(h.url(), payload(1), { 'x-service-delivery': 'l-1' });
+  const [job] = await h.jobs();
+  await consumeDeliveries(h.tdb.db, null, [job!.data]);
+  const { id } = (await h.tdb.pool.query(`SELECT id FROM webhook_deliveries`)).rows[0];
+  // An operator's replay: the row waits again, for a job that names it by row id.
+  t.ok(await replayDelivery(h.tdb.db, h.boss, Number(id)), 'replayed');
+  const replay = (await h.jobs()).find((j) => j.data.kind === 'replay');
+  await consumeDeliveries(h.tdb.db, null, [replay!.data]);
+  // A job of an earlier version, whose receiver wrote the entry itself.
+  const { job_id: jobId } = (await h.tdb.pool.query(`UPDATE webhook_deliveries SET state = 'queued' WHERE id = $1 RETURNING job_id`, [id]))
+    .rows[0];
+  await consumeDeliveries(h.tdb.db, null, [{ connectionId: h.connectionId, jobId, deliveryIds: ['l-1'] }]);
+  const log = (await h.tdb.pool.query(`SELECT action FROM sync_log WHERE delivery_id = 'l-1' AND action = 'delivery.received'`)).rows;
+  t.equal(log.length, 1, 'one received entry');
+  t.equal((await h.rows())[0]!.state, 'processed');
 });
