@@ -7,7 +7,7 @@ import { logSync } from '../../src/db/synclog.ts';
 import { chromiumMissing, openBrowser } from './browser.ts';
 import { addConnection, addDelivery, addVariant, consoleServer, sendDelivery } from './harness.ts';
 import { fetchJob } from '../../src/jobs/fetch.ts';
-import { deliveriesJob } from '../../src/jobs/deliveries.ts';
+import { consumeDeliveries, deliveriesJob, type DeliveriesData } from '../../src/jobs/deliveries.ts';
 
 const TOKEN = 'browser-test-operator-token';
 
@@ -51,9 +51,16 @@ if (chromiumMissing) {
     await t.test('live tail shows new entries as they happen; a filter narrows it', async (t) => {
       await page.goto(`${base}/logs`);
       await page.getByText('live: following new entries').waitFor();
-      // A real delivery through the receiver: stored, enqueued, logged, and on the page a moment later.
+      // A real delivery through the receiver: stored and enqueued; logged when the deliveries handler takes it, and on
+      // the page a moment later.
       const ack = await sendDelivery(base, 'shop', { event: 'variants.stock_level_update', object_id: 42 }, 'dlv-browser-1');
       t.equal(ack.status, 200);
+      const jobs = await boss.findJobs<DeliveriesData>(deliveriesJob.name, { data: { connectionId: shop } });
+      await consumeDeliveries(
+        db,
+        null,
+        jobs.map((j) => j.data),
+      );
       const received = page.locator('#log-rows tr', { hasText: 'delivery.received' });
       await received.waitFor();
       t.match(await received.textContent(), /shop\s*variant\s*42/);
