@@ -44,8 +44,9 @@ const WAIT_SECONDS = 30;
 // for a waiting job until it commits; the handler takes it exclusively to delete the wait row. So every row attached
 // to a job has committed before the handler reads the job's rows, and once the wait row is gone nothing attaches.
 // (A statement's snapshot is taken when it starts: the lock is its own statement, before the rows'.)
-const waitLock = (c: string) => `pg_advisory_xact_lock_shared(hashtextextended('deliveries:' || ${c}, 0))`;
-const startLock = (c: string) => `pg_advisory_xact_lock(hashtextextended('deliveries:' || ${c}, 0))`;
+// Taken in order of connection id, so two transactions never wait on each other in a cycle.
+const connectionLocks = (lock: 'pg_advisory_xact_lock_shared' | 'pg_advisory_xact_lock', ids: number[]) =>
+  `SELECT ${lock}(hashtextextended('deliveries:' || c, 0)) FROM (SELECT DISTINCT c FROM unnest('{${ids.join(',')}}'::bigint[]) AS c ORDER BY c) AS s`;
 
 // One statement for the whole batch, whatever its size: the rows travel as ONE JSON text parameter
 // (JSON.stringify is native; pg's array literals escape every quote of every body in JavaScript, which the
@@ -136,8 +137,7 @@ export async function insertDeliveries(pool: pg.Pool, rows: NewDelivery[], jobs?
       if (has.jobs !== null) statements.push('DEALLOCATE cs_receive_jobs');
       statements.push(`PREPARE cs_receive_jobs(text) AS ${jobs.statement.replace(/\$1\b/g, () => madeJobs)}`);
     }
-    if (waiting.length)
-      statements.push(`SELECT ${waitLock('c')} FROM (SELECT c FROM unnest('{${waiting.join(',')}}'::bigint[]) AS c ORDER BY c) AS s`);
+    if (waiting.length) statements.push(connectionLocks('pg_advisory_xact_lock_shared', waiting));
     const first = statements.length; // the results before ours: PREPAREs, the lock
     statements.push(`EXECUTE cs_receive_rows(${quoteLiteral(json)})`);
     if (jobs) statements.push(`EXECUTE cs_receive_jobs(${quoteLiteral(jobs.value)})`);
@@ -161,10 +161,14 @@ export async function insertDeliveries(pool: pg.Pool, rows: NewDelivery[], jobs?
  */
 export async function startWaitingJobs(db: Db, jobs: { connectionId: number; jobId: string }[]): Promise<void> {
   if (!jobs.length) return;
-  const connections = [...new Set(jobs.map((j) => j.connectionId))].sort((a, b) => a - b);
   await db.transaction().execute(async (tx) => {
     await sql
-      .raw(`SELECT ${startLock('c')} FROM (SELECT c FROM unnest('{${connections.join(',')}}'::bigint[]) AS c ORDER BY c) AS s`)
+      .raw(
+        connectionLocks(
+          'pg_advisory_xact_lock',
+          jobs.map((j) => j.connectionId),
+        ),
+      )
       .execute(tx);
     await sql`DELETE FROM delivery_waits WHERE job_id = ANY(${jobs.map((j) => j.jobId)}::text[])`.execute(tx);
   });
