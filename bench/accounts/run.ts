@@ -6,6 +6,7 @@
 //
 //   node_modules/.bin/node bench/accounts/run.ts [--accounts 10,100,500] [--rate 0.05 | 0.05,0.05,0.01] [--idle-minutes 3]
 //       [--minutes 5] [--variants 20] [--profile spec|documented] [--workers 1|1,2] [--fresh-plans] [--cpu-prof DIR] [--pg-sample]
+//       [--pg-statements]
 //       [--worker-env KEY=VALUE ...]
 //
 // --workers 1,2 measures each N with one worker process, then starts a second one and measures again (the same
@@ -17,6 +18,9 @@
 //
 // --pg-sample samples pg_stat_activity ten times a second during the active phase and prints the statements
 // PostgreSQL was busy with, by share of the samples (a sampling profile of the database).
+// --pg-statements loads pg_stat_statements into the database and prints, for the active phase, the statements by
+// their total execution time per merchant operation, with their calls per operation (where PostgreSQL's time per
+// operation goes; execution time is wall time in the server, so a statement that waited on a lock counts its wait).
 // --cpu-prof DIR writes a V8 CPU profile of the worker process into DIR when it stops (open it in Chrome's
 // DevTools, or summarise it with bench/support/profile.ts).
 import { cpus, totalmem } from 'node:os';
@@ -37,6 +41,7 @@ const { values: args } = parseArgs({
     profile: { type: 'string' },
     'cpu-prof': { type: 'string' },
     'pg-sample': { type: 'boolean', default: false },
+    'pg-statements': { type: 'boolean', default: false },
     workers: { type: 'string', default: '1' },
     'fresh-plans': { type: 'boolean', default: false },
     'worker-env': { type: 'string', multiple: true, default: [] },
@@ -132,6 +137,59 @@ async function steadyPlans(world: World): Promise<void> {
 }
 
 /**
+ * CPU seconds of PostgreSQL's processes by kind: backends by application_name (pg-boss's are 'pgboss', ours have
+ * none), the others by backend_type; `total` includes processes that exited (autovacuum workers, closed connections).
+ */
+async function postgresCpuByKind(world: World): Promise<{ total: number; pids: Map<number, { kind: string; cpu: number }> }> {
+  const r = await sql<{ pid: number; kind: string }>`SELECT pid, CASE WHEN backend_type = 'client backend'
+      THEN 'backend ' || coalesce(nullif(application_name, ''), '(ours)') ELSE backend_type END AS kind
+    FROM pg_stat_activity WHERE pid <> pg_backend_pid()`.execute(world.db);
+  return {
+    total: postgresCpuSeconds(world.database.postmaster) ?? 0,
+    pids: new Map(r.rows.map((x) => [x.pid, { kind: x.kind, cpu: cpuSeconds(x.pid) }])),
+  };
+}
+
+/**
+ * The active phase's statements by total execution and planning time per merchant operation, and PostgreSQL's CPU
+ * by kind of process (--pg-statements).
+ */
+async function printStatements(
+  world: World,
+  label: string,
+  operations: number,
+  cpu0: Awaited<ReturnType<typeof postgresCpuByKind>>,
+): Promise<void> {
+  const per = (n: number) => (operations ? n / operations : 0);
+  const cpu1 = await postgresCpuByKind(world);
+  const byKind = new Map<string, number>();
+  // A process alive at both ends counts its difference; one started meanwhile all of its CPU.
+  for (const [pid, { kind, cpu }] of cpu1.pids) byKind.set(kind, (byKind.get(kind) ?? 0) + cpu - (cpu0.pids.get(pid)?.cpu ?? 0));
+  const live = [...byKind.values()].reduce((s, x) => s + x, 0);
+  byKind.set('exited meanwhile (autovacuum workers, closed connections)', cpu1.total - cpu0.total - live);
+  console.log(
+    `  ${label}: PostgreSQL CPU ms per operation by process: ${[...byKind]
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, s]) => `${k} ${per(s * 1000).toFixed(2)}`)
+      .join(', ')}`,
+  );
+  const r = await sql<{ query: string; calls: string; ms: number; plan: number }>`SELECT query, calls::text, total_exec_time AS ms,
+      total_plan_time AS plan FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+    ORDER BY total_exec_time + total_plan_time DESC`.execute(world.db);
+  const sum = (f: (x: (typeof r.rows)[number]) => number) => r.rows.reduce((s, x) => s + f(x), 0);
+  console.log(
+    `  ${label}: PostgreSQL execution + planning time per operation ${per(sum((x) => x.ms)).toFixed(2)} + ${per(sum((x) => x.plan)).toFixed(2)} ms ` +
+      `over ${r.rows.length} statements, ${per(sum((x) => Number(x.calls))).toFixed(1)} calls per operation; the largest ` +
+      '(execution ms/op, planning ms/op, calls/op, mean execution ms, statement):',
+  );
+  for (const x of r.rows.slice(0, 30))
+    console.log(
+      `    ${per(x.ms).toFixed(3).padStart(7)} ${per(x.plan).toFixed(3).padStart(6)} ${per(Number(x.calls)).toFixed(2).padStart(6)} ` +
+        `${(x.ms / Number(x.calls)).toFixed(3).padStart(7)}  ${x.query.replace(/\s+/g, ' ').trim().slice(0, 140)}`,
+    );
+}
+
+/**
  * One measure of a running world: idle, then merchant activity; a row of the table. `cursors`: per connection, the
  * last stock move taken, kept across the measures of a world: a second measure that started from the first move
  * again timed the first measure's moves from when they happened to the mirror's latest write of their row, minutes
@@ -209,8 +267,11 @@ async function measure(world: World, n: number, workers: number, cursors: Map<nu
       await new Promise((res) => setTimeout(res, 100));
     }
   })();
+  const cpu0 = args['pg-statements'] ? await postgresCpuByKind(world) : null;
+  if (cpu0) await sql`SELECT pg_stat_statements_reset()`.execute(world.db);
   const active = await measureCpu(world, new Promise((r) => setTimeout(r, minutes * 60_000)));
   stopped = true;
+  if (cpu0) await printStatements(world, label, operations, cpu0);
   await load;
   await checker;
   await sampler;
@@ -354,6 +415,7 @@ for (const n of counts) {
     accounts: n,
     variants: Number(args.variants),
     profile: args.profile,
+    statements: args['pg-statements'],
     workerEnv: {
       ...workerSettings,
       ...(args['cpu-prof'] ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${args['cpu-prof']}` } : {}),

@@ -46,6 +46,8 @@ export interface WorldOptions {
   env?: Record<string, string>;
   /** Extra settings for the worker alone (e.g. NODE_OPTIONS=--cpu-prof to profile it). */
   workerEnv?: Record<string, string>;
+  /** pg_stat_statements in the database (bench/support/database.ts). */
+  statements?: boolean;
   log: Logger;
 }
 
@@ -53,7 +55,7 @@ const SECRET = 'bench-client-secret';
 const KEY = Buffer.alloc(32, 4).toString('base64');
 
 export async function startWorld(o: WorldOptions): Promise<World> {
-  const database = await scratchDatabase(o.name, o.log);
+  const database = await scratchDatabase(o.name, o.log, { statements: o.statements });
   await stopBoss(await startBoss(database.url, o.log, { supervise: false, schedule: false, max: 2 }), false);
   const db = createDb(createPool(database.url, 4));
   const config = loadConfig({ DATABASE_URL: database.url, TOKEN_ENCRYPTION_KEY: KEY, COMMERCE_CLIENT_SECRET: SECRET, LOG_LEVEL: 'silent' });

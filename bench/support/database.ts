@@ -20,6 +20,11 @@ export interface ScratchOptions {
   server?: 'env' | 'embedded';
   /** 'off' for every session of the scratch database: a commit does not wait for its flush. */
   synchronousCommit?: 'on' | 'off';
+  /**
+   * pg_stat_statements in the scratch database (an embedded server starts with it loaded; a DATABASE_URL server
+   * must have it in shared_preload_libraries already).
+   */
+  statements?: boolean;
 }
 
 export async function scratchDatabase(name: string, log: Logger, opts: ScratchOptions = {}): Promise<ScratchDatabase> {
@@ -29,7 +34,7 @@ export async function scratchDatabase(name: string, log: Logger, opts: ScratchOp
   let postmaster: number | undefined;
   if (!adminUrl) {
     dataDir = await mkdtemp(join(os.tmpdir(), `cs-bench-${name}-`));
-    const embedded = await startEmbedded(dataDir, log, 'postgres');
+    const embedded = await startEmbedded(dataDir, log, 'postgres', opts.statements ? { preload: ['pg_stat_statements'] } : {});
     adminUrl = embedded.adminUrl;
     stopDb = embedded.stop;
     postmaster = embedded.pid;
@@ -41,6 +46,13 @@ export async function scratchDatabase(name: string, log: Logger, opts: ScratchOp
   if (opts.synchronousCommit) await admin.query(`ALTER DATABASE ${dbName} SET synchronous_commit = ${opts.synchronousCommit}`);
   const url = new URL(adminUrl);
   url.pathname = `/${dbName}`;
+  if (opts.statements) {
+    const c = new pg.Client({ connectionString: url.toString() });
+    await c.connect();
+    await c
+      .query(`CREATE EXTENSION IF NOT EXISTS pg_stat_statements; ALTER DATABASE ${dbName} SET pg_stat_statements.track_planning = on`)
+      .finally(() => c.end());
+  }
   await migrate(url.toString());
   return {
     url: url.toString(),

@@ -62,7 +62,16 @@ async function stopOrphan(pid: number, pgData: string, log: Logger): Promise<voi
   if (alive(pid)) throw new Error(`PostgreSQL (pid ${pid}) still holds ${pgData}; stop it and start again`);
 }
 
-export async function startEmbedded(dataDir: string, log: Logger, database = 'commerce_sync'): Promise<EmbeddedDatabase> {
+/**
+ * `preload`: server libraries to load at start (`shared_preload_libraries`), e.g. pg_stat_statements for a
+ * benchmark's statement profile; only for a server this call starts.
+ */
+export async function startEmbedded(
+  dataDir: string,
+  log: Logger,
+  database = 'commerce_sync',
+  opts: { preload?: string[] } = {},
+): Promise<EmbeddedDatabase> {
   const root = resolve(dataDir);
   const pgData = join(root, 'postgres');
   const ids = userInfo().uid === 0 ? await postgresIds() : undefined;
@@ -125,9 +134,10 @@ export async function startEmbedded(dataDir: string, log: Logger, database = 'co
   if (ids) await writeFile(logFile, '', { flag: 'a' }).then(() => chown(logFile, ids.uid, ids.gid));
   // TCP on 127.0.0.1 only (no socket file to clash with a system PostgreSQL); pg_ctl in its own process
   // group, so a Ctrl-C at the terminal reaches us, and we stop the database last.
-  const opts = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories= -c max_connections=200`;
+  const preload = opts.preload?.length ? ` -c shared_preload_libraries=${opts.preload.join(',')}` : '';
+  const options = `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories= -c max_connections=200${preload}`;
   try {
-    await run(bin.pg_ctl, ['-D', pgData, '-o', opts, '-l', logFile, '-w', '-t', '60', 'start'], ids);
+    await run(bin.pg_ctl, ['-D', pgData, '-o', options, '-l', logFile, '-w', '-t', '60', 'start'], ids);
   } catch (err) {
     const tail = existsSync(logFile) ? (await readFile(logFile, 'utf8')).trim().split('\n').slice(-5).join(' | ') : '';
     throw new Error(`embedded PostgreSQL did not start (data in ${pgData}): ${tail || (err as Error).message}`);
