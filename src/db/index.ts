@@ -6,6 +6,7 @@ import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { startEmbedded, type EmbeddedDatabase } from './embedded.ts';
 import { migrate, pendingMigrations } from './migrate.ts';
+import { PreparingClient } from './prepared.ts';
 import type { Database } from './schema.ts';
 
 // Ids are bigint in PostgreSQL; the service's ids fit in a JS number, so read them as numbers.
@@ -33,7 +34,7 @@ export interface OpenDatabase {
  * queryable, or is released with the error). New connections are opened on demand once the server is back.
  */
 export function createPool(url: string, max = 10, log?: Logger): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 5000 });
+  const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 5000, Client: PreparingClient });
   pool.on('error', (err) => {
     log?.warn({ err: errorSummary(err) }, 'an idle database connection was lost; the pool opens a new one when next needed');
   });

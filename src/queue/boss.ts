@@ -1,6 +1,8 @@
 // pg-boss on the same PostgreSQL: it creates and migrates its own schema (pgboss) on start.
 import { fromKysely, PgBoss, type Db as BossDatabase, type JobInsert } from 'pg-boss';
 import { errorSummary, isConnectionError, type Executor } from '../db/index.ts';
+import { PreparingClient } from '../db/prepared.ts';
+import type pg from 'pg';
 import type { Logger } from '../log.ts';
 
 export type Boss = PgBoss;
@@ -42,6 +44,9 @@ export async function startBoss(
   const boss = new PgBoss({
     connectionString: url,
     max: opts.max ?? 10,
+    // Its fetch, insert and completion statements run many times a second: prepared once per connection
+    // (src/db/prepared.ts). pg-boss hands its options on to pg's Pool (its own type does not list this one).
+    ...({ Client: PreparingClient } satisfies pg.PoolConfig),
     // Only processes that run workers maintain queues and fire schedules.
     supervise: opts.supervise ?? true,
     schedule: opts.schedule ?? true,

@@ -1,0 +1,49 @@
+// Statements run again and again are prepared once per connection. node-postgres sends every parameterised
+// query as an unnamed statement, which PostgreSQL parses, analyses and plans afresh on each call; in the
+// accounts benchmark (bench/accounts --pg-statements) planning alone was 7 ms of the 25 ms of PostgreSQL's CPU per
+// merchant operation, for statements that execute in tens of microseconds. A named statement is parsed once on
+// its connection, and after five runs PostgreSQL may keep a generic plan (when it costs no more than the custom
+// ones: plan_cache_mode auto).
+//
+// Only parameterised queries are named (a query without parameters goes by the simple protocol, which also
+// carries multi-statement texts: naming it would change that). A text is named on its second run on a
+// connection, and a connection names at most MAX_NAMED texts: texts built per call (a VALUES list of N rows)
+// stay unnamed once the hot ones have their names, so a backend's plan cache stays bounded.
+import { createHash } from 'node:crypto';
+import pg from 'pg';
+
+export const MAX_NAMED = 200;
+// How many distinct texts a connection counts while looking for the ones run twice.
+const MAX_COUNTED = 2_000;
+
+/** A pg Client that runs its repeated parameterised statements as named (prepared) statements. */
+export class PreparingClient extends pg.Client {
+  #names = new Map<string, string>();
+  #counts = new Map<string, number>();
+
+  // pg's query() has many overloads; only (text, values[], callback?) changes, the rest pass through as given.
+  override query(...args: any[]): any {
+    const [text, values] = args;
+    if (typeof text === 'string' && Array.isArray(values) && values.length > 0) {
+      const name = this.#nameOf(text);
+      if (name) return (super.query as any)({ name, text, values }, ...args.slice(2));
+    }
+    return (super.query as any)(...args);
+  }
+
+  #nameOf(text: string): string | undefined {
+    const known = this.#names.get(text);
+    if (known || this.#names.size >= MAX_NAMED) return known;
+    const seen = this.#counts.get(text) ?? 0;
+    if (seen === 0 && this.#counts.size >= MAX_COUNTED) return undefined;
+    if (seen < 1) {
+      this.#counts.set(text, seen + 1);
+      return undefined;
+    }
+    this.#counts.delete(text);
+    // A name per text: two texts never share one (pg refuses that), whatever order a connection sees them in.
+    const name = `cs_${createHash('sha1').update(text).digest('base64url')}`;
+    this.#names.set(text, name);
+    return name;
+  }
+}

@@ -1,0 +1,69 @@
+// Repeated parameterised statements are prepared once per connection (src/db/prepared.ts): what PostgreSQL holds
+// on the connection, what stays unnamed, and that errors leave the connection usable.
+import t from 'tap';
+import { MAX_NAMED, PreparingClient } from '../../src/db/prepared.ts';
+import { testDatabase } from '../support/db.ts';
+
+async function client(t: { teardown(fn: () => unknown): void }): Promise<PreparingClient> {
+  const { url } = await testDatabase(t);
+  const c = new PreparingClient({ connectionString: url });
+  await c.connect();
+  t.teardown(() => c.end());
+  return c;
+}
+
+/** The texts prepared on this connection (pg_prepared_statements is per session). */
+const prepared = async (c: PreparingClient): Promise<string[]> =>
+  (await c.query(`SELECT statement FROM pg_prepared_statements WHERE name LIKE 'cs\\_%' ORDER BY statement`)).rows.map(
+    (r: { statement: string }) => r.statement,
+  );
+
+t.test('a parameterised text is prepared on its second run, with the same answers', async (t) => {
+  const c = await client(t);
+  const text = 'SELECT $1::int + 1 AS n';
+  t.same((await c.query(text, [1])).rows, [{ n: 2 }]);
+  t.same(await prepared(c), [], 'run once: not prepared');
+  t.same((await c.query(text, [2])).rows, [{ n: 3 }]);
+  t.same(await prepared(c), [text], 'run twice: prepared');
+  t.same((await c.query(text, [41])).rows, [{ n: 42 }], 'later runs use it');
+  // The callback form (pg-pool's query) takes the same path.
+  const viaCallback = await new Promise((resolve, reject) =>
+    c.query(text, [9], (err: Error | null, r: { rows: unknown[] }) => (err ? reject(err) : resolve(r.rows))),
+  );
+  t.same(viaCallback, [{ n: 10 }]);
+  t.same(await prepared(c), [text], 'still one statement');
+});
+
+t.test('a text without parameters keeps the simple protocol: several statements in one text still run', async (t) => {
+  const c = await client(t);
+  for (let i = 0; i < 3; i++) await c.query('CREATE TEMP TABLE IF NOT EXISTS x (v int); INSERT INTO x VALUES (1)', []);
+  t.same((await c.query('SELECT count(*)::int AS n FROM x')).rows, [{ n: 3 }]);
+  t.same(await prepared(c), [], 'nothing prepared');
+});
+
+t.test('a connection names at most MAX_NAMED texts; the rest run unnamed and answer the same', async (t) => {
+  const c = await client(t);
+  for (let i = 0; i < MAX_NAMED + 20; i++) {
+    const text = `SELECT $1::int + ${i} AS n`;
+    await c.query(text, [1]);
+    t.equal((await c.query(text, [1])).rows[0].n, 1 + i);
+  }
+  t.equal((await prepared(c)).length, MAX_NAMED);
+});
+
+t.test('an error leaves the connection usable: a failed parse, a failed run, an aborted transaction', async (t) => {
+  const c = await client(t);
+  const bad = 'SELECT $1::int FROM no_such_table';
+  for (let i = 0; i < 3; i++) await t.rejects(c.query(bad, [1]), /no_such_table/, `run ${i + 1}: the server's error, not pg's`);
+  const text = 'SELECT 10 / $1::int AS n';
+  t.same((await c.query(text, [5])).rows, [{ n: 2 }]);
+  t.same((await c.query(text, [2])).rows, [{ n: 5 }]);
+  await t.rejects(c.query(text, [0]), /division by zero/);
+  t.same((await c.query(text, [10])).rows, [{ n: 1 }], 'the prepared statement still runs after its own error');
+  await c.query('BEGIN');
+  await t.rejects(c.query(text, [0]), /division by zero/);
+  await t.rejects(c.query(text, [1]), /current transaction is aborted/);
+  await c.query('ROLLBACK');
+  t.same((await c.query(text, [1])).rows, [{ n: 10 }], 'after the rollback, as before');
+  t.same(await prepared(c), [text]);
+});
