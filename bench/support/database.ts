@@ -44,14 +44,13 @@ export async function scratchDatabase(name: string, log: Logger, opts: ScratchOp
   await admin.connect();
   await admin.query(`CREATE DATABASE ${dbName}`);
   if (opts.synchronousCommit) await admin.query(`ALTER DATABASE ${dbName} SET synchronous_commit = ${opts.synchronousCommit}`);
+  if (opts.statements) await admin.query(`ALTER DATABASE ${dbName} SET pg_stat_statements.track_planning = on`);
   const url = new URL(adminUrl);
   url.pathname = `/${dbName}`;
   if (opts.statements) {
     const c = new pg.Client({ connectionString: url.toString() });
     await c.connect();
-    await c
-      .query(`CREATE EXTENSION IF NOT EXISTS pg_stat_statements; ALTER DATABASE ${dbName} SET pg_stat_statements.track_planning = on`)
-      .finally(() => c.end());
+    await c.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements').finally(() => c.end());
   }
   await migrate(url.toString());
   return {

@@ -19,7 +19,8 @@ const MAX_COUNTED = 2_000;
 /** A pg Client that runs its repeated parameterised statements as named (prepared) statements. */
 export class PreparingClient extends pg.Client {
   #names = new Map<string, string>();
-  #counts = new Map<string, number>();
+  /** Texts run once on this connection, not named yet. */
+  #seenOnce = new Set<string>();
 
   // pg's query() has many overloads; only (text, values[], callback?) changes, the rest pass through as given.
   override query(...args: any[]): any {
@@ -34,13 +35,10 @@ export class PreparingClient extends pg.Client {
   #nameOf(text: string): string | undefined {
     const known = this.#names.get(text);
     if (known || this.#names.size >= MAX_NAMED) return known;
-    const seen = this.#counts.get(text) ?? 0;
-    if (seen === 0 && this.#counts.size >= MAX_COUNTED) return undefined;
-    if (seen < 1) {
-      this.#counts.set(text, seen + 1);
+    if (!this.#seenOnce.delete(text)) {
+      if (this.#seenOnce.size < MAX_COUNTED) this.#seenOnce.add(text);
       return undefined;
     }
-    this.#counts.delete(text);
     // A name per text: two texts never share one (pg refuses that), whatever order a connection sees them in.
     const name = `cs_${createHash('sha1').update(text).digest('base64url')}`;
     this.#names.set(text, name);
