@@ -45,8 +45,9 @@ const WAIT_SECONDS = 30;
 // to a job has committed before the handler reads the job's rows, and once the wait row is gone nothing attaches.
 // (A statement's snapshot is taken when it starts: the lock is its own statement, before the rows'.)
 // Taken in order of connection id, so two transactions never wait on each other in a cycle.
-const connectionLocks = (lock: 'pg_advisory_xact_lock_shared' | 'pg_advisory_xact_lock', ids: number[]) =>
-  `SELECT ${lock}(hashtextextended('deliveries:' || c, 0)) FROM (SELECT DISTINCT c FROM unnest('{${ids.join(',')}}'::bigint[]) AS c ORDER BY c) AS s`;
+// `ids`: a bigint[] expression (the receiver's prepared statement's parameter, or the handler's literal).
+const connectionLocks = (lock: 'pg_advisory_xact_lock_shared' | 'pg_advisory_xact_lock', ids: string) =>
+  `SELECT ${lock}(hashtextextended('deliveries:' || c, 0)) FROM (SELECT DISTINCT c FROM unnest(${ids}::bigint[]) AS c ORDER BY c) AS s`;
 
 // One statement for the whole batch, whatever its size: the rows travel as ONE JSON text parameter
 // (JSON.stringify is native; pg's array literals escape every quote of every body in JavaScript, which the
@@ -54,6 +55,8 @@ const connectionLocks = (lock: 'pg_advisory_xact_lock_shared' | 'pg_advisory_xac
 // join the job already waiting for it instead, if one is. The same statement writes the sync-log entry of each
 // row refused or left unhandled, with the NOTIFY that logSync (src/synclog) would; a queued row's entry is
 // written when the handler takes it (logReceived), so the acknowledgement waits only for what it promises.
+// `${JOBS}` is replaced by the job insert (below), or by nothing for a batch with no queued row.
+const JOBS = '/*jobs*/';
 const insertRows = `
   WITH v AS (
     SELECT * FROM json_to_recordset($1::json) AS v(c bigint, d text, e text, r text, a text, o bigint, t timestamptz, u text, b text, s text, x text, j text)
@@ -79,14 +82,17 @@ const insertRows = `
     RETURNING id
   ), notified AS (
     SELECT pg_notify('sync_log', max(id)::text) FROM log HAVING count(*) > 0
-  )
+  )${JOBS}
   SELECT id, connection_id, delivery_id, job_id, x.notified FROM ins CROSS JOIN (SELECT count(*) AS notified FROM notified) AS x`;
 // (x.notified is selected so the planner cannot drop the join, and with it the NOTIFY.)
 
-// pg-boss's job insert runs with only the jobs this batch made a wait row for: its one parameter (the jobs as JSON
-// text) becomes this subquery over the candidates the batch passes.
-const madeJobs = `(SELECT coalesce(json_agg(e), '[]')::text FROM json_array_elements($1::text::json) AS e
-  WHERE EXISTS (SELECT 1 FROM delivery_waits w WHERE w.job_id = e->>'id'))`;
+// pg-boss's job insert, as one more part of the same statement: its one parameter (the jobs as JSON text) becomes
+// this subquery, which keeps the candidate jobs (`$2`) the batch made a wait row for. Part of the statement, not a
+// statement after it: a batch that joins a waiting job (nearly every batch under load) then runs no insert at all,
+// where a statement of its own was prepared, bound and run with nothing to insert (80 us of PostgreSQL per batch).
+const madeJobs = `(SELECT coalesce(json_agg(e), '[]')::text FROM json_array_elements($2::text::json) AS e
+  WHERE e->>'id' IN (SELECT j FROM waiting WHERE existing IS NULL))`;
+const withJobs = (statement: string) => insertRows.replace(JOBS, `, jobs AS (${statement.trim().replace(/\$1\b/g, () => madeJobs)})`);
 
 /**
  * pg-boss's job insert for the batch's candidate jobs (one per connection with queued rows, ids made up front):
@@ -98,10 +104,11 @@ export interface JobInsert {
 }
 
 // The batch's statements are PREPAREd once per connection and run with EXECUTE: planning them afresh for
-// every batch (two large statements: ours and pg-boss's insert) cost PostgreSQL more CPU than inserting the
-// rows (at 30 per batch: 80 us per delivery planned each time, 58 prepared). A connection's first batch
-// prepares them in the same round trip. What each connection holds, by the statement texts prepared on it:
-const preparedOn = new WeakMap<pg.PoolClient, { rows: boolean; jobs: string | null }>();
+// every batch cost PostgreSQL more CPU than inserting the rows (at 30 per batch: 80 us per delivery planned each
+// time, 58 prepared). A connection's first batch prepares them in the same round trip. What each connection
+// holds: the lock statement and the rows-only one once prepared, and the pg-boss insert text its rows-and-jobs
+// statement was prepared with.
+const preparedOn = new WeakMap<pg.PoolClient, { lock: boolean; rows: boolean; jobs: string | null }>();
 
 /**
  * Inserts the rows (duplicates of stored ones are skipped by the unique key), attaching each connection's queued
@@ -130,21 +137,31 @@ export async function insertDeliveries(pool: pg.Pool, rows: NewDelivery[], jobs?
   const waiting = [...new Set(rows.filter((r) => r.jobId !== null).map((r) => r.connectionId))];
   const client = await pool.connect();
   try {
-    const has = preparedOn.get(client) ?? { rows: false, jobs: null };
+    const has = preparedOn.get(client) ?? { lock: false, rows: false, jobs: null };
     const statements: string[] = [];
-    if (!has.rows) statements.push(`PREPARE cs_receive_rows(text) AS ${insertRows}`);
-    if (jobs && has.jobs !== jobs.statement) {
-      if (has.jobs !== null) statements.push('DEALLOCATE cs_receive_jobs');
-      statements.push(`PREPARE cs_receive_jobs(text) AS ${jobs.statement.replace(/\$1\b/g, () => madeJobs)}`);
-    }
-    if (waiting.length) statements.push(connectionLocks('pg_advisory_xact_lock_shared', waiting));
+    if (waiting.length && !has.lock)
+      statements.push(`PREPARE cs_receive_lock(bigint[]) AS ${connectionLocks('pg_advisory_xact_lock_shared', '$1')}`);
+    if (jobs) {
+      if (has.jobs !== jobs.statement) {
+        if (has.jobs !== null) statements.push('DEALLOCATE cs_receive_jobs');
+        statements.push(`PREPARE cs_receive_jobs(text, text) AS ${withJobs(jobs.statement)}`);
+      }
+    } else if (!has.rows) statements.push(`PREPARE cs_receive_rows(text) AS ${insertRows.replace(JOBS, '')}`);
+    if (waiting.length) statements.push(`EXECUTE cs_receive_lock('{${waiting.join(',')}}')`);
     const first = statements.length; // the results before ours: PREPAREs, the lock
-    statements.push(`EXECUTE cs_receive_rows(${quoteLiteral(json)})`);
-    if (jobs) statements.push(`EXECUTE cs_receive_jobs(${quoteLiteral(jobs.value)})`);
+    statements.push(
+      jobs
+        ? `EXECUTE cs_receive_jobs(${quoteLiteral(json)}, ${quoteLiteral(jobs.value)})`
+        : `EXECUTE cs_receive_rows(${quoteLiteral(json)})`,
+    );
     const result = (await client.query(statements.join(';\n'))) as unknown as
       | pg.QueryResult<InsertedDelivery>
       | pg.QueryResult<InsertedDelivery>[];
-    preparedOn.set(client, { rows: true, jobs: jobs?.statement ?? has.jobs });
+    preparedOn.set(client, {
+      lock: has.lock || waiting.length > 0,
+      rows: has.rows || !jobs,
+      jobs: jobs?.statement ?? has.jobs,
+    });
     client.release();
     return (Array.isArray(result) ? result[first]! : result).rows;
   } catch (err) {
@@ -162,14 +179,7 @@ export async function insertDeliveries(pool: pg.Pool, rows: NewDelivery[], jobs?
 export async function startWaitingJobs(db: Db, jobs: { connectionId: number; jobId: string }[]): Promise<void> {
   if (!jobs.length) return;
   await db.transaction().execute(async (tx) => {
-    await sql
-      .raw(
-        connectionLocks(
-          'pg_advisory_xact_lock',
-          jobs.map((j) => j.connectionId),
-        ),
-      )
-      .execute(tx);
+    await sql.raw(connectionLocks('pg_advisory_xact_lock', `'{${jobs.map((j) => Number(j.connectionId)).join(',')}}'`)).execute(tx);
     await sql`DELETE FROM delivery_waits WHERE job_id = ANY(${jobs.map((j) => j.jobId)}::text[])`.execute(tx);
   });
 }

@@ -135,7 +135,7 @@ t.test('graceful shutdown: deliveries in flight are committed and answered 200, 
     const { rows } = await h.tdb.pool.query(
       // The insert's text, or its prepared statement's name once the connection has prepared it.
       `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'
-        AND (query LIKE '%INSERT INTO webhook_deliveries%' OR query LIKE '%cs_receive_rows%')`,
+        AND (query LIKE '%INSERT INTO webhook_deliveries%' OR query LIKE '%cs_receive_rows%' OR query LIKE '%cs_receive_jobs%')`,
     );
     if (rows[0].n > 0 && arrived >= 20) break;
     await new Promise((r) => setTimeout(r, 20));
