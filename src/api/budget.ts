@@ -188,21 +188,80 @@ function live<T extends { exp: number }>(entries: Record<string, T>, now: number
 }
 
 /**
- * Reads the row, decides, and writes what was decided if nobody wrote the row meanwhile; else reads and decides
- * again. Every process reserving or releasing for the connection goes through its row, so no two ever spend the
- * same slot; a reservation costs two statements (a release too) where a locked transaction cost eight round trips.
+ * A connection's budget row as this process last wrote it (its gate keeps one: src/api/gate.ts). The next reservation
+ * or release decides from it and writes at once, one statement where reading the row first made two: the write
+ * names the version it was decided from (and the connection's status), so if another process wrote the row since,
+ * or the status moved, it changes nothing and the row is read again. The row is what the database holds at that
+ * version: every write moves the version, and this process knows what it wrote. Its clock is the database's at the
+ * write, moved on by this process's monotonic clock.
  */
-async function update<R>(db: Db, connectionId: number, step: (row: BudgetRecord) => { write: BudgetWrite | null; result: R }): Promise<R> {
+export interface RememberedBudget {
+  row: BudgetRecord | null;
+  /** performance.now() when row.now was the database's clock. */
+  at: number;
+}
+
+/** A remembered row older than this is read again rather than its clock moved on this far. */
+const REMEMBER_MS = 60_000;
+
+/** The row as written: what `w` set, the next version, the database's clock at the write. */
+function written(row: BudgetRecord, w: BudgetWrite, now: Date): BudgetRecord {
+  return {
+    ...row,
+    request_limit: w.limit,
+    remaining: w.remaining,
+    reset_at: w.resetAt,
+    reset_known: w.resetKnown,
+    counted_at: w.countedAt ?? row.counted_at,
+    leases: w.leases,
+    waiters: w.waiters,
+    lease_seq: w.leaseSeq,
+    version: row.version + 1,
+    now,
+  };
+}
+
+/**
+ * Decides from the remembered row (or reads it), and writes what was decided if nobody wrote the row meanwhile;
+ * else reads and decides again. Every process reserving or releasing for the connection goes through its row, so
+ * no two ever spend the same slot; a reservation costs one statement while this process is the row's only writer,
+ * two when another wrote it since (a release too), where a locked transaction cost eight round trips.
+ */
+async function update<R>(
+  db: Db,
+  connectionId: number,
+  memo: RememberedBudget | undefined,
+  step: (row: BudgetRecord) => { write: BudgetWrite | null; result: R },
+): Promise<R> {
   for (;;) {
-    const row = await readBudget(db, connectionId);
+    const kept = memo?.row && performance.now() - memo.at < REMEMBER_MS ? memo : null;
+    const row = kept
+      ? { ...kept.row!, now: new Date(kept.row!.now.getTime() + (performance.now() - kept.at)) }
+      : await readBudget(db, connectionId);
+    if (memo) memo.row = null;
     const { write, result } = step(row);
-    if (!write || (await writeBudget(db, connectionId, row.version, write))) return result;
+    if (!write) return result;
+    const now = await writeBudget(db, connectionId, row.version, row.status, write);
+    if (now) {
+      if (memo && row.status === 'active') {
+        memo.row = written(row, write, now);
+        memo.at = performance.now();
+      }
+      return result;
+    }
   }
 }
 
 /** Takes a slot for a request of `rank`, or says how long to wait (and registers `waiter` as waiting). */
-export function reserve(db: Db, connectionId: number, rank: number, waiter: string, cfg: BudgetSettings): Promise<Reservation> {
-  return update<Reservation>(db, connectionId, (row) => {
+export function reserve(
+  db: Db,
+  connectionId: number,
+  rank: number,
+  waiter: string,
+  cfg: BudgetSettings,
+  memo?: RememberedBudget,
+): Promise<Reservation> {
+  return update<Reservation>(db, connectionId, memo, (row) => {
     const now = row.now.getTime();
     const leases = live(row.leases, now);
     const waiters = live(row.waiters, now);
@@ -240,8 +299,9 @@ export function release(
   leaseId: number,
   status: number | null,
   headers: RateHeaders | null,
+  memo?: RememberedBudget,
 ): Promise<{ available: number; accountingError: boolean }> {
-  return update(db, connectionId, (row) => {
+  return update(db, connectionId, memo, (row) => {
     const now = row.now.getTime();
     const leases = live(row.leases, now);
     delete leases[leaseId];

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import PQueue from 'p-queue';
 import type { Db } from '../db/index.ts';
-import { clearWaiter, reserve, type BudgetSettings } from './budget.ts';
+import { clearWaiter, release, reserve, type BudgetSettings, type RateHeaders, type RememberedBudget } from './budget.ts';
 
 export interface GateOptions {
   db: Db;
@@ -36,6 +36,8 @@ export class BudgetGate {
   #registered = false;
   #sleepingRank = Infinity;
   #wake: (() => void) | null = null;
+  /** The budget row as this process last wrote it: reservations and releases decide from it (api/budget.ts). */
+  readonly #memo: RememberedBudget = { row: null, at: 0 };
 
   constructor(opts: GateOptions) {
     this.#opts = opts;
@@ -69,7 +71,7 @@ export class BudgetGate {
         const dequeue = () => this.#waiters.splice(this.#waiters.indexOf(head), 1);
         let r;
         try {
-          r = await reserve(db, connectionId, head.rank, this.waiterId, settings);
+          r = await reserve(db, connectionId, head.rank, this.waiterId, settings, this.#memo);
         } catch (err) {
           // The database is the budget: without it nothing may be sent.
           dequeue();
@@ -95,11 +97,17 @@ export class BudgetGate {
       }
       if (this.#registered) {
         this.#registered = false;
+        this.#memo.row = null; // the waiter's removal moves the row's version
         await clearWaiter(db, connectionId, this.waiterId).catch(() => {});
       }
     } finally {
       this.#pumping = false;
     }
+  }
+
+  /** Returns a lease with the answer's status (null: no answer) and rate headers. */
+  release(leaseId: number, status: number | null, headers: RateHeaders | null): Promise<{ available: number; accountingError: boolean }> {
+    return release(this.#opts.db, this.#opts.connectionId, leaseId, status, headers, this.#memo);
   }
 
   /** Resolves when the p-queue can start one more request now. */

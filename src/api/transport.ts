@@ -8,7 +8,7 @@ import type { Db } from '../db/index.ts';
 import type { Connection } from '../db/schema.ts';
 import type { Logger } from '../log.ts';
 import { metrics } from '../metrics.ts';
-import { rateHeaders, release } from './budget.ts';
+import { rateHeaders } from './budget.ts';
 import { ApiError } from './errors.ts';
 import type { BudgetGate } from './gate.ts';
 import { buildUrl, errorDetails, parseJson } from './http.ts';
@@ -202,7 +202,7 @@ export class Transport {
 
   /** One HTTP request under a budget lease; the lease goes back with the answer's rate headers. */
   async #attempt(call: Call, token: string, leaseId: number): Promise<Raw> {
-    const { db, config, log } = this.deps;
+    const { config, log } = this.deps;
     const url = buildUrl(this.connection.base_url, call.path, call.query);
     const headers: Record<string, string> = { Authorization: `Bearer ${token}`, Accept: 'application/json' };
     if (call.body !== undefined) headers['Content-Type'] = 'application/json';
@@ -252,7 +252,7 @@ export class Transport {
         ms: Math.round(performance.now() - started),
       });
       try {
-        const r = await release(db, this.connection.id, leaseId, status, resHeaders ? rateHeaders(resHeaders) : null);
+        const r = await this.#gate.release(leaseId, status, resHeaders ? rateHeaders(resHeaders) : null);
         metrics.budgetRemaining.set({ connection: this.connection.name }, Math.max(0, r.available));
         if (r.accountingError) {
           metrics.apiAccountingErrors.inc({ connection: this.connection.name });

@@ -83,19 +83,27 @@ export interface BudgetWrite {
 }
 
 /**
- * Writes the row if it is still at `version` (nobody wrote it since it was read); false: read it again and decide
- * again. One statement, no transaction: a reservation is a read and this, where a row lock held across six
- * statements on three tables was.
+ * Writes the row if it is still at `version` (nobody wrote it since it was read) and the connection's status is still
+ * `status`; the database's clock at the write, or null: read it again and decide again. One statement, no
+ * transaction: a reservation is a read and this, where a row lock held across six statements on three tables was.
  */
-export async function writeBudget(db: Executor, connectionId: number, version: number, w: BudgetWrite): Promise<boolean> {
-  const r = await sql`UPDATE api_budgets SET request_limit = ${w.limit}, remaining = ${w.remaining},
+export async function writeBudget(
+  db: Executor,
+  connectionId: number,
+  version: number,
+  status: Connection['status'],
+  w: BudgetWrite,
+): Promise<Date | null> {
+  const r = await sql<{ now: Date }>`UPDATE api_budgets SET request_limit = ${w.limit}, remaining = ${w.remaining},
       reset_at = ${w.resetAt}, reset_known = ${w.resetKnown}, in_flight = ${Object.keys(w.leases).length},
       leases = ${JSON.stringify(w.leases)}::jsonb, waiters = ${JSON.stringify(w.waiters)}::jsonb, lease_seq = ${w.leaseSeq},
       version = version + 1, requests_total = requests_total + ${w.sent ? 1 : 0},
       accounting_errors = accounting_errors + ${w.accountingError ? 1 : 0},
       updated_at = COALESCE(${w.countedAt}::timestamptz, updated_at)
-    WHERE connection_id = ${connectionId} AND version = ${version}`.execute(db);
-  return Number(r.numAffectedRows ?? 0) === 1;
+    WHERE connection_id = ${connectionId} AND version = ${version}
+      AND (SELECT c.status FROM connections c WHERE c.id = ${connectionId}) = ${status}
+    RETURNING now() AS now`.execute(db);
+  return r.rows[0]?.now ?? null;
 }
 
 /** Drops one waiter (a process no longer waiting); one statement. */

@@ -12,7 +12,9 @@ import {
   reserve,
   rollover,
   type BudgetState,
+  type RememberedBudget,
 } from '../../src/api/budget.ts';
+import { createDb, createPool } from '../../src/db/index.ts';
 import { testDatabase } from '../support/db.ts';
 
 const now = 1_800_000_000_000;
@@ -242,3 +244,67 @@ t.test("database: after a reset one request at a time, and a crashed process's l
     .execute();
   t.equal((await reserve(db, id, 0, 'c', cfg)).ok, true, 'an overdue lease holds nothing up');
 });
+
+t.test(
+  'database: a process that alone writes the row decides from what it wrote; another writer or a status change makes it read again',
+  async (t) => {
+    const { db: other, url } = await testDatabase(t);
+    // This process's own pool, counting its statements on api_budgets.
+    const pool = createPool(url, 2);
+    let statements = 0;
+    pool.on('connect', (client) => {
+      const query = client.query.bind(client) as (...a: unknown[]) => unknown;
+      (client as { query: unknown }).query = (...a: unknown[]) => {
+        const text = typeof a[0] === 'string' ? a[0] : (a[0] as { text?: string }).text;
+        if (text?.includes('api_budgets')) statements++;
+        return query(...a);
+      };
+    });
+    const db = createDb(pool);
+    t.teardown(() => db.destroy());
+    const [c] = await other
+      .insertInto('connections')
+      .values({ name: 'm', base_url: 'http://x', auth_kind: 'token' })
+      .returning('id')
+      .execute();
+    const id = c!.id;
+    const reset = Date.now() + 200_000;
+    await other
+      .insertInto('api_budgets')
+      .values({ connection_id: id, request_limit: 300, remaining: 300, reset_at: new Date(reset), reset_known: true })
+      .execute();
+    const cfg = { reserve: 30, leaseMs: 60_000 };
+    const memo: RememberedBudget = { row: null, at: 0 };
+    const counted = async <T>(what: () => Promise<T>): Promise<{ value: T; n: number }> => {
+      const before = statements;
+      const value = await what();
+      return { value, n: statements - before };
+    };
+
+    const first = await counted(() => reserve(db, id, 0, 'a', cfg, memo));
+    t.ok(first.value.ok, 'granted');
+    t.equal(first.n, 2, 'the first reservation reads the row and writes it');
+    const answered = await counted(() =>
+      first.value.ok
+        ? release(db, id, first.value.leaseId, 200, { limit: 300, remaining: 299, reset }, memo)
+        : Promise.reject(new Error('no lease')),
+    );
+    t.equal(answered.n, 1, 'its release writes at once');
+    const second = await counted(() => reserve(db, id, 0, 'a', cfg, memo));
+    t.ok(second.value.ok);
+    t.equal(second.n, 1, 'so does the next reservation');
+
+    // Another process takes a slot: the remembered row is a version behind.
+    t.ok((await reserve(other, id, 0, 'b', cfg)).ok, "the other process's reservation");
+    const third = await counted(() => reserve(db, id, 0, 'a', cfg, memo));
+    t.ok(third.value.ok);
+    t.equal(third.n, 3, 'a write from a stale row changes nothing; the row is read and written again');
+    const row = await other.selectFrom('api_budgets').selectAll().where('connection_id', '=', id).executeTakeFirstOrThrow();
+    t.equal(row.in_flight, 3, "no lease lost: this process's two and the other's");
+    t.equal(row.remaining, 299, 'the count the answer gave');
+
+    await other.updateTable('connections').set({ status: 'lapsed', status_reason: 'test' }).where('id', '=', id).execute();
+    const stopped = await reserve(db, id, 0, 'a', cfg, memo);
+    t.ok(!stopped.ok && stopped.stopped, 'a status change since the remembered row is seen: a lapsed connection spends nothing');
+  },
+);
