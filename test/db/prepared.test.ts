@@ -12,11 +12,13 @@ async function client(t: { teardown(fn: () => unknown): void }): Promise<Prepari
   return c;
 }
 
-/** The texts prepared on this connection (pg_prepared_statements is per session). */
+/** The texts prepared on this connection (pg_prepared_statements is per session), but this query's own. */
 const prepared = async (c: PreparingClient): Promise<string[]> =>
-  (await c.query(`SELECT statement FROM pg_prepared_statements WHERE name LIKE 'cs\\_%' ORDER BY statement`)).rows.map(
-    (r: { statement: string }) => r.statement,
-  );
+  (
+    await c.query(
+      `SELECT statement FROM pg_prepared_statements WHERE name LIKE 'cs\\_%' AND statement NOT LIKE '%pg_prepared_statements%' ORDER BY statement`,
+    )
+  ).rows.map((r: { statement: string }) => r.statement);
 
 t.test('a parameterised text is prepared on its second run, with the same answers', async (t) => {
   const c = await client(t);
@@ -39,6 +41,23 @@ t.test('a text without parameters keeps the simple protocol: several statements 
   for (let i = 0; i < 3; i++) await c.query('CREATE TEMP TABLE IF NOT EXISTS x (v int); INSERT INTO x VALUES (1)', []);
   t.same((await c.query('SELECT count(*)::int AS n FROM x')).rows, [{ n: 3 }]);
   t.same(await prepared(c), [], 'nothing prepared');
+});
+
+t.test('a text without parameters that is one plain statement is prepared too (pg-boss inlines its fetch)', async (t) => {
+  const c = await client(t);
+  const text = `WITH x AS (SELECT 41 AS v) SELECT v + 1 AS n FROM x`;
+  t.same((await c.query(text)).rows, [{ n: 42 }]);
+  t.same((await c.query(text, [])).rows, [{ n: 42 }], 'an empty list of values is the same text');
+  const viaCallback = await new Promise((resolve, reject) =>
+    c.query(text, undefined, (err: Error | null, r: { rows: unknown[] }) => (err ? reject(err) : resolve(r.rows))),
+  );
+  t.same(viaCallback, [{ n: 42 }], "pg-pool's form");
+  t.same(await prepared(c), [text], 'prepared on its second run');
+  for (let i = 0; i < 2; i++) {
+    await c.query('SET application_name = $$x$$');
+    await c.query('SELECT 1; SELECT 2');
+  }
+  t.same(await prepared(c), [text], 'SET and a text of two statements stay on the simple protocol');
 });
 
 t.test('a connection names at most MAX_NAMED texts; the rest run unnamed and answer the same', async (t) => {
