@@ -22,7 +22,7 @@ const MAX_COUNTED = 2_000;
 /** A text without parameters that may still be named: one plain statement. */
 const ONE_STATEMENT = /^\s*(?:SELECT|WITH|INSERT|UPDATE|DELETE)\b[^;]*$/i;
 
-/** A pg Client that runs its repeated parameterised statements as named (prepared) statements. */
+/** A pg Client that runs its repeated parameterised (or one-statement) texts as named (prepared) statements. */
 export class PreparingClient extends pg.Client {
   #names = new Map<string, string>();
   /** Texts run once on this connection, not named yet. */
