@@ -5,15 +5,15 @@
 // is read from /proc for the postmaster and its children. Run:
 //   node_modules/.bin/node bench/receiver/statement.ts [--batches 3000] [--batch 12]
 import { randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { createPool } from '../../src/db/index.ts';
-import type { NewDelivery } from '../../src/db/deliveries.ts';
+import { deliveriesJson, type NewDelivery } from '../../src/db/deliveries.ts';
 import { createQueues } from '../../src/jobs/index.ts';
 import { createLogger } from '../../src/log.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
 import { storeDeliveries } from '../../src/receiver/store.ts';
+import { postgresCpuSeconds } from '../freshness/world.ts';
 import { scratchDatabase } from '../support/database.ts';
 
 const { values: args } = parseArgs({ options: { batches: { type: 'string', default: '3000' }, batch: { type: 'string', default: '12' } } });
@@ -30,22 +30,8 @@ const { rows } = await pool.query(
 );
 const connectionId = Number(rows[0].id);
 
-/** CPU seconds of the postmaster and its live children (backends, walwriter...), and of those exited meanwhile. */
-function postgresCpu(): number {
-  const stat = (pid: number | string) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  const own = stat(scratch.postmaster!);
-  let total = (Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14])) / 100;
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const f = stat(d);
-      if (Number(f[1]) === scratch.postmaster) total += (Number(f[11]) + Number(f[12])) / 100;
-    } catch {
-      /* gone */
-    }
-  }
-  return total;
-}
+/** CPU seconds of the embedded server: its postmaster and children, exited ones included. */
+const postgresCpu = () => postgresCpuSeconds(scratch.postmaster)!;
 
 let seq = 0;
 /** One connection's batch, shaped as the receiver stores it: one candidate job for the connection's queued rows. */
@@ -93,23 +79,6 @@ const bare = `INSERT INTO webhook_deliveries (connection_id, delivery_id, event,
   SELECT c, d, e, r, a, o, t, u, b, s, x, j FROM json_to_recordset($1::json)
     AS v(c bigint, d text, e text, r text, a text, o bigint, t timestamptz, u text, b text, s text, x text, j text)
   ON CONFLICT (connection_id, delivery_id) DO NOTHING RETURNING id`;
-const json = (batch: NewDelivery[]) =>
-  JSON.stringify(
-    batch.map((r) => ({
-      c: r.connectionId,
-      d: r.deliveryId,
-      e: r.event,
-      r: r.resource,
-      a: r.action,
-      o: r.objectId,
-      t: r.eventAt,
-      u: r.resourceUrl,
-      b: r.body,
-      s: r.state,
-      x: r.error,
-      j: r.jobId,
-    })),
-  );
 await pool.query(`CREATE TABLE anchor_deliveries (delivery_id text PRIMARY KEY, connection text NOT NULL, body jsonb NOT NULL,
   received_at timestamptz NOT NULL DEFAULT now())`);
 try {
@@ -119,7 +88,7 @@ try {
   );
   console.log(`${batches} batches of ${size} from two connections (the anchor: ${batches * size} one-row commits)`);
   await measure(`receiver batch (storeDeliveries: rows, wait row, job)`, (b) => storeDeliveries(pool, boss, b), batches, size);
-  await measure(`bare INSERT ... SELECT FROM json_to_recordset, same table`, (b) => pool.query(bare, [json(b)]), batches, size);
+  await measure(`bare INSERT ... SELECT FROM json_to_recordset, same table`, (b) => pool.query(bare, [deliveriesJson(b)]), batches, size);
   await measure(
     `anchor: one-row INSERT and commit`,
     (b) =>

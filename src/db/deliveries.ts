@@ -110,15 +110,9 @@ export interface JobInsert {
 // statement was prepared with.
 const preparedOn = new WeakMap<pg.PoolClient, { lock: boolean; rows: boolean; jobs: string | null }>();
 
-/**
- * Inserts the rows (duplicates of stored ones are skipped by the unique key), attaching each connection's queued
- * rows to its waiting job or making the candidate job of `jobs` wait, and inserts the jobs made, in the same
- * transaction; returns the rows that are new, with the job each belongs to. One multi-statement query, which
- * PostgreSQL runs as one transaction: one round trip and one commit for the whole batch. The caller removes
- * duplicates within `rows` first.
- */
-export async function insertDeliveries(pool: pg.Pool, rows: NewDelivery[], jobs?: JobInsert): Promise<InsertedDelivery[]> {
-  const json = JSON.stringify(
+/** The rows as the one JSON text the batch statement unpacks (json_to_recordset's columns c, d, e, ... j). */
+export function deliveriesJson(rows: NewDelivery[]): string {
+  return JSON.stringify(
     rows.map((r) => ({
       c: r.connectionId,
       d: r.deliveryId,
@@ -134,6 +128,17 @@ export async function insertDeliveries(pool: pg.Pool, rows: NewDelivery[], jobs?
       j: r.jobId,
     })),
   );
+}
+
+/**
+ * Inserts the rows (duplicates of stored ones are skipped by the unique key), attaching each connection's queued
+ * rows to its waiting job or making the candidate job of `jobs` wait, and inserts the jobs made, in the same
+ * transaction; returns the rows that are new, with the job each belongs to. One multi-statement query, which
+ * PostgreSQL runs as one transaction: one round trip and one commit for the whole batch. The caller removes
+ * duplicates within `rows` first.
+ */
+export async function insertDeliveries(pool: pg.Pool, rows: NewDelivery[], jobs?: JobInsert): Promise<InsertedDelivery[]> {
+  const json = deliveriesJson(rows);
   const waiting = [...new Set(rows.filter((r) => r.jobId !== null).map((r) => r.connectionId))];
   const client = await pool.connect();
   try {
