@@ -115,6 +115,7 @@ try {
   const started = Date.now();
   const commits = new Map<number, number>(); // change id -> ms committed
   let changes = 0;
+  let newest = firstChange - 1;
   for (let i = 1; i <= n; i += 250) {
     const ids = Array.from({ length: Math.min(250, n - i + 1) }, (_, k) => i + k);
     const made = await db.transaction().execute(async (tx) => {
@@ -124,7 +125,10 @@ try {
       return recomputeChannel(tx, rulesFrom(config), c, ids, { kind: 'full-sweep' });
     });
     const now = Date.now();
-    for (const ch of made) commits.set(Number(ch.id), now);
+    // Ids are given at commit (recordChanges): this page's are those after the last page's.
+    const fed = await sql<{ id: number }>`SELECT id::int AS id FROM channel_quantity_changes WHERE id > ${newest} ORDER BY id`.execute(db);
+    for (const { id } of fed.rows) commits.set(id, now);
+    newest = fed.rows.at(-1)?.id ?? newest;
     changes += made.length;
     await announceChanges(rt.boss, made);
   }

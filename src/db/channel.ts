@@ -30,9 +30,6 @@ export type FeedItem = Omit<ChannelChange, 'before_tracked'> & { connection: str
 export type Channel = Selectable<ChannelsTable>;
 export type ChannelOverride = Selectable<ChannelOverridesTable>;
 
-// Channel-feed ids must become visible in order: writers of changes serialise on this lock.
-const FEED_LOCK = 727_030;
-
 const CHANNEL_COLUMNS = sql`c.id, c.connection_id, c.name, c.location_ids, c.buffer_units::text AS buffer_units,
   c.buffer_percent::text AS buffer_percent, c.cap_max_online, c.adopt_settings, c.applied_rules, c.created_at, c.updated_at`;
 
@@ -200,46 +197,31 @@ export async function lockQuantities(db: Executor, channelIds: number[], variant
 
 export type NewChange = Omit<ChannelChange, 'id' | 'at'> & { delivery_row_id: number | null; job_id: string | null; detail: string };
 
-/** Appends changes (rows of channel_quantity_changes) under the feed lock; returns them as recorded. */
-export async function recordChanges(db: Executor, changes: NewChange[]): Promise<ChannelChange[]> {
-  if (!changes.length) return [];
-  await sql`SELECT pg_advisory_xact_lock(${FEED_LOCK})`.execute(db);
-  const names = new Map(changes.map((c) => [Number(c.channel_id), c.channel]));
-  return (
+/**
+ * Records changes in the caller's transaction. They enter the feed (channel_quantity_changes, with their ids) when
+ * it commits: staged now, moved by a deferred trigger under the feed's lock (migration 0190), so ids become visible
+ * in order while the lock is held only for the move and the commit, not for the rest of the caller's transaction.
+ */
+export async function recordChanges(db: Executor, changes: NewChange[]): Promise<NewChange[]> {
+  if (changes.length)
     await db
-      .insertInto('channel_quantity_changes')
+      .insertInto('channel_changes_staged')
       .values(changes.map(({ channel: _, ...c }) => c))
-      .returning([
-        'id',
-        'connection_id',
-        'channel_id',
-        'variant_id',
-        'sku',
-        'quantity',
-        'tracked',
-        'backorderable',
-        'listed',
-        'before_quantity',
-        'before_tracked',
-        'cause',
-        'delivery_id',
-        'at',
-      ])
-      .execute()
-  ).map((c) => ({ ...c, channel: names.get(Number(c.channel_id))!, at: c.at.toISOString() }));
+      .execute();
+  return changes;
 }
 
-/** Writes quantities; a row without last_change_id keeps the one stored. */
+/** Writes quantities; last_change_id is the feed's to set (recordChanges), at commit. */
 export async function saveQuantities(db: Executor, rows: any[]): Promise<void> {
   // rows go through jsonb_to_recordset as one JSON document
   await sql`
-    INSERT INTO channel_quantities AS c (connection_id, channel_id, variant_id, sku, status, quantity, tracked, backorderable, listed, bundle, stock, last_change_id, computed_at)
-    SELECT connection_id, channel_id, variant_id, sku, status, quantity, tracked, backorderable, listed, bundle, stock, last_change_id, now()
+    INSERT INTO channel_quantities AS c (connection_id, channel_id, variant_id, sku, status, quantity, tracked, backorderable, listed, bundle, stock, computed_at)
+    SELECT connection_id, channel_id, variant_id, sku, status, quantity, tracked, backorderable, listed, bundle, stock, now()
     FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS x(connection_id bigint, channel_id bigint, variant_id bigint, sku text, status text,
-      quantity numeric, tracked boolean, backorderable boolean, listed boolean, bundle boolean, stock jsonb, last_change_id bigint)
+      quantity numeric, tracked boolean, backorderable boolean, listed boolean, bundle boolean, stock jsonb)
     ON CONFLICT (channel_id, variant_id) DO UPDATE SET sku = excluded.sku, status = excluded.status, quantity = excluded.quantity,
       tracked = excluded.tracked, backorderable = excluded.backorderable, listed = excluded.listed, bundle = excluded.bundle,
-      stock = excluded.stock, last_change_id = COALESCE(excluded.last_change_id, c.last_change_id), computed_at = now()`.execute(db);
+      stock = excluded.stock, computed_at = now()`.execute(db);
 }
 
 /**

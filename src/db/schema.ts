@@ -266,6 +266,7 @@ export interface Database {
   channel_hold_lines: ChannelHoldLinesTable;
   channel_quantities: ChannelQuantitiesTable;
   channel_quantity_changes: ChannelQuantityChangesTable;
+  channel_changes_staged: ChannelChangesStagedTable;
   other_records: OtherRecordsTable;
   webhook_refusals: WebhookRefusalsTable;
   console_sessions: ConsoleSessionsTable;
@@ -377,6 +378,11 @@ export interface ChannelQuantityChangesTable {
   delivery_row_id: number | null;
   job_id: string | null;
   detail: Json | null;
+}
+// migrations/0190_channel_change_staging.sql: a change until its transaction commits (then it is in the table above).
+export interface ChannelChangesStagedTable extends Omit<ChannelQuantityChangesTable, 'id' | 'listed'> {
+  staged: Generated<number>;
+  listed: boolean;
 }
 export interface OtherRecordsTable extends MirrorColumns {
   resource: string;

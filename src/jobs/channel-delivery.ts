@@ -29,7 +29,7 @@ import { metrics } from '../metrics.ts';
 import { hostOf, parseSecrets, sendWebhook } from '../notify/sender.ts';
 import type { Boss } from '../queue/boss.ts';
 import type { WorkerDeps } from '../runtime.ts';
-import type { ChannelChange } from '../stock/channel.ts';
+import type { NewChange } from '../stock/channel.ts';
 import { defineJob } from './job.ts';
 
 export interface ChannelDeliveryData {
@@ -63,7 +63,7 @@ export async function requestDelivery(boss: Boss, channelId: number, startAfterS
 }
 
 /** After changes committed: one request per channel they touched (a channel without a destination ignores it). */
-export async function announceChanges(boss: Boss, changes: Pick<ChannelChange, 'channel_id'>[]): Promise<void> {
+export async function announceChanges(boss: Boss, changes: Pick<NewChange, 'channel_id'>[]): Promise<void> {
   for (const id of new Set(changes.map((c) => Number(c.channel_id)))) await requestDelivery(boss, id);
 }
 

@@ -14,7 +14,6 @@ import {
   saveAppliedRules,
   saveQuantities,
   type Channel,
-  type ChannelChange,
   type ChannelOverride,
   type NewChange,
   type StoredQuantity,
@@ -39,7 +38,7 @@ import {
 } from './rules.ts';
 import type { Config } from '../config.ts';
 
-export type { ChannelChange };
+export type { NewChange };
 
 /** Why a recomputation happened, recorded with every change it makes. */
 export interface Cause {
@@ -219,7 +218,7 @@ export async function lockVariants(db: Executor, connectionId: number, variantId
  * changed nothing (the drain's noted read of an unchanged variant), after a mirrored order changed (orderIds),
  * and for a hold whose order just became known (holdIds). Runs in the caller's transaction.
  */
-export async function settleHolds(db: Executor, connectionId: number, by: LinesOf, cause: Cause): Promise<ChannelChange[]> {
+export async function settleHolds(db: Executor, connectionId: number, by: LinesOf, cause: Cause): Promise<NewChange[]> {
   const lines = await linesToSettle(db, connectionId, by);
   if (!lines.length) return [];
   await lockVariants(
@@ -241,7 +240,7 @@ export async function recomputeChannel(
   connectionId: number,
   variantIds: number[],
   cause: Cause,
-): Promise<ChannelChange[]> {
+): Promise<NewChange[]> {
   if (!variantIds.length) return [];
   return recompute(db, connectionId, variantIds, cause, await connectionChannels(db, connectionId, rules), true);
 }
@@ -253,7 +252,7 @@ export async function recomputeVariants(
   variantIds: number[],
   cause: Cause,
   only?: Channel,
-): Promise<ChannelChange[]> {
+): Promise<NewChange[]> {
   if (!variantIds.length) return [];
   return only
     ? recompute(db, connectionId, variantIds, cause, [only], false)
@@ -271,7 +270,7 @@ async function recompute(
   cause: Cause,
   channels: Channel[],
   settle: boolean,
-): Promise<ChannelChange[]> {
+): Promise<NewChange[]> {
   const ids = uniq(variantIds);
   if (!ids.length || !channels.length) return [];
   const targets = uniq([...ids, ...(await bundlesOf(db, connectionId, ids))]);
@@ -422,12 +421,10 @@ async function recompute(
     });
   }
   if (!rows.length) return [];
-  const written = await recordChanges(db, changes);
-  const lastChange = new Map(written.map((c) => [`${c.channel_id}:${c.variant_id}`, Number(c.id)]));
-  for (const r of rows) r.last_change_id = lastChange.get(`${r.channel_id}:${r.variant_id}`) ?? null;
   await saveQuantities(db, rows);
+  await recordChanges(db, changes);
   await logSync(db, logs);
-  return written;
+  return changes;
 }
 
 /**
@@ -440,7 +437,7 @@ export async function recomputeWholeChannel(
   db: Db,
   channelId: number,
   cause: Cause,
-  onChanges?: (changes: ChannelChange[]) => Promise<void>,
+  onChanges?: (changes: NewChange[]) => Promise<void>,
 ): Promise<number | null> {
   const start = await channelById(db, channelId);
   if (!start) return null;
@@ -468,7 +465,7 @@ export async function applyRulesIfChanged(
   db: Db,
   config: Pick<Config, 'CHANNEL_LOCATIONS' | 'CHANNEL_SAFETY_BUFFER'>,
   connectionId: number,
-  onChanges?: (changes: ChannelChange[]) => Promise<void>,
+  onChanges?: (changes: NewChange[]) => Promise<void>,
 ): Promise<number | null> {
   let n: number | null = null;
   for (const ch of await connectionChannels(db, connectionId, rulesFrom(config))) {

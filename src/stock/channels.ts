@@ -18,7 +18,7 @@ import { connectionByName, listConnections } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
 import { variantsBySku } from '../db/mirror-reads.ts';
 import { logSync } from '../db/synclog.ts';
-import { recomputeVariants, recomputeWholeChannel, rulesFingerprint, rulesOf, type ChannelChange } from './channel.ts';
+import { recomputeVariants, recomputeWholeChannel, rulesFingerprint, rulesOf, type NewChange } from './channel.ts';
 import { dec, fmt } from './rules.ts';
 
 /** Input that cannot be taken: each problem names the field and the value. */
@@ -212,7 +212,7 @@ export async function setOverride(
   channel: Channel,
   sku: string,
   raw: unknown,
-): Promise<{ override: ReturnType<typeof presentOverride>; changes: ChannelChange[] }> {
+): Promise<{ override: ReturnType<typeof presentOverride>; changes: NewChange[] }> {
   const v = parseInput(overrideInput, raw);
   const problems: string[] = [];
   if (!sku.trim()) problems.push('sku: a SKU (got "")');
@@ -249,7 +249,7 @@ export async function setOverride(
 }
 
 /** Removes a channel's override of a SKU (undefined: there was none) and recomputes its variants there. */
-export async function removeOverride(db: Db, channel: Channel, sku: string): Promise<ChannelChange[] | undefined> {
+export async function removeOverride(db: Db, channel: Channel, sku: string): Promise<NewChange[] | undefined> {
   return db.transaction().execute(async (tx) => {
     if (!(await deleteOverride(tx, Number(channel.id), sku))) return undefined;
     await logSync(tx, {
@@ -264,7 +264,7 @@ export async function removeOverride(db: Db, channel: Channel, sku: string): Pro
   });
 }
 
-async function recomputeSku(tx: Db, channel: Channel, sku: string): Promise<ChannelChange[]> {
+async function recomputeSku(tx: Db, channel: Channel, sku: string): Promise<NewChange[]> {
   const ids = (await variantsBySku(tx, channel.connection_id, [sku])).map((r) => Number(r.id));
   return recomputeVariants(tx, channel.connection_id, ids, { kind: 'rules' }, channel);
 }

@@ -21,7 +21,7 @@ import { compositionsOf, variantStockRows } from '../db/mirror-reads.ts';
 import type { HoldEnd } from '../db/schema.ts';
 import { logSync } from '../db/synclog.ts';
 import { variantIdsBySku } from '../push/context.ts';
-import { connectionChannels, lockVariants, logHoldEnds, recomputeVariants, settleHolds, type ChannelChange } from './channel.ts';
+import { connectionChannels, lockVariants, logHoldEnds, recomputeVariants, settleHolds, type NewChange } from './channel.ts';
 import { COMMITTING_STATUSES, dec, fmt, rulesFrom } from './rules.ts';
 
 const quantity = z
@@ -135,7 +135,7 @@ export async function createHold(
   db: Db,
   settings: HoldSettings,
   args: { connectionId: number; channel: string; source: Hold['source']; input: HoldInput; anyLines?: boolean },
-): Promise<{ hold: Hold; created: boolean; changes: ChannelChange[] }> {
+): Promise<{ hold: Hold; created: boolean; changes: NewChange[] }> {
   const { connectionId, channel, input } = args;
   return db.transaction().execute(async (tx) => {
     const existing = await holdByKey(tx, connectionId, channel, input.channel_order_id);
@@ -145,7 +145,7 @@ export async function createHold(
           `channel order ${channel}/${input.channel_order_id} is held already with other lines (hold ${hold.id}): ` +
             'cancel that hold first to hold it anew',
         );
-      return { hold, created: false, changes: [] as ChannelChange[] };
+      return { hold, created: false, changes: [] as NewChange[] };
     };
     if (existing) return answer(existing);
     await connectionChannels(tx, connectionId, rulesFrom(settings));
@@ -189,7 +189,7 @@ async function endHolds(
   connectionId: number,
   holds: Pick<Hold, 'id' | 'channel' | 'channel_order_id'>[],
   cause: HoldEnd,
-): Promise<ChannelChange[]> {
+): Promise<NewChange[]> {
   if (!holds.length) return [];
   const holdIds = holds.map((h) => Number(h.id));
   // Lock before touching the lines, as every writer of held lines does (lockVariants).
@@ -217,7 +217,7 @@ async function endHolds(
 export async function cancelHold(
   db: Db,
   args: { connectionId: number; channel: string; channelOrderId: string },
-): Promise<{ hold: Hold; ended: boolean; changes: ChannelChange[] } | undefined> {
+): Promise<{ hold: Hold; ended: boolean; changes: NewChange[] } | undefined> {
   return db.transaction().execute(async (tx) => {
     const hold = await holdByKey(tx, args.connectionId, args.channel, args.channelOrderId);
     if (!hold) return undefined;
@@ -241,7 +241,7 @@ export async function recordHoldOrder(
     orderId: number;
     order?: { status?: unknown; updated_at?: unknown };
   },
-): Promise<ChannelChange[]> {
+): Promise<NewChange[]> {
   const status = typeof args.order?.status === 'string' ? args.order.status : null;
   const stamp = typeof args.order?.updated_at === 'string' ? new Date(args.order.updated_at) : null;
   const orderAt = status && COMMITTING_STATUSES.includes(status) && stamp && !Number.isNaN(stamp.getTime()) ? stamp : null;
@@ -275,9 +275,9 @@ const byConnection = <T extends { connection_id: number }>(rows: T[]) => {
 export async function expireHolds(
   db: Db,
   opts: { limit?: number } = {},
-): Promise<{ expired: number; changes: ChannelChange[]; toRead: Map<number, number[]> }> {
+): Promise<{ expired: number; changes: NewChange[]; toRead: Map<number, number[]> }> {
   const limit = opts.limit ?? 500;
-  const changes: ChannelChange[] = [];
+  const changes: NewChange[] = [];
   const toRead = new Map<number, number[]>();
   const expired = await expiredHolds(db, limit);
   for (const [connectionId, holds] of byConnection(expired))

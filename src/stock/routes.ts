@@ -38,7 +38,7 @@ import {
 } from './channels.ts';
 import { announceChanges } from '../jobs/channel-delivery.ts';
 import { queuesOnce } from '../jobs/index.ts';
-import type { ChannelChange } from './channel.ts';
+import type { NewChange } from './channel.ts';
 import { pauseDestination, removeDestination, resumeDestination, setDestination, viewDestination } from './destinations.ts';
 import { channelFeed, type FeedExpired, type FeedPage } from './feed.ts';
 import { cancelHold, createHold, HoldConflict, holdInput, presentHold } from './holds.ts';
@@ -98,7 +98,7 @@ export function mountRoutes(rt: Pick<Runtime, 'database' | 'config' | 'boss' | '
   const { db } = rt.database;
   // What a route changed goes to the channels' destinations at once (the maintenance minute would catch it too).
   const ready = queuesOnce(rt.boss);
-  const announce = async (changes: Pick<ChannelChange, 'channel_id'>[]) => {
+  const announce = async (changes: Pick<NewChange, 'channel_id'>[]) => {
     await ready();
     await announceChanges(rt.boss, changes);
   };

@@ -3,7 +3,7 @@
 // (delivery-driven reads) and the sweeps, so both write the same way.
 import type { Executor } from '../db/index.ts';
 import { metrics } from '../metrics.ts';
-import { recomputeChannel, settleHolds, type Cause, type ChannelChange } from '../stock/channel.ts';
+import { recomputeChannel, settleHolds, type Cause, type NewChange } from '../stock/channel.ts';
 import type { ChannelRules } from '../stock/rules.ts';
 import { readsFor, type Read, type ResourceSpec } from '../catalog/index.ts';
 import { markGone, replaceCompositions, upsertChildren, upsertOther, upsertRecords, type Ties } from '../db/mirror.ts';
@@ -18,7 +18,7 @@ export interface Applied {
   /** With `ties: 'leave'`: records that differ at the same updated_at, not written (see ApplyContext.ties). */
   tied: number[];
   gone: number[];
-  changes: ChannelChange[];
+  changes: NewChange[];
   /** Reads this write calls for (delivery-driven only): variants of an order's lines, a fulfillment's order... */
   followUps: Mark[];
 }
@@ -103,7 +103,7 @@ export async function applyCompositions(
   ctx: ApplyContext,
   bundleIds: number[],
   rows: any[],
-): Promise<{ changed: number[]; changes: ChannelChange[] }> {
+): Promise<{ changed: number[]; changes: NewChange[] }> {
   const changed = await replaceCompositions(tx, ctx.connectionId, bundleIds, rows);
   const changes = changed.length ? await recomputeChannel(tx, ctx.rules, ctx.connectionId, changed, ctx.cause) : [];
   if (rows.length) metrics.recordsFetched.inc({ connection: ctx.connectionName, resource: 'composition' }, rows.length);

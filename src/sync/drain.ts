@@ -6,7 +6,7 @@ import type { Logger } from '../log.ts';
 import { deliveryStampsWithVariants } from '../db/deliveries.ts';
 import { logSync } from '../db/synclog.ts';
 import type { ChannelRules } from '../stock/rules.ts';
-import type { ChannelChange } from '../stock/channel.ts';
+import type { NewChange } from '../stock/channel.ts';
 import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';
 import { noteVariantsRead } from '../db/mirror.ts';
 import { claimPending, clearPending, markPending, releasePending, type Claimed, type Mark } from '../db/pending.ts';
@@ -23,7 +23,7 @@ export interface DrainResult {
   gone: number;
   /** Pending variants cleared without a read: the mirror already showed them as of after their deliveries. */
   skipped: number;
-  changes: ChannelChange[];
+  changes: NewChange[];
   followUps: { connectionId: number; resource: string }[];
   /** True when the drain stopped at its batch bound with rows left: the caller sends another drain. */
   more: boolean;
@@ -175,7 +175,7 @@ async function readBatch(deps: DrainDeps, resource: string, batch: Claimed[], ou
     applied = 0,
     gone = 0,
     returned = 0;
-  const changes: ChannelChange[] = [];
+  const changes: NewChange[] = [];
   // The sync log's fetch entry is written in the drain's own transaction: one commit per read, not two.
   const logFetch = (tx: Executor) =>
     logSync(tx, {

@@ -21,7 +21,7 @@ import { metrics } from '../metrics.ts';
 import type { ReconcileData } from '../jobs/reconcile.ts';
 import type { WorkerDeps } from '../runtime.ts';
 import { logSync } from '../db/synclog.ts';
-import type { ChannelChange } from '../stock/channel.ts';
+import type { NewChange } from '../stock/channel.ts';
 import { rulesFrom, type ChannelRules } from '../stock/rules.ts';
 import { announceChanges } from '../jobs/channel-delivery.ts';
 import { requestDrain, type DrainRequester } from '../jobs/fetch.ts';
@@ -41,7 +41,7 @@ export interface SweepDeps {
   overlapSeconds: number;
   jobId?: string | null;
   /** Called after each committed page with the channel quantity changes it made. */
-  onChanges?: (changes: ChannelChange[]) => Promise<void>;
+  onChanges?: (changes: NewChange[]) => Promise<void>;
   /** SERVICE_CLOCK_MARGIN_SECONDS in ms: how far a delivery's time may be before the change it announces. */
   clockMarginMs?: number;
   /**
@@ -166,7 +166,7 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
     followUps: false,
     cause: { kind: full ? 'full-sweep' : 'sweep', jobId: deps.jobId ?? null },
   };
-  const changed = async (changes: ChannelChange[]) => {
+  const changed = async (changes: NewChange[]) => {
     result.channelChanges += changes.length;
     if (changes.length && deps.onChanges) await deps.onChanges(changes);
   };
@@ -290,7 +290,7 @@ async function sweepGone(
   ctx: ApplyContext,
   spec: ResourceSpec,
   seen: Set<number>,
-  changed: (c: ChannelChange[]) => Promise<void>,
+  changed: (c: NewChange[]) => Promise<void>,
 ): Promise<{ gone: number; applied: number; queued: number }> {
   const missing = (await liveIds(deps.db, spec.table, ctx.connectionId)).filter((id) => !seen.has(id));
   const everyState = { ...spec, statuses: [...(spec.statuses ?? ['active']), 'archived'] };
@@ -322,7 +322,7 @@ async function sweepCompositions(
   deps: SweepDeps,
   ctx: ApplyContext,
   result: SweepResult,
-  changed: (c: ChannelChange[]) => Promise<void>,
+  changed: (c: NewChange[]) => Promise<void>,
 ): Promise<void> {
   const rows: any[] = [];
   try {
