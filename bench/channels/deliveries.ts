@@ -130,7 +130,7 @@ try {
     for (const { id } of fed.rows) commits.set(id, now);
     newest = fed.rows.at(-1)?.id ?? newest;
     changes += made.length;
-    await announceChanges(rt.boss, made);
+    await announceChanges(rt.workerDeps(), made);
   }
   const swept = Date.now();
   for (;;) {

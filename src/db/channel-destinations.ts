@@ -172,6 +172,15 @@ export async function destinationStates(
   ).rows.map((r) => ({ ...r, channel_id: Number(r.channel_id), connection_id: Number(r.connection_id), cursor: Number(r.cursor) }));
 }
 
+/** Of these channels, those with a destination that is not paused: where new changes have somewhere to go. */
+export async function channelsSending(db: Executor, channelIds: number[]): Promise<number[]> {
+  if (!channelIds.length) return [];
+  return (
+    await sql<{ channel_id: number }>`SELECT channel_id FROM channel_destinations
+      WHERE channel_id = ANY(${channelIds}::bigint[]) AND paused_at IS NULL`.execute(db)
+  ).rows.map((r) => Number(r.channel_id));
+}
+
 /** Channels whose destination has changes after its cursor and may be sent to now (the maintenance safety net). */
 export async function destinationsDue(db: Executor, channelId?: number): Promise<number[]> {
   return (

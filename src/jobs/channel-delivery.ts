@@ -10,6 +10,7 @@ import { decryptToken, encryptToken } from '../api/secrets.ts';
 import { changesAfter, channelById, type FeedItem } from '../db/channel.ts';
 import {
   advanceCursor,
+  channelsSending,
   claimDestination,
   deferDestination,
   destinationName,
@@ -24,9 +25,10 @@ import {
   type ChannelDestination,
 } from '../db/channel-destinations.ts';
 import { recordDestinationOutcome } from '../db/destinations.ts';
-import type { Db } from '../db/index.ts';
+import type { Db, Executor } from '../db/index.ts';
 import { metrics } from '../metrics.ts';
 import { hostOf, parseSecrets, sendWebhook } from '../notify/sender.ts';
+import type { Config } from '../config.ts';
 import type { Boss } from '../queue/boss.ts';
 import type { WorkerDeps } from '../runtime.ts';
 import type { NewChange } from '../stock/channel.ts';
@@ -45,7 +47,9 @@ const POST_TIMEOUT_MS = 10_000;
 export const channelDeliveryJob = defineJob<ChannelDeliveryData>({
   name: 'channel-delivery',
   policy: { retryLimit: 5, retryDelay: 5, retryBackoff: true, expireInSeconds: 300 },
-  work: () => ({ batchSize: 1, localConcurrency: 2, pollingIntervalSeconds: 0.5 }),
+  // With jobs waiting, a slot takes the next at once: after a short job (caught up, or another sender has the
+  // channel) pg-boss would otherwise pause half a second, and two slots would take four jobs a second at most.
+  work: () => ({ batchSize: 1, localConcurrency: 2, pollingIntervalSeconds: 0.5, burstWhenReadyExceeds: 1 }),
   async handle(deps, [job]) {
     await deliverChannel(deps, job!.data.channelId);
   },
@@ -62,9 +66,21 @@ export async function requestDelivery(boss: Boss, channelId: number, startAfterS
   else await boss.sendDebounced(channelDeliveryJob.name, { channelId } satisfies ChannelDeliveryData, {}, 1, `channel:${channelId}`);
 }
 
-/** After changes committed: one request per channel they touched (a channel without a destination ignores it). */
-export async function announceChanges(boss: Boss, changes: Pick<NewChange, 'channel_id'>[]): Promise<void> {
-  for (const id of new Set(changes.map((c) => Number(c.channel_id)))) await requestDelivery(boss, id);
+/** What announcing changes needs: the database, the queue, and whether CHANNEL_WEBHOOK_URL is set. */
+export type Announcer = { db: Executor; boss: Boss; config: Pick<Config, 'CHANNEL_WEBHOOK_URL'> };
+
+/**
+ * After changes committed: one request per channel they touched that has somewhere to send them. A channel
+ * without a destination (or with a paused one) gets no job: most channels are read through the feed, and a job for
+ * each of their changes cost pg-boss an insert, a fetch and a completion per merchant operation for nothing (at 500
+ * accounts 800 such jobs queued up behind the two delivery slots). With CHANNEL_WEBHOOK_URL set every channel is
+ * asked, since a `default` channel adopts it at its first delivery. A destination set or resumed later is caught up
+ * by its own request and by the maintenance minute.
+ */
+export async function announceChanges(deps: Announcer, changes: Pick<NewChange, 'channel_id'>[]): Promise<void> {
+  const touched = [...new Set(changes.map((c) => Number(c.channel_id)))];
+  const sending = deps.config.CHANNEL_WEBHOOK_URL ? touched : await channelsSending(deps.db, touched);
+  for (const id of sending) await requestDelivery(deps.boss, id);
 }
 
 /** The maintenance minute's safety net: every destination with changes waiting and nothing in the way gets a job. */

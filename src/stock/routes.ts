@@ -100,7 +100,7 @@ export function mountRoutes(rt: Pick<Runtime, 'database' | 'config' | 'boss' | '
   const ready = queuesOnce(rt.boss);
   const announce = async (changes: Pick<NewChange, 'channel_id'>[]) => {
     await ready();
-    await announceChanges(rt.boss, changes);
+    await announceChanges({ db, boss: rt.boss, config: rt.config }, changes);
   };
   const json = bodyParser({ enableTypes: ['json'], jsonLimit: '1mb', strict: true });
   const channel = (ctx: Context): Promise<Channel & { connection: string }> => findChannel(db, ctx.params.name!, query(ctx, 'connection'));

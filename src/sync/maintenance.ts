@@ -60,7 +60,7 @@ export async function handleMaintenance(deps: WorkerDeps, task: MaintenanceTask)
       // Holds past CHANNEL_HOLD_MINUTES end; those whose order is known but whose variants' last reads predate it
       // get those variants read again (src/stock/holds.ts).
       const r = await expireHolds(db);
-      await announceChanges(boss, r.changes);
+      await announceChanges(deps, r.changes);
       for (const [connectionId, ids] of r.toRead) {
         await markPending(
           db,
@@ -85,7 +85,7 @@ export async function handleMaintenance(deps: WorkerDeps, task: MaintenanceTask)
 export async function applyRules(deps: WorkerDeps): Promise<void> {
   const connections = await listConnections(deps.db, 'active');
   for (const c of connections) {
-    const n = await applyRulesIfChanged(deps.db, deps.config, Number(c.id), (changes) => announceChanges(deps.boss, changes));
+    const n = await applyRulesIfChanged(deps.db, deps.config, Number(c.id), (changes) => announceChanges(deps, changes));
     if (n !== null) deps.log.info({ connection: c.name, changes: n }, 'channel rules applied');
   }
 }

@@ -428,7 +428,7 @@ export async function runSweep(
       overlapSeconds: deps.config.RECONCILE_OVERLAP_SECONDS,
       clockMarginMs: deps.config.SERVICE_CLOCK_MARGIN_SECONDS * 1000,
       jobId: opts.jobId ?? null,
-      onChanges: (changes) => announceChanges(deps.boss, changes),
+      onChanges: (changes) => announceChanges(deps, changes),
       requestDrain: drains ? (resource) => requestDrain(drains, connectionId, resource) : undefined,
     },
     { full: opts.full, wait: opts.wait },

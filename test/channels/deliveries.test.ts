@@ -108,7 +108,7 @@ async function moveStock(w: Awaited<ReturnType<typeof world>>, variants: number,
       w.c.id,
       Array.from({ length: variants }, (_, i) => variant(i + 1, { 1: [String(20 + start + r + i)], 2: [String(7 + r)] })),
     );
-    await announceChanges(w.rt.boss, changes);
+    await announceChanges(w.rt.workerDeps(), changes);
   }
 }
 
@@ -125,7 +125,7 @@ t.test('three channels; the endpoint is down while stock moves; once back, every
     const ch = await findChannel(w.db, name);
     await setDestinationOf(w, Number(ch.id), ep.url(name), name === 'marketplace' ? rotated : secrets[name as keyof typeof secrets]);
   }
-  await announceChanges(w.rt.boss, (await w.db.selectFrom('channels').select('id as channel_id').execute()) as any);
+  await announceChanges(w.rt.workerDeps(), (await w.db.selectFrom('channels').select('id as channel_id').execute()) as any);
   await w.until('the first quantities delivered', async () => (await w.behind()) === 0);
 
   ep.state.down = true;
@@ -179,7 +179,7 @@ t.test('a destination failing too long is paused with its reason; resumed throug
   const ch = await findChannel(w.db, 'default');
   await setDestinationOf(w, Number(ch.id), ep.url('default'), secrets.default);
   ep.state.down = true;
-  await announceChanges(w.rt.boss, [{ channel_id: Number(ch.id) }]);
+  await announceChanges(w.rt.workerDeps(), [{ channel_id: Number(ch.id) }]);
   await w.until('a failed POST', async () => ep.state.failedIds.length >= 1);
   // It has been failing for an hour by now.
   await sql`UPDATE outbound_destinations SET failing_since = now() - interval '1 hour'`.execute(w.db);
@@ -221,7 +221,7 @@ t.test('a burst of 2,000 changes makes a bounded number of POSTs and jobs, not o
   await moveStock(w, 1, 1);
   const ch = await findChannel(w.db, 'default');
   await setDestinationOf(w, Number(ch.id), ep.url('default'), secrets.default);
-  await announceChanges(w.rt.boss, [{ channel_id: Number(ch.id) }]);
+  await announceChanges(w.rt.workerDeps(), [{ channel_id: Number(ch.id) }]);
   await w.until('caught up', async () => (await w.behind()) === 0);
   const before = ep.state.received.length;
   await moveStock(w, 400, 5, 1000);
@@ -232,6 +232,29 @@ t.test('a burst of 2,000 changes makes a bounded number of POSTs and jobs, not o
   t.ok(jobs.rows[0]!.n < 30, `${jobs.rows[0]!.n} jobs in all`);
   t.same(ep.state.bad, []);
 });
+
+t.test(
+  'changes of a channel with nowhere to send them make no delivery job; with a destination, or CHANNEL_WEBHOOK_URL, they do',
+  async (t) => {
+    const jobs = async (db: Awaited<ReturnType<typeof world>>['db']) =>
+      (await sql<{ n: number }>`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'channel-delivery'`.execute(db)).rows[0]!.n;
+    const w = await world(t);
+    await moveStock(w, 3, 2);
+    t.equal(await jobs(w.db), 0, 'no destination: no job');
+    const secrets = { default: secret() };
+    const ep = await endpoint(t, secrets);
+    const ch = await findChannel(w.db, 'default');
+    await setDestinationOf(w, Number(ch.id), ep.url('default'), secrets.default);
+    await moveStock(w, 3, 1, 100);
+    t.ok((await jobs(w.db)) >= 1, 'a destination: a job');
+    await w.until('delivered', async () => (await w.behind()) === 0);
+    t.ok(ep.state.received.length >= 1, 'and its POST');
+
+    const adopting = await world(t, { CHANNEL_WEBHOOK_URL: ep.url('default'), CHANNEL_WEBHOOK_SECRET: secrets.default });
+    await moveStock(adopting, 2, 1);
+    t.ok((await jobs(adopting.db)) >= 1, 'CHANNEL_WEBHOOK_URL set: the default channel is asked, to adopt it');
+  },
+);
 
 async function setDestinationOf(w: Awaited<ReturnType<typeof world>>, channelId: number, url: string, secrets: string) {
   await setDestination(w.db, w.rt.clients.key(w.rt.config), channelId, { url, secret: secrets });
