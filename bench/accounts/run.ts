@@ -182,11 +182,22 @@ async function printStatements(
       `over ${r.rows.length} statements, ${per(sum((x) => Number(x.calls))).toFixed(1)} calls per operation; the largest ` +
       '(execution ms/op, planning ms/op, calls/op, mean execution ms, statement):',
   );
-  for (const x of r.rows.slice(0, 30))
+  const line = (x: (typeof r.rows)[number]) =>
     console.log(
       `    ${per(x.ms).toFixed(3).padStart(7)} ${per(x.plan).toFixed(3).padStart(6)} ${per(Number(x.calls)).toFixed(2).padStart(6)} ` +
         `${(x.ms / Number(x.calls)).toFixed(3).padStart(7)}  ${x.query.replace(/\s+/g, ' ').trim().slice(0, 140)}`,
     );
+  const largest = r.rows.slice(0, 30);
+  largest.forEach(line);
+  // Each statement costs its round trip and protocol besides its execution: the most frequent of the rest too.
+  const frequent = r.rows
+    .slice(30)
+    .filter((x) => per(Number(x.calls)) >= 0.5)
+    .sort((a, b) => Number(b.calls) - Number(a.calls));
+  if (frequent.length) {
+    console.log(`  ${label}: and of the rest, those run at least every other operation (same columns):`);
+    frequent.forEach(line);
+  }
 }
 
 /**
