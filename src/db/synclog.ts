@@ -47,9 +47,16 @@ function row(e: SyncLogInput): SyncLogEntry {
 export async function logSync(db: Executor, entries: SyncLogInput | SyncLogInput[]): Promise<number[]> {
   const list = Array.isArray(entries) ? entries : [entries];
   if (!list.length) return [];
-  const ids = (await db.insertInto('sync_log').values(list.map(row)).returning('id').execute()).map((r) => r.id);
-  await sql`SELECT pg_notify('sync_log', ${String(ids[ids.length - 1])})`.execute(db);
-  return ids;
+  // The entries and the live tail's NOTIFY (its payload: the newest id) in one statement: a statement of its own
+  // for the NOTIFY was three round trips per merchant operation (bench/accounts, 500 accounts).
+  const rows = await db
+    .with('ins', (qb) => qb.insertInto('sync_log').values(list.map(row)).returning('id'))
+    .with('notified', (qb) => qb.selectFrom('ins').select(sql<string>`pg_notify('sync_log', max(id)::text)`.as('sent')))
+    .selectFrom(['ins', 'notified'])
+    .select('ins.id')
+    .orderBy('ins.id')
+    .execute();
+  return rows.map((r) => r.id);
 }
 
 /**
