@@ -30,6 +30,9 @@ export type FeedItem = Omit<ChannelChange, 'before_tracked'> & { connection: str
 export type Channel = Selectable<ChannelsTable>;
 export type ChannelOverride = Selectable<ChannelOverridesTable>;
 
+// The feed's lock (advisory key 727030) is taken by the trigger of migration 0190, which gives changes their ids at
+// commit (recordChanges below): no other lock may use that key.
+
 const CHANNEL_COLUMNS = sql`c.id, c.connection_id, c.name, c.location_ids, c.buffer_units::text AS buffer_units,
   c.buffer_percent::text AS buffer_percent, c.cap_max_online, c.adopt_settings, c.applied_rules, c.created_at, c.updated_at`;
 
