@@ -205,13 +205,12 @@ export type NewChange = Omit<ChannelChange, 'id' | 'at'> & { delivery_row_id: nu
  * it commits: staged now, moved by a deferred trigger under the feed's lock (migration 0190), so ids become visible
  * in order while the lock is held only for the move and the commit, not for the rest of the caller's transaction.
  */
-export async function recordChanges(db: Executor, changes: NewChange[]): Promise<NewChange[]> {
+export async function recordChanges(db: Executor, changes: NewChange[]): Promise<void> {
   if (changes.length)
     await db
       .insertInto('channel_changes_staged')
       .values(changes.map(({ channel: _, ...c }) => c))
       .execute();
-  return changes;
 }
 
 /** Writes quantities; last_change_id is the feed's to set (recordChanges), at commit. */
