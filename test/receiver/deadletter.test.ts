@@ -39,7 +39,11 @@ t.test('a dead-lettered delivery job leaves its rows failed; a replay of the dea
     rows.every((r) => /dead letter: pending fetches refused by the test/.test(r.error ?? '')),
     'the error says why',
   );
-  const dead = (await h.tdb.pool.query(`SELECT id, data FROM pgboss.job WHERE name = $1`, [deadLetterOf(deliveriesJob.name)])).rows;
+  // The handler marks the rows before it rethrows; pg-boss fails the job and makes its dead letter after that.
+  const dead = await until('the dead letter', async () => {
+    const r = (await h.tdb.pool.query(`SELECT id, data FROM pgboss.job WHERE name = $1`, [deadLetterOf(deliveriesJob.name)])).rows;
+    return r.length > 0 && r;
+  }).catch(() => []);
   t.ok(dead.length >= 1, 'the job is a dead letter');
   t.ok(
     rows.every((r) => dead.some((j) => j.data.jobId === r.job_id)),
