@@ -11,7 +11,7 @@ type Load = () => Promise<CommandModule>;
 const start: Load = () => import('./start.ts');
 const db: Load = () => import('./db/cli.ts');
 const receiver: Load = () => import('./receiver/cli.ts');
-const worker: Load = () => import('./sync/cli.ts');
+const worker: Load = () => import('./worker/cli.ts');
 const sandbox: Load = () => import('./demo/cli.ts');
 const api: Load = () => import('./api/cli.ts');
 const stock: Load = () => import('./stock/cli.ts');
@@ -22,7 +22,7 @@ const operator: Load = () => import('./console/cli.ts');
 const available: [string, Load, string][] = [
   ['start', start, 'run receiver, workers and console (and the sandbox when no account is connected)'],
   ['migrate', db, "apply database migrations (ours and pg-boss's) and exit"],
-  ['receiver', receiver, 'run the webhook receiver alone'],
+  ['receiver', start, 'run the webhook receiver alone'],
   ['worker', worker, 'run the workers alone (sync, reconciliation, push)'],
   ['sandbox', sandbox, 'run the simulator of the Commerce Operations Service'],
   ['connect', api, 'add a connection to a merchant account (privileged token or OAuth)'],

@@ -4,13 +4,14 @@
 // two runtimes in one process share nothing by accident. Roles mount onto it (src/start.ts lists them).
 import type Router from '@koa/router';
 import type Koa from 'koa';
-import { ClientState, type ClientDeps } from './api/index.ts';
+import { ClientState } from './api/index.ts';
 import { publicUrl as publicUrlOf, type Config } from './config.ts';
 import { openDatabase, type OpenDatabase } from './db/index.ts';
 import type { Logger } from './log.ts';
 import { startBoss, stopBoss, type Boss } from './queue/boss.ts';
 import { createApp, listen, type ReadinessCheck, type Server } from './server.ts';
 import { createSyncState, type SyncState } from './sync/state.ts';
+import type { WorkerDeps } from './worker/handler.ts';
 
 export interface Runtime {
   config: Config;
@@ -37,16 +38,10 @@ export interface Runtime {
   onStop: (() => Promise<void>)[];
   /** Serves the app on `port` (0: a free one) and sets publicUrl; the caller runs afterListen then. */
   listen(port: number): Promise<Server>;
-  /** What a job's handler gets (src/jobs/). */
+  /** What a queue's handler gets (src/worker/handler.ts). */
   workerDeps(): WorkerDeps;
   /** Stops what the runtime started, in reverse order: the server, the roles' steps, pg-boss, the database. */
   stop(): Promise<void>;
-}
-
-/** What a job's handler needs: the API layer's dependencies, pg-boss and the sync workers' memory. */
-export interface WorkerDeps extends ClientDeps {
-  boss: Boss;
-  sync: SyncState;
 }
 
 /** A role module (receiver/role.ts, sync/role.ts, console/role.ts, ...) exports `mount`. */

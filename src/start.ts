@@ -1,6 +1,6 @@
 // `commerce-sync start`: one process running the roles in ROLES (receiver, worker, console) on one HTTP
 // server, with the embedded PostgreSQL when DATABASE_URL is unset and the demo sandbox when no account is
-// connected. `receiver` and `worker` reuse this with a single role and never run the demo.
+// connected. `receiver` (here) and `worker` (src/worker/cli.ts) reuse this with a single role and never run the demo.
 // Ports: a process with the receiver or the console serves on PORT; one running only workers serves health,
 // readiness and metrics on WORKER_PORT, or nothing when that is empty, so workers and receivers on one host
 // never fight over a port.
@@ -14,7 +14,7 @@ import { serveMetrics } from './metrics.ts';
 import * as receiverRole from './receiver/role.ts';
 import { createRuntime, type RoleModule } from './runtime.ts';
 import { handleShutdown, Interrupted } from './shutdown.ts';
-import * as workerRole from './sync/role.ts';
+import * as workerRole from './worker/role.ts';
 
 /** The roles a process can run, and the modules that mount each. */
 export const ROLES = {
@@ -90,5 +90,9 @@ export const commands: CommandModule['commands'] = {
       'Run the receiver, workers and console in one process (the roles in ROLES). With no DATABASE_URL an ' +
       'embedded PostgreSQL starts under DATA_DIR; with no connected account the sandbox runs as a demo.',
     run: (ctx) => runRoles(ctx, ctx.config.ROLES.split(',') as Role[], { demo: true }),
+  },
+  receiver: {
+    summary: 'Run the webhook receiver alone: POST /webhooks/:connection, /healthz, /readyz.',
+    run: (ctx) => runRoles(ctx, ['receiver']),
   },
 };

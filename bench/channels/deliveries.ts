@@ -9,6 +9,7 @@
 //   node_modules/.bin/node bench/channels/deliveries.ts [--variants 100000] [--batch 500]
 //
 // Set DATABASE_URL to use an existing PostgreSQL (a scratch database is made on it and dropped).
+import { channelDeliveryHandler } from '../../src/channels/dispatch.ts';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,15 +18,16 @@ import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { loadConfig } from '../../src/config.ts';
-import { lastChangeId } from '../../src/db/channel.ts';
+import { lastChangeId } from '../../src/db/channels.ts';
 import { createDb, createPool } from '../../src/db/index.ts';
-import { announceChanges, channelDeliveryJob } from '../../src/jobs/channel-delivery.ts';
-import { createQueues, workJobs } from '../../src/jobs/index.ts';
+import { announceChanges } from '../../src/channels/dispatch.ts';
+import { createQueues } from '../../src/queue/queues.ts';
+import { workQueues } from '../../src/worker/handlers.ts';
 import { createLogger } from '../../src/log.ts';
 import { createRuntime } from '../../src/runtime.ts';
-import { applyRulesIfChanged, recomputeChannel } from '../../src/stock/channel.ts';
+import { applyRulesIfChanged, recomputeChannel } from '../../src/stock/recompute.ts';
 import { addChannel } from '../../src/stock/channels.ts';
-import { setDestination } from '../../src/stock/destinations.ts';
+import { setDestination } from '../../src/channels/destinations.ts';
 import { rulesFrom } from '../../src/stock/rules.ts';
 import { scratchDatabase } from '../support/database.ts';
 
@@ -106,7 +108,7 @@ try {
   }
   const firstChange = Math.max(...(await Promise.all(channels.map((ch) => lastChangeId(db, ch.id))))) + 1;
   await createQueues(rt.boss, config);
-  rt.onStop.push(await workJobs(rt.workerDeps(), [channelDeliveryJob]));
+  rt.onStop.push(await workQueues(rt.workerDeps(), [channelDeliveryHandler]));
   console.log(
     `${n} variants, 3 channels (${channels.map((ch) => ch.name).join(', ')}), CHANNEL_DELIVERY_BATCH ${config.CHANNEL_DELIVERY_BATCH}`,
   );

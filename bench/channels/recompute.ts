@@ -12,7 +12,7 @@ import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
 import { createDb, createPool } from '../../src/db/index.ts';
 import { createLogger } from '../../src/log.ts';
-import { applyRulesIfChanged, recomputeChannel } from '../../src/stock/channel.ts';
+import { applyRulesIfChanged, recomputeChannel } from '../../src/stock/recompute.ts';
 import { addChannel, changeChannel, findChannel } from '../../src/stock/channels.ts';
 import { createHold } from '../../src/stock/holds.ts';
 import { rulesFrom } from '../../src/stock/rules.ts';

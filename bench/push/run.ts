@@ -4,6 +4,7 @@
 // machine. The sandbox runs with a time scale (default 100: a 300-second rate window lasts 3 s). Run:
 //   node_modules/.bin/node bench/push/run.ts [--orders 100] [--variants 500] [--time-scale 100] [--concurrency 4]
 // Uses DATABASE_URL when set (a server you own: it creates and drops a database), else an embedded PostgreSQL.
+import { pushHandler } from '../../src/push/worker.ts';
 import { scratchDatabase } from '../support/database.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -17,8 +18,8 @@ import { operationsByIds } from '../../src/db/operations.ts';
 import { createLogger } from '../../src/log.ts';
 import { startSandbox } from '@commerce-sync/sandbox';
 import { enqueueOperation } from '../../src/push/enqueue.ts';
-import { createQueues, workJobs } from '../../src/jobs/index.ts';
-import { pushJob } from '../../src/jobs/push.ts';
+import { createQueues } from '../../src/queue/queues.ts';
+import { workQueues } from '../../src/worker/handlers.ts';
 import { createRuntime } from '../../src/runtime.ts';
 import type { PushKind, PushOperation } from '../../src/db/schema.ts';
 
@@ -64,7 +65,7 @@ await db
   .execute();
 const company = (await adminGet('snapshot?resource=companies')).companies.find((c: any) => c.company_type !== 'supplier');
 await createQueues(runtime.boss, config);
-runtime.onStop.push(await workJobs(rt, [pushJob], { pollingIntervalSeconds: 0.5 }));
+runtime.onStop.push(await workQueues(rt, [pushHandler], { pollingIntervalSeconds: 0.5 }));
 
 async function settle(ids: number[]): Promise<PushOperation[]> {
   for (;;) {

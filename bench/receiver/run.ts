@@ -23,8 +23,8 @@ import autocannon from 'autocannon';
 import { createPool } from '../../src/db/index.ts';
 import { createLogger } from '../../src/log.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
-import { createQueues } from '../../src/jobs/index.ts';
-import { deliveriesJob } from '../../src/jobs/deliveries.ts';
+import { createQueues } from '../../src/queue/queues.ts';
+import { deliveriesQueue } from '../../src/queue/contracts.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -257,7 +257,7 @@ async function measure(kind: string, withQueued: boolean): Promise<Measured> {
           data: { connectionId: 1, jobId, deliveryIds: Array.from({ length: 16 }, (_, k) => `queued-${i}-${k}`) },
         };
       });
-      await setupBoss.insert(deliveriesJob.name, jobs);
+      await setupBoss.insert(deliveriesQueue.name, jobs);
       have += n;
     }
     // Settle what the bulk load left behind (statistics, a pending checkpoint) so the run measures steady state.

@@ -9,7 +9,7 @@ import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { createPool } from '../../src/db/index.ts';
 import { deliveriesJson, type NewDelivery } from '../../src/db/deliveries.ts';
-import { createQueues } from '../../src/jobs/index.ts';
+import { createQueues } from '../../src/queue/queues.ts';
 import { createLogger } from '../../src/log.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
 import { storeDeliveries } from '../../src/receiver/store.ts';

@@ -13,11 +13,11 @@ import { loadConfig } from '../../src/config.ts';
 import { createDb, createPool } from '../../src/db/index.ts';
 import { createLogger } from '../../src/log.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
-import { createQueues } from '../../src/jobs/index.ts';
+import { createQueues } from '../../src/queue/queues.ts';
 import { mount } from '../../src/receiver/role.ts';
 import { createRuntime } from '../../src/runtime.ts';
 import { listen } from '../../src/server.ts';
-import { deliveriesJob } from '../../src/jobs/deliveries.ts';
+import { deliveriesQueue } from '../../src/queue/contracts.ts';
 
 const [scenario, url] = process.argv.slice(2) as [string, string];
 const log = createLogger('warn', { destination: process.stderr, pretty: false });
@@ -95,7 +95,7 @@ if (scenario === 'bare') {
     const raw = await simpleVerifiedBody(ctx);
     if (!raw) return;
     const body = JSON.parse(raw.toString('utf8'));
-    await boss.send(deliveriesJob.name, {
+    await boss.send(deliveriesQueue.name, {
       deliveryRowId: 0,
       connectionId: 1,
       resource: 'variant',

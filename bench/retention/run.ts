@@ -29,7 +29,7 @@ import { sampleOnce } from '../../src/console/gauges.ts';
 import { createLogger } from '../../src/log.ts';
 import { enqueueOperation } from '../../src/push/enqueue.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
-import { channelFeed } from '../../src/stock/feed.ts';
+import { channelFeed } from '../../src/channels/feed.ts';
 import { settled, startWorld } from '../freshness/world.ts';
 
 const { values: args } = parseArgs({

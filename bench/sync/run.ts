@@ -14,7 +14,7 @@ import { migrate } from '../../src/db/migrate.ts';
 import { createLogger } from '../../src/log.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
 import { resources } from '../../src/sync/resources.ts';
-import { runSweep } from '../../src/sync/reconcile.ts';
+import { runSweep } from '../../src/sync/sweep.ts';
 import { startLoopOn, type Loop, type LoopOptions } from '../../test/sync/harness.ts';
 import { canon } from '../../test/support/mirror.ts';
 

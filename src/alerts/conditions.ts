@@ -9,7 +9,7 @@ import { listBudgets, liveWaiters } from '../db/budgets.ts';
 import { listConnections } from '../db/connections.ts';
 import { listCursors } from '../db/cursors.ts';
 import { latestReceived } from '../db/deliveries.ts';
-import { listDestinations } from '../db/destinations.ts';
+import { listDestinations } from '../db/outbound-destinations.ts';
 import type { Finding } from '../db/alerts.ts';
 import type { Db } from '../db/index.ts';
 import { oldestPendingOf } from '../db/pending.ts';
@@ -17,9 +17,9 @@ import { refusalsByConnection } from '../db/refusals.ts';
 import { rejectionsByConnection } from '../db/rejections.ts';
 import type { Connection } from '../db/schema.ts';
 import { recentWebhookRepairs } from '../db/synclog.ts';
-import { queueDepths } from '../console/queues.ts';
-import { isDeadLetter } from '../jobs/index.ts';
-import { freshnessOf } from '../sync/pacing.ts';
+import { queueDepths } from '../queue/depths.ts';
+import { isDeadLetter } from '../queue/queue.ts';
+import { freshnessOf } from '../catalog/index.ts';
 import { catalog } from '../catalog/index.ts';
 
 export interface CheckContext {

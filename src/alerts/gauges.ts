@@ -6,11 +6,11 @@ import { liveWaiters } from '../db/budgets.ts';
 import { listConnections } from '../db/connections.ts';
 import { listCursors } from '../db/cursors.ts';
 import { destinationStates } from '../db/channel-destinations.ts';
-import { listDestinations } from '../db/destinations.ts';
+import { listDestinations } from '../db/outbound-destinations.ts';
 import type { Db } from '../db/index.ts';
 import { oldestPendingOf } from '../db/pending.ts';
 import { metrics } from '../metrics.ts';
-import { freshnessOf } from '../sync/pacing.ts';
+import { freshnessOf } from '../catalog/index.ts';
 
 const STATUSES = ['active', 'unauthorized', 'lapsed', 'disabled'] as const;
 const CONDITIONS = ['signature', 'unauthorized', 'lapsed', 'dead-letters', 'drift', 'webhooks', 'budget', 'destination'];

@@ -10,7 +10,7 @@ import { claimNotice, markNotified, markNotifyFailed, type AlertView, type Notic
 import type { Db } from '../db/index.ts';
 import type { Logger } from '../log.ts';
 import { metrics } from '../metrics.ts';
-import { hostOf, isSlackUrl, parseSecrets, sendWebhook, type SendPolicy } from '../notify/sender.ts';
+import { hostOf, isSlackUrl, parseSecrets, sendWebhook, type SendPolicy } from '../channels/sender.ts';
 
 /** Notices sent per round at most: the rest wait for the next round. */
 const MAX_PER_ROUND = 20;

@@ -1,8 +1,9 @@
 // Alerts in a worker process: every ALERT_EVALUATE_SECONDS evaluate the conditions (one process at a time does,
 // see evaluate.ts), then send the notices due. Rounds never overlap; a failing round is logged and the next one runs
 // as usual. Mounted with the worker role (src/start.ts).
-import type { Runtime, WorkerDeps } from '../runtime.ts';
-import { hostOf } from '../notify/sender.ts';
+import type { Runtime } from '../runtime.ts';
+import type { WorkerDeps } from '../worker/handler.ts';
+import { hostOf } from '../channels/sender.ts';
 import { evaluateAlerts, pruneAlertTables } from './evaluate.ts';
 import { alertFormat, sendDueNotices, type NotifyDeps } from './notify.ts';
 

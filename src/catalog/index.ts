@@ -67,6 +67,19 @@ export interface ResourceSpec {
 
 export type Freshness = 'stock' | 'documents' | 'reference';
 
+/**
+ * A record as the service sends it: its numeric id, and its other fields as they came (unchecked: a value may
+ * be null, "" or a decimal's text, which the mirrored columns' lenient casts deal with). The fields named are
+ * the catalogue's `base` columns (below), which most mirror tables have; the record is kept whole.
+ */
+export interface ServiceRecord {
+  id: number;
+  status?: unknown;
+  created_at?: unknown;
+  updated_at?: unknown;
+  [field: string]: unknown;
+}
+
 const base = {
   id: `cs_bigint(r->>'id')`,
   status: `r->>'status'`,
@@ -399,4 +412,9 @@ export function resourceName(raw: string | null | undefined): string | null {
   if (catalog[r]) return r;
   for (const spec of Object.values(catalog)) if (spec.key === r) return spec.name;
   return r;
+}
+
+/** The freshness of a resource name a pending fetch may carry (composition: a bundle's makeup, stock). */
+export function freshnessOf(resource: string): Freshness {
+  return resource === 'composition' ? 'stock' : (catalog[resource]?.freshness ?? 'reference');
 }

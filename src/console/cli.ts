@@ -4,7 +4,7 @@ import type { CommandContext, CommandModule } from '../command.ts';
 import { sharedOptions, UsageError } from '../command.ts';
 import { openDatabase } from '../db/index.ts';
 import { overview, type ConnectionOverview } from './overview.ts';
-import type { QueueDepth } from './queues.ts';
+import type { QueueDepth } from '../queue/depths.ts';
 import { FilterError, parseLogFilter, querySyncLog, type LogRow } from './synclog.ts';
 import { SyncLogTail } from './tail.ts';
 import { lastWebhookRepairs } from '../db/synclog.ts';

@@ -6,8 +6,8 @@ import type { Db } from '../db/index.ts';
 import type { Logger } from '../log.ts';
 import { metrics } from '../metrics.ts';
 import { connectionOverviews, type ConnectionOverview } from './overview.ts';
-import { isDeadLetter } from '../jobs/index.ts';
-import { queueDepths } from './queues.ts';
+import { isDeadLetter } from '../queue/queue.ts';
+import { queueDepths } from '../queue/depths.ts';
 
 /** Sets queue depth, budget remaining and mirror lag from what the database says now. */
 export async function refreshGauges(db: Db): Promise<void> {

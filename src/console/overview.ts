@@ -2,7 +2,7 @@
 // we, how much API budget is left, what did the last sweep find, what failed. Shared by the console's
 // overview page, /api/overview, /metrics and `commerce-sync status`.
 import { destinationStates, destinationStatus, type DestinationStatus } from '../db/channel-destinations.ts';
-import { hostOf } from '../notify/sender.ts';
+import { hostOf } from '../channels/sender.ts';
 import { rollover } from '../api/budget.ts';
 import { listBudgets } from '../db/budgets.ts';
 import { connectionSummaries } from '../db/connections.ts';
@@ -11,7 +11,7 @@ import { deliveryCounts } from '../db/deliveries.ts';
 import type { Db } from '../db/index.ts';
 import { errorCountsLastHour, recentErrors } from '../db/synclog.ts';
 import { openAlerts, type AlertView } from '../db/alerts.ts';
-import { queueDepths, type QueueDepth } from './queues.ts';
+import { queueDepths, type QueueDepth } from '../queue/depths.ts';
 
 /** A connection's budget as the console shows it (the model itself is src/api/budget.ts BudgetState). */
 export interface BudgetView {

@@ -2,7 +2,7 @@
 // (the explanation stored with it: counted, held by which holds, buffer, cap, override), and the history of both
 // with their causes (channel_quantity_changes per channel from the sync engine, sync_log entries about the
 // variant for the stock side). Quantities stay decimal strings.
-import { changesOf, channelsOf, overridesOf, quantitiesOf } from '../db/channel.ts';
+import { changesOf, channelsOf, overridesOf, quantitiesOf } from '../db/channels.ts';
 import type { Db } from '../db/index.ts';
 import { locationNames, stockOfVariant, variantOf } from '../db/mirror-reads.ts';
 import { querySyncLog, type LogRow } from './synclog.ts';

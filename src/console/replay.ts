@@ -4,8 +4,9 @@
 import { deliveryForUpdate, requeueDelivery } from '../db/deliveries.ts';
 import type { Db } from '../db/index.ts';
 import { bossDb, type Boss } from '../queue/boss.ts';
-import { deliveriesJob, type DeliveryReplay } from '../jobs/deliveries.ts';
-import { isDeadLetter, jobOf, liveQueueOf } from '../jobs/index.ts';
+import { deliveriesQueue, type DeliveryReplay } from '../queue/contracts.ts';
+import { isDeadLetter, liveQueueOf } from '../queue/queue.ts';
+import { queueOf } from '../queue/queues.ts';
 import { logSync } from '../db/synclog.ts';
 
 export interface ReplayResult {
@@ -25,7 +26,7 @@ export async function replayDelivery(db: Db, boss: Boss, deliveryRowId: number):
       action: row.action,
       objectId: row.object_id,
     };
-    const jobId = await deliveriesJob.send(boss, data, { tx: trx });
+    const jobId = await deliveriesQueue.send(boss, data, { tx: trx });
     if (!jobId) throw new Error('pg-boss did not create the job');
     await requeueDelivery(trx, row.id, jobId);
     await logSync(trx, {
@@ -45,12 +46,12 @@ export class ReplayError extends Error {}
 
 /** Moves one dead letter back to its live queue; null when it is no longer waiting there. */
 export async function replayDeadLetter(db: Db, boss: Boss, deadQueue: string, id: string): Promise<ReplayResult | null> {
-  if (!isDeadLetter(deadQueue) || !jobOf(deadQueue)) {
+  if (!isDeadLetter(deadQueue) || !queueOf(deadQueue)) {
     throw new ReplayError(`${deadQueue} is not a dead-letter queue`);
   }
   if (!/^[0-9a-f-]{36}$/i.test(id)) throw new ReplayError('a dead letter id is a UUID');
   const live = liveQueueOf(deadQueue);
-  const target = jobOf(deadQueue)!;
+  const target = queueOf(deadQueue)!;
   return db.transaction().execute(async (trx) => {
     const [job] = await boss.findJobs<Record<string, unknown>>(deadQueue, { id, db: bossDb(trx) });
     if (!job || (job.state !== 'created' && job.state !== 'retry')) return null;

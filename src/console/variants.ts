@@ -2,7 +2,7 @@
 // (chosen; by default the connection's `default`, else its oldest), available stock per location and its last change
 // in that channel, searchable, filterable and sortable. Quantities stay decimal strings (PostgreSQL numeric);
 // comparisons happen in SQL.
-import { channelsOf, type Channel } from '../db/channel.ts';
+import { channelsOf, type Channel } from '../db/channels.ts';
 import type { Db } from '../db/index.ts';
 import { type VariantFilterKey, type VariantIndexRow, type VariantRowsQuery, variantRows } from '../db/mirror-reads.ts';
 

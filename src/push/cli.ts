@@ -5,7 +5,7 @@ import { sharedOptions, UsageError, type CommandContext, type CommandModule } fr
 import { openDatabase, type Db } from '../db/index.ts';
 import type { PushKind, PushOperation, PushState } from '../db/schema.ts';
 import { startBoss, stopBoss } from '../queue/boss.ts';
-import { createQueues } from '../jobs/index.ts';
+import { createQueues } from '../queue/queues.ts';
 import { InputError, isKind, kinds } from './input.ts';
 import { ConnectionChoiceError, chooseConnection, enqueueOperation } from './enqueue.ts';
 import { getOperation, listOperations } from '../db/operations.ts';

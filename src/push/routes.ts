@@ -6,7 +6,7 @@
 import type Router from '@koa/router';
 import bodyParser from 'koa-bodyparser';
 import type { PushKind, PushState } from '../db/schema.ts';
-import { queuesOnce } from '../jobs/index.ts';
+import { queuesOnce } from '../queue/queues.ts';
 import type { Runtime } from '../runtime.ts';
 import { problem } from '../server.ts';
 import { InputError, isKind, kinds } from './input.ts';

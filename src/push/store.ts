@@ -24,7 +24,7 @@ import {
 } from '../db/operations.ts';
 import type { PushKind, PushOperation } from '../db/schema.ts';
 import { metrics } from '../metrics.ts';
-import { sendPushJob } from '../jobs/push.ts';
+import { sendPushJob } from '../queue/contracts.ts';
 import type { Boss } from '../queue/boss.ts';
 import { logSync } from '../db/synclog.ts';
 import type { OrderRef } from './input.ts';

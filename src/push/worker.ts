@@ -1,15 +1,15 @@
-// The push job's work (the queue: src/jobs/push.ts). A job claims its operation (only the
+// The push queue's handler (its contract: src/queue/contracts.ts). A job claims its operation (only the
 // oldest unfinished operation of an order key runs; the others wait and are woken when it finishes), runs it
 // through the client at 'outbound' priority, and records the outcome. A refusal (4xx, bad input) fails the
 // operation at once with the service's reason and field messages; a transient error is retried by pg-boss with
 // the same idempotency keys, and after the last attempt the operation fails with that error.
-import type { Job, JobWithMetadata } from 'pg-boss';
+import type { Job, JobResult, JobWithMetadata } from 'pg-boss';
 import { ApiError } from '../api/index.ts';
 import type { SentRequest } from '../api/transport.ts';
 import { clientFor } from '../api/connections.ts';
 import type { PushOperation } from '../db/schema.ts';
-import type { PushData } from '../jobs/push.ts';
-import type { WorkerDeps } from '../runtime.ts';
+import { pushQueue, type PushData } from '../queue/contracts.ts';
+import { defineHandler, type WorkerDeps } from '../worker/handler.ts';
 import { InputError } from './input.ts';
 import { makeContext, OperationFailed, type Done, type OpContext } from './context.ts';
 import { claimOperation, finishOperation, type Outcome } from './store.ts';
@@ -99,3 +99,31 @@ function fieldText(fields: Record<string, string[]> | null): string {
     .map(([f, msgs]) => `${f}: ${msgs.join(', ')}`)
     .join('; ')})`;
 }
+
+export const pushHandler = defineHandler({
+  queue: pushQueue,
+  // Batches of two, fetched back to back while they come full: with one job per fetch every worker would wait
+  // a polling interval between jobs even with a backlog. Each job of a batch is settled on its own.
+  work: (config) => {
+    const batchSize = Math.min(2, config.WORKER_CONCURRENCY);
+    return {
+      perJobResults: true,
+      batchSize,
+      burstWhenBatchFull: true,
+      localConcurrency: Math.ceil(config.WORKER_CONCURRENCY / batchSize),
+      pollingIntervalSeconds: 1,
+    };
+  },
+  handle: (deps, jobs) =>
+    Promise.all(
+      jobs.map(async (job): Promise<JobResult> => {
+        try {
+          await runPushJob(deps, job);
+          return { id: job.id, status: 'completed' };
+        } catch (err) {
+          // A transient failure: pg-boss retries the job with backoff (the operation stays sent).
+          return { id: job.id, status: 'failed', output: { message: err instanceof Error ? err.message : String(err) } };
+        }
+      }),
+    ),
+});

@@ -1,10 +1,9 @@
-// Commands: `receiver` (the receiver role alone), `deliveries` (stored deliveries and their state),
+// Commands: `deliveries` (stored deliveries and their state),
 // `webhooks list|sync` (the connections' subscriptions at the service).
 import { formatTable, sharedOptions, UsageError, type CommandContext, type CommandModule } from '../command.ts';
 import { connectionByName, listConnections } from '../db/connections.ts';
 import { listDeliveries } from '../db/deliveries.ts';
 import { openDatabase } from '../db/index.ts';
-import { runRoles } from '../start.ts';
 import { ClientState } from '../api/index.ts';
 import { baseUrl, listWebhooks, syncWebhooks } from './subscriptions.ts';
 
@@ -129,10 +128,6 @@ async function webhooks(ctx: CommandContext): Promise<number> {
 }
 
 export const commands: CommandModule['commands'] = {
-  receiver: {
-    summary: 'Run the webhook receiver alone: POST /webhooks/:connection, /healthz, /readyz.',
-    run: (ctx) => runRoles(ctx, ['receiver']),
-  },
   deliveries: {
     summary: 'List stored webhook deliveries, newest first, with their state (queued, processed, unhandled, rejected, failed).',
     options: {

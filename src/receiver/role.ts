@@ -3,7 +3,7 @@
 // webhook subscription sync for every active connection once the public URL is known.
 import { listConnections } from '../db/connections.ts';
 import { createDb, createPool } from '../db/index.ts';
-import { createQueues } from '../jobs/index.ts';
+import { createQueues } from '../queue/queues.ts';
 import type { Runtime } from '../runtime.ts';
 import { createReceiver } from './receiver.ts';
 import { rejectionCounter } from './rejections.ts';

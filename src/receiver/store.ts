@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { insertDeliveries, type NewDelivery } from '../db/deliveries.ts';
 import { insertStatement, type Boss } from '../queue/boss.ts';
-import { deliveriesJob, type DeliveryBatch } from '../jobs/deliveries.ts';
+import { deliveriesQueue, type DeliveryBatch } from '../queue/contracts.ts';
 
 export type IncomingDelivery = Omit<NewDelivery, 'jobId'>;
 
@@ -42,7 +42,7 @@ export async function storeDeliveries(pool: pg.Pool, boss: Boss, items: Incoming
   const jobInsert = jobs.size
     ? await insertStatement(
         boss,
-        deliveriesJob.name,
+        deliveriesQueue.name,
         [...jobs.values()].map((data) => ({ id: data.jobId, data })),
       )
     : undefined;

@@ -13,12 +13,12 @@ import {
   type Channel,
   type ChannelOverride,
   type ChannelRulesRow,
-} from '../db/channel.ts';
+} from '../db/channels.ts';
 import { connectionByName, listConnections } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
 import { variantsBySku } from '../db/mirror-reads.ts';
 import { logSync } from '../db/synclog.ts';
-import { recomputeVariants, recomputeWholeChannel, rulesFingerprint, rulesOf, type NewChange } from './channel.ts';
+import { recomputeVariants, recomputeWholeChannel, rulesFingerprint, rulesOf, type NewChange } from './recompute.ts';
 import { dec, fmt } from './rules.ts';
 
 /** Input that cannot be taken: each problem names the field and the value. */

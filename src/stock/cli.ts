@@ -1,7 +1,7 @@
 // commerce-sync stock [--connection NAME] [--sku SKU] [--json]: mirrored stock per location and each channel's
 // quantity; commerce-sync channels: channels, overrides and holds.
 import { formatTable, sharedOptions, stringOption, UsageError, type CommandContext, type CommandModule } from '../command.ts';
-import { channelStockReport, listChannels, listOverrides } from '../db/channel.ts';
+import { channelStockReport, listChannels, listOverrides } from '../db/channels.ts';
 import { listHolds, type HoldState } from '../db/holds.ts';
 import { openDatabase, type Db } from '../db/index.ts';
 import { OperationFailed } from '../push/context.ts';
@@ -19,7 +19,7 @@ import {
   removeOverride,
   setOverride,
 } from './channels.ts';
-import { pauseDestination, removeDestination, resumeDestination, setDestination, viewDestination } from './destinations.ts';
+import { pauseDestination, removeDestination, resumeDestination, setDestination, viewDestination } from '../channels/destinations.ts';
 import { ClientState } from '../api/state.ts';
 import { cancelHold, createHold, HoldConflict, holdInput, presentHold } from './holds.ts';
 import { stockLevelsByConnection } from '../db/mirror-reads.ts';

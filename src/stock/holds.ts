@@ -21,7 +21,7 @@ import { compositionsOf, variantStockRows } from '../db/mirror-reads.ts';
 import type { HoldEnd } from '../db/schema.ts';
 import { logSync } from '../db/synclog.ts';
 import { variantIdsBySku } from '../push/context.ts';
-import { connectionChannels, lockVariants, logHoldEnds, recomputeVariants, settleHolds, type NewChange } from './channel.ts';
+import { connectionChannels, lockVariants, logHoldEnds, recomputeVariants, settleHolds, type NewChange } from './recompute.ts';
 import { COMMITTING_STATUSES, dec, fmt, rulesFrom } from './rules.ts';
 
 const quantity = z

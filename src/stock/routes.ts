@@ -17,7 +17,7 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import bodyParser from 'koa-bodyparser';
-import { listChannels, listOverrides, quantitiesOf, type Channel } from '../db/channel.ts';
+import { listChannels, listOverrides, quantitiesOf, type Channel } from '../db/channels.ts';
 import { listHolds, type HoldState } from '../db/holds.ts';
 import { OperationFailed } from '../push/context.ts';
 import type { Runtime } from '../runtime.ts';
@@ -36,11 +36,11 @@ import {
   removeOverride,
   setOverride,
 } from './channels.ts';
-import { announceChanges } from '../jobs/channel-delivery.ts';
-import { queuesOnce } from '../jobs/index.ts';
-import type { NewChange } from './channel.ts';
-import { pauseDestination, removeDestination, resumeDestination, setDestination, viewDestination } from './destinations.ts';
-import { channelFeed, type FeedExpired, type FeedPage } from './feed.ts';
+import { announceChanges } from '../channels/dispatch.ts';
+import { queuesOnce } from '../queue/queues.ts';
+import type { NewChange } from './recompute.ts';
+import { pauseDestination, removeDestination, resumeDestination, setDestination, viewDestination } from '../channels/destinations.ts';
+import { channelFeed, type FeedExpired, type FeedPage } from '../channels/feed.ts';
 import { cancelHold, createHold, HoldConflict, holdInput, presentHold } from './holds.ts';
 import { connectionByName } from '../db/connections.ts';
 

@@ -6,7 +6,7 @@
 // over its components of floor((component's counted available - held) / quantity per bundle), then the same
 // holds, buffer and cap. A per-SKU override replaces all that: exclude, zero, a fixed quantity, or its own buffer.
 import { Decimal } from 'decimal.js';
-import { readAfterEvent } from '../sync/clocks.ts';
+import { readAfterEvent } from '../catalog/clocks.ts';
 
 export interface LocationStock {
   location_id: number;

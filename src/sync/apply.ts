@@ -3,13 +3,13 @@
 // (delivery-driven reads) and the sweeps, so both write the same way.
 import type { Executor } from '../db/index.ts';
 import { metrics } from '../metrics.ts';
-import { recomputeChannel, settleHolds, type Cause, type NewChange } from '../stock/channel.ts';
+import { recomputeChannel, settleHolds, type Cause, type NewChange } from '../stock/recompute.ts';
 import type { ChannelRules } from '../stock/rules.ts';
 import { readsFor, type Read, type ResourceSpec } from '../catalog/index.ts';
 import { markGone, replaceCompositions, upsertChildren, upsertOther, upsertRecords, type Ties } from '../db/mirror.ts';
 import { bundlesWithMakeup, variantsOfOrderLines, variantUpdatedAts } from '../db/mirror-reads.ts';
 import type { Mark } from '../db/pending.ts';
-import { readAfterEvent } from './clocks.ts';
+import { readAfterEvent } from '../catalog/clocks.ts';
 
 export interface Applied {
   applied: number[];

@@ -6,13 +6,13 @@ import type { Logger } from '../log.ts';
 import { deliveryStampsWithVariants } from '../db/deliveries.ts';
 import { logSync } from '../db/synclog.ts';
 import type { ChannelRules } from '../stock/rules.ts';
-import type { NewChange } from '../stock/channel.ts';
+import type { NewChange } from '../stock/recompute.ts';
 import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';
 import { noteVariantsRead } from '../db/mirror.ts';
 import { claimPending, clearPending, markPending, releasePending, type Claimed, type Mark } from '../db/pending.ts';
 import { catalog, composition } from '../catalog/index.ts';
 import { readLive, readLines, type Reader } from './reader.ts';
-import { readAfterEvent } from './clocks.ts';
+import { readAfterEvent } from '../catalog/clocks.ts';
 
 export const BATCH = 250;
 

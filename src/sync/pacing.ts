@@ -11,7 +11,7 @@
 // more reads however long a drain waits, so only the cost of one counts). So while the budget is
 // plentiful every window is short (1 s), and as it runs out the windows widen, reference data first and stock
 // last. A burst is not slowed: the first drain of a quiet pair starts at once and reads everything pending.
-import { catalog, type Freshness } from '../catalog/index.ts';
+import { freshnessOf, type Freshness } from '../catalog/index.ts';
 import { effectiveReserve } from '../api/index.ts';
 import { budgetWindow } from '../db/budgets.ts';
 import type { Db } from '../db/index.ts';
@@ -44,11 +44,6 @@ export interface PacingState {
   active: string[];
   /** Requests a read of up to 250 ids of each resource has lately cost, its lines included (absent: 1). */
   costs?: Record<string, number>;
-}
-
-/** The freshness of a resource name a pending fetch may carry (composition: a bundle's makeup, stock). */
-export function freshnessOf(resource: string): Freshness {
-  return resource === 'composition' ? 'stock' : (catalog[resource]?.freshness ?? 'reference');
 }
 
 /** The coalescing window of `resource`, in seconds, for a connection in `state`. Pure: see the module comment. */

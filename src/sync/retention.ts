@@ -5,7 +5,7 @@
 // minute's run goes on where it stopped. pg-boss deletes its own finished jobs and old dead letters itself
 // (how long: src/jobs/index.ts; how often: src/queue/boss.ts). What stays whatever its age, and why: docs/data.md.
 import type { Config } from '../config.ts';
-import { pruneChannelChanges } from '../db/channel.ts';
+import { pruneChannelChanges } from '../db/channels.ts';
 import { pruneHolds } from '../db/holds.ts';
 import { prunePosts } from '../db/channel-destinations.ts';
 import { pruneDeliveries, pruneDeliveryWaits } from '../db/deliveries.ts';

@@ -14,8 +14,8 @@ import { sweptConnections } from '../db/cursors.ts';
 import type { Db, Executor } from '../db/index.ts';
 import { planNextSweep, takeDueSweeps } from '../db/sweep-plans.ts';
 import type { Boss } from '../queue/boss.ts';
-import { maintenanceJob, type MaintenanceTask } from '../jobs/maintenance.ts';
-import { reconcileJob, requestSweep } from '../jobs/reconcile.ts';
+import { maintenanceQueue, type MaintenanceTask } from '../queue/contracts.ts';
+import { reconcileQueue, requestSweep } from '../queue/contracts.ts';
 import { resources } from './resources.ts';
 import { normaliseEvent } from '../receiver/events.ts';
 import { sql } from 'kysely';
@@ -30,7 +30,7 @@ export function everyMinutes(n: number): string {
 export async function syncSchedules(db: Db, boss: Boss, config: Config): Promise<void> {
   const active = await listConnections(db, 'active');
   // The per-connection schedules earlier versions kept (incremental-<id>, full-<id>) go: `sweeps` asks for them.
-  for (const s of await boss.getSchedules(reconcileJob.name)) await boss.unschedule(reconcileJob.name, s.key);
+  for (const s of await boss.getSchedules(reconcileQueue.name)) await boss.unschedule(reconcileQueue.name, s.key);
   // A connection never swept (a newcomer's demo, a new account) gets its full sweep now, not at FULL_SWEEP_CRON.
   const swept = await sweptConnections(db);
   for (const c of active) {
@@ -51,11 +51,11 @@ export async function syncSchedules(db: Db, boss: Boss, config: Config): Promise
     ['probe-lapsed', '*/5 * * * *'],
     ['webhooks', everyMinutes(config.WEBHOOK_CHECK_MINUTES)],
   ];
-  const have = new Map((await boss.getSchedules(maintenanceJob.name)).map((s) => [s.key, s.cron]));
+  const have = new Map((await boss.getSchedules(maintenanceQueue.name)).map((s) => [s.key, s.cron]));
   // A task no longer scheduled (prune-sync-log, which retention replaced) loses its schedule.
-  for (const key of have.keys()) if (!housekeeping.some(([task]) => task === key)) await boss.unschedule(maintenanceJob.name, key);
+  for (const key of have.keys()) if (!housekeeping.some(([task]) => task === key)) await boss.unschedule(maintenanceQueue.name, key);
   for (const [task, cron] of housekeeping) {
-    if (have.get(task) !== cron) await boss.schedule(maintenanceJob.name, cron, { task }, { key: task, tz: 'UTC' });
+    if (have.get(task) !== cron) await boss.schedule(maintenanceQueue.name, cron, { task }, { key: task, tz: 'UTC' });
   }
 }
 
@@ -68,7 +68,7 @@ export async function requestDueSweeps(db: Db, boss: Boss, config: Config): Prom
     config.RECONCILE_INTERVAL_MINUTES,
   );
   if (due.length)
-    await reconcileJob.insert(
+    await reconcileQueue.insert(
       boss,
       due.map((d) => ({ data: { connectionId: d.connectionId, full: false }, group: { id: String(d.connectionId) }, priority: 1 })),
     );
@@ -79,7 +79,7 @@ export async function requestDueSweeps(db: Db, boss: Boss, config: Config): Prom
 export async function requestFullSweeps(db: Db, boss: Boss): Promise<number> {
   const active = await listConnections(db, 'active');
   if (active.length)
-    await reconcileJob.insert(
+    await reconcileQueue.insert(
       boss,
       active.map((c) => ({ data: { connectionId: Number(c.id), full: true }, group: { id: String(c.id) }, priority: 0 })),
     );

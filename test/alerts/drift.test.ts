@@ -4,7 +4,7 @@
 // stay queued while the sweeps run.
 import t from 'tap';
 import { sql } from 'kysely';
-import { sweep } from '../../src/sync/reconcile.ts';
+import { sweep } from '../../src/sync/sweep.ts';
 import { rulesFrom } from '../../src/stock/rules.ts';
 import { startLoop, type Loop } from '../sync/harness.ts';
 

@@ -4,19 +4,21 @@
 // one; a retry of the same range carries the same webhook-id; a destination failing too long is paused with its
 // reason and resumed through the API without losing a change; a burst of changes makes a bounded number of POSTs
 // and jobs, not one per change.
+import { channelDeliveryHandler } from '../../src/channels/dispatch.ts';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import t from 'tap';
-import { channelDeliveryJob, announceChanges, requestDueDeliveries } from '../../src/jobs/channel-delivery.ts';
-import { createQueues, workJobs } from '../../src/jobs/index.ts';
+import { announceChanges, requestDueDeliveries } from '../../src/channels/dispatch.ts';
+import { createQueues } from '../../src/queue/queues.ts';
+import { workQueues } from '../../src/worker/handlers.ts';
 import { formatStatus } from '../../src/console/cli.ts';
 import { connectionOverviews } from '../../src/console/overview.ts';
 import { mountRoutes } from '../../src/stock/routes.ts';
 import { addChannel, findChannel } from '../../src/stock/channels.ts';
-import { setDestination } from '../../src/stock/destinations.ts';
+import { setDestination } from '../../src/channels/destinations.ts';
 import { testConfig } from '../support/config.ts';
 import { testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
@@ -79,7 +81,7 @@ async function world(t: Parameters<typeof testDatabase>[0], config: Parameters<t
     },
   );
   await createQueues(rt.boss, rt.config);
-  rt.onStop.push(await workJobs(rt.workerDeps(), [channelDeliveryJob], { pollingIntervalSeconds: 0.5 }));
+  rt.onStop.push(await workQueues(rt.workerDeps(), [channelDeliveryHandler], { pollingIntervalSeconds: 0.5 }));
   mountRoutes(rt, rt.router);
   await rt.listen(0);
   const c = await addConnection(tdb.db);

@@ -6,10 +6,10 @@ import { sql } from 'kysely';
 import { testDatabase } from '../support/db.ts';
 import { addConnection } from '../sync/helpers.ts';
 import { catalog } from '../../src/catalog/index.ts';
-import { changesAfter } from '../../src/db/channel.ts';
+import { changesAfter } from '../../src/db/channels.ts';
 import { upsertRecords } from '../../src/db/mirror.ts';
 import type { Executor } from '../../src/db/index.ts';
-import { recomputeChannel } from '../../src/stock/channel.ts';
+import { recomputeChannel } from '../../src/stock/recompute.ts';
 import { rulesFrom } from '../../src/stock/rules.ts';
 import { mirror, settings, variant } from './helpers.ts';
 

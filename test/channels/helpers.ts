@@ -3,8 +3,8 @@
 import { catalog } from '../../src/catalog/index.ts';
 import type { Db } from '../../src/db/index.ts';
 import { upsertRecords } from '../../src/db/mirror.ts';
-import { quantitiesOf } from '../../src/db/channel.ts';
-import { recomputeChannel, type Cause } from '../../src/stock/channel.ts';
+import { quantitiesOf } from '../../src/db/channels.ts';
+import { recomputeChannel, type Cause } from '../../src/stock/recompute.ts';
 import { rulesFrom } from '../../src/stock/rules.ts';
 
 export const settings = {

@@ -9,7 +9,7 @@ import { upsertRecords } from '../../src/db/mirror.ts';
 import { listHolds } from '../../src/db/holds.ts';
 import { addChannel, changeChannel, findChannel, setOverride } from '../../src/stock/channels.ts';
 import { cancelHold, createHold, expireHolds, recordHoldOrder } from '../../src/stock/holds.ts';
-import { applyRulesIfChanged, settleHolds } from '../../src/stock/channel.ts';
+import { applyRulesIfChanged, settleHolds } from '../../src/stock/recompute.ts';
 import { mirror, quantities, settings, variant } from './helpers.ts';
 import type { Db } from '../../src/db/index.ts';
 

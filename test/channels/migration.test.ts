@@ -8,9 +8,9 @@ import pg from 'pg';
 import { emptyDatabase } from '../support/db.ts';
 import { createDb, createPool } from '../../src/db/index.ts';
 import { listMigrations, migrate, migrationsDir } from '../../src/db/migrate.ts';
-import { channelsOf } from '../../src/db/channel.ts';
-import { channelFeed } from '../../src/stock/feed.ts';
-import { applyRulesIfChanged } from '../../src/stock/channel.ts';
+import { channelsOf } from '../../src/db/channels.ts';
+import { channelFeed } from '../../src/channels/feed.ts';
+import { applyRulesIfChanged } from '../../src/stock/recompute.ts';
 import { mirror, variant } from './helpers.ts';
 
 t.test('existing rules, quantities and changes become the default channel; ids kept; settings adopted at first use', async (t) => {

@@ -8,11 +8,11 @@ import { logSync } from '../../src/db/synclog.ts';
 import { metrics } from '../../src/metrics.ts';
 import { sampleOnce } from '../../src/console/gauges.ts';
 import { MAX_TAIL_STREAMS } from '../../src/console/routes/logs.ts';
-import { deadLetterOf } from '../../src/jobs/index.ts';
+import { deadLetterOf } from '../../src/queue/queue.ts';
 import { addConnection, addDelivery, addVariant, consoleServer, readEvents } from './harness.ts';
-import { reconcileJob } from '../../src/jobs/reconcile.ts';
-import { fetchJob } from '../../src/jobs/fetch.ts';
-import { deliveriesJob } from '../../src/jobs/deliveries.ts';
+import { reconcileQueue } from '../../src/queue/contracts.ts';
+import { fetchQueue } from '../../src/queue/contracts.ts';
+import { deliveriesQueue } from '../../src/queue/contracts.ts';
 
 const TOKEN = 'op-secret-token-for-the-api-tests';
 const auth = { authorization: `Bearer ${TOKEN}` };
@@ -150,7 +150,7 @@ t.test('JSON API answers the operator questions', async (t) => {
     const res = await fetch(`${base}/api/deliveries/${d.id}/replay`, { method: 'POST', headers: auth });
     t.equal(res.status, 202);
     const { replayed } = (await res.json()) as { replayed: { jobId: string } };
-    const [job] = await boss.findJobs(deliveriesJob.name, { id: replayed.jobId });
+    const [job] = await boss.findJobs(deliveriesQueue.name, { id: replayed.jobId });
     t.same(job!.data, { kind: 'replay', deliveryRowId: d.id, connectionId: other, resource: 'variant', action: 'update', objectId: 1 });
     const row = await db.selectFrom('webhook_deliveries').selectAll().where('id', '=', d.id).executeTakeFirstOrThrow();
     t.match(row, { state: 'queued', error: null, job_id: replayed.jobId });
@@ -183,7 +183,7 @@ t.test('JSON API answers the operator questions', async (t) => {
   });
 
   await t.test('dead letters are listed and replayed to their live queue', async (t) => {
-    const deadId = await boss.send(deadLetterOf(fetchJob.name), { connectionId: shop, resource: 'variant' });
+    const deadId = await boss.send(deadLetterOf(fetchQueue.name), { connectionId: shop, resource: 'variant' });
     const list = (await (await fetch(`${base}/api/dead-letters`, { headers: auth })).json()) as {
       deadLetters: { id: string; liveQueue: string }[];
     };
@@ -191,7 +191,7 @@ t.test('JSON API answers the operator questions', async (t) => {
     const res = await fetch(`${base}/api/dead-letters/fetch-dead/${deadId}/replay`, { method: 'POST', headers: auth });
     t.equal(res.status, 202);
     const { replayed } = (await res.json()) as { replayed: { jobId: string } };
-    const [job] = await boss.findJobs(fetchJob.name, { id: replayed.jobId });
+    const [job] = await boss.findJobs(fetchQueue.name, { id: replayed.jobId });
     t.same(job!.data, { connectionId: shop, resource: 'variant' });
     t.same(((await (await fetch(`${base}/api/dead-letters`, { headers: auth })).json()) as { deadLetters: unknown[] }).deadLetters, []);
     t.equal((await fetch(`${base}/api/dead-letters/fetch-dead/${deadId}/replay`, { method: 'POST', headers: auth })).status, 404);
@@ -246,7 +246,7 @@ t.test('JSON API answers the operator questions', async (t) => {
 
   await t.test('/metrics carries the gauges, refreshed on scrape', async (t) => {
     metrics.deliveriesReceived.inc({ connection: 'shop', event: 'variants/update' });
-    await boss.send(reconcileJob.name, { connectionId: shop, full: false });
+    await boss.send(reconcileQueue.name, { connectionId: shop, full: false });
     const res = await fetch(`${base}/metrics`, { headers: auth });
     t.equal(res.status, 200);
     const text = await res.text();

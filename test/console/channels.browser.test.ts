@@ -6,7 +6,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import t from 'tap';
-import { recordDestinationOutcome } from '../../src/db/destinations.ts';
+import { recordDestinationOutcome } from '../../src/db/outbound-destinations.ts';
 import { destinationName, recordPost, saveDestination } from '../../src/db/channel-destinations.ts';
 import { axe, chromiumMissing, openBrowser } from './browser.ts';
 import { threeChannels } from './channels-setup.ts';

@@ -6,8 +6,9 @@ import { sql } from 'kysely';
 import { logSync } from '../../src/db/synclog.ts';
 import { chromiumMissing, openBrowser } from './browser.ts';
 import { addConnection, addDelivery, addVariant, consoleServer, sendDelivery } from './harness.ts';
-import { fetchJob } from '../../src/jobs/fetch.ts';
-import { consumeDeliveries, deliveriesJob, type DeliveriesData } from '../../src/jobs/deliveries.ts';
+import { fetchQueue } from '../../src/queue/contracts.ts';
+import { consumeDeliveries } from '../../src/sync/intake.ts';
+import { deliveriesQueue, type DeliveriesData } from '../../src/queue/contracts.ts';
 
 const TOKEN = 'browser-test-operator-token';
 
@@ -55,7 +56,7 @@ if (chromiumMissing) {
       // the page a moment later.
       const ack = await sendDelivery(base, 'shop', { event: 'variants.stock_level_update', object_id: 42 }, 'dlv-browser-1');
       t.equal(ack.status, 200);
-      const jobs = await boss.findJobs<DeliveriesData>(deliveriesJob.name, { data: { connectionId: shop } });
+      const jobs = await boss.findJobs<DeliveriesData>(deliveriesQueue.name, { data: { connectionId: shop } });
       await consumeDeliveries(
         db,
         null,
@@ -110,7 +111,7 @@ if (chromiumMissing) {
       await page.getByText(`Replayed ${id}: it is queued again.`).waitFor();
       const stored = await db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
       t.equal(stored.state, 'queued');
-      const [job] = await boss.findJobs(deliveriesJob.name, { id: stored.job_id! });
+      const [job] = await boss.findJobs(deliveriesQueue.name, { id: stored.job_id! });
       t.match(job!.data, { deliveryRowId: id, connectionId: shop, resource: 'variant', objectId: 42 });
     });
 
@@ -120,7 +121,7 @@ if (chromiumMissing) {
       await page.locator(`#dead-letters tr[data-id="${deadId}"]`).getByRole('button', { name: 'Replay' }).click();
       await page.getByText(`Replayed ${deadId}`).waitFor();
       t.match(await page.locator('#dead-letters').textContent(), /No dead letters/);
-      t.equal((await boss.findJobs(fetchJob.name, { data: { connectionId: shop } })).length, 1);
+      t.equal((await boss.findJobs(fetchQueue.name, { data: { connectionId: shop } })).length, 1);
     });
 
     await t.test('the record page shows stock per location, channel quantity and the history with causes', async (t) => {

@@ -1,7 +1,7 @@
 // A console role on a real HTTP server over a fresh test database, with pg-boss and the queues created,
 // plus small helpers to put connections, variants, deliveries and log entries in place.
 import { createHmac } from 'node:crypto';
-import { createQueues } from '../../src/jobs/index.ts';
+import { createQueues } from '../../src/queue/queues.ts';
 import type { Boss } from '../../src/queue/boss.ts';
 import type { Server } from '../../src/server.ts';
 import type { Runtime } from '../../src/runtime.ts';

@@ -3,6 +3,7 @@
 // imported in the last hour and ship one, find a failed operation and retry it, connect a second account.
 // Every page visited is checked with axe-core (no serious or critical violation) and screenshotted at
 // 1400x1000 under test-artifacts/console/. One browser, one console, one sandbox pair for the whole file.
+import { pushHandler } from '../../src/push/worker.ts';
 import { mkdir, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,9 +13,9 @@ import { startSandbox } from '@commerce-sync/sandbox';
 import { addTokenConnection, clientFor } from '../../src/api/connections.ts';
 import { enqueueOperation } from '../../src/push/enqueue.ts';
 import { getOperation } from '../../src/db/operations.ts';
-import { createQueues, workJobs } from '../../src/jobs/index.ts';
-import { pushJob } from '../../src/jobs/push.ts';
-import { runSweep } from '../../src/sync/reconcile.ts';
+import { createQueues } from '../../src/queue/queues.ts';
+import { workQueues } from '../../src/worker/handlers.ts';
+import { runSweep } from '../../src/sync/sweep.ts';
 import { sandboxAdmin } from '../support/sandbox.ts';
 import { axe, chromiumMissing, openBrowser } from './browser.ts';
 import { consoleServer } from './harness.ts';
@@ -54,7 +55,7 @@ if (chromiumMissing) {
     const deps = rt.workerDeps();
     const shop = await addTokenConnection(deps, { baseUrl: a.url, token: a.token, name: 'shop' });
     await createQueues(boss, rt.config);
-    rt.onStop.push(await workJobs(deps, [pushJob], { pollingIntervalSeconds: 0.5 }));
+    rt.onStop.push(await workQueues(deps, [pushHandler], { pollingIntervalSeconds: 0.5 }));
     const sweep = async () => runSweep(deps, await clientFor(deps, shop), { full: true, wait: true });
     const settle = async (id: number) => {
       for (let i = 0; i < 300; i++) {

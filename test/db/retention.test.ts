@@ -3,15 +3,16 @@
 // pg-boss's own retention is its queues' options (src/jobs/index.ts), checked at the end.
 import { sql } from 'kysely';
 import t from 'tap';
-import { pruneChannelChanges, prunedThrough } from '../../src/db/channel.ts';
+import { pruneChannelChanges, prunedThrough } from '../../src/db/channels.ts';
 import type { Db } from '../../src/db/index.ts';
 import { withRetentionLock } from '../../src/db/locks.ts';
 import { pruneSyncLog } from '../../src/db/synclog.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
-import { createQueues, deadLetterOf } from '../../src/jobs/index.ts';
+import { createQueues } from '../../src/queue/queues.ts';
+import { deadLetterOf } from '../../src/queue/queue.ts';
 import { createApp, listen } from '../../src/server.ts';
 import type { Runtime } from '../../src/runtime.ts';
-import { channelFeed } from '../../src/stock/feed.ts';
+import { channelFeed } from '../../src/channels/feed.ts';
 import { mountRoutes } from '../../src/stock/routes.ts';
 import { enforceRetention } from '../../src/sync/retention.ts';
 import { syncSchedules } from '../../src/sync/schedules.ts';
@@ -19,7 +20,7 @@ import { testConfig } from '../support/config.ts';
 import { testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
 import { addConnection } from '../sync/helpers.ts';
-import { maintenanceJob } from '../../src/jobs/maintenance.ts';
+import { maintenanceQueue } from '../../src/queue/contracts.ts';
 
 const config = testConfig(); // the defaults: deliveries 7 days, dead letters 30, sync log 30, changes 30, operations 90, samples 7
 const ago = (days: number) => sql<Date>`now() - make_interval(secs => ${days * 86_400})`;
@@ -180,24 +181,24 @@ t.test('pg-boss: finished jobs go after JOB_RETENTION_HOURS, dead letters wait D
   t.teardown(() => stopBoss(boss, false));
   await createQueues(boss); // as a receiver does: pg-boss's defaults
   await createQueues(boss, testConfig({ JOB_RETENTION_HOURS: 2, DEAD_LETTER_RETENTION_DAYS: 3 }));
-  const live = await boss.getQueue(maintenanceJob.name);
-  const dead = await boss.getQueue(deadLetterOf(maintenanceJob.name));
-  t.match(live, { deleteAfterSeconds: 7200, retryLimit: 2, deadLetter: deadLetterOf(maintenanceJob.name) });
+  const live = await boss.getQueue(maintenanceQueue.name);
+  const dead = await boss.getQueue(deadLetterOf(maintenanceQueue.name));
+  t.match(live, { deleteAfterSeconds: 7200, retryLimit: 2, deadLetter: deadLetterOf(maintenanceQueue.name) });
   t.match(dead, { deleteAfterSeconds: 7200, retentionSeconds: 3 * 86_400 });
   await createQueues(boss); // a process without settings leaves them as they are
-  t.match(await boss.getQueue(maintenanceJob.name), { deleteAfterSeconds: 7200 });
+  t.match(await boss.getQueue(maintenanceQueue.name), { deleteAfterSeconds: 7200 });
 
   const done = async () => {
-    const id = (await boss.send(maintenanceJob.name, { task: 'pending' }))!;
-    const [job] = await boss.fetch(maintenanceJob.name);
+    const id = (await boss.send(maintenanceQueue.name, { task: 'pending' }))!;
+    const [job] = await boss.fetch(maintenanceQueue.name);
     t.equal(job?.id, id);
-    await boss.complete(maintenanceJob.name, id);
+    await boss.complete(maintenanceQueue.name, id);
     return id;
   };
   const oldId = await done();
   const newId = await done();
   await sql`UPDATE pgboss.job SET completed_on = now() - interval '3 hours' WHERE id = ${oldId}::uuid`.execute(db);
-  const letter = (await boss.send(deadLetterOf(maintenanceJob.name), { task: 'pending' }))!;
+  const letter = (await boss.send(deadLetterOf(maintenanceQueue.name), { task: 'pending' }))!;
   await boss.supervise(); // what a worker's pg-boss does every maintenanceIntervalSeconds
   const left = await sql<{ id: string }>`SELECT id::text FROM pgboss.job WHERE name IN ('maintenance', 'maintenance-dead')`.execute(db);
   t.same(left.rows.map((r) => r.id).sort(), [newId, letter].sort(), 'the job finished 3 hours ago is gone');
@@ -211,9 +212,9 @@ t.test('the retention task runs every minute; the daily prune-sync-log it replac
   const boss = await startBoss(url, captureLogger('warn').log, { supervise: false, schedule: false, max: 2 });
   t.teardown(() => stopBoss(boss, false));
   await createQueues(boss);
-  await boss.schedule(maintenanceJob.name, '17 4 * * *', { task: 'prune-sync-log' }, { key: 'prune-sync-log', tz: 'UTC' });
+  await boss.schedule(maintenanceQueue.name, '17 4 * * *', { task: 'prune-sync-log' }, { key: 'prune-sync-log', tz: 'UTC' });
   await syncSchedules(db, boss, config);
-  const schedules = new Map((await boss.getSchedules(maintenanceJob.name)).map((s) => [s.key, s.cron]));
+  const schedules = new Map((await boss.getSchedules(maintenanceQueue.name)).map((s) => [s.key, s.cron]));
   t.equal(schedules.get('retention'), '* * * * *');
   t.notOk(schedules.has('prune-sync-log'));
 });

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
-import { isSlackUrl, parseSecrets, sendWebhook, validSecret } from '../../src/notify/sender.ts';
+import { isSlackUrl, parseSecrets, sendWebhook, validSecret } from '../../src/channels/sender.ts';
 
 interface Received {
   headers: Record<string, string>;

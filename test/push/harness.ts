@@ -1,15 +1,17 @@
 // A push test's world: a fresh database, the sandbox over HTTP, a connection to it, the variants mirrored,
 // and the push worker running in this process.
+import { pushHandler } from '../../src/push/worker.ts';
 import { addTokenConnection } from '../../src/api/connections.ts';
 import type { Config } from '../../src/config.ts';
 import type { Connection, PushKind, PushOperation } from '../../src/db/schema.ts';
 import type { Boss } from '../../src/queue/boss.ts';
-import { createQueues, workJobs } from '../../src/jobs/index.ts';
-import { pushJob } from '../../src/jobs/push.ts';
+import { createQueues } from '../../src/queue/queues.ts';
+import { workQueues } from '../../src/worker/handlers.ts';
 import { startSandbox, type Sandbox, type SandboxOptions } from '@commerce-sync/sandbox';
 import { enqueueOperation } from '../../src/push/enqueue.ts';
 import { getOperation } from '../../src/db/operations.ts';
-import type { Runtime, WorkerDeps } from '../../src/runtime.ts';
+import type { Runtime } from '../../src/runtime.ts';
+import type { WorkerDeps } from '../../src/worker/handler.ts';
 import { testConfig } from '../support/config.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
@@ -115,7 +117,7 @@ export async function harness(
   await h.mirrorVariants();
   if (opts.worker !== false) {
     await createQueues(boss, config);
-    runtime.onStop.push(await workJobs(rt, [pushJob], { pollingIntervalSeconds: 0.5 }));
+    runtime.onStop.push(await workQueues(rt, [pushHandler], { pollingIntervalSeconds: 0.5 }));
   } else await createQueues(boss);
   return h;
 }

@@ -1,7 +1,7 @@
 import t from 'tap';
 import http from 'node:http';
 import { deliver, payload, sign, startReceiver } from './harness.ts';
-import { consumeDeliveries } from '../../src/jobs/deliveries.ts';
+import { consumeDeliveries } from '../../src/sync/intake.ts';
 
 t.test('a body over WEBHOOK_BODY_LIMIT gets 413 and nothing is stored', async (t) => {
   const h = await startReceiver(t, { config: { WEBHOOK_BODY_LIMIT: 2048 } });

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { createHash } from 'node:crypto';
 import { deliver, payload, pgProxy, startReceiver } from './harness.ts';
-import { consumeDeliveries } from '../../src/jobs/deliveries.ts';
+import { consumeDeliveries } from '../../src/sync/intake.ts';
 
 t.test('the same delivery twice: both 200, one row, in one job', async (t) => {
   const h = await startReceiver(t);

@@ -2,7 +2,8 @@
 // the handler starts it, nothing joins it any more, and what joined it before is all read.
 import t from 'tap';
 import { deliver, payload, startReceiver } from './harness.ts';
-import { consumeDeliveries, type DeliveryBatch } from '../../src/jobs/deliveries.ts';
+import { consumeDeliveries } from '../../src/sync/intake.ts';
+import type { DeliveryBatch } from '../../src/queue/contracts.ts';
 import { replayDelivery } from '../../src/console/replay.ts';
 
 t.test('deliveries in separate commits join the job that waits: one job, every row handled', async (t) => {

@@ -12,7 +12,7 @@ import { captureLogger } from '../support/log.ts';
 import { watchRegressions } from '../support/mirror.ts';
 import { converged, drainSandbox, startWorld, steadyLoad, unprocessedAcked, until, type World } from './world.ts';
 import { ClientState } from '../../src/api/state.ts';
-import { maintenanceJob } from '../../src/jobs/maintenance.ts';
+import { maintenanceQueue } from '../../src/queue/contracts.ts';
 
 async function status(world: World): Promise<{ status: string; status_reason: string | null }> {
   return world.db.selectFrom('connections').select(['status', 'status_reason']).where('name', '=', 'shop1').executeTakeFirstOrThrow();
@@ -65,7 +65,7 @@ t.test('500/503 storms, slow answers, a lapsed subscription and a revoked token:
   // The worker probes lapsed connections every 5 minutes (maintenance schedule); fire that tick now.
   const boss = await startBoss(world.databaseUrl, captureLogger('silent').log, { supervise: false, schedule: false, max: 2 });
   t.teardown(() => stopBoss(boss, false));
-  await boss.send(maintenanceJob.name, { task: 'probe-lapsed' });
+  await boss.send(maintenanceQueue.name, { task: 'probe-lapsed' });
   await until('the connection to come back by itself', async () => (await status(world)).status === 'active', 20_000);
   t.pass('after the subscription is renewed, the next probe makes the connection active again, with no operator');
   await progress('processing resumes after the renewal');

@@ -16,7 +16,7 @@ import { createDb, createPool } from '../../src/db/index.ts';
 import { enqueueOperation } from '../../src/push/enqueue.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
-import { requestSweep } from '../../src/jobs/reconcile.ts';
+import { requestSweep } from '../../src/queue/contracts.ts';
 import { adminUrl } from '../support/db.ts';
 import { crashImmediate, restartSamePort, startEmbeddedRetrying } from '../support/embedded.ts';
 import { captureLogger } from '../support/log.ts';

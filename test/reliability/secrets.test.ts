@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { addOAuthConnection, addTokenConnection, clientFor } from '../../src/api/connections.ts';
 import { enqueueOperation } from '../../src/push/enqueue.ts';
-import { runSweep } from '../../src/sync/reconcile.ts';
+import { runSweep } from '../../src/sync/sweep.ts';
 import type { Db } from '../../src/db/index.ts';
 import { startSandbox } from '@commerce-sync/sandbox';
 import { testConfig } from '../support/config.ts';
@@ -22,7 +22,7 @@ import { spawnCli, until } from '../support/processes.ts';
 import { routesOf } from '../support/routes.ts';
 import { CLIENT_SECRET, consoleServer, sendDelivery } from '../console/harness.ts';
 import { ClientState } from '../../src/api/state.ts';
-import { setDestination } from '../../src/stock/destinations.ts';
+import { setDestination } from '../../src/channels/destinations.ts';
 
 const KEY = Buffer.alloc(32, 0x5a).toString('base64');
 const OPERATOR = 'operator-secret-f00d-f00d-f00d';

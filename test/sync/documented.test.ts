@@ -198,7 +198,7 @@ for (const profile of PROFILES) {
       'disabled',
       'the service has the product disabled',
     );
-    const { requestSweep } = await import('../../src/jobs/reconcile.ts');
+    const { requestSweep } = await import('../../src/queue/contracts.ts');
     await requestSweep(loop.bosses[0]!, loop.connection.id, true);
     await loop.until(
       'the sweep',

@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { addTokenConnection } from '../../src/api/connections.ts';
 import { syncWebhooks } from '../../src/receiver/subscriptions.ts';
 import { startSandbox } from '@commerce-sync/sandbox';
-import { requestSweep } from '../../src/jobs/reconcile.ts';
+import { requestSweep } from '../../src/queue/contracts.ts';
 import { startLoop } from './harness.ts';
 import { ClientState } from '../../src/api/state.ts';
 

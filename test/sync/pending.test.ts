@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
 import { addConnection, memoryReader } from './helpers.ts';
-import { consumeDeliveries } from '../../src/jobs/deliveries.ts';
+import { consumeDeliveries } from '../../src/sync/intake.ts';
 import { claimPending, clearPending, markPending, type Mark } from '../../src/db/pending.ts';
 import { drainPending } from '../../src/sync/drain.ts';
 import { rulesFrom } from '../../src/stock/rules.ts';

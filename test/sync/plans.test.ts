@@ -10,7 +10,7 @@ import { addConnection } from './helpers.ts';
 import { planAfterSweep, requestDueSweeps, webhooksInPlace } from '../../src/sync/schedules.ts';
 import { takeDueSweeps, webhookChecksDue } from '../../src/db/sweep-plans.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
-import { createQueues } from '../../src/jobs/index.ts';
+import { createQueues } from '../../src/queue/queues.ts';
 import { captureLogger } from '../support/log.ts';
 
 const config = testConfig({ RECONCILE_INTERVAL_MINUTES: 5, RECONCILE_MAX_INTERVAL_MINUTES: 60 });

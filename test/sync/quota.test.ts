@@ -8,11 +8,11 @@
 // A recording proxy between the workers and the sandbox counts our requests apart from the script's.
 import t from 'tap';
 import { sql } from 'kysely';
-import { requestSweep } from '../../src/jobs/reconcile.ts';
+import { requestSweep } from '../../src/queue/contracts.ts';
 import { canon } from '../support/mirror.ts';
 import { perWindow, recordingProxy, startSpender } from '../support/spender.ts';
 import { startLoop } from './harness.ts';
-import { maintenanceJob } from '../../src/jobs/maintenance.ts';
+import { maintenanceQueue } from '../../src/queue/contracts.ts';
 
 const LIMIT = 100;
 const TIME_SCALE = 60; // the 300-second window lasts 5 real seconds
@@ -79,7 +79,7 @@ t.test('a script spending 80% of every window: at most one 429 a window to us, t
       async () => {
         if (Date.now() - maintained > WINDOW_MS) {
           maintained = Date.now();
-          await loop.bosses[0]!.send(maintenanceJob.name, { task: 'pending' });
+          await loop.bosses[0]!.send(maintenanceQueue.name, { task: 'pending' });
         }
         if ((await loop.admin('GET', 'stats')).deliveries.pending || (await waiting())) return false;
         stale = await stockDiff();

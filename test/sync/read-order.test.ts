@@ -9,7 +9,7 @@ import { captureLogger } from '../support/log.ts';
 import { addConnection, memoryReader } from './helpers.ts';
 import { markPending } from '../../src/db/pending.ts';
 import { drainPending } from '../../src/sync/drain.ts';
-import { sweep } from '../../src/sync/reconcile.ts';
+import { sweep } from '../../src/sync/sweep.ts';
 import { rulesFrom } from '../../src/stock/rules.ts';
 import type { Db } from '../../src/db/index.ts';
 

@@ -8,7 +8,7 @@ import t from 'tap';
 import { sql } from 'kysely';
 import { addTokenConnection } from '../../src/api/connections.ts';
 import { startSandbox } from '@commerce-sync/sandbox';
-import { mount } from '../../src/sync/role.ts';
+import { mount } from '../../src/worker/role.ts';
 import { markPending } from '../../src/db/pending.ts';
 import { everyMinutes } from '../../src/sync/schedules.ts';
 import { testConfig } from '../support/config.ts';
@@ -17,9 +17,9 @@ import { captureLogger } from '../support/log.ts';
 import { addConnection } from './helpers.ts';
 import { TEST_KEY } from './harness.ts';
 import { ClientState } from '../../src/api/state.ts';
-import { maintenanceJob } from '../../src/jobs/maintenance.ts';
-import { fetchJob } from '../../src/jobs/fetch.ts';
-import { reconcileJob, requestSweep } from '../../src/jobs/reconcile.ts';
+import { maintenanceQueue } from '../../src/queue/contracts.ts';
+import { fetchQueue } from '../../src/queue/contracts.ts';
+import { reconcileQueue, requestSweep } from '../../src/queue/contracts.ts';
 import { testRuntime } from '../support/runtime.ts';
 
 const until = async (what: string, fn: () => Promise<boolean>, ms = 30_000) => {
@@ -56,8 +56,8 @@ t.test('mount: housekeeping schedules (none per connection), a queued sweep runs
   const boss = rt.boss;
   await mount(rt);
 
-  t.same(await boss.getSchedules(reconcileJob.name), [], 'no schedule per connection: the sweeps task asks for them');
-  const housekeeping = new Map((await boss.getSchedules(maintenanceJob.name)).map((s) => [s.key, s.cron]));
+  t.same(await boss.getSchedules(reconcileQueue.name), [], 'no schedule per connection: the sweeps task asks for them');
+  const housekeeping = new Map((await boss.getSchedules(maintenanceQueue.name)).map((s) => [s.key, s.cron]));
   t.same([...housekeeping.keys()].sort(), [
     'full-sweeps',
     'holds',
@@ -99,7 +99,7 @@ t.test('mount: housekeeping schedules (none per connection), a queued sweep runs
 
   // A drain of a connection whose service does not answer fails; with no retries left it lands in fetch-dead.
   await markPending(tdb.db, [{ connectionId: broken.id, resource: 'variant', id: 1 }]);
-  await boss.send(fetchJob.name, { connectionId: broken.id, resource: 'variant' }, { retryLimit: 0 });
+  await boss.send(fetchQueue.name, { connectionId: broken.id, resource: 'variant' }, { retryLimit: 0 });
   await until(
     'the dead letter',
     async () =>

@@ -7,7 +7,7 @@ import { Decimal } from 'decimal.js';
 import { startLoop, type Loop } from './harness.ts';
 import { canon } from '../support/mirror.ts';
 import { LIST_ORDERS } from '@commerce-sync/sandbox';
-import { runSweep, sweep } from '../../src/sync/reconcile.ts';
+import { runSweep, sweep } from '../../src/sync/sweep.ts';
 import type { Reader } from '../../src/sync/reader.ts';
 import { rulesFrom } from '../../src/stock/rules.ts';
 import { captureLogger } from '../support/log.ts';

@@ -2,7 +2,7 @@
 import type { DeliveryRow } from '../../db/deliveries.ts';
 import { deliveryStates } from '../deliveries.ts';
 import { html, type Html } from '../html.ts';
-import type { DeadLetter, QueueDepth } from '../queues.ts';
+import type { DeadLetter, QueueDepth } from '../../queue/depths.ts';
 import { enc, json, layout, queueTable, select, when, type PageContext } from './layout.ts';
 
 export function deliveriesPage(

@@ -2,7 +2,7 @@
 // the small formatting helpers of the page modules. Every value from the database passes through the html
 // tag's escaping.
 import { html, type Html } from '../html.ts';
-import type { QueueDepth } from '../queues.ts';
+import type { QueueDepth } from '../../queue/depths.ts';
 
 export interface PageContext {
   /** How access works now: shown in the banner and the header. */

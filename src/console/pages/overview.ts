@@ -3,7 +3,7 @@ import { timeChart } from '../charts.ts';
 import { html, type Html } from '../html.ts';
 import type { AlertView } from '../../db/alerts.ts';
 import type { ConnectionOverview } from '../overview.ts';
-import type { QueueDepth } from '../queues.ts';
+import type { QueueDepth } from '../../queue/depths.ts';
 import { ranges, type ConnectionSeries, type RangeName } from '../series.ts';
 import { ago, enc, layout, queueTable, when, type PageContext } from './layout.ts';
 

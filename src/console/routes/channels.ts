@@ -3,11 +3,11 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import bodyParser from 'koa-bodyparser';
-import { channelById } from '../../db/channel.ts';
+import { channelById } from '../../db/channels.ts';
 import { pauseDestination, resumeDestination } from '../../db/channel-destinations.ts';
 import { connectionNamesById } from '../../db/connections.ts';
-import { createQueues } from '../../jobs/index.ts';
-import { requestDelivery } from '../../jobs/channel-delivery.ts';
+import { createQueues } from '../../queue/queues.ts';
+import { requestDelivery } from '../../queue/contracts.ts';
 import { channelsOverview } from '../channels.ts';
 import { channelsPage } from '../pages/channels.ts';
 import { NOT_FOUND, notFoundPage, type PageContext } from '../pages/layout.ts';

@@ -4,7 +4,7 @@ import { deliveryWithConnection, listDeliveries } from '../../db/deliveries.ts';
 import { deliveryStates } from '../deliveries.ts';
 import { deadLettersPage, deliveriesPage } from '../pages/deliveries.ts';
 import { NOT_FOUND, notFoundPage } from '../pages/layout.ts';
-import { listDeadLetters, queueDepths } from '../queues.ts';
+import { listDeadLetters, queueDepths } from '../../queue/depths.ts';
 import { replayDeadLetter, replayDelivery, ReplayError } from '../replay.ts';
 import { connectionNames, flatQuery, int, optionalConnection, page, pageContext, type ConsoleDeps } from '../web.ts';
 import { problem } from '../../server.ts';

@@ -6,7 +6,7 @@ import { kinds } from '../../push/input.ts';
 import { connectionNamesById } from '../../db/connections.ts';
 import { getOperation, listOperations } from '../../db/operations.ts';
 import { retryOperation, RetryRefused } from '../../push/store.ts';
-import { queuesOnce } from '../../jobs/index.ts';
+import { queuesOnce } from '../../queue/queues.ts';
 import { NOT_FOUND, notFoundPage } from '../pages/layout.ts';
 import { operationIndexPage, operationPage } from '../pages/operations.ts';
 import { querySyncLog } from '../synclog.ts';

@@ -5,7 +5,7 @@ import { registry } from '../../metrics.ts';
 import { refreshGauges } from '../gauges.ts';
 import { connectionOverviews, overview } from '../overview.ts';
 import { overviewPage } from '../pages/overview.ts';
-import { queueDepths } from '../queues.ts';
+import { queueDepths } from '../../queue/depths.ts';
 import { chartSeries, isRange, ranges, timeWindow } from '../series.ts';
 import { flatQuery, int, optionalConnection, page, pageContext, type ConsoleDeps } from '../web.ts';
 import { problem } from '../../server.ts';

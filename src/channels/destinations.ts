@@ -3,7 +3,7 @@
 // POSTs), pause and resume it, remove it. The sender: src/jobs/channel-delivery.ts; the rows: src/db/channel-destinations.ts.
 import { z } from 'zod';
 import { encryptToken } from '../api/secrets.ts';
-import { lastChangeId } from '../db/channel.ts';
+import { lastChangeId } from '../db/channels.ts';
 import {
   destinationStates,
   destinationStatus,
@@ -17,8 +17,8 @@ import {
   type DestinationStatus,
 } from '../db/channel-destinations.ts';
 import type { Db } from '../db/index.ts';
-import { hostOf, newSecret, parseSecrets, validSecret } from '../notify/sender.ts';
-import { ChannelInputError } from './channels.ts';
+import { hostOf, newSecret, parseSecrets, validSecret } from './sender.ts';
+import { ChannelInputError } from '../stock/channels.ts';
 
 export const destinationInput = z.object({
   url: z.string().refine((u) => URL.canParse(u) && /^https?:$/.test(new URL(u).protocol), 'an http(s) URL'),

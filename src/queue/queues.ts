@@ -1,26 +1,24 @@
-// Every job commerce-sync runs, in one list: it creates the queues (and their dead-letter queues), mounts the
-// workers of a worker process, and tells the console which dead letters it may replay. Adding a queue is one new
-// module beside this one (see job.ts) and one line here.
-import type { JobWithMetadata } from 'pg-boss';
+// Every queue commerce-sync has, in one list: it creates the queues (and their dead-letter queues) and tells the
+// console which dead letters it may replay. Adding a queue is its contract in contracts.ts, one line here, and
+// its handler in src/worker/handlers.ts.
 import type { Config } from '../config.ts';
-import type { Boss } from '../queue/boss.ts';
-import type { WorkerDeps } from '../runtime.ts';
-import { channelDeliveryJob } from './channel-delivery.ts';
-import { deliveriesJob } from './deliveries.ts';
-import { fetchJob } from './fetch.ts';
-import { deadLetterOf, isDeadLetter, liveQueueOf, type Job } from './job.ts';
-import { maintenanceJob } from './maintenance.ts';
-import { pushJob } from './push.ts';
-import { reconcileJob } from './reconcile.ts';
+import type { Boss } from './boss.ts';
+import { channelDeliveryQueue, deliveriesQueue, fetchQueue, maintenanceQueue, pushQueue, reconcileQueue } from './contracts.ts';
+import { isDeadLetter, liveQueueOf, deadLetterOf, type Queue } from './queue.ts';
 
-export { deadLetterOf, isDeadLetter, liveQueueOf };
+export const queues: readonly Queue<any>[] = [
+  deliveriesQueue,
+  fetchQueue,
+  reconcileQueue,
+  channelDeliveryQueue,
+  pushQueue,
+  maintenanceQueue,
+];
 
-export const jobs: readonly Job<any>[] = [deliveriesJob, fetchJob, reconcileJob, channelDeliveryJob, pushJob, maintenanceJob];
-
-/** The job of a queue name (live or dead letter), if it is ours. */
-export function jobOf(queue: string): Job<unknown> | undefined {
-  const live = isDeadLetter(queue) ? liveQueueOf(queue) : queue;
-  return jobs.find((j) => j.name === live);
+/** The queue of a name (live or dead letter), if it is ours. */
+export function queueOf(name: string): Queue<unknown> | undefined {
+  const live = isDeadLetter(name) ? liveQueueOf(name) : name;
+  return queues.find((q) => q.name === live);
 }
 
 // A running job heartbeats (pg-boss does it for the handler); a worker killed mid-job stops heartbeating and
@@ -44,7 +42,7 @@ export async function createQueues(boss: Boss, retention?: QueueRetention): Prom
   const letters = retention
     ? { ...finished, retentionSeconds: Math.max(1, Math.round(retention.DEAD_LETTER_RETENTION_DAYS * 86_400)) }
     : {};
-  for (const { name, policy } of jobs) {
+  for (const { name, policy } of queues) {
     const dead = deadLetterOf(name);
     if (!existing.has(dead)) await boss.createQueue(dead, letters).catch(ignoreExists);
     else if (retention) await boss.updateQueue(dead, letters);
@@ -71,28 +69,4 @@ export function queuesOnce(boss: Boss): () => Promise<void> {
 
 function ignoreExists(err: Error): void {
   if (!/already exists|duplicate key/i.test(err.message)) throw err;
-}
-
-/**
- * Mounts the workers of `which` jobs (those whose `runs` allows it in this configuration); they stop with
- * `offWork` at shutdown. `pollingIntervalSeconds` caps every job's polling interval (tests poll faster).
- */
-export async function workJobs(
-  deps: WorkerDeps,
-  which: readonly Job<any>[] = jobs,
-  opts: { pollingIntervalSeconds?: number } = {},
-): Promise<() => Promise<void>> {
-  const mounted: string[] = [];
-  for (const job of which) {
-    if (job.runs && !job.runs(deps.config)) continue;
-    const options = { ...job.work(deps.config), includeMetadata: true as const };
-    if (opts.pollingIntervalSeconds !== undefined)
-      options.pollingIntervalSeconds = Math.min(options.pollingIntervalSeconds ?? 2, opts.pollingIntervalSeconds);
-    // pg-boss types a handler by its options; every job takes its batch with metadata (job.ts).
-    await deps.boss.work(job.name, options, ((batch: JobWithMetadata<unknown>[]) => job.handle(deps, batch)) as never);
-    mounted.push(job.name);
-  }
-  return async () => {
-    for (const name of mounted) await deps.boss.offWork(name);
-  };
 }

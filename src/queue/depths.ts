@@ -2,7 +2,8 @@
 // pg-boss) and the console see the same live numbers. pgboss.job is partitioned by queue name.
 import { sql } from 'kysely';
 import type { Db } from '../db/index.ts';
-import { deadLetterOf, isDeadLetter, jobs, liveQueueOf } from '../jobs/index.ts';
+import { deadLetterOf, isDeadLetter, liveQueueOf } from './queue.ts';
+import { queues } from './queues.ts';
 
 export interface QueueDepth {
   queue: string;
@@ -14,7 +15,7 @@ export interface QueueDepth {
 }
 
 export async function queueDepths(db: Db): Promise<QueueDepth[]> {
-  const known = jobs.flatMap((j) => [j.name, deadLetterOf(j.name)]);
+  const known = queues.flatMap((q) => [q.name, deadLetterOf(q.name)]);
   const { rows } = await sql<{ name: string; queued: number; active: number; failed: number }>`
     SELECT name,
            count(*) FILTER (WHERE state IN ('created', 'retry'))::int AS queued,
@@ -48,7 +49,7 @@ export async function listDeadLetters(db: Db, opts: { queue?: string; connection
   const limit = Math.min(Math.max(opts.limit ?? 100, 1), 1000);
   const deadQueues = opts.queue
     ? [isDeadLetter(opts.queue) ? opts.queue : deadLetterOf(opts.queue)]
-    : jobs.map((j) => deadLetterOf(j.name));
+    : queues.map((q) => deadLetterOf(q.name));
   const { rows } = await sql<{
     id: string;
     name: string;

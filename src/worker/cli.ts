@@ -1,10 +1,10 @@
-// commerce-sync worker | reconcile [--full] [--connection NAME]
+// The worker's commands: `worker` (the worker role alone, src/worker/role.ts) and `reconcile` (a sweep now).
 import { clientFor, listConnections } from '../api/index.ts';
 import { UsageError, type CommandModule, sharedOptions } from '../command.ts';
-import { createQueues } from '../jobs/index.ts';
+import { createQueues } from '../queue/queues.ts';
 import { createRuntime } from '../runtime.ts';
 import { runRoles } from '../start.ts';
-import { runSweep } from './reconcile.ts';
+import { runSweep } from '../sync/sweep.ts';
 
 export const commands: CommandModule['commands'] = {
   worker: {

@@ -1,13 +1,13 @@
-// channel-delivery: POSTs a channel's quantity changes to its destination, as webhook senders make them now. Driven
+// Dispatch to a channel's destination (the channel-delivery queue's handler): POSTs a channel's quantity changes to its destination, as webhook senders make them now. Driven
 // by a cursor over the channel's changes (channel_quantity_changes, in id order), not by a job per change: a job
 // names only the channel, and whichever worker holds the channel's lease sends everything after the cursor, up to
 // CHANNEL_DELIVERY_BATCH changes a POST, one POST at a time, so a quantity is never overtaken by an older one. Each
-// POST is signed per Standard Webhooks (src/notify/sender.ts; `whsec_` secrets, several while one rotates); its
+// POST is signed per Standard Webhooks (src/channels/sender.ts; `whsec_` secrets, several while one rotates); its
 // webhook-id names the channel and the range of changes, so a retry of the same range carries the same id. A POST
 // that fails leaves the cursor where it was and is retried with backoff; a destination failing for
 // CHANNEL_DELIVERY_PAUSE_MINUTES in a row is paused with the reason, and resumed (console, CLI, API) loses nothing.
 import { decryptToken, encryptToken } from '../api/secrets.ts';
-import { changesAfter, channelById, type FeedItem } from '../db/channel.ts';
+import { changesAfter, channelById, type FeedItem } from '../db/channels.ts';
 import {
   advanceCursor,
   channelsSending,
@@ -24,47 +24,21 @@ import {
   setBatch,
   type ChannelDestination,
 } from '../db/channel-destinations.ts';
-import { recordDestinationOutcome } from '../db/destinations.ts';
+import { recordDestinationOutcome } from '../db/outbound-destinations.ts';
 import type { Db, Executor } from '../db/index.ts';
 import { metrics } from '../metrics.ts';
-import { hostOf, parseSecrets, sendWebhook } from '../notify/sender.ts';
 import type { Config } from '../config.ts';
 import type { Boss } from '../queue/boss.ts';
-import type { WorkerDeps } from '../runtime.ts';
-import type { NewChange } from '../stock/channel.ts';
-import { defineJob } from './job.ts';
-
-export interface ChannelDeliveryData {
-  channelId: number;
-}
+import { channelDeliveryQueue, requestDelivery } from '../queue/contracts.ts';
+import type { NewChange } from '../stock/recompute.ts';
+import { defineHandler, type WorkerDeps } from '../worker/handler.ts';
+import { hostOf, parseSecrets, sendWebhook } from './sender.ts';
 
 /** How long a sender holds a channel: longer than a POST's timeout, renewed with every POST. */
 const LEASE_SECONDS = 60;
 /** A job sends for at most this long, then hands on (a backlog does not hold a worker slot for ever). */
 const TURN_MS = 20_000;
 const POST_TIMEOUT_MS = 10_000;
-
-export const channelDeliveryJob = defineJob<ChannelDeliveryData>({
-  name: 'channel-delivery',
-  policy: { retryLimit: 5, retryDelay: 5, retryBackoff: true, expireInSeconds: 300 },
-  // With jobs waiting, a slot takes the next at once: after a short job (caught up, or another sender has the
-  // channel) pg-boss would otherwise pause half a second, and two slots would take four jobs a second at most.
-  work: () => ({ batchSize: 1, localConcurrency: 2, pollingIntervalSeconds: 0.5, burstWhenReadyExceeds: 1 }),
-  async handle(deps, [job]) {
-    await deliverChannel(deps, job!.data.channelId);
-  },
-});
-
-/**
- * Asks for a delivery of the channel's changes: debounced per channel, at most one job a second plus one for the
- * next second, so a burst of changes makes one job and a change made while a sender runs is always followed by one.
- */
-export async function requestDelivery(boss: Boss, channelId: number, startAfterSeconds = 0): Promise<void> {
-  // A retry at a time of its own: pg-boss's debounce picks the start itself (a retry folded into it ran at once,
-  // found the destination waiting, and was gone). A spare job finds the lease taken or nothing due, and ends.
-  if (startAfterSeconds > 0) await channelDeliveryJob.send(boss, { channelId }, { startAfter: Math.ceil(startAfterSeconds) });
-  else await boss.sendDebounced(channelDeliveryJob.name, { channelId } satisfies ChannelDeliveryData, {}, 1, `channel:${channelId}`);
-}
 
 /** What announcing changes needs: the database, the queue, and whether CHANNEL_WEBHOOK_URL is set. */
 export type Announcer = { db: Executor; boss: Boss; config: Pick<Config, 'CHANNEL_WEBHOOK_URL'> };
@@ -226,3 +200,13 @@ async function postNext(
   log.warn({ channelId, host: hostOf(dest.url), error: outcome.error, retryInMs: delay }, 'channel delivery failed; it is retried');
   return 'failed';
 }
+
+export const channelDeliveryHandler = defineHandler({
+  queue: channelDeliveryQueue,
+  // With jobs waiting, a slot takes the next at once: after a short job (caught up, or another sender has the
+  // channel) pg-boss would otherwise pause half a second, and two slots would take four jobs a second at most.
+  work: () => ({ batchSize: 1, localConcurrency: 2, pollingIntervalSeconds: 0.5, burstWhenReadyExceeds: 1 }),
+  async handle(deps, [job]) {
+    await deliverChannel(deps, job!.data.channelId);
+  },
+});

@@ -17,7 +17,7 @@ import {
   type ChannelOverride,
   type NewChange,
   type StoredQuantity,
-} from '../db/channel.ts';
+} from '../db/channels.ts';
 import { endHeldLines, heldOf, linesToSettle, type HoldRef, type LinesOf } from '../db/holds.ts';
 import type { HoldEnd } from '../db/schema.ts';
 import { bundlesOf, compositionsOf, stockLevelRows, variantIdsOf, variantStockRows } from '../db/mirror-reads.ts';

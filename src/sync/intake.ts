@@ -1,16 +1,10 @@
-// deliveries: receiver -> worker. One job per connection that owns the rows committed while it waited (the receiver
-// inserts it in the same statement batch as the first of them, and attaches later rows to it until it starts:
-// src/db/deliveries.ts), or one stored delivery an operator replays.
-// The handler turns the rows a batch of jobs names into pending fetches, marks each row processed (or unhandled),
-// and asks for one drain per (connection, resource): a burst of deliveries about the same records costs one read
-// per 250 distinct records, not one per delivery. A job that fails for the last time (its next stop is the
-// dead-letter queue) leaves its rows `failed`.
-import type { JobWithMetadata } from 'pg-boss';
+// Intake of inbound deliveries (the deliveries queue's work): turns the rows a batch of jobs names into pending
+// fetches, marks each row processed (or unhandled), and asks for one drain per (connection, resource): a burst of
+// deliveries about the same records costs one read per 250 distinct records, not one per delivery.
 import { HANDLED_RESOURCES, resourceName } from '../catalog/index.ts';
 import {
   deliveriesToConsume,
   logReceived,
-  markFailed,
   markProcessed,
   markUnhandled,
   startWaitingJobs,
@@ -19,43 +13,8 @@ import {
 } from '../db/deliveries.ts';
 import type { Db } from '../db/index.ts';
 import { markPending, type Mark } from '../db/pending.ts';
-import type { Logger } from '../log.ts';
-import { requestDrains, type DrainRequester } from './fetch.ts';
-import { defineJob } from './job.ts';
-
-/**
- * The deliveries of one connection stored while this job waited. It owns the rows whose job_id is `jobId`, its own
- * id when the receiver queued it (a delivery id stored before, a retry by the service, keeps its earlier row and
- * job; a dead letter replays under a new id with the same data). Jobs of earlier versions also list their
- * deliveries (`deliveryIds`); the rows' job_id says the same.
- */
-export interface DeliveryBatch {
-  kind: 'batch';
-  connectionId: number;
-  jobId: string;
-  deliveryIds?: string[];
-}
-
-/** One stored delivery, as an operator's replay sends it (src/console/replay.ts). */
-export interface DeliveryReplay {
-  kind: 'replay';
-  deliveryRowId: number;
-  connectionId: number;
-  resource: string | null;
-  action: string | null;
-  objectId: number | null;
-}
-
-/**
- * Shapes jobs queued by earlier versions carry, untagged (a dead letter keeps its data, so they may still come):
- * a batch by delivery id, a batch by row id, one delivery.
- */
-export type LegacyDeliveriesData =
-  | (Omit<DeliveryBatch, 'kind'> & { deliveryIds: string[] })
-  | { connectionId: number; deliveryRowIds: number[] }
-  | Omit<DeliveryReplay, 'kind'>;
-
-export type DeliveriesData = DeliveryBatch | DeliveryReplay;
+import type { DeliveriesData, LegacyDeliveriesData } from '../queue/contracts.ts';
+import { requestDrains, type DrainRequester } from './drain-requests.ts';
 
 /** The webhook_deliveries rows jobs on `deliveries` name. */
 export function deliveryRefsOf(jobs: (DeliveriesData | LegacyDeliveriesData)[]): DeliveryRefs {
@@ -140,48 +99,4 @@ export async function consumeDeliveries(
   });
   if (drains) await requestDrains(drains, done.pairs);
   return { processed: done.processed, unhandled: done.unhandled, drains: done.pairs };
-}
-
-export const deliveriesJob = defineJob<DeliveriesData | LegacyDeliveriesData>({
-  name: 'deliveries',
-  policy: { retryLimit: 8, retryDelay: 2, retryBackoff: true },
-  work: () => ({ batchSize: 200, pollingIntervalSeconds: 0.5, burstWhenBatchFull: true }),
-  async handle(deps, jobs) {
-    try {
-      const r = await consumeDeliveries(
-        deps.db,
-        deps,
-        jobs.map((j) => j.data),
-      );
-      deps.log.debug({ jobs: jobs.length, ...r, drains: r.drains.length }, 'deliveries consumed');
-    } catch (err) {
-      await failedForGood(deps.db, deps.log, jobs, err as Error);
-      throw err;
-    }
-  },
-});
-
-/**
- * The jobs of a failed batch that pg-boss will not retry again go to the dead-letter queue now: their rows
- * still `queued` become `failed` with the error (a dead-letter replay moves them on to `processed`).
- */
-async function failedForGood(
-  db: Db,
-  log: Logger,
-  jobs: JobWithMetadata<DeliveriesData | LegacyDeliveriesData>[],
-  err: Error,
-): Promise<void> {
-  const last = jobs.filter((j) => j.retryCount >= j.retryLimit);
-  if (!last.length) return;
-  try {
-    const n = await markFailed(
-      db,
-      deliveryRefsOf(last.map((j) => j.data)),
-      `job failed ${last[0]!.retryCount + 1} times, now a dead letter: ${err.message}`,
-    );
-    log.error({ err, jobs: last.map((j) => j.id), deliveries: n }, 'delivery jobs failed for good: deliveries marked failed');
-  } catch (markErr) {
-    // The database is likely away: the rows stay `queued`; the dead letters still hold them for a replay.
-    log.error({ err: markErr }, 'could not mark the deliveries of dead-lettered jobs failed');
-  }
 }

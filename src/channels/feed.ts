@@ -2,7 +2,7 @@
 // visible in order (writers serialise on a lock, see db/channel.ts), so a reader that follows `next` never
 // skips a change; a cursor older than what retention keeps (CHANNEL_CHANGE_RETENTION_DAYS) gets `expired`.
 import type { Db } from '../db/index.ts';
-import { changesAfter, prunedThrough, type FeedItem } from '../db/channel.ts';
+import { changesAfter, prunedThrough, type FeedItem } from '../db/channels.ts';
 
 export interface FeedPage {
   changes: FeedItem[];

@@ -1,0 +1,26 @@
+// What a queue's handler is and what it gets. A handler lives with its feature (src/sync/handlers.ts,
+// src/push/worker.ts, src/channels/dispatch.ts); src/worker/handlers.ts lists them for a worker process.
+import type { JobResult, JobWithMetadata, WorkOptions } from 'pg-boss';
+import type { ClientDeps } from '../api/index.ts';
+import type { Config } from '../config.ts';
+import type { Boss } from '../queue/boss.ts';
+import type { Queue } from '../queue/queue.ts';
+import type { SyncState } from '../sync/state.ts';
+
+/** What a job's handler needs: the API layer's dependencies, pg-boss and the sync workers' memory. */
+export interface WorkerDeps extends ClientDeps {
+  boss: Boss;
+  sync: SyncState;
+}
+
+export interface Handler<Data> {
+  queue: Queue<Data>;
+  /** pg-boss work options in a process with these settings; jobs always come with their metadata. */
+  work(config: Config): Omit<WorkOptions, 'includeMetadata'>;
+  /** Handles a batch; with `perJobResults` in its work options it answers each job's outcome. */
+  // biome-ignore lint/suspicious/noConfusingVoidType: a handler without per-job results answers nothing
+  handle(deps: WorkerDeps, jobs: JobWithMetadata<Data>[]): Promise<void | JobResult[]>;
+}
+
+/** Types a handler by its queue's payload. */
+export const defineHandler = <Data>(handler: Handler<Data>): Handler<Data> => handler;

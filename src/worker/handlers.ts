@@ -1,0 +1,40 @@
+// The registry: every queue's handler, given to a worker process. Senders never import this module (they use
+// src/queue/contracts.ts); it is the one place that knows every handler.
+import type { JobWithMetadata } from 'pg-boss';
+import { channelDeliveryHandler } from '../channels/dispatch.ts';
+import { pushHandler } from '../push/worker.ts';
+import { deliveriesHandler, fetchHandler, maintenanceHandler, reconcileHandler } from '../sync/handlers.ts';
+import type { Handler, WorkerDeps } from './handler.ts';
+
+export const handlers: readonly Handler<any>[] = [
+  deliveriesHandler,
+  fetchHandler,
+  reconcileHandler,
+  channelDeliveryHandler,
+  pushHandler,
+  maintenanceHandler,
+];
+
+/**
+ * Mounts the workers of `which` handlers; they stop with the function it answers, at shutdown.
+ * `pollingIntervalSeconds` caps every queue's polling interval (tests poll faster).
+ */
+export async function workQueues(
+  deps: WorkerDeps,
+  which: readonly Handler<any>[] = handlers,
+  opts: { pollingIntervalSeconds?: number } = {},
+): Promise<() => Promise<void>> {
+  const mounted: string[] = [];
+  for (const handler of which) {
+    const options = { ...handler.work(deps.config), includeMetadata: true as const };
+    if (opts.pollingIntervalSeconds !== undefined)
+      options.pollingIntervalSeconds = Math.min(options.pollingIntervalSeconds ?? 2, opts.pollingIntervalSeconds);
+    // pg-boss types a handler by its options; every handler takes its batch with metadata (handler.ts).
+    const name = handler.queue.name;
+    await deps.boss.work(name, options, ((batch: JobWithMetadata<unknown>[]) => handler.handle(deps, batch)) as never);
+    mounted.push(name);
+  }
+  return async () => {
+    for (const name of mounted) await deps.boss.offWork(name);
+  };
+}
