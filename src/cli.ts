@@ -15,6 +15,7 @@ const worker: Load = () => import('./worker/cli.ts');
 const sandbox: Load = () => import('./demo/cli.ts');
 const api: Load = () => import('./api/cli.ts');
 const stock: Load = () => import('./stock/cli.ts');
+const channels: Load = () => import('./stock/channels-cli.ts');
 const push: Load = () => import('./push/cli.ts');
 const operator: Load = () => import('./console/cli.ts');
 
@@ -32,7 +33,7 @@ const available: [string, Load, string][] = [
   ['deliveries', receiver, 'list stored webhook deliveries and their state'],
   ['reconcile', worker, 'run a reconciliation sweep now'],
   ['stock', stock, 'print mirrored stock per location and the channel quantity'],
-  ['channels', stock, 'manage sales channels: rules, overrides, stock held for channel orders, deliveries'],
+  ['channels', channels, 'manage sales channels: rules, overrides, stock held for channel orders, deliveries'],
   ['push', push, 'push an operation to the service (import-order, ship, invoice, pay, void, return, receive, stock-count)'],
   ['logs', operator, 'show or follow the sync log'],
   ['status', operator, 'per connection: health, lag, budget, queue depths'],

@@ -19,7 +19,7 @@ const url = (what: string) =>
 const days = z.coerce.number().positive().max(3650).describe('a number of days above 0, at most 3650 (fractions allowed: 0.5 is 12 hours)');
 const decimal = z.string().regex(/^\d+(\.\d+)?$/, 'a non-negative decimal such as 0 or 2.5');
 
-/** Standard Webhooks secrets: empty, or whsec_ secrets separated by spaces (src/notify/sender.ts). */
+/** Standard Webhooks secrets: empty, or whsec_ secrets separated by spaces (src/channels/sender.ts). */
 const whsecList = z
   .string()
   .refine((v) =>

@@ -44,7 +44,7 @@ export interface Runtime {
   stop(): Promise<void>;
 }
 
-/** A role module (receiver/role.ts, sync/role.ts, console/role.ts, ...) exports `mount`. */
+/** A role module (receiver/role.ts, worker/role.ts, console/role.ts, ...) exports `mount`. */
 export type RoleModule = { mount(rt: Runtime): Promise<void> };
 
 export interface RuntimeOptions {

@@ -8,7 +8,7 @@ import type { Config } from '../config.ts';
 import { listBudgets, liveWaiters } from '../db/budgets.ts';
 import { listConnections } from '../db/connections.ts';
 import { listCursors } from '../db/cursors.ts';
-import { latestReceived } from '../db/deliveries.ts';
+import { latestReceived } from '../db/delivery-reads.ts';
 import { listDestinations } from '../db/outbound-destinations.ts';
 import type { Finding } from '../db/alerts.ts';
 import type { Db } from '../db/index.ts';

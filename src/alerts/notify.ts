@@ -1,5 +1,5 @@
 // Alert notices to ALERT_WEBHOOK_URL: one when an alert opens, one when it resolves, each claimed by one process
-// (src/db/alerts.ts claimNotice), sent through the one signed sender (src/notify/sender.ts), then marked sent. A send
+// (src/db/alerts.ts claimNotice), sent through the one signed sender (src/channels/sender.ts), then marked sent. A send
 // that fails waits and is tried again with backoff (30 s doubling, at most 30 minutes), with the same webhook-id.
 //
 // No storm: an opening goes once per alert; a resolution goes once the alert has stayed resolved for

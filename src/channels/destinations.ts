@@ -1,6 +1,6 @@
 // A channel's destination as an operator manages it (JSON API, CLI, console): set it (URL and `whsec_` secrets,
 // from the first change kept or from now), show it (caught up or behind by N, failing since, last answer, recent
-// POSTs), pause and resume it, remove it. The sender: src/jobs/channel-delivery.ts; the rows: src/db/channel-destinations.ts.
+// POSTs), pause and resume it, remove it. The sender: src/channels/dispatch.ts; the rows: src/db/channel-destinations.ts.
 import { z } from 'zod';
 import { encryptToken } from '../api/secrets.ts';
 import { lastChangeId } from '../db/channels.ts';

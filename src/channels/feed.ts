@@ -1,5 +1,5 @@
 // The channel feed: channel quantity changes after a cursor (the change id), oldest first. Ids become
-// visible in order (writers serialise on a lock, see db/channel.ts), so a reader that follows `next` never
+// visible in order (writers serialise on a lock, see db/channels.ts), so a reader that follows `next` never
 // skips a change; a cursor older than what retention keeps (CHANNEL_CHANGE_RETENTION_DAYS) gets `expired`.
 import type { Db } from '../db/index.ts';
 import { changesAfter, prunedThrough, type FeedItem } from '../db/channels.ts';

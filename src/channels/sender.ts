@@ -1,5 +1,5 @@
-// The one sender of webhooks we make ourselves: alerts today (src/alerts/notify.ts), the channel deliveries of issue 26
-// next. It POSTs a JSON body to a URL, signed per the Standard Webhooks specification (standardwebhooks.com):
+// The one sender of webhooks we make ourselves: alerts (src/alerts/notify.ts) and the channel deliveries
+// (src/channels/dispatch.ts). It POSTs a JSON body to a URL, signed per the Standard Webhooks specification (standardwebhooks.com):
 //
 //   webhook-id: <id>            the message's id, the same on every retry of it (receivers deduplicate by it)
 //   webhook-timestamp: <secs>   when this attempt was signed, integer seconds since the epoch

@@ -7,7 +7,7 @@ import { rollover } from '../api/budget.ts';
 import { listBudgets } from '../db/budgets.ts';
 import { connectionSummaries } from '../db/connections.ts';
 import { listCursors } from '../db/cursors.ts';
-import { deliveryCounts } from '../db/deliveries.ts';
+import { deliveryCounts } from '../db/delivery-reads.ts';
 import type { Db } from '../db/index.ts';
 import { errorCountsLastHour, recentErrors } from '../db/synclog.ts';
 import { openAlerts, type AlertView } from '../db/alerts.ts';

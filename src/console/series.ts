@@ -3,7 +3,7 @@
 // samples of console_samples) and the drift each sweep found (from the sweep entries of the sync log).
 // `end` is injectable so a test never depends on the minute it runs in.
 import { binOf } from '../db/bins.ts';
-import { deliveriesPerBin } from '../db/deliveries.ts';
+import { deliveriesPerBin } from '../db/delivery-reads.ts';
 import { binnedSamples } from '../db/samples.ts';
 import { sweepDrifts, syncLogPerBin } from '../db/synclog.ts';
 import type { Db } from '../db/index.ts';

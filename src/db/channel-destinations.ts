@@ -1,6 +1,6 @@
 // The channel destinations store (migration 0140): every statement on channel_destinations (where a channel's
 // changes are POSTed, how far it has acknowledged, the sender's lease, pauses) and channel_posts (its recent POSTs).
-// What is sent and when: src/jobs/channel-delivery.ts.
+// What is sent and when: src/channels/dispatch.ts.
 import { sql, type Selectable } from 'kysely';
 import type { Executor } from './index.ts';
 import type { ChannelDestinationsTable, ChannelPostsTable } from './schema.ts';

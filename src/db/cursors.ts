@@ -1,5 +1,5 @@
 // The cursors store: every statement on sync_cursors (per connection and resource: the newest updated_at a
-// sweep read, and when it last swept). The sweep itself is sync/reconcile.ts.
+// sweep read, and when it last swept). The sweep itself is sync/sweep.ts.
 import { sql, type Selectable } from 'kysely';
 import type { Executor } from './index.ts';
 import type { SyncCursorsTable } from './schema.ts';

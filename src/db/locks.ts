@@ -1,6 +1,6 @@
 // Work that must run once at a time across every process: the sweeps' leases (a row each) and the retention run's
 // session advisory lock (PostgreSQL's lock manager holds it). The transaction-scoped locks of a store stay with that
-// store (db/operations.ts, db/channel.ts), as does the migrations' lock (db/migrate.ts).
+// store (db/operations.ts, db/channels.ts), as does the migrations' lock (db/migrate.ts).
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db, Executor } from './index.ts';

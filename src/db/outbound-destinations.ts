@@ -1,5 +1,5 @@
 // The outbound_destinations store (migration 0120): per destination we POST to (a channel's, `channel:<id>`),
-// the outcome of the latest POST and how many failed in a row. Written after every POST (src/notify/destinations.ts);
+// the outcome of the latest POST and how many failed in a row. Written after every POST (src/channels/dispatch.ts);
 // read by the alerts evaluator, the metrics and the console.
 import { sql, type Selectable } from 'kysely';
 import type { Executor } from './index.ts';

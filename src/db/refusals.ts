@@ -58,3 +58,15 @@ export async function refusalsByConnection(db: Executor, maxAgeSeconds: number):
   for (const r of rows) out.set(Number(r.connection_id), [...(out.get(Number(r.connection_id)) ?? []), r]);
   return out;
 }
+
+/** A connection's webhook address and the events its service refused (for whether its webhooks are in place). */
+export async function webhookCoverage(
+  db: Executor,
+  connectionId: number,
+): Promise<{ address: string | null; events: string[] } | undefined> {
+  const { rows } = await sql<{ address: string | null; events: string[] }>`
+    SELECT c.webhook_address AS address, coalesce(array_agg(r.event) FILTER (WHERE r.event IS NOT NULL), '{}') AS events
+    FROM connections c LEFT JOIN webhook_refusals r ON r.connection_id = c.id
+    WHERE c.id = ${connectionId} GROUP BY c.id`.execute(db);
+  return rows[0];
+}

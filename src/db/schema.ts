@@ -388,7 +388,7 @@ export interface OtherRecordsTable extends MirrorColumns {
   resource: string;
 }
 
-// migrations/0130_channels.sql (src/db/channel.ts; what they mean: src/stock/, docs/channels.md)
+// migrations/0130_channels.sql (src/db/channels.ts; what they mean: src/stock/, docs/channels.md)
 export interface ChannelsTable {
   id: Generated<number>;
   connection_id: number;
@@ -465,7 +465,7 @@ export interface ConsoleSessionsTable {
   expires_at: Date;
 }
 
-// migrations/0110_retention.sql (src/db/channel.ts; src/sync/retention.ts decides what goes)
+// migrations/0110_retention.sql (src/db/channels.ts; src/sync/retention.ts decides what goes)
 export interface ChannelChangesPrunedTable {
   one: Default<boolean>;
   /** The newest channel_quantity_changes id retention deleted: every id up to it is gone. */
@@ -516,7 +516,7 @@ export interface OutboundDestinationsTable {
   last_success_at: Timestamp | null;
 }
 
-// migrations/0140_channel_destinations.sql (src/jobs/channel-delivery.ts)
+// migrations/0140_channel_destinations.sql (src/channels/dispatch.ts)
 export interface ChannelDestinationsTable {
   channel_id: number;
   url: string;

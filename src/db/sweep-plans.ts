@@ -1,5 +1,5 @@
 // The sweep_plans store (migration 0160): per connection, when its next incremental sweep is due and how far apart
-// its sweeps are now. The decisions (how the interval moves) are src/sync/plans.ts.
+// its sweeps are now. The decisions (how the interval moves) are src/sync/schedules.ts.
 import { sql } from 'kysely';
 import type { Executor } from './index.ts';
 

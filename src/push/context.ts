@@ -1,13 +1,13 @@
-// What an operation's code gets to work with, the failure it throws when the request cannot succeed, and the
-// lookups several operations share (which order, which line, which variant).
+// What an operation's code gets to work with, and the lookups several operations share (which order, which line).
 import { Decimal } from 'decimal.js';
 import type { ApiClient } from '../api/index.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/index.ts';
 import type { PushOperation } from '../db/schema.ts';
 import type { Logger } from '../log.ts';
+import { OperationFailed } from './errors.ts';
+import { variantIdsBySku } from './skus.ts';
 import type { OrderRef } from './input.ts';
-import { variantsBySku } from '../db/mirror-reads.ts';
 import { mappedOrderId, saveProgress } from '../db/operations.ts';
 
 export interface OpContext {
@@ -29,17 +29,6 @@ export interface OpContext {
 export interface Done {
   result: Record<string, unknown>;
   mapping?: { channel: string; channelOrderId: string; orderId: number };
-}
-
-/** The operation cannot succeed as asked: fails at once with this reason, no retry. */
-export class OperationFailed extends Error {
-  readonly fieldErrors: Record<string, string[]> | null;
-  readonly statusCode: number | null;
-  constructor(reason: string, fieldErrors: Record<string, string[]> | null = null, statusCode: number | null = null) {
-    super(reason);
-    this.fieldErrors = fieldErrors;
-    this.statusCode = statusCode;
-  }
 }
 
 export function makeContext(deps: { db: Db; client: ApiClient; config: Config; log: Logger }, op: PushOperation): OpContext {
@@ -77,40 +66,6 @@ export async function resolveOrderId(ctx: OpContext, ref: OrderRef): Promise<num
     );
   }
   return id;
-}
-
-/**
- * Mirror lookup SKU -> variant id. SKUs are not unique on the service (real-service-notes §6): a SKU held by
- * several live variants is refused naming them, never guessed; one held only by archived variants gives the
- * newest of them. Throws OperationFailed for unknown and ambiguous SKUs, all named at once.
- */
-export async function variantIdsBySku(db: Db, connectionId: number, skus: string[]): Promise<Map<string, number>> {
-  const unique = [...new Set(skus)];
-  const out = new Map<string, number>();
-  if (!unique.length) return out;
-  const rows = await variantsBySku(db, connectionId, unique);
-  const problems: string[] = [];
-  for (const sku of unique) {
-    const mine = rows.filter((r) => r.sku === sku);
-    const live = mine.filter((r) => r.status !== 'archived');
-    if (live.length > 1) {
-      problems.push(
-        `SKU ${sku} is held by ${live.length} live variants (ids ${live
-          .map((r) => r.id)
-          .sort((a, b) => a - b)
-          .join(', ')}): give each variant a SKU of its own on the service, or archive the extra ones`,
-      );
-    } else if (live.length || mine.length) out.set(sku, (live[0] ?? mine[0])!.id);
-  }
-  const missing = unique.filter((s) => !out.has(s) && !problems.some((p) => p.startsWith(`SKU ${s} `)));
-  if (missing.length) {
-    problems.unshift(
-      `unknown SKU${missing.length > 1 ? 's' : ''} ${missing.join(', ')}: not in the mirror of this connection's variants ` +
-        '(check the SKU; a variant created minutes ago appears after the next sync, `commerce-sync reconcile`)',
-    );
-  }
-  if (problems.length) throw new OperationFailed(problems.join('; '));
-  return out;
 }
 
 export interface OrderLine {

@@ -12,7 +12,9 @@ import { listLive } from '../sync/reader.ts';
 import type { ImportOrderInput } from './input.ts';
 import { hasCurrency } from '../db/mirror-reads.ts';
 import { incompleteImportOrder, mappedOrderId, ordersMappedElsewhere } from '../db/operations.ts';
-import { OperationFailed, nonEmpty, outbound, variantIdsBySku, type Done, type OpContext } from './context.ts';
+import { OperationFailed } from './errors.ts';
+import { variantIdsBySku } from './skus.ts';
+import { nonEmpty, outbound, type Done, type OpContext } from './context.ts';
 import { createHold, recordHoldOrder } from '../stock/holds.ts';
 
 export async function importOrder(ctx: OpContext): Promise<Done> {

@@ -2,7 +2,9 @@
 // every line with its full quantity; anything less fails here, before a request is spent on it.
 import { Decimal } from 'decimal.js';
 import type { ReceiveInput } from './input.ts';
-import { OperationFailed, outbound, variantIdsBySku, type Done, type OpContext } from './context.ts';
+import { OperationFailed } from './errors.ts';
+import { variantIdsBySku } from './skus.ts';
+import { outbound, type Done, type OpContext } from './context.ts';
 
 interface PoLine {
   id: number;

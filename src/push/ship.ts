@@ -2,7 +2,8 @@
 // then mark that fulfillment fulfilled with its tracking. Each step has its own idempotency key and its
 // result is saved before the next, so a retry neither packs twice nor loses the fulfillment id.
 import type { ShipInput } from './input.ts';
-import { OperationFailed, nonEmpty, orderLinesFor, outbound, resolveOrderId, type Done, type OpContext } from './context.ts';
+import { OperationFailed } from './errors.ts';
+import { nonEmpty, orderLinesFor, outbound, resolveOrderId, type Done, type OpContext } from './context.ts';
 
 export async function ship(ctx: OpContext): Promise<Done> {
   const input = ctx.op.input as ShipInput;

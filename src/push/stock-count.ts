@@ -11,7 +11,9 @@
 import { Decimal } from 'decimal.js';
 import type { Config } from '../config.ts';
 import type { StockCountInput } from './input.ts';
-import { OperationFailed, outbound, variantIdsBySku, type Done, type OpContext } from './context.ts';
+import { OperationFailed } from './errors.ts';
+import { variantIdsBySku } from './skus.ts';
+import { outbound, type Done, type OpContext } from './context.ts';
 
 /** The spec gives no limit; the sandbox takes 250 lines a request, like the page size. */
 export const ADJUSTMENT_LINES_PER_REQUEST = 250;

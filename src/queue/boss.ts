@@ -54,7 +54,7 @@ export async function startBoss(
     supervise: opts.supervise ?? true,
     schedule: opts.schedule ?? true,
     migrate: true,
-    // How often a supervising process fails jobs whose worker stopped heartbeating (see src/jobs/index.ts).
+    // How often a supervising process fails jobs whose worker stopped heartbeating (see src/queue/queues.ts).
     superviseIntervalSeconds: 15,
     // How often a supervising process deletes each queue's finished jobs older than JOB_RETENTION_HOURS (and dead
     // letters past DEAD_LETTER_RETENTION_DAYS): every minute, so each of pg-boss's DELETEs takes a minute's worth of

@@ -2,7 +2,7 @@
 // `webhooks list|sync` (the connections' subscriptions at the service).
 import { formatTable, sharedOptions, UsageError, type CommandContext, type CommandModule } from '../command.ts';
 import { connectionByName, listConnections } from '../db/connections.ts';
-import { listDeliveries } from '../db/deliveries.ts';
+import { listDeliveries } from '../db/delivery-reads.ts';
 import { openDatabase } from '../db/index.ts';
 import { ClientState } from '../api/index.ts';
 import { baseUrl, listWebhooks, syncWebhooks } from './subscriptions.ts';

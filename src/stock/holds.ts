@@ -1,5 +1,5 @@
 // Stock held for channel orders (docs/channels.md): a channel that takes an order holds its units at once, in
-// every channel, until the service's committed stock shows the order (src/stock/channel.ts ends each held line
+// every channel, until the service's committed stock shows the order (src/stock/recompute.ts ends each held line
 // in the mirror write that shows it), the order is cancelled, or CHANNEL_HOLD_MINUTES pass. Made through the
 // API and the CLI (`POST /api/channels/:name/holds`, `channels holds add`) and by `push import-order`.
 import { z } from 'zod';
@@ -20,7 +20,7 @@ import type { Db, Executor } from '../db/index.ts';
 import { compositionsOf, variantStockRows } from '../db/mirror-reads.ts';
 import type { HoldEnd } from '../db/schema.ts';
 import { logSync } from '../db/synclog.ts';
-import { variantIdsBySku } from '../push/context.ts';
+import { variantIdsBySku } from '../push/skus.ts';
 import { connectionChannels, lockVariants, logHoldEnds, recomputeVariants, settleHolds, type NewChange } from './recompute.ts';
 import { COMMITTING_STATUSES, dec, fmt, rulesFrom } from './rules.ts';
 

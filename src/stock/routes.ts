@@ -19,7 +19,7 @@ import type { Context } from 'koa';
 import bodyParser from 'koa-bodyparser';
 import { listChannels, listOverrides, quantitiesOf, type Channel } from '../db/channels.ts';
 import { listHolds, type HoldState } from '../db/holds.ts';
-import { OperationFailed } from '../push/context.ts';
+import { OperationFailed } from '../push/errors.ts';
 import type { Runtime } from '../runtime.ts';
 import { problem } from '../server.ts';
 import {

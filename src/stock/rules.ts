@@ -203,7 +203,7 @@ export function rulesFrom(setting: { CHANNEL_LOCATIONS: string; CHANNEL_SAFETY_B
 export const COMMITTING_STATUSES: readonly string[] = ['active', 'finalized', 'fulfilled'];
 export const CANCELLED_STATUSES: readonly string[] = ['void', 'deleted', 'archived', 'gone'];
 
-/** What the settle step knows of one held line (src/stock/channel.ts). Times are epoch ms on the service's clock. */
+/** What the settle step knows of one held line (src/stock/recompute.ts). Times are epoch ms on the service's clock. */
 export interface HeldLine {
   /** The service's order, as the mirror shows it; null when not imported or not mirrored yet. */
   orderStatus: string | null;

@@ -39,7 +39,7 @@ export interface ApplyContext {
   events?: Map<number, string>;
   /** Record id -> the newest event time (epoch ms) of the deliveries that asked for it, when deliveries alone did. */
   newestEvent?: Map<number, number>;
-  /** How far apart the service's two clocks may be, ms (src/sync/clocks.ts); 0 when no event is compared. */
+  /** How far apart the service's two clocks may be, ms (src/catalog/clocks.ts); 0 when no event is compared. */
   clockMarginMs?: number;
 }
 

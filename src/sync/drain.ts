@@ -35,7 +35,7 @@ export interface DrainDeps {
   client: Reader;
   rules: ChannelRules;
   jobId?: string | null;
-  /** SERVICE_CLOCK_MARGIN_SECONDS in ms: how far apart the service's two clocks may be (src/sync/clocks.ts). */
+  /** SERVICE_CLOCK_MARGIN_SECONDS in ms: how far apart the service's two clocks may be (src/catalog/clocks.ts). */
   clockMarginMs: number;
 }
 
@@ -54,7 +54,7 @@ interface Deliveries {
  * again for each late delivery. The delivery's timestamp (whole seconds) is the service's clock, and so are two
  * stamps of the mirrored variant: its `updated_at`, and `read_as_of`, when our last read of it reached the service
  * (its Date header less the round trip, src/api/transport.ts). Those come from other machines than the webhooks'
- * timestamp: either one at least a second and the clock margin (src/sync/clocks.ts) after the newest event
+ * timestamp: either one at least a second and the clock margin (src/catalog/clocks.ts) after the newest event
  * of a row whose every mark was a delivery (none dropped past the 20 kept, no follow-up among them) means the
  * variant was read after those events happened. `read_as_of` is what works in a burst: the last delivery of a
  * variant names the change its `updated_at` shows, so only the read's own time can tell it was already read.

@@ -3,7 +3,7 @@
 // minute's worth of rows. Each batch is one DELETE of at most RETENTION_BATCH rows, its own short transaction
 // (row locks on those rows only, nothing that blocks writers); a run stops after RETENTION_BUDGET_MS and the next
 // minute's run goes on where it stopped. pg-boss deletes its own finished jobs and old dead letters itself
-// (how long: src/jobs/index.ts; how often: src/queue/boss.ts). What stays whatever its age, and why: docs/data.md.
+// (how long: src/queue/queues.ts; how often: src/queue/boss.ts). What stays whatever its age, and why: docs/data.md.
 import type { Config } from '../config.ts';
 import { pruneChannelChanges } from '../db/channels.ts';
 import { pruneHolds } from '../db/holds.ts';

@@ -12,13 +12,12 @@ import type { Config } from '../config.ts';
 import { listConnections } from '../db/connections.ts';
 import { sweptConnections } from '../db/cursors.ts';
 import type { Db, Executor } from '../db/index.ts';
+import { webhookCoverage } from '../db/refusals.ts';
 import { planNextSweep, takeDueSweeps } from '../db/sweep-plans.ts';
 import type { Boss } from '../queue/boss.ts';
-import { maintenanceQueue, type MaintenanceTask } from '../queue/contracts.ts';
-import { reconcileQueue, requestSweep } from '../queue/contracts.ts';
+import { maintenanceQueue, reconcileQueue, requestSweep, type MaintenanceTask } from '../queue/contracts.ts';
 import { resources } from './resources.ts';
 import { normaliseEvent } from '../receiver/events.ts';
-import { sql } from 'kysely';
 
 /** A cron expression for "every N minutes" (N from 1 to 1440). */
 export function everyMinutes(n: number): string {
@@ -98,11 +97,7 @@ const swept = new Set(
  * webhook address) and no event about a swept resource refused by its service.
  */
 export async function webhooksInPlace(db: Executor, connectionId: number): Promise<boolean> {
-  const { rows } = await sql<{ address: string | null; events: string[] }>`
-    SELECT c.webhook_address AS address, coalesce(array_agg(r.event) FILTER (WHERE r.event IS NOT NULL), '{}') AS events
-    FROM connections c LEFT JOIN webhook_refusals r ON r.connection_id = c.id
-    WHERE c.id = ${connectionId} GROUP BY c.id`.execute(db);
-  const row = rows[0];
+  const row = await webhookCoverage(db, connectionId);
   if (!row?.address) return false;
   return !row.events.some((e) => swept.has(normaliseEvent(e).resource ?? ''));
 }

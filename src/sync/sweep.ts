@@ -12,7 +12,7 @@
 // before a read by id says so.
 import type { ApiClient, Page } from '../api/index.ts';
 import { getCursor, hasCursors, saveCursor } from '../db/cursors.ts';
-import { announcedAmong } from '../db/deliveries.ts';
+import { announcedAmong } from '../db/delivery-reads.ts';
 import { markPending, pendingAmong } from '../db/pending.ts';
 import type { Db } from '../db/index.ts';
 import { withSweepLock } from '../db/locks.ts';

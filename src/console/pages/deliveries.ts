@@ -1,5 +1,5 @@
 // Stored webhook deliveries and dead letters, each with its Replay button.
-import type { DeliveryRow } from '../../db/deliveries.ts';
+import type { DeliveryRow } from '../../db/delivery-reads.ts';
 import { deliveryStates } from '../deliveries.ts';
 import { html, type Html } from '../html.ts';
 import type { DeadLetter, QueueDepth } from '../../queue/depths.ts';

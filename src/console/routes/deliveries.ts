@@ -1,6 +1,6 @@
 // Stored deliveries and dead letters: pages, JSON, and their replays.
 import type Router from '@koa/router';
-import { deliveryWithConnection, listDeliveries } from '../../db/deliveries.ts';
+import { deliveryWithConnection, listDeliveries } from '../../db/delivery-reads.ts';
 import { deliveryStates } from '../deliveries.ts';
 import { deadLettersPage, deliveriesPage } from '../pages/deliveries.ts';
 import { NOT_FOUND, notFoundPage } from '../pages/layout.ts';

@@ -1,0 +1,360 @@
+// commerce-sync channels: channels, their rules, overrides, holds and destinations (docs/channels.md).
+import { formatTable, sharedOptions, stringOption, UsageError, type CommandContext, type CommandModule } from '../command.ts';
+import { listChannels, listOverrides } from '../db/channels.ts';
+import { listHolds, type HoldState } from '../db/holds.ts';
+import { openDatabase, type Db } from '../db/index.ts';
+import { OperationFailed } from '../push/errors.ts';
+import {
+  addChannel,
+  ChannelChoiceError,
+  ChannelInputError,
+  changeChannel,
+  chooseConnection,
+  findChannel,
+  parseInput,
+  presentChannel,
+  presentOverride,
+  removeChannel,
+  removeOverride,
+  setOverride,
+} from './channels.ts';
+import { pauseDestination, removeDestination, resumeDestination, setDestination, viewDestination } from '../channels/destinations.ts';
+import { ClientState } from '../api/state.ts';
+import { cancelHold, createHold, HoldConflict, holdInput, presentHold } from './holds.ts';
+
+const VERBS =
+  'list | show NAME | add NAME | change NAME | remove NAME | override set NAME SKU MODE | override remove NAME SKU | holds list [NAME] | holds add NAME ORDER_ID --line SKU=QTY | holds cancel NAME ORDER_ID | destination show|set|pause|resume|remove NAME';
+
+const text = (v: CommandContext['values'], k: string) => (typeof v[k] === 'string' ? (v[k] as string) : undefined);
+
+/** The channel rules the options give, as the API takes them; a value that cannot be one is named. */
+function rulesFromOptions(v: CommandContext['values']): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const locations = text(v, 'locations');
+  if (locations !== undefined) {
+    if (locations === 'all') out.locations = null;
+    else if (/^\d+(,\d+)*$/.test(locations)) out.locations = locations.split(',').map(Number);
+    else throw new UsageError(`--locations must be comma-separated location ids or "all", not "${locations}"`);
+  }
+  const buffer = text(v, 'buffer');
+  if (buffer !== undefined) out.buffer_units = buffer;
+  const percent = text(v, 'buffer-percent');
+  if (percent !== undefined) out.buffer_percent = percent === 'none' ? null : percent.replace(/%$/, '');
+  const cap = text(v, 'cap-max-online');
+  if (cap !== undefined) {
+    if (!['yes', 'no', 'true', 'false'].includes(cap)) throw new UsageError(`--cap-max-online must be yes or no, not "${cap}"`);
+    out.cap_max_online = cap === 'yes' || cap === 'true';
+  }
+  return out;
+}
+
+function channelLines(rows: ReturnType<typeof presentChannel>[]): string[] {
+  return formatTable([
+    ['CONNECTION', 'CHANNEL', 'LOCATIONS', 'BUFFER', 'CAP MAX_ONLINE', 'OVERRIDES', 'HOLDS', 'APPLIED'],
+    ...rows.map((c) => [
+      c.connection ?? '-',
+      c.name,
+      c.locations ? c.locations.join(',') : 'all',
+      c.buffer_percent === null ? c.buffer_units : `${c.buffer_percent}% (at least ${c.buffer_units})`,
+      c.cap_max_online ? 'yes' : 'no',
+      String(c.overrides ?? 0),
+      String(c.active_holds ?? 0),
+      c.applied ? 'yes' : 'recomputing',
+    ]),
+  ]);
+}
+
+function holdLines(rows: ReturnType<typeof presentHold>[]): string[] {
+  return formatTable([
+    ['HOLD', 'CONNECTION', 'CHANNEL', 'ORDER', 'STATE', 'HELD', 'EXPIRES', 'ENDED'],
+    ...rows.map((h) => [
+      String(h.id),
+      h.connection ?? '-',
+      h.channel,
+      h.channel_order_id,
+      h.state,
+      h.held.map((l) => `${l.sku ?? l.variant_id}=${l.quantity}${l.end_cause ? ` (${l.end_cause})` : ''}`).join(' '),
+      h.expires_at.toISOString(),
+      h.end_cause ? `${h.end_cause} ${h.ended_at!.toISOString()}` : '-',
+    ]),
+  ]);
+}
+
+/** Runs a verb, turning bad input into a usage error (exit 2) and a refusal into a message (exit 1). */
+async function refusing(ctx: CommandContext, run: () => Promise<number | undefined>): Promise<number> {
+  try {
+    return (await run()) ?? 0;
+  } catch (err) {
+    if (err instanceof ChannelInputError) throw new UsageError(err.problems.join('\n  '));
+    if (err instanceof OperationFailed) throw new UsageError(err.message);
+    if (err instanceof ChannelChoiceError && err.status !== 409) throw new UsageError(err.message);
+    if (err instanceof ChannelChoiceError || err instanceof HoldConflict) {
+      console.error(`commerce-sync ${ctx.name}: ${err.message}`);
+      return 1;
+    }
+    throw err;
+  }
+}
+
+async function runChannels(ctx: CommandContext, db: Db): Promise<number> {
+  const [verb, ...args] = ctx.positionals;
+  const v = ctx.values;
+  const connection = text(v, 'connection');
+  const want = (n: number, usage: string) => {
+    if (args.length !== n || args.some((a) => !a)) throw new UsageError(`channels ${verb} takes ${usage}`);
+  };
+  const print = (value: unknown, lines: () => string[]) => {
+    if (v.json) ctx.out(JSON.stringify(value, null, 2));
+    else for (const l of lines()) ctx.out(l);
+  };
+  // A channel as it is after a change of its rules, and what the recomputation did.
+  const printChannel = (channel: Parameters<typeof presentChannel>[0], r: { changes: number; ms: number }) => {
+    const row = presentChannel(channel);
+    print({ channel: row, recomputed: r }, () => [...channelLines([row]), `recomputed: ${r.changes} quantities changed in ${r.ms} ms`]);
+  };
+  switch (verb) {
+    case 'list': {
+      want(0, 'no argument');
+      const conn = connection ? await chooseConnection(db, connection) : undefined;
+      const rows = (await listChannels(db, { connectionId: conn?.id })).map(presentChannel);
+      print(rows, () => (rows.length ? channelLines(rows) : ['no channels']));
+      return 0;
+    }
+    case 'show': {
+      want(1, 'the channel name');
+      const ch = await findChannel(db, args[0]!, connection);
+      const overrides = (await listOverrides(db, Number(ch.id))).map(presentOverride);
+      print({ channel: presentChannel(ch), overrides }, () => [
+        ...channelLines([presentChannel(ch)]),
+        '',
+        ...(overrides.length
+          ? formatTable([
+              ['SKU', 'OVERRIDE', 'QUANTITY', 'BUFFER'],
+              ...overrides.map((o) => [
+                o.sku,
+                o.mode,
+                o.quantity ?? '-',
+                o.mode === 'buffer'
+                  ? o.buffer_percent === null
+                    ? o.buffer_units!
+                    : `${o.buffer_percent}% (at least ${o.buffer_units})`
+                  : '-',
+              ]),
+            ])
+          : ['no overrides']),
+      ]);
+      return 0;
+    }
+    case 'add': {
+      want(1, 'the new channel name');
+      const conn = await chooseConnection(db, connection);
+      const made = await addChannel(db, conn.id, { name: args[0], ...rulesFromOptions(v) });
+      printChannel({ ...made.channel, connection: conn.name }, made.recomputed);
+      return 0;
+    }
+    case 'change': {
+      want(1, 'the channel name and the options to change');
+      const ch = await findChannel(db, args[0]!, connection);
+      const done = await changeChannel(db, ch, rulesFromOptions(v));
+      printChannel({ ...done.channel, connection: ch.connection }, done.recomputed);
+      return 0;
+    }
+    case 'remove': {
+      want(1, 'the channel name');
+      const ch = await findChannel(db, args[0]!, connection);
+      await removeChannel(db, ch);
+      print({ removed: presentChannel(ch) }, () => [`removed channel ${ch.name} of ${ch.connection}`]);
+      return 0;
+    }
+    case 'override': {
+      const [sub, name, sku, mode] = args;
+      if (sub === 'set') {
+        if (args.length !== 4) throw new UsageError('channels override set takes NAME SKU MODE (exclude, zero, fixed or buffer)');
+        const ch = await findChannel(db, name!, connection);
+        const input: Record<string, unknown> = { mode };
+        if (text(v, 'quantity') !== undefined) input.quantity = text(v, 'quantity');
+        if (text(v, 'buffer') !== undefined) input.buffer_units = text(v, 'buffer');
+        if (text(v, 'buffer-percent') !== undefined) input.buffer_percent = text(v, 'buffer-percent')!.replace(/%$/, '');
+        const set = await setOverride(db, ch, sku!, input);
+        print({ override: set.override, changes: set.changes.length }, () => [
+          `${ch.name}: ${sku} ${set.override.mode}${set.override.quantity !== null ? ` ${set.override.quantity}` : ''}; ${set.changes.length} quantities changed`,
+        ]);
+        return 0;
+      }
+      if (sub === 'remove') {
+        if (args.length !== 3) throw new UsageError('channels override remove takes NAME SKU');
+        const ch = await findChannel(db, name!, connection);
+        const changes = await removeOverride(db, ch, sku!);
+        if (!changes) {
+          console.error(`commerce-sync channels: channel ${ch.name} has no override of SKU ${sku}`);
+          return 1;
+        }
+        print({ removed: sku, changes: changes.length }, () => [
+          `${ch.name}: override of ${sku} removed; ${changes.length} quantities changed`,
+        ]);
+        return 0;
+      }
+      throw new UsageError('channels override takes set NAME SKU MODE, or remove NAME SKU');
+    }
+    case 'holds': {
+      const [sub, name, orderId] = args;
+      if (sub === 'list') {
+        if (args.length > 2) throw new UsageError('channels holds list takes at most the channel name');
+        const state = (text(v, 'state') ?? 'active') as HoldState;
+        if (!['active', 'ended', 'all'].includes(state)) throw new UsageError(`--state must be active, ended or all, not "${state}"`);
+        const limit = text(v, 'limit') ?? '50';
+        if (!/^\d+$/.test(limit) || Number(limit) < 1) throw new UsageError(`--limit must be a whole number above 0, not "${limit}"`);
+        const ch = name ? await findChannel(db, name, connection) : undefined;
+        const conn = !ch && connection ? await chooseConnection(db, connection) : undefined;
+        const rows = (
+          await listHolds(db, { connectionId: ch?.connection_id ?? conn?.id, channel: ch?.name, state, limit: Number(limit) })
+        ).map(presentHold);
+        print(rows, () => (rows.length ? holdLines(rows) : ['no holds']));
+        return 0;
+      }
+      if (sub === 'add') {
+        if (args.length !== 3) throw new UsageError('channels holds add takes NAME CHANNEL_ORDER_ID and --line SKU=QTY (repeatable)');
+        const lines = ((v.line as string[] | undefined) ?? []).map((l) => {
+          const m = /^(.+)=([^=]+)$/.exec(l);
+          if (!m) throw new UsageError(`--line "${l}": expected SKU=QUANTITY`);
+          return { sku: m[1]!, quantity: m[2]! };
+        });
+        const input = parseInput(holdInput, { channel_order_id: orderId, lines });
+        const ch = await findChannel(db, name!, connection);
+        const made = await createHold(db, ctx.config, { connectionId: ch.connection_id, channel: ch.name, source: 'cli', input });
+        const [hold] = await listHolds(db, { ids: [Number(made.hold.id)], state: 'all' });
+        const row = presentHold(hold!);
+        print({ hold: row, created: made.created, changes: made.changes.length }, () => [
+          ...holdLines([row]),
+          made.created ? `held; ${made.changes.length} quantities changed` : 'held already (nothing changed)',
+        ]);
+        return 0;
+      }
+      if (sub === 'cancel') {
+        if (args.length !== 3) throw new UsageError('channels holds cancel takes NAME CHANNEL_ORDER_ID');
+        const ch = await findChannel(db, name!, connection);
+        const done = await cancelHold(db, { connectionId: ch.connection_id, channel: ch.name, channelOrderId: orderId! });
+        if (!done) {
+          console.error(`commerce-sync channels: no hold for channel order ${ch.name}/${orderId}`);
+          return 1;
+        }
+        const [hold] = await listHolds(db, { ids: [Number(done.hold.id)], state: 'all' });
+        const row = presentHold(hold!);
+        print({ hold: row, ended: done.ended, changes: done.changes.length }, () => [
+          ...holdLines([row]),
+          done.ended ? `cancelled; ${done.changes.length} quantities changed` : `ended already (${row.end_cause})`,
+        ]);
+        return 0;
+      }
+      throw new UsageError('channels holds takes list [NAME], add NAME CHANNEL_ORDER_ID --line SKU=QTY, or cancel NAME CHANNEL_ORDER_ID');
+    }
+    case 'destination': {
+      const [sub, name] = args;
+      const usage =
+        'channels destination takes show NAME, set NAME --url URL [--secret S] [--from now], pause NAME [--reason R], resume NAME or remove NAME';
+      if (args.length !== 2 || !['show', 'set', 'pause', 'resume', 'remove'].includes(sub!)) throw new UsageError(usage);
+      const ch = await findChannel(db, name!, connection);
+      const id = Number(ch.id);
+      let secret: string | null = null;
+      if (sub === 'set') {
+        const set = await setDestination(db, new ClientState().key(ctx.config), id, {
+          url: text(v, 'url'),
+          ...(text(v, 'secret') ? { secret: text(v, 'secret') } : {}),
+          ...(text(v, 'from') ? { from: text(v, 'from') } : {}),
+        });
+        secret = set.secret;
+      } else if (sub === 'pause' || sub === 'resume' || sub === 'remove') {
+        const done =
+          sub === 'pause'
+            ? await pauseDestination(db, id, text(v, 'reason') ?? 'paused by an operator')
+            : sub === 'resume'
+              ? await resumeDestination(db, id)
+              : await removeDestination(db, id);
+        if (!done) {
+          console.error(`commerce-sync channels: channel ${ch.connection}/${ch.name} has no destination`);
+          return 1;
+        }
+        if (sub === 'remove') {
+          print({ removed: true }, () => ['destination removed']);
+          return 0;
+        }
+      }
+      const view = await viewDestination(db, id);
+      if (!view) {
+        console.error(`commerce-sync channels: channel ${ch.connection}/${ch.name} has no destination`);
+        return 1;
+      }
+      // A worker sends what waits within a minute (the maintenance minute), at once after a change.
+      print({ destination: view, ...(secret ? { secret } : {}) }, () => [
+        `${ch.connection}/${ch.name} -> ${view.host}: ${view.state}${view.behind ? `, ${view.behind} changes behind` : ''}`,
+        ...(view.paused_reason ? [`paused: ${view.paused_reason}`] : []),
+        ...(view.failing_since
+          ? [`failing since ${new Date(view.failing_since).toISOString()}: ${view.failures} POSTs, last ${view.last_error}`]
+          : []),
+        ...(secret ? [`secret (shown once; give it to the endpoint): ${secret}`] : []),
+        ...view.posts
+          .slice(0, 5)
+          .map(
+            (p) =>
+              `  ${new Date(p.at).toISOString()} changes ${p.first_change}-${p.last_change} (${p.changes}) ${p.ok ? 'ok' : `failed: ${p.error}`}`,
+          ),
+      ]);
+      return 0;
+    }
+    default:
+      throw new UsageError(verb ? `unknown verb "${verb}": ${VERBS}` : `say what to do: ${VERBS}`);
+  }
+}
+
+export const commands: CommandModule['commands'] = {};
+
+commands.channels = {
+  summary:
+    'Manage sales channels: their locations, safety buffer and max_online cap, per-SKU overrides, stock held for channel orders, and the destination their changes are POSTed to.',
+  args: VERBS,
+  positionals: true,
+  options: {
+    connection: sharedOptions.connection('the connection (needed when the channel name, or several connections, leave it open)'),
+    locations: stringOption('L', 'IDS', 'add/change: location ids that count, comma-separated, or "all"'),
+    buffer: stringOption('b', 'N', 'add/change/override: safety buffer in units (with --buffer-percent: the least)'),
+    'buffer-percent': stringOption(
+      'p',
+      'P',
+      'add/change/override: buffer as a percentage of what is available, rounded up to a unit ("none": units only)',
+    ),
+    'cap-max-online': stringOption('m', 'yes|no', "add/change: whether a variant's max_online caps the quantity (default yes)"),
+    quantity: stringOption('q', 'N', 'override set ... fixed: the quantity to show'),
+    line: stringOption('l', 'SKU=QTY', 'holds add: a SKU and quantity to hold; repeatable', true),
+    state: stringOption('s', 'STATE', 'holds list: active (default), ended or all'),
+    url: stringOption('u', 'URL', 'destination set: where the changes are POSTed'),
+    secret: stringOption(
+      'S',
+      'WHSEC',
+      'destination set: whsec_ secret(s), the new first while one rotates (default: one is made and shown once)',
+    ),
+    from: stringOption('f', 'start|now', 'destination set: every quantity (start, default) or changes from now'),
+    reason: stringOption('r', 'TEXT', 'destination pause: why'),
+    limit: sharedOptions.limit('holds list: how many (default 50)'),
+    json: sharedOptions.json(),
+  },
+  details: [
+    'Examples:',
+    '  commerce-sync channels list --json',
+    '  commerce-sync channels add marketplace --locations 1 --buffer 5',
+    '  commerce-sync channels change webshop --buffer-percent 10 --buffer 2 --cap-max-online no',
+    '  commerce-sync channels override set marketplace TEA-1 fixed --quantity 10;  override set webshop MUG-2 exclude',
+    '  commerce-sync channels holds add webshop 1001 --line TEA-1=2;  holds cancel webshop 1001;  holds list --state all',
+    '  commerce-sync channels destination set webshop --url https://shop.example/stock;  destination show webshop',
+    '  commerce-sync channels destination pause webshop --reason "maintenance";  destination resume webshop',
+    'A change of rules recomputes the channel at once (1000 variants a transaction). Exit status: 0 done, 1 refused',
+    '(nothing to cancel, the last channel, a name taken), 2 bad input (the message names the value). docs/channels.md.',
+  ].join('\n'),
+  async run(ctx) {
+    const database = await openDatabase(ctx.config, ctx.log);
+    try {
+      return await refusing(ctx, () => runChannels(ctx, database.db));
+    } finally {
+      await database.close();
+    }
+  },
+};
