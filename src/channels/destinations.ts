@@ -3,6 +3,8 @@
 // POSTs), pause and resume it, remove it. The sender: src/channels/dispatch.ts; the rows: src/db/channel-destinations.ts.
 import { z } from 'zod';
 import { encryptToken } from '../api/secrets.ts';
+import { lastOrderEventId } from '../db/channel-order-events.ts';
+import type { DestinationKind } from '../db/schema.ts';
 import { lastChangeId } from '../db/channels.ts';
 import {
   destinationStates,
@@ -32,6 +34,11 @@ export const destinationInput = z.object({
     .optional(),
   /** start: every quantity from the first change kept (a new endpoint gets the whole picture); now: only what changes next. */
   from: z.enum(['start', 'now']).optional(),
+  /** What it wants POSTed: stock (quantity changes), orders (order events) or both (the default). */
+  kinds: z
+    .union([z.enum(['stock', 'orders', 'both']), z.array(z.enum(['stock', 'orders'])).min(1)])
+    .transform((k): DestinationKind[] => (k === 'both' ? ['stock', 'orders'] : Array.isArray(k) ? [...new Set(k)] : [k]))
+    .optional(),
 });
 
 /** What an operator sees of a destination: its state (the URL shown by host only) and its recent POSTs. */
@@ -51,8 +58,16 @@ export async function setDestination(
   if (!parsed.success) throw new ChannelInputError(parsed.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`));
   const made = parsed.data.secret ? null : newSecret();
   const secrets = parsed.data.secret ?? made!;
-  const startAfter = parsed.data.from === 'now' ? await lastChangeId(db, channelId) : 0;
-  await saveDestination(db, channelId, { url: parsed.data.url, secrets: encryptToken(key, secrets), startAfter });
+  const now = parsed.data.from === 'now';
+  const startAfter = now ? await lastChangeId(db, channelId) : 0;
+  const orderStartAfter = now ? await lastOrderEventId(db, channelId) : 0;
+  await saveDestination(db, channelId, {
+    url: parsed.data.url,
+    secrets: encryptToken(key, secrets),
+    startAfter,
+    orderStartAfter,
+    kinds: parsed.data.kinds,
+  });
   return { view: (await viewDestination(db, channelId))!, secret: made };
 }
 

@@ -1,13 +1,14 @@
-// Dispatch to a channel's destination (the channel-delivery queue's handler): POSTs a channel's quantity changes to its destination, as webhook senders make them now. Driven
-// by a cursor over the channel's changes (channel_quantity_changes, in id order), not by a job per change: a job
-// names only the channel, and whichever worker holds the channel's lease sends everything after the cursor, up to
-// CHANNEL_DELIVERY_BATCH changes a POST, one POST at a time, so a quantity is never overtaken by an older one. Each
-// POST is signed per Standard Webhooks (src/channels/sender.ts; `whsec_` secrets, several while one rotates); its
-// webhook-id names the channel and the range of changes, so a retry of the same range carries the same id. A POST
-// that fails leaves the cursor where it was and is retried with backoff; a destination failing for
-// CHANNEL_DELIVERY_PAUSE_MINUTES in a row is paused with the reason, and resumed (console, CLI, API) loses nothing.
+// Dispatch to a channel's destination (the channel-delivery queue's handler): POSTs a channel's quantity changes
+// to its destination. Driven by a cursor over the channel's changes (channel_quantity_changes, in id order), not
+// by a job per change: a job names only the channel, and whichever worker holds the channel's lease sends
+// everything after the cursor, up to CHANNEL_DELIVERY_BATCH changes a POST, one POST at a time, so a quantity is
+// never overtaken by an older one. Each POST is signed per Standard Webhooks (src/channels/sender.ts; `whsec_`
+// secrets, several while one rotates); its webhook-id names the channel and the range of changes, so a retry of
+// the same range carries the same id. A POST that fails leaves the cursor where it was and is retried with
+// backoff; a destination failing for CHANNEL_DELIVERY_PAUSE_MINUTES in a row is paused with the reason, and
+// resumed (console, CLI, API) loses nothing.
 import { decryptToken, encryptToken } from '../api/secrets.ts';
-import { changesAfter, channelById, type FeedItem } from '../db/channels.ts';
+import { changesAfter, channelById, channelNames, type FeedItem } from '../db/channels.ts';
 import {
   advanceCursor,
   channelsSending,
@@ -26,6 +27,9 @@ import {
 } from '../db/channel-destinations.ts';
 import { recordDestinationOutcome } from '../db/outbound-destinations.ts';
 import type { Db, Executor } from '../db/index.ts';
+import { orderEventsAfter } from '../db/channel-order-events.ts';
+import type { DestinationKind } from '../db/schema.ts';
+import { orderEventsBody, presentOrderEvent } from './order-feed.ts';
 import { metrics } from '../metrics.ts';
 import type { Config } from '../config.ts';
 import type { Boss } from '../queue/boss.ts';
@@ -46,10 +50,10 @@ export type Announcer = { db: Executor; boss: Boss; config: Pick<Config, 'CHANNE
 /**
  * After changes committed: one request per channel they touched that has somewhere to send them. A channel
  * without a destination (or with a paused one) gets no job: most channels are read through the feed, and a job for
- * each of their changes cost pg-boss an insert, a fetch and a completion per merchant operation for nothing (at 500
- * accounts 800 such jobs queued up behind the two delivery slots). With CHANNEL_WEBHOOK_URL set every channel is
- * asked, since a `default` channel adopts it at its first delivery. A destination set or resumed later is caught up
- * by its own request and by the maintenance minute.
+ * each of their changes would cost pg-boss an insert, a fetch and a completion per merchant operation for nothing,
+ * and queue up behind the few delivery slots. With CHANNEL_WEBHOOK_URL set every channel is asked, since a
+ * `default` channel adopts it at its first delivery. A destination set or resumed later is caught up by its own
+ * request and by the maintenance minute.
  */
 export async function announceChanges(deps: Announcer, changes: Pick<NewChange, 'channel_id'>[]): Promise<void> {
   const touched = [...new Set(changes.map((c) => Number(c.channel_id)))];
@@ -124,14 +128,26 @@ async function deliverChannel(deps: WorkerDeps, channelId: number): Promise<void
   const started = Date.now();
   try {
     const secrets = parseSecrets(decryptToken(deps.clients.key(config), dest.secrets));
-    let cursor = Number(dest.cursor);
-    let batchThrough = dest.batch_through === null ? null : Number(dest.batch_through);
+    // Each kind has its own cursor and its own range in flight: stock and order events never overtake their own
+    // kind, and one kind's backlog does not hold up the other's POSTs for long (they alternate).
+    const at: Record<DestinationKind, { cursor: number; batchThrough: number | null }> = {
+      stock: { cursor: Number(dest.cursor), batchThrough: dest.batch_through === null ? null : Number(dest.batch_through) },
+      orders: {
+        cursor: Number(dest.order_cursor),
+        batchThrough: dest.order_batch_through === null ? null : Number(dest.order_batch_through),
+      },
+    };
+    const kinds = KINDS.filter((k) => dest.kinds.includes(k));
     while (Date.now() - started < TURN_MS) {
-      const sent = await postNext(deps, dest, secrets, cursor, batchThrough);
-      if (sent === 'failed') return; // its retry is scheduled
-      if (sent === 'none') break;
-      cursor = sent;
-      batchThrough = null;
+      let sentAny = false;
+      for (const kind of kinds) {
+        const sent = await postNext(deps, dest, secrets, kind, at[kind].cursor, at[kind].batchThrough);
+        if (sent === 'failed') return; // its retry is scheduled
+        if (sent === 'none') continue;
+        at[kind] = { cursor: sent, batchThrough: null };
+        sentAny = true;
+      }
+      if (!sentAny) break;
       await renewLease(db, channelId, LEASE_SECONDS);
     }
   } finally {
@@ -141,40 +157,79 @@ async function deliverChannel(deps: WorkerDeps, channelId: number): Promise<void
   if (await hasWaiting(db, channelId)) await requestDelivery(deps.boss, channelId);
 }
 
+const KINDS: DestinationKind[] = ['stock', 'orders'];
+
+/** One POST's range of a kind: the rows after the cursor, how each is sent, and the POST's id and body. */
+interface Range {
+  first: number;
+  through: number;
+  /** What the POST carries: stock, each variant once at its newest; orders, every event. */
+  count: number;
+  body: string;
+}
+
+/** The next range of `kind` after `cursor` (at most `limit` rows, at most `batchThrough` when a range is in flight). */
+async function nextRange(
+  db: Db,
+  channelId: number,
+  kind: DestinationKind,
+  cursor: number,
+  batchThrough: number | null,
+  limit: number,
+): Promise<Range | null> {
+  if (kind === 'stock') {
+    // A range in flight held at most `limit` of the channel's changes (ids become visible in order): the same read finds it.
+    const read = (await changesAfter(db, { since: cursor, limit, channelId })).slice(0, limit);
+    const range = batchThrough === null ? read : read.filter((c) => Number(c.id) <= batchThrough);
+    if (!range.length) return null;
+    const through = Number(range[range.length - 1]!.id);
+    const changes = newestPerVariant(range);
+    const body = deliveryBody({ connection: range[0]!.connection, channel: range[0]!.channel }, changes, through);
+    return { first: Number(range[0]!.id), through, count: changes.length, body };
+  }
+  const read = (await orderEventsAfter(db, { channelId, since: cursor, limit })).slice(0, limit);
+  const range = batchThrough === null ? read : read.filter((e) => Number(e.id) <= batchThrough);
+  if (!range.length) return null;
+  const through = Number(range[range.length - 1]!.id);
+  const channel = await channelNames(db, channelId);
+  return {
+    first: Number(range[0]!.id),
+    through,
+    count: range.length,
+    body: orderEventsBody(channel, range.map(presentOrderEvent), through),
+  };
+}
+
 /**
- * Sends the next POST: the range in flight (`batchThrough`, a retry) or the next CHANNEL_DELIVERY_BATCH changes.
- * Answers the new cursor, 'none' when caught up, 'failed' when the POST failed (the retry is scheduled).
+ * Sends the next POST of `kind`: the range in flight (`batchThrough`, a retry) or the next CHANNEL_DELIVERY_BATCH
+ * rows. Answers the new cursor, 'none' when caught up, 'failed' when the POST failed (the retry is scheduled).
  */
 async function postNext(
   deps: WorkerDeps,
   dest: ChannelDestination,
   secrets: string[],
+  kind: DestinationKind,
   cursor: number,
   batchThrough: number | null,
 ): Promise<number | 'none' | 'failed'> {
   const { db, config, log } = deps;
   const channelId = Number(dest.channel_id);
-  const limit = config.CHANNEL_DELIVERY_BATCH;
-  // A range in flight held at most `limit` of the channel's changes (ids become visible in order): the same read finds it.
-  const read = (await changesAfter(db, { since: cursor, limit, channelId })).slice(0, limit);
-  const range = batchThrough === null ? read : read.filter((c) => Number(c.id) <= batchThrough);
-  if (!range.length) return 'none';
-  const through = Number(range[range.length - 1]!.id);
-  if (batchThrough === null) await setBatch(db, channelId, through);
-  const changes = newestPerVariant(range);
-  const id = `chd_${channelId}_${cursor}_${through}`;
+  const range = await nextRange(db, channelId, kind, cursor, batchThrough, config.CHANNEL_DELIVERY_BATCH);
+  if (!range) return 'none';
+  const { through } = range;
+  if (batchThrough === null) await setBatch(db, channelId, kind, through);
+  // The same range of the same kind carries the same id on every retry (receivers deduplicate by it).
+  const id = `${kind === 'stock' ? 'chd' : 'cho'}_${channelId}_${cursor}_${through}`;
   const started = Date.now();
-  const outcome = await sendWebhook(
-    { url: dest.url, id, body: deliveryBody({ connection: range[0]!.connection, channel: range[0]!.channel }, changes, through), secrets },
-    { attempts: 1, timeoutMs: POST_TIMEOUT_MS },
-  );
+  const outcome = await sendWebhook({ url: dest.url, id, body: range.body, secrets }, { attempts: 1, timeoutMs: POST_TIMEOUT_MS });
   const name = destinationName(channelId);
   await recordPost(db, {
     channel_id: channelId,
     webhook_id: id,
-    first_change: Number(range[0]!.id),
+    kind,
+    first_change: range.first,
     last_change: through,
-    changes: changes.length,
+    changes: range.count,
     ok: outcome.ok,
     status: outcome.status,
     error: outcome.error,
@@ -184,7 +239,7 @@ async function postNext(
   const state = await recordDestinationOutcome(db, name, hostOf(dest.url), outcome);
   metrics.destinationPosts.inc({ destination: name, result: outcome.ok ? 'ok' : 'failed' });
   if (outcome.ok) {
-    await advanceCursor(db, channelId, through);
+    await advanceCursor(db, channelId, kind, through);
     return through;
   }
   const failures = state.failures;

@@ -32,7 +32,7 @@ export interface VariantRecord {
     updatedAt: Date | null;
     syncedAt: Date;
   }[];
-  /** The quantity of the connection's `default` channel (else its oldest): what the console showed before channels. */
+  /** The quantity of the connection's `default` channel (else its oldest): the figure where one quantity is shown. */
   channel: { quantity: string | null; tracked: boolean; backorderable: boolean; bundle: boolean; computedAt: Date } | null;
   /** The quantity in each channel of the connection, oldest channel first, with its rules and why. */
   channels: ChannelQuantityView[];
@@ -192,7 +192,7 @@ export async function variantRecord(
     .filter((r) => !seen.has(r.id) && seen.add(r.id))
     .sort((a, b) => b.at.getTime() - a.at.getTime() || b.id - a.id)
     .slice(0, historyLimit);
-  // The quantity pages showed before channels: the `default` channel's, else the oldest's.
+  // The one quantity of pages that show a single figure: the `default` channel's, else the oldest's.
   const main = quantities.find((q) => q.channel === 'default') ?? quantities[0];
   return {
     connection: { id: connectionId, name: v.connection },

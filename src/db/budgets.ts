@@ -85,7 +85,7 @@ export interface BudgetWrite {
 /**
  * Writes the row if it is still at `version` (nobody wrote it since it was read) and the connection's status is still
  * `status`; the database's clock at the write, or null: read it again and decide again. One statement, no
- * transaction: a reservation is a read and this, where a row lock held across six statements on three tables was.
+ * transaction: a reservation is a read and this, and holds no row lock across statements for others to wait on.
  */
 export async function writeBudget(
   db: Executor,

@@ -1,9 +1,9 @@
 // The channel destinations store (migration 0140): every statement on channel_destinations (where a channel's
 // changes are POSTed, how far it has acknowledged, the sender's lease, pauses) and channel_posts (its recent POSTs).
 // What is sent and when: src/channels/dispatch.ts.
-import { sql, type Selectable } from 'kysely';
+import { type Insertable, sql, type Selectable } from 'kysely';
 import type { Executor } from './index.ts';
-import type { ChannelDestinationsTable, ChannelPostsTable } from './schema.ts';
+import type { ChannelDestinationsTable, ChannelPostsTable, DestinationKind } from './schema.ts';
 
 export type ChannelDestination = Selectable<ChannelDestinationsTable>;
 export type ChannelPost = Selectable<ChannelPostsTable>;
@@ -15,8 +15,10 @@ export interface DestinationState {
   connection_id: number;
   connection: string;
   url: string;
+  kinds: DestinationKind[];
   cursor: number;
-  /** Changes of the channel after the cursor: 0 is caught up. */
+  order_cursor: number;
+  /** Changes (and order events, for a destination that wants them) after the cursors: 0 is caught up. */
   behind: number;
   paused_at: Date | null;
   paused_reason: string | null;
@@ -43,12 +45,13 @@ export const destinationName = (channelId: number) => `channel:${channelId}`;
 export async function saveDestination(
   db: Executor,
   channelId: number,
-  d: { url: string; secrets: string; startAfter: number },
+  d: { url: string; secrets: string; startAfter: number; orderStartAfter?: number; kinds?: DestinationKind[] },
 ): Promise<ChannelDestination> {
+  const kinds = d.kinds ?? ['stock', 'orders'];
   return db
     .insertInto('channel_destinations')
-    .values({ channel_id: channelId, url: d.url, secrets: d.secrets, cursor: d.startAfter })
-    .onConflict((oc) => oc.column('channel_id').doUpdateSet({ url: d.url, secrets: d.secrets, updated_at: sql`now()` }))
+    .values({ channel_id: channelId, url: d.url, secrets: d.secrets, cursor: d.startAfter, order_cursor: d.orderStartAfter ?? 0, kinds })
+    .onConflict((oc) => oc.column('channel_id').doUpdateSet({ url: d.url, secrets: d.secrets, kinds, updated_at: sql`now()` }))
     .returningAll()
     .executeTakeFirstOrThrow();
 }
@@ -93,18 +96,20 @@ export async function releaseDestination(db: Executor, channelId: number): Promi
   await db.updateTable('channel_destinations').set({ claimed_until: null }).where('channel_id', '=', channelId).execute();
 }
 
-/** The POST in flight covers the changes up to `through`: a retry sends the same ones. */
-export async function setBatch(db: Executor, channelId: number, through: number): Promise<void> {
-  await db.updateTable('channel_destinations').set({ batch_through: through }).where('channel_id', '=', channelId).execute();
+/** The POST in flight of this kind covers the changes (or order events) up to `through`: a retry sends the same ones. */
+export async function setBatch(db: Executor, channelId: number, kind: DestinationKind, through: number): Promise<void> {
+  const set = kind === 'stock' ? { batch_through: through } : { order_batch_through: through };
+  await db.updateTable('channel_destinations').set(set).where('channel_id', '=', channelId).execute();
 }
 
-/** The destination acknowledged every change up to `through`. */
-export async function advanceCursor(db: Executor, channelId: number, through: number): Promise<void> {
+/** The destination acknowledged every change (or order event) of this kind up to `through`. */
+export async function advanceCursor(db: Executor, channelId: number, kind: DestinationKind, through: number): Promise<void> {
+  const set = kind === 'stock' ? { cursor: through, batch_through: null } : { order_cursor: through, order_batch_through: null };
   await db
     .updateTable('channel_destinations')
-    .set({ cursor: through, batch_through: null, next_attempt_at: null, updated_at: sql`now()` })
+    .set({ ...set, next_attempt_at: null, updated_at: sql`now()` })
     .where('channel_id', '=', channelId)
-    .where('cursor', '<', through)
+    .where(kind === 'stock' ? 'cursor' : 'order_cursor', '<', through)
     .execute();
 }
 
@@ -136,12 +141,25 @@ export async function resumeDestination(db: Executor, channelId: number): Promis
   return Number(r.numUpdatedRows) > 0;
 }
 
-export async function recordPost(db: Executor, post: Omit<ChannelPost, 'id' | 'at'>): Promise<void> {
+export async function recordPost(db: Executor, post: Insertable<ChannelPostsTable>): Promise<void> {
   await db.insertInto('channel_posts').values(post).execute();
 }
 
 export async function recentPosts(db: Executor, channelId: number, limit = 20): Promise<ChannelPost[]> {
   return db.selectFrom('channel_posts').selectAll().where('channel_id', '=', channelId).orderBy('id', 'desc').limit(limit).execute();
+}
+
+/** The order-event POSTs of a channel that carried events from `fromEventId` on (the console's and the API's order view). */
+export async function recentOrderPosts(db: Executor, channelId: number, fromEventId: number): Promise<ChannelPost[]> {
+  return db
+    .selectFrom('channel_posts')
+    .selectAll()
+    .where('channel_id', '=', channelId)
+    .where('kind', '=', 'orders')
+    .where('last_change', '>=', fromEventId)
+    .orderBy('id')
+    .limit(1000)
+    .execute();
 }
 
 /** Retention: at most `limit` POST records older than `olderThanSeconds`; returns how many went. */
@@ -159,7 +177,12 @@ export async function destinationStates(
   return (
     await sql<DestinationState>`
       SELECT d.channel_id, ch.name AS channel, ch.connection_id, n.name AS connection, d.url, d.cursor,
-             (SELECT count(*)::int FROM channel_quantity_changes c WHERE c.channel_id = d.channel_id AND c.id > d.cursor) AS behind,
+             d.kinds, d.order_cursor,
+             CASE WHEN 'stock' = ANY(d.kinds)
+                  THEN (SELECT count(*)::int FROM channel_quantity_changes c WHERE c.channel_id = d.channel_id AND c.id > d.cursor) ELSE 0 END
+             + CASE WHEN 'orders' = ANY(d.kinds)
+                  THEN (SELECT count(*)::int FROM channel_order_events e WHERE e.channel_id = d.channel_id AND e.id > d.order_cursor) ELSE 0 END
+               AS behind,
              d.paused_at, d.paused_reason, d.next_attempt_at,
              o.failing_since, coalesce(o.failures, 0) AS failures, o.last_status, o.last_error, o.last_success_at
         FROM channel_destinations d
@@ -169,7 +192,13 @@ export async function destinationStates(
        WHERE (${opts.connectionId ?? null}::bigint IS NULL OR ch.connection_id = ${opts.connectionId ?? null})
          AND (${opts.channelId ?? null}::bigint IS NULL OR d.channel_id = ${opts.channelId ?? null})
        ORDER BY n.name, ch.name`.execute(db)
-  ).rows.map((r) => ({ ...r, channel_id: Number(r.channel_id), connection_id: Number(r.connection_id), cursor: Number(r.cursor) }));
+  ).rows.map((r) => ({
+    ...r,
+    channel_id: Number(r.channel_id),
+    connection_id: Number(r.connection_id),
+    cursor: Number(r.cursor),
+    order_cursor: Number(r.order_cursor),
+  }));
 }
 
 /** Of these channels, those with a destination that is not paused: where new changes have somewhere to go. */
@@ -189,6 +218,9 @@ export async function destinationsDue(db: Executor, channelId?: number): Promise
        WHERE (${channelId ?? null}::bigint IS NULL OR d.channel_id = ${channelId ?? null})
          AND d.paused_at IS NULL AND (d.claimed_until IS NULL OR d.claimed_until < now())
          AND (d.next_attempt_at IS NULL OR d.next_attempt_at <= now())
-         AND EXISTS (SELECT 1 FROM channel_quantity_changes c WHERE c.channel_id = d.channel_id AND c.id > d.cursor)`.execute(db)
+         AND (('stock' = ANY(d.kinds) AND EXISTS (SELECT 1 FROM channel_quantity_changes c WHERE c.channel_id = d.channel_id AND c.id > d.cursor))
+           OR ('orders' = ANY(d.kinds) AND EXISTS (SELECT 1 FROM channel_order_events e WHERE e.channel_id = d.channel_id AND e.id > d.order_cursor)))`.execute(
+      db,
+    )
   ).rows.map((r) => Number(r.channel_id));
 }

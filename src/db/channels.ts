@@ -353,3 +353,12 @@ export async function lastChangeId(db: Executor, channelId: number): Promise<num
   );
   return Number(r.rows[0]?.id ?? 0);
 }
+
+/** The connection's and the channel's names. */
+export async function channelNames(db: Executor, channelId: number): Promise<{ connection: string; channel: string }> {
+  const { rows } = await sql<{ connection: string; channel: string }>`
+    SELECT n.name AS connection, c.name AS channel FROM channels c JOIN connections n ON n.id = c.connection_id WHERE c.id = ${channelId}`.execute(
+    db,
+  );
+  return rows[0] ?? { connection: '', channel: '' };
+}

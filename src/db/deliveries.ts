@@ -32,9 +32,9 @@ export interface InsertedDelivery {
   job_id: string | null;
 }
 
-// While a connection's deliveries job has not started, new rows join it rather than cost another pg-boss job (its
-// insert was a third of PostgreSQL's work per delivery at the receiver's batch sizes): `delivery_waits` names the job
-// that waits (migration 0180). Such a row is attached to only while WAIT_SECONDS old; one whose job the handler never
+// While a connection's deliveries job has not started, new rows join it rather than cost another pg-boss job (at the
+// receiver's batch sizes a job insert is a large part of PostgreSQL's work per delivery): `delivery_waits` names the
+// job that waits (migration 0180). Such a row is attached to only while WAIT_SECONDS old; one whose job the handler never
 // got to (failed by pg-boss's supervisor) is left behind, and its rows go with that job's dead letter.
 const WAIT_SECONDS = 30;
 
@@ -48,10 +48,10 @@ const connectionLocks = (lock: 'pg_advisory_xact_lock_shared' | 'pg_advisory_xac
   `SELECT ${lock}(hashtextextended('deliveries:' || c, 0)) FROM (SELECT DISTINCT c FROM unnest(${ids}::bigint[]) AS c ORDER BY c) AS s`;
 
 // One statement for the whole batch, whatever its size: the rows travel as ONE JSON text parameter
-// (JSON.stringify is native; pg's array literals escape every quote of every body in JavaScript, which the
-// profile showed), unpacked by json_to_recordset. `j` is the job a queued row would start; each connection's rows
+// (JSON.stringify is native; pg's array literals would escape every quote of every body in JavaScript),
+// unpacked by json_to_recordset. `j` is the job a queued row would start; each connection's rows
 // join the job already waiting for it instead, if one is. The same statement writes the sync-log entry of each
-// row refused or left unhandled, with the NOTIFY that logSync (src/synclog) would; a queued row's entry is
+// row refused or left unhandled, with the NOTIFY that logSync (src/db/synclog.ts) would; a queued row's entry is
 // written when the handler takes it (logReceived), so the acknowledgement waits only for what it promises.
 // `${JOBS}` is replaced by the job insert (below), or by nothing for a batch with no queued row.
 const JOBS = '/*jobs*/';
@@ -87,7 +87,7 @@ const insertRows = `
 // pg-boss's job insert, as one more part of the same statement: its one parameter (the jobs as JSON text) becomes
 // this subquery, which keeps the candidate jobs (`$2`) the batch made a wait row for. Part of the statement, not a
 // statement after it: a batch that joins a waiting job (nearly every batch under load) then runs no insert at all,
-// where a statement of its own was prepared, bound and run with nothing to insert (80 us of PostgreSQL per batch).
+// where a statement of its own would still be prepared, bound and run with nothing to insert.
 const madeJobs = `(SELECT coalesce(json_agg(e), '[]')::text FROM json_array_elements($2::text::json) AS e
   WHERE e->>'id' IN (SELECT j FROM waiting WHERE existing IS NULL))`;
 const withJobs = (statement: string) => insertRows.replace(JOBS, `, jobs AS (${statement.trim().replace(/\$1\b/g, () => madeJobs)})`);
@@ -102,10 +102,9 @@ export interface JobInsert {
 }
 
 // The batch's statements are PREPAREd once per connection and run with EXECUTE: planning them afresh for
-// every batch cost PostgreSQL more CPU than inserting the rows (at 30 per batch: 80 us per delivery planned each
-// time, 58 prepared). A connection's first batch prepares them in the same round trip. What each connection
-// holds: the lock statement and the rows-only one once prepared, and the pg-boss insert text its rows-and-jobs
-// statement was prepared with.
+// every batch would cost PostgreSQL more CPU than inserting the rows. A connection's first batch prepares them in
+// the same round trip. What each connection holds: the lock statement and the rows-only one once prepared, and
+// the pg-boss insert text its rows-and-jobs statement was prepared with.
 const preparedOn = new WeakMap<pg.PoolClient, { lock: boolean; rows: boolean; jobs: string | null }>();
 
 /** The rows as the one JSON text the batch statement unpacks (json_to_recordset's columns c, d, e, ... j). */
@@ -209,8 +208,8 @@ export async function logReceived(db: Executor, jobIds: string[]): Promise<void>
 }
 
 /**
- * Which rows jobs on `deliveries` name: by row id (a replayed delivery, jobs queued before batch jobs named
- * deliveries by id), or every row whose job_id is the job's id (webhook_deliveries_job).
+ * Which rows jobs on `deliveries` name: by row id (a replayed delivery, or a job of an older shape, which a dead
+ * letter may still hold), or every row whose job_id is the job's id (webhook_deliveries_job).
  */
 export interface DeliveryRefs {
   rowIds: number[];

@@ -87,6 +87,24 @@ export async function operationsOfOrder(
     .execute();
 }
 
+/** The operation of `kind` on this order key that has not failed (queued, sent or confirmed), if any: the oldest. */
+export async function liveOperationOfKind(
+  tx: Executor,
+  connectionId: number,
+  orderKey: string,
+  kind: PushKind,
+): Promise<PushOperation | undefined> {
+  return tx
+    .selectFrom('push_operations')
+    .selectAll()
+    .where('connection_id', '=', connectionId)
+    .where('order_key', '=', orderKey)
+    .where('kind', '=', kind)
+    .where('state', '!=', 'failed')
+    .orderBy('id')
+    .executeTakeFirst();
+}
+
 /** How many imports of this channel order the service refused to create (POST /orders answered 4xx). */
 export async function countRefusedImports(tx: Executor, connectionId: number, channel: string, channelOrderId: string): Promise<number> {
   const row = await tx
@@ -264,6 +282,8 @@ export async function mapChannelOrder(
       channel_order_id: m.channelOrderId,
       order_id: m.orderId,
       operation_id: m.operationId,
+      // Read back a minute from now, then less often (src/channels/order-events.ts).
+      watch_at: sql`now() + interval '1 minute'`,
     })
     .onConflict((oc) => oc.columns(['connection_id', 'channel', 'channel_order_id']).doNothing())
     .execute();

@@ -134,7 +134,7 @@ export async function pendingPairs(db: Executor): Promise<{ connectionId: number
 /**
  * Seconds since the oldest mark still pending for the connection whose id is the column `connectionIdColumn` of
  * the enclosing statement (NULL: none pending): a correlated subquery, so a read of another store can show the
- * lag in its own statement (db/deliveries.ts deliveryCounts).
+ * lag in its own statement (db/delivery-reads.ts deliveryCounts).
  */
 export function pendingLag(connectionIdColumn: string): RawBuilder<number | null> {
   return sql<number | null>`(SELECT extract(epoch FROM now() - min(p.first_marked_at))::float8 FROM pending_fetches p

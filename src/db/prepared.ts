@@ -1,17 +1,16 @@
 // Statements run again and again are prepared once per connection. node-postgres sends every parameterised
-// query as an unnamed statement, which PostgreSQL parses, analyses and plans afresh on each call; in the
-// accounts benchmark (bench/accounts --pg-statements) planning alone was 7 ms of the 25 ms of PostgreSQL's CPU per
-// merchant operation, for statements that execute in tens of microseconds. A named statement is parsed once on
-// its connection, and after five runs PostgreSQL may keep a generic plan (when it costs no more than the custom
-// ones: plan_cache_mode auto).
+// query as an unnamed statement, which PostgreSQL parses, analyses and plans afresh on each call: for statements
+// that execute in tens of microseconds, planning is a large part of PostgreSQL's CPU (bench/accounts
+// --pg-statements shows it per statement). A named statement is parsed once on its connection, and after five runs
+// PostgreSQL may keep a generic plan (when it costs no more than the custom ones: plan_cache_mode auto).
 //
 // Parameterised queries are named, and so are texts without parameters that are one plain statement (SELECT, WITH,
-// INSERT, UPDATE, DELETE, and no semicolon): pg-boss inlines everything of its fetch into the text, so every poll
-// of every worker was parsed and planned afresh (1.2 ms of planning per merchant operation at 500 accounts). Any
-// other text without parameters keeps the simple protocol, which also carries multi-statement texts, transaction
-// control and SET: naming it would change that. A text is named on its second run on a
-// connection, and a connection names at most MAX_NAMED texts: texts built per call (a VALUES list of N rows)
-// stay unnamed once the hot ones have their names, so a backend's plan cache stays bounded.
+// INSERT, UPDATE, DELETE, and no semicolon): pg-boss inlines everything of its fetch into the text, so unnamed,
+// every poll of every worker would be parsed and planned afresh. Any other text without parameters keeps the
+// simple protocol, which also carries multi-statement texts, transaction control and SET: naming it would change
+// that. A text is named on its second run on a connection, and a connection names at most MAX_NAMED texts: texts
+// built per call (a VALUES list of N rows) stay unnamed once the hot ones have their names, so a backend's plan
+// cache stays bounded.
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 

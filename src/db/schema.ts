@@ -276,6 +276,8 @@ export interface Database {
   channel_changes_pruned: ChannelChangesPrunedTable;
   channel_destinations: ChannelDestinationsTable;
   channel_posts: ChannelPostsTable;
+  channel_order_events: ChannelOrderEventsTable;
+  channel_order_events_pruned: ChannelChangesPrunedTable;
 }
 
 export type Connection = Selectable<ConnectionsTable>;
@@ -315,6 +317,9 @@ export interface ChannelOrdersTable {
   order_id: number;
   operation_id: number | null;
   created_at: DefaultTimestamp;
+  /** migrations/0200: keys of the order events told the channel, and when the order is read back next. */
+  announced: Default<string[]>;
+  watch_at: Timestamp | null;
 }
 export type PushOperation = Selectable<PushOperationsTable>;
 
@@ -528,10 +533,16 @@ export interface ChannelDestinationsTable {
   next_attempt_at: Date | null;
   paused_at: Date | null;
   paused_reason: string | null;
+  /** What the destination wants: 'stock', 'orders' or both (migrations/0200). */
+  kinds: Default<DestinationKind[]>;
+  /** The last order event id acknowledged, and the last of the POST of order events in flight. */
+  order_cursor: Default<number>;
+  order_batch_through: number | null;
   created_at: DefaultTimestamp;
   updated_at: DefaultTimestamp;
 }
 
+export type DestinationKind = 'stock' | 'orders';
 export interface ChannelPostsTable {
   id: Generated<number>;
   channel_id: number;
@@ -544,5 +555,32 @@ export interface ChannelPostsTable {
   error: string | null;
   attempts: number;
   ms: number;
+  /** stock: first/last_change are channel_quantity_changes ids; orders: channel_order_events ids. */
+  kind: Default<DestinationKind>;
   at: DefaultTimestamp;
+}
+
+// migrations/0200_channel_order_events.sql (src/db/channel-order-events.ts; what they mean: src/channels/order-events.ts)
+export type OrderEventType =
+  | 'order.imported'
+  | 'order.import_failed'
+  | 'order.packed'
+  | 'order.shipped'
+  | 'order.tracking_updated'
+  | 'order.invoiced'
+  | 'order.paid'
+  | 'order.voided'
+  | 'order.returned';
+export interface ChannelOrderEventsTable {
+  id: Generated<number>;
+  connection_id: number;
+  channel_id: number;
+  channel_order_id: string;
+  order_id: number | null;
+  order_number: string | null;
+  type: OrderEventType;
+  key: string;
+  at: Timestamp;
+  data: Json;
+  recorded_at: DefaultTimestamp;
 }

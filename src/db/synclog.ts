@@ -48,7 +48,7 @@ export async function logSync(db: Executor, entries: SyncLogInput | SyncLogInput
   const list = Array.isArray(entries) ? entries : [entries];
   if (!list.length) return [];
   // The entries and the live tail's NOTIFY (its payload: the newest id) in one statement: a statement of its own
-  // for the NOTIFY was three round trips per merchant operation (bench/accounts, 500 accounts).
+  // for the NOTIFY would add a round trip to every write of the log, and there are several per merchant operation.
   const rows = await db
     .with('ins', (qb) => qb.insertInto('sync_log').values(list.map(row)).returning('id'))
     .with('notified', (qb) => qb.selectFrom('ins').select(sql<string>`pg_notify('sync_log', max(id)::text)`.as('sent')))

@@ -18,13 +18,16 @@ import {
   markRetrying,
   markSent,
   orderKeyOf,
+  liveOperationOfKind,
   requeueOperation,
   setOperationJob,
   type Final,
 } from '../db/operations.ts';
 import type { PushKind, PushOperation } from '../db/schema.ts';
 import { metrics } from '../metrics.ts';
-import { sendPushJob } from '../queue/contracts.ts';
+import { requestDelivery, sendPushJob } from '../queue/contracts.ts';
+import { recordImported, recordImportFailed } from '../channels/order-events.ts';
+import { listChannels } from '../db/channels.ts';
 import type { Boss } from '../queue/boss.ts';
 import { logSync } from '../db/synclog.ts';
 import type { OrderRef } from './input.ts';
@@ -124,6 +127,34 @@ export async function createOperation(
   });
 }
 
+/**
+ * A void of a channel's order, once however often asked: an operation of it already queued, running or done is
+ * answered instead of a new one (under the order key's lock, so two asking at once make one).
+ */
+export async function voidChannelOrderOnce(
+  db: Db,
+  boss: Boss,
+  args: { connectionId: number; channel: string; channelOrderId: string },
+): Promise<{ op: PushOperation; created: boolean }> {
+  return db.transaction().execute(async (tx) => {
+    const orderKey = channelKey(args.channel, args.channelOrderId);
+    await lockOrderKey(tx, { connection_id: args.connectionId, order_key: orderKey });
+    const existing = await liveOperationOfKind(tx, args.connectionId, orderKey, 'void');
+    if (existing) return { op: existing, created: false };
+    const input = { channel: args.channel, channel_order_id: args.channelOrderId };
+    let op = await insertOperation(tx, {
+      connectionId: args.connectionId,
+      kind: 'void',
+      input,
+      idempotencyKey: `cs-void-${randomUUID()}`,
+      orderKey,
+    });
+    op = await setOperationJob(tx, op.id, await sendPushJob(boss, tx, op.id));
+    await recordChange(tx, op, await connectionName(tx, args.connectionId));
+    return { op, created: true };
+  });
+}
+
 export type Claim =
   | { status: 'claimed'; op: PushOperation }
   | { status: 'waiting'; op: PushOperation; behind: number } // an older operation of the same order key is unfinished
@@ -166,7 +197,8 @@ export async function finishOperation(
   outcome: Outcome,
   durationMs?: number,
 ): Promise<PushOperation> {
-  return db.transaction().execute(async (tx) => {
+  const told: number[] = [];
+  const row = await db.transaction().execute(async (tx) => {
     await lockOrderKey(tx, op);
     const name = await connectionName(tx, op.connection_id);
     if (outcome.state === 'retrying') {
@@ -188,11 +220,40 @@ export async function finishOperation(
     if (outcome.state === 'confirmed' && outcome.mapping) {
       await mapChannelOrder(tx, { connectionId: op.connection_id, ...outcome.mapping, operationId: op.id });
     }
+    // What became of a channel's order import is an event of the channel (src/channels/order-events.ts).
+    if (op.kind === 'import-order') told.push(...(await tellImportOutcome(tx, op, outcome)));
     const row = await markFinished(tx, op, outcome);
     await recordChange(tx, row, name, { durationMs, requests: outcome.requests });
     const next = await firstUnfinished(tx, op, false);
     if (next !== undefined) await sendPushJob(boss, tx, next);
     return row;
+  });
+  for (const channelId of told) await requestDelivery(boss, channelId);
+  return row;
+}
+
+async function tellImportOutcome(tx: Executor, op: PushOperation, outcome: Outcome): Promise<number[]> {
+  if (outcome.state === 'confirmed' && outcome.mapping) {
+    const result = (outcome.result ?? {}) as Record<string, unknown>;
+    return recordImported(tx, {
+      connectionId: op.connection_id,
+      orderId: outcome.mapping.orderId,
+      status: result.status,
+      orderNumber: result.order_number,
+    });
+  }
+  if (outcome.state !== 'failed') return [];
+  const input = (op.input ?? {}) as { channel?: unknown; channel_order_id?: unknown };
+  if (typeof input.channel !== 'string' || typeof input.channel_order_id !== 'string') return [];
+  const [channel] = await listChannels(tx, { connectionId: op.connection_id, name: input.channel });
+  if (!channel) return [];
+  return recordImportFailed(tx, {
+    connectionId: op.connection_id,
+    channelId: Number(channel.id),
+    channelOrderId: input.channel_order_id,
+    operationId: op.id,
+    reason: outcome.reason,
+    problems: outcome.fieldErrors ?? null,
   });
 }
 

@@ -46,9 +46,9 @@ export async function startBoss(
     max: opts.max ?? 10,
     // Its fetch, insert and completion statements run many times a second: prepared once per connection
     // (src/db/prepared.ts). pg-boss hands its options on to pg's Pool (its own type does not list this one).
-    // Their plans are kept generic: with plan_cache_mode auto PostgreSQL planned the completion afresh on every
-    // call (0.67 ms per merchant operation at 500 accounts, now none) for plans that do not depend on the values:
-    // its parameters are job ids and outputs; everything that picks rows (queue, state, limit) is in the text.
+    // Their plans are kept generic: with plan_cache_mode auto PostgreSQL would plan the completion afresh on every
+    // call, for plans that do not depend on the values: its parameters are job ids and outputs; everything that
+    // picks rows (queue, state, limit) is in the text.
     ...({ Client: PreparingClient, options: '-c plan_cache_mode=force_generic_plan' } satisfies pg.PoolConfig),
     // Only processes that run workers maintain queues and fire schedules.
     supervise: opts.supervise ?? true,

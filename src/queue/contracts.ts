@@ -13,8 +13,8 @@ import { defineQueue, type JobSendOptions } from './queue.ts';
 /**
  * The deliveries of one connection stored while this job waited. It owns the rows whose job_id is `jobId`, its own
  * id when the receiver queued it (a delivery id stored before, a retry by the service, keeps its earlier row and
- * job; a dead letter replays under a new id with the same data). Jobs of earlier versions also list their
- * deliveries (`deliveryIds`); the rows' job_id says the same.
+ * job; a dead letter replays under a new id with the same data). A job of an older shape, which a dead letter may
+ * still hold, also lists its deliveries (`deliveryIds`); the rows' job_id says the same.
  */
 export interface DeliveryBatch {
   kind: 'batch';
@@ -34,8 +34,8 @@ export interface DeliveryReplay {
 }
 
 /**
- * Shapes jobs queued by earlier versions carry, untagged (a dead letter keeps its data, so they may still come):
- * a batch by delivery id, a batch by row id, one delivery.
+ * Older job shapes, untagged, that may still arrive (a dead letter keeps its data): a batch by delivery id, a batch
+ * by row id, one delivery.
  */
 export type LegacyDeliveriesData =
   | (Omit<DeliveryBatch, 'kind'> & { deliveryIds: string[] })
@@ -140,8 +140,17 @@ export function sendPushJob(boss: Boss, tx: Executor, operationId: number, start
 
 // maintenance: housekeeping tasks on schedules (src/sync/schedules.ts); the tasks: src/sync/maintenance.ts.
 
-export type MaintenanceTask = 'retention' | 'schedules' | 'sweeps' | 'full-sweeps' | 'pending' | 'holds' | 'probe-lapsed' | 'webhooks';
-/** A task retention replaced; a job of it queued before the change is run as retention. */
+export type MaintenanceTask =
+  | 'retention'
+  | 'schedules'
+  | 'sweeps'
+  | 'full-sweeps'
+  | 'pending'
+  | 'holds'
+  | 'order-watch'
+  | 'probe-lapsed'
+  | 'webhooks';
+/** A task whose work retention does; a job that still names it (a dead letter, say) runs as retention. */
 export type LegacyMaintenanceTask = 'prune-sync-log';
 
 export interface MaintenanceData {

@@ -3,7 +3,7 @@
 // the free slots (up to maxBatch each). Under load batches grow by themselves, when idle an item goes alone.
 // How many slots there are is learnt from the commits themselves (slots.ts) unless fixed.
 // An item not committed within `maxAgeMs` is refused (its request answers 503 in time); one timer watches the
-// oldest item for all of them, where a timer and a promise race per request cost measurable CPU.
+// oldest item for all of them, since a timer and a promise race per request would cost measurable CPU.
 import { CommitSlots } from './slots.ts';
 
 export class BatcherClosed extends Error {

@@ -41,6 +41,8 @@ import { queuesOnce } from '../queue/queues.ts';
 import type { NewChange } from './recompute.ts';
 import { pauseDestination, removeDestination, resumeDestination, setDestination, viewDestination } from '../channels/destinations.ts';
 import { channelFeed, type FeedExpired, type FeedPage } from '../channels/feed.ts';
+import { orderEventsFeed } from '../channels/order-feed.ts';
+import { CancelRefused, cancelChannelOrder, channelOrderView } from '../channels/orders.ts';
 import { cancelHold, createHold, HoldConflict, holdInput, presentHold } from './holds.ts';
 import { connectionByName } from '../db/connections.ts';
 
@@ -81,6 +83,7 @@ async function answering(ctx: Context, run: () => Promise<void>): Promise<void> 
     if (err instanceof ChannelChoiceError) return problem(ctx, err.status, err.message);
     if (err instanceof ChannelInputError) return problem(ctx, 400, 'invalid input', { problems: err.problems });
     if (err instanceof HoldConflict) return problem(ctx, 409, err.message);
+    if (err instanceof CancelRefused) return problem(ctx, 409, err.message);
     // SKUs the mirror does not know, or that several live variants share, named.
     if (err instanceof OperationFailed) return problem(ctx, 400, err.message);
     throw err;
@@ -250,6 +253,55 @@ export function mountRoutes(rt: Pick<Runtime, 'database' | 'config' | 'boss' | '
       if (!done) return problem(ctx, 404, `channel ${ch.connection}/${ch.name} has no destination`);
       if (action === 'resume') await announce([{ channel_id: Number(ch.id) }]);
       ctx.body = { destination: await viewDestination(db, Number(ch.id)) };
+    }),
+  );
+
+  // What happens to the channel's orders at the service: the feed, one order, and its cancel (docs/channels.md).
+  router.get('/api/channels/:name/order-events', (ctx) =>
+    answering(ctx, async () => {
+      const ch = await channel(ctx);
+      const p = feedParams(ctx);
+      if (!p) return;
+      const page = await orderEventsFeed(db, { ...p, channelId: Number(ch.id) });
+      if ('expired' in page)
+        return problem(
+          ctx,
+          410,
+          `cursor ${page.since} is older than the order events kept: events up to ${page.kept_after} were deleted after ` +
+            'CHANNEL_CHANGE_RETENTION_DAYS. Read the orders you follow (GET /api/channels/NAME/orders/ID), then follow this feed from since=kept_after.',
+          { since: page.since, kept_after: page.kept_after },
+        );
+      ctx.body = page;
+    }),
+  );
+
+  const orderRef = async (ctx: Context) => {
+    const ch = await channel(ctx);
+    return { connectionId: ch.connection_id, channelId: Number(ch.id), channel: ch.name, channelOrderId: ctx.params.order! };
+  };
+
+  router.get('/api/channels/:name/orders/:order', (ctx) =>
+    answering(ctx, async () => {
+      const ref = await orderRef(ctx);
+      const view = await channelOrderView(db, ref);
+      if (!view) return problem(ctx, 404, `channel ${ref.channel} has no order ${ref.channelOrderId} (not imported, held or told of)`);
+      ctx.body = { order: view };
+    }),
+  );
+
+  router.post('/api/channels/:name/orders/:order/cancel', (ctx) =>
+    answering(ctx, async () => {
+      const ref = await orderRef(ctx);
+      await ready();
+      const done = await cancelChannelOrder(db, rt.boss, ref);
+      if (!done) return problem(ctx, 404, `channel ${ref.channel} has no order ${ref.channelOrderId} (not imported, nor held)`);
+      if (done.kind === 'hold') {
+        await announce(done.changes);
+        ctx.body = { cancelled: 'hold', hold: done.hold, ended: done.ended };
+      } else {
+        ctx.status = done.created ? 202 : 200;
+        ctx.body = { cancelled: 'order', operation: done.operation, created: done.created };
+      }
     }),
   );
 

@@ -9,6 +9,8 @@ import { readsFor, type Read, type ResourceSpec } from '../catalog/index.ts';
 import { markGone, replaceCompositions, upsertChildren, upsertOther, upsertRecords, type Ties } from '../db/mirror.ts';
 import { bundlesWithMakeup, variantsOfOrderLines, variantUpdatedAts } from '../db/mirror-reads.ts';
 import type { Mark } from '../db/pending.ts';
+import { watchedOrdersWithVariants } from '../db/channel-order-events.ts';
+import { recordOrderEvents } from '../channels/order-events.ts';
 import { readAfterEvent } from '../catalog/clocks.ts';
 
 export interface Applied {
@@ -19,6 +21,8 @@ export interface Applied {
   tied: number[];
   gone: number[];
   changes: NewChange[];
+  /** Channels that got order events from this write (src/channels/order-events.ts): their senders are woken. */
+  orderEvents: number[];
   /** Reads this write calls for (delivery-driven only): variants of an order's lines, a fulfillment's order... */
   followUps: Mark[];
 }
@@ -51,6 +55,14 @@ const ids = (list: any[] | undefined, field: string) => [
       .map(Number),
   ),
 ];
+
+// The orders a write of these resources may have moved on (channel order events).
+const ORDER_OF: Record<string, (records: any[]) => number[]> = {
+  order: (records) => ids(records, 'id'),
+  fulfillment: (records) => ids(records, 'order_id'),
+  fulfillment_return: (records) => ids(records, 'order_id'),
+  invoice: (records) => ids(records, 'order_id'),
+};
 
 /** Writes records (and sideloads) of a mirrored resource; `goneIds`: ids the service no longer has at all. */
 export async function applyRecords(
@@ -93,8 +105,16 @@ export async function applyRecords(
     const by = spec.name === 'variant' ? { variantIds: read } : { orderIds: read };
     if (read.length) changes.push(...(await settleHolds(tx, ctx.connectionId, by, ctx.cause)));
   }
+  const orderIds = ORDER_OF[spec.name]?.(records) ?? [];
+  const orderEvents = orderIds.length ? await recordOrderEvents(tx, ctx.connectionId, orderIds) : [];
+  // A void releases committed stock and no webhook tells of it: a stock move on a line of a watched channel order
+  // reads that order back.
+  if (spec.name === 'variant' && ctx.followUps && res.applied.length) {
+    for (const id of await watchedOrdersWithVariants(tx, ctx.connectionId, res.applied))
+      followUps.push({ connectionId: ctx.connectionId, resource: 'order', id, reason: 'order.watch' });
+  }
   if (records.length) metrics.recordsFetched.inc({ connection: ctx.connectionName, resource: spec.name }, records.length);
-  return { ...res, gone, changes, followUps };
+  return { ...res, gone, changes, orderEvents, followUps };
 }
 
 /** Writes compositions read for the given bundles and recomputes those whose makeup changed. */
@@ -187,7 +207,7 @@ const FRACTION = /T\d\d:\d\d:\d\d[.,]\d/;
  *   deliveries that asked for every parent naming it. Only deliveries count: a parent's `updated_at` need not move
  *   when its stock effect happens (an order finalised, a purchase order received through a procurement), but the
  *   event announcing that effect is sent after it. A later event of the parent is read again and judged anew.
- * A parent without a readable timestamp, or read for something else than its own deliveries, is followed as before.
+ * A parent without a readable timestamp, or read for something else than its own deliveries, is always followed.
  */
 async function notReadSince(tx: Executor, ctx: ApplyContext, parentsOf: Map<number, any[]>): Promise<number[]> {
   const variants = [...parentsOf.keys()];

@@ -33,8 +33,8 @@ export async function requestDrain(
 }
 
 // How many drain requests one caller has in flight: each is a look at the budget (cached a second or five) and one or
-// two pg-boss inserts. One at a time, a batch of deliveries about a hundred connections spent seconds here while
-// the next deliveries waited for the deliveries job (bench/accounts, 1,000 accounts: handled 18 s after receipt).
+// two pg-boss inserts. One at a time, a batch of deliveries about a hundred connections would spend seconds here
+// while the next deliveries wait for the deliveries job.
 const REQUESTS_AT_ONCE = 8;
 
 /** Asks for the drains of many pairs, REQUESTS_AT_ONCE at a time, taken in their order. */

@@ -108,7 +108,7 @@ async function drain(deps: WorkerDeps, jobId: string, { connectionId, resource }
   );
   // What a read of up to BATCH ids cost (its lines too): more ids make more reads however long a drain waits.
   sync.pacing.noteCost(connectionId, resource, out.requests / Math.max(1, Math.ceil(out.read / BATCH)));
-  await announceChanges(deps, out.changes);
+  await announceChanges(deps, [...out.changes, ...out.orderEvents.map((id) => ({ channel_id: id }))]);
   await requestDrains(deps, out.followUps);
   if (out.more) await requestDrain(deps, connectionId, resource, { backlog: true });
   log.debug(

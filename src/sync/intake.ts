@@ -71,8 +71,8 @@ export async function consumeDeliveries(
   const batches = jobs.map(batchOf).filter((b) => b !== null);
   // Nothing joins these jobs from now on, and what joined them has committed.
   await startWaitingJobs(db, batches);
-  // Their rows' delivery.received entries are ours to write; a replay's row, or a row of a job that listed its
-  // deliveries (an earlier version, whose receiver wrote the entry), has one already.
+  // Their rows' delivery.received entries are ours to write; a replay's row, or a row of a job that lists its
+  // deliveries (the older shape, whose receiver wrote the entry), has one already.
   const unlogged = batches.filter((b) => !('deliveryIds' in b)).map((b) => b.jobId);
   const done = await db.transaction().execute(async (tx) => {
     const handled: number[] = [];

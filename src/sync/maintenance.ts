@@ -16,6 +16,8 @@ import { markPending, pendingLagByConnection, pendingPairs } from '../db/pending
 import { expireHolds } from '../stock/holds.ts';
 import { requestDueSweeps, requestFullSweeps, syncSchedules } from './schedules.ts';
 import { webhookChecksDue } from '../db/sweep-plans.ts';
+import { dueWatches, setWatches } from '../db/channel-order-events.ts';
+import { nextWatch } from '../channels/order-events.ts';
 
 export async function handleMaintenance(deps: WorkerDeps, task: MaintenanceTask): Promise<void> {
   const { db, boss, config, log } = deps;
@@ -71,6 +73,11 @@ export async function handleMaintenance(deps: WorkerDeps, task: MaintenanceTask)
       if (r.expired) log.info({ expired: r.expired }, 'holds expired');
       break;
     }
+    case 'order-watch': {
+      const n = await watchChannelOrders(deps);
+      if (n) log.debug({ orders: n }, 'channel orders read back');
+      break;
+    }
     case 'pending':
       // Safety net: pending rows whose drain job was lost (a crash between commit and send) get one.
       await requestDrains(deps, await pendingPairs(db));
@@ -79,6 +86,36 @@ export async function handleMaintenance(deps: WorkerDeps, task: MaintenanceTask)
       await updateLag(db);
       break;
   }
+}
+
+/**
+ * Channel orders due for a read-back (src/channels/order-events.ts: voids, tracking added later and returns
+ * received later come with no webhook): their orders, fulfilments and open returns are marked for the drains,
+ * which read them 250 a request within the budget's pacing, behind stock. Answers how many orders.
+ */
+async function watchChannelOrders(deps: WorkerDeps): Promise<number> {
+  const due = await dueWatches(deps.db, 2000);
+  if (!due.length) return 0;
+  const marks = due.flatMap((o) => [
+    { connectionId: o.connection_id, resource: 'order', id: o.order_id, reason: 'order.watch' },
+    ...o.fulfillment_ids.map((id) => ({ connectionId: o.connection_id, resource: 'fulfillment', id, reason: 'fulfillment.watch' })),
+    ...o.return_ids.map((id) => ({
+      connectionId: o.connection_id,
+      resource: 'fulfillment_return',
+      id,
+      reason: 'fulfillment_return.watch',
+    })),
+  ]);
+  const now = new Date();
+  await deps.db.transaction().execute(async (tx) => {
+    await markPending(tx, marks);
+    await setWatches(
+      tx,
+      due.map((o) => ({ connection_id: o.connection_id, order_id: o.order_id, watch_at: nextWatch(o.created_at, now, false) })),
+    );
+  });
+  await requestDrains(deps, [...new Map(marks.map((m) => [`${m.connectionId}:${m.resource}`, m])).values()]);
+  return due.length;
 }
 
 /** Channel rules changed (settings, or a channel_rules row): recompute the connection's quantities. */

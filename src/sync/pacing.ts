@@ -18,8 +18,8 @@ import type { Db } from '../db/index.ts';
 
 /**
  * The part of the rate stock reads get while anything else waits too. Shared by weight among everything waiting,
- * a variant's part shrank with every kind of document the account used: with the documented service's 17 routes
- * it read every 4 s, not 2 (p95 stock lag 6.7-7.2 s at 2 operations/s; 2.9 s with this share).
+ * a variant's part would shrink with every kind of document the account uses (the documented service has 17
+ * routes), and channel quantities would lag the further behind the more kinds of document an account has.
  */
 export const STOCK_SHARE = 0.8;
 
@@ -146,9 +146,9 @@ export class Pacing {
  * Whether a drain of `resource` should wait for the next window: the last `reserve` requests of a window are kept
  * for stock reads (and pushes), as sweeps may not take them either. Pacing spends at most four fifths of a window,
  * but a document's drain costs more than its own read (its lines, read apart where lists carry no sideloads), and
- * at high activity the documented service's windows ran short before their reset: stock reads then waited for it
- * with everything else (p95 stock lag 70-85 s at 10 operations/s). A held drain leaves its rows pending; the next
- * mark or the maintenance minute asks for it again, and it reads once the window has reset.
+ * at high activity a window can run out before its reset: stock reads would then wait for the reset with
+ * everything else. A held drain leaves its rows pending; the next mark or the maintenance minute asks for it again,
+ * and it reads once the window has reset.
  */
 export function heldForStock(state: PacingState, resource: string, reserve: number): boolean {
   if (freshnessOf(resource) === 'stock' || state.toReset === null || state.toReset <= 0) return false;

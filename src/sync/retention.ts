@@ -6,6 +6,7 @@
 // (how long: src/queue/queues.ts; how often: src/queue/boss.ts). What stays whatever its age, and why: docs/data.md.
 import type { Config } from '../config.ts';
 import { pruneChannelChanges } from '../db/channels.ts';
+import { pruneOrderEvents } from '../db/channel-order-events.ts';
 import { pruneHolds } from '../db/holds.ts';
 import { prunePosts } from '../db/channel-destinations.ts';
 import { pruneDeliveries, pruneDeliveryWaits } from '../db/deliveries.ts';
@@ -58,6 +59,7 @@ export function retentionFamilies(c: RetentionSettings): Family[] {
     { name: 'delivery_waits', seconds: days(1), prune: pruneDeliveryWaits },
     { name: 'sync_log', seconds: days(c.SYNC_LOG_RETENTION_DAYS), prune: pruneSyncLog },
     { name: 'channel_quantity_changes', seconds: days(c.CHANNEL_CHANGE_RETENTION_DAYS), prune: pruneChannelChanges },
+    { name: 'channel_order_events', seconds: days(c.CHANNEL_CHANGE_RETENTION_DAYS), prune: pruneOrderEvents },
     { name: 'push_operations', seconds: days(c.OPERATION_RETENTION_DAYS), prune: pruneOperations },
     // An ended hold is history, as its sync-log entries are.
     { name: 'channel_holds (ended)', seconds: days(c.SYNC_LOG_RETENTION_DAYS), prune: pruneHolds },

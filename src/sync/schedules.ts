@@ -28,7 +28,7 @@ export function everyMinutes(n: number): string {
 
 export async function syncSchedules(db: Db, boss: Boss, config: Config): Promise<void> {
   const active = await listConnections(db, 'active');
-  // The per-connection schedules earlier versions kept (incremental-<id>, full-<id>) go: `sweeps` asks for them.
+  // No per-connection schedules (a database may still hold incremental-<id>, full-<id>): `sweeps` asks for them.
   for (const s of await boss.getSchedules(reconcileQueue.name)) await boss.unschedule(reconcileQueue.name, s.key);
   // A connection never swept (a newcomer's demo, a new account) gets its full sweep now, not at FULL_SWEEP_CRON.
   const swept = await sweptConnections(db);
@@ -37,13 +37,14 @@ export async function syncSchedules(db: Db, boss: Boss, config: Config): Promise
     if (swept.has(id)) continue;
     // Ahead of incremental sweeps (priority 1) in the queue: a new account's first load comes first. One per six
     // hours: with thousands of new accounts the first sweeps take longer than this task's ten minutes, and a
-    // shorter slot queued each of them again (the job retries on its own; a dead letter is tried again later).
+    // shorter slot would queue each of them again (the job retries on its own; a dead letter is tried again later).
     await requestSweep(boss, id, true, { singletonKey: `initial-${id}`, singletonSeconds: 6 * 3600, priority: 2 });
   }
   const housekeeping: [MaintenanceTask, string][] = [
     ['retention', '* * * * *'],
     ['pending', '* * * * *'],
     ['holds', '* * * * *'],
+    ['order-watch', '* * * * *'],
     ['sweeps', '* * * * *'],
     ['full-sweeps', config.FULL_SWEEP_CRON],
     ['schedules', '*/10 * * * *'],
@@ -51,7 +52,7 @@ export async function syncSchedules(db: Db, boss: Boss, config: Config): Promise
     ['webhooks', everyMinutes(config.WEBHOOK_CHECK_MINUTES)],
   ];
   const have = new Map((await boss.getSchedules(maintenanceQueue.name)).map((s) => [s.key, s.cron]));
-  // A task no longer scheduled (prune-sync-log, which retention replaced) loses its schedule.
+  // A schedule of a task not in this list (prune-sync-log, whose work retention does) is removed.
   for (const key of have.keys()) if (!housekeeping.some(([task]) => task === key)) await boss.unschedule(maintenanceQueue.name, key);
   for (const [task, cron] of housekeeping) {
     if (have.get(task) !== cron) await boss.schedule(maintenanceQueue.name, cron, { task }, { key: task, tz: 'UTC' });

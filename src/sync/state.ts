@@ -42,7 +42,7 @@ export function createSyncState(deps: Omit<ClientDeps, 'clients'>): SyncState {
   return {
     pacing: new Pacing(deps.db),
     statuses: new ConnectionStatuses(deps.db),
-    // Drains and sweeps get clients with gates of their own: a gate that mixes priorities has been seen to lose a
+    // Drains and sweeps get clients with gates of their own: a gate that mixes priorities can lose a
     // waiting request (a webhook read queued ahead of a sweep's read while the sweep's reservation was in
     // progress). Separate gates share the budget in PostgreSQL as separate processes do.
     drainClient: clientCache({ ...deps, clients: new ClientState() }),

@@ -41,7 +41,7 @@ export interface SweepDeps {
   overlapSeconds: number;
   jobId?: string | null;
   /** Called after each committed page with the channel quantity changes it made. */
-  onChanges?: (changes: NewChange[]) => Promise<void>;
+  onChanges?: (changes: Pick<NewChange, 'channel_id'>[]) => Promise<void>;
   /** SERVICE_CLOCK_MARGIN_SECONDS in ms: how far a delivery's time may be before the change it announces. */
   clockMarginMs?: number;
   /**
@@ -166,9 +166,10 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
     followUps: false,
     cause: { kind: full ? 'full-sweep' : 'sweep', jobId: deps.jobId ?? null },
   };
-  const changed = async (changes: NewChange[]) => {
+  const changed = async (changes: NewChange[], orderEvents: number[] = []) => {
     result.channelChanges += changes.length;
-    if (changes.length && deps.onChanges) await deps.onChanges(changes);
+    const touched = [...changes, ...orderEvents.map((id) => ({ channel_id: id }))];
+    if (touched.length && deps.onChanges) await deps.onChanges(touched);
   };
   const bundlesToRead = new Set<number>();
 
@@ -181,7 +182,7 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
     const seen = new Set<number>();
     let ok = true;
     // Live and archived records in one listing (status[]=every live state and archived): one request per
-    // resource and page where two were spent before; a service refusing several states gets one per state.
+    // resource and page, not one for live and one for archived; a service refusing several states gets one per state.
     const query: Record<string, string> = { order: STABLE_ORDER };
     if (spec.include) query.include = spec.include.key;
     if (since) query.updated_at_min = since.toISOString();
@@ -205,7 +206,7 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
             (await explainedDrift(db, connectionId, spec, page.records, [...applied.applied, ...applied.tied], deps.clockMarginMs));
         await leaveToDrain(deps, spec, applied.tied);
         for (const m of applied.followUps) if (m.resource === 'composition') bundlesToRead.add(m.id);
-        await changed(applied.changes);
+        await changed(applied.changes, applied.orderEvents);
       }
     } catch (err) {
       if (!unavailable(err)) throw err;
@@ -290,7 +291,7 @@ async function sweepGone(
   ctx: ApplyContext,
   spec: ResourceSpec,
   seen: Set<number>,
-  changed: (c: NewChange[]) => Promise<void>,
+  changed: (c: NewChange[], orderEvents?: number[]) => Promise<void>,
 ): Promise<{ gone: number; applied: number; queued: number }> {
   const missing = (await liveIds(deps.db, spec.table, ctx.connectionId)).filter((id) => !seen.has(id));
   const everyState = { ...spec, statuses: [...(spec.statuses ?? ['active']), 'archived'] };
@@ -308,7 +309,7 @@ async function sweepGone(
     out.gone += r.gone.length;
     out.applied += r.applied.length;
     out.queued += r.tied.length;
-    await changed(r.changes);
+    await changed(r.changes, r.orderEvents);
   }
   if (missing.length)
     deps.log.info(

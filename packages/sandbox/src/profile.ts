@@ -1,5 +1,5 @@
 // The two behaviours of the sandbox. `spec`: as the spec describes the service; `documented`: as the real
-// service's public documentation shows it (spec/real-service-notes.md). Facts that only fill the spec's gaps
+// service's public documentation shows it (../shared/spec/real-service-notes.md). Facts that only fill the spec's gaps
 // apply to both; this module holds everything that differs, so a reader finds every difference here.
 export const PROFILES = ['spec', 'documented'] as const;
 export type Profile = (typeof PROFILES)[number];

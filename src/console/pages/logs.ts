@@ -1,4 +1,4 @@
-// The sync log page: filters, the entries newest first, and the live tail (assets.ts) following on.
+// The sync log page: filters, the entries newest first, and the live tail (src/console/assets.ts) following on.
 import { html, type Html } from '../html.ts';
 import { outcomes, type LogRow } from '../synclog.ts';
 import { LOG_COLUMNS, logHead, logRowsHtml } from './history.ts';

@@ -41,7 +41,7 @@ export function variantRoutes(r: Router, deps: ConsoleDeps): void {
   const { db } = deps;
   r.get('/variants', async (ctx) => {
     const q = flatQuery(ctx);
-    // The old search form (sku= or id=): one match opens its record.
+    // A search by key (sku= or id=, which links may still carry): one match opens its record.
     if (q.sku || int(q.id) !== undefined) {
       const connectionId = await optionalConnection(ctx, db, q.connection);
       const found = connectionId === null ? [] : await variantsByKey(db, { connectionId, sku: q.sku || undefined, id: int(q.id) });

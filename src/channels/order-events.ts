@@ -1,0 +1,235 @@
+// What happens to a channel's orders at the service, as events the channel is told (its feed and destination):
+// order.imported / order.import_failed (from the push operation), order.packed and order.shipped (one per
+// fulfilment; tracking changed on a shipped one later is order.tracking_updated), order.invoiced (one per
+// invoice), order.paid, order.voided and order.returned (one per return), from what the mirror shows.
+//
+// Each event has a key within its order (packed:<fulfilment id>, ...) kept on the channel order's mapping, so
+// however often a write, a replay or a sweep tells of the same state, it becomes an event once; all of it happens in
+// the transaction of the write that learned it, so a crash loses or doubles nothing. Events of one derivation are
+// ordered by their time on the service, so for one order they come in the order they happened.
+//
+// The service announces fulfilments, returns, invoices and payments, but not a void, tracking added later or a
+// return received later: an imported order is read back (watched) a minute after its import, then less often as
+// it ages, and at once when a variant of one of its lines moves (a void releases committed stock).
+import type { Executor } from '../db/index.ts';
+import {
+  insertOrderEvents,
+  lockMappedOrders,
+  noteAnnounced,
+  orderFacts,
+  type MappedOrder,
+  type NewOrderEvent,
+  type OrderFacts,
+} from '../db/channel-order-events.ts';
+import type { OrderEventType } from '../db/schema.ts';
+
+/** An event as derived, before it has an id. */
+export interface DerivedEvent {
+  type: OrderEventType;
+  key: string;
+  at: Date;
+  data: Record<string, unknown>;
+}
+
+// Ties at the same service second are told in the order an order lives.
+const RANK: Record<OrderEventType, number> = {
+  'order.imported': 0,
+  'order.import_failed': 0,
+  'order.packed': 1,
+  'order.shipped': 2,
+  'order.tracking_updated': 3,
+  'order.invoiced': 4,
+  'order.paid': 5,
+  'order.returned': 6,
+  'order.voided': 7,
+};
+
+const time = (...candidates: (string | Date | null | undefined)[]): Date => {
+  for (const c of candidates) {
+    if (!c) continue;
+    const d = c instanceof Date ? c : new Date(c);
+    if (!Number.isNaN(d.getTime())) return d;
+  }
+  return new Date();
+};
+
+const LIVE = (status: string | null) => status !== 'void' && status !== 'deleted' && status !== 'gone';
+
+/**
+ * The events an order's mirrored state calls for that `announced` has not told yet, in the order they happened,
+ * and the keys to remember with them (a shipment's tracking is remembered so that a later change of it is told).
+ * Pure: the mirror's state in, events out.
+ */
+export function dueEvents(f: OrderFacts, announced: readonly string[]): { events: DerivedEvent[]; keys: string[] } {
+  const told = new Set(announced);
+  const events: DerivedEvent[] = [];
+  const keys: string[] = [];
+  const add = (e: DerivedEvent, ...also: string[]) => {
+    if (told.has(e.key)) return;
+    told.add(e.key);
+    events.push(e);
+    keys.push(e.key, ...also.filter((k) => !told.has(k)));
+    for (const k of also) told.add(k);
+  };
+  if (LIVE(f.status) || f.status === 'void')
+    add({ type: 'order.imported', key: 'imported', at: time(f.created_at), data: { status: f.status } });
+  for (const ful of f.fulfillments) {
+    if (!LIVE(ful.status)) continue;
+    const lines = ful.lines.map((l) => ({ sku: l.sku, quantity: l.quantity }));
+    const base = { fulfillment_id: Number(ful.id), stock_location_id: ful.stock_location_id, lines };
+    add({
+      type: 'order.packed',
+      key: `packed:${ful.id}`,
+      at: time(ful.created_at, ful.packed_at),
+      data: { ...base, packed_at: ful.packed_at },
+    });
+    if (ful.status !== 'fulfilled') continue;
+    const tracking = { tracking_company: ful.tracking_company, tracking_number: ful.tracking_number, tracking_url: ful.tracking_url };
+    const trackingKey = `tracking:${ful.id}:${ful.tracking_company ?? ''}:${ful.tracking_number ?? ''}:${ful.tracking_url ?? ''}`;
+    if (!told.has(`shipped:${ful.id}`)) {
+      add(
+        { type: 'order.shipped', key: `shipped:${ful.id}`, at: time(ful.shipped_at, ful.updated_at), data: { ...base, ...tracking } },
+        trackingKey,
+      );
+    } else if (ful.tracking_number || ful.tracking_url || ful.tracking_company) {
+      add({
+        type: 'order.tracking_updated',
+        key: trackingKey,
+        at: time(ful.updated_at),
+        data: { fulfillment_id: Number(ful.id), ...tracking },
+      });
+    }
+  }
+  const invoices = Object.entries(f.invoice_numbers ?? {});
+  for (const [id, number] of invoices)
+    add({
+      type: 'order.invoiced',
+      key: `invoiced:${id}`,
+      at: time(f.updated_at),
+      data: { invoice_id: Number(id), invoice_number: number },
+    });
+  if (!invoices.length && f.invoice_status && f.invoice_status !== 'uninvoiced')
+    add({ type: 'order.invoiced', key: 'invoiced', at: time(f.updated_at), data: { invoice_status: f.invoice_status } });
+  if (f.payment_status === 'paid') add({ type: 'order.paid', key: 'paid', at: time(f.updated_at), data: {} });
+  for (const ret of f.returns) {
+    if (!LIVE(ret.status)) continue;
+    add({
+      type: 'order.returned',
+      key: `returned:${ret.id}`,
+      at: time(ret.created_at),
+      data: {
+        return_id: Number(ret.id),
+        status: ret.status,
+        credit_note_number: ret.credit_note_number,
+        location_id: ret.location_id,
+        lines: ret.lines.map((l) => ({ sku: l.sku, quantity: l.quantity })),
+      },
+    });
+  }
+  if (f.status === 'void') add({ type: 'order.voided', key: 'voided', at: time(f.updated_at), data: {} });
+  const order = events.map((e, i) => ({ e, i }));
+  order.sort((a, b) => a.e.at.getTime() - b.e.at.getTime() || RANK[a.e.type] - RANK[b.e.type] || a.i - b.i);
+  return { events: order.map((o) => o.e), keys };
+}
+
+/** When a channel order imported at `importedAt` is read back next: each minute in its first hour, then less often; never after 30 days or a void. */
+export function nextWatch(importedAt: Date, now: Date, voided: boolean): Date | null {
+  const age = now.getTime() - importedAt.getTime();
+  if (voided || age > 30 * 86_400_000) return null;
+  const minutes = age < 3_600_000 ? 1 : age < 86_400_000 ? 5 : age < 7 * 86_400_000 ? 30 : 120;
+  return new Date(now.getTime() + minutes * 60_000);
+}
+
+/**
+ * Records the events the mirror's state of these orders calls for, for those that are channel orders, in the
+ * caller's transaction (the one that wrote the mirror). Answers the channels that got events (to wake their senders).
+ */
+export async function recordOrderEvents(tx: Executor, connectionId: number, orderIds: number[]): Promise<number[]> {
+  const ids = [...new Set(orderIds.filter(Number.isSafeInteger))];
+  const mapped = await lockMappedOrders(tx, connectionId, ids);
+  if (!mapped.length) return [];
+  const facts = await orderFacts(
+    tx,
+    connectionId,
+    mapped.map((m) => m.order_id),
+  );
+  const rows: NewOrderEvent[] = [];
+  const now = new Date();
+  for (const m of mapped) {
+    const f = facts.get(m.order_id);
+    if (!f || m.channel_id === null) continue;
+    const due = dueEvents(f, m.announced);
+    if (!due.keys.length) continue;
+    rows.push(...due.events.map((e) => eventRow(m, f, e)));
+    await noteAnnounced(tx, {
+      connectionId,
+      channel: m.channel,
+      channelOrderId: m.channel_order_id,
+      keys: due.keys,
+      watchAt: nextWatch(m.created_at, now, f.status === 'void'),
+    });
+  }
+  return insertOrderEvents(tx, rows);
+}
+
+const eventRow = (m: MappedOrder, f: Pick<OrderFacts, 'order_id' | 'order_number'> | null, e: DerivedEvent): NewOrderEvent => ({
+  connection_id: m.connection_id,
+  channel_id: m.channel_id!,
+  channel_order_id: m.channel_order_id,
+  order_id: f?.order_id ?? m.order_id,
+  order_number: f?.order_number ?? null,
+  type: e.type,
+  key: e.key,
+  at: e.at,
+  data: JSON.stringify(e.data),
+});
+
+/**
+ * An import of a channel order reached the service (its mapping was just made in `tx`): order.imported with the
+ * status the service answered, then whatever the mirror already shows of the order.
+ */
+export async function recordImported(
+  tx: Executor,
+  o: { connectionId: number; orderId: number; status: unknown; orderNumber: unknown; createdAt?: unknown },
+): Promise<number[]> {
+  const [m] = await lockMappedOrders(tx, o.connectionId, [o.orderId]);
+  const touched: number[] = [];
+  if (m && m.channel_id !== null && !m.announced.includes('imported')) {
+    const e: DerivedEvent = {
+      type: 'order.imported',
+      key: 'imported',
+      at: time(typeof o.createdAt === 'string' ? o.createdAt : null),
+      data: { status: typeof o.status === 'string' ? o.status : null },
+    };
+    const number = typeof o.orderNumber === 'string' ? o.orderNumber : null;
+    touched.push(...(await insertOrderEvents(tx, [eventRow(m, { order_id: o.orderId, order_number: number }, e)])));
+    await noteAnnounced(tx, {
+      connectionId: o.connectionId,
+      channel: m.channel,
+      channelOrderId: m.channel_order_id,
+      keys: ['imported'],
+      watchAt: nextWatch(m.created_at, new Date(), false),
+    });
+  }
+  return [...new Set([...touched, ...(await recordOrderEvents(tx, o.connectionId, [o.orderId]))])];
+}
+
+/** An import of a channel order failed for good: order.import_failed with the reason and the field problems. */
+export async function recordImportFailed(
+  tx: Executor,
+  o: { connectionId: number; channelId: number; channelOrderId: string; operationId: number; reason: string | null; problems: unknown },
+): Promise<number[]> {
+  return insertOrderEvents(tx, [
+    {
+      connection_id: o.connectionId,
+      channel_id: o.channelId,
+      channel_order_id: o.channelOrderId,
+      order_id: null,
+      order_number: null,
+      type: 'order.import_failed',
+      key: `import_failed:${o.operationId}`,
+      at: new Date(),
+      data: JSON.stringify({ operation_id: o.operationId, reason: o.reason, problems: o.problems ?? null }),
+    },
+  ]);
+}

@@ -1,0 +1,231 @@
+// The channel order events store: every statement on channel_order_events (and channel_order_events_pruned), the
+// order-watch columns of channel_orders, and the one read of the mirror that tells what a channel order has become.
+// What the events mean and when one is due: src/channels/order-events.ts.
+import { type Insertable, type Selectable, sql } from 'kysely';
+import type { Executor } from './index.ts';
+import type { ChannelOrderEventsTable } from './schema.ts';
+
+export type OrderEventRow = Selectable<ChannelOrderEventsTable>;
+export type NewOrderEvent = Insertable<ChannelOrderEventsTable>;
+
+/** A channel order imported to the service, locked for this transaction, with its channel's id (null: no such channel). */
+export interface MappedOrder {
+  connection_id: number;
+  channel: string;
+  channel_id: number | null;
+  channel_order_id: string;
+  order_id: number;
+  announced: string[];
+  created_at: Date;
+}
+
+/** The channel orders among `orderIds`, locked in a fixed order (two writers never wait on each other crosswise). */
+export async function lockMappedOrders(tx: Executor, connectionId: number, orderIds: number[]): Promise<MappedOrder[]> {
+  if (!orderIds.length) return [];
+  const { rows } = await sql<MappedOrder>`
+    SELECT co.connection_id, co.channel, ch.id AS channel_id, co.channel_order_id, co.order_id, co.announced, co.created_at
+      FROM channel_orders co
+      LEFT JOIN channels ch ON ch.connection_id = co.connection_id AND ch.name = co.channel
+     WHERE co.connection_id = ${connectionId} AND co.order_id = ANY(${orderIds}::bigint[])
+     ORDER BY co.channel, co.channel_order_id
+       FOR UPDATE OF co`.execute(tx);
+  return rows.map((r) => ({ ...r, order_id: Number(r.order_id), channel_id: r.channel_id === null ? null : Number(r.channel_id) }));
+}
+
+/** What the mirror knows of an order, as order events need it. Times are the service's. */
+export interface OrderFacts {
+  order_id: number;
+  order_number: string | null;
+  status: string | null;
+  payment_status: string | null;
+  invoice_status: string | null;
+  /** invoice id -> number, as the order carries them. */
+  invoice_numbers: Record<string, unknown> | null;
+  created_at: Date | null;
+  updated_at: Date | null;
+  fulfillments: {
+    id: number;
+    status: string | null;
+    packed_at: string | null;
+    shipped_at: string | null;
+    created_at: string | null;
+    updated_at: string | null;
+    stock_location_id: number | null;
+    tracking_company: string | null;
+    tracking_number: string | null;
+    tracking_url: string | null;
+    lines: { sku: string | null; quantity: string }[];
+  }[];
+  returns: {
+    id: number;
+    status: string | null;
+    credit_note_number: string | null;
+    location_id: number | null;
+    created_at: string | null;
+    received_at: string | null;
+    lines: { sku: string | null; quantity: string }[];
+  }[];
+}
+
+/** One statement: the orders with their fulfilments and returns, lines by SKU (numeric quantities as text). */
+export async function orderFacts(db: Executor, connectionId: number, orderIds: number[]): Promise<Map<number, OrderFacts>> {
+  if (!orderIds.length) return new Map();
+  const { rows } = await sql<OrderFacts>`
+    SELECT o.id AS order_id, o.order_number, o.status, o.raw->>'payment_status' AS payment_status,
+           o.raw->>'invoice_status' AS invoice_status, o.raw->'invoice_numbers' AS invoice_numbers,
+           o.created_at, o.updated_at,
+           coalesce((SELECT jsonb_agg(jsonb_build_object(
+                'id', f.id, 'status', f.status, 'packed_at', f.packed_at, 'shipped_at', f.raw->>'shipped_at',
+                'created_at', f.created_at, 'updated_at', f.updated_at, 'stock_location_id', f.stock_location_id,
+                'tracking_company', f.tracking_company, 'tracking_number', f.tracking_number, 'tracking_url', f.tracking_url,
+                'lines', coalesce((SELECT jsonb_agg(jsonb_build_object('sku', fl.variant_sku, 'quantity', trim_scale(fl.quantity)::text) ORDER BY fl.id)
+                                     FROM fulfillment_line_items fl
+                                    WHERE fl.connection_id = f.connection_id AND fl.fulfillment_id = f.id), '[]'))
+                ORDER BY f.id)
+              FROM fulfillments f WHERE f.connection_id = o.connection_id AND f.order_id = o.id), '[]') AS fulfillments,
+           coalesce((SELECT jsonb_agg(jsonb_build_object(
+                'id', r.id, 'status', r.status, 'credit_note_number', r.credit_note_number, 'location_id', r.location_id,
+                'created_at', r.created_at, 'received_at', r.raw->>'received_at',
+                'lines', coalesce((SELECT jsonb_agg(jsonb_build_object('sku', v.sku, 'quantity', trim_scale(rl.quantity)::text) ORDER BY rl.id)
+                                     FROM fulfillment_return_line_items rl
+                                     LEFT JOIN order_line_items li ON li.connection_id = rl.connection_id AND li.id = rl.order_line_item_id
+                                     LEFT JOIN variants v ON v.connection_id = li.connection_id AND v.id = li.variant_id
+                                    WHERE rl.connection_id = r.connection_id AND rl.fulfillment_return_id = r.id), '[]'))
+                ORDER BY r.id)
+              FROM fulfillment_returns r WHERE r.connection_id = o.connection_id AND r.order_id = o.id), '[]') AS returns
+      FROM orders o
+     WHERE o.connection_id = ${connectionId} AND o.id = ANY(${orderIds}::bigint[])`.execute(db);
+  return new Map(rows.map((r) => [Number(r.order_id), { ...r, order_id: Number(r.order_id) }]));
+}
+
+/**
+ * Records events, each channel's under its lock until the transaction commits (ids visible in order per channel),
+ * once per (channel, channel order, key). Answers the ids of the channels that got one.
+ */
+export async function insertOrderEvents(tx: Executor, events: NewOrderEvent[]): Promise<number[]> {
+  if (!events.length) return [];
+  const channels = [...new Set(events.map((e) => Number(e.channel_id)))].sort((a, b) => a - b);
+  await sql`SELECT pg_advisory_xact_lock(727031, (c % 2147483647)::int) FROM unnest(${channels}::bigint[]) AS c ORDER BY c`.execute(tx);
+  const rows = await tx
+    .insertInto('channel_order_events')
+    .values(events)
+    .onConflict((oc) => oc.columns(['channel_id', 'channel_order_id', 'key']).doNothing())
+    .returning('channel_id')
+    .execute();
+  return [...new Set(rows.map((r) => Number(r.channel_id)))];
+}
+
+/** Adds the keys told and sets when the order is read back next (null: no longer). */
+export async function noteAnnounced(
+  tx: Executor,
+  o: { connectionId: number; channel: string; channelOrderId: string; keys: string[]; watchAt: Date | null },
+): Promise<void> {
+  await sql`UPDATE channel_orders SET announced = ARRAY(SELECT DISTINCT unnest(announced || ${o.keys}::text[])), watch_at = ${o.watchAt}
+     WHERE connection_id = ${o.connectionId} AND channel = ${o.channel} AND channel_order_id = ${o.channelOrderId}`.execute(tx);
+}
+
+/** A channel's order events after a cursor, oldest first (limit + 1 rows: the caller tells whether there are more). */
+export async function orderEventsAfter(db: Executor, o: { channelId: number; since: number; limit: number }): Promise<OrderEventRow[]> {
+  return db
+    .selectFrom('channel_order_events')
+    .selectAll()
+    .where('channel_id', '=', o.channelId)
+    .where('id', '>', o.since)
+    .orderBy('id')
+    .limit(o.limit + 1)
+    .execute();
+}
+
+/** The events of one channel order, oldest first. */
+export async function eventsOfOrder(db: Executor, channelId: number, channelOrderId: string): Promise<OrderEventRow[]> {
+  return db
+    .selectFrom('channel_order_events')
+    .selectAll()
+    .where('channel_id', '=', channelId)
+    .where('channel_order_id', '=', channelOrderId)
+    .orderBy('id')
+    .execute();
+}
+
+export async function orderEventsPrunedThrough(db: Executor): Promise<number> {
+  const row = await db.selectFrom('channel_order_events_pruned').select('through_id').executeTakeFirst();
+  return Number(row?.through_id ?? 0);
+}
+
+/** Retention, as for channel quantity changes (db/channels.ts pruneChannelChanges): only a prefix of ids goes. */
+export async function pruneOrderEvents(db: Executor, olderThanSeconds: number, limit: number): Promise<number> {
+  const r = await sql<{ n: number }>`
+    WITH oldest AS MATERIALIZED (SELECT id, recorded_at FROM channel_order_events ORDER BY id LIMIT ${limit}),
+    stop AS (SELECT min(id) AS id FROM oldest WHERE recorded_at >= now() - make_interval(secs => ${olderThanSeconds})),
+    gone AS (
+      DELETE FROM channel_order_events
+       WHERE id = ANY(ARRAY(SELECT id FROM oldest WHERE id < coalesce((SELECT id FROM stop), 9223372036854775807)))
+      RETURNING id),
+    mark AS (
+      INSERT INTO channel_order_events_pruned (through_id) SELECT max(id) FROM gone HAVING count(*) > 0
+      ON CONFLICT (one) DO UPDATE SET through_id = greatest(channel_order_events_pruned.through_id, excluded.through_id), pruned_at = now())
+    SELECT count(*)::int AS n FROM gone`.execute(db);
+  return r.rows[0]?.n ?? 0;
+}
+
+/**
+ * Up to `limit` watched channel orders due for a read-back, with the fulfilments and returns the mirror knows of
+ * them (their tracking and receipt change without a webhook).
+ */
+export async function dueWatches(
+  db: Executor,
+  limit: number,
+): Promise<{ connection_id: number; order_id: number; created_at: Date; fulfillment_ids: number[]; return_ids: number[] }[]> {
+  const { rows } = await sql<{
+    connection_id: number;
+    order_id: number;
+    created_at: Date;
+    fulfillment_ids: number[];
+    return_ids: number[];
+  }>`
+    SELECT co.connection_id, co.order_id, co.created_at,
+           ARRAY(SELECT f.id FROM fulfillments f WHERE f.connection_id = co.connection_id AND f.order_id = co.order_id
+                    AND f.status IS DISTINCT FROM 'void' AND f.status IS DISTINCT FROM 'gone') AS fulfillment_ids,
+           ARRAY(SELECT r.id FROM fulfillment_returns r WHERE r.connection_id = co.connection_id AND r.order_id = co.order_id
+                    AND r.status = 'returning') AS return_ids
+      FROM channel_orders co
+     WHERE co.watch_at <= now()
+     ORDER BY co.watch_at
+     LIMIT ${limit}`.execute(db);
+  return rows.map((r) => ({
+    ...r,
+    connection_id: Number(r.connection_id),
+    order_id: Number(r.order_id),
+    fulfillment_ids: r.fulfillment_ids.map(Number),
+    return_ids: r.return_ids.map(Number),
+  }));
+}
+
+/** Sets the next read-back of these orders. */
+export async function setWatches(db: Executor, rows: { connection_id: number; order_id: number; watch_at: Date | null }[]): Promise<void> {
+  if (!rows.length) return;
+  await sql`UPDATE channel_orders co SET watch_at = w.watch_at
+      FROM unnest(${rows.map((r) => r.connection_id)}::bigint[], ${rows.map((r) => r.order_id)}::bigint[],
+                  ${rows.map((r) => r.watch_at)}::timestamptz[]) AS w(connection_id, order_id, watch_at)
+     WHERE co.connection_id = w.connection_id AND co.order_id = w.order_id AND co.watch_at IS NOT NULL`.execute(db);
+}
+
+/** Watched channel orders with a line on one of these variants (a stock move there may be a void: read them back). */
+export async function watchedOrdersWithVariants(db: Executor, connectionId: number, variantIds: number[]): Promise<number[]> {
+  if (!variantIds.length) return [];
+  const { rows } = await sql<{ order_id: number }>`
+    SELECT DISTINCT co.order_id FROM channel_orders co
+      JOIN order_line_items li ON li.connection_id = co.connection_id AND li.order_id = co.order_id
+     WHERE co.connection_id = ${connectionId} AND co.watch_at IS NOT NULL AND li.variant_id = ANY(${variantIds}::bigint[])`.execute(db);
+  return rows.map((r) => Number(r.order_id));
+}
+
+/** The newest order event id of a channel (0: none), for a destination set to start from now. */
+export async function lastOrderEventId(db: Executor, channelId: number): Promise<number> {
+  const row = await db
+    .selectFrom('channel_order_events')
+    .select((eb) => eb.fn.max('id').as('id'))
+    .where('channel_id', '=', channelId)
+    .executeTakeFirst();
+  return Number(row?.id ?? 0);
+}

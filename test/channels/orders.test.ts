@@ -1,0 +1,268 @@
+// Orders back to the channel (src/channels/order-events.ts, dispatch.ts, orders.ts), against the sandbox: an order
+// the channel imported is packed and shipped in two parts with tracking and a line returned at the service; the
+// drains read what changed and the channel's endpoint (every POST verified with the `standardwebhooks` package)
+// hears imported, packed, shipped, packed, shipped, returned, each once and in that order, even though it was down
+// for a while and every read was replayed. A void no webhook announces is read back by the order watch; a cancel
+// asked twice voids once.
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import { sql } from 'kysely';
+import { Webhook } from 'standardwebhooks';
+import t from 'tap';
+import { channelDeliveryHandler } from '../../src/channels/dispatch.ts';
+import { setDestination } from '../../src/channels/destinations.ts';
+import { orderEventsFeed } from '../../src/channels/order-feed.ts';
+import { cancelChannelOrder, channelOrderView } from '../../src/channels/orders.ts';
+import { announceChanges } from '../../src/channels/dispatch.ts';
+import { markPending } from '../../src/db/pending.ts';
+import { addChannel } from '../../src/stock/channels.ts';
+import { rulesFrom } from '../../src/stock/rules.ts';
+import { drainPending } from '../../src/sync/drain.ts';
+import { handleMaintenance } from '../../src/sync/maintenance.ts';
+import { workQueues } from '../../src/worker/handlers.ts';
+import { until } from '../support/processes.ts';
+import { listenLocal } from '../support/http.ts';
+import type { Teardown } from '../support/teardown.ts';
+import { harness, orderInput, plainVariants, type Harness } from '../push/harness.ts';
+
+interface Told {
+  webhookId: string;
+  type: string;
+  key: string;
+  channel_order_id: string;
+  data: any;
+}
+
+/** The channel's endpoint: verifies each POST; answers 503 while `down`. */
+async function endpoint(t: Teardown, secret: string) {
+  const state = { down: false, told: [] as Told[], ids: [] as string[], refused: 0, bad: [] as string[] };
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => {
+      body += d;
+    });
+    req.on('end', () => {
+      if (state.down) {
+        state.refused++;
+        res.statusCode = 503;
+        return res.end();
+      }
+      try {
+        const payload = new Webhook(secret).verify(body, req.headers as Record<string, string>) as any;
+        const id = String(req.headers['webhook-id']);
+        // A receiver deduplicates by webhook-id: a retry of a range it took is not taken twice.
+        if (payload.type === 'channel.orders.changed' && !state.ids.includes(id)) {
+          state.ids.push(id);
+          for (const e of payload.data.events)
+            state.told.push({
+              webhookId: id,
+              type: e.type,
+              key: `${e.type}:${e.data?.fulfillment_id ?? e.data?.return_id ?? ''}`,
+              channel_order_id: e.channel_order_id,
+              data: e.data,
+            });
+        }
+        res.end('ok');
+      } catch (err) {
+        state.bad.push((err as Error).message);
+        res.statusCode = 400;
+        res.end();
+      }
+    });
+  });
+  return { state, url: await listenLocal(t, server) };
+}
+
+/** The merchant's people at the service: the API with the sandbox's token. */
+function service(h: Harness) {
+  return async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${h.sb.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${h.sb.token}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+    return text ? JSON.parse(text) : null;
+  };
+}
+
+async function world(t: Teardown) {
+  const h = await harness(t, { config: { SERVICE_CLOCK_MARGIN_SECONDS: 0 } });
+  const db = h.tdb.db;
+  const connectionId = Number(h.connection.id);
+  const { channel } = await addChannel(db, connectionId, { name: 'webshop' });
+  const secret = `whsec_${randomBytes(32).toString('base64')}`;
+  const ep = await endpoint(t, secret);
+  await setDestination(db, h.rt.clients.key(h.config), Number(channel.id), { url: ep.url, secret, kinds: 'orders' });
+  h.runtime.onStop.push(await workQueues(h.rt, [channelDeliveryHandler], { pollingIntervalSeconds: 0.5 }));
+  const client = await h.rt.sync.drainClient(connectionId);
+  /** What the drains do with deliveries about these records: read them, write the mirror, wake the sender. */
+  const drain = async (marks: { resource: string; id: number }[]) => {
+    await markPending(
+      db,
+      marks.map((m) => ({ connectionId, resource: m.resource, id: m.id, reason: `${m.resource}.create` })),
+    );
+    for (const resource of [...new Set(marks.map((m) => m.resource))]) {
+      const out = await drainPending({ db, log: h.rt.log, client, rules: rulesFrom(h.config), clockMarginMs: 0 }, resource);
+      await announceChanges(
+        h.rt,
+        out.orderEvents.map((id) => ({ channel_id: id })),
+      );
+    }
+  };
+  const variants = plainVariants(await h.snapshot('variants'));
+  const companies = await h.snapshot('companies');
+  const [company] = companies.filter((c: any) => c.status !== 'archived');
+  return { h, db, connectionId, channel, ep, drain, variants, company, api: service(h) };
+}
+
+t.test('imported, packed and shipped in two parts with tracking, a line returned: each event once, in order', async (t) => {
+  const w = await world(t);
+  const [a, b] = w.variants;
+  const op = await w.h.run(
+    'import-order',
+    orderInput(w.company.id, 'webshop', 'W-1', [
+      { sku: a.sku, quantity: '2' },
+      { sku: b.sku, quantity: '1' },
+    ]),
+  );
+  t.equal(op.state, 'confirmed', op.reason ?? '');
+  const orderId = (op.result as any).order_id as number;
+  const order = (await w.h.snapshot('orders')).find((o: any) => o.id === orderId);
+  const [lineA, lineB] = order.order_line_item_ids as number[];
+  await w.drain([{ resource: 'order', id: orderId }]);
+
+  // The endpoint is down while the warehouse packs and ships in two parts.
+  w.ep.state.down = true;
+  const f1 = (
+    await w.api('POST', '/fulfillments', {
+      fulfillment: { order_id: orderId, fulfillment_line_items: [{ order_line_item_id: lineA, quantity: '2' }] },
+    })
+  ).fulfillment;
+  await w.drain([{ resource: 'fulfillment', id: f1.id }]);
+  await w.api('PUT', `/fulfillments/${f1.id}`, {
+    fulfillment: { status: 'fulfilled', tracking_company: 'DHL', tracking_number: 'T-111', tracking_url: 'https://track.example/T-111' },
+  });
+  const f2 = (
+    await w.api('POST', '/fulfillments', {
+      fulfillment: { order_id: orderId, fulfillment_line_items: [{ order_line_item_id: lineB, quantity: '1' }] },
+    })
+  ).fulfillment;
+  await w.drain([
+    { resource: 'fulfillment', id: f1.id },
+    { resource: 'fulfillment', id: f2.id },
+  ]);
+  await w.api('PUT', `/fulfillments/${f2.id}`, { fulfillment: { status: 'fulfilled', tracking_company: 'UPS', tracking_number: 'T-222' } });
+  await w.drain([{ resource: 'fulfillment', id: f2.id }]);
+  await until('the sender tried the endpoint while down', () => w.ep.state.refused > 0);
+  w.ep.state.down = false;
+  // The sender waits out its backoff; resuming asks at once, losing nothing.
+  await sql`UPDATE channel_destinations SET next_attempt_at = NULL`.execute(w.db);
+  await announceChanges(w.h.rt, [{ channel_id: Number(w.channel.id) }]);
+
+  const ret = (
+    await w.api('POST', '/fulfillment_returns', {
+      fulfillment_return: { order_id: orderId, fulfillment_return_line_items: [{ order_line_item_id: lineB, quantity: '1' }] },
+    })
+  ).fulfillment_return;
+  await w.drain([{ resource: 'fulfillment_return', id: ret.id }]);
+  // Every read replayed: nothing is told twice.
+  await w.drain([
+    { resource: 'order', id: orderId },
+    { resource: 'fulfillment', id: f1.id },
+    { resource: 'fulfillment', id: f2.id },
+    { resource: 'fulfillment_return', id: ret.id },
+  ]);
+  await until('the return reached the channel', () => w.ep.state.told.some((e) => e.type === 'order.returned'), 30_000);
+  t.same(w.ep.state.bad, [], 'every POST verified');
+  const told = w.ep.state.told.filter((e) => e.channel_order_id === 'W-1');
+  t.same(
+    told.map((e) => e.type),
+    ['order.imported', 'order.packed', 'order.shipped', 'order.packed', 'order.shipped', 'order.returned'],
+    'in the order they happened, each once',
+  );
+  const shipped = told.filter((e) => e.type === 'order.shipped').map((e) => [e.data.tracking_company, e.data.tracking_number]);
+  t.same(shipped, [
+    ['DHL', 'T-111'],
+    ['UPS', 'T-222'],
+  ]);
+  t.same(told.find((e) => e.type === 'order.returned')!.data.lines, [{ sku: b.sku, quantity: '1' }]);
+
+  // The pull feed carries the same events; the order view says each was sent.
+  const page = await orderEventsFeed(w.db, { channelId: Number(w.channel.id), since: 0, limit: 100 });
+  t.notOk('expired' in page);
+  if (!('expired' in page))
+    t.same(
+      page.events.map((e) => e.type),
+      told.map((e) => e.type),
+    );
+  const view = await channelOrderView(w.db, {
+    connectionId: w.connectionId,
+    channelId: Number(w.channel.id),
+    channel: 'webshop',
+    channelOrderId: 'W-1',
+  });
+  t.equal(view?.fulfillments.length, 2);
+  t.ok(
+    view?.events.every((e) => e.sent),
+    'the destination acknowledged every event',
+  );
+
+  // Tracking changed on a shipped fulfilment later (no webhook): the order watch reads it back.
+  await w.api('PUT', `/fulfillments/${f1.id}`, { fulfillment: { tracking_number: 'T-111B' } });
+  await sql`UPDATE channel_orders SET watch_at = now() - interval '1 second'`.execute(w.db);
+  await handleMaintenance(w.h.rt, 'order-watch');
+  await w.drain([]);
+  for (const resource of ['order', 'fulfillment', 'fulfillment_return']) {
+    const out = await drainPending(
+      { db: w.db, log: w.h.rt.log, client: await w.h.rt.sync.drainClient(w.connectionId), rules: rulesFrom(w.h.config), clockMarginMs: 0 },
+      resource,
+    );
+    await announceChanges(
+      w.h.rt,
+      out.orderEvents.map((id) => ({ channel_id: id })),
+    );
+  }
+  await until('the new tracking reached the channel', () => w.ep.state.told.some((e) => e.type === 'order.tracking_updated'), 30_000);
+  t.equal(w.ep.state.told.find((e) => e.type === 'order.tracking_updated')!.data.tracking_number, 'T-111B');
+});
+
+t.test('a void no webhook announces reaches the channel; a cancel asked twice voids once', async (t) => {
+  const w = await world(t);
+  const [a] = w.variants;
+  const first = await w.h.run('import-order', orderInput(w.company.id, 'webshop', 'W-2', [{ sku: a.sku, quantity: '1' }]));
+  const orderId = (first.result as any).order_id as number;
+  await w.drain([{ resource: 'order', id: orderId }]);
+  await w.api('POST', `/orders/${orderId}/actions/void`);
+  await sql`UPDATE channel_orders SET watch_at = now() - interval '1 second'`.execute(w.db);
+  await handleMaintenance(w.h.rt, 'order-watch');
+  const out = await drainPending(
+    { db: w.db, log: w.h.rt.log, client: await w.h.rt.sync.drainClient(w.connectionId), rules: rulesFrom(w.h.config), clockMarginMs: 0 },
+    'order',
+  );
+  await announceChanges(
+    w.h.rt,
+    out.orderEvents.map((id) => ({ channel_id: id })),
+  );
+  await until(
+    'the void reached the channel',
+    () => w.ep.state.told.some((e) => e.type === 'order.voided' && e.channel_order_id === 'W-2'),
+    30_000,
+  );
+  const hold = await w.db.selectFrom('channel_holds').selectAll().where('channel_order_id', '=', 'W-2').executeTakeFirst();
+  t.ok(hold?.ended_at, 'its hold ended');
+
+  const second = await w.h.run('import-order', orderInput(w.company.id, 'webshop', 'W-3', [{ sku: a.sku, quantity: '1' }]));
+  t.equal(second.state, 'confirmed');
+  const ref = { connectionId: w.connectionId, channelId: Number(w.channel.id), channel: 'webshop', channelOrderId: 'W-3' };
+  const [x, y] = await Promise.all([cancelChannelOrder(w.db, w.h.boss, ref), cancelChannelOrder(w.db, w.h.boss, ref)]);
+  t.ok(x?.kind === 'void' && y?.kind === 'void');
+  if (x?.kind === 'void' && y?.kind === 'void') {
+    t.equal(x.operation.id, y.operation.id, 'one void operation');
+    t.same([x.created, y.created].sort(), [false, true]);
+    t.equal((await w.h.settle(x.operation.id)).state, 'confirmed');
+  }
+  const voids = await w.db.selectFrom('push_operations').select('id').where('kind', '=', 'void').execute();
+  t.equal(voids.length, 1);
+});
