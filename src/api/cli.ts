@@ -12,7 +12,7 @@ import { keyFromPath } from './http.ts';
 import { authorizeUrl, requestToken, type TokenResponse } from './oauth.ts';
 import type { Method, Priority, QueryValue } from './types.ts';
 import { syncWebhooks } from '../receiver/subscriptions.ts';
-import { ClientState } from './state.ts';
+import { ClientState } from './client-state.ts';
 import type { ClientDeps } from './transport.ts';
 
 type Values = CommandContext['values'];
@@ -244,7 +244,7 @@ async function api(ctx: CommandContext): Promise<number> {
     try {
       if (values.paginate) {
         const key = str(values, 'key') ?? keyFromPath(path);
-        const merged: Record<string, any[]> = { [key]: [] };
+        const merged: Record<string, unknown[]> = { [key]: [] };
         for await (const page of client.paginate(path, { query, priority, key })) {
           merged[key]!.push(...page.records);
           for (const [k, v] of Object.entries(page.sideloads)) (merged[k] ??= []).push(...v);

@@ -2,7 +2,7 @@
 // loop), the reads (reads.ts: pagination, reads by ids) and the writes (writes.ts) put together.
 import type { Connection } from '../db/schema.ts';
 import { getByIds, pages } from './reads.ts';
-import type { ConnectionTraits } from './state.ts';
+import type { ConnectionTraits } from './client-state.ts';
 import { type ClientDeps, type ClientOptions, Transport } from './transport.ts';
 import type { ApiClient, ApiResponse, ByIds, Method, Page, RequestOptions } from './types.ts';
 import { Writes } from './writes.ts';
@@ -19,19 +19,19 @@ export class Client extends Writes implements ApiClient {
     this.#transport = new Transport(deps, connection, opts);
   }
 
-  request<T = any>(method: Method, path: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
+  request<T = unknown>(method: Method, path: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
     return this.#transport.request<T>(method, path, opts);
   }
 
-  async get<T = any>(path: string, opts: RequestOptions = {}): Promise<T> {
+  async get<T = unknown>(path: string, opts: RequestOptions = {}): Promise<T> {
     return (await this.request<T>('GET', path, opts)).body;
   }
 
-  paginate<T = any>(path: string, opts: RequestOptions = {}): AsyncIterable<Page<T>> {
+  paginate<T = unknown>(path: string, opts: RequestOptions = {}): AsyncIterable<Page<T>> {
     return pages<T>(this.#transport, path, opts);
   }
 
-  getByIds<T = any>(path: string, ids: number[], opts: RequestOptions = {}): Promise<ByIds<T>> {
+  getByIds<T = unknown>(path: string, ids: number[], opts: RequestOptions = {}): Promise<ByIds<T>> {
     return getByIds<T>(this.#transport, path, ids, opts);
   }
 }

@@ -12,7 +12,7 @@ import type { Db } from '../db/index.ts';
 import type { Connection } from '../db/schema.ts';
 import { Client } from './client.ts';
 import { ApiError } from './errors.ts';
-import { errorDetails, sendUnbudgeted } from './http.ts';
+import { errorDetails, isObject, sendUnbudgeted } from './http.ts';
 import type { TokenResponse } from './oauth.ts';
 import { decryptToken, encryptToken } from './secrets.ts';
 import { tokenColumns } from './tokens.ts';
@@ -64,15 +64,18 @@ export function slugName(accountName: string | null | undefined, accountId: numb
   return NAME.test(slug) ? slug : `account-${accountId}`;
 }
 
+/** The account a token belongs to, from GET /accounts/current: `raw` is the account record as it came. */
+export interface Account {
+  id: number;
+  name: string | null;
+  raw: unknown;
+}
+
 /**
  * GET /accounts/current with a token. It is sent before the connection (and so its budget) exists: one
  * request at connect time.
  */
-export async function fetchAccount(
-  baseUrl: string,
-  token: string,
-  timeoutMs: number,
-): Promise<{ id: number; name: string | null; raw: any }> {
+export async function fetchAccount(baseUrl: string, token: string, timeoutMs: number): Promise<Account> {
   const path = '/accounts/current';
   const { res, text, body } = await sendUnbudgeted(baseUrl + path, {
     method: 'GET',
@@ -92,8 +95,8 @@ export async function fetchAccount(
       fieldErrors,
     });
   }
-  const account = body?.account ?? body;
-  if (!account || typeof account.id !== 'number')
+  const account = isObject(body) ? (body.account ?? body) : body;
+  if (!isObject(account) || typeof account.id !== 'number')
     throw new ApiError('the answer has no account id', {
       status: res.status,
       method: 'GET',
@@ -115,13 +118,7 @@ interface Credentials {
  * Stores a connection: by `name` when given (replacing its account and tokens), else the existing connection
  * of the same base URL and account, else a new one named after the account. A stored connection is active again.
  */
-async function saveConnection(
-  db: Db,
-  baseUrl: string,
-  account: { id: number; name: string | null; raw: any },
-  creds: Credentials,
-  name?: string,
-): Promise<Connection> {
+async function saveConnection(db: Db, baseUrl: string, account: Account, creds: Credentials, name?: string): Promise<Connection> {
   if (name !== undefined && !NAME.test(name))
     throw new Error(`--name ${JSON.stringify(name)}: use lowercase letters, digits, - and _ (at most 63, starting with a letter or digit)`);
   const values = {

@@ -60,6 +60,9 @@ const decimalFields = new Set([
   'last_cost_price',
 ]);
 
+/** A parsed JSON object (or array): the fields of an answer whose shape is not guaranteed, to be read with care. */
+export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
+
 /**
  * JSON.parse that never turns a decimal into a float: a non-integer or unsafe number keeps its source text,
  * and so does any number under a decimal field name.
@@ -123,7 +126,7 @@ export function errorDetails(body: unknown, text: string): { message: string | n
 export async function sendUnbudgeted(
   url: string,
   req: { method: Method; path: string; headers: Record<string, string>; body?: unknown; timeoutMs: number; failed: string },
-): Promise<{ res: Response; text: string; body: any }> {
+): Promise<{ res: Response; text: string; body: unknown }> {
   let res: Response;
   try {
     res = await fetch(url, {
@@ -154,7 +157,7 @@ export async function sendUnbudgeted(
     );
   }
   const text = await res.text();
-  let body: any = null;
+  let body: unknown = null;
   try {
     body = text ? parseJson(text) : null;
   } catch {

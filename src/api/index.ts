@@ -6,11 +6,14 @@ export type {
   ByIds,
   Method,
   OrderAction,
+  OrderActionAnswer,
   Page,
   Pagination,
   Priority,
+  ProcurementAnswer,
   QueryValue,
   RequestOptions,
+  WebhookRecord,
   WriteOptions,
 } from './types.ts';
 export { ApiError } from './errors.ts';
@@ -25,7 +28,7 @@ export {
   normalizeBaseUrl,
 } from './connections.ts';
 export type { ClientDeps, ClientOptions } from './transport.ts';
-export { ClientState, type ConnectionTraits } from './state.ts';
+export { ClientState, type ConnectionTraits } from './client-state.ts';
 export { effectiveReserve } from './budget.ts';
 export { earliest, PAGE_SIZE } from './reads.ts';
 export { ORDER_LINES_PER_REQUEST } from './writes.ts';

@@ -2,7 +2,7 @@
 // authorization code and refresh grants. The token call carries no bearer token and no rate-budget slot.
 import type { Config } from '../config.ts';
 import { ApiError } from './errors.ts';
-import { errorDetails, sendUnbudgeted } from './http.ts';
+import { errorDetails, isObject, sendUnbudgeted } from './http.ts';
 
 export interface TokenResponse {
   access_token: string;
@@ -56,15 +56,17 @@ export async function requestToken(
       retryable: res.status >= 500 || res.status === 429,
     });
   }
-  if (!parsed || typeof parsed.access_token !== 'string' || !parsed.access_token) {
+  const token = isObject(parsed) ? parsed : null;
+  if (!token || typeof token.access_token !== 'string' || !token.access_token) {
     throw new ApiError('token response has no access_token', { status: res.status, method: 'POST', path, requestId });
   }
-  const expires = parsed.expires_in === null || parsed.expires_in === undefined ? null : Number(parsed.expires_in);
+  const expires = token.expires_in === null || token.expires_in === undefined ? null : Number(token.expires_in);
   return {
-    access_token: parsed.access_token,
-    refresh_token: typeof parsed.refresh_token === 'string' && parsed.refresh_token ? parsed.refresh_token : null,
+    access_token: token.access_token,
+    refresh_token: typeof token.refresh_token === 'string' && token.refresh_token ? token.refresh_token : null,
     expires_in: expires !== null && Number.isFinite(expires) && expires > 0 ? expires : null,
-    scope: parsed.scope,
-    token_type: parsed.token_type,
+    // Passed on as they came (strings in OAuth 2.0; nothing here reads them).
+    scope: token.scope as string | undefined,
+    token_type: token.token_type as string | undefined,
   };
 }

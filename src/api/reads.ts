@@ -1,7 +1,7 @@
 // Reads: list reads page by page (pagination, a 503 halving the page), reads by ids split to fit a URI, and the
 // records split from their sideloads. Built on the transport (transport.ts).
 import { ApiError } from './errors.ts';
-import { buildUrl, keyFromPath, parsePagination } from './http.ts';
+import { buildUrl, isObject, keyFromPath, parsePagination } from './http.ts';
 import type { Raw, Transport } from './transport.ts';
 import { priorityRank, type ByIds, type Page, type RequestOptions } from './types.ts';
 
@@ -29,26 +29,31 @@ export function splitIds(urlWithoutIds: (ids: number[]) => string, ids: number[]
 }
 
 /** Records under `key` and every other top-level array (the sideloads). null where a list was expected: []. */
-export function splitBody(body: unknown, key: string): { records: any[]; sideloads: Record<string, any[]> } {
-  const sideloads: Record<string, any[]> = {};
-  if (!body || typeof body !== 'object') return { records: [], sideloads };
-  let records: any[] = [];
-  for (const [k, v] of Object.entries(body as Record<string, unknown>)) {
+export function splitBody(body: unknown, key: string): { records: unknown[]; sideloads: Record<string, unknown[]> } {
+  const sideloads: Record<string, unknown[]> = {};
+  if (!isObject(body)) return { records: [], sideloads };
+  let records: unknown[] = [];
+  for (const [k, v] of Object.entries(body)) {
     if (k === key) records = Array.isArray(v) ? v : v && typeof v === 'object' ? [v] : [];
     else if (Array.isArray(v)) sideloads[k] = v;
   }
   return { records, sideloads };
 }
 
-function mergeSideloads(into: Record<string, any[]>, more: Record<string, any[]>): void {
+/** A sideloaded record's id (undefined when it has none, or is not a record). */
+const idOf = (r: unknown): unknown => (isObject(r) ? r.id : undefined);
+
+function mergeSideloads(into: Record<string, unknown[]>, more: Record<string, unknown[]>): void {
   for (const [k, v] of Object.entries(more)) {
     const have = (into[k] ??= []);
-    const seen = new Set(have.map((r) => r?.id).filter((id) => id !== undefined));
-    for (const r of v)
-      if (r?.id === undefined || !seen.has(r.id)) {
+    const seen = new Set(have.map(idOf).filter((id) => id !== undefined));
+    for (const r of v) {
+      const id = idOf(r);
+      if (id === undefined || !seen.has(id)) {
         have.push(r);
-        if (r?.id !== undefined) seen.add(r.id);
+        if (id !== undefined) seen.add(id);
       }
+    }
   }
 }
 
@@ -57,7 +62,7 @@ function mergeSideloads(into: Record<string, any[]>, more: Record<string, any[]>
  * an offset, so no record is skipped or repeated); two good pages in a row double it again. `sent` counts the
  * requests (getByIds reports them).
  */
-export async function* pages<T = any>(
+export async function* pages<T = unknown>(
   t: Transport,
   path: string,
   opts: RequestOptions = {},
@@ -113,7 +118,7 @@ export function earliest(asOfs: (number | null)[]): number | null {
 }
 
 /** ids split into <=250 per request and URIs under API_MAX_URI_LENGTH, the chunks read in parallel. */
-export async function getByIds<T = any>(t: Transport, path: string, ids: number[], opts: RequestOptions = {}): Promise<ByIds<T>> {
+export async function getByIds<T = unknown>(t: Transport, path: string, ids: number[], opts: RequestOptions = {}): Promise<ByIds<T>> {
   const unique = [...new Set(ids)];
   const by = opts.by ?? 'ids';
   const { [by]: _ignored, limit: _limit, page: _page, ...query } = opts.query ?? {};
@@ -123,7 +128,7 @@ export async function getByIds<T = any>(t: Transport, path: string, ids: number[
   const results = await Promise.all(
     chunks.map(async (chunk) => {
       const records: T[] = [];
-      const sideloads: Record<string, any[]> = {};
+      const sideloads: Record<string, unknown[]> = {};
       const asOfs: (number | null)[] = [];
       for await (const page of pages<T>(t, path, { ...opts, query: { ...query, [by]: chunk } }, sent)) {
         records.push(...page.records);
@@ -134,7 +139,7 @@ export async function getByIds<T = any>(t: Transport, path: string, ids: number[
     }),
   );
   const records: T[] = [];
-  const sideloads: Record<string, any[]> = {};
+  const sideloads: Record<string, unknown[]> = {};
   for (const r of results) {
     records.push(...r.records);
     mergeSideloads(sideloads, r.sideloads);

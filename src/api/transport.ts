@@ -13,7 +13,7 @@ import { ApiError } from './errors.ts';
 import type { BudgetGate } from './gate.ts';
 import { buildUrl, errorDetails, parseJson } from './http.ts';
 import { decideRetry, initialRetryState } from './retry.ts';
-import type { ClientState } from './state.ts';
+import type { ClientState } from './client-state.ts';
 import { setStatus, Tokens } from './tokens.ts';
 import { priorityRank, type ApiResponse, type Method, type QueryValue, type RequestOptions } from './types.ts';
 
@@ -21,7 +21,7 @@ export interface ClientDeps {
   db: Db;
   config: Config;
   log: Logger;
-  /** What the runtime's clients share (one gate per connection, the token key): see state.ts. */
+  /** What the runtime's clients share (one gate per connection, the token key): see client-state.ts. */
   clients: ClientState;
 }
 
@@ -92,7 +92,7 @@ export class Transport {
     this.#onRequest = opts.onRequest;
   }
 
-  async request<T = any>(method: Method, path: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
+  async request<T = unknown>(method: Method, path: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
     const raw = await this.send({
       method,
       path,
