@@ -1,7 +1,7 @@
 // A channel's own order, as the channel asks for it: what the service has of it (fulfilments with tracking,
 // returns), its hold, the operations that touched it and the events told; and its cancel: a void at the service
 // when it was imported (once, however often asked; refused once shipped), or the end of its hold when not.
-import { eventsOfOrder, orderFacts, type OrderFacts } from '../db/channel-order-events.ts';
+import { orderEventsAfter, orderFacts, type OrderFacts } from '../db/channel-order-events.ts';
 import { destinationOf } from '../db/channel-destinations.ts';
 import { holdByKey, listHolds } from '../db/holds.ts';
 import type { Db } from '../db/index.ts';
@@ -38,7 +38,9 @@ export interface ChannelOrderView {
 export async function channelOrderView(db: Db, ref: ChannelRef): Promise<ChannelOrderView | null> {
   const orderId = (await mappedOrderId(db, ref.connectionId, ref.channel, ref.channelOrderId)) ?? null;
   const holdRow = await holdByKey(db, ref.connectionId, ref.channel, ref.channelOrderId);
-  const rows = await eventsOfOrder(db, ref.channelId, ref.channelOrderId);
+  const rows = (
+    await orderEventsAfter(db, { channelId: ref.channelId, channelOrderId: ref.channelOrderId, since: 0, limit: 10_000 })
+  ).slice(0, 10_000);
   if (orderId === null && !holdRow && !rows.length) return null;
   const facts = orderId === null ? undefined : (await orderFacts(db, ref.connectionId, [orderId])).get(orderId);
   const [hold] = holdRow ? await listHolds(db, { ids: [Number(holdRow.id)], state: 'all' }) : [];

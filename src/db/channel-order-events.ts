@@ -2,6 +2,7 @@
 // order-watch columns of channel_orders, and the one read of the mirror that tells what a channel order has become.
 // What the events mean and when one is due: src/channels/order-events.ts.
 import { type Insertable, type Selectable, sql } from 'kysely';
+import { ORDER_EVENTS, prunedThroughOf, prunePrefix } from './feed-retention.ts';
 import type { Executor } from './index.ts';
 import type { ChannelOrderEventsTable } from './schema.ts';
 
@@ -124,49 +125,27 @@ export async function noteAnnounced(
      WHERE connection_id = ${o.connectionId} AND channel = ${o.channel} AND channel_order_id = ${o.channelOrderId}`.execute(tx);
 }
 
-/** A channel's order events after a cursor, oldest first (limit + 1 rows: the caller tells whether there are more). */
-export async function orderEventsAfter(db: Executor, o: { channelId: number; since: number; limit: number }): Promise<OrderEventRow[]> {
-  return db
-    .selectFrom('channel_order_events')
-    .selectAll()
-    .where('channel_id', '=', o.channelId)
-    .where('id', '>', o.since)
+/**
+ * A channel's order events after a cursor (of one channel order with `channelOrderId`), oldest first; limit + 1
+ * rows, so the caller tells whether there are more.
+ */
+export async function orderEventsAfter(
+  db: Executor,
+  o: { channelId: number; since: number; limit: number; channelOrderId?: string },
+): Promise<OrderEventRow[]> {
+  let q = db.selectFrom('channel_order_events').selectAll().where('channel_id', '=', o.channelId).where('id', '>', o.since);
+  if (o.channelOrderId !== undefined) q = q.where('channel_order_id', '=', o.channelOrderId);
+  return q
     .orderBy('id')
     .limit(o.limit + 1)
     .execute();
 }
 
-/** The events of one channel order, oldest first. */
-export async function eventsOfOrder(db: Executor, channelId: number, channelOrderId: string): Promise<OrderEventRow[]> {
-  return db
-    .selectFrom('channel_order_events')
-    .selectAll()
-    .where('channel_id', '=', channelId)
-    .where('channel_order_id', '=', channelOrderId)
-    .orderBy('id')
-    .execute();
-}
+export const orderEventsPrunedThrough = (db: Executor): Promise<number> => prunedThroughOf(db, ORDER_EVENTS);
 
-export async function orderEventsPrunedThrough(db: Executor): Promise<number> {
-  const row = await db.selectFrom('channel_order_events_pruned').select('through_id').executeTakeFirst();
-  return Number(row?.through_id ?? 0);
-}
-
-/** Retention, as for channel quantity changes (db/channels.ts pruneChannelChanges): only a prefix of ids goes. */
-export async function pruneOrderEvents(db: Executor, olderThanSeconds: number, limit: number): Promise<number> {
-  const r = await sql<{ n: number }>`
-    WITH oldest AS MATERIALIZED (SELECT id, recorded_at FROM channel_order_events ORDER BY id LIMIT ${limit}),
-    stop AS (SELECT min(id) AS id FROM oldest WHERE recorded_at >= now() - make_interval(secs => ${olderThanSeconds})),
-    gone AS (
-      DELETE FROM channel_order_events
-       WHERE id = ANY(ARRAY(SELECT id FROM oldest WHERE id < coalesce((SELECT id FROM stop), 9223372036854775807)))
-      RETURNING id),
-    mark AS (
-      INSERT INTO channel_order_events_pruned (through_id) SELECT max(id) FROM gone HAVING count(*) > 0
-      ON CONFLICT (one) DO UPDATE SET through_id = greatest(channel_order_events_pruned.through_id, excluded.through_id), pruned_at = now())
-    SELECT count(*)::int AS n FROM gone`.execute(db);
-  return r.rows[0]?.n ?? 0;
-}
+/** Retention of the events (feed-retention.ts: only a prefix of ids goes, the newest deleted is recorded). */
+export const pruneOrderEvents = (db: Executor, olderThanSeconds: number, limit: number): Promise<number> =>
+  prunePrefix(db, ORDER_EVENTS, olderThanSeconds, limit);
 
 /**
  * Up to `limit` watched channel orders due for a read-back, with the fulfilments and returns the mirror knows of

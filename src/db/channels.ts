@@ -3,6 +3,7 @@
 // What a channel quantity is (the rules, the recomputation, when a hold ends) is stock/; this module only reads
 // and writes rows.
 import { sql, type Selectable } from 'kysely';
+import { prunedThroughOf, prunePrefix, QUANTITY_CHANGES } from './feed-retention.ts';
 import type { Executor } from './index.ts';
 import type { ChannelOverridesTable, ChannelQuantityChangesTable, ChannelsTable } from './schema.ts';
 
@@ -246,31 +247,11 @@ export async function changesAfter(
 }
 
 /** The newest change id retention has deleted (every change up to it is gone), 0 when none was. */
-export async function prunedThrough(db: Executor): Promise<number> {
-  const row = await db.selectFrom('channel_changes_pruned').select('through_id').executeTakeFirst();
-  return Number(row?.through_id ?? 0);
-}
+export const prunedThrough = (db: Executor): Promise<number> => prunedThroughOf(db, QUANTITY_CHANGES);
 
-/**
- * Retention: deletes at most `limit` of the oldest changes, up to the first one not older than
- * `olderThanSeconds`, and records the newest id deleted, all in one short statement; returns how many went.
- * Only a prefix of the ids ever goes, so "every change up to through_id is gone, none after it" holds and the
- * feed can tell a caller exactly when its cursor is older than what is kept.
- */
-export async function pruneChannelChanges(db: Executor, olderThanSeconds: number, limit: number): Promise<number> {
-  const r = await sql<{ n: number }>`
-    WITH oldest AS MATERIALIZED (SELECT id, at FROM channel_quantity_changes ORDER BY id LIMIT ${limit}),
-    stop AS (SELECT min(id) AS id FROM oldest WHERE at >= now() - make_interval(secs => ${olderThanSeconds})),
-    gone AS (
-      DELETE FROM channel_quantity_changes
-       WHERE id = ANY(ARRAY(SELECT id FROM oldest WHERE id < coalesce((SELECT id FROM stop), 9223372036854775807)))
-      RETURNING id),
-    mark AS (
-      INSERT INTO channel_changes_pruned (through_id) SELECT max(id) FROM gone HAVING count(*) > 0
-      ON CONFLICT (one) DO UPDATE SET through_id = greatest(channel_changes_pruned.through_id, excluded.through_id), pruned_at = now())
-    SELECT count(*)::int AS n FROM gone`.execute(db);
-  return r.rows[0]?.n ?? 0;
-}
+/** Retention of the changes (feed-retention.ts: only a prefix of ids goes, the newest deleted is recorded). */
+export const pruneChannelChanges = (db: Executor, olderThanSeconds: number, limit: number): Promise<number> =>
+  prunePrefix(db, QUANTITY_CHANGES, olderThanSeconds, limit);
 
 /** A variant's quantity in each channel of its connection, oldest channel first. */
 export async function quantitiesOf(db: Executor, connectionId: number, variantId: number) {

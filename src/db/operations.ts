@@ -289,36 +289,28 @@ export async function mapChannelOrder(
     .execute();
 }
 
-/** The service's order id of an imported channel order, if known. */
-export async function mappedOrderId(
+/** An imported channel order's mapping, found by the channel order or by the service's order. */
+export async function channelOrderMapping(
   db: Executor,
   connectionId: number,
-  channel: string,
-  channelOrderId: string,
-): Promise<number | undefined> {
+  key: { channel: string; channelOrderId: string } | { orderId: number },
+): Promise<{ channel: string; channel_order_id: string; order_id: number } | undefined> {
   const row = await db
     .selectFrom('channel_orders')
-    .select('order_id')
+    .select(['channel', 'channel_order_id', 'order_id'])
     .where('connection_id', '=', connectionId)
-    .where('channel', '=', channel)
-    .where('channel_order_id', '=', channelOrderId)
+    .where((eb) =>
+      'orderId' in key
+        ? eb('order_id', '=', key.orderId)
+        : eb.and([eb('channel', '=', key.channel), eb('channel_order_id', '=', key.channelOrderId)]),
+    )
     .executeTakeFirst();
-  return row?.order_id;
+  return row && { ...row, order_id: Number(row.order_id) };
 }
 
-/** The channel order a service order was imported from, if any. */
-export async function channelOrderOf(
-  db: Executor,
-  connectionId: number,
-  orderId: number,
-): Promise<{ channel: string; channel_order_id: string } | undefined> {
-  return db
-    .selectFrom('channel_orders')
-    .select(['channel', 'channel_order_id'])
-    .where('connection_id', '=', connectionId)
-    .where('order_id', '=', orderId)
-    .executeTakeFirst();
-}
+/** The service's order id of an imported channel order, if known. */
+export const mappedOrderId = async (db: Executor, connectionId: number, channel: string, channelOrderId: string) =>
+  (await channelOrderMapping(db, connectionId, { channel, channelOrderId }))?.order_id;
 
 /** Of the candidate orders, those mapped to a channel order of another channel. */
 export async function ordersMappedElsewhere(

@@ -1,6 +1,6 @@
 // `commerce-sync sandbox`: runs the simulator until Ctrl-C. Every option has an environment variable
 // (config/default.json); a flag beats the environment.
-import { UsageError, type CommandSpec } from '../command.ts';
+import { stringOption, UsageError, type CommandSpec } from '../command.ts';
 import { PROFILES, startSandbox, type Profile } from '@commerce-sync/sandbox';
 
 const num = (name: string, v: string | undefined, fallback: number, min: number, integer: boolean): number => {
@@ -15,56 +15,20 @@ export const commands: Record<string, CommandSpec> = {
   sandbox: {
     summary: 'Run the simulator of the Commerce Operations Service (prints its base URL and privileged token).',
     options: {
-      host: { type: 'string', short: 'H', multiple: false, value: 'H', description: 'address to bind (SANDBOX_HOST, default 127.0.0.1)' },
-      port: { type: 'string', short: 'p', multiple: false, value: 'P', description: 'port, 0 = a free one (SANDBOX_PORT)' },
-      seed: { type: 'string', short: 's', multiple: false, value: 'N', description: 'catalog seed (SANDBOX_SEED)' },
-      variants: {
-        type: 'string',
-        short: 'n',
-        multiple: false,
-        value: 'N',
-        description: 'seeded variants, 0 = empty account (SANDBOX_VARIANTS)',
-      },
-      locations: { type: 'string', short: 'l', multiple: false, value: 'N', description: 'seeded stock locations (SANDBOX_LOCATIONS)' },
-      token: { type: 'string', short: 't', multiple: false, value: 'T', description: 'privileged access token (SANDBOX_TOKEN)' },
-      'client-id': { type: 'string', short: 'i', multiple: false, value: 'ID', description: 'OAuth client id (COMMERCE_CLIENT_ID)' },
-      'client-secret': {
-        type: 'string',
-        short: 'S',
-        multiple: false,
-        value: 'S',
-        description: 'OAuth client secret and webhook signing key (SANDBOX_CLIENT_SECRET)',
-      },
-      'admin-token': { type: 'string', short: 'a', multiple: false, value: 'T', description: 'admin API token (SANDBOX_ADMIN_TOKEN)' },
-      'time-scale': {
-        type: 'string',
-        short: 'x',
-        multiple: false,
-        value: 'X',
-        description: 'sandbox time runs X times faster (SANDBOX_TIME_SCALE)',
-      },
-      'rate-limit': { type: 'string', short: 'r', multiple: false, value: 'N', description: 'requests per window (SANDBOX_RATE_LIMIT)' },
-      'rate-window': {
-        type: 'string',
-        short: 'w',
-        multiple: false,
-        value: 'S',
-        description: 'rate window in sandbox seconds (SANDBOX_RATE_WINDOW)',
-      },
-      profile: {
-        type: 'string',
-        short: 'P',
-        multiple: false,
-        value: 'spec|documented',
-        description: 'behave as the spec says or as the real service is documented (SANDBOX_PROFILE)',
-      },
-      activity: {
-        type: 'string',
-        short: 'A',
-        multiple: false,
-        value: 'PER_SECOND',
-        description: 'merchant operations per second (SANDBOX_ACTIVITY)',
-      },
+      host: stringOption('H', 'H', 'address to bind (SANDBOX_HOST, default 127.0.0.1)'),
+      port: stringOption('p', 'P', 'port, 0 = a free one (SANDBOX_PORT)'),
+      seed: stringOption('s', 'N', 'catalog seed (SANDBOX_SEED)'),
+      variants: stringOption('n', 'N', 'seeded variants, 0 = empty account (SANDBOX_VARIANTS)'),
+      locations: stringOption('l', 'N', 'seeded stock locations (SANDBOX_LOCATIONS)'),
+      token: stringOption('t', 'T', 'privileged access token (SANDBOX_TOKEN)'),
+      'client-id': stringOption('i', 'ID', 'OAuth client id (COMMERCE_CLIENT_ID)'),
+      'client-secret': stringOption('S', 'S', 'OAuth client secret and webhook signing key (SANDBOX_CLIENT_SECRET)'),
+      'admin-token': stringOption('a', 'T', 'admin API token (SANDBOX_ADMIN_TOKEN)'),
+      'time-scale': stringOption('x', 'X', 'sandbox time runs X times faster (SANDBOX_TIME_SCALE)'),
+      'rate-limit': stringOption('r', 'N', 'requests per window (SANDBOX_RATE_LIMIT)'),
+      'rate-window': stringOption('w', 'S', 'rate window in sandbox seconds (SANDBOX_RATE_WINDOW)'),
+      profile: stringOption('P', 'spec|documented', 'behave as the spec says or as the real service is documented (SANDBOX_PROFILE)'),
+      activity: stringOption('A', 'PER_SECOND', 'merchant operations per second (SANDBOX_ACTIVITY)'),
     },
     details: 'The admin API lives under <url>/__sandbox/ (Authorization: Bearer <admin token>); see docs/sandbox.md.',
     async run({ values, config, log, out }) {

@@ -7,7 +7,7 @@ import type { SentRequest } from '../api/transport.ts';
 import { connectionName } from '../db/connections.ts';
 import type { Db, Executor } from '../db/index.ts';
 import {
-  channelOrderOf,
+  channelOrderMapping,
   countRefusedImports,
   firstUnfinished,
   getOperationForUpdate,
@@ -58,7 +58,7 @@ export async function orderKeyFor(db: Executor, connectionId: number, kind: Push
   if (kind === 'receive-purchase-order') return `purchase-order:${input.purchase_order_id}`;
   const ref = input as OrderRef;
   if (ref.channel !== undefined && ref.channel_order_id !== undefined) return channelKey(ref.channel, ref.channel_order_id);
-  const mapped = await channelOrderOf(db, connectionId, ref.order_id!);
+  const mapped = await channelOrderMapping(db, connectionId, { orderId: ref.order_id! });
   return mapped ? channelKey(mapped.channel, mapped.channel_order_id) : `order:${ref.order_id}`;
 }
 
