@@ -1,20 +1,28 @@
-// Merchant activity: orders placed, finalized, paid, shipped (whole or line by line), returned and voided,
-// purchase orders received, stock adjusted and transferred, variants created, updated and archived, products
+// Merchant activity: orders placed, finalized, packed, shipped with tracking (whole or in parts; tracking also
+// given or replaced later), invoiced, paid, voided, returned and the returns received, purchase orders received,
+// stock adjusted and transferred, variants created, updated and archived, products
 // disabled and re-enabled, customers created and updated; all through the service, so each moves stock and
 // fires its webhooks as the API would, and every documented event has an activity that fires it.
 import type { Random } from './random.ts';
 import type { Service } from './service.ts';
 import type { Row } from './store.ts';
-import { ApiFail } from './store.ts';
+import { ApiFail, D } from './store.ts';
 
 // Each kind: its relative frequency when none is asked for, and the operation it is (the cause of its stock moves).
+// The order kinds act on any order of the account, whoever made it: the activity's own, the seeded ones and those
+// created through the API (a channel's imports), each open one with the same chance (see `any`).
 const KINDS = {
   place_order: [30, 'order.create'],
-  ship_order: [20, 'order.fulfil'],
+  ship_order: [20, 'fulfillment.create'],
   ship_lines: [5, 'order.fulfil'],
+  pack_order: [3, 'order.pack'],
+  ship_packed: [4, 'fulfillment.update'],
+  add_tracking: [2, 'fulfillment.update'],
   finalize_order: [4, 'order.update'],
+  invoice_order: [3, 'order.invoice'],
   pay_order: [3, 'order.pay'],
   return_order: [3, 'fulfillment_return.create'],
+  receive_return: [3, 'fulfillment_return.update'],
   void_order: [5, 'order.void'],
   receive_purchase_order: [8, 'purchase_order.receive'],
   adjust_stock: [20, 'stock_adjustment.create'],
@@ -27,12 +35,22 @@ const KINDS = {
   update_customer: [2, 'company.update'],
 } as const satisfies Record<string, readonly [number, string]>;
 
+/** Carriers of the activity's shipments: name, tracking number prefix, tracking page (the number appended). */
+const CARRIERS = [
+  ['DHL', 'JD', 'https://www.dhl.com/track?tracking-number='],
+  ['UPS', '1Z', 'https://www.ups.com/track?tracknum='],
+  ['FedEx', '7489', 'https://www.fedex.com/fedextrack/?trknbr='],
+  ['USPS', '9400', 'https://tools.usps.com/go/TrackConfirmAction?tLabels='],
+] as const;
+
 export type ActivityKind = keyof typeof KINDS;
 export const ACTIVITY_KINDS = Object.keys(KINDS) as ActivityKind[];
 
 export class Activity {
   private readonly service: Service;
   private readonly rng: Random;
+  /** Tracking labels printed so far (each shipment, and each new label of a shipped one, gets the next). */
+  private labels = 0;
   constructor(service: Service, rng: Random) {
     this.service = service;
     this.rng = rng;
@@ -76,8 +94,44 @@ export class Activity {
     return undefined;
   }
 
-  private openOrder(): Row | undefined {
-    return this.recent(this.service.store.orders.order, (r) => r.status === 'active' || r.status === 'finalized');
+  /**
+   * One of the rows among the last 500 that pass `test`, each with the same chance. Orders are picked this way,
+   * so an order created through the API (a channel's import) is as likely to be packed, shipped, invoiced, paid,
+   * voided or returned as one the activity placed, and an order that was not picked at once is not buried
+   * under newer ones.
+   */
+  private any(rows: readonly Row[], test: (r: Row) => boolean): Row | undefined {
+    const found: Row[] = [];
+    for (let i = rows.length - 1, seen = 0; i >= 0 && seen < 500; i--, seen++) if (test(rows[i]!)) found.push(rows[i]!);
+    return found.length ? this.rng.pick(found) : undefined;
+  }
+
+  private anyOrder(test: (r: Row) => boolean): Row | undefined {
+    return this.any(this.service.store.orders.order, test);
+  }
+
+  private linesOf(order: Row): Row[] {
+    return (order.order_line_item_ids as number[]).map((id) => this.service.store.order_line_items.get(id)!);
+  }
+
+  /** An open order with something left to pack (a line with a variant not packed in full). */
+  private packable(r: Row): boolean {
+    return (
+      (r.status === 'active' || r.status === 'finalized') &&
+      r.packed_status !== 'packed' &&
+      this.linesOf(r).some((l) => !l.freeform && l._packed.lt(l.quantity))
+    );
+  }
+
+  /**
+   * The tracking of a new shipment (or a new label): a carrier, its number and its tracking page. Numbered in
+   * turn rather than drawn, so the activity's random sequence stays what it was for a seed.
+   */
+  private label(): { tracking_company: string; tracking_number: string; tracking_url: string } {
+    const n = ++this.labels;
+    const [company, prefix, url] = CARRIERS[n % CARRIERS.length]!;
+    const number = `${prefix}${String(n).padStart(10, '0')}`;
+    return { tracking_company: company, tracking_number: number, tracking_url: `${url}${number}` };
   }
 
   private activeLocations(): Row[] {
@@ -100,64 +154,101 @@ export class Activity {
           .id;
       }
       case 'ship_order': {
-        const o = this.openOrder();
+        // Everything not packed yet, packed and shipped at once with its tracking: POST /fulfillments with status
+        // fulfilled. Fulfillments packed earlier ship on their own (ship_packed), each with its own tracking.
+        const o = this.anyOrder((r) => this.packable(r));
         if (!o) return null;
-        s.orders.orderAction(o.id, 'fulfil', {});
+        s.orders.createFulfillment({ order_id: o.id, status: 'fulfilled', ...this.label() });
         return o.id;
       }
       case 'ship_lines': {
-        // One line at a time, as a 3PL does: a packed fulfillment, then PUT to fulfilled.
-        const o = this.recent(
-          store.orders.order,
-          (r) => (r.status === 'active' || r.status === 'finalized') && r.packed_status !== 'packed',
-        );
+        // A part of an order, as a 3PL ships it: one line (when it is the last one left with 2 or more to ship,
+        // half of it, so that the order still ships in parts), packed by the fulfil action with that selection,
+        // then PUT to fulfilled with its tracking.
+        const o = this.anyOrder((r) => this.packable(r));
         if (!o) return null;
-        const line = (o.order_line_item_ids as number[])
-          .map((id) => store.order_line_items.get(id)!)
-          .find((l) => !l.freeform && l._packed.lt(l.quantity));
-        if (!line) return null;
-        const { fulfillments } = s.orders.orderAction(o.id, 'fulfil', { order_line_item_ids: [line.id] }) as { fulfillments: Row[] };
-        s.orders.updateFulfillment(fulfillments[0]!.id, {
-          status: 'fulfilled',
-          tracking_company: 'DHL',
-          tracking_number: `T${fulfillments[0]!.id}`,
-        });
+        const open = this.linesOf(o).filter((l) => !l.freeform && l._packed.lt(l.quantity));
+        const line = open[0]!;
+        const left = D(line.quantity).minus(line._packed);
+        const quantity = open.length === 1 && left.gte(2) ? left.div(2).ceil() : left;
+        const { fulfillments } = s.orders.orderAction(o.id, 'fulfil', {
+          order_line_item_ids: [{ id: line.id, quantity: quantity.toString() }],
+        }) as { fulfillments: Row[] };
+        s.orders.updateFulfillment(fulfillments[0]!.id, { status: 'fulfilled', ...this.label() });
         return o.id;
       }
+      case 'pack_order': {
+        // Packed now, shipped later (ship_packed): the pack action, one packed fulfillment of every unpacked line.
+        const o = this.anyOrder((r) => this.packable(r));
+        if (!o) return null;
+        s.orders.orderAction(o.id, 'pack', {});
+        return o.id;
+      }
+      case 'ship_packed': {
+        // A packed fulfillment (the activity's, or one packed through the API) shipped: PUT /fulfillments/{id}
+        // with status fulfilled and its tracking, as the 3PL guide does (real-service-notes §4).
+        const f = this.any(store.fulfillments.order, (r) => {
+          const status = r.status === 'packed' && store.orders.get(r.order_id)?.status;
+          return status === 'active' || status === 'finalized';
+        });
+        if (!f) return null;
+        s.orders.updateFulfillment(f.id, { status: 'fulfilled', ...this.label() });
+        return f.id;
+      }
+      case 'add_tracking': {
+        // Tracking given after the shipment: to a shipment made without it (through the API), or a new label for
+        // one that had it. A PUT of the tracking only, of which the service announces nothing (no
+        // fulfillment.update event: real-service-notes §2).
+        const shipped = (r: Row) => r.status === 'fulfilled';
+        const f =
+          this.any(store.fulfillments.order, (r) => shipped(r) && r.tracking_number == null) ?? this.any(store.fulfillments.order, shipped);
+        if (!f) return null;
+        s.orders.updateFulfillment(f.id, this.label());
+        return f.id;
+      }
       case 'finalize_order': {
-        const o = this.recent(store.orders.order, (r) => r.status === 'active' || r.status === 'draft');
+        const o = this.anyOrder((r) => r.status === 'active' || r.status === 'draft');
         if (!o) return null;
         s.orders.updateOrder(o.id, { status: 'finalized' });
         return o.id;
       }
+      case 'invoice_order': {
+        // An invoice of what the order has not had invoiced yet (the invoice action; an active order is finalized).
+        const o = this.anyOrder((r) => ['active', 'finalized', 'fulfilled'].includes(r.status) && r.invoice_status !== 'invoiced');
+        if (!o) return null;
+        s.orders.orderAction(o.id, 'invoice', {});
+        return o.id;
+      }
       case 'pay_order': {
-        const o = this.recent(
-          store.orders.order,
-          (r) => ['active', 'finalized', 'fulfilled'].includes(r.status) && r.payment_status !== 'paid',
-        );
+        const o = this.anyOrder((r) => ['active', 'finalized', 'fulfilled'].includes(r.status) && r.payment_status !== 'paid');
         if (!o) return null;
         s.orders.orderAction(o.id, 'pay', {});
         return o.id;
       }
       case 'return_order': {
-        const o = this.recent(store.orders.order, (r) => r.fulfillment_status !== 'unshipped' && r.return_status === 'not_returned');
+        // One unit (or what is left, below one) of a shipped line comes back: the return is created `returning`
+        // and received later, in a step of its own (receive_return).
+        const o = this.anyOrder((r) => r.fulfillment_status !== 'unshipped' && r.return_status === 'not_returned');
         if (!o) return null;
-        const line = (o.order_line_item_ids as number[])
-          .map((id) => store.order_line_items.get(id)!)
-          .find((l) => l._shipped.gt(l._returned));
+        const line = this.linesOf(o).find((l) => l._shipped.gt(l._returned));
         if (!line) return null;
+        const left = line._shipped.minus(line._returned);
         const ret = s.returns.createReturn({
           order_id: o.id,
-          fulfillment_return_line_items: [{ order_line_item_id: line.id, quantity: '1' }],
+          fulfillment_return_line_items: [{ order_line_item_id: line.id, quantity: (left.gt(1) ? D(1) : left).toString() }],
         });
+        return ret.id;
+      }
+      case 'receive_return': {
+        // A return (the activity's, or one created through the API) received: its goods are back on hand.
+        const ret = this.any(store.fulfillment_returns.order, (r) => r.status === 'returning');
+        if (!ret) return null;
         s.returns.updateReturn(ret.id, { status: 'received' });
         return ret.id;
       }
       case 'void_order': {
-        const o = this.recent(
-          store.orders.order,
-          (r) => (r.status === 'active' || r.status === 'draft') && r.fulfillment_status === 'unshipped',
-        );
+        // No order event announces a void (real-service-notes §2): only the stock levels whose commitment it ends.
+        const o = this.anyOrder((r) => (r.status === 'active' || r.status === 'draft') && r.fulfillment_status === 'unshipped');
         if (!o) return null;
         s.orders.orderAction(o.id, 'void', {});
         return o.id;
