@@ -3,11 +3,11 @@
 // rules live in service.ts.
 import { invalid, parseDecimal } from './store.ts';
 import type { ResourceDef } from './resources/shared.ts';
-import { CATALOG_RESOURCES } from './resources/catalog.ts';
-import { ORDER_RESOURCES } from './resources/orders.ts';
-import { RETURN_RESOURCES } from './resources/returns.ts';
-import { PURCHASING_RESOURCES } from './resources/purchasing.ts';
-import { ADJUSTMENT_RESOURCES } from './resources/adjustments.ts';
+import { CATALOG_RESOURCES } from './resources/catalog-fields.ts';
+import { ORDER_RESOURCES } from './resources/orders-fields.ts';
+import { RETURN_RESOURCES } from './resources/returns-fields.ts';
+import { PURCHASING_RESOURCES } from './resources/purchasing-fields.ts';
+import { ADJUSTMENT_RESOURCES } from './resources/adjustments-fields.ts';
 
 export const RESOURCES: Record<string, ResourceDef> = {
   ...CATALOG_RESOURCES,
