@@ -245,7 +245,11 @@ export const settings = {
   OPERATOR_SESSION_HOURS: { schema: int(1, 720), doc: 'How long a console login lasts; logging out ends it at once.' },
   OPERATOR_LOGIN_FAILURES: {
     schema: int(1, 1_000_000),
-    doc: 'Wrong operator tokens (login form or Authorization header) one address may send in 15 minutes; then it gets 429 until the oldest is 15 minutes old.',
+    doc: 'Wrong operator tokens (login form or Authorization header) one client address may send in 15 minutes, counted over every process; then its wrong tokens get 429 until the oldest is 15 minutes old. A right token is never refused.',
+  },
+  TRUST_PROXY: {
+    schema: int(0, 10),
+    doc: 'Proxies in front of the console whose X-Forwarded-For is trusted: the client address is the entry this many hops from its end (the one the nearest proxy saw). 0: the socket address.',
   },
   ALERT_WEBHOOK_URL: {
     schema: url(', or empty'),

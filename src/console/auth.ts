@@ -8,6 +8,7 @@ import { normalizeBaseUrl } from '../api/connections.ts';
 import type { Config } from '../config.ts';
 import { listConnections } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
+import { failureWait, recordFailure } from '../db/login-failures.ts';
 import { closeSession, openSession, sessionLive } from '../db/sessions.ts';
 import type { Runtime } from '../runtime.ts';
 
@@ -33,37 +34,24 @@ const tokenMac = (config: Config) =>
 /** A session's row id: the digest of the cookie's secret, so a copy of the table opens no session. */
 const sessionId = (cookie: string) => digest(cookie).toString('hex');
 
-const FAILURE_WINDOW_MS = 15 * 60_000;
-const MAX_ADDRESSES = 10_000;
+const FAILURE_WINDOW_SECONDS = 15 * 60;
+
+const socketAddress = (ctx: Context) => ctx.req.socket.remoteAddress ?? '';
 
 /**
- * Wrong operator tokens per client address over the last 15 minutes. At OPERATOR_LOGIN_FAILURES an address is
- * refused (429) until its oldest failure ages out, whatever it sends: answering a right guess differently would
- * tell it apart. The address is the socket's (X-Forwarded-For is whatever the client says), so behind a proxy
- * all clients share one count.
+ * The client's address as the trusted proxies report it: with TRUST_PROXY hops, the X-Forwarded-For entry that
+ * many from its end (each proxy appends the address it saw; entries further left are whatever the client wrote).
+ * Without, the socket's.
  */
-class FailureThrottle {
-  private readonly failures = new Map<string, number[]>();
-  private readonly limit: number;
-  constructor(limit: number) {
-    this.limit = limit;
-  }
-  /** Seconds until `address` may try a token again; 0: now. */
-  wait(address: string, now = Date.now()): number {
-    const recent = (this.failures.get(address) ?? []).filter((at) => now - at < FAILURE_WINDOW_MS);
-    if (recent.length < this.limit) return 0;
-    return Math.max(1, Math.ceil((recent[recent.length - this.limit]! + FAILURE_WINDOW_MS - now) / 1000));
-  }
-  fail(address: string, now = Date.now()): void {
-    const recent = (this.failures.get(address) ?? []).filter((at) => now - at < FAILURE_WINDOW_MS);
-    recent.splice(0, recent.length - (this.limit - 1)); // only the last `limit` ever matter
-    this.failures.delete(address); // re-inserted last: the map's first key is the least recently failing address
-    this.failures.set(address, [...recent, now]);
-    if (this.failures.size > MAX_ADDRESSES) this.failures.delete(this.failures.keys().next().value!);
-  }
+export function clientAddress(ctx: Context, trustedHops: number): string {
+  if (trustedHops <= 0) return socketAddress(ctx);
+  const chain = ctx
+    .get('x-forwarded-for')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  return chain[chain.length - trustedHops] ?? chain[0] ?? socketAddress(ctx);
 }
-
-const addressOf = (ctx: Context) => ctx.req.socket.remoteAddress ?? '';
 
 const loopback = (ip: string) => ip === '127.0.0.1' || ip === '::1' || ip === '::ffff:127.0.0.1';
 
@@ -148,20 +136,25 @@ export type LoginResult = { ok: true } | { ok: false; status: 401 | 429; retryAf
  */
 export class OperatorAccess {
   private readonly deps: AccessDeps;
-  private readonly throttle: FailureThrottle;
 
   constructor(deps: AccessDeps) {
     this.deps = deps;
-    this.throttle = new FailureThrottle(deps.config.OPERATOR_LOGIN_FAILURES);
   }
 
-  /** A token offered by the login form or a header: right, wrong (counted), or not even looked at. */
-  private check(ctx: Context, token: string): LoginResult {
-    const wait = this.throttle.wait(addressOf(ctx));
+  /**
+   * A token offered by the login form or a header. A right one is never refused: a stranger's wrong tokens must not
+   * shut out Prometheus or a channel behind the same proxy. Wrong ones are counted per client address in
+   * PostgreSQL (every process sees the same count); past OPERATOR_LOGIN_FAILURES in 15 minutes they get 429.
+   * The token is long (24 characters at least), so guessing it is out of reach whatever the answer tells.
+   */
+  private async check(ctx: Context, token: string): Promise<LoginResult> {
+    if (same(token, this.deps.config.OPERATOR_TOKEN)) return { ok: true };
+    const { db, config } = this.deps;
+    const address = clientAddress(ctx, config.TRUST_PROXY);
+    const wait = await failureWait(db, address, config.OPERATOR_LOGIN_FAILURES, FAILURE_WINDOW_SECONDS);
     if (wait > 0)
       return { ok: false, status: 429, retryAfter: wait, reason: `Too many wrong tokens from this address: try again in ${wait} s.` };
-    if (same(token, this.deps.config.OPERATOR_TOKEN)) return { ok: true };
-    this.throttle.fail(addressOf(ctx));
+    await recordFailure(db, address, FAILURE_WINDOW_SECONDS);
     return { ok: false, status: 401, reason: 'That is not the operator token.' };
   }
 
@@ -181,11 +174,11 @@ export class OperatorAccess {
       if (!(mode === 'token' && token !== null) && !knownHost(ctx, this.deps.publicUrl())) return refuseHost(ctx);
       if (mode === 'token') {
         if (token !== null) {
-          const result = this.check(ctx, token);
+          const result = await this.check(ctx, token);
           if (result.ok) return next();
           if (result.status === 429) return throttled(ctx, result.retryAfter!);
         } else if (await this.sessionOf(ctx)) return next();
-      } else if (mode === 'open-demo' && loopback(addressOf(ctx))) {
+      } else if (mode === 'open-demo' && loopback(socketAddress(ctx))) {
         return next();
       }
       ctx.status = 401;
@@ -206,7 +199,7 @@ export class OperatorAccess {
    */
   async login(ctx: Context, token: string): Promise<LoginResult> {
     if (!this.deps.config.OPERATOR_TOKEN) return { ok: false, status: 401, reason: 'Logging in needs OPERATOR_TOKEN to be set.' };
-    const result = this.check(ctx, token);
+    const result = await this.check(ctx, token);
     if (!result.ok) return result;
     const secret = randomBytes(32).toString('base64url');
     const ttlMs = this.deps.config.OPERATOR_SESSION_HOURS * 3_600_000;

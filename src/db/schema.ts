@@ -278,6 +278,7 @@ export interface Database {
   channel_posts: ChannelPostsTable;
   channel_order_events: ChannelOrderEventsTable;
   channel_order_events_pruned: ChannelChangesPrunedTable;
+  login_failures: LoginFailuresTable;
 }
 
 export type Connection = Selectable<ConnectionsTable>;
@@ -583,4 +584,10 @@ export interface ChannelOrderEventsTable {
   at: Timestamp;
   data: Json;
   recorded_at: DefaultTimestamp;
+}
+
+// migrations/0210_login_failures.sql (src/db/login-failures.ts)
+export interface LoginFailuresTable {
+  address: string;
+  at: DefaultTimestamp;
 }
