@@ -198,6 +198,10 @@ export const settings = {
     schema: url(', or empty'),
     doc: "The destination of each connection's `default` channel that has none of its own (docs/channels.md): its changes are POSTed there, signed with CHANNEL_WEBHOOK_SECRET. Empty: none.",
   },
+  OUTBOUND_ALLOWED_HOSTS: {
+    schema: z.string(),
+    doc: "Hosts (names or addresses, comma-separated) our webhooks may reach although they are internal: loopback, private, link-local, CGNAT or reserved addresses are refused otherwise, for channel destinations, CHANNEL_WEBHOOK_URL and ALERT_WEBHOOK_URL, at setting and at every connection.",
+  },
   CHANNEL_WEBHOOK_SECRET: {
     schema: whsecList,
     doc: 'Standard Webhooks secret(s) CHANNEL_WEBHOOK_URL posts are signed with (whsec_ + base64 of 24-64 bytes), several separated by a space while one rotates.',

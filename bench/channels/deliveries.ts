@@ -104,7 +104,7 @@ try {
   }));
   for (const ch of channels) {
     secrets[ch.name] = `whsec_${randomBytes(32).toString('base64')}`;
-    await setDestination(db, rt.clients.key(config), ch.id, { url: url(ch.name), secret: secrets[ch.name], from: 'now' });
+    await setDestination(db, rt.clients.key(config), ch.id, { url: url(ch.name), secret: secrets[ch.name], from: 'now' }, ['127.0.0.1']);
   }
   const firstChange = Math.max(...(await Promise.all(channels.map((ch) => lastChangeId(db, ch.id))))) + 1;
   await createQueues(rt.boss, config);

@@ -20,7 +20,7 @@ import { sql } from 'kysely';
 import { createLogger } from '../../src/log.ts';
 import type { ListOrder } from '@commerce-sync/sandbox';
 import { Webhook } from 'standardwebhooks';
-import { floorLags, StockLag } from './lag.ts';
+import { floorLags, postLags, StockLag, type StockArrivals } from './lag.ts';
 import { explainTail } from './tail.ts';
 import { cpuSeconds, percentile, postgresCpuSeconds, settled, startWorld, takeMoves } from './world.ts';
 
@@ -74,7 +74,7 @@ const head = [
 // The channel's endpoint (the default channel's destination, CHANNEL_WEBHOOK_URL): every POST verified with the
 // standardwebhooks package; per variant, when each change it carried arrived.
 const channelSecret = `whsec_${randomBytes(32).toString('base64')}`;
-const arrivals = new Map<number, { changeAt: number; arrived: number }[]>();
+const arrivals: StockArrivals = new Map();
 let refused = 0;
 const endpoint = createServer((req, res) => {
   let body = '';
@@ -102,19 +102,6 @@ await new Promise<void>((r) => endpoint.listen(0, '127.0.0.1', r));
 const channelUrl = `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}/stock`;
 const postRows: string[][] = [];
 
-/** Per caught move: from the move to the POST carrying the channel change its mirror write made (none: no change). */
-function postLags(caught: StockLag['caught']): number[] {
-  const out: number[] = [];
-  for (const c of caught) {
-    const variant = Number(c.key.split(':')[1]);
-    // The change its mirror write made: the same transaction, so the same now() (none when the write left the
-    // channel quantity as it was; a later change of the variant is another move's).
-    const hit = (arrivals.get(variant) ?? []).find((a) => Math.abs(a.changeAt - c.written) <= 1);
-    if (hit) out.push(hit.arrived - c.at);
-  }
-  return out.sort((a, b) => a - b);
-}
-
 for (const rate of rates) {
   arrivals.clear();
   refused = 0;
@@ -124,7 +111,7 @@ for (const rate of rates) {
     variants: Number(args.variants),
     profile: args.profile,
     sandbox: { clockSkewSeconds: clockSkew, ...(args['list-order'] ? { listOrder: args['list-order'] as ListOrder } : {}) },
-    env: { RECONCILE_INTERVAL_MINUTES: String(sweepMinutes), CHANNEL_WEBHOOK_URL: channelUrl, CHANNEL_WEBHOOK_SECRET: channelSecret },
+    env: { RECONCILE_INTERVAL_MINUTES: String(sweepMinutes), CHANNEL_WEBHOOK_URL: channelUrl, CHANNEL_WEBHOOK_SECRET: channelSecret, OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' },
     log,
   });
   const [account] = world.accounts;
@@ -208,7 +195,7 @@ for (const rate of rates) {
   for (const line of await explainTail(world.db, slow)) console.log(`    ${line}`);
   // Give the last POSTs a moment.
   await new Promise((r) => setTimeout(r, 3000));
-  const posted = postLags(lag.caught);
+  const posted = postLags(lag.caught, arrivals);
   postRows.push([
     String(rate),
     String(posted.length),

@@ -10,6 +10,7 @@ import { claimNotice, markNotified, markNotifyFailed, type AlertView, type Notic
 import type { Db } from '../db/index.ts';
 import type { Logger } from '../log.ts';
 import { metrics } from '../metrics.ts';
+import { parseAllowedHosts } from '../channels/address-guard.ts';
 import { hostOf, isSlackUrl, parseSecrets, sendWebhook, type SendPolicy } from '../channels/sender.ts';
 
 /** Notices sent per round at most: the rest wait for the next round. */
@@ -82,7 +83,7 @@ export async function sendDueNotices(deps: NotifyDeps): Promise<number> {
     const body = JSON.stringify(format === 'slack' ? slackMessage(n) : noticeEvent(n));
     const out = await sendWebhook(
       { url: config.ALERT_WEBHOOK_URL, id: noticeId(n), body, secrets },
-      deps.policy ?? { timeoutMs: 10_000, attempts: 3 },
+      { timeoutMs: 10_000, attempts: 3, ...deps.policy, allowHosts: parseAllowedHosts(config.OUTBOUND_ALLOWED_HOSTS) },
     );
     metrics.alertNotifications.inc({ kind: n.kind, result: out.ok ? 'sent' : 'failed' });
     if (out.ok) {

@@ -19,6 +19,7 @@ import {
   type DestinationStatus,
 } from '../db/channel-destinations.ts';
 import type { Db } from '../db/index.ts';
+import { type AllowedHosts, checkDestination, DestinationRefused } from './address-guard.ts';
 import { hostOf, newSecret, parseSecrets, validSecret } from './sender.ts';
 import { ChannelInputError } from '../stock/channels.ts';
 
@@ -48,14 +49,22 @@ export interface DestinationView extends Omit<DestinationState, 'url'> {
   posts: ChannelPost[];
 }
 
+/** Sets a channel's destination; `allow`: the hosts that may be internal addresses (OUTBOUND_ALLOWED_HOSTS). */
 export async function setDestination(
   db: Db,
   key: Buffer,
   channelId: number,
   raw: unknown,
+  allow: AllowedHosts,
 ): Promise<{ view: DestinationView; secret: string | null }> {
   const parsed = destinationInput.safeParse(raw);
   if (!parsed.success) throw new ChannelInputError(parsed.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`));
+  try {
+    await checkDestination(parsed.data.url, allow);
+  } catch (err) {
+    if (err instanceof DestinationRefused) throw new ChannelInputError([`url: ${err.message}`]);
+    throw err;
+  }
   const made = parsed.data.secret ? null : newSecret();
   const secrets = parsed.data.secret ?? made!;
   const now = parsed.data.from === 'now';

@@ -36,6 +36,7 @@ import type { Boss } from '../queue/boss.ts';
 import { channelDeliveryQueue, requestDelivery } from '../queue/contracts.ts';
 import type { NewChange } from '../stock/recompute.ts';
 import { defineHandler, type WorkerDeps } from '../worker/handler.ts';
+import { parseAllowedHosts } from './address-guard.ts';
 import { hostOf, parseSecrets, sendWebhook } from './sender.ts';
 
 /** How long a sender holds a channel: longer than a POST's timeout, renewed with every POST. */
@@ -221,7 +222,10 @@ async function postNext(
   // The same range of the same kind carries the same id on every retry (receivers deduplicate by it).
   const id = `${kind === 'stock' ? 'chd' : 'cho'}_${channelId}_${cursor}_${through}`;
   const started = Date.now();
-  const outcome = await sendWebhook({ url: dest.url, id, body: range.body, secrets }, { attempts: 1, timeoutMs: POST_TIMEOUT_MS });
+  const outcome = await sendWebhook(
+    { url: dest.url, id, body: range.body, secrets },
+    { attempts: 1, timeoutMs: POST_TIMEOUT_MS, allowHosts: parseAllowedHosts(config.OUTBOUND_ALLOWED_HOSTS) },
+  );
   const name = destinationName(channelId);
   await recordPost(db, {
     channel_id: channelId,

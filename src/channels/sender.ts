@@ -10,6 +10,9 @@
 // the signature that vouches for it, anywhere). Network errors, timeouts, 429 and 5xx are retried with backoff
 // (doubling, with jitter) up to `attempts`; any other answer outside 2xx is final. Error texts never hold the URL,
 // which may carry a token (a Slack incoming webhook's path is its secret).
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { type AllowedHosts, checkLiteral, DestinationRefused, guardedLookup } from './address-guard.ts';
 import { createHmac, randomBytes } from 'node:crypto';
 
 export interface OutboundMessage {
@@ -33,6 +36,8 @@ export interface SendPolicy {
   maxBackoffMs?: number;
   /** The clock, for tests (ms since the epoch). */
   now?: () => number;
+  /** Hosts that may be internal addresses (OUTBOUND_ALLOWED_HOSTS); every other internal address is refused. */
+  allowHosts?: AllowedHosts;
 }
 
 export interface SendOutcome {
@@ -98,11 +103,38 @@ export function hostOf(url: string): string {
 
 const retryable = (status: number | null) => status === null || status === 429 || status >= 500;
 
+// Coarse on purpose: what an operator (or whoever may set a destination) sees must not map a network's ports.
 function describe(err: unknown, timeoutMs: number): string {
-  const e = err as { name?: string; code?: string; cause?: { code?: string; message?: string } };
+  const e = err as { name?: string; code?: string; message?: string };
+  if (err instanceof DestinationRefused) return e.message!;
   if (e?.name === 'TimeoutError' || e?.name === 'AbortError') return `no answer within ${timeoutMs} ms`;
-  const code = e?.cause?.code ?? e?.code;
-  return code ? `network error (${code})` : 'network error';
+  return 'network error';
+}
+
+/** One POST over http(s), never following a redirect, connecting only where the address guard allows. */
+function post(url: string, body: string, headers: Record<string, string>, timeoutMs: number, allow: AllowedHosts) {
+  return new Promise<{ status: number; retryAfter: string | null }>((resolve, reject) => {
+    const target = new URL(url);
+    checkLiteral(target, allow);
+    const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
+    const req = send(
+      target,
+      {
+        method: 'POST',
+        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+        lookup: guardedLookup(allow) as never,
+        signal: AbortSignal.timeout(timeoutMs),
+      },
+      (res) => {
+        // The answer's body is not ours to read: drop it, so the socket is free.
+        res.resume();
+        const retryAfter = res.headers['retry-after'];
+        resolve({ status: res.statusCode ?? 0, retryAfter: typeof retryAfter === 'string' ? retryAfter : null });
+      },
+    );
+    req.on('error', (err) => reject(err instanceof Error && 'cause' in err && err.cause instanceof DestinationRefused ? err.cause : err));
+    req.end(body);
+  });
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -127,18 +159,10 @@ export async function sendWebhook(msg: OutboundMessage, policy: SendPolicy = {})
     let status: number | null = null;
     let retryAfterMs = 0;
     try {
-      const res = await fetch(msg.url, {
-        method: 'POST',
-        body: msg.body,
-        headers,
-        redirect: 'manual',
-        signal: AbortSignal.timeout(timeoutMs),
-      });
+      const res = await post(msg.url, msg.body, headers, timeoutMs, policy.allowHosts ?? []);
       status = res.status;
-      const ra = Number(res.headers.get('retry-after'));
+      const ra = Number(res.retryAfter);
       if (Number.isFinite(ra) && ra > 0) retryAfterMs = ra * 1000;
-      // The answer's body is not ours to read: drop it, so the socket is free.
-      await res.body?.cancel().catch(() => {});
       if (status >= 200 && status < 300) return { ok: true, status, attempts: attempt, error: null };
       outcome = {
         ok: false,
@@ -148,6 +172,7 @@ export async function sendWebhook(msg: OutboundMessage, policy: SendPolicy = {})
       };
     } catch (err) {
       outcome = { ok: false, status: null, attempts: attempt, error: describe(err, timeoutMs) };
+      if (err instanceof DestinationRefused) break; // asking again changes nothing
     }
     if (!retryable(status) || attempt === attempts) break;
     const max = policy.maxBackoffMs ?? 30_000;

@@ -42,6 +42,7 @@ import type { NewChange } from './recompute.ts';
 import { pauseDestination, removeDestination, resumeDestination, setDestination, viewDestination } from '../channels/destinations.ts';
 import { channelFeed, type FeedExpired, type FeedPage } from '../channels/feed.ts';
 import { orderEventsFeed } from '../channels/order-feed.ts';
+import { parseAllowedHosts } from '../channels/address-guard.ts';
 import { CancelRefused, cancelChannelOrder, channelOrderView } from '../channels/orders.ts';
 import { cancelHold, createHold, HoldConflict, holdInput, presentHold } from './holds.ts';
 import { connectionByName } from '../db/connections.ts';
@@ -228,7 +229,8 @@ export function mountRoutes(rt: Pick<Runtime, 'database' | 'config' | 'boss' | '
   router.put('/api/channels/:name/destination', json, (ctx) =>
     answering(ctx, async () => {
       const ch = await channel(ctx);
-      const set = await setDestination(db, rt.clients.key(rt.config), Number(ch.id), body(ctx));
+      const allow = parseAllowedHosts(rt.config.OUTBOUND_ALLOWED_HOSTS);
+      const set = await setDestination(db, rt.clients.key(rt.config), Number(ch.id), body(ctx), allow);
       await announce([{ channel_id: Number(ch.id) }]);
       ctx.body = { destination: set.view, ...(set.secret ? { secret: set.secret } : {}) };
     }),
