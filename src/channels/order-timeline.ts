@@ -52,10 +52,18 @@ function describe(e: ChannelOrderView['events'][number]): Pick<TimelineEntry, 'w
   const tracking = (): Tracking => ({ company: str(d.tracking_company), number: str(d.tracking_number), url: str(d.tracking_url) });
   switch (e.type) {
     case 'order.imported':
-      return { what: `Imported as order ${e.order_number ?? e.order_id ?? ''}`.trim(), detail: str(d.status) ? `status ${d.status}` : '', tracking: null };
+      return {
+        what: `Imported as order ${e.order_number ?? e.order_id ?? ''}`.trim(),
+        detail: str(d.status) ? `status ${d.status}` : '',
+        tracking: null,
+      };
     case 'order.import_failed': {
       const problems = d.problems && typeof d.problems === 'object' ? JSON.stringify(d.problems) : null;
-      return { what: 'Import failed', detail: joined(str(d.reason), problems, d.operation_id != null && `operation ${d.operation_id}`), tracking: null };
+      return {
+        what: 'Import failed',
+        detail: joined(str(d.reason), problems, d.operation_id != null && `operation ${d.operation_id}`),
+        tracking: null,
+      };
     }
     case 'order.packed':
       return { what: `Packed (fulfilment ${d.fulfillment_id})`, detail: linesText(d.lines), tracking: null };
@@ -66,7 +74,8 @@ function describe(e: ChannelOrderView['events'][number]): Pick<TimelineEntry, 'w
     case 'order.invoiced':
       return {
         what: 'Invoiced',
-        detail: d.invoice_number != null ? `invoice ${d.invoice_number}` : str(d.invoice_status) ? `invoice status ${d.invoice_status}` : '',
+        detail:
+          d.invoice_number != null ? `invoice ${d.invoice_number}` : str(d.invoice_status) ? `invoice status ${d.invoice_status}` : '',
         tracking: null,
       };
     case 'order.paid':

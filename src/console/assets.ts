@@ -74,6 +74,17 @@ table.diff td, table.diff th { padding: .05rem .4rem; }
 table.diff th[scope="row"] { background: none; font-weight: normal; color: #4d5566; }
 details.raw summary { cursor: pointer; font-size: .8rem; color: #3b5bab; }
 details.raw pre { white-space: pre-wrap; overflow-wrap: anywhere; font-size: .75rem; max-width: 40rem; }
+ol.timeline { list-style: none; margin: 0 0 1rem; padding: 0; background: #fff; border: 1px solid #dde1e7; border-radius: 6px; }
+ol.timeline li { display: grid; grid-template-columns: 11rem minmax(16rem, 1fr) minmax(14rem, 22rem); gap: .3rem 1rem; padding: .45rem .8rem .45rem 1.6rem; border-bottom: 1px solid #e3e6eb; position: relative; }
+ol.timeline li:last-child { border-bottom: 0; }
+ol.timeline li::before { content: ''; position: absolute; left: .6rem; top: .8rem; width: .5rem; height: .5rem; border-radius: 50%; background: #2f6fde; }
+ol.timeline li[data-kind^="hold."]::before { background: #b26b00; }
+ol.timeline li[data-kind="order.voided"]::before, ol.timeline li[data-kind="order.import_failed"]::before { background: #c0262d; }
+ol.timeline .at { white-space: nowrap; color: #4d5566; }
+ol.timeline .detail { color: #3b4252; margin-top: .1rem; }
+.told { font-size: .85rem; overflow-wrap: anywhere; }
+.told.waiting { color: #8a5300; font-weight: 600; }
+.tracking .carrier { font-weight: 600; }
 td.sentence { min-width: 16rem; }
 td.detail { min-width: 15rem; }
 .connect form { background: #fff; border: 1px solid #dde1e7; padding: .6rem; border-radius: 6px; margin-bottom: .6rem; }

@@ -8,11 +8,14 @@ import type { Db } from '../db/index.ts';
 import { locationNames } from '../db/mirror-reads.ts';
 import { presentChannel, presentOverride } from '../stock/channels.ts';
 import { presentHold } from '../stock/holds.ts';
+import { recentOrdersOf, type ChannelOrderSummary } from './channel-orders.ts';
 
 /** Recent POSTs shown per destination. */
 const POSTS = 10;
 /** Active holds shown per connection. */
 const HOLDS = 200;
+/** Recent channel orders shown per connection. */
+const ORDERS = 15;
 
 export interface ChannelView {
   id: number;
@@ -36,6 +39,8 @@ export interface ConnectionChannels {
   channels: ChannelView[];
   /** Active holds of the connection's channels, newest first (a hold lowers every channel). */
   holds: ReturnType<typeof presentHold>[];
+  /** The channel orders of its channels that moved last (an event told, a hold made or ended), newest first. */
+  orders: ChannelOrderSummary[];
 }
 
 /** Every connection's channels (or one connection's), by connection name then channel age. */
@@ -50,9 +55,14 @@ export async function channelsOverview(db: Db, connectionId?: number): Promise<C
   }
   return Promise.all(
     [...byConnection].map(async ([id, { name, rows }]) => {
-      const [locations, holds] = await Promise.all([
+      const [locations, holds, orders] = await Promise.all([
         locationNames(db, id),
         listHolds(db, { connectionId: id, state: 'active', limit: HOLDS }),
+        recentOrdersOf(
+          db,
+          rows.map((c) => ({ id: Number(c.id), connection_id: id, name: c.name })),
+          ORDERS,
+        ),
       ]);
       const views = await Promise.all(
         rows.map(async (c): Promise<ChannelView> => {
@@ -77,7 +87,7 @@ export async function channelsOverview(db: Db, connectionId?: number): Promise<C
           };
         }),
       );
-      return { id, name, channels: views, holds: holds.map(presentHold) };
+      return { id, name, channels: views, holds: holds.map(presentHold), orders };
     }),
   );
 }

@@ -6,7 +6,12 @@ import { getConnection } from '../db/connections.ts';
 import { type OrderFilter, type OrderRowRaw, orderParts, orderRow, orderRows } from '../db/mirror-reads.ts';
 import { operationsOfOrder } from '../db/operations.ts';
 import type { PushOperation } from '../db/schema.ts';
+import { dec, fmt } from '../stock/rules.ts';
+import { channelIds } from './channel-orders.ts';
 import { querySyncLog, type LogRow } from './synclog.ts';
+
+/** A quantity as the rest of the console shows it: `3`, not the mirror's `3.0`. */
+const qty = (v: string | null) => (v === null ? null : fmt(dec(v)));
 
 export const importedWithin = {
   '1h': 'imported in the last hour',
@@ -71,6 +76,8 @@ export async function listOrders(db: Db, q: OrderQuery): Promise<{ rows: OrderRo
 export interface OrderRecord {
   connection: { id: number; name: string };
   order: OrderRow;
+  /** The channel of a channel order (its page: /channels/ID/orders/CHANNEL_ORDER_ID); null when none or removed. */
+  channelId: number | null;
   lines: {
     id: number;
     sku: string | null;
@@ -102,22 +109,24 @@ export async function orderRecord(db: Db, connectionId: number, orderId: number)
   if (!conn || !row) return null;
   const order = present(row);
   const channelKey = order.channel ? `channel:${order.channel}:${order.channelOrderId}` : null;
-  const [{ lines, fulfillments, fLines, returns, rLines }, operations, log] = await Promise.all([
+  const [{ lines, fulfillments, fLines, returns, rLines }, operations, log, channels] = await Promise.all([
     orderParts(db, connectionId, orderId),
     operationsOfOrder(db, connectionId, orderId, channelKey),
     querySyncLog(db, { connectionId, resource: 'order', recordId: orderId, limit: 100 }),
+    order.channel ? channelIds(db, connectionId) : new Map<string, number>(),
   ]);
   return {
     // Its name and id only: the row holds the encrypted tokens.
     connection: { id: conn.id, name: conn.name },
     order,
-    lines: lines.map((l) => ({ id: l.id, sku: l.sku, variantId: l.variant_id, quantity: l.quantity, price: l.price, label: l.label })),
+    channelId: order.channel ? (channels.get(order.channel) ?? null) : null,
+    lines: lines.map((l) => ({ id: l.id, sku: l.sku, variantId: l.variant_id, quantity: qty(l.quantity), price: l.price, label: l.label })),
     fulfillments: fulfillments.map((f) => ({
       id: f.id,
       status: f.status,
       packedAt: f.packed_at as Date | null,
       tracking: [f.tracking_company, f.tracking_number].filter(Boolean).join(' ') || null,
-      lines: fLines.filter((l) => l.fulfillment_id === f.id).map((l) => ({ sku: l.variant_sku, quantity: l.quantity })),
+      lines: fLines.filter((l) => l.fulfillment_id === f.id).map((l) => ({ sku: l.variant_sku, quantity: qty(l.quantity) })),
     })),
     returns: returns.map((r) => ({
       id: r.id,
@@ -125,9 +134,55 @@ export async function orderRecord(db: Db, connectionId: number, orderId: number)
       creditNote: r.credit_note_number,
       lines: rLines
         .filter((l) => l.fulfillment_return_id === r.id)
-        .map((l) => ({ orderLineItemId: l.order_line_item_id, quantity: l.quantity })),
+        .map((l) => ({ orderLineItemId: l.order_line_item_id, quantity: qty(l.quantity) })),
     })),
     operations,
     log,
   };
+}
+
+/** What the Ship form may offer: an order the service packs and fulfils only while active or finalized. */
+export type ShipChoice = { offer: true; unpacked: boolean; packed: OrderRecord['fulfillments'] } | { offer: false; why: string };
+
+const SHIPPABLE = new Set(['active', 'finalized']);
+
+/**
+ * What the order's state lets the console ship: the lines not yet packed (one ship operation packs and fulfils
+ * them) and each packed fulfilment not shipped yet; nothing on a void, draft or shipped order.
+ */
+export function shipChoice(r: Pick<OrderRecord, 'order' | 'fulfillments'>): ShipChoice {
+  const o = r.order;
+  if (o.status === 'void') return { offer: false, why: 'This order is void: nothing on it can be shipped.' };
+  if (o.status === 'fulfilled' || o.subStatuses.fulfillment === 'shipped')
+    return { offer: false, why: 'Everything on this order is shipped.' };
+  if (!o.status || !SHIPPABLE.has(o.status))
+    return {
+      offer: false,
+      why: `The service packs and ships an order only while it is active or finalized; this one is ${o.status ?? 'without a status'}.`,
+    };
+  const packed = r.fulfillments.filter((f) => f.status === 'packed');
+  const unpacked = o.subStatuses.packed !== 'packed';
+  if (!unpacked && !packed.length) return { offer: false, why: 'Every line is packed and no packed fulfilment waits to ship.' };
+  return { offer: true, unpacked, packed };
+}
+
+/** The state an order is in, as far as a retry cares (an order row, or a channel order's facts). */
+export interface OrderState {
+  status: string | null;
+  fulfillment?: string | null;
+  invoice?: string | null;
+  payment?: string | null;
+}
+
+/**
+ * Whether the order's state still leaves something for a failed operation of this kind to do, so that its Retry
+ * is offered: nothing on a void or deleted order, no ship once everything shipped, no invoice once invoiced, no
+ * payment once paid.
+ */
+export function orderAllowsRetry(o: OrderState, kind: string): boolean {
+  if (o.status === 'void' || o.status === 'deleted') return false;
+  if (kind === 'ship') return o.status !== 'fulfilled' && o.fulfillment !== 'shipped';
+  if (kind === 'invoice') return o.invoice !== 'invoiced';
+  if (kind === 'pay') return o.payment !== 'paid';
+  return true;
 }

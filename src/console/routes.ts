@@ -5,6 +5,7 @@ import Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import { accessOf, OperatorAccess, requireKnownHost } from './auth.ts';
 import { closedPage, loginPage } from './pages/layout.ts';
+import { channelOrderRoutes } from './routes/channel-orders.ts';
 import { channelRoutes } from './routes/channels.ts';
 import { connectionRoutes } from './routes/connections.ts';
 import { deliveryRoutes } from './routes/deliveries.ts';
@@ -63,6 +64,7 @@ export function consoleRouters(deps: ConsoleDeps): { open: Router; guarded: Rout
   deliveryRoutes(guarded, deps);
   variantRoutes(guarded, deps);
   channelRoutes(guarded, deps);
+  channelOrderRoutes(guarded, deps);
   orderRoutes(guarded, deps);
   operationRoutes(guarded, deps);
   connectionRoutes(guarded, deps);

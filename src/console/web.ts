@@ -80,6 +80,11 @@ const notices: Record<string, { valid: (v: string, ctx: Context) => boolean; say
   missing: { valid: () => true, say: () => ({ problem: 'Nothing to replay: it is gone or no longer waiting.' }) },
   retried: { valid: id, say: (v) => ({ notice: `Operation ${v} is queued again with the same idempotency key.` }) },
   queued: { valid: id, say: (v) => ({ notice: `Operation ${v} is queued; this page shows its progress.` }) },
+  voiding: {
+    valid: id,
+    say: (v) => ({ notice: `Operation ${v} voids the order at the service; the channel hears order.voided once the service has it.` }),
+  },
+  unheld: { valid: (v) => v === '1', say: () => ({ notice: 'Cancelled: the hold has ended and its units count again in every channel.' }) },
   connected: { valid: thisConnection, say: (v) => ({ notice: `Connected ${v}: its webhooks point at this console.` }) },
   disabled: {
     valid: thisConnection,

@@ -1,8 +1,15 @@
 // commerce-sync channels: channels, their rules, overrides, holds and destinations (docs/channels.md).
+import { parseAllowedHosts } from '../channels/address-guard.ts';
 import { formatTable, sharedOptions, stringOption, UsageError, type CommandContext, type CommandModule } from '../command.ts';
 import { listChannels, listOverrides } from '../db/channels.ts';
 import { listHolds, type HoldState } from '../db/holds.ts';
 import { openDatabase, type Db } from '../db/index.ts';
+import { destinationOf } from '../db/channel-destinations.ts';
+import { announceChanges } from '../channels/dispatch.ts';
+import { orderTimeline, toldText } from '../channels/order-timeline.ts';
+import { CancelRefused, cancelChannelOrder, channelOrderView, type ChannelRef } from '../channels/orders.ts';
+import { startBoss, stopBoss } from '../queue/boss.ts';
+import { createQueues } from '../queue/queues.ts';
 import { OperationFailed } from '../push/errors.ts';
 import {
   addChannel,
@@ -19,11 +26,11 @@ import {
   setOverride,
 } from './channels.ts';
 import { pauseDestination, removeDestination, resumeDestination, setDestination, viewDestination } from '../channels/destinations.ts';
-import { ClientState } from '../api/state.ts';
+import { ClientState } from '../api/client-state.ts';
 import { cancelHold, createHold, HoldConflict, holdInput, presentHold } from './holds.ts';
 
 const VERBS =
-  'list | show NAME | add NAME | change NAME | remove NAME | override set NAME SKU MODE | override remove NAME SKU | holds list [NAME] | holds add NAME ORDER_ID --line SKU=QTY | holds cancel NAME ORDER_ID | destination show|set|pause|resume|remove NAME';
+  'list | show NAME | add NAME | change NAME | remove NAME | override set NAME SKU MODE | override remove NAME SKU | holds list [NAME] | holds add NAME ORDER_ID --line SKU=QTY | holds cancel NAME ORDER_ID | orders show|cancel NAME CHANNEL_ORDER_ID | destination show|set|pause|resume|remove NAME';
 
 const text = (v: CommandContext['values'], k: string) => (typeof v[k] === 'string' ? (v[k] as string) : undefined);
 
@@ -88,7 +95,7 @@ async function refusing(ctx: CommandContext, run: () => Promise<number | undefin
     if (err instanceof ChannelInputError) throw new UsageError(err.problems.join('\n  '));
     if (err instanceof OperationFailed) throw new UsageError(err.message);
     if (err instanceof ChannelChoiceError && err.status !== 409) throw new UsageError(err.message);
-    if (err instanceof ChannelChoiceError || err instanceof HoldConflict) {
+    if (err instanceof ChannelChoiceError || err instanceof HoldConflict || err instanceof CancelRefused) {
       console.error(`commerce-sync ${ctx.name}: ${err.message}`);
       return 1;
     }
@@ -96,7 +103,72 @@ async function refusing(ctx: CommandContext, run: () => Promise<number | undefin
   }
 }
 
-async function runChannels(ctx: CommandContext, db: Db): Promise<number> {
+/** A channel order as `channels orders show` prints it: what it is, its timeline, shipments, returns, operations. */
+function channelOrderLines(view: NonNullable<Awaited<ReturnType<typeof channelOrderView>>>, ordersDestination: boolean): string[] {
+  const o = view.order;
+  // A date alone (the service gives some times as days) stays a date.
+  const at = (d: Date | string | null | undefined) =>
+    !d ? '-' : typeof d === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(d) ? d : new Date(d).toISOString().replace('T', ' ').slice(0, 19);
+  const lines = (ls: { sku: string | null; quantity: string }[]) => ls.map((l) => `${l.sku ?? '?'}=${l.quantity}`).join(' ') || '-';
+  const tracking = (t: { company: string | null; number: string | null; url: string | null } | null) =>
+    t ? [t.company, t.number, t.url].filter(Boolean).join(' ') : '';
+  const out = [
+    `${view.channel} ${view.channel_order_id}: ${
+      view.order_id === null
+        ? 'not imported'
+        : `order ${o?.order_number ?? view.order_id} (id ${view.order_id})${
+            o
+              ? `, ${o.status ?? 'no status'}, invoice ${o.invoice_status ?? '-'}, payment ${o.payment_status ?? '-'}`
+              : ', not read by the mirror yet'
+          }`
+    }`,
+    `hold: ${view.hold ? (view.hold.ended_at ? `ended ${at(view.hold.ended_at)} (${view.hold.end_cause})` : `active until ${at(view.hold.expires_at)}`) : 'none'}`,
+    '',
+    ...formatTable([
+      ['AT (UTC)', 'WHAT', 'DETAIL', 'TOLD THE CHANNEL'],
+      ...orderTimeline(view, ordersDestination).map((e) => [
+        at(e.at),
+        e.what,
+        [e.detail, tracking(e.tracking)].filter(Boolean).join('; ') || '-',
+        toldText(e.told),
+      ]),
+    ]),
+  ];
+  if (view.fulfillments.length)
+    out.push(
+      '',
+      ...formatTable([
+        ['FULFILMENT', 'STATUS', 'PACKED', 'SHIPPED', 'TRACKING', 'LINES'],
+        ...view.fulfillments.map((f) => [
+          String(f.id),
+          f.status ?? '-',
+          at(f.packed_at),
+          at(f.shipped_at),
+          tracking({ company: f.tracking_company, number: f.tracking_number, url: f.tracking_url }) || '-',
+          lines(f.lines),
+        ]),
+      ]),
+    );
+  if (view.returns.length)
+    out.push(
+      '',
+      ...formatTable([
+        ['RETURN', 'STATUS', 'CREDIT NOTE', 'RECEIVED', 'LINES'],
+        ...view.returns.map((r) => [String(r.id), r.status ?? '-', r.credit_note_number ?? '-', at(r.received_at), lines(r.lines)]),
+      ]),
+    );
+  if (view.operations.length)
+    out.push(
+      '',
+      ...formatTable([
+        ['OPERATION', 'KIND', 'STATE', 'CREATED', 'REASON'],
+        ...view.operations.map((op) => [String(op.id), op.kind, op.state, at(op.created_at), op.reason ?? '-']),
+      ]),
+    );
+  return out;
+}
+
+async function runChannels(ctx: CommandContext, db: Db, databaseUrl: string): Promise<number> {
   const [verb, ...args] = ctx.positionals;
   const v = ctx.values;
   const connection = text(v, 'connection');
@@ -248,6 +320,55 @@ async function runChannels(ctx: CommandContext, db: Db): Promise<number> {
       }
       throw new UsageError('channels holds takes list [NAME], add NAME CHANNEL_ORDER_ID --line SKU=QTY, or cancel NAME CHANNEL_ORDER_ID');
     }
+    case 'orders': {
+      const [sub, name, orderId] = args;
+      if (args.length !== 3 || !orderId || !['show', 'cancel'].includes(sub!))
+        throw new UsageError('channels orders takes show NAME CHANNEL_ORDER_ID [--json], or cancel NAME CHANNEL_ORDER_ID');
+      const ch = await findChannel(db, name!, connection);
+      const ref: ChannelRef = { connectionId: ch.connection_id, channelId: Number(ch.id), channel: ch.name, channelOrderId: orderId };
+      if (sub === 'show') {
+        const view = await channelOrderView(db, ref);
+        if (!view) {
+          console.error(
+            `commerce-sync channels: channel ${ch.connection}/${ch.name} has no order ${orderId} (not imported, held or told of)`,
+          );
+          return 1;
+        }
+        const dest = await destinationOf(db, Number(ch.id));
+        print({ order: view }, () => channelOrderLines(view, !!dest?.kinds.includes('orders')));
+        return 0;
+      }
+      // A void is a push operation: queued here, sent by a worker (`commerce-sync start`).
+      const boss = await startBoss(databaseUrl, ctx.log, { supervise: false, schedule: false, max: 2 });
+      try {
+        await createQueues(boss);
+        const done = await cancelChannelOrder(db, boss, ref);
+        if (!done) {
+          console.error(`commerce-sync channels: channel ${ch.connection}/${ch.name} has no order ${orderId} (not imported, nor held)`);
+          return 1;
+        }
+        if (done.kind === 'hold') {
+          await announceChanges({ db, boss, config: ctx.config }, done.changes);
+          print({ cancelled: 'hold', hold: done.hold, ended: done.ended }, () => [
+            ...holdLines([done.hold]),
+            done.ended
+              ? `not imported: its hold is cancelled; ${done.changes.length} quantities changed`
+              : `not imported, and its hold ended already (${done.hold.end_cause})`,
+          ]);
+          return 0;
+        }
+        const op = done.operation;
+        print({ cancelled: 'order', operation: op, created: done.created }, () => [
+          done.created
+            ? `void of ${ch.name} order ${orderId} queued: operation ${op.id} (${op.state})`
+            : `a void was asked already: operation ${op.id} (${op.state})`,
+          `follow it with \`commerce-sync push show ${op.id}\`; the channel hears order.voided once the service has it`,
+        ]);
+        return 0;
+      } finally {
+        await stopBoss(boss);
+      }
+    }
     case 'destination': {
       const [sub, name] = args;
       const usage =
@@ -257,11 +378,14 @@ async function runChannels(ctx: CommandContext, db: Db): Promise<number> {
       const id = Number(ch.id);
       let secret: string | null = null;
       if (sub === 'set') {
-        const set = await setDestination(db, new ClientState().key(ctx.config), id, {
+        const input = {
           url: text(v, 'url'),
           ...(text(v, 'secret') ? { secret: text(v, 'secret') } : {}),
           ...(text(v, 'from') ? { from: text(v, 'from') } : {}),
-        });
+          ...(text(v, 'kinds') ? { kinds: text(v, 'kinds') } : {}),
+        };
+        const allow = parseAllowedHosts(ctx.config.OUTBOUND_ALLOWED_HOSTS);
+        const set = await setDestination(db, new ClientState().key(ctx.config), id, input, allow);
         secret = set.secret;
       } else if (sub === 'pause' || sub === 'resume' || sub === 'remove') {
         const done =
@@ -333,6 +457,7 @@ commands.channels = {
       'destination set: whsec_ secret(s), the new first while one rotates (default: one is made and shown once)',
     ),
     from: stringOption('f', 'start|now', 'destination set: every quantity (start, default) or changes from now'),
+    kinds: stringOption('k', 'stock|orders|both', 'destination set: what it wants POSTed (default both)'),
     reason: stringOption('r', 'TEXT', 'destination pause: why'),
     limit: sharedOptions.limit('holds list: how many (default 50)'),
     json: sharedOptions.json(),
@@ -346,13 +471,18 @@ commands.channels = {
     '  commerce-sync channels holds add webshop 1001 --line TEA-1=2;  holds cancel webshop 1001;  holds list --state all',
     '  commerce-sync channels destination set webshop --url https://shop.example/stock;  destination show webshop',
     '  commerce-sync channels destination pause webshop --reason "maintenance";  destination resume webshop',
+    '  commerce-sync channels orders show webshop W-1001 --json;  orders cancel webshop W-1001',
+    'orders show: the channel order as the service has it (fulfilments with tracking, returns), its hold, the operations',
+    'that touched it and the events told, each with the POST that carried it. orders cancel: voids the order at the',
+    'service if it was imported (once, however often asked; refused, exit 1, once any of it shipped), or cancels its hold.',
     'A change of rules recomputes the channel at once (1000 variants a transaction). Exit status: 0 done, 1 refused',
-    '(nothing to cancel, the last channel, a name taken), 2 bad input (the message names the value). docs/channels.md.',
+    '(nothing to cancel, no such channel order, an order shipped, the last channel, a name taken), 2 bad input (the',
+    'message names the value). docs/channels.md.',
   ].join('\n'),
   async run(ctx) {
     const database = await openDatabase(ctx.config, ctx.log);
     try {
-      return await refusing(ctx, () => runChannels(ctx, database.db));
+      return await refusing(ctx, () => runChannels(ctx, database.db, database.url));
     } finally {
       await database.close();
     }

@@ -1,8 +1,10 @@
 // Channels: per connection each channel's rules, overrides and destination (its state, recent POSTs, Pause and
 // Resume), and the stock held for channel orders.
 import type { DestinationState } from '../../db/channel-destinations.ts';
+import { channelOrderPath } from '../channel-orders.ts';
 import type { ChannelView, ConnectionChannels } from '../channels.ts';
 import { html, type Html } from '../html.ts';
+import { channelOrderRows } from './channel-orders.ts';
 import { ago, bufferText, enc, layout, select, when, type PageContext } from './layout.ts';
 
 export interface ChannelsPageInput {
@@ -110,11 +112,19 @@ ${destinationSection(c)}
 </section>`;
 }
 
+/** A channel order's id, linked to its page while its channel exists. */
+function channelOrderLink(c: ConnectionChannels, channel: string, channelOrderId: string): Html | string {
+  const ch = c.channels.find((x) => x.name === channel);
+  return ch ? html`<a href="${channelOrderPath(ch.id, channelOrderId)}">${channelOrderId}</a>` : channelOrderId;
+}
+
 function holdsTable(c: ConnectionChannels): Html {
   if (!c.holds.length) return html`<p class="muted" id="holds-${c.id}">No stock is held for channel orders.</p>`;
   return html`<table class="holds" id="holds-${c.id}"><caption class="sr">Active holds of ${c.name}</caption><thead><tr><th scope="col">Channel</th><th scope="col">Channel order</th><th scope="col">Held</th><th scope="col">Made by</th><th scope="col">Age</th><th scope="col">Expires (UTC)</th><th scope="col">Order at the service</th></tr></thead><tbody>
 ${c.holds.map(
-  (h) => html`<tr id="hold-${h.id}" data-order="${h.channel_order_id}"><td>${h.channel}</td><td class="mono">${h.channel_order_id}</td>
+  (
+    h,
+  ) => html`<tr id="hold-${h.id}" data-order="${h.channel_order_id}"><td>${h.channel}</td><td class="mono">${channelOrderLink(c, h.channel, h.channel_order_id)}</td>
 <td>${h.held
     .filter((l) => !l.ended_at)
     .map(
@@ -144,6 +154,13 @@ ${
 <div class="channel-grid">${c.channels.map((ch) => channelCard(ch, c.name))}</div>
 <h3>Stock held for channel orders</h3>
 ${holdsTable(c)}
+<h3>Recent channel orders</h3>
+${
+  c.orders.length
+    ? html`${channelOrderRows(`channel-orders-${c.id}`, `Recent channel orders of ${c.name}`, c.name, c.orders)}
+<p class="muted">Each links to its timeline: what happened at the service and the POST that told the channel. Find an older one by its id with the <a href="/orders?connection=${enc(c.name)}">Orders</a> search.</p>`
+    : html`<p class="muted" id="channel-orders-${c.id}">No channel order has moved yet: an import, a hold or an event lists it here.</p>`
+}
 </section>`,
       )
     : html`<p>No channel yet: a connection gets its <code>default</code> channel at its first mirror write. <a href="/connections">Connections</a></p>`

@@ -117,6 +117,7 @@ export const NOT_FOUND = {
   order: 'No such order on that connection.',
   operation: 'No such operation.',
   channel: 'No such channel.',
+  channelOrder: 'No such channel order: the channel has not imported, held or been told of an order with that id.',
 } as const;
 
 export function queueTable(queues: QueueDepth[]): Html {

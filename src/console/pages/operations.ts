@@ -17,15 +17,21 @@ const fieldErrors = (v: unknown) =>
         .map(([k, m]) => `${k}: ${Array.isArray(m) ? m.join(', ') : String(m)}`)
         .join('; ')
     : '';
-const retryable = (op: PushOperation) => op.state === 'failed';
+const retryable = (op: Pick<PushOperation, 'state'>) => op.state === 'failed';
 
-export function operationRows(ops: OperationRow[]): Html {
+/** What a row of the operations table shows (a row, or an operation as the API presents it). */
+type OperationLine = Pick<PushOperation, 'id' | 'created_at' | 'kind' | 'state' | 'reason' | 'field_errors' | 'attempts'> & {
+  connection: string;
+};
+
+/** `canRetry`: whether a failed operation's Retry is offered (an order's page also asks the order's state). */
+export function operationRows(ops: OperationLine[], canRetry: (op: OperationLine) => boolean = () => true): Html {
   return html`${ops.map(
     (
       op,
     ) => html`<tr data-id="${op.id}" class="state-${op.state}"><td><a href="/operations/${op.id}">${op.id}</a></td><td class="mono at">${when(op.created_at)}</td><td>${op.connection}</td>
 <td>${op.kind}</td><td class="state">${op.state}</td><td>${op.reason ?? ''}${op.field_errors ? html`<div class="field-errors">${fieldErrors(op.field_errors)}</div>` : ''}</td><td class="num">${op.attempts}</td>
-<td>${retryable(op) ? html`<form method="post" action="/operations/${op.id}/retry" class="inline"><button aria-label="Retry operation ${op.id}">Retry</button></form>` : ''}</td></tr>`,
+<td>${retryable(op) && canRetry(op) ? html`<form method="post" action="/operations/${op.id}/retry" class="inline"><button aria-label="Retry operation ${op.id}">Retry</button></form>` : ''}</td></tr>`,
   )}`;
 }
 

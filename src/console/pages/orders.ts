@@ -1,7 +1,9 @@
 // Orders: the list (imported ones with their channel order id) and an order's page with its lines,
 // fulfilments, returns, the operations that touched it, its history, and a form to ship it.
 import { html, type Html } from '../html.ts';
-import { importedWithin, type OrderRecord, type OrderRow } from '../orders.ts';
+import { channelOrderPath, type ChannelOrderSummary } from '../channel-orders.ts';
+import { importedWithin, orderAllowsRetry, shipChoice, type OrderRecord, type OrderRow } from '../orders.ts';
+import { channelOrderRows } from './channel-orders.ts';
 import { LOG_COLUMNS, logHead, logRowsHtml } from './history.ts';
 import { enc, layout, pager, select, when, type PageContext } from './layout.ts';
 import { operationRows, OPERATION_HEAD } from './operations.ts';
@@ -20,7 +22,19 @@ export interface OrderIndexInput {
   total: number;
   page: number;
   pageSize: number;
+  /** The connection's channels by name (links to a channel order's page). */
+  channelIds: Map<string, number>;
+  /** Channel orders whose id is the search (held, imported or told of). */
+  channelOrders: ChannelOrderSummary[];
 }
+
+/** "webshop W-1", linked to the channel order's page when the channel is there. */
+const channelOrderCell = (channel: string, channelOrderId: string | null, id: number | undefined) =>
+  channelOrderId === null
+    ? channel
+    : id === undefined
+      ? `${channel} ${channelOrderId}`
+      : html`${channel} <a href="${channelOrderPath(id, channelOrderId)}" class="channel-order">${channelOrderId}</a>`;
 
 export function orderIndexPage(pc: PageContext, input: OrderIndexInput): Html {
   const q = input.query;
@@ -40,6 +54,13 @@ ${
   input.connection === null
     ? html`<p>No connection yet: <a href="/connections">connect an account</a>.</p>`
     : html`
+${
+  input.channelOrders.length
+    ? html`<section aria-labelledby="channel-orders-found"><h2 id="channel-orders-found">Channel orders with the id ${q.q}</h2>
+${channelOrderRows('channel-orders', `Channel orders with the id ${q.q ?? ''}`, input.connection, input.channelOrders)}</section>
+<h2>Orders at the service</h2>`
+    : ''
+}
 <p role="status">${input.total} order${input.total === 1 ? '' : 's'}${q.imported ? ` ${importedWithin[q.imported as keyof typeof importedWithin] ?? ''}` : ''} on ${input.connection}.</p>
 <table id="orders"><thead><tr><th scope="col">Order</th><th scope="col">Status</th><th scope="col">Packed, shipped, invoiced, paid</th><th scope="col">Company</th><th scope="col" class="num">Lines</th><th scope="col" class="num">Total</th><th scope="col">Channel order</th><th scope="col">Imported (UTC)</th></tr></thead><tbody>
 ${
@@ -48,7 +69,7 @@ ${
         (
           o,
         ) => html`<tr data-id="${o.id}"><td><a href="/orders/${enc(input.connection!)}/${o.id}">${o.orderNumber ?? `order ${o.id}`}</a></td><td>${o.status ?? ''}</td><td>${subs(o)}</td>
-<td>${o.company ?? ''}</td><td class="num">${o.lines}</td><td class="num">${o.total ?? ''} ${o.currency ?? ''}</td><td>${o.channel ? `${o.channel} ${o.channelOrderId}` : ''}</td><td class="mono at">${when(o.importedAt)}</td></tr>`,
+<td>${o.company ?? ''}</td><td class="num">${o.lines}</td><td class="num">${o.total ?? ''} ${o.currency ?? ''}</td><td>${o.channel ? channelOrderCell(o.channel, o.channelOrderId, input.channelIds.get(o.channel)) : ''}</td><td class="mono at">${when(o.importedAt)}</td></tr>`,
       )
     : html`<tr><td colspan="8" class="muted">No order matches.</td></tr>`
 }
@@ -61,7 +82,7 @@ ${pager('/orders', q, input.page, pages)}`
 export function orderPage(pc: PageContext, r: OrderRecord): Html {
   const o = r.order;
   const base = `/orders/${enc(r.connection.name)}/${o.id}`;
-  const shipped = o.subStatuses.fulfillment === 'shipped';
+  const ship = shipChoice(r);
   return layout(
     pc,
     `Order ${o.orderNumber ?? o.id}`,
@@ -71,7 +92,15 @@ export function orderPage(pc: PageContext, r: OrderRecord): Html {
 <dt>Connection</dt><dd>${r.connection.name}</dd><dt>Order id</dt><dd>${o.id}</dd>
 <dt>Status</dt><dd>${o.status ?? ''}${subs(o) ? ` (${subs(o)})` : ''}</dd>
 <dt>Company</dt><dd>${o.company ?? ''}</dd><dt>Issued</dt><dd>${o.issuedAt ?? ''}</dd><dt>Total</dt><dd>${o.total ?? ''} ${o.currency ?? ''}</dd>
-<dt>Channel order</dt><dd>${o.channel ? html`${o.channel} <strong>${o.channelOrderId}</strong>, imported ${when(o.importedAt)} UTC` : 'not imported through commerce-sync'}</dd>
+<dt>Channel order</dt><dd>${
+      o.channel
+        ? html`${o.channel} ${
+            r.channelId !== null && o.channelOrderId !== null
+              ? html`<a href="${channelOrderPath(r.channelId, o.channelOrderId)}" id="channel-order-link"><strong>${o.channelOrderId}</strong></a>`
+              : html`<strong>${o.channelOrderId}</strong>`
+          }, imported ${when(o.importedAt)} UTC${r.channelId !== null ? html` <span class="muted">(its timeline: what the channel was told)</span>` : ''}`
+        : 'not imported through commerce-sync'
+    }</dd>
 <dt>Mirrored</dt><dd>updated ${when(o.updatedAt)} UTC</dd>
 </dl>
 <h2>Lines</h2>
@@ -87,14 +116,22 @@ ${
 </tbody></table>
 <h2>Ship</h2>
 ${
-  shipped
-    ? html`<p>Everything on this order is shipped.</p>`
+  !ship.offer
+    ? html`<p id="ship-state">${ship.why}</p>`
     : html`
 <form method="post" action="${base}/ship" class="filters" id="ship-form">
+${
+  ship.packed.length
+    ? html`<label>What <select name="fulfillment_id">${ship.unpacked ? html`<option value="">the lines not yet packed</option>` : ''}${ship.packed.map(
+        (f) =>
+          html`<option value="${f.id}">packed fulfilment ${f.id}: ${f.lines.map((l) => `${l.sku ?? '?'} × ${l.quantity ?? '?'}`).join(', ')}</option>`,
+      )}</select></label>`
+    : ''
+}
 <label>Tracking company <input name="tracking_company" size="14"></label>
 <label>Tracking number <input name="tracking_number" size="18"></label>
-<button>Ship everything not yet shipped</button></form>
-<p class="muted">Queues a ship operation (pack and fulfil the unpacked lines) sent through the rate-budgeted client; it shows under Operations below.</p>`
+<button>${ship.packed.length ? 'Ship' : 'Ship everything not yet shipped'}</button></form>
+<p class="muted">Queues a ship operation (${ship.packed.length ? 'mark the packed fulfilment chosen fulfilled, or pack and fulfil the lines not yet packed' : 'pack and fulfil the lines not yet packed'}) sent through the rate-budgeted client; it shows under Operations below.</p>`
 }
 <h2>Fulfilments</h2>
 <table id="fulfillments"><thead><tr><th scope="col">Fulfilment</th><th scope="col">Status</th><th scope="col">Packed (UTC)</th><th scope="col">Tracking</th><th scope="col">Lines</th></tr></thead><tbody>
@@ -120,7 +157,14 @@ ${
 </tbody></table>
 <h2>Operations on this order</h2>
 <table id="order-operations">${OPERATION_HEAD}<tbody>
-${r.operations.length ? operationRows(r.operations.map((op) => ({ ...op, connection: r.connection.name }))) : html`<tr><td colspan="8" class="muted">No operation touched this order.</td></tr>`}
+${
+  r.operations.length
+    ? operationRows(
+        r.operations.map((op) => ({ ...op, connection: r.connection.name })),
+        (op) => orderAllowsRetry({ status: o.status, ...o.subStatuses }, op.kind),
+      )
+    : html`<tr><td colspan="8" class="muted">No operation touched this order.</td></tr>`
+}
 </tbody></table>
 <h2>History</h2>
 <table id="order-history" class="log">${logHead}<tbody>

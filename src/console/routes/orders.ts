@@ -4,7 +4,8 @@ import bodyParser from 'koa-bodyparser';
 import { enqueueOperation } from '../../push/enqueue.ts';
 import { InputError } from '../../push/input.ts';
 import { orderStatuses } from '../../db/mirror-reads.ts';
-import { importedWithin, listOrders, orderRecord, type ImportedWithin } from '../orders.ts';
+import { channelIds, searchChannelOrders } from '../channel-orders.ts';
+import { importedWithin, listOrders, orderRecord, shipChoice, type ImportedWithin } from '../orders.ts';
 import { NOT_FOUND, notFoundPage } from '../pages/layout.ts';
 import { orderIndexPage, orderPage } from '../pages/orders.ts';
 import { connectionNames, flatQuery, int, optionalConnection, page, pageContext, recordAt, type ConsoleDeps } from '../web.ts';
@@ -29,9 +30,14 @@ export function orderRoutes(r: Router, deps: ConsoleDeps): void {
     const connectionId = connection ? await optionalConnection(ctx, db, connection) : undefined;
     if (connectionId === null) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.connection), 404);
     const oq = connectionId === undefined ? null : query(q, connectionId);
-    const [{ rows, total }, statuses] = oq
-      ? await Promise.all([listOrders(db, oq), orderStatuses(db, oq.connectionId)])
-      : [{ rows: [], total: 0 }, []];
+    const [{ rows, total }, statuses, channels, channelOrders] = oq
+      ? await Promise.all([
+          listOrders(db, oq),
+          orderStatuses(db, oq.connectionId),
+          channelIds(db, oq.connectionId),
+          searchChannelOrders(db, oq.connectionId, oq.search),
+        ])
+      : [{ rows: [], total: 0 }, [], new Map<string, number>(), []];
     page(
       ctx,
       orderIndexPage(pageContext(deps, ctx), {
@@ -43,6 +49,8 @@ export function orderRoutes(r: Router, deps: ConsoleDeps): void {
         total,
         page: oq?.page ?? 1,
         pageSize: oq?.pageSize ?? PAGE_SIZE,
+        channelIds: channels,
+        channelOrders,
       }),
     );
   });
@@ -56,11 +64,28 @@ export function orderRoutes(r: Router, deps: ConsoleDeps): void {
     if (!record) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.order), 404);
     const body = (ctx.request.body ?? {}) as Record<string, string>;
     const tracking = { company: body.tracking_company?.trim() || undefined, number: body.tracking_number?.trim() || undefined };
+    // Only what the page offers for the order's state now (the mirror may have moved since the page was drawn).
+    const choice = shipChoice(record);
+    const fulfillmentId = int(body.fulfillment_id);
+    const refused = !choice.offer
+      ? choice.why
+      : fulfillmentId !== undefined
+        ? choice.packed.some((f) => f.id === fulfillmentId)
+          ? null
+          : `fulfilment ${fulfillmentId} is not a packed fulfilment of this order waiting to ship.`
+        : choice.unpacked
+          ? null
+          : 'every line is packed already: choose the packed fulfilment to ship.';
+    if (refused) return page(ctx, orderPage(pageContext(deps, ctx, { problem: `Not shipped: ${refused}` }), record), 409);
     try {
       const op = await enqueueOperation(
         { db, boss: deps.boss },
         'ship',
-        { order_id: record.order.id, ...(tracking.company || tracking.number ? { tracking } : {}) },
+        {
+          order_id: record.order.id,
+          ...(fulfillmentId !== undefined ? { fulfillment_id: fulfillmentId } : {}),
+          ...(tracking.company || tracking.number ? { tracking } : {}),
+        },
         record.connection.id,
       );
       ctx.redirect(`/operations/${op.id}?queued=${op.id}`);
