@@ -56,17 +56,26 @@ export function destinationHeadline(d: DestinationState): { state: 'paused' | 'f
   return { state: 'caught-up', text: 'Caught up' };
 }
 
+/** How far the destination acknowledged each kind it takes. */
+function acknowledged(d: { kinds: string[]; cursor: number; order_cursor: number }): string {
+  const parts = [];
+  if (d.kinds.includes('stock')) parts.push(`every change up to #${d.cursor}`);
+  if (d.kinds.includes('orders')) parts.push(`every order event up to #${d.order_cursor}`);
+  return parts.join('; ');
+}
+
 function destinationSection(c: ChannelView): Html {
   const d = c.destination;
   if (!d)
     return html`<p class="muted destination-none">No destination: the channel reads its changes from <code>GET /api/channels/${c.name}/stock</code>.</p>`;
   const head = destinationHeadline(d);
-  // The sender's error names the status ("answered 503", "network error (ECONNREFUSED)").
+  // The sender's error names the status ("answered 503", "network error", "no answer within 10000 ms").
   const last = d.last_error ?? (d.last_status !== null ? `HTTP ${d.last_status}` : 'none yet');
   return html`<p class="destination-state state-${head.state}" role="status"><strong>${head.text}</strong></p>
 <dl class="facts">
 <dt>Sends to</dt><dd class="mono">${destinationHost(d.url)}</dd>
-<dt>Acknowledged</dt><dd>every change up to #${d.cursor}</dd>
+<dt>Sends</dt><dd>${d.kinds.includes('stock') && d.kinds.includes('orders') ? 'stock changes and order events' : d.kinds.includes('orders') ? 'order events' : 'stock changes'}</dd>
+<dt>Acknowledged</dt><dd>${acknowledged(d)}</dd>
 <dt>Last answer</dt><dd class="last-answer">${last}</dd>
 <dt>Last success</dt><dd>${d.last_success_at ? html`${when(d.last_success_at)} UTC <span class="muted">(${ago(d.last_success_at)})</span>` : 'never'}</dd>
 </dl>
