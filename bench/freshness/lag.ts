@@ -142,3 +142,19 @@ export function floorLags(moveTimes: number[], slotMs: number, startMs: number):
     return next - at;
   });
 }
+
+/** When a channel's endpoint got each quantity change, per variant: the change's time (`at`) and the POST's arrival. */
+export type StockArrivals = Map<number, { changeAt: number; arrived: number }[]>;
+
+/** Per caught move: from the move to the POST carrying the channel change its mirror write made (none: no change). */
+export function postLags(caught: StockLag['caught'], arrivals: StockArrivals): number[] {
+  const out: number[] = [];
+  for (const c of caught) {
+    const variant = Number(c.key.split(':')[1]);
+    // The change its mirror write made: the same transaction, so the same now() (none when the write left the
+    // channel quantity as it was; a later change of the variant is another move's).
+    const hit = (arrivals.get(variant) ?? []).find((a) => Math.abs(a.changeAt - c.written) <= 1);
+    if (hit) out.push(hit.arrived - c.at);
+  }
+  return out.sort((a, b) => a - b);
+}

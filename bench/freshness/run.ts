@@ -111,7 +111,12 @@ for (const rate of rates) {
     variants: Number(args.variants),
     profile: args.profile,
     sandbox: { clockSkewSeconds: clockSkew, ...(args['list-order'] ? { listOrder: args['list-order'] as ListOrder } : {}) },
-    env: { RECONCILE_INTERVAL_MINUTES: String(sweepMinutes), CHANNEL_WEBHOOK_URL: channelUrl, CHANNEL_WEBHOOK_SECRET: channelSecret, OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' },
+    env: {
+      RECONCILE_INTERVAL_MINUTES: String(sweepMinutes),
+      CHANNEL_WEBHOOK_URL: channelUrl,
+      CHANNEL_WEBHOOK_SECRET: channelSecret,
+      OUTBOUND_ALLOWED_HOSTS: '127.0.0.1',
+    },
     log,
   });
   const [account] = world.accounts;

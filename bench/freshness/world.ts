@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { sql } from 'kysely';
 import { addTokenConnection } from '../../src/api/connections.ts';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig, type Config } from '../../src/config.ts';
 import { createDb, createPool, type Db } from '../../src/db/index.ts';
 import type { Logger } from '../../src/log.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
@@ -13,7 +13,7 @@ import { startDeliveryProxy, type DeliveryProxy } from '../../test/support/deliv
 import { spawnCli, until, type CliProcess } from '../../test/support/processes.ts';
 import { scratchDatabase, type ScratchDatabase } from '../support/database.ts';
 import type { StockMove } from './lag.ts';
-import { ClientState } from '../../src/api/state.ts';
+import { ClientState } from '../../src/api/client-state.ts';
 
 export interface Account {
   sandbox: Sandbox;
@@ -23,6 +23,8 @@ export interface Account {
 
 export interface World {
   db: Db;
+  /** The settings the receiver and worker share (e.g. the token encryption key, to set a channel destination). */
+  config: Config;
   database: ScratchDatabase;
   accounts: Account[];
   receiver: CliProcess;
@@ -113,6 +115,7 @@ export async function startWorld(o: WorldOptions): Promise<World> {
   const moreWorkers: CliProcess[] = [];
   return {
     db,
+    config,
     database,
     accounts,
     receiver,
