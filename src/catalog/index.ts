@@ -218,7 +218,8 @@ export const catalog: Record<string, ResourceSpec> = {
   },
   fulfillment: {
     name: 'fulfillment',
-    freshness: 'documents',
+    // Paced with stock: a shipment moves stock, and it is what a channel waits for (order.shipped).
+    freshness: 'stock',
     path: '/fulfillments',
     key: 'fulfillments',
     table: 'fulfillments',
@@ -414,7 +415,16 @@ export function resourceName(raw: string | null | undefined): string | null {
   return r;
 }
 
+/**
+ * A channel's own order read back (src/channels/order-events.ts: a void, tracking added later), as a pending
+ * fetch of its own: read as an order, paced with stock, since the channel waits for it as for its quantities.
+ */
+export const CHANNEL_ORDER = 'channel_order';
+
+/** The catalogue resource a pending fetch's resource name is read as. */
+export const readAs = (resource: string): string => (resource === CHANNEL_ORDER ? 'order' : resource);
+
 /** The freshness of a resource name a pending fetch may carry (composition: a bundle's makeup, stock). */
 export function freshnessOf(resource: string): Freshness {
-  return resource === 'composition' ? 'stock' : (catalog[resource]?.freshness ?? 'reference');
+  return resource === 'composition' || resource === CHANNEL_ORDER ? 'stock' : (catalog[resource]?.freshness ?? 'reference');
 }

@@ -126,17 +126,26 @@ export function dueEvents(f: OrderFacts, announced: readonly string[]): { events
       },
     });
   }
-  if (f.status === 'void') add({ type: 'order.voided', key: 'voided', at: time(f.updated_at), data: {} });
+  // A deleted order (the service allows it before shipping) is as good as voided for the channel.
+  if (ENDED.includes(f.status ?? '')) add({ type: 'order.voided', key: 'voided', at: time(f.updated_at), data: { status: f.status } });
   const order = events.map((e, i) => ({ e, i }));
   order.sort((a, b) => a.e.at.getTime() - b.e.at.getTime() || RANK[a.e.type] - RANK[b.e.type] || a.i - b.i);
   return { events: order.map((o) => o.e), keys };
 }
 
-/** When a channel order imported at `importedAt` is read back next: each minute in its first hour, then less often; never after 30 days or a void. */
-export function nextWatch(importedAt: Date, now: Date, voided: boolean): Date | null {
-  const age = now.getTime() - importedAt.getTime();
-  if (voided || age > 30 * 86_400_000) return null;
-  const minutes = age < 3_600_000 ? 1 : age < 86_400_000 ? 5 : age < 7 * 86_400_000 ? 30 : 120;
+const ENDED = ['void', 'deleted', 'gone'];
+
+/**
+ * When a channel order imported at `importedAt` is read back next, by its state: one not shipped yet (a void may
+ * come) each minute in its first hour, every 5 minutes in its first day, then every 30; a shipped one (tracking
+ * or a return may follow) every 30 minutes in its first day, then every 2 hours; none after 30 days or once it
+ * is voided or deleted.
+ */
+export function nextWatch(importedAt: Date, now: Date, order: { status: string | null }): Date | null {
+  const age = now.getTime() - new Date(importedAt).getTime();
+  if (ENDED.includes(order.status ?? '') || age > 30 * 86_400_000) return null;
+  const hour = 3_600_000;
+  const minutes = order.status === 'fulfilled' ? (age < 24 * hour ? 30 : 120) : age < hour ? 1 : age < 24 * hour ? 5 : 30;
   return new Date(now.getTime() + minutes * 60_000);
 }
 
@@ -166,7 +175,7 @@ export async function recordOrderEvents(tx: Executor, connectionId: number, orde
       channel: m.channel,
       channelOrderId: m.channel_order_id,
       keys: due.keys,
-      watchAt: nextWatch(m.created_at, now, f.status === 'void'),
+      watchAt: nextWatch(m.created_at, now, f),
     });
   }
   return insertOrderEvents(tx, rows);
@@ -208,7 +217,7 @@ export async function recordImported(
       channel: m.channel,
       channelOrderId: m.channel_order_id,
       keys: ['imported'],
-      watchAt: nextWatch(m.created_at, new Date(), false),
+      watchAt: nextWatch(m.created_at, new Date(), { status: null }),
     });
   }
   return [...new Set([...touched, ...(await recordOrderEvents(tx, o.connectionId, [o.orderId]))])];

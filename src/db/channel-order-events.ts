@@ -151,18 +151,20 @@ export const pruneOrderEvents = (db: Executor, olderThanSeconds: number, limit: 
  * Up to `limit` watched channel orders due for a read-back, with the fulfilments and returns the mirror knows of
  * them (their tracking and receipt change without a webhook).
  */
-export async function dueWatches(
-  db: Executor,
-  limit: number,
-): Promise<{ connection_id: number; order_id: number; created_at: Date; fulfillment_ids: number[]; return_ids: number[] }[]> {
-  const { rows } = await sql<{
-    connection_id: number;
-    order_id: number;
-    created_at: Date;
-    fulfillment_ids: number[];
-    return_ids: number[];
-  }>`
+/** A channel order due for a read-back: its status in the mirror and its fulfilments and open returns. */
+export interface WatchedOrder {
+  connection_id: number;
+  order_id: number;
+  created_at: Date;
+  status: string | null;
+  fulfillment_ids: number[];
+  return_ids: number[];
+}
+
+export async function dueWatches(db: Executor, limit: number): Promise<WatchedOrder[]> {
+  const { rows } = await sql<WatchedOrder>`
     SELECT co.connection_id, co.order_id, co.created_at,
+           (SELECT o.status FROM orders o WHERE o.connection_id = co.connection_id AND o.id = co.order_id) AS status,
            ARRAY(SELECT f.id FROM fulfillments f WHERE f.connection_id = co.connection_id AND f.order_id = co.order_id
                     AND f.status IS DISTINCT FROM 'void' AND f.status IS DISTINCT FROM 'gone') AS fulfillment_ids,
            ARRAY(SELECT r.id FROM fulfillment_returns r WHERE r.connection_id = co.connection_id AND r.order_id = co.order_id
@@ -189,13 +191,18 @@ export async function setWatches(db: Executor, rows: { connection_id: number; or
      WHERE co.connection_id = w.connection_id AND co.order_id = w.order_id AND co.watch_at IS NOT NULL`.execute(db);
 }
 
-/** Watched channel orders with a line on one of these variants (a stock move there may be a void: read them back). */
+/**
+ * Watched channel orders not shipped or ended with a line on one of these variants: a stock move there may be the
+ * void of one (it releases committed stock), so they are read back.
+ */
 export async function watchedOrdersWithVariants(db: Executor, connectionId: number, variantIds: number[]): Promise<number[]> {
   if (!variantIds.length) return [];
   const { rows } = await sql<{ order_id: number }>`
     SELECT DISTINCT co.order_id FROM channel_orders co
       JOIN order_line_items li ON li.connection_id = co.connection_id AND li.order_id = co.order_id
-     WHERE co.connection_id = ${connectionId} AND co.watch_at IS NOT NULL AND li.variant_id = ANY(${variantIds}::bigint[])`.execute(db);
+      JOIN orders o ON o.connection_id = co.connection_id AND o.id = co.order_id
+     WHERE co.connection_id = ${connectionId} AND co.watch_at IS NOT NULL AND li.variant_id = ANY(${variantIds}::bigint[])
+       AND o.status IN ('draft', 'active', 'finalized')`.execute(db);
   return rows.map((r) => Number(r.order_id));
 }
 

@@ -5,7 +5,7 @@ import type { Executor } from '../db/index.ts';
 import { metrics } from '../metrics.ts';
 import { recomputeChannel, settleHolds, type Cause, type NewChange } from '../stock/recompute.ts';
 import type { ChannelRules } from '../stock/rules.ts';
-import { readsFor, type Read, type ResourceSpec } from '../catalog/index.ts';
+import { CHANNEL_ORDER, readsFor, type Read, type ResourceSpec } from '../catalog/index.ts';
 import { markGone, replaceCompositions, upsertChildren, upsertOther, upsertRecords, type Ties } from '../db/mirror.ts';
 import { bundlesWithMakeup, variantsOfOrderLines, variantUpdatedAts } from '../db/mirror-reads.ts';
 import type { Mark } from '../db/pending.ts';
@@ -105,13 +105,14 @@ export async function applyRecords(
     const by = spec.name === 'variant' ? { variantIds: read } : { orderIds: read };
     if (read.length) changes.push(...(await settleHolds(tx, ctx.connectionId, by, ctx.cause)));
   }
-  const orderIds = ORDER_OF[spec.name]?.(records) ?? [];
+  // An order gone from the service (deleted) is told as voided.
+  const orderIds = [...(ORDER_OF[spec.name]?.(records) ?? []), ...(spec.name === 'order' ? gone : [])];
   const orderEvents = orderIds.length ? await recordOrderEvents(tx, ctx.connectionId, orderIds) : [];
   // A void releases committed stock and no webhook tells of it: a stock move on a line of a watched channel order
   // reads that order back.
   if (spec.name === 'variant' && ctx.followUps && res.applied.length) {
     for (const id of await watchedOrdersWithVariants(tx, ctx.connectionId, res.applied))
-      followUps.push({ connectionId: ctx.connectionId, resource: 'order', id, reason: 'order.watch' });
+      followUps.push({ connectionId: ctx.connectionId, resource: CHANNEL_ORDER, id, reason: 'order.watch' });
   }
   if (records.length) metrics.recordsFetched.inc({ connection: ctx.connectionName, resource: spec.name }, records.length);
   return { ...res, gone, changes, orderEvents, followUps };

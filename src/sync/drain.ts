@@ -10,7 +10,7 @@ import type { NewChange } from '../stock/recompute.ts';
 import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';
 import { noteVariantsRead } from '../db/mirror.ts';
 import { claimPending, clearPending, markPending, releasePending, type Claimed, type Mark } from '../db/pending.ts';
-import { catalog, composition } from '../catalog/index.ts';
+import { catalog, composition, readAs } from '../catalog/index.ts';
 import { readLive, readLines, type Reader } from './reader.ts';
 import { readAfterEvent } from '../catalog/clocks.ts';
 
@@ -221,7 +221,7 @@ async function readBatch(deps: DrainDeps, resource: string, batch: Claimed[], ou
       await logFetch(tx);
     });
   } else {
-    const spec = catalog[resource];
+    const spec = catalog[readAs(resource)];
     if (!spec) {
       // Not something we mirror (a stale row from an older version): drop it.
       await clearPending(db, connectionId, resource, claimed);

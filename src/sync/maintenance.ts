@@ -18,6 +18,7 @@ import { requestDueSweeps, requestFullSweeps, syncSchedules } from './schedules.
 import { webhookChecksDue } from '../db/sweep-plans.ts';
 import { dueWatches, setWatches } from '../db/channel-order-events.ts';
 import { nextWatch } from '../channels/order-events.ts';
+import { CHANNEL_ORDER } from '../catalog/index.ts';
 
 export async function handleMaintenance(deps: WorkerDeps, task: MaintenanceTask): Promise<void> {
   const { db, boss, config, log } = deps;
@@ -97,7 +98,7 @@ async function watchChannelOrders(deps: WorkerDeps): Promise<number> {
   const due = await dueWatches(deps.db, 2000);
   if (!due.length) return 0;
   const marks = due.flatMap((o) => [
-    { connectionId: o.connection_id, resource: 'order', id: o.order_id, reason: 'order.watch' },
+    { connectionId: o.connection_id, resource: CHANNEL_ORDER, id: o.order_id, reason: 'order.watch' },
     ...o.fulfillment_ids.map((id) => ({ connectionId: o.connection_id, resource: 'fulfillment', id, reason: 'fulfillment.watch' })),
     ...o.return_ids.map((id) => ({
       connectionId: o.connection_id,
@@ -111,7 +112,7 @@ async function watchChannelOrders(deps: WorkerDeps): Promise<number> {
     await markPending(tx, marks);
     await setWatches(
       tx,
-      due.map((o) => ({ connection_id: o.connection_id, order_id: o.order_id, watch_at: nextWatch(o.created_at, now, false) })),
+      due.map((o) => ({ connection_id: o.connection_id, order_id: o.order_id, watch_at: nextWatch(o.created_at, now, o) })),
     );
   });
   await requestDrains(deps, [...new Map(marks.map((m) => [`${m.connectionId}:${m.resource}`, m])).values()]);

@@ -11,7 +11,7 @@
 // more reads however long a drain waits, so only the cost of one counts). So while the budget is
 // plentiful every window is short (1 s), and as it runs out the windows widen, reference data first and stock
 // last. A burst is not slowed: the first drain of a quiet pair starts at once and reads everything pending.
-import { freshnessOf, type Freshness } from '../catalog/index.ts';
+import { CHANNEL_ORDER, freshnessOf, type Freshness } from '../catalog/index.ts';
 import { effectiveReserve } from '../api/index.ts';
 import { budgetWindow } from '../db/budgets.ts';
 import type { Db } from '../db/index.ts';
@@ -25,9 +25,11 @@ export const STOCK_SHARE = 0.8;
 
 /** Weights within a tier, and between documents and reference data. */
 export const WEIGHTS: Record<Freshness, number> = { stock: 12, documents: 2, reference: 0.5 };
-// A bundle's makeup is read only for a new or changed bundle: an equal part of the stock share would lie idle
-// while the variants' windows doubled.
-const weightOf = (resource: string) => (resource === 'composition' ? 2 : WEIGHTS[freshnessOf(resource)]);
+// Read with stock but less often than variants (a bundle's makeup only for a new or changed bundle, a channel
+// order only when it may have moved, a fulfilment per shipment): a variant's part of the stock share would
+// otherwise halve whenever one of them waits too, and an equal part would lie idle.
+const LIGHT_STOCK = new Set(['composition', CHANNEL_ORDER, 'fulfillment']);
+const weightOf = (resource: string) => (LIGHT_STOCK.has(resource) ? 2 : WEIGHTS[freshnessOf(resource)]);
 
 // pg-boss debounces per time slot of the given length: a length that changed with every call (7 s, 8 s, 7 s)
 // would open a new slot, and so a new drain, each time. A few fixed steps keep the slots stable.
