@@ -16,7 +16,7 @@ import { listBudgets } from '../../src/db/budgets.ts';
 import { createDb, createPool } from '../../src/db/index.ts';
 import { createLogger } from '../../src/log.ts';
 import { startSandbox } from '@commerce-sync/sandbox';
-import { ClientState } from '../../src/api/state.ts';
+import { ClientState } from '../../src/api/client-state.ts';
 
 const { values: args } = parseArgs({
   options: {

@@ -22,7 +22,7 @@ import { startSandbox } from '@commerce-sync/sandbox';
 import { startDeliveryProxy } from '../../test/support/delivery-proxy.ts';
 import { clean, describeDiff, mirrorDiff, MIRRORED } from '../../test/support/mirror.ts';
 import { memoryOf, memoryProbe, spawnCli, until, type CliProcess } from '../../test/support/processes.ts';
-import { ClientState } from '../../src/api/state.ts';
+import { ClientState } from '../../src/api/client-state.ts';
 
 const { values: args } = parseArgs({
   options: {

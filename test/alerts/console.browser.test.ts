@@ -5,7 +5,7 @@ import { evaluateAlerts } from '../../src/alerts/evaluate.ts';
 import { rejectionCounter } from '../../src/receiver/rejections.ts';
 import { testConfig } from '../support/config.ts';
 import { captureLogger } from '../support/log.ts';
-import { chromiumMissing, openBrowser } from '../console/browser.ts';
+import { chromiumMissing, openBrowser } from '../support/browser.ts';
 import { addConnection, addDelivery, consoleServer } from '../console/harness.ts';
 
 const TOKEN = 'alerts-browser-operator-token';

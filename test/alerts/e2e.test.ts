@@ -8,14 +8,15 @@
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenLocal } from '../support/http.ts';
 import { startAlerts } from '../../src/alerts/role.ts';
 import { probeLapsed } from '../../src/api/connections.ts';
 import { testConsole } from '../support/runtime.ts';
 import { captureLogger } from '../support/log.ts';
 import { startLoop, type Loop } from '../sync/harness.ts';
-import { alertEndpoint, newSecret } from './support.ts';
-import { ClientState } from '../../src/api/state.ts';
+import { alertEndpoint, newSecret } from './harness.ts';
+import { ClientState } from '../../src/api/client-state.ts';
+import type { Teardown } from '../support/teardown.ts';
 
 const TOKEN = 'alerts-e2e-operator-token-0123456789';
 const alertSettings = (url: string, secret: string) => ({
@@ -26,7 +27,7 @@ const alertSettings = (url: string, secret: string) => ({
 });
 
 /** The alert loop as the worker role runs it, on the loop's database. */
-function runAlerts(t: { teardown(fn: () => unknown): void }, loop: Loop) {
+function runAlerts(t: Teardown, loop: Loop) {
   const { log } = captureLogger('error');
   const alerts = startAlerts({
     db: loop.tdb.db,
@@ -39,7 +40,7 @@ function runAlerts(t: { teardown(fn: () => unknown): void }, loop: Loop) {
 }
 
 /** A console (the real role) over the loop's database, behind an operator token. */
-async function consoleOn(t: { teardown(fn: () => unknown): void }, loop: Loop) {
+async function consoleOn(t: Teardown, loop: Loop) {
   const { log } = captureLogger('error');
   const config = { ...loop.config, OPERATOR_TOKEN: TOKEN };
   const { rt } = await testConsole(t, loop.tdb, config, log);
@@ -135,12 +136,7 @@ t.test('a failing channel destination (500, then 200) opens an alert and resolve
       res.end();
     });
   });
-  await new Promise<void>((r) => channel.listen(0, '127.0.0.1', r));
-  t.teardown(() => {
-    channel.closeAllConnections();
-    return new Promise<void>((r) => channel.close(() => r()));
-  });
-  const channelUrl = `http://127.0.0.1:${(channel.address() as AddressInfo).port}/stock`;
+  const channelUrl = `${await listenLocal(t, channel)}/stock`;
   const loop = await startLoop(t, {
     firstSweep: true,
     config: {

@@ -20,7 +20,7 @@ import { testConfig } from '../support/config.ts';
 import { testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
 import { addConnection, addDelivery, HARNESS_SERVICE_URL } from '../console/harness.ts';
-import { alertEndpoint, newSecret } from './support.ts';
+import { alertEndpoint, newSecret } from './harness.ts';
 
 const fast = { timeoutMs: 2000, attempts: 1 };
 

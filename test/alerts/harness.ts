@@ -2,12 +2,9 @@
 // `standardwebhooks` package from the registry, never with our own code), and a whsec_ secret.
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
-
-interface T {
-  teardown(fn: () => unknown): void;
-}
+import { listenLocal } from '../support/http.ts';
+import type { Teardown } from '../support/teardown.ts';
 
 export interface Notice {
   id: string;
@@ -32,7 +29,7 @@ export interface AlertEndpoint {
 export const newSecret = () => `whsec_${randomBytes(32).toString('base64')}`;
 
 /** A real HTTP endpoint on 127.0.0.1 receiving alert notices signed with `secret`. */
-export async function alertEndpoint(t: T, secret: string): Promise<AlertEndpoint> {
+export async function alertEndpoint(t: Teardown, secret: string): Promise<AlertEndpoint> {
   const wh = new Webhook(secret);
   const ep: AlertEndpoint = {
     url: '',
@@ -70,11 +67,6 @@ export async function alertEndpoint(t: T, secret: string): Promise<AlertEndpoint
       res.end();
     });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(() => {
-    server.closeAllConnections();
-    return new Promise<void>((r) => server.close(() => r()));
-  });
-  ep.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/alerts`;
+  ep.url = `${await listenLocal(t, server)}/alerts`;
   return ep;
 }

@@ -6,7 +6,7 @@ import { startSandbox } from '@commerce-sync/sandbox';
 import { ApiError } from '../../src/api/errors.ts';
 import { decryptToken } from '../../src/api/secrets.ts';
 import { needsRefresh } from '../../src/api/tokens.ts';
-import { collect, oauthConnection, setup, TEST_KEY } from './helpers.ts';
+import { collect, oauthConnection, setup, TEST_KEY } from './harness.ts';
 
 t.test('tokens are encrypted at rest: no column holds the plain token', async (t) => {
   const s = await setup(t);

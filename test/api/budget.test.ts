@@ -14,7 +14,7 @@ import {
   type BudgetState,
   type RememberedBudget,
 } from '../../src/api/budget.ts';
-import { createDb, createPool } from '../../src/db/index.ts';
+import { createDb, createPool, type Db } from '../../src/db/index.ts';
 import { testDatabase } from '../support/db.ts';
 
 const now = 1_800_000_000_000;
@@ -162,14 +162,19 @@ t.test('rate headers: seconds since epoch, absent or garbage -> null', async (t)
   t.same(rateHeaders(new Headers({ 'X-Rate-Limit-Remaining': 'lots' })), null);
 });
 
-t.test('database: concurrent reservations never exceed the window, leases free nothing without answers', async (t) => {
-  const { db } = await testDatabase(t, { poolSize: 12 });
-  const [c] = await db.insertInto('connections').values({ name: 'b', base_url: 'http://x', auth_kind: 'token' }).returning('id').execute();
-  const id = c!.id;
+/** A connection `name` and its budget row: `limit` requests a window, `remaining` left, the window's known end. */
+async function budgetOf(db: Db, name: string, b: { limit: number; remaining: number; resetAt: Date }): Promise<number> {
+  const [c] = await db.insertInto('connections').values({ name, base_url: 'http://x', auth_kind: 'token' }).returning('id').execute();
   await db
     .insertInto('api_budgets')
-    .values({ connection_id: id, request_limit: 10, remaining: 10, reset_at: new Date(Date.now() + 60_000), reset_known: true })
+    .values({ connection_id: c!.id, request_limit: b.limit, remaining: b.remaining, reset_at: b.resetAt, reset_known: true })
     .execute();
+  return c!.id;
+}
+
+t.test('database: concurrent reservations never exceed the window, leases free nothing without answers', async (t) => {
+  const { db } = await testDatabase(t, { poolSize: 12 });
+  const id = await budgetOf(db, 'b', { limit: 10, remaining: 10, resetAt: new Date(Date.now() + 60_000) });
   const cfg = { reserve: 3, leaseMs: 60_000 };
   const results = await Promise.all(Array.from({ length: 25 }, (_, i) => reserve(db, id, 0, `w${i}`, cfg)));
   const granted = results.filter((r) => r.ok);
@@ -190,12 +195,7 @@ t.test('database: concurrent reservations never exceed the window, leases free n
 
 t.test('database: a low-priority reservation yields to a waiting better rank, and the reserve holds', async (t) => {
   const { db } = await testDatabase(t);
-  const [c] = await db.insertInto('connections').values({ name: 'p', base_url: 'http://x', auth_kind: 'token' }).returning('id').execute();
-  const id = c!.id;
-  await db
-    .insertInto('api_budgets')
-    .values({ connection_id: id, request_limit: 10, remaining: 0, reset_at: new Date(Date.now() + 60_000), reset_known: true })
-    .execute();
+  const id = await budgetOf(db, 'p', { limit: 10, remaining: 0, resetAt: new Date(Date.now() + 60_000) });
   const cfg = { reserve: 3, leaseMs: 60_000 };
   const high = await reserve(db, id, 0, 'high', cfg);
   t.equal(high.ok, false, 'spent: the interactive caller waits and is registered');
@@ -214,13 +214,8 @@ t.test('database: a low-priority reservation yields to a waiting better rank, an
 
 t.test("database: after a reset one request at a time, and a crashed process's lease is waited for only briefly", async (t) => {
   const { db } = await testDatabase(t);
-  const [c] = await db.insertInto('connections').values({ name: 'r', base_url: 'http://x', auth_kind: 'token' }).returning('id').execute();
-  const id = c!.id;
   // The window ended a moment ago: the next answer names the new one.
-  await db
-    .insertInto('api_budgets')
-    .values({ connection_id: id, request_limit: 300, remaining: 0, reset_at: new Date(Date.now() - 1000), reset_known: true })
-    .execute();
+  const id = await budgetOf(db, 'r', { limit: 300, remaining: 0, resetAt: new Date(Date.now() - 1000) });
   const cfg = { reserve: 30, leaseMs: 60_000 };
   const first = await reserve(db, id, 0, 'a', cfg);
   t.equal(first.ok, true, 'the first request of the new window goes');
@@ -262,17 +257,8 @@ t.test(
     });
     const db = createDb(pool);
     t.teardown(() => db.destroy());
-    const [c] = await other
-      .insertInto('connections')
-      .values({ name: 'm', base_url: 'http://x', auth_kind: 'token' })
-      .returning('id')
-      .execute();
-    const id = c!.id;
     const reset = Date.now() + 200_000;
-    await other
-      .insertInto('api_budgets')
-      .values({ connection_id: id, request_limit: 300, remaining: 300, reset_at: new Date(reset), reset_known: true })
-      .execute();
+    const id = await budgetOf(other, 'm', { limit: 300, remaining: 300, resetAt: new Date(reset) });
     const cfg = { reserve: 30, leaseMs: 60_000 };
     const memo: RememberedBudget = { row: null, at: 0 };
     const counted = async <T>(what: () => Promise<T>): Promise<{ value: T; n: number }> => {

@@ -1,33 +1,15 @@
 // The commands against a running sandbox, as separate processes: connect (token and OAuth), connections, api.
 import t from 'tap';
-import { spawn } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startSandbox } from '@commerce-sync/sandbox';
 import { testDatabase } from '../support/db.ts';
-import { TEST_KEY } from './helpers.ts';
+import { runNode, type Finished } from '../support/processes.ts';
+import { TEST_KEY } from './harness.ts';
 
-interface Run {
-  code: number | null;
-  out: string;
-  err: string;
-}
-
-function cli(args: string[], env: NodeJS.ProcessEnv, onOut?: (text: string) => void): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['src/cli.ts', ...args], { env: { ...process.env, LOG_LEVEL: 'silent', ...env } });
-    let out = '',
-      err = '';
-    child.stdout.on('data', (d) => {
-      out += d;
-      onOut?.(out);
-    });
-    child.stderr.on('data', (d) => {
-      err += d;
-    });
-    child.on('close', (code) => resolve({ code, out, err }));
-  });
+function cli(args: string[], env: NodeJS.ProcessEnv, onOut?: (text: string) => void): Promise<Finished> {
+  return runNode(['src/cli.ts', ...args], { ...process.env, LOG_LEVEL: 'silent', ...env }, onOut);
 }
 
 t.test('connect, connections, api', async (t) => {

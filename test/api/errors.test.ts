@@ -4,7 +4,7 @@ import t from 'tap';
 import { ApiError } from '../../src/api/index.ts';
 import { errorDetails } from '../../src/api/http.ts';
 import { PROFILES, sandboxProfile } from '../support/sandbox.ts';
-import { setup } from './helpers.ts';
+import { setup } from './harness.ts';
 
 t.test('a documented 422 body gives field errors and a message naming them', async (t) => {
   const body = { errors: { name: ["can't be blank"], product_id: ['is required', 'must exist'] } };

@@ -13,11 +13,8 @@ import { testConfig } from '../support/config.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
 import { sandboxAdmin } from '../support/sandbox.ts';
-import { ClientState } from '../../src/api/state.ts';
-
-interface Teardown {
-  teardown(fn: () => unknown): void;
-}
+import { ClientState } from '../../src/api/client-state.ts';
+import type { Teardown } from '../support/teardown.ts';
 
 export const TEST_KEY = Buffer.alloc(32, 3).toString('base64');
 

@@ -1,23 +1,10 @@
 // Several processes share one connection's budget through PostgreSQL: the sandbox never answers 429.
 import t from 'tap';
-import { spawn } from 'node:child_process';
 import { getConnection } from '../../src/api/connections.ts';
-import { oauthConnection, setup } from './helpers.ts';
+import { runNode } from '../support/processes.ts';
+import { oauthConnection, setup } from './harness.ts';
 
-function runReader(env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string; err: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['test/api/fixtures/reader.ts'], { env: { ...process.env, ...env } });
-    let out = '',
-      err = '';
-    child.stdout.on('data', (d) => {
-      out += d;
-    });
-    child.stderr.on('data', (d) => {
-      err += d;
-    });
-    child.on('close', (code) => resolve({ code, out, err }));
-  });
-}
+const runReader = (env: NodeJS.ProcessEnv) => runNode(['test/api/fixtures/reader.ts'], { ...process.env, ...env });
 
 t.test('three processes, one budget of 20 per window: every request answered, none with 429', async (t) => {
   // timeScale 150: the 300-second window lasts 2 real seconds.

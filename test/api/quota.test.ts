@@ -6,10 +6,10 @@
 import t from 'tap';
 import { sql } from 'kysely';
 import { clientFor } from '../../src/api/connections.ts';
-import { ClientState } from '../../src/api/state.ts';
+import { ClientState } from '../../src/api/client-state.ts';
 import { getConnection } from '../../src/db/connections.ts';
 import { perWindow, recordingProxy, startSpender, type SpenderOptions } from '../support/spender.ts';
-import { setup } from './helpers.ts';
+import { setup } from './harness.ts';
 
 const LIMIT = 100;
 const TIME_SCALE = 100; // the 300-second window lasts 3 real seconds

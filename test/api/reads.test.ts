@@ -1,7 +1,7 @@
 // Reads against the sandbox over HTTP: pagination, ids batching, URI limits, 503 and 500 faults.
 import t from 'tap';
 import { ApiError } from '../../src/api/errors.ts';
-import { collect, setup } from './helpers.ts';
+import { collect, setup } from './harness.ts';
 
 t.test('full list: limit=250 pages, every record once, quantities as strings, sideloads beside', async (t) => {
   const s = await setup(t, { sandbox: { variants: 600 } });

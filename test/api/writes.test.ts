@@ -1,7 +1,7 @@
 // Writes against the sandbox: idempotency keys across lost answers, large orders split, typed helpers.
 import t from 'tap';
 import { ApiError } from '../../src/api/errors.ts';
-import { setup } from './helpers.ts';
+import { setup } from './harness.ts';
 
 const companiesNamed = async (s: Awaited<ReturnType<typeof setup>>, name: string) =>
   (await s.admin('GET', 'snapshot?resource=companies')).companies.filter((c: any) => c.name === name);
@@ -40,17 +40,15 @@ t.test('an order of more than 150 lines: one create with 150, then PUTs adding t
   const customer = companies.find((c: any) => c.company_type !== 'supplier') ?? companies[0];
   const addresses = (await s.admin('GET', 'snapshot?resource=addresses')).addresses.filter((a: any) => a.company_id === customer.id);
   const lines = Array.from({ length: 340 }, (_, i) => ({ variant_id: variants[i % variants.length].id, quantity: '1' }));
-  const order = await s.client.createOrder(
-    {
-      company_id: customer.id,
-      shipping_address_id: addresses[0]?.id,
-      currency_iso: 'USD',
-      status: 'active',
-      issued_at: '2026-11-21',
-      order_line_items: lines,
-    },
-    { idempotencyKey: 'big-order-1' },
-  );
+  const input = {
+    company_id: customer.id,
+    shipping_address_id: addresses[0]?.id,
+    currency_iso: 'USD',
+    status: 'active',
+    issued_at: '2026-11-21',
+    order_line_items: lines,
+  };
+  const order = await s.client.createOrder(input, { idempotencyKey: 'big-order-1' });
   t.type(order.id, 'number');
   const stats = await s.stats();
   t.equal(stats.requests.by_route['POST /orders'], 1);
@@ -58,17 +56,7 @@ t.test('an order of more than 150 lines: one create with 150, then PUTs adding t
   const stored = (await s.admin('GET', 'snapshot?resource=order_line_items')).order_line_items.filter((l: any) => l.order_id === order.id);
   t.equal(stored.length, 340, 'every line is on the order');
   // The same operation again (e.g. a job retried after a crash) repeats nothing.
-  const again = await s.client.createOrder(
-    {
-      company_id: customer.id,
-      shipping_address_id: addresses[0]?.id,
-      currency_iso: 'USD',
-      status: 'active',
-      issued_at: '2026-11-21',
-      order_line_items: lines,
-    },
-    { idempotencyKey: 'big-order-1' },
-  );
+  const again = await s.client.createOrder(input, { idempotencyKey: 'big-order-1' });
   t.equal(again.id, order.id);
   const storedAgain = (await s.admin('GET', 'snapshot?resource=order_line_items')).order_line_items.filter(
     (l: any) => l.order_id === order.id,

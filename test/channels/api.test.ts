@@ -1,15 +1,15 @@
 // The channels JSON API: channels and overrides, holds (made, answered again, refused, cancelled), each
 // variant's quantity per channel with why, the per-channel feed, and names several connections share.
 import t from 'tap';
-import { testDatabase } from '../support/db.ts';
+import { addConnection, testDatabase } from '../support/db.ts';
 import { testConfig } from '../support/config.ts';
 import { captureLogger } from '../support/log.ts';
-import { addConnection } from '../sync/helpers.ts';
 import { mountRoutes } from '../../src/stock/routes.ts';
 import { testRuntime } from '../support/runtime.ts';
-import { mirror, variant } from './helpers.ts';
+import { mirror, variant } from './harness.ts';
+import type { Teardown } from '../support/teardown.ts';
 
-async function api(t: { teardown(fn: () => unknown): void }) {
+async function api(t: Teardown) {
   const tdb = await testDatabase(t);
   const { db } = tdb;
   const rt = await testRuntime(t, tdb, testConfig({ SERVICE_CLOCK_MARGIN_SECONDS: 2 }), captureLogger('silent').log);

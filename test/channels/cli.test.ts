@@ -1,57 +1,14 @@
 // commerce-sync channels: its verbs, --json, and exit status 2 with the bad value named for bad input. Run the
 // way src/cli.ts runs a command (its options through parseArgs, a UsageError exiting 2).
-import { parseArgs } from 'node:util';
 import t from 'tap';
-import { testDatabase } from '../support/db.ts';
-import { testConfig } from '../support/config.ts';
-import { captureLogger } from '../support/log.ts';
-import { addConnection } from '../sync/helpers.ts';
-import { UsageError } from '../../src/command.ts';
-import { commands } from '../../src/stock/cli.ts';
-import { mirror, quantities, variant } from './helpers.ts';
-
-function cli(url: string) {
-  const spec = commands.channels!;
-  return async (...args: string[]) => {
-    const out: string[] = [];
-    const errors: string[] = [];
-    const error = console.error;
-    console.error = (line: string) => errors.push(line);
-    try {
-      const parsed = parseArgs({
-        args,
-        options: Object.fromEntries(
-          Object.entries(spec.options ?? {}).map(([k, o]) => [
-            k,
-            { type: o.type, ...(o.short ? { short: o.short } : {}), ...(o.multiple ? { multiple: true } : {}) },
-          ]),
-        ),
-        allowPositionals: true,
-        strict: true,
-      });
-      const code = await spec.run({
-        name: 'channels',
-        values: parsed.values as never,
-        positionals: parsed.positionals,
-        config: testConfig({ DATABASE_URL: url }),
-        log: captureLogger('silent').log,
-        out: (l) => out.push(l),
-      });
-      return { code: code ?? 0, out: out.join('\n'), err: errors.join('\n') };
-    } catch (err) {
-      if (err instanceof UsageError) return { code: 2, out: out.join('\n'), err: err.message };
-      throw err;
-    } finally {
-      console.error = error;
-    }
-  };
-}
+import { addConnection, testDatabase } from '../support/db.ts';
+import { channelsCommand, mirror, quantities, variant } from './harness.ts';
 
 t.test('channels: list, add, change, overrides and holds; --json; exit 2 naming a bad value', async (t) => {
   const { db, url } = await testDatabase(t);
   const c = await addConnection(db);
   await mirror(db, c.id, [variant(1, { 1: ['10'], 2: ['5'] })]);
-  const run = cli(url);
+  const run = channelsCommand(url);
 
   const list = await run('list', '--json');
   t.equal(list.code, 0);
@@ -123,7 +80,7 @@ t.test(
     const { db, url } = await testDatabase(t);
     const c = await addConnection(db);
     await mirror(db, c.id, [variant(1, { 1: ['10'] })]);
-    const run = cli(url);
+    const run = channelsCommand(url);
     t.match(await run('destination', 'set', 'default', '--url', 'ftp://x'), { code: 2, err: /url: an http\(s\) URL/ });
     t.match(await run('destination', 'set', 'default', '--url', 'http://127.0.0.1:9/stock', '--secret', 'hunter2'), {
       code: 2,

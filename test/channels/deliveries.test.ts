@@ -7,7 +7,7 @@
 import { channelDeliveryHandler } from '../../src/channels/dispatch.ts';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenLocal } from '../support/http.ts';
 import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import t from 'tap';
@@ -20,11 +20,12 @@ import { mountRoutes } from '../../src/stock/routes.ts';
 import { addChannel, findChannel } from '../../src/stock/channels.ts';
 import { setDestination } from '../../src/channels/destinations.ts';
 import { testConfig } from '../support/config.ts';
-import { testDatabase } from '../support/db.ts';
+import { addConnection, testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
+import { until } from '../support/processes.ts';
 import { testRuntime } from '../support/runtime.ts';
-import { addConnection } from '../sync/helpers.ts';
-import { mirror, variant } from './helpers.ts';
+import { mirror, variant } from './harness.ts';
+import type { Teardown } from '../support/teardown.ts';
 
 const secret = () => `whsec_${randomBytes(32).toString('base64')}`;
 
@@ -36,7 +37,7 @@ interface Received {
 }
 
 /** An endpoint per channel path that verifies each POST with the channel's (old) secret; `down` answers 503. */
-async function endpoint(t: { teardown(fn: () => unknown): void }, secrets: Record<string, string>) {
+async function endpoint(t: Teardown, secrets: Record<string, string>) {
   const state = { down: false, received: [] as Received[], refused: [] as string[], failedIds: [] as string[], bad: [] as string[] };
   const server = createServer((req, res) => {
     let body = '';
@@ -61,15 +62,11 @@ async function endpoint(t: { teardown(fn: () => unknown): void }, secrets: Recor
       }
     });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(() => {
-    server.closeAllConnections();
-    return new Promise<void>((r) => server.close(() => r()));
-  });
-  return { ...state, state, url: (channel: string) => `http://127.0.0.1:${(server.address() as AddressInfo).port}/${channel}` };
+  const base = await listenLocal(t, server);
+  return { ...state, state, url: (channel: string) => `${base}/${channel}` };
 }
 
-async function world(t: Parameters<typeof testDatabase>[0], config: Parameters<typeof testConfig>[0] = {}) {
+async function world(t: Teardown, config: Parameters<typeof testConfig>[0] = {}) {
   const tdb = await testDatabase(t);
   const rt = await testRuntime(
     t,
@@ -85,13 +82,6 @@ async function world(t: Parameters<typeof testDatabase>[0], config: Parameters<t
   mountRoutes(rt, rt.router);
   await rt.listen(0);
   const c = await addConnection(tdb.db);
-  const until = async (what: string, fn: () => Promise<boolean>, ms = 30_000) => {
-    const end = Date.now() + ms;
-    while (!(await fn())) {
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  };
   const behind = async () =>
     (
       await sql<{
@@ -259,5 +249,5 @@ t.test(
 );
 
 async function setDestinationOf(w: Awaited<ReturnType<typeof world>>, channelId: number, url: string, secrets: string) {
-  await setDestination(w.db, w.rt.clients.key(w.rt.config), channelId, { url, secret: secrets });
+  await setDestination(w.db, w.rt.clients.key(w.rt.config), channelId, { url, secret: secrets }, ['127.0.0.1']);
 }

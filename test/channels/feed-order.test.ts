@@ -3,15 +3,14 @@
 // the feed's lock is taken at commit, not when the change is made).
 import t from 'tap';
 import { sql } from 'kysely';
-import { testDatabase } from '../support/db.ts';
-import { addConnection } from '../sync/helpers.ts';
+import { addConnection, testDatabase } from '../support/db.ts';
 import { catalog } from '../../src/catalog/index.ts';
 import { changesAfter } from '../../src/db/channels.ts';
 import { upsertRecords } from '../../src/db/mirror.ts';
 import type { Executor } from '../../src/db/index.ts';
 import { recomputeChannel } from '../../src/stock/recompute.ts';
 import { rulesFrom } from '../../src/stock/rules.ts';
-import { mirror, settings, variant } from './helpers.ts';
+import { mirror, settings, variant } from './harness.ts';
 
 const write = async (tx: Executor, connectionId: number, record: any) =>
   recomputeChannel(tx, rulesFrom(settings), connectionId, (await upsertRecords(tx, catalog.variant!, connectionId, [record])).applied, {

@@ -1,11 +1,16 @@
 // Shared by the channel tests: a mirrored variant written the way the sync engine writes one (the upsert, then
-// the recomputation in the same transaction), and a look at every channel's quantity of it.
+// the recomputation in the same transaction), a look at every channel's quantity of it, and the channels command.
+import { parseArgs } from 'node:util';
 import { catalog } from '../../src/catalog/index.ts';
+import { UsageError } from '../../src/command.ts';
 import type { Db } from '../../src/db/index.ts';
 import { upsertRecords } from '../../src/db/mirror.ts';
 import { quantitiesOf } from '../../src/db/channels.ts';
 import { recomputeChannel, type Cause } from '../../src/stock/recompute.ts';
 import { rulesFrom } from '../../src/stock/rules.ts';
+import { commands } from '../../src/stock/channels-cli.ts';
+import { testConfig } from '../support/config.ts';
+import { captureLogger } from '../support/log.ts';
 
 export const settings = {
   CHANNEL_LOCATIONS: '',
@@ -49,4 +54,45 @@ export async function mirror(db: Db, connectionId: number, records: any[], cause
 /** Channel name -> quantity of a variant. */
 export async function quantities(db: Db, connectionId: number, variantId: number): Promise<Record<string, string | null>> {
   return Object.fromEntries((await quantitiesOf(db, connectionId, variantId)).map((q) => [q.channel, q.quantity]));
+}
+
+/**
+ * `commerce-sync channels` as src/cli.ts runs it (its options through parseArgs, a UsageError exiting 2), against
+ * the database at `url`: each call gives the exit code, what it printed and its errors.
+ */
+export function channelsCommand(url: string) {
+  const spec = commands.channels!;
+  return async (...args: string[]) => {
+    const out: string[] = [];
+    const errors: string[] = [];
+    const error = console.error;
+    console.error = (line: string) => errors.push(line);
+    try {
+      const parsed = parseArgs({
+        args,
+        options: Object.fromEntries(
+          Object.entries(spec.options ?? {}).map(([k, o]) => [
+            k,
+            { type: o.type, ...(o.short ? { short: o.short } : {}), ...(o.multiple ? { multiple: true } : {}) },
+          ]),
+        ),
+        allowPositionals: true,
+        strict: true,
+      });
+      const code = await spec.run({
+        name: 'channels',
+        values: parsed.values as never,
+        positionals: parsed.positionals,
+        config: testConfig({ DATABASE_URL: url }),
+        log: captureLogger('silent').log,
+        out: (l) => out.push(l),
+      });
+      return { code: code ?? 0, out: out.join('\n'), err: errors.join('\n') };
+    } catch (err) {
+      if (err instanceof UsageError) return { code: 2, out: out.join('\n'), err: err.message };
+      throw err;
+    } finally {
+      console.error = error;
+    }
+  };
 }

@@ -2,15 +2,14 @@
 // transaction; its end (committed, cancelled, expired) never counts a unit twice or not at all.
 import t from 'tap';
 import { sql } from 'kysely';
-import { testDatabase } from '../support/db.ts';
-import { addConnection } from '../sync/helpers.ts';
+import { addConnection, testDatabase } from '../support/db.ts';
 import { catalog } from '../../src/catalog/index.ts';
 import { upsertRecords } from '../../src/db/mirror.ts';
 import { listHolds } from '../../src/db/holds.ts';
 import { addChannel, changeChannel, findChannel, setOverride } from '../../src/stock/channels.ts';
 import { cancelHold, createHold, expireHolds, recordHoldOrder } from '../../src/stock/holds.ts';
 import { applyRulesIfChanged, settleHolds } from '../../src/stock/recompute.ts';
-import { mirror, quantities, settings, variant } from './helpers.ts';
+import { mirror, quantities, settings, variant } from './harness.ts';
 import type { Db } from '../../src/db/index.ts';
 
 /** The feed's changes after `id`, with the last_change_id of the quantity each changed. */

@@ -5,7 +5,7 @@ import t from 'tap';
 import { listHolds } from '../../src/db/holds.ts';
 import { createHold } from '../../src/stock/holds.ts';
 import { harness, plainVariants } from '../push/harness.ts';
-import { mirror, quantities } from './helpers.ts';
+import { mirror, quantities } from './harness.ts';
 
 const customer = { company: { name: 'Ada' }, shipping_address: { address1: '1 Square', city: 'London', country: 'GB' } };
 

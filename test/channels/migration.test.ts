@@ -11,7 +11,7 @@ import { listMigrations, migrate, migrationsDir } from '../../src/db/migrate.ts'
 import { channelsOf } from '../../src/db/channels.ts';
 import { channelFeed } from '../../src/channels/feed.ts';
 import { applyRulesIfChanged } from '../../src/stock/recompute.ts';
-import { mirror, variant } from './helpers.ts';
+import { mirror, variant } from './harness.ts';
 
 t.test('existing rules, quantities and changes become the default channel; ids kept; settings adopted at first use', async (t) => {
   const { url } = await emptyDatabase(t);

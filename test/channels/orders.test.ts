@@ -94,7 +94,7 @@ async function world(t: Teardown) {
   const { channel } = await addChannel(db, connectionId, { name: 'webshop' });
   const secret = `whsec_${randomBytes(32).toString('base64')}`;
   const ep = await endpoint(t, secret);
-  await setDestination(db, h.rt.clients.key(h.config), Number(channel.id), { url: ep.url, secret, kinds: 'orders' });
+  await setDestination(db, h.rt.clients.key(h.config), Number(channel.id), { url: ep.url, secret, kinds: 'orders' }, ['127.0.0.1']);
   h.runtime.onStop.push(await workQueues(h.rt, [channelDeliveryHandler], { pollingIntervalSeconds: 0.5 }));
   const client = await h.rt.sync.drainClient(connectionId);
   /** What the drains do with deliveries about these records: read them, write the mirror, wake the sender. */
@@ -214,7 +214,7 @@ t.test('imported, packed and shipped in two parts with tracking, a line returned
   await sql`UPDATE channel_orders SET watch_at = now() - interval '1 second'`.execute(w.db);
   await handleMaintenance(w.h.rt, 'order-watch');
   await w.drain([]);
-  for (const resource of ['order', 'fulfillment', 'fulfillment_return']) {
+  for (const resource of ['channel_order', 'fulfillment', 'fulfillment_return']) {
     const out = await drainPending(
       { db: w.db, log: w.h.rt.log, client: await w.h.rt.sync.drainClient(w.connectionId), rules: rulesFrom(w.h.config), clockMarginMs: 0 },
       resource,
@@ -239,7 +239,7 @@ t.test('a void no webhook announces reaches the channel; a cancel asked twice vo
   await handleMaintenance(w.h.rt, 'order-watch');
   const out = await drainPending(
     { db: w.db, log: w.h.rt.log, client: await w.h.rt.sync.drainClient(w.connectionId), rules: rulesFrom(w.h.config), clockMarginMs: 0 },
-    'order',
+    'channel_order',
   );
   await announceChanges(
     w.h.rt,

@@ -9,7 +9,7 @@ import { metrics } from '../../src/metrics.ts';
 import { sampleOnce } from '../../src/console/gauges.ts';
 import { MAX_TAIL_STREAMS } from '../../src/console/routes/logs.ts';
 import { deadLetterOf } from '../../src/queue/queue.ts';
-import { addConnection, addDelivery, addVariant, consoleServer, readEvents } from './harness.ts';
+import { addBudget, addConnection, addDelivery, addVariant, consoleServer, readEvents } from './harness.ts';
 import { reconcileQueue } from '../../src/queue/contracts.ts';
 import { fetchQueue } from '../../src/queue/contracts.ts';
 import { deliveriesQueue } from '../../src/queue/contracts.ts';
@@ -29,22 +29,9 @@ t.test('JSON API answers the operator questions', async (t) => {
       { location: 2, onHand: '2' },
     ],
   });
-  await db
-    .insertInto('api_budgets')
-    .values({ connection_id: shop, request_limit: 300, remaining: 123, reset_at: new Date(Date.now() + 60_000) })
-    .execute();
+  await addBudget(db, shop, { remaining: 123, resetAt: new Date(Date.now() + 60_000) });
   // A window whose known reset has passed is full again, less the requests in flight.
-  await db
-    .insertInto('api_budgets')
-    .values({
-      connection_id: other,
-      request_limit: 300,
-      remaining: 0,
-      reset_at: new Date(Date.now() - 1000),
-      reset_known: true,
-      in_flight: 2,
-    })
-    .execute();
+  await addBudget(db, other, { remaining: 0, resetAt: new Date(Date.now() - 1000), resetKnown: true, inFlight: 2 });
   await addDelivery(db, shop, { state: 'queued', objectId: 11 });
   await addDelivery(db, other, { state: 'failed', error: 'boom' });
   await logSync(db, [

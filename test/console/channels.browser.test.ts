@@ -8,9 +8,8 @@ import { join } from 'node:path';
 import t from 'tap';
 import { recordDestinationOutcome } from '../../src/db/outbound-destinations.ts';
 import { destinationName, recordPost, saveDestination } from '../../src/db/channel-destinations.ts';
-import { axe, chromiumMissing, openBrowser } from './browser.ts';
-import { threeChannels } from './channels-setup.ts';
-import { consoleServer } from './harness.ts';
+import { axe, chromiumMissing, openBrowser } from '../support/browser.ts';
+import { consoleServer, threeChannels } from './harness.ts';
 
 const TOKEN = 'channels-browser-operator-token';
 const SHOTS = process.env.SCREENSHOTS || join(process.cwd(), 'test-artifacts', 'console');

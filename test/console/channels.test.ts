@@ -4,8 +4,7 @@
 // are behind the operator guard like every other console action.
 import t from 'tap';
 import { saveDestination } from '../../src/db/channel-destinations.ts';
-import { threeChannels } from './channels-setup.ts';
-import { consoleServer } from './harness.ts';
+import { consoleServer, threeChannels } from './harness.ts';
 
 const TOKEN = 'channels-console-operator-token';
 const auth = { authorization: `Bearer ${TOKEN}` };

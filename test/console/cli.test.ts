@@ -5,7 +5,7 @@ import { once } from 'node:events';
 import { logSync } from '../../src/db/synclog.ts';
 import { parseSince } from '../../src/console/cli.ts';
 import { testDatabase } from '../support/db.ts';
-import { addConnection, addDelivery } from './harness.ts';
+import { addBudget, addConnection, addDelivery } from './harness.ts';
 
 const env = (url: string) => ({ ...process.env, LOG_LEVEL: 'silent', DATABASE_URL: url });
 const cli = (url: string, args: string[]) => spawnSync(process.execPath, ['src/cli.ts', ...args], { encoding: 'utf8', env: env(url) });
@@ -109,10 +109,7 @@ t.test('logs --follow prints new entries as they are written, stops on Ctrl-C', 
 t.test('status: per connection health, lag, budget, queues; exit 1 when something needs a person', async (t) => {
   const { url, db } = await testDatabase(t);
   const shop = await addConnection(db, 'shop');
-  await db
-    .insertInto('api_budgets')
-    .values({ connection_id: shop, request_limit: 300, remaining: 250, reset_at: new Date(Date.now() + 120_000) })
-    .execute();
+  await addBudget(db, shop, { remaining: 250, resetAt: new Date(Date.now() + 120_000) });
   const ok = cli(url, ['status']);
   t.equal(ok.status, 0, ok.stderr);
   t.match(ok.stdout, /shop \(shop account\): OK, connection active/);

@@ -4,7 +4,9 @@
 import t from 'tap';
 import http from 'node:http';
 import { startSandbox } from '@commerce-sync/sandbox';
+import { listenLocal } from '../support/http.ts';
 import { CLIENT_SECRET, consoleServer } from './harness.ts';
+import type { Teardown } from '../support/teardown.ts';
 
 const TOKEN = 'operator-token-for-connect-tests';
 const auth = { authorization: `Bearer ${TOKEN}` };
@@ -23,10 +25,7 @@ interface Seen {
 }
 
 /** A plain HTTP server answering with `handle`, keeping every request it saw. */
-async function fakeHost(
-  t: { teardown(fn: () => unknown): void },
-  handle: (req: Seen, res: http.ServerResponse) => void,
-): Promise<{ url: string; seen: Seen[] }> {
+async function fakeHost(t: Teardown, handle: (req: Seen, res: http.ServerResponse) => void): Promise<{ url: string; seen: Seen[] }> {
   const seen: Seen[] = [];
   const server = http.createServer((req, res) => {
     let body = '';
@@ -39,9 +38,7 @@ async function fakeHost(
       handle(r, res);
     });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(() => new Promise((r) => server.close(r)));
-  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, seen };
+  return { url: await listenLocal(t, server), seen };
 }
 
 const PHISHING = 'Your account is suspended: call +1 555 0100 and read out your client secret';

@@ -4,8 +4,8 @@
 import t from 'tap';
 import { sql } from 'kysely';
 import { logSync } from '../../src/db/synclog.ts';
-import { chromiumMissing, openBrowser } from './browser.ts';
-import { addConnection, addDelivery, addVariant, consoleServer, sendDelivery } from './harness.ts';
+import { chromiumMissing, openBrowser } from '../support/browser.ts';
+import { addBudget, addConnection, addDelivery, addVariant, consoleServer, sendDelivery } from './harness.ts';
 import { fetchQueue } from '../../src/queue/contracts.ts';
 import { consumeDeliveries } from '../../src/sync/intake.ts';
 import { deliveriesQueue, type DeliveriesData } from '../../src/queue/contracts.ts';
@@ -27,10 +27,7 @@ if (chromiumMissing) {
         { location: 2, onHand: '3.5' },
       ],
     });
-    await db
-      .insertInto('api_budgets')
-      .values({ connection_id: shop, request_limit: 300, remaining: 211, reset_at: new Date(Date.now() + 120_000) })
-      .execute();
+    await addBudget(db, shop, { remaining: 211, resetAt: new Date(Date.now() + 120_000) });
     const { page, dialogs } = await openBrowser(t);
 
     await t.test('loads behind the login form', async (t) => {

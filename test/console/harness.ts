@@ -6,14 +6,12 @@ import type { Boss } from '../../src/queue/boss.ts';
 import type { Server } from '../../src/server.ts';
 import type { Runtime } from '../../src/runtime.ts';
 import type { Db } from '../../src/db/index.ts';
+import { mirror, variant } from '../channels/harness.ts';
 import { testConfig } from '../support/config.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
 import { testConsole } from '../support/runtime.ts';
-
-interface T {
-  teardown(fn: () => unknown): void;
-}
+import type { Teardown } from '../support/teardown.ts';
 
 export interface ConsoleServer {
   base: string;
@@ -39,7 +37,7 @@ export const CLIENT_SECRET = 'console-test-secret';
  * so a test can send a signed delivery and watch it arrive.
  */
 export async function consoleServer(
-  t: T,
+  t: Teardown,
   opts: { token?: string; demo?: boolean; receiver?: boolean; config?: Parameters<typeof testConfig>[0] } = {},
 ): Promise<ConsoleServer> {
   const tdb = await testDatabase(t);
@@ -106,6 +104,25 @@ export async function addVariant(
       })
       .execute();
   }
+}
+
+/** A connection's API budget row: 300 requests a window, `remaining` of them left, the window ending at `resetAt`. */
+export async function addBudget(
+  db: Db,
+  connectionId: number,
+  b: { remaining: number; resetAt: Date; resetKnown?: boolean; inFlight?: number },
+): Promise<void> {
+  await db
+    .insertInto('api_budgets')
+    .values({
+      connection_id: connectionId,
+      request_limit: 300,
+      remaining: b.remaining,
+      reset_at: b.resetAt,
+      ...(b.resetKnown === undefined ? {} : { reset_known: b.resetKnown }),
+      ...(b.inFlight === undefined ? {} : { in_flight: b.inFlight }),
+    })
+    .execute();
 }
 
 let deliverySeq = 0;
@@ -183,4 +200,42 @@ export async function sendDelivery(
       'x-service-signature': createHmac('sha256', CLIENT_SECRET).update(body).digest('base64'),
     },
   });
+}
+
+/**
+ * Three channels of one connection that show three different quantities of the same variant: the mirror's write
+ * makes the `default` channel (both locations), the JSON API adds `marketplace` (the warehouse only, 2 units back)
+ * and `wholesale` (1 unit or 10%, no cap) with an own buffer of 4 for the SKU.
+ * SKU-1 has 10 in the warehouse and 5 on the shop floor: default 15, marketplace 8, wholesale 11.
+ */
+export async function threeChannels(db: Db, base: string, token: string) {
+  const shop = await addConnection(db, 'shop');
+  for (const [id, name] of [
+    [1, 'Warehouse'],
+    [2, 'Shop floor'],
+  ] as const)
+    await db.insertInto('locations').values({ connection_id: shop, id, name, status: 'active', raw: '{}' }).execute();
+  await mirror(db, shop, [variant(1, { 1: ['10'], 2: ['5'] }), variant(2, { 1: ['3'], 2: ['0'] })]);
+  const call = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${base}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+    return JSON.parse(text) as any;
+  };
+  await call('POST', '/api/channels', { connection: 'shop', name: 'marketplace', locations: [1], buffer_units: '2' });
+  await call('POST', '/api/channels', {
+    connection: 'shop',
+    name: 'wholesale',
+    buffer_units: '1',
+    buffer_percent: '10',
+    cap_max_online: false,
+  });
+  await call('PUT', '/api/channels/wholesale/overrides/SKU-1?connection=shop', { mode: 'buffer', buffer_units: '4' });
+  const channels = (await call('GET', '/api/channels?connection=shop')).channels as { id: number; name: string }[];
+  const id = (name: string) => channels.find((c) => c.name === name)!.id;
+  return { shop, call, channel: { default: id('default'), marketplace: id('marketplace'), wholesale: id('wholesale') } };
 }

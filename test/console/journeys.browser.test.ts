@@ -17,7 +17,7 @@ import { createQueues } from '../../src/queue/queues.ts';
 import { workQueues } from '../../src/worker/handlers.ts';
 import { runSweep } from '../../src/sync/sweep.ts';
 import { sandboxAdmin } from '../support/sandbox.ts';
-import { axe, chromiumMissing, openBrowser } from './browser.ts';
+import { axe, chromiumMissing, openBrowser } from '../support/browser.ts';
 import { consoleServer } from './harness.ts';
 
 const TOKEN = 'journey-operator-token-0123';

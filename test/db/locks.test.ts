@@ -3,8 +3,7 @@
 import { sql } from 'kysely';
 import t from 'tap';
 import { takeSweepLease, withSweepLock } from '../../src/db/locks.ts';
-import { testDatabase } from '../support/db.ts';
-import { addConnection } from '../sync/helpers.ts';
+import { addConnection, testDatabase } from '../support/db.ts';
 
 /** A promise and the function that settles it. */
 function gate(): { opened: Promise<void>; open: () => void } {

@@ -3,8 +3,9 @@
 import t from 'tap';
 import { MAX_NAMED, PreparingClient } from '../../src/db/prepared.ts';
 import { testDatabase } from '../support/db.ts';
+import type { Teardown } from '../support/teardown.ts';
 
-async function client(t: { teardown(fn: () => unknown): void }): Promise<PreparingClient> {
+async function client(t: Teardown): Promise<PreparingClient> {
   const { url } = await testDatabase(t);
   const c = new PreparingClient({ connectionString: url });
   await c.connect();

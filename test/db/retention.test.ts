@@ -17,9 +17,8 @@ import { mountRoutes } from '../../src/stock/routes.ts';
 import { enforceRetention } from '../../src/sync/retention.ts';
 import { syncSchedules } from '../../src/sync/schedules.ts';
 import { testConfig } from '../support/config.ts';
-import { testDatabase } from '../support/db.ts';
+import { addConnection, testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
-import { addConnection } from '../sync/helpers.ts';
 import { maintenanceQueue } from '../../src/queue/contracts.ts';
 
 const config = testConfig(); // the defaults: deliveries 7 days, dead letters 30, sync log 30, changes 30, operations 90, samples 7

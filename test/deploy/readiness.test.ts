@@ -3,21 +3,12 @@
 // with a reason while the database is down and 200 again once it is back, with no restart of the roles;
 // /healthz answers 200 throughout; nothing acknowledged is lost.
 import t from 'tap';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createDb, createPool } from '../../src/db/index.ts';
-import { migrate } from '../../src/db/migrate.ts';
-import { startBoss, stopBoss } from '../../src/queue/boss.ts';
-import { startEmbeddedRetrying } from '../support/embedded.ts';
+import { ownPostgres } from '../support/embedded.ts';
 import { captureLogger } from '../support/log.ts';
 import type { CliProcess } from '../support/processes.ts';
-import { startTcpProxy } from '../support/tcp-proxy.ts';
-import { drainSandbox, startWorld, steadyLoad, unprocessedAcked, until } from '../reliability/world.ts';
+import { ackedProcessed, drainSandbox, startWorld, steadyLoad, until } from '../reliability/harness.ts';
 
 const { log } = captureLogger('warn');
-
-const startServer = (dir: string) => startEmbeddedRetrying(dir, log, 'readiness', { attempts: 40, delayMs: 250 });
 
 /** Status and body of GET url, or the network error (a role that stopped answering at all). */
 async function probe(url: string): Promise<{ status: number; body: string }> {
@@ -57,19 +48,9 @@ async function readyzEverywhere(
 t.test(
   'kill -9 of PostgreSQL under load: /readyz 503 while it is down, 200 when back; /healthz 200; nothing acknowledged lost',
   async (t) => {
-    const dir = await mkdtemp(join(tmpdir(), 'cs-readiness-pg-'));
-    let pg = await startServer(dir);
-    t.teardown(async () => {
-      await pg.stop().catch(() => {});
-      await rm(dir, { recursive: true, force: true });
-    });
     // The roles reach PostgreSQL at one fixed address, as they would a managed database that restarts.
-    const tcp = await startTcpProxy(t, { host: '127.0.0.1', port: pg.port });
-    const url = tcp.wrap(pg.url);
-    await migrate(url);
-    await stopBoss(await startBoss(url, log, { supervise: false, schedule: false, max: 2 }), false);
-    const db = createDb(createPool(url, 5));
-    t.teardown(() => db.destroy());
+    const pg = await ownPostgres(t, log, 'readiness', { retry: { attempts: 40, delayMs: 250 }, proxied: true });
+    const { url, db } = pg;
 
     const world = await startWorld(t, { database: { url, db } });
     const [shop] = world.shops;
@@ -83,13 +64,11 @@ t.test(
       until(what, () => world.proxy.acked.size >= n || `${world.proxy.acked.size} acknowledged`, 30_000);
     await ackedAtLeast(20, 'deliveries flowing');
 
-    process.kill(pg.pid!, 'SIGKILL');
-    tcp.cutAll();
+    pg.kill();
     const down = await readyzEverywhere(t, roles, 503, 20_000);
     for (const [name, body] of down) t.match(body, /database unreachable/, `${name}: /readyz says why: ${body}`);
 
-    pg = await startServer(dir);
-    tcp.target.port = pg.port;
+    await pg.restart();
     await readyzEverywhere(t, roles, 200, 30_000);
     t.pass('every role ready again without a restart');
     for (const p of roles) t.equal(p.child.exitCode, null, `${p.name} ${p.pid} is the same process throughout`);
@@ -97,15 +76,7 @@ t.test(
     await ackedAtLeast(world.proxy.acked.size + 20, 'deliveries acknowledged after the restart');
     await stopLoad();
     await drainSandbox(shop!);
-    await until(
-      'every acknowledged delivery processed',
-      async () => {
-        const u = await unprocessedAcked(db, world.proxy.acked);
-        return u.absent.length || u.notProcessed.length ? `${u.absent.length} absent, ${u.notProcessed.length} not processed` : true;
-      },
-      60_000,
-      300,
-    );
+    await ackedProcessed(db, world.proxy.acked, { everyMs: 300 });
     t.pass(
       `${world.proxy.acked.size} deliveries acknowledged, all stored and processed; answers seen: ${JSON.stringify(Object.fromEntries(world.proxy.statuses))}`,
     );

@@ -7,7 +7,7 @@ import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { freePort } from '../../src/db/embedded.ts';
 import { spawnCli, type CliProcess } from '../support/processes.ts';
-import { drainSandbox, startWorld, unprocessedAcked, until } from '../reliability/world.ts';
+import { ackedProcessed, drainSandbox, startWorld } from '../reliability/harness.ts';
 
 const OPERATOR = 'scaleout-operator-token-0123';
 
@@ -99,15 +99,7 @@ t.test('README scale-out block, pasted: five processes on one PostgreSQL process
   await drainSandbox(shop!);
   const acked = new Set(world.proxy.acked);
   t.ok(acked.size >= 20, `${acked.size} deliveries acknowledged`);
-  await until(
-    'every acknowledged delivery processed by the workers',
-    async () => {
-      const u = await unprocessedAcked(world.db, acked);
-      return u.absent.length || u.notProcessed.length ? `${u.absent.length} absent, ${u.notProcessed.length} not processed` : true;
-    },
-    60_000,
-    300,
-  );
+  await ackedProcessed(world.db, acked, { what: 'every acknowledged delivery processed by the workers', everyMs: 300 });
   t.pass(`all ${acked.size} acknowledged deliveries processed`);
 
   const auth = { authorization: `Bearer ${OPERATOR}` };

@@ -7,7 +7,7 @@
 // - a bare path whose first folder is a folder of src/ (`db/channels.ts` means src/db/channels.ts), or one of the
 //   folders src/ no longer has, so a reference into a folder that went away is caught too; in a source comment
 //   also a path whose first folder sits next to the commented file (`pages/layout.ts` in src/console/), and in the
-//   sandbox package a path from its src/ (`resources/orders.ts`).
+//   sandbox package a path from its src/ (`resources/orders-fields.ts`).
 // Paths with a placeholder (an upper-case run such as NNNN or NAME: `migrations/NNNN_name.sql`) are patterns, not
 // files. Other bare paths (a public repository's `locales/webhook.en.yml` cited as evidence) are not ours to check.
 import t from 'tap';

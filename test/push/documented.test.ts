@@ -4,8 +4,8 @@
 import t from 'tap';
 import { Decimal } from 'decimal.js';
 import { PROFILES } from '../support/sandbox.ts';
-import { harness, onHand, plainVariants } from './harness.ts';
-import { ClientState } from '../../src/api/state.ts';
+import { harness, onHand, orderInput, plainVariants } from './harness.ts';
+import { ClientState } from '../../src/api/client-state.ts';
 
 for (const profile of PROFILES) {
   t.test(`${profile}: push operations as a new user runs them`, async (t) => {
@@ -16,17 +16,10 @@ for (const profile of PROFILES) {
     const [v1, v2] = variants;
 
     await t.test('an imported order is shipped line by line at once, without a sweep', async (t) => {
-      const input = {
-        channel: 'webshop',
-        channel_order_id: `W-${profile}`,
-        customer: { company_id: companies[0].id },
-        currency: 'SGD',
-        issued_at: '2026-11-21',
-        lines: [
-          { sku: v1.sku, quantity: '2' },
-          { sku: v2.sku, quantity: '1' },
-        ],
-      };
+      const input = orderInput(companies[0].id, 'webshop', `W-${profile}`, [
+        { sku: v1.sku, quantity: '2' },
+        { sku: v2.sku, quantity: '1' },
+      ]);
       const imported = await h.run('import-order', input);
       t.equal(imported.state, 'confirmed', imported.reason ?? '');
       const orderId = (imported.result as any).order_id;
@@ -55,14 +48,7 @@ for (const profile of PROFILES) {
     });
 
     await t.test('a re-import after the idempotency key expired finds the order by reference number', async (t) => {
-      const input = {
-        channel: 'webshop',
-        channel_order_id: `R-${profile}`,
-        customer: { company_id: companies[0].id },
-        currency: 'SGD',
-        issued_at: '2026-11-21',
-        lines: [{ sku: v1.sku, quantity: '1' }],
-      };
+      const input = orderInput(companies[0].id, 'webshop', `R-${profile}`, [{ sku: v1.sku, quantity: '1' }]);
       const op = await h.run('import-order', input);
       t.equal(op.state, 'confirmed', op.reason ?? '');
       // 25 hours later, with our mapping gone (a restored backup, another installation): the key is forgotten too.
@@ -126,14 +112,7 @@ for (const profile of PROFILES) {
       t.match(ship.reason, message, 'ship');
       const count = await h.run('stock-count', { counts: [{ sku: v1.sku, location_id: locA, quantity: '1' }] });
       t.match(count.reason, message, 'stock-count');
-      const imp = await h.run('import-order', {
-        channel: 'webshop',
-        channel_order_id: `T-${profile}`,
-        customer: { company_id: companies[0].id },
-        currency: 'SGD',
-        issued_at: '2026-11-21',
-        lines: [{ sku: v1.sku, quantity: '1' }],
-      });
+      const imp = await h.run('import-order', orderInput(companies[0].id, 'webshop', `T-${profile}`, [{ sku: v1.sku, quantity: '1' }]));
       t.match(imp.reason, message, 'import-order');
     });
   });

@@ -1,26 +1,16 @@
 // The two ways in: the JSON API (routes.ts) and the CLI (cli.ts), with the worker running in this process.
 import t from 'tap';
-import { spawn } from 'node:child_process';
 import { writeFile, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createApp, listen } from '../../src/server.ts';
 import { mountRoutes } from '../../src/push/routes.ts';
-import { harness, plainVariants } from './harness.ts';
+import { runNode } from '../support/processes.ts';
+import { harness, orderInput, plainVariants } from './harness.ts';
 
-function cli(args: string[], env: NodeJS.ProcessEnv): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['src/cli.ts', ...args], { env: { ...process.env, LOG_LEVEL: 'silent', ...env } });
-    let stdout = '',
-      stderr = '';
-    child.stdout.on('data', (d) => {
-      stdout += d;
-    });
-    child.stderr.on('data', (d) => {
-      stderr += d;
-    });
-    child.on('close', (status) => resolve({ status, stdout, stderr }));
-  });
+async function cli(args: string[], env: NodeJS.ProcessEnv): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const run = await runNode(['src/cli.ts', ...args], { ...process.env, LOG_LEVEL: 'silent', ...env });
+  return { status: run.code, stdout: run.out, stderr: run.err };
 }
 
 t.test('API and CLI', async (t) => {
@@ -42,12 +32,7 @@ t.test('API and CLI', async (t) => {
   await t.test('POST an operation: 202, then it is confirmed; GET one and the list', async (t) => {
     const res = await post('/import-order', {
       connection: 'shop',
-      channel: 'api',
-      channel_order_id: 'A-1',
-      customer: { company_id: companies[0].id },
-      currency: 'SGD',
-      issued_at: '2026-11-21',
-      lines: [{ sku: a.sku, quantity: '1' }],
+      ...orderInput(companies[0].id, 'api', 'A-1', [{ sku: a.sku, quantity: '1' }]),
     });
     t.equal(res.status, 202);
     const { operation } = (await res.json()) as any;
@@ -102,17 +87,7 @@ t.test('API and CLI', async (t) => {
     const env = { DATABASE_URL: h.tdb.url };
     const dir = await mkdtemp(join(tmpdir(), 'push-cli-'));
     const file = join(dir, 'order.json');
-    await writeFile(
-      file,
-      JSON.stringify({
-        channel: 'cli',
-        channel_order_id: 'C-1',
-        customer: { company_id: companies[0].id },
-        currency: 'SGD',
-        issued_at: '2026-11-21',
-        lines: [{ sku: a.sku, quantity: '2' }],
-      }),
-    );
+    await writeFile(file, JSON.stringify(orderInput(companies[0].id, 'cli', 'C-1', [{ sku: a.sku, quantity: '2' }])));
     const imported = await cli(['push', 'import-order', '--file', file], env);
     t.equal(imported.status, 0, imported.stderr);
     const op = JSON.parse(imported.stdout);

@@ -5,20 +5,13 @@ import t from 'tap';
 import { runPushJob } from '../../src/push/worker.ts';
 import { getOperation } from '../../src/db/operations.ts';
 import { retryOperation } from '../../src/push/store.ts';
-import { harness, plainVariants } from './harness.ts';
+import { harness, orderInput, plainVariants } from './harness.ts';
 
 t.test('transient errors: retried, then failed after the last attempt, then retried by an operator', async (t) => {
   const h = await harness(t, { worker: false });
   const [a] = plainVariants(await h.snapshot('variants'));
   const companies = await h.snapshot('companies');
-  const op = await h.push('import-order', {
-    channel: 'flaky',
-    channel_order_id: 'F-1',
-    customer: { company_id: companies[0].id },
-    currency: 'SGD',
-    issued_at: '2026-11-21',
-    lines: [{ sku: a.sku, quantity: '1' }],
-  });
+  const op = await h.push('import-order', orderInput(companies[0].id, 'flaky', 'F-1', [{ sku: a.sku, quantity: '1' }]));
   await h.faults({ responses: { error_503: 1, routes: '^POST /orders$' } });
   const job = (retryCount: number) =>
     ({ id: `job-${retryCount}`, name: 'push', data: { operationId: op.id }, retryCount, retryLimit: 2 }) as any;
@@ -64,14 +57,7 @@ t.test('a later operation waits for an unfinished earlier one of the same order,
   const h = await harness(t, { worker: false });
   const [a] = plainVariants(await h.snapshot('variants'));
   const companies = await h.snapshot('companies');
-  const imp = await h.push('import-order', {
-    channel: 'w',
-    channel_order_id: 'W-1',
-    customer: { company_id: companies[0].id },
-    currency: 'SGD',
-    issued_at: '2026-11-21',
-    lines: [{ sku: a.sku, quantity: '1' }],
-  });
+  const imp = await h.push('import-order', orderInput(companies[0].id, 'w', 'W-1', [{ sku: a.sku, quantity: '1' }]));
   const pay = await h.push('pay', { channel: 'w', channel_order_id: 'W-1' });
   const job = (operationId: number) =>
     ({ id: `j-${operationId}`, name: 'push', data: { operationId }, retryCount: 0, retryLimit: 6 }) as any;
@@ -96,17 +82,13 @@ t.test('a lost answer while packing: the retry packs nothing twice and ships the
   const companies = await h.snapshot('companies');
   const job = (operationId: number, retryCount = 0) =>
     ({ id: `j-${operationId}-${retryCount}`, name: 'push', data: { operationId }, retryCount, retryLimit: 6 }) as any;
-  const imp = await h.push('import-order', {
-    channel: 'l',
-    channel_order_id: 'L-1',
-    customer: { company_id: companies[0].id },
-    currency: 'SGD',
-    issued_at: '2026-11-21',
-    lines: [
+  const imp = await h.push(
+    'import-order',
+    orderInput(companies[0].id, 'l', 'L-1', [
       { sku: a.sku, quantity: '2' },
       { sku: b.sku, quantity: '1' },
-    ],
-  });
+    ]),
+  );
   await runPushJob(h.rt, job(imp.id));
   const orderId = ((await getOperation(h.tdb.db, imp.id))!.result as any).order_id;
   const ship = await h.push('ship', { order_id: orderId, lines: [{ sku: a.sku, quantity: '2' }], tracking: { number: 'L-T' } });
@@ -126,14 +108,7 @@ t.test('void: a shipped order cannot be voided (422 with the field message)', as
   const h = await harness(t);
   const [a] = plainVariants(await h.snapshot('variants'));
   const companies = await h.snapshot('companies');
-  const imp = await h.run('import-order', {
-    channel: 'v',
-    channel_order_id: 'V-1',
-    customer: { company_id: companies[0].id },
-    currency: 'SGD',
-    issued_at: '2026-11-21',
-    lines: [{ sku: a.sku, quantity: '1' }],
-  });
+  const imp = await h.run('import-order', orderInput(companies[0].id, 'v', 'V-1', [{ sku: a.sku, quantity: '1' }]));
   t.equal((await h.run('ship', { channel: 'v', channel_order_id: 'V-1' })).state, 'confirmed');
   const voided = await h.run('void', { channel: 'v', channel_order_id: 'V-1' });
   t.equal(voided.state, 'failed');

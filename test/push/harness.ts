@@ -17,10 +17,7 @@ import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
 import { testRuntime } from '../support/runtime.ts';
 import { sandboxAdmin, sandboxProfile, type Profile } from '../support/sandbox.ts';
-
-interface T {
-  teardown(fn: () => unknown): void;
-}
+import type { Teardown } from '../support/teardown.ts';
 
 export interface Harness {
   sb: Sandbox;
@@ -41,7 +38,7 @@ export interface Harness {
 }
 
 export async function harness(
-  t: T,
+  t: Teardown,
   opts: {
     config?: Parameters<typeof testConfig>[0];
     sandbox?: SandboxOptions;
@@ -129,3 +126,14 @@ export function plainVariants(variants: any[]): any[] {
 
 export const onHand = (v: any, locationId: number): string =>
   String(v.locations?.find((l: any) => Number(l.location_id) === locationId)?.stock_on_hand ?? '0');
+
+/** An import-order's input for an existing company, issued 2026-11-21 (the shape most push tests order with). */
+export function orderInput(
+  companyId: number,
+  channel: string,
+  channelOrderId: string,
+  lines: { sku: string; quantity: string }[],
+  currency = 'SGD',
+) {
+  return { channel, channel_order_id: channelOrderId, customer: { company_id: companyId }, currency, issued_at: '2026-11-21', lines };
+}

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { PROFILES } from '../support/sandbox.ts';
-import { harness, plainVariants } from './harness.ts';
+import { harness, orderInput, plainVariants } from './harness.ts';
 
 const customer = {
   company: { name: 'Ada Lovelace', company_type: 'consumer', email: 'ada@example.com' },
@@ -87,14 +87,7 @@ for (const profile of PROFILES)
         .values({ connection_id: h.connection.id, id: sgd.id, iso: 'SGD', name: sgd.name, status: 'active', raw: JSON.stringify(sgd) })
         .execute();
       const before = (await h.admin('stats')).requests.by_route;
-      const op = await h.run('import-order', {
-        channel: 'webshop',
-        channel_order_id: '1002',
-        customer: { company_id: companies[0].id },
-        currency: 'SGD',
-        issued_at: '2026-11-21',
-        lines: [{ sku: a.sku, quantity: '1' }],
-      });
+      const op = await h.run('import-order', orderInput(companies[0].id, 'webshop', '1002', [{ sku: a.sku, quantity: '1' }]));
       t.equal(op.state, 'confirmed', op.reason ?? '');
       const order = (await h.snapshot('orders')).find((o) => o.id === (op.result as any).order_id);
       t.equal(order.company_id, companies[0].id);
@@ -104,14 +97,7 @@ for (const profile of PROFILES)
     });
 
     await t.test('the same channel order imported twice makes one order', async (t) => {
-      const input = {
-        channel: 'market',
-        channel_order_id: 'M-77',
-        customer: { company_id: companies[0].id },
-        currency: 'SGD',
-        issued_at: '2026-11-21',
-        lines: [{ sku: a.sku, quantity: '1' }],
-      };
+      const input = orderInput(companies[0].id, 'market', 'M-77', [{ sku: a.sku, quantity: '1' }]);
       const first = await h.push('import-order', input);
       const second = await h.push('import-order', input);
       t.equal(first.idempotency_key, second.idempotency_key, 'same key for the same channel order');
@@ -128,14 +114,7 @@ for (const profile of PROFILES)
 
     await t.test('a lost answer after the service created the order: exactly one order', async (t) => {
       await h.faults({ responses: { lose_response: 1, routes: '^POST /orders$' } });
-      const op = await h.push('import-order', {
-        channel: 'webshop',
-        channel_order_id: 'LOST-1',
-        customer: { company_id: companies[0].id },
-        currency: 'SGD',
-        issued_at: '2026-11-21',
-        lines: [{ sku: b.sku, quantity: '3' }],
-      });
+      const op = await h.push('import-order', orderInput(companies[0].id, 'webshop', 'LOST-1', [{ sku: b.sku, quantity: '3' }]));
       // Wait until the first attempt has gone out and lost its answers, then let answers through again.
       for (let i = 0; i < 300; i++) {
         const created = (await h.snapshot('orders')).filter((o) => o.reference_number === 'LOST-1');
@@ -159,14 +138,7 @@ for (const profile of PROFILES)
     await t.test('160 lines: a create and a PUT, one order with every line', async (t) => {
       const lines = Array.from({ length: 160 }, (_, i) => ({ sku: variants[i % variants.length].sku, quantity: String(1 + (i % 3)) }));
       const before = (await h.admin('stats')).requests.by_route;
-      const op = await h.run('import-order', {
-        channel: 'bulk',
-        channel_order_id: 'B-160',
-        customer: { company_id: companies[0].id },
-        currency: 'SGD',
-        issued_at: '2026-11-21',
-        lines,
-      });
+      const op = await h.run('import-order', orderInput(companies[0].id, 'bulk', 'B-160', lines));
       t.equal(op.state, 'confirmed', op.reason ?? '');
       const orderId = (op.result as any).order_id;
       const onService = (await h.snapshot('order_line_items')).filter((l) => l.order_id === orderId);
@@ -189,14 +161,7 @@ for (const profile of PROFILES)
         ...Array.from({ length: 150 }, (_, i) => ({ sku: variants[i % variants.length].sku, quantity: '1' })),
         { sku: 'GHOST-1', quantity: '1' },
       ];
-      const input = {
-        channel: 'bulk',
-        channel_order_id: 'B-151',
-        customer: { company_id: companies[0].id },
-        currency: 'SGD',
-        issued_at: '2026-11-21',
-        lines,
-      };
+      const input = orderInput(companies[0].id, 'bulk', 'B-151', lines);
       const op = await h.run('import-order', input);
       t.equal(op.state, 'failed');
       t.equal(op.status_code, 422);
@@ -210,28 +175,14 @@ for (const profile of PROFILES)
     });
 
     await t.test('unknown SKU fails with a clear reason and sends nothing', async (t) => {
-      const op = await h.run('import-order', {
-        channel: 'webshop',
-        channel_order_id: '1003',
-        customer: { company_id: companies[0].id },
-        currency: 'SGD',
-        issued_at: '2026-11-21',
-        lines: [{ sku: 'NO-SUCH-SKU', quantity: '1' }],
-      });
+      const op = await h.run('import-order', orderInput(companies[0].id, 'webshop', '1003', [{ sku: 'NO-SUCH-SKU', quantity: '1' }]));
       t.equal(op.state, 'failed');
       t.match(op.reason, /unknown SKU NO-SUCH-SKU/);
       t.equal(op.attempts, 1, 'not retried');
     });
 
     await t.test('a missing currency fails when ALLOW_CREATE_CURRENCY is off', async (t) => {
-      const op = await h.run('import-order', {
-        channel: 'webshop',
-        channel_order_id: '1004',
-        customer: { company_id: companies[0].id },
-        currency: 'EUR',
-        issued_at: '2026-11-21',
-        lines: [{ sku: a.sku, quantity: '1' }],
-      });
+      const op = await h.run('import-order', orderInput(companies[0].id, 'webshop', '1004', [{ sku: a.sku, quantity: '1' }], 'EUR'));
       t.equal(op.state, 'failed');
       t.match(op.reason, /currency EUR does not exist.*ALLOW_CREATE_CURRENCY=true/);
       t.notOk(
@@ -241,14 +192,7 @@ for (const profile of PROFILES)
     });
 
     await t.test('a 422 is surfaced with the field messages and not retried', async (t) => {
-      const op = await h.run('import-order', {
-        channel: 'webshop',
-        channel_order_id: '1005',
-        customer: { company_id: 999999 },
-        currency: 'SGD',
-        issued_at: '2026-11-21',
-        lines: [{ sku: a.sku, quantity: '1' }],
-      });
+      const op = await h.run('import-order', orderInput(999999, 'webshop', '1005', [{ sku: a.sku, quantity: '1' }]));
       t.equal(op.state, 'failed');
       t.equal(op.status_code, 422);
       t.equal(op.attempts, 1, 'not retried');
@@ -263,14 +207,7 @@ for (const profile of PROFILES)
       t.equal(log.outcome, 'error');
       t.match(log.error, /422/);
       // A corrected import of the same channel order gets a fresh key (the refusal created nothing) and works.
-      const fixed = await h.run('import-order', {
-        channel: 'webshop',
-        channel_order_id: '1005',
-        customer: { company_id: companies[0].id },
-        currency: 'SGD',
-        issued_at: '2026-11-21',
-        lines: [{ sku: a.sku, quantity: '1' }],
-      });
+      const fixed = await h.run('import-order', orderInput(companies[0].id, 'webshop', '1005', [{ sku: a.sku, quantity: '1' }]));
       t.equal(fixed.state, 'confirmed', fixed.reason ?? '');
       t.not(fixed.idempotency_key, op.idempotency_key);
     });
@@ -282,14 +219,7 @@ t.test('a missing currency is created when ALLOW_CREATE_CURRENCY is on', async (
   const h = await harness(t, { config: { ALLOW_CREATE_CURRENCY: true } });
   const [a] = plainVariants(await h.snapshot('variants'));
   const companies = await h.snapshot('companies');
-  const op = await h.run('import-order', {
-    channel: 'webshop',
-    channel_order_id: '2001',
-    customer: { company_id: companies[0].id },
-    currency: 'EUR',
-    issued_at: '2026-11-21',
-    lines: [{ sku: a.sku, quantity: '1' }],
-  });
+  const op = await h.run('import-order', orderInput(companies[0].id, 'webshop', '2001', [{ sku: a.sku, quantity: '1' }], 'EUR'));
   t.equal(op.state, 'confirmed', op.reason ?? '');
   t.match(op.result, { currency_created: { iso: 'EUR' } });
   const eur = (await h.snapshot('currencies')).filter((c) => c.iso === 'EUR');

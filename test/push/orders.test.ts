@@ -1,17 +1,10 @@
 import t from 'tap';
 import { PROFILES } from '../support/sandbox.ts';
-import { harness, plainVariants, type Harness } from './harness.ts';
+import { harness, orderInput, plainVariants, type Harness } from './harness.ts';
 
 async function importOne(h: Harness, channelOrderId: string, lines: { sku: string; quantity: string }[]) {
   const companies = await h.snapshot('companies');
-  const op = await h.run('import-order', {
-    channel: 'shop',
-    channel_order_id: channelOrderId,
-    customer: { company_id: companies[0].id },
-    currency: 'SGD',
-    issued_at: '2026-11-21',
-    lines,
-  });
+  const op = await h.run('import-order', orderInput(companies[0].id, 'shop', channelOrderId, lines));
   if (op.state !== 'confirmed') throw new Error(`import failed: ${op.reason}`);
   return (op.result as any).order_id as number;
 }
@@ -155,17 +148,13 @@ t.test('operations on one order run in the order they were queued', async (t) =>
   // Queued together before the import has an order id: ship, invoice and pay name the order by its channel ref
   // or, for a second order, by id once imported. With four workers they would race without the per-order queue.
   const ops = [
-    await h.push('import-order', {
-      channel: 'seq',
-      channel_order_id: 'Q-1',
-      customer: { company_id: companies[0].id },
-      currency: 'SGD',
-      issued_at: '2026-11-21',
-      lines: [
+    await h.push(
+      'import-order',
+      orderInput(companies[0].id, 'seq', 'Q-1', [
         { sku: a.sku, quantity: '2' },
         { sku: b.sku, quantity: '1' },
-      ],
-    }),
+      ]),
+    ),
     await h.push('ship', { channel: 'seq', channel_order_id: 'Q-1', lines: [{ sku: a.sku, quantity: '1' }], fulfil: false }),
     await h.push('ship', { channel: 'seq', channel_order_id: 'Q-1', tracking: { number: 'REST' } }),
     await h.push('invoice', { channel: 'seq', channel_order_id: 'Q-1' }),

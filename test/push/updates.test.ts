@@ -5,8 +5,8 @@
 import t, { type Test } from 'tap';
 import { Decimal } from 'decimal.js';
 import { clientFor } from '../../src/api/connections.ts';
-import { harness, onHand, plainVariants } from './harness.ts';
-import { ClientState } from '../../src/api/state.ts';
+import { harness, onHand, orderInput, plainVariants } from './harness.ts';
+import { ClientState } from '../../src/api/client-state.ts';
 
 /**
  * The fields (result name -> record name) a result reports, beside the same fields of the record on the service.
@@ -33,14 +33,7 @@ t.test('documented, updates answering 204: each push path reports the record as 
     return Object.entries(routes).reduce((n, [k, v]) => n + (k.startsWith('PUT ') ? v : 0), 0);
   };
   const importOrder = async (id: string, lines: { sku: string; quantity: string }[]) => {
-    const op = await h.run('import-order', {
-      channel: 'shop',
-      channel_order_id: id,
-      customer: { company_id: company.id },
-      currency: 'SGD',
-      issued_at: '2026-11-21',
-      lines,
-    });
+    const op = await h.run('import-order', orderInput(company.id, 'shop', id, lines));
     if (op.state !== 'confirmed') throw new Error(`import ${id} failed: ${op.reason}`);
     return op as typeof op & { result: Record<string, any> };
   };

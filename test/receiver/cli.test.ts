@@ -8,7 +8,7 @@ import { addTokenConnection } from '../../src/api/connections.ts';
 import { SUBSCRIBED_EVENTS } from '../../src/receiver/events.ts';
 import { eventsIn } from '../../src/catalog/index.ts';
 import { deliver, payload, sign, SECRET, startReceiver } from './harness.ts';
-import { ClientState } from '../../src/api/state.ts';
+import { ClientState } from '../../src/api/client-state.ts';
 
 const run = promisify(execFile);
 const KEY = randomBytes(32).toString('base64');

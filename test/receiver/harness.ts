@@ -1,7 +1,6 @@
 // A receiver mounted the way `start` mounts it (role.ts on a Runtime), on port 0, with its own database.
 // Signatures here are computed with node:crypto directly, independently of src/receiver/verify.ts.
 import { createHmac, randomBytes } from 'node:crypto';
-import net from 'node:net';
 import { startSandbox } from '@commerce-sync/sandbox';
 import { addTokenConnection } from '../../src/api/connections.ts';
 import { mount } from '../../src/receiver/role.ts';
@@ -13,15 +12,13 @@ import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { testConfig } from '../support/config.ts';
 import { captureLogger } from '../support/log.ts';
 import { testRuntime } from '../support/runtime.ts';
+import { startTcpProxy } from '../support/tcp-proxy.ts';
+import type { Teardown } from '../support/teardown.ts';
 
 export const SECRET = 'current-secret';
 export const PREVIOUS = 'previous-secret';
 
 export const sign = (body: string | Buffer, secret = SECRET) => createHmac('sha256', secret).update(body).digest('base64');
-
-interface Teardown {
-  teardown(fn: () => unknown): void;
-}
 
 export interface Harness {
   base: string;
@@ -170,36 +167,6 @@ export function deliver(url: string, body: string | Buffer, headers: Record<stri
 /** A TCP proxy in front of PostgreSQL that a test can cut (database unreachable) and restore. */
 export async function pgProxy(t: Teardown, target: string): Promise<{ url: string; cut(): Promise<void>; restore(): Promise<void> }> {
   const u = new URL(target);
-  const sockets = new Set<net.Socket>();
-  let server: net.Server;
-  let port = 0;
-  const open = () =>
-    new Promise<void>((resolve) => {
-      server = net.createServer((client) => {
-        const upstream = net.connect(Number(u.port || 5432), u.hostname);
-        for (const s of [client, upstream]) {
-          sockets.add(s);
-          s.on('close', () => sockets.delete(s));
-          s.on('error', () => s.destroy());
-        }
-        client.pipe(upstream).pipe(client);
-        client.on('close', () => upstream.destroy());
-        upstream.on('close', () => client.destroy());
-      });
-      server.listen(port, '127.0.0.1', () => {
-        port = (server.address() as net.AddressInfo).port;
-        resolve();
-      });
-    });
-  const cut = () =>
-    new Promise<void>((resolve) => {
-      for (const s of sockets) s.destroy();
-      server.close(() => resolve());
-    });
-  await open();
-  t.teardown(() => cut());
-  const proxied = new URL(target);
-  proxied.hostname = '127.0.0.1';
-  proxied.port = String(port);
-  return { url: proxied.toString(), cut, restore: open };
+  const proxy = await startTcpProxy(t, { host: u.hostname, port: Number(u.port || 5432) });
+  return { url: proxy.wrap(target), cut: () => proxy.close(), restore: () => proxy.reopen() };
 }

@@ -2,7 +2,7 @@
 // over HTTP into the receiver, and the service's 410 rule against a receiver that answers 410.
 import t from 'tap';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenLocal } from '../support/http.ts';
 import { clientFor } from '../../src/api/connections.ts';
 import { lastWebhookRepairs } from '../../src/db/synclog.ts';
 import { checkAllWebhooks, listWebhooks, syncWebhooks } from '../../src/receiver/subscriptions.ts';
@@ -123,15 +123,7 @@ t.test('a receiver answering 410 gets its subscription deleted by the service', 
     req.resume();
     res.writeHead(410).end();
   });
-  await new Promise<void>((r) => gone.listen(0, '127.0.0.1', () => r()));
-  t.teardown(
-    () =>
-      new Promise<void>((r) => {
-        gone.close(() => r());
-        gone.closeAllConnections();
-      }),
-  );
-  const goneBase = `http://127.0.0.1:${(gone.address() as AddressInfo).port}`;
+  const goneBase = await listenLocal(t, gone);
   await syncWebhooks(deps, connection, goneBase);
   const before = await listWebhooks(deps, connection, goneBase);
   t.equal(before.filter((w) => w.event === 'variant.stock_level_update').length, 1);

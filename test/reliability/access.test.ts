@@ -16,7 +16,8 @@ import { testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
 import { spawnCli } from '../support/processes.ts';
 import { routesOf } from '../support/routes.ts';
-import { ClientState } from '../../src/api/state.ts';
+import { ClientState } from '../../src/api/client-state.ts';
+import type { Teardown } from '../support/teardown.ts';
 
 const OPERATOR = 'operator-token-for-access-test';
 
@@ -67,11 +68,7 @@ function request(
   });
 }
 
-async function world(
-  t: { teardown(fn: () => unknown): void },
-  operatorToken: string,
-  opts: { demo?: Runtime['demo']; config?: Parameters<typeof testConfig>[0] } = {},
-) {
+async function world(t: Teardown, operatorToken: string, opts: { demo?: Runtime['demo']; config?: Parameters<typeof testConfig>[0] } = {}) {
   const tdb = await testDatabase(t);
   const { log } = captureLogger('error');
   const config = testConfig({
@@ -351,14 +348,38 @@ t.test('the session cookie is Secure outside loopback', async (t) => {
   t.notMatch(local.attributes, /;\s*secure/i, 'on http://127.0.0.1: not Secure');
 });
 
-t.test('wrong operator tokens are throttled per address', async (t) => {
+t.test('wrong operator tokens are throttled per client address; the right token never is', async (t) => {
   const OP = 'operator-token-for-throttle-test';
   const { base } = await world(t, OP, { config: { OPERATOR_LOGIN_FAILURES: 5 } });
   for (let i = 0; i < 5; i++) t.equal((await loginAs(base, `guess-${i}`)).status, 401, `wrong guess ${i + 1}: 401`);
-  const blocked = await loginAs(base, OP);
-  t.equal(blocked.status, 429, 'after 5 failures even the right token is refused (a guess must not learn it was right)');
+  const blocked = await loginAs(base, 'guess-6');
+  t.equal(blocked.status, 429, 'the sixth wrong token from the address: 429');
   t.ok(Number(blocked.headers['retry-after']) > 0, `Retry-After ${blocked.headers['retry-after']} s`);
-  t.notOk(cookieOf(blocked), 'no session');
-  const header = await request(base, '/api/overview', { headers: { authorization: `Bearer ${OP}` } });
-  t.equal(header.status, 429, 'the Authorization header is throttled the same way');
+  const header = await request(base, '/api/overview', { headers: { authorization: 'Bearer guess-7' } });
+  t.equal(header.status, 429, 'a wrong Authorization header is throttled the same way');
+  // A stranger's wrong tokens must not shut out Prometheus or a channel creating holds from the same address.
+  const right = await loginAs(base, OP);
+  t.equal(right.status, 302, 'the right token still logs in');
+  t.ok(cookieOf(right), 'a session');
+  t.equal((await request(base, '/api/overview', { headers: { authorization: `Bearer ${OP}` } })).status, 200, 'and works as a header');
+});
+
+t.test('behind a trusted proxy, failures are counted by the client address the proxy reports', async (t) => {
+  const OP = 'operator-token-for-proxy-throttle-test';
+  const { base, db } = await world(t, OP, { config: { OPERATOR_LOGIN_FAILURES: 3, TRUST_PROXY: 1 } });
+  // The client may write anything left of the proxy's entry: only the last one counts.
+  const from = (ip: string) => ({ authorization: 'Bearer wrong', 'x-forwarded-for': `6.6.6.6, ${ip}` });
+  for (let i = 0; i < 3; i++) t.equal((await request(base, '/api/overview', { headers: from('203.0.113.7') })).status, 401);
+  t.equal((await request(base, '/api/overview', { headers: from('203.0.113.7') })).status, 429, 'that client is throttled');
+  t.equal(
+    (await request(base, '/api/overview', { headers: from('198.51.100.9') })).status,
+    401,
+    'another client behind the same proxy is not',
+  );
+  const counted = await db.selectFrom('login_failures').select(['address']).execute();
+  t.same(
+    [...new Set(counted.map((r) => r.address))].sort(),
+    ['198.51.100.9', '203.0.113.7'],
+    'kept in PostgreSQL, shared by every process',
+  );
 });

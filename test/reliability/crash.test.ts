@@ -4,40 +4,21 @@
 // that after one full sweep the mirror equals the sandbox.
 import t from 'tap';
 import { ACTIVITY_KINDS } from '@commerce-sync/sandbox';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createDb, createPool } from '../../src/db/index.ts';
-import { migrate } from '../../src/db/migrate.ts';
 import { enqueueOperation } from '../../src/push/enqueue.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
-import { startEmbeddedRetrying } from '../support/embedded.ts';
+import { ownPostgres } from '../support/embedded.ts';
 import { captureLogger } from '../support/log.ts';
 import { watchRegressions } from '../support/mirror.ts';
-import { startTcpProxy } from '../support/tcp-proxy.ts';
-import { converged, drainSandbox, duplicateDeliveries, startWorld, steadyLoad, unprocessedAcked, until } from './world.ts';
+import { ackedProcessed, converged, drainSandbox, duplicateDeliveries, startWorld, steadyLoad, until } from './harness.ts';
 
 const { log } = captureLogger('warn');
-
-const startServer = (dir: string) => startEmbeddedRetrying(dir, log, 'reliability', { attempts: 20, delayMs: 500 });
 
 t.test('kill -9 of receiver, worker and PostgreSQL under load: nothing acknowledged is lost, nothing happens twice', async (t) => {
   const t0 = Date.now();
   const phase = (what: string) => t.comment(`${((Date.now() - t0) / 1000).toFixed(1)} s: ${what}`);
-  const dir = await mkdtemp(join(tmpdir(), 'cs-crash-pg-'));
-  let pg = await startServer(dir);
-  t.teardown(async () => {
-    await pg.stop().catch(() => {});
-    await rm(dir, { recursive: true, force: true });
-  });
   // Processes reach PostgreSQL at one fixed address, as they would a managed database.
-  const tcp = await startTcpProxy(t, { host: '127.0.0.1', port: pg.port });
-  const url = tcp.wrap(pg.url);
-  await migrate(url);
-  await stopBoss(await startBoss(url, log, { supervise: false, schedule: false, max: 2 }), false);
-  const pool = createPool(url, 5);
-  const db = createDb(pool);
-  t.teardown(() => db.destroy());
+  const pg = await ownPostgres(t, log, 'reliability', { retry: { attempts: 20, delayMs: 500 }, proxied: true });
+  const { url, db } = pg;
 
   const world = await startWorld(t, { database: { url, db } });
   const [shop] = world.shops;
@@ -119,11 +100,9 @@ t.test('kill -9 of receiver, worker and PostgreSQL under load: nothing acknowled
 
   phase('worker restarted');
   // 3. PostgreSQL itself: SIGKILL on the postmaster, every connection gone; then a restart (crash recovery).
-  process.kill(pg.pid!, 'SIGKILL');
-  tcp.cutAll();
+  pg.kill();
   await new Promise((r) => setTimeout(r, 1500));
-  pg = await startServer(dir);
-  tcp.target.port = pg.port;
+  await pg.restart();
   await ackedAtLeast(world.proxy.acked.size + 25, 'deliveries after the PostgreSQL restart');
   await push('after', 2);
 
@@ -134,17 +113,7 @@ t.test('kill -9 of receiver, worker and PostgreSQL under load: nothing acknowled
     t.equal(p.child.exitCode, null, `${p.name} ${p.pid} survived the database restart`, { output: p.output().slice(-3000) });
 
   // Every delivery that got a 2xx is stored and processed.
-  await until(
-    'every acknowledged delivery processed',
-    async () => {
-      const u = await unprocessedAcked(db, world.proxy.acked);
-      return u.absent.length || u.notProcessed.length
-        ? `${u.absent.length} absent (${u.absent.slice(0, 3)}), ${u.notProcessed.length} not processed (${JSON.stringify(u.notProcessed.slice(0, 3))})`
-        : true;
-    },
-    90_000,
-    500,
-  );
+  await ackedProcessed(db, world.proxy.acked, { timeoutMs: 90_000 });
   t.pass(
     `${world.proxy.acked.size} deliveries acknowledged, all stored and processed; answers seen: ${JSON.stringify(Object.fromEntries(world.proxy.statuses))}`,
   );

@@ -10,8 +10,8 @@ import { requestToken } from '../../src/api/oauth.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
 import { captureLogger } from '../support/log.ts';
 import { watchRegressions } from '../support/mirror.ts';
-import { converged, drainSandbox, startWorld, steadyLoad, unprocessedAcked, until, type World } from './world.ts';
-import { ClientState } from '../../src/api/state.ts';
+import { converged, drainSandbox, startWorld, steadyLoad, ackedProcessed, until, type World } from './harness.ts';
+import { ClientState } from '../../src/api/client-state.ts';
 import { maintenanceQueue } from '../../src/queue/contracts.ts';
 
 async function status(world: World): Promise<{ status: string; status_reason: string | null }> {
@@ -108,15 +108,7 @@ t.test('500/503 storms, slow answers, a lapsed subscription and a revoked token:
   // Nothing lost.
   await stopLoad();
   await drainSandbox(shop!);
-  await until(
-    'every acknowledged delivery processed',
-    async () => {
-      const u = await unprocessedAcked(world.db, world.proxy.acked);
-      return u.absent.length || u.notProcessed.length ? `${u.absent.length} absent, ${u.notProcessed.length} not processed` : true;
-    },
-    60_000,
-    500,
-  );
+  await ackedProcessed(world.db, world.proxy.acked);
   t.pass(`${world.proxy.acked.size} acknowledged deliveries, all processed`);
   await world.reconcile();
   await converged(world);

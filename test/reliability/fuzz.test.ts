@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { testDatabase } from '../support/db.ts';
 import { memoryOf, memoryProbe, spawnCli, until } from '../support/processes.ts';
+import type { Teardown } from '../support/teardown.ts';
 
 const SECRET = 'fuzz-client-secret';
 const sign = (body: Buffer | string, secret = SECRET) => createHmac('sha256', secret).update(body).digest('base64');
@@ -119,7 +120,7 @@ function rawRequest(port: number, head: string, body: Buffer | string | (() => A
 }
 
 /** A receiver process for connection `shop`, with its memory probe. */
-async function startReceiver(t: Parameters<typeof testDatabase>[0]) {
+async function startReceiver(t: Teardown) {
   const tdb = await testDatabase(t);
   await tdb.db.insertInto('connections').values({ name: 'shop', base_url: 'http://127.0.0.1:1', auth_kind: 'token' }).execute();
   const receiver = await spawnCli(

@@ -17,11 +17,8 @@ import { captureLogger } from '../support/log.ts';
 import { clean, describeDiff, mirrorDiff, MIRRORED, type Diff } from '../support/mirror.ts';
 import { spawnCli, until, type CliProcess } from '../support/processes.ts';
 import { sandboxAdmin } from '../support/sandbox.ts';
-import { ClientState } from '../../src/api/state.ts';
-
-interface Teardown {
-  teardown(fn: () => unknown): void;
-}
+import { ClientState } from '../../src/api/client-state.ts';
+import type { Teardown } from '../support/teardown.ts';
 
 export const KEY = Buffer.alloc(32, 9).toString('base64');
 const SECRET = 'reliability-client-secret';
@@ -146,6 +143,25 @@ export async function unprocessedAcked(
     absent: ids.filter((id) => !seen.has(id)),
     notProcessed: rows.filter((r) => r.state !== 'processed' && r.state !== 'unhandled'),
   };
+}
+
+/** Waits until every delivery in `acked` (acknowledged with a 2xx) is stored and processed. */
+export async function ackedProcessed(
+  db: Db,
+  acked: Set<string>,
+  opts: { what?: string; timeoutMs?: number; everyMs?: number } = {},
+): Promise<void> {
+  await until(
+    opts.what ?? 'every acknowledged delivery processed',
+    async () => {
+      const u = await unprocessedAcked(db, acked);
+      return u.absent.length || u.notProcessed.length
+        ? `${u.absent.length} absent (${u.absent.slice(0, 3)}), ${u.notProcessed.length} not processed (${JSON.stringify(u.notProcessed.slice(0, 3))})`
+        : true;
+    },
+    opts.timeoutMs ?? 60_000,
+    opts.everyMs ?? 500,
+  );
 }
 
 /** Delivery ids stored more than once (per connection). */

@@ -6,22 +6,18 @@
 // listens again; every delivery acknowledged with a 2xx is stored and processed, and no error reached the
 // process guard (src/guard.ts). A second test checks that guard itself.
 import t from 'tap';
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createDb, createPool } from '../../src/db/index.ts';
 import { enqueueOperation } from '../../src/push/enqueue.ts';
-import { migrate } from '../../src/db/migrate.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
 import { requestSweep } from '../../src/queue/contracts.ts';
 import { adminUrl } from '../support/db.ts';
-import { crashImmediate, restartSamePort, startEmbeddedRetrying } from '../support/embedded.ts';
+import { crashImmediate, ownPostgres, restartSamePort } from '../support/embedded.ts';
 import { captureLogger } from '../support/log.ts';
-import type { CliProcess } from '../support/processes.ts';
-import { drainSandbox, startWorld, steadyLoad, unprocessedAcked, until } from './world.ts';
+import { runNode, type CliProcess } from '../support/processes.ts';
+import { ackedProcessed, drainSandbox, startWorld, steadyLoad, until } from './harness.ts';
 
 // OUTAGE_CRASHES: more crashes in one run, to hunt a rare failure by hand.
 const CRASHES = Number(process.env.OUTAGE_CRASHES) || 4;
@@ -62,18 +58,9 @@ t.test(
   async (t) => {
     const t0 = Date.now();
     const phase = (what: string) => t.comment(`${((Date.now() - t0) / 1000).toFixed(1)} s: ${what}`);
-    const dir = await mkdtemp(join(tmpdir(), 'cs-outage-pg-'));
-    const pg = await startEmbeddedRetrying(dir, log, 'outage', { attempts: 20, delayMs: 250 });
-    t.teardown(async () => {
-      await pg.stop().catch(() => {});
-      await rm(dir, { recursive: true, force: true });
-    });
     // The processes hold the server's own address: a restart on the same port is what they see of an outage.
-    const url = pg.url;
-    await migrate(url);
-    await stopBoss(await startBoss(url, log, { supervise: false, schedule: false, max: 2 }), false);
-    const db = createDb(createPool(url, 5));
-    t.teardown(() => db.destroy());
+    const own = await ownPostgres(t, log, 'outage', { retry: { attempts: 20, delayMs: 250 } });
+    const { server: pg, url, db } = own;
     const boss = await startBoss(url, log, { supervise: false, schedule: false, max: 2 });
     t.teardown(() => stopBoss(boss, false));
 
@@ -180,15 +167,7 @@ t.test(
     browsing = false;
     await browse;
     await drainSandbox(shop!);
-    await until(
-      'every acknowledged delivery processed',
-      async () => {
-        const u = await unprocessedAcked(db, world.proxy.acked);
-        return u.absent.length || u.notProcessed.length ? `${u.absent.length} absent, ${u.notProcessed.length} not processed` : true;
-      },
-      60_000,
-      300,
-    );
+    await ackedProcessed(db, world.proxy.acked, { everyMs: 300 });
     t.pass(
       `${world.proxy.acked.size} deliveries acknowledged, all stored and processed; answers seen: ${JSON.stringify(Object.fromEntries(world.proxy.statuses))}`,
     );
@@ -210,15 +189,7 @@ t.test(
 /** Runs fixtures/escaped-error.ts in `mode`: its exit code and output. */
 async function escaped(mode: string): Promise<{ code: number | null; out: string }> {
   const script = fileURLToPath(new URL('./fixtures/escaped-error.ts', import.meta.url));
-  const child = spawn(process.execPath, [script, mode], { env: { PATH: process.env.PATH, DATABASE_URL: adminUrl() } });
-  let out = '';
-  child.stdout.on('data', (d) => {
-    out += d;
-  });
-  child.stderr.on('data', (d) => {
-    out += d;
-  });
-  const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
+  const { code, both: out } = await runNode([script, mode], { PATH: process.env.PATH, DATABASE_URL: adminUrl() });
   return { code, out };
 }
 

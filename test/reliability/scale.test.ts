@@ -5,6 +5,7 @@ import t from 'tap';
 import { sql } from 'kysely';
 import { watchRegressions } from '../support/mirror.ts';
 import {
+  ackedProcessed,
   converged,
   drainSandbox,
   duplicateDeliveries,
@@ -14,7 +15,7 @@ import {
   until,
   type Shop,
   type World,
-} from './world.ts';
+} from './harness.ts';
 
 async function pending(world: World, shop: Shop): Promise<number> {
   return (
@@ -82,15 +83,7 @@ t.test('2 receivers, 3 workers, 2 connections under sustained load: no 429, no s
 
   await stopBusy();
   await drainSandbox(busy);
-  await until(
-    'every acknowledged delivery processed',
-    async () => {
-      const u = await unprocessedAcked(world.db, world.proxy.acked);
-      return u.absent.length || u.notProcessed.length ? `${u.absent.length} absent, ${u.notProcessed.length} not processed` : true;
-    },
-    60_000,
-    500,
-  );
+  await ackedProcessed(world.db, world.proxy.acked);
   t.pass(`${world.proxy.acked.size} deliveries acknowledged through 2 receivers, all processed`);
   t.equal(await duplicateDeliveries(world.db), 0, 'no delivery stored twice');
   await world.reconcile(env);

@@ -21,7 +21,7 @@ import { captureLogger } from '../support/log.ts';
 import { spawnCli, until } from '../support/processes.ts';
 import { routesOf } from '../support/routes.ts';
 import { CLIENT_SECRET, consoleServer, sendDelivery } from '../console/harness.ts';
-import { ClientState } from '../../src/api/state.ts';
+import { ClientState } from '../../src/api/client-state.ts';
 import { setDestination } from '../../src/channels/destinations.ts';
 
 const KEY = Buffer.alloc(32, 0x5a).toString('base64');
@@ -206,10 +206,16 @@ t.test('no page or JSON route renders a token or its ciphertext', async (t) => {
   await sql`INSERT INTO channels (connection_id, name) SELECT id, 'default' FROM connections ON CONFLICT DO NOTHING`.execute(db);
   const hookSecret = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
   for (const ch of await db.selectFrom('channels').select('id').where('name', '=', 'default').execute())
-    await setDestination(db, rt.clients.key(rt.config), Number(ch.id), {
-      url: 'http://127.0.0.1:9/hook?token=hook-url-token-must-stay-secret',
-      secret: hookSecret,
-    });
+    await setDestination(
+      db,
+      rt.clients.key(rt.config),
+      Number(ch.id),
+      {
+        url: 'http://127.0.0.1:9/hook?token=hook-url-token-must-stay-secret',
+        secret: hookSecret,
+      },
+      ['127.0.0.1'],
+    );
 
   const stored = await db.selectFrom('connections').select(['name', 'access_token_enc', 'refresh_token_enc']).execute();
   const secrets: Record<string, string> = {

@@ -5,7 +5,7 @@ import t from 'tap';
 import { enqueueOperation } from '../../src/push/enqueue.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
 import { captureLogger } from '../support/log.ts';
-import { startWorld, until } from './world.ts';
+import { startWorld, until } from './harness.ts';
 
 t.test('kill -9 of the worker during a push: another worker finishes it once', async (t) => {
   const world = await startWorld(t);

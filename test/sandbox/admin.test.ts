@@ -1,6 +1,7 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
-import { sandbox, receiver } from './helpers.ts';
+import { sandbox, receiver } from './harness.ts';
+import type { Teardown } from '../support/teardown.ts';
 
 const strip = (rows: any[]) => rows.map(({ created_at: _c, updated_at: _u, ...r }) => r);
 
@@ -122,7 +123,7 @@ t.test('Time: the manual clock moves only when told (advance or set)', async (t)
 
 /** Runs a sandbox process until it has printed its URL, token and admin API; `stop()` sends Ctrl-C and gives the exit code. */
 async function runSandbox(
-  t: { teardown(fn: () => unknown): void },
+  t: Teardown,
   args: string[],
   env: Record<string, string>,
 ): Promise<{ url: string; stop(): Promise<number | null> }> {

@@ -1,7 +1,7 @@
 import t from 'tap';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { sandbox } from './helpers.ts';
+import { listenLocal } from '../support/http.ts';
+import { sandbox } from './harness.ts';
 
 const redirectUri = 'http://127.0.0.1:9/callback';
 
@@ -134,9 +134,7 @@ t.test('Authentication: the redirect carries the code to a real callback', async
     seen = new URL(req.url!, 'http://x');
     res.end('ok');
   });
-  await new Promise<void>((r) => cb.listen(0, '127.0.0.1', r));
-  t.teardown(() => cb.close());
-  const redirect = `http://127.0.0.1:${(cb.address() as AddressInfo).port}/cb`;
+  const redirect = `${await listenLocal(t, cb)}/cb`;
   const form = new URLSearchParams({ response_type: 'code', client_id: 'commerce-sync', redirect_uri: redirect, decision: 'approve' });
   const res = await fetch(`${c.sb.url}/oauth/authorize`, { method: 'POST', body: form });
   t.equal(res.status, 200, 'followed the redirect');

@@ -1,11 +1,9 @@
-// Test helpers: a sandbox per test over real HTTP, a tiny JSON client for it, and a local webhook receiver.
+// Test helpers: a sandbox per test over real HTTP, a tiny JSON client for it, a local webhook receiver, and a
+// product with variants and orders to work on.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenLocal } from '../support/http.ts';
 import { startSandbox, type Sandbox, type SandboxOptions } from '@commerce-sync/sandbox';
-
-interface Teardown {
-  teardown(fn: () => unknown): void;
-}
+import type { Teardown } from '../support/teardown.ts';
 
 export interface Reply {
   status: number;
@@ -71,15 +69,7 @@ export async function receiver(
       for (const w of waiters.splice(0)) w();
     });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(
-    () =>
-      new Promise<void>((r) => {
-        server.close(() => r());
-        server.closeAllConnections();
-      }),
-  );
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  const url = `${await listenLocal(t, server)}/hook`;
   return {
     url,
     got,
@@ -103,4 +93,46 @@ export async function stockAt(
 ): Promise<{ stock_on_hand: string; committed: string | null; incoming: string | null } | undefined> {
   const r = await c.get(`/variants/${variantId}`);
   return r.body.variant.locations.find((l: any) => l.location_id === locationId);
+}
+
+/**
+ * A new product to work with: the primary location and another one, `mk` for its variants (10 on hand at the
+ * primary location and 4 at the other, plus `variant()`'s fields and `extra`), the first business customer and
+ * supplier, and `order` for an active order of the customer at the primary location (unless `extra` says otherwise).
+ */
+export async function productSetup(c: Client, opts: { product: string; variant: () => object }) {
+  const loc = (await c.get('/accounts/current')).body.account.primary_location_id as number;
+  const other = (await c.get('/locations')).body.locations.find((l: any) => l.id !== loc).id as number;
+  const product = (await c.call('POST', '/products', { product: { name: opts.product } })).body.product;
+  const mk = async (extra: object = {}) =>
+    (
+      await c.call('POST', '/variants', {
+        variant: {
+          product_id: product.id,
+          ...opts.variant(),
+          initial_stock_levels: [
+            { location_id: loc, stock_on_hand: '10' },
+            { location_id: other, stock_on_hand: '4' },
+          ],
+          ...extra,
+        },
+      })
+    ).body.variant;
+  const customer = (await c.get('/companies?company_type=business&limit=1')).body.companies[0];
+  const supplier = (await c.get('/companies?company_type=supplier&limit=1')).body.companies[0];
+  const order = async (lines: object[], extra: object = {}) => {
+    const r = await c.call('POST', '/orders', {
+      order: {
+        company_id: customer.id,
+        shipping_address_id: customer.address_ids[0],
+        stock_location_id: loc,
+        status: 'active',
+        order_line_items: lines,
+        ...extra,
+      },
+    });
+    if (r.status !== 201) throw new Error(`order: ${r.status} ${r.text}`);
+    return r.body.order;
+  };
+  return { loc, other, product, mk, customer, supplier, order };
 }

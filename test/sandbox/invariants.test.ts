@@ -2,7 +2,7 @@
 // orders, fulfillments, returns, purchase orders, adjustments and transfers in the snapshot imply.
 import t from 'tap';
 import { Decimal } from 'decimal.js';
-import { sandbox } from './helpers.ts';
+import { sandbox } from './harness.ts';
 
 t.test('States and stock: committed and on hand always follow the documents (600 random operations)', async (t) => {
   const c = await sandbox(t, { variants: 80, seed: 3 });

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { sandbox } from './helpers.ts';
+import { sandbox } from './harness.ts';
 
 t.test('Limits: rate limit with the three X-Rate-Limit headers and 429 until the reset time', async (t) => {
   const c = await sandbox(t, { variants: 2, rateLimit: 5, rateWindowSeconds: 300, manualClock: true });

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { sandbox } from './helpers.ts';
+import { sandbox } from './harness.ts';
 
 t.test('Common list behaviour', async (t) => {
   const c = await sandbox(t, { variants: 120 });

@@ -3,48 +3,13 @@
 import t from 'tap';
 import { Decimal } from 'decimal.js';
 import { DOCUMENTED_EVENTS, PROFILES, SPEC_EVENTS } from '@commerce-sync/sandbox';
-import { sandbox, receiver, stockAt, type Client } from './helpers.ts';
+import { productSetup, receiver, sandbox, stockAt, type Client } from './harness.ts';
 
 // The event lists are the package's own (profile.ts), so the two cannot drift apart.
 const DOCUMENTED: readonly string[] = DOCUMENTED_EVENTS;
 const SPEC: readonly string[] = SPEC_EVENTS;
 
-async function setup(c: Client) {
-  const loc = (await c.get('/accounts/current')).body.account.primary_location_id as number;
-  const other = (await c.get('/locations')).body.locations.find((l: any) => l.id !== loc).id as number;
-  const product = (await c.call('POST', '/products', { product: { name: 'Profile Tee' } })).body.product;
-  const mk = async (extra: object = {}) =>
-    (
-      await c.call('POST', '/variants', {
-        variant: {
-          product_id: product.id,
-          initial_cost_price: '4.00',
-          initial_stock_levels: [
-            { location_id: loc, stock_on_hand: '10' },
-            { location_id: other, stock_on_hand: '4' },
-          ],
-          ...extra,
-        },
-      })
-    ).body.variant;
-  const customer = (await c.get('/companies?company_type=business&limit=1')).body.companies[0];
-  const supplier = (await c.get('/companies?company_type=supplier&limit=1')).body.companies[0];
-  const order = async (lines: object[], extra: object = {}) => {
-    const r = await c.call('POST', '/orders', {
-      order: {
-        company_id: customer.id,
-        shipping_address_id: customer.address_ids[0],
-        stock_location_id: loc,
-        status: 'active',
-        order_line_items: lines,
-        ...extra,
-      },
-    });
-    if (r.status !== 201) throw new Error(`order: ${r.status} ${r.text}`);
-    return r.body.order;
-  };
-  return { loc, other, product, mk, customer, supplier, order };
-}
+const setup = (c: Client) => productSetup(c, { product: 'Profile Tee', variant: () => ({ initial_cost_price: '4.00' }) });
 
 for (const profile of PROFILES) {
   t.test(

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { sandbox } from './helpers.ts';
+import { sandbox } from './harness.ts';
 
 const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 

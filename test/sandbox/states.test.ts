@@ -1,40 +1,7 @@
 import t from 'tap';
-import { sandbox, stockAt, type Client } from './helpers.ts';
+import { productSetup, sandbox, stockAt, type Client } from './harness.ts';
 
-async function setup(c: Client) {
-  const loc = (await c.get('/accounts/current')).body.account.primary_location_id as number;
-  const other = (await c.get('/locations')).body.locations.find((l: any) => l.id !== loc).id as number;
-  const product = (await c.call('POST', '/products', { product: { name: 'Test Tee' } })).body.product;
-  const mk = async (extra: object = {}) =>
-    (
-      await c.call('POST', '/variants', {
-        variant: {
-          product_id: product.id,
-          sku: `T-${Math.random()}`,
-          initial_stock_levels: [
-            { location_id: loc, stock_on_hand: '10' },
-            { location_id: other, stock_on_hand: '4' },
-          ],
-          ...extra,
-        },
-      })
-    ).body.variant;
-  const customer = (await c.get('/companies?company_type=business&limit=1')).body.companies[0];
-  const order = async (lines: { variant_id: number; quantity: string }[], status = 'active') => {
-    const r = await c.call('POST', '/orders', {
-      order: {
-        company_id: customer.id,
-        shipping_address_id: customer.address_ids[0],
-        stock_location_id: loc,
-        status,
-        order_line_items: lines,
-      },
-    });
-    if (r.status !== 201) throw new Error(`order: ${r.status} ${r.text}`);
-    return r.body.order;
-  };
-  return { loc, other, product, mk, customer, order };
-}
+const setup = (c: Client) => productSetup(c, { product: 'Test Tee', variant: () => ({ sku: `T-${Math.random()}` }) });
 
 t.test('Variant: initial_stock_levels on create, per-location stock as decimal strings', async (t) => {
   const c = await sandbox(t);
@@ -63,7 +30,7 @@ t.test('States: an active order commits stock; a draft does not; void releases i
   const c = await sandbox(t);
   const { loc, mk, order } = await setup(c);
   const v = await mk();
-  const draft = await order([{ variant_id: v.id, quantity: '2' }], 'draft');
+  const draft = await order([{ variant_id: v.id, quantity: '2' }], { status: 'draft' });
   t.equal((await stockAt(c, v.id, loc))!.committed, null, 'draft commits nothing');
   t.equal((await c.call('PUT', `/orders/${draft.id}`, { order: { status: 'active' } })).status, 204);
   t.equal((await stockAt(c, v.id, loc))!.committed, '2');

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { createHmac } from 'node:crypto';
-import { sandbox, receiver, type Client } from './helpers.ts';
+import { sandbox, receiver, type Client } from './harness.ts';
 
 const subscribe = (c: Client, address: string, event: string) => c.call('POST', '/webhooks', { webhook: { address, event } });
 

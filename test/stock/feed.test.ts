@@ -1,9 +1,8 @@
 // Channel quantities from the mirror: causes, the feed route, and `commerce-sync stock`.
-import { spawn } from 'node:child_process';
 import t from 'tap';
-import { testDatabase } from '../support/db.ts';
+import { addConnection, testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
-import { addConnection } from '../sync/helpers.ts';
+import { runNode } from '../support/processes.ts';
 import { createApp, listen } from '../../src/server.ts';
 import type { Runtime } from '../../src/runtime.ts';
 import { upsertRecords, replaceCompositions } from '../../src/db/mirror.ts';
@@ -136,21 +135,10 @@ t.test('commerce-sync stock --json prints stock per location and the channel qua
   const c = await addConnection(db);
   const { write } = await seed(db, c.id);
   await write([variant(1, '-0.0'), variant(2, '3.25', { manage_stock: false })], 'sweep');
-  const run = (args: string[]) =>
-    new Promise<{ code: number; out: string }>((resolve) => {
-      const p = spawn(process.execPath, ['src/cli.ts', 'stock', ...args], {
-        env: { ...process.env, DATABASE_URL: url, LOG_LEVEL: 'silent' },
-      });
-      let out = '',
-        err = '';
-      p.stdout.on('data', (d) => {
-        out += d;
-      });
-      p.stderr.on('data', (d) => {
-        err += d;
-      });
-      p.on('close', (code) => resolve({ code: code ?? 1, out: out || err }));
-    });
+  const run = async (args: string[]) => {
+    const p = await runNode(['src/cli.ts', 'stock', ...args], { ...process.env, DATABASE_URL: url, LOG_LEVEL: 'silent' });
+    return { code: p.code ?? 1, out: p.out || p.err };
+  };
   const json = await run(['--json', '--connection', 'shop']);
   t.equal(json.code, 0, json.out.slice(0, 500));
   t.match(JSON.parse(json.out), [

@@ -6,17 +6,14 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Teardown } from './teardown.ts';
 
 export const CHROMIUM = '/usr/bin/chromium';
 export const chromiumMissing = existsSync(CHROMIUM)
   ? null
   : `${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium) to run the browser tests`;
 
-interface T {
-  teardown(fn: () => unknown): void;
-}
-
-export async function openBrowser(t: T): Promise<{ context: BrowserContext; page: Page; dialogs: string[] }> {
+export async function openBrowser(t: Teardown): Promise<{ context: BrowserContext; page: Page; dialogs: string[] }> {
   const profile = await mkdtemp(join(tmpdir(), 'cs-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,

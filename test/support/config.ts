@@ -4,7 +4,8 @@ import { loadConfig, type Config } from '../../src/config.ts';
 export function testConfig(overrides: Partial<Record<keyof Config, string | number | boolean>> = {}): Config {
   // The tests' sandboxes run their clocks fast (time scale 100) or set them by hand, and fixtures carry fixed
   // timestamps: delivery timestamps are not ours to judge, except in the tests of that check.
-  const env: NodeJS.ProcessEnv = { LOG_LEVEL: 'silent', WEBHOOK_MAX_FUTURE_SECONDS: '0' };
+  // Their channel and alert endpoints listen on loopback, which our webhooks may reach only when allowed by name.
+  const env: NodeJS.ProcessEnv = { LOG_LEVEL: 'silent', WEBHOOK_MAX_FUTURE_SECONDS: '0', OUTBOUND_ALLOWED_HOSTS: '127.0.0.1' };
   for (const [k, v] of Object.entries(overrides)) env[k] = String(v);
   return loadConfig(env);
 }

@@ -2,16 +2,13 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { createDb, createPool, type Db } from '../../src/db/index.ts';
+import type { Teardown } from './teardown.ts';
 
 export interface TestDatabase {
   url: string;
   pool: pg.Pool;
   db: Db;
   name: string;
-}
-
-interface Teardown {
-  teardown(fn: () => unknown): void;
 }
 
 export function adminUrl(): string {
@@ -68,4 +65,14 @@ async function dropDatabase(name: string): Promise<void> {
   } finally {
     await admin.end();
   }
+}
+
+/** A token connection row (no service behind it unless `baseUrl` says so). */
+export async function addConnection(db: Db, name = 'shop', baseUrl = 'http://127.0.0.1:1'): Promise<{ id: number; name: string }> {
+  const row = await db
+    .insertInto('connections')
+    .values({ name, base_url: baseUrl, auth_kind: 'token' })
+    .returning(['id', 'name'])
+    .executeTakeFirstOrThrow();
+  return { id: Number(row.id), name: row.name };
 }

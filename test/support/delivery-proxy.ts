@@ -4,6 +4,7 @@
 // exactly which deliveries were acknowledged with a 2xx, whatever happened to the receivers.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Teardown } from './teardown.ts';
 
 export interface DeliveryProxy {
   url: string;
@@ -16,10 +17,6 @@ export interface DeliveryProxy {
   /** POSTs forwarded. */
   readonly forwarded: number;
   close(): Promise<void>;
-}
-
-interface Teardown {
-  teardown(fn: () => unknown): void;
 }
 
 export async function startDeliveryProxy(t: Teardown | null, targets: string[] = []): Promise<DeliveryProxy> {

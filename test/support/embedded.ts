@@ -1,10 +1,15 @@
 // A test's own embedded PostgreSQL that it kills and starts again (the crash, readiness and outage tests).
 import { spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
-import { arch, platform, userInfo } from 'node:os';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { arch, platform, tmpdir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { startEmbedded, type EmbeddedDatabase } from '../../src/db/embedded.ts';
+import { createDb, createPool, type Db } from '../../src/db/index.ts';
+import { migrate } from '../../src/db/migrate.ts';
 import type { Logger } from '../../src/log.ts';
+import { startBoss, stopBoss } from '../../src/queue/boss.ts';
+import type { Teardown } from './teardown.ts';
+import { startTcpProxy } from './tcp-proxy.ts';
 
 /** Starts (or restarts) the embedded server, retrying while the killed one's backends let go of its folder. */
 export async function startEmbeddedRetrying(
@@ -21,6 +26,59 @@ export async function startEmbeddedRetrying(
       await new Promise((r) => setTimeout(r, retry.delayMs));
     }
   }
+}
+
+export interface OwnPostgres {
+  /** The running server (a new one, on another port, after `restart`). */
+  readonly server: EmbeddedDatabase;
+  /** Where processes connect: the server's own address, or with `proxied` a TCP proxy's, which a restart keeps. */
+  readonly url: string;
+  readonly db: Db;
+  /** SIGKILL on the postmaster, every backend gone; with `proxied`, every connection through the proxy cut too. */
+  kill(): void;
+  /** Starts the killed server again on its folder (crash recovery); the proxy forwards to its new port. */
+  restart(): Promise<void>;
+}
+
+/**
+ * A PostgreSQL of the test's own in a fresh folder, migrated (pg-boss's schema too), with a pool of 5 on it;
+ * stopped and removed at teardown. `proxied`: processes reach it at one fixed address, as they would a managed
+ * database that restarts.
+ */
+export async function ownPostgres(
+  t: Teardown,
+  log: Logger,
+  database: string,
+  opts: { retry: { attempts: number; delayMs: number }; proxied?: boolean },
+): Promise<OwnPostgres> {
+  const dir = await mkdtemp(join(tmpdir(), `cs-${database}-pg-`));
+  const start = () => startEmbeddedRetrying(dir, log, database, opts.retry);
+  let server = await start();
+  t.teardown(async () => {
+    await server.stop().catch(() => {});
+    await rm(dir, { recursive: true, force: true });
+  });
+  const tcp = opts.proxied ? await startTcpProxy(t, { host: '127.0.0.1', port: server.port }) : null;
+  const url = tcp ? tcp.wrap(server.url) : server.url;
+  await migrate(url);
+  await stopBoss(await startBoss(url, log, { supervise: false, schedule: false, max: 2 }), false);
+  const db = createDb(createPool(url, 5));
+  t.teardown(() => db.destroy());
+  return {
+    get server() {
+      return server;
+    },
+    url,
+    db,
+    kill() {
+      process.kill(server.pid!, 'SIGKILL');
+      tcp?.cutAll();
+    },
+    async restart() {
+      server = await start();
+      if (tcp) tcp.target.port = server.port;
+    },
+  };
 }
 
 /**

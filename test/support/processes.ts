@@ -4,13 +4,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import type { Teardown } from './teardown.ts';
 
 const cli = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
 const root = fileURLToPath(new URL('../../', import.meta.url));
-
-interface Teardown {
-  teardown(fn: () => unknown): void;
-}
 
 export interface CliProcess {
   readonly name: string;
@@ -124,6 +121,37 @@ export async function spawnCli(
     },
     rss: () => rssOf(child.pid!),
   };
+}
+
+/** A finished child: its exit code (null: ended by a signal), stdout, stderr, and both as they came. */
+export interface Finished {
+  code: number | null;
+  out: string;
+  err: string;
+  both: string;
+}
+
+/**
+ * Runs `node <args>` with exactly `env` (spread process.env into it to pass this process's own) until its
+ * output is closed. `onOut` is given stdout so far at each chunk.
+ */
+export function runNode(args: string[], env: NodeJS.ProcessEnv, onOut?: (out: string) => void): Promise<Finished> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, args, { env });
+    let out = '';
+    let err = '';
+    let both = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+      both += d;
+      onOut?.(out);
+    });
+    child.stderr.on('data', (d) => {
+      err += d;
+      both += d;
+    });
+    child.on('close', (code) => resolve({ code, out, err, both }));
+  });
 }
 
 /** Resident set size of a process in bytes, from /proc/PID/status (null when it is gone). */

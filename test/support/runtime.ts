@@ -7,10 +7,7 @@ import { mount as mountReceiver } from '../../src/receiver/role.ts';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../../src/runtime.ts';
 import type { Server } from '../../src/server.ts';
 import type { TestDatabase } from './db.ts';
-
-interface Teardown {
-  teardown(fn: () => unknown): void;
-}
+import type { Teardown } from './teardown.ts';
 
 export async function testRuntime(
   t: Teardown,

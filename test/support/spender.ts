@@ -4,10 +4,8 @@
 // between commerce-sync and the sandbox and keeps every request of ours with the rate headers of its answer, so a
 // test can count our 429s per window (the sandbox's own counters mix ours with the spender's).
 import http from 'node:http';
-
-interface Teardown {
-  teardown(fn: () => unknown): void;
-}
+import { listenLocal } from './http.ts';
+import type { Teardown } from './teardown.ts';
 
 /** One request of ours as the proxy saw it. */
 export interface Seen {
@@ -67,15 +65,7 @@ export async function recordingProxy(t: Teardown, target: string): Promise<{ url
       res.destroy();
     }
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(
-    () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
-  );
-  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, seen };
+  return { url: await listenLocal(t, server), seen };
 }
 
 export interface SpenderOptions {

@@ -1,6 +1,7 @@
 // A TCP forwarder with a fixed address whose target can move: processes keep one DATABASE_URL while the
 // PostgreSQL behind it is killed and restarted on another port (as a managed database keeps its address).
 import net from 'node:net';
+import type { Teardown } from './teardown.ts';
 
 export interface TcpProxy {
   port: number;
@@ -10,11 +11,10 @@ export interface TcpProxy {
   wrap(url: string): string;
   /** Destroys every open connection (both sides). */
   cutAll(): void;
+  /** Stops listening and destroys every connection: the address refuses, as an unreachable database's would. */
   close(): Promise<void>;
-}
-
-interface Teardown {
-  teardown(fn: () => unknown): void;
+  /** Listens again, on the same port, after `close`. */
+  reopen(): Promise<void>;
 }
 
 export async function startTcpProxy(t: Teardown | null, target: { host: string; port: number }): Promise<TcpProxy> {
@@ -49,6 +49,7 @@ export async function startTcpProxy(t: Teardown | null, target: { host: string; 
         proxy.cutAll();
         server.close(() => r());
       }),
+    reopen: () => new Promise<void>((r) => server.listen(port, '127.0.0.1', r)),
   };
   t?.teardown(() => proxy.close());
   return proxy;

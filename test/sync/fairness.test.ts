@@ -7,7 +7,7 @@ import { syncWebhooks } from '../../src/receiver/subscriptions.ts';
 import { startSandbox } from '@commerce-sync/sandbox';
 import { requestSweep } from '../../src/queue/contracts.ts';
 import { startLoop } from './harness.ts';
-import { ClientState } from '../../src/api/state.ts';
+import { ClientState } from '../../src/api/client-state.ts';
 
 t.test('a slow, busy connection leaves worker slots to the others', async (t) => {
   const loop = await startLoop(t, { sandbox: { variants: 200 }, config: { WORKER_CONCURRENCY: 4 }, firstSweep: true });

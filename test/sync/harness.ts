@@ -1,15 +1,19 @@
 // The whole loop for sync tests: a sandbox over HTTP, a fresh database, a token connection, the receiver
 // mounted as `start` mounts it, webhook subscriptions, and the sync workers (one or more "processes",
 // each with its own pg-boss). Changes are made in the sandbox; the mirror is compared with its snapshot.
+// For the tests of the engine without a service: the recorded fixtures and a reader over records in memory.
 import { createHmac } from 'node:crypto';
+import { readFileSync, readdirSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { addTokenConnection, clientFor } from '../../src/api/connections.ts';
 import type { ApiClient } from '../../src/api/types.ts';
 import type { Config } from '../../src/config.ts';
 import type { Connection } from '../../src/db/schema.ts';
 import type { Boss } from '../../src/queue/boss.ts';
+import type { Reader } from '../../src/sync/reader.ts';
 import { mount as mountReceiver } from '../../src/receiver/role.ts';
 import { syncWebhooks } from '../../src/receiver/subscriptions.ts';
 import { startSandbox, type Sandbox, type SandboxOptions } from '@commerce-sync/sandbox';
@@ -20,11 +24,9 @@ import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
 import { testRuntime } from '../support/runtime.ts';
 import { mirrorDiff } from '../support/mirror.ts';
+import { until } from '../support/processes.ts';
 import { sandboxAdmin, sandboxProfile, type Profile } from '../support/sandbox.ts';
-
-interface Teardown {
-  teardown(fn: () => unknown): void;
-}
+import type { Teardown } from '../support/teardown.ts';
 
 export interface Loop {
   sandbox: Sandbox;
@@ -102,13 +104,6 @@ export async function startLoopOn(t: Teardown, tdb: TestDatabase, opts: LoopOpti
   if (opts.firstSweep) await requestSweep(bosses[0]!, connection.id, true);
 
   const admin = sandboxAdmin(sandbox);
-  const until = async (what: string, fn: () => Promise<boolean>, timeoutMs = 30_000) => {
-    const end = Date.now() + timeoutMs;
-    while (!(await fn())) {
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  };
   const variantDiff = async () =>
     mirrorDiff(tdb.db, connection.id, 'variants', (await admin('GET', 'snapshot?resource=variants')).variants);
   let delivered = 0;
@@ -139,4 +134,51 @@ export async function startLoopOn(t: Teardown, tdb: TestDatabase, opts: LoopOpti
     deliver,
     publicUrl: rt.publicUrl,
   };
+}
+
+export const fixturesDir = fileURLToPath(new URL('../../../shared/fixtures/recorded/', import.meta.url));
+
+export function fixture(plural: string): any[] {
+  return JSON.parse(readFileSync(`${fixturesDir}${plural}.json`, 'utf8'))[plural];
+}
+
+export function fixtureNames(): string[] {
+  return readdirSync(fixturesDir)
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => f.replace(/\.json$/, ''));
+}
+
+/**
+ * A Reader over records in memory. Reads by id answer from `active` (or `archived` when status=archived is asked)
+ * as they are at the call, 250 ids a request, each counted in `calls`. A list answers one page per path from
+ * `list(path)` (none unless given), which may run whatever a test needs between the read and its answer.
+ */
+export function memoryReader(
+  active: any[],
+  archived: any[],
+  asOf: number | null = null,
+  list?: (path: string) => Promise<any[]>,
+): Reader & { calls: { ids: number; status: unknown }[] } {
+  const calls: { ids: number; status: unknown }[] = [];
+  return {
+    connection: { id: 0, name: 'mem' },
+    traits: { singleStatusOnly: false },
+    calls,
+    async getByIds(_path: string, ids: number[], opts?: any) {
+      let requests = 0;
+      const records: any[] = [];
+      for (let i = 0; i < ids.length; i += 250) {
+        const part = new Set(ids.slice(i, i + 250));
+        calls.push({ ids: part.size, status: opts?.query?.status });
+        requests++;
+        records.push(...(opts?.query?.status === 'archived' ? archived : active).filter((r) => part.has(r.id)));
+      }
+      return { records, sideloads: {}, requests, asOf };
+    },
+    async *paginate(path: string) {
+      if (!list) throw new Error('no lists in this reader');
+      const records = await list(path);
+      yield { records, sideloads: {}, pagination: null, requestId: null, asOf };
+    },
+  } as Reader & { calls: { ids: number; status: unknown }[] };
 }

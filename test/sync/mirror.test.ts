@@ -1,7 +1,7 @@
 import t from 'tap';
 import { sql } from 'kysely';
-import { testDatabase } from '../support/db.ts';
-import { addConnection, fixture } from './helpers.ts';
+import { addConnection, testDatabase } from '../support/db.ts';
+import { fixture } from './harness.ts';
 import { markGone, replaceCompositions, upsertChildren, upsertOther, upsertRecords } from '../../src/db/mirror.ts';
 import { resources, orderLineItems } from '../../src/sync/resources.ts';
 

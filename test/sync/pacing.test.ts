@@ -4,7 +4,7 @@ import { sql } from 'kysely';
 import { drainWindow, heldForStock, Pacing } from '../../src/sync/pacing.ts';
 import { testDatabase } from '../support/db.ts';
 
-const DOCS = ['order', 'fulfillment', 'purchase_order'];
+const DOCS = ['order', 'fulfillment_return', 'purchase_order'];
 
 t.test('windows: short while the budget is plentiful, widening as it runs out, stock reads last', async (t) => {
   const state = (remaining: number, toReset: number | null, active: string[]) => ({ limit: 300, remaining, toReset, active });
@@ -66,7 +66,7 @@ t.test('the state comes from the shared budget and the resources this process as
   t.ok(state.toReset! > 240 && state.toReset! <= 250, `${state.toReset} s to the reset`);
   t.same(
     [...state.active].sort(),
-    ['company', 'fulfillment', 'order', 'purchase_order', 'variant'],
+    ['company', 'fulfillment_return', 'order', 'purchase_order', 'variant'],
     'asked for or read in the last five minutes',
   );
   t.equal(await pacing.windowSeconds(id, 'variant'), 4);

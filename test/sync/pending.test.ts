@@ -2,9 +2,9 @@
 // drain against an in-memory reader that counts its list calls.
 import t from 'tap';
 import { sql } from 'kysely';
-import { testDatabase } from '../support/db.ts';
+import { addConnection, testDatabase } from '../support/db.ts';
+import { memoryReader } from './harness.ts';
 import { captureLogger } from '../support/log.ts';
-import { addConnection, memoryReader } from './helpers.ts';
 import { consumeDeliveries } from '../../src/sync/intake.ts';
 import { claimPending, clearPending, markPending, type Mark } from '../../src/db/pending.ts';
 import { drainPending } from '../../src/sync/drain.ts';
@@ -195,6 +195,24 @@ async function stockDelivery(db: Db, connectionId: number, objectId: number, del
   return { connectionId, resource: 'variant', id: objectId, deliveryRowId: Number(row.id), reason: 'variant.stock_level_update' };
 }
 
+/** What a drain runs with here: the reader given, no channel rules of note, no clock margin unless asked. */
+const drainDeps = (db: Db, client: Reader, clockMarginMs = 0) => ({
+  db,
+  log: captureLogger().log,
+  client,
+  rules: rulesFrom({ CHANNEL_LOCATIONS: '', CHANNEL_SAFETY_BUFFER: '0' }),
+  clockMarginMs,
+});
+
+/** Mirrored variants whose updated_at is an hour old, each last read at its time on the service's clock. */
+async function variantsReadAt(db: Db, connectionId: number, reads: readonly (readonly [number, string])[]) {
+  for (const [id, readAt] of reads)
+    await db
+      .insertInto('variants')
+      .values({ connection_id: connectionId, id, status: 'active', updated_at: '2026-01-01T11:00:00.000Z', raw: '{}', read_as_of: readAt })
+      .execute();
+}
+
 t.test('a drain reads 250 ids a call, looks missing ones up once as archived, marks the rest gone', async (t) => {
   const { db } = await testDatabase(t);
   const c = await addConnection(db);
@@ -220,16 +238,7 @@ t.test('a drain reads 250 ids a call, looks missing ones up once as archived, ma
   );
   const reader = memoryReader(active, archived);
   reader.connection.id = c.id;
-  const out = await drainPending(
-    {
-      db,
-      log: captureLogger().log,
-      client: reader,
-      rules: rulesFrom({ CHANNEL_LOCATIONS: '', CHANNEL_SAFETY_BUFFER: '0' }),
-      clockMarginMs: 0,
-    },
-    'variant',
-  );
+  const out = await drainPending(drainDeps(db, reader), 'variant');
   t.equal(out.read, 600);
   t.same(
     reader.calls.filter((x) => x.status !== 'archived').map((x) => x.ids),
@@ -318,16 +327,7 @@ t.test('a variant the mirror shows as of after every delivery that marked it is 
     asOf,
   );
   reader.connection.id = c.id;
-  const out = await drainPending(
-    {
-      db,
-      log: captureLogger().log,
-      client: reader,
-      rules: rulesFrom({ CHANNEL_LOCATIONS: '', CHANNEL_SAFETY_BUFFER: '0' }),
-      clockMarginMs: 0,
-    },
-    'variant',
-  );
+  const out = await drainPending(drainDeps(db, reader), 'variant');
   t.equal(out.skipped, 2, 'variants 1 and 6 are not read again');
   t.equal(out.read, 5, 'variants 2, 3, 4, 5 and 7 are read');
   t.equal(reader.calls.length, 1);
@@ -354,14 +354,10 @@ t.test("with the clock margin, a read stamped by a clock running ahead of the we
   // The event happened at 12:00:09 on the webhooks' clock. Variant 1's last read was stamped 12:00:12 by web servers
   // whose clock runs 3 s ahead: it really reached the service at 12:00:09, maybe before the change. Variant 2 was
   // read at 12:00:16 by the same clock: after the change whatever a skew of up to 5 s.
-  for (const [id, readAt] of [
+  await variantsReadAt(db, c.id, [
     [1, '2026-01-01T12:00:12.000Z'],
     [2, '2026-01-01T12:00:16.000Z'],
-  ] as const)
-    await db
-      .insertInto('variants')
-      .values({ connection_id: c.id, id, status: 'active', updated_at: '2026-01-01T11:00:00.000Z', raw: '{}', read_as_of: readAt })
-      .execute();
+  ]);
   const marks = [
     await stockDelivery(db, c.id, 1, 'skew-1', '2026-01-01T12:00:09Z'),
     await stockDelivery(db, c.id, 2, 'skew-2', '2026-01-01T12:00:09Z'),
@@ -374,8 +370,7 @@ t.test("with the clock margin, a read stamped by a clock running ahead of the we
       null,
     );
     reader.connection.id = c.id;
-    const rules = rulesFrom({ CHANNEL_LOCATIONS: '', CHANNEL_SAFETY_BUFFER: '0' });
-    const out = await drainPending({ db, log: captureLogger().log, client: reader, rules, clockMarginMs }, 'variant');
+    const out = await drainPending(drainDeps(db, reader, clockMarginMs), 'variant');
     return { skipped: out.skipped, read: out.read };
   };
   t.same(await drain(0), { skipped: 2, read: 0 }, 'without a margin both count as read after the change: 1 wrongly');
@@ -386,14 +381,10 @@ t.test('a follow-up read is left out for a variant read a second after the event
   const { db } = await testDatabase(t);
   const c = await addConnection(db);
   // Variant 1 was last read at 12:00:12, variant 2 at 12:00:09.5; neither's updated_at tells (an hour old).
-  for (const [id, readAt] of [
+  await variantsReadAt(db, c.id, [
     [1, '2026-01-01T12:00:12.000Z'],
     [2, '2026-01-01T12:00:09.500Z'],
-  ] as const)
-    await db
-      .insertInto('variants')
-      .values({ connection_id: c.id, id, status: 'active', updated_at: '2026-01-01T11:00:00.000Z', raw: '{}', read_as_of: readAt })
-      .execute();
+  ]);
   const delivery = await db
     .insertInto('webhook_deliveries')
     .values({
@@ -435,13 +426,7 @@ t.test('a follow-up read is left out for a variant read a second after the event
       throw new Error('not used');
     }) as any,
   };
-  const deps = {
-    db,
-    log: captureLogger().log,
-    client: reader,
-    rules: rulesFrom({ CHANNEL_LOCATIONS: '', CHANNEL_SAFETY_BUFFER: '0' }),
-    clockMarginMs: 0,
-  };
+  const deps = drainDeps(db, reader);
   const pendingVariants = async () =>
     (await db.selectFrom('pending_fetches').select('id').where('resource', '=', 'variant').orderBy('id').execute()).map((r) =>
       Number(r.id),

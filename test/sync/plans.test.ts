@@ -4,9 +4,8 @@
 // connection are asked for in one insert; subscription checks skip connections whose deliveries flow.
 import t from 'tap';
 import { sql } from 'kysely';
-import { testDatabase } from '../support/db.ts';
+import { addConnection, testDatabase } from '../support/db.ts';
 import { testConfig } from '../support/config.ts';
-import { addConnection } from './helpers.ts';
 import { planAfterSweep, requestDueSweeps, webhooksInPlace } from '../../src/sync/schedules.ts';
 import { takeDueSweeps, webhookChecksDue } from '../../src/db/sweep-plans.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';

@@ -4,9 +4,9 @@
 // the drain's write: it leaves the variant to a drain, which reads it again.
 import t from 'tap';
 import { sql } from 'kysely';
-import { testDatabase } from '../support/db.ts';
+import { addConnection, testDatabase } from '../support/db.ts';
+import { memoryReader } from './harness.ts';
 import { captureLogger } from '../support/log.ts';
-import { addConnection, memoryReader } from './helpers.ts';
 import { markPending } from '../../src/db/pending.ts';
 import { drainPending } from '../../src/sync/drain.ts';
 import { sweep } from '../../src/sync/sweep.ts';

@@ -15,10 +15,10 @@ import { runSweep } from '../../src/sync/sweep.ts';
 import { childCollections, otherResources, resources } from '../../src/sync/resources.ts';
 import { testConfig } from '../support/config.ts';
 import { testDatabase } from '../support/db.ts';
+import { fixture, fixtureNames } from './harness.ts';
 import { captureLogger } from '../support/log.ts';
 import { canon } from '../support/mirror.ts';
-import { fixture, fixtureNames } from './helpers.ts';
-import { ClientState } from '../../src/api/state.ts';
+import { ClientState } from '../../src/api/client-state.ts';
 
 const TOKEN = 'recorded-token';
 

@@ -1,6 +1,5 @@
 // The worker role as `start` mounts it: its schedules (none per connection), a reconcile job run by the queue, a
 // failing job ending in its dead-letter queue; and `commerce-sync reconcile` as a process.
-import { spawn } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,11 +11,11 @@ import { mount } from '../../src/worker/role.ts';
 import { markPending } from '../../src/db/pending.ts';
 import { everyMinutes } from '../../src/sync/schedules.ts';
 import { testConfig } from '../support/config.ts';
-import { testDatabase } from '../support/db.ts';
+import { addConnection, testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
-import { addConnection } from './helpers.ts';
+import { runNode } from '../support/processes.ts';
 import { TEST_KEY } from './harness.ts';
-import { ClientState } from '../../src/api/state.ts';
+import { ClientState } from '../../src/api/client-state.ts';
 import { maintenanceQueue } from '../../src/queue/contracts.ts';
 import { fetchQueue } from '../../src/queue/contracts.ts';
 import { reconcileQueue, requestSweep } from '../../src/queue/contracts.ts';
@@ -61,6 +60,7 @@ t.test('mount: housekeeping schedules (none per connection), a queued sweep runs
   t.same([...housekeeping.keys()].sort(), [
     'full-sweeps',
     'holds',
+    'order-watch',
     'pending',
     'probe-lapsed',
     'retention',
@@ -130,18 +130,10 @@ t.test('commerce-sync reconcile --full --connection shop, then an incremental on
     },
     { baseUrl: sandbox.url, token: sandbox.token, name: 'shop' },
   );
-  const run = (args: string[]) =>
-    new Promise<{ code: number; out: string }>((resolve) => {
-      const p = spawn(process.execPath, ['src/cli.ts', 'reconcile', ...args], { env });
-      let out = '';
-      p.stdout.on('data', (d) => {
-        out += d;
-      });
-      p.stderr.on('data', (d) => {
-        out += d;
-      });
-      p.on('close', (code) => resolve({ code: code ?? 1, out }));
-    });
+  const run = async (args: string[]) => {
+    const p = await runNode(['src/cli.ts', 'reconcile', ...args], env);
+    return { code: p.code ?? 1, out: p.both };
+  };
   const full = await run(['--full', '--connection', 'shop']);
   t.equal(full.code, 0, full.out);
   t.match(full.out, /shop: full sweep read \d+ records .*initial load of the mirror/);
