@@ -2,56 +2,16 @@
 // each with the POST that told the channel), --json as the API answers it, a cancel refused once shipped (exit 1),
 // a void asked twice queued once, a hold cancelled, exit 1 for an order the channel does not have and 2 for bad
 // input. The mirror is written directly and the events recorded as a drain records them (recordOrderEvents).
-import { parseArgs } from 'node:util';
 import t from 'tap';
 import { sql } from 'kysely';
 import { recordOrderEvents } from '../../src/channels/order-events.ts';
 import { recordPost, saveDestination } from '../../src/db/channel-destinations.ts';
 import type { Db } from '../../src/db/index.ts';
-import { UsageError } from '../../src/command.ts';
 import { addChannel } from '../../src/stock/channels.ts';
-import { commands } from '../../src/stock/channels-cli.ts';
-import { testConfig } from '../support/config.ts';
 import { addConnection, testDatabase } from '../support/db.ts';
-import { captureLogger } from '../support/log.ts';
-import { mirror, variant } from './harness.ts';
+import { channelsCommand, mirror, variant } from './harness.ts';
 
-function cli(url: string) {
-  const spec = commands.channels!;
-  return async (...args: string[]) => {
-    const out: string[] = [];
-    const errors: string[] = [];
-    const error = console.error;
-    console.error = (line: string) => errors.push(line);
-    try {
-      const parsed = parseArgs({
-        args,
-        options: Object.fromEntries(
-          Object.entries(spec.options ?? {}).map(([k, o]) => [
-            k,
-            { type: o.type, ...(o.short ? { short: o.short } : {}), ...(o.multiple ? { multiple: true } : {}) },
-          ]),
-        ),
-        allowPositionals: true,
-        strict: true,
-      });
-      const code = await spec.run({
-        name: 'channels',
-        values: parsed.values as never,
-        positionals: parsed.positionals,
-        config: testConfig({ DATABASE_URL: url }),
-        log: captureLogger('silent').log,
-        out: (l) => out.push(l),
-      });
-      return { code: code ?? 0, out: out.join('\n'), err: errors.join('\n') };
-    } catch (err) {
-      if (err instanceof UsageError) return { code: 2, out: out.join('\n'), err: err.message };
-      throw err;
-    } finally {
-      console.error = error;
-    }
-  };
-}
+const cli = channelsCommand;
 
 /** An order imported from a channel as the mirror has it, its fulfilments with their lines; its events recorded. */
 async function channelOrder(
