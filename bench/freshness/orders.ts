@@ -1,4 +1,4 @@
-// The number a channel feels for its orders (issue 43): how long after a shipment, or a void, at the service does
+// The number a channel feels for its orders: how long after a shipment, or a void, at the service does
 // the channel's endpoint get the POST carrying order.shipped, or order.voided. The world of bench/freshness/run.ts
 // (one sandbox account at time scale 1 and the real 300 requests / 300 s, a receiver and a worker as separate
 // processes, merchant activity of all kinds at each rate), plus a channel `webshop` whose destination (kinds both)
