@@ -1,5 +1,6 @@
 // The sync log as the console, its API, the live tail and the CLI filter it: query parameters parsed into a
 // filter, and the same filter applied in memory. The queries are the sync log store's (db/synclog.ts).
+import { isId, MAX_ID } from '../inputs.ts';
 import { connectionIdByNameOrId } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
 import type { LogFilter, LogRow } from '../db/synclog.ts';
@@ -42,7 +43,7 @@ export async function parseLogFilter(db: Db, q: Record<string, string | string[]
   const int = (k: string) => {
     const v = one(k);
     if (v === undefined) return undefined;
-    if (!/^\d+$/.test(v)) throw new FilterError(`${k} must be a whole number`);
+    if (!isId(v)) throw new FilterError(`${k} must be a whole number from 0 to ${MAX_ID}`);
     return Number(v);
   };
   const time = (k: string) => {

@@ -1,5 +1,6 @@
 // What every console route shares: the one way to answer with a page (security headers; JSON problems use server.ts),
 // query parsing, the page context (access mode, the notice after an action) and the connection lookups.
+import { idOf } from '../inputs.ts';
 import type { Context } from 'koa';
 import { problem } from '../server.ts';
 import type { Db } from '../db/index.ts';
@@ -40,7 +41,7 @@ export function page(ctx: Context, body: Html, status = 200, opts: { leavesSite?
 export type Query = Record<string, string>;
 export const flatQuery = (ctx: Context): Query =>
   Object.fromEntries(Object.entries(ctx.query).map(([k, v]) => [k, (Array.isArray(v) ? v[0] : v) ?? '']));
-export const int = (v: string | undefined) => (v && /^\d+$/.test(v) ? Number(v) : undefined);
+export const int = (v: string | undefined) => idOf(v);
 
 /** The connection a parameter names (name or id): undefined when not given, null after answering 404. */
 export async function optionalConnection(ctx: Context, db: Db, name: string | undefined): Promise<number | undefined | null> {

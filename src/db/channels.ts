@@ -148,14 +148,23 @@ export async function overridesOf(db: Executor, channelIds: number[], skus: stri
   ).rows;
 }
 
-export async function listOverrides(db: Executor, channelId: number): Promise<ChannelOverride[]> {
+/** A page of a channel's overrides in SKU order: at most `limit`, after the SKU `after` when given. */
+export async function listOverrides(
+  db: Executor,
+  channelId: number,
+  page: { after?: string; limit?: number } = {},
+): Promise<ChannelOverride[]> {
   return (
     await sql<ChannelOverride>`
     SELECT channel_id, sku, mode, quantity::text AS quantity, buffer_units::text AS buffer_units,
       buffer_percent::text AS buffer_percent, updated_at
-    FROM channel_overrides WHERE channel_id = ${channelId} ORDER BY sku`.execute(db)
+    FROM channel_overrides WHERE channel_id = ${channelId} AND sku > ${page.after ?? ''}
+    ORDER BY sku LIMIT ${page.limit ?? OVERRIDES_PAGE}`.execute(db)
   ).rows;
 }
+
+/** Overrides a page shows at most (3,000 made a page of 1.35 MB). */
+export const OVERRIDES_PAGE = 500;
 
 export async function saveOverride(db: Executor, o: Omit<ChannelOverride, 'updated_at'>): Promise<void> {
   const values = { mode: o.mode, quantity: o.quantity, buffer_units: o.buffer_units, buffer_percent: o.buffer_percent };

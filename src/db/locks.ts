@@ -72,3 +72,18 @@ export async function withRetentionLock<T>(db: Db, fn: (conn: Executor) => Promi
     }
   });
 }
+
+/**
+ * Runs `fn` while holding the channel's recomputation lock (a session advisory lock on one pooled connection),
+ * waiting for a recomputation of the same channel elsewhere to finish first.
+ */
+export async function withChannelLock<T>(db: Db, channelId: number, fn: () => Promise<T>): Promise<T> {
+  return db.connection().execute(async (conn) => {
+    await sql`SELECT pg_advisory_lock(727033, ${channelId % 2_147_483_647}::int)`.execute(conn);
+    try {
+      return await fn();
+    } finally {
+      await sql`SELECT pg_advisory_unlock(727033, ${channelId % 2_147_483_647}::int)`.execute(conn);
+    }
+  });
+}

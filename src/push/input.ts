@@ -1,6 +1,7 @@
 // The JSON each operation takes, validated before anything is stored. Quantities are decimal strings
 // (an integer JSON number is accepted and turned into its string; fractions must be strings so they stay exact).
 import { z } from 'zod';
+import { boundedText, channelOrderId, KEY_LENGTH, MAX_ID, note, SIGNED_DECIMAL, wholeNumber } from '../inputs.ts';
 import type { PushKind } from '../db/schema.ts';
 
 export const kinds = [
@@ -16,25 +17,24 @@ export const kinds = [
 
 export const isKind = (k: string): k is PushKind => (kinds as readonly string[]).includes(k);
 
-const id = z.number().int().positive();
-const text = z.string().trim().min(1);
+const id = z.number().int().positive().max(MAX_ID);
+const text = boundedText(1000);
+const key = boundedText(KEY_LENGTH);
+/** An address's or a customer's other fields, passed on to the service as they come. */
+const field = note(1000);
 const quantity = z
-  .union([
-    z
-      .string()
-      .trim()
-      .regex(/^-?\d+(\.\d+)?$/, 'a decimal string such as "2" or "1.5"'),
-    z.number().int(),
-  ])
+  .union([z.string().trim().regex(SIGNED_DECIMAL, 'a decimal string such as "2" or "1.5"'), wholeNumber])
   .transform((v) => String(v));
+// Lines of one operation: an order of several thousand lines is imported in parts (src/push/import-order.ts).
+const MAX_LINES = 5000;
 const positiveQuantity = quantity.refine((v) => !v.startsWith('-') && !/^0+(\.0+)?$/.test(v), 'a quantity above zero');
 const countQuantity = quantity.refine((v) => !v.startsWith('-'), 'a count of zero or more');
 
 /** An order on the service: by its id, or by the channel order it was imported from. */
 const orderRef = {
   order_id: id.optional(),
-  channel: text.optional(),
-  channel_order_id: z.union([text, z.number().int()]).transform(String).optional(),
+  channel: key.optional(),
+  channel_order_id: channelOrderId.optional(),
 };
 const needOrder = (v: { order_id?: number; channel?: string; channel_order_id?: string }) =>
   v.order_id !== undefined || (v.channel !== undefined && v.channel_order_id !== undefined);
@@ -42,27 +42,27 @@ const orderMessage = { message: 'give order_id, or channel and channel_order_id 
 
 const address = z.looseObject({
   address1: text,
-  address2: z.string().optional(),
-  city: z.string().optional(),
-  state: z.string().optional(),
-  suburb: z.string().optional(),
-  zip_code: z.string().optional(),
-  country: z.string().optional(),
-  country_code: z.string().optional(),
-  label: z.string().optional(),
-  company_name: z.string().optional(),
-  first_name: z.string().optional(),
-  last_name: z.string().optional(),
-  email: z.string().optional(),
-  phone_number: z.string().optional(),
+  address2: field.optional(),
+  city: field.optional(),
+  state: field.optional(),
+  suburb: field.optional(),
+  zip_code: field.optional(),
+  country: field.optional(),
+  country_code: field.optional(),
+  label: field.optional(),
+  company_name: field.optional(),
+  first_name: field.optional(),
+  last_name: field.optional(),
+  email: field.optional(),
+  phone_number: field.optional(),
 });
 
 const company = z.looseObject({
   name: text,
   company_type: z.enum(['business', 'consumer', 'supplier']).default('consumer'),
-  company_code: z.string().optional(),
-  email: z.string().optional(),
-  website: z.string().optional(),
+  company_code: field.optional(),
+  email: field.optional(),
+  website: field.optional(),
 });
 
 /**
@@ -85,14 +85,14 @@ const issuedAt = z
   });
 
 const orderLine = z.union([
-  z.strictObject({ sku: text, quantity: positiveQuantity, price: quantity.optional() }),
+  z.strictObject({ sku: key, quantity: positiveQuantity, price: quantity.optional() }),
   // A line not tied to a variant (shipping, gift wrap): the service requires its label.
   z.looseObject({ freeform: z.literal(true), label: text, quantity: positiveQuantity, price: quantity.optional() }),
 ]);
 
 export const importOrderInput = z.strictObject({
-  channel: text,
-  channel_order_id: z.union([text, z.number().int()]).transform(String),
+  channel: key,
+  channel_order_id: channelOrderId,
   customer: z.union([
     z.strictObject({ company_id: id, shipping_address_id: id.optional(), billing_address_id: id.optional() }),
     z.strictObject({ company, shipping_address: address, billing_address: address.optional() }),
@@ -105,20 +105,20 @@ export const importOrderInput = z.strictObject({
   issued_at: issuedAt,
   status: z.enum(['draft', 'active']).optional(),
   stock_location_id: id.optional(),
-  lines: z.array(orderLine).min(1, 'at least one line'),
+  lines: z.array(orderLine).min(1, 'at least one line').max(MAX_LINES, `at most ${MAX_LINES} lines`),
 });
 
 const lineRef = z
-  .strictObject({ order_line_item_id: id.optional(), sku: text.optional(), quantity: positiveQuantity })
+  .strictObject({ order_line_item_id: id.optional(), sku: key.optional(), quantity: positiveQuantity })
   .refine((l) => (l.order_line_item_id === undefined) !== (l.sku === undefined), 'each line: order_line_item_id or sku (one of them)');
 
-const tracking = z.strictObject({ company: z.string().optional(), number: z.string().optional(), url: z.string().optional() });
+const tracking = z.strictObject({ company: field.optional(), number: field.optional(), url: field.optional() });
 
 export const shipInput = z
   .strictObject({
     ...orderRef,
     /** Lines to pack; omitted: everything not yet packed. */
-    lines: z.array(lineRef).min(1).optional(),
+    lines: z.array(lineRef).min(1).max(MAX_LINES).optional(),
     /** Ship an existing packed fulfillment instead of packing. */
     fulfillment_id: id.optional(),
     /** false: pack only. */
@@ -137,9 +137,9 @@ export const orderActionInput = z.strictObject(orderRef).refine(needOrder, order
 export const returnInput = z
   .strictObject({
     ...orderRef,
-    lines: z.array(lineRef).min(1, 'at least one line'),
+    lines: z.array(lineRef).min(1, 'at least one line').max(MAX_LINES, `at most ${MAX_LINES} lines`),
     location_id: id.optional(),
-    notes: z.string().optional(),
+    notes: note(2000).optional(),
     tracking: tracking.optional(),
   })
   .refine(needOrder, orderMessage);
@@ -148,16 +148,18 @@ export const receiveInput = z.strictObject({
   purchase_order_id: id,
   /** Optional: the lines being received. The service only receives whole orders, so they must match it. */
   lines: z
-    .array(z.strictObject({ purchase_order_line_item_id: id.optional(), sku: text.optional(), quantity: positiveQuantity }))
+    .array(z.strictObject({ purchase_order_line_item_id: id.optional(), sku: key.optional(), quantity: positiveQuantity }))
+    .max(MAX_LINES)
     .optional(),
 });
 
 export const stockCountInput = z.strictObject({
   counts: z
-    .array(z.strictObject({ sku: text, location_id: id, quantity: countQuantity }))
+    .array(z.strictObject({ sku: key, location_id: id, quantity: countQuantity }))
+    .max(MAX_LINES)
     .min(1, 'at least one count')
     .refine((cs) => new Set(cs.map((c) => `${c.location_id}\u0000${c.sku}`)).size === cs.length, 'each sku and location_id once'),
-  notes: z.string().optional(),
+  notes: note(2000).optional(),
 });
 
 export const inputSchemas = {

@@ -3,6 +3,7 @@
 //   GET  /api/operations             ?connection=&kind=&state=&limit=&before=  -> { operations }
 //   GET  /api/operations/:id         -> { operation } (with its plan)
 //   POST /api/operations/:id/retry   -> 202 { operation }
+import { idOf, isId } from '../inputs.ts';
 import type Router from '@koa/router';
 import bodyParser from 'koa-bodyparser';
 import type { PushKind, PushState } from '../db/schema.ts';
@@ -62,20 +63,20 @@ export function mountRoutes(rt: Pick<Runtime, 'config' | 'log' | 'database' | 'b
       connectionId,
       kind: q.kind as PushKind | undefined,
       state: q.state as PushState | undefined,
-      limit: q.limit && /^\d+$/.test(q.limit) ? Number(q.limit) : undefined,
-      beforeId: q.before && /^\d+$/.test(q.before) ? Number(q.before) : undefined,
+      limit: idOf(q.limit),
+      beforeId: idOf(q.before),
     });
     ctx.body = { operations: ops.map((o) => present(o)) };
   });
 
   router.get('/api/operations/:id', async (ctx) => {
-    const op = /^\d+$/.test(ctx.params.id!) ? await getOperation(db, Number(ctx.params.id)) : undefined;
+    const op = isId(ctx.params.id) ? await getOperation(db, Number(ctx.params.id)) : undefined;
     if (!op) return problem(ctx, 404, `no operation ${ctx.params.id}`);
     ctx.body = { operation: present(op, true) };
   });
 
   router.post('/api/operations/:id/retry', async (ctx) => {
-    if (!/^\d+$/.test(ctx.params.id!)) return problem(ctx, 404, `no operation ${ctx.params.id}`);
+    if (!isId(ctx.params.id)) return problem(ctx, 404, `no operation ${ctx.params.id}`);
     try {
       await ready();
       const op = await retryOperation(db, rt.boss, Number(ctx.params.id));

@@ -29,6 +29,12 @@ import { pauseDestination, removeDestination, resumeDestination, setDestination,
 import { ClientState } from '../api/client-state.ts';
 import { cancelHold, createHold, HoldConflict, holdInput, presentHold } from './holds.ts';
 
+/** A pause's reason as the API takes it: 200 characters at most. */
+function pauseReason(given: string | undefined): string {
+  if (given !== undefined && given.length > 200) throw new UsageError('--reason takes at most 200 characters');
+  return given?.trim() || 'paused by an operator';
+}
+
 const VERBS =
   'list | show NAME | add NAME | change NAME | remove NAME | override set NAME SKU MODE | override remove NAME SKU | holds list [NAME] | holds add NAME ORDER_ID --line SKU=QTY | holds cancel NAME ORDER_ID | orders show|cancel NAME CHANNEL_ORDER_ID | destination show|set|pause|resume|remove NAME';
 
@@ -390,7 +396,7 @@ async function runChannels(ctx: CommandContext, db: Db, databaseUrl: string): Pr
       } else if (sub === 'pause' || sub === 'resume' || sub === 'remove') {
         const done =
           sub === 'pause'
-            ? await pauseDestination(db, id, text(v, 'reason') ?? 'paused by an operator')
+            ? await pauseDestination(db, id, pauseReason(text(v, 'reason')))
             : sub === 'resume'
               ? await resumeDestination(db, id)
               : await removeDestination(db, id);

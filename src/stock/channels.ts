@@ -1,5 +1,6 @@
 // Managing channels and their per-SKU overrides (the API and the CLI share this): input checks that name the
 // bad value, which channel a name means, and each change with the recomputation it calls for. docs/channels.md.
+import { DECIMAL, wholeNumber } from '../inputs.ts';
 import { z } from 'zod';
 import {
   channelById,
@@ -40,11 +41,8 @@ export class ChannelChoiceError extends Error {
 }
 
 const decimal = z.union([
-  z
-    .string()
-    .trim()
-    .regex(/^\d+(\.\d+)?$/, 'a decimal of 0 or more such as "5" or "2.5"'),
-  z.number().int().nonnegative(),
+  z.string().trim().regex(DECIMAL, 'a decimal of 0 or more such as "5" or "2.5", at most 15 digits before the point and 8 after'),
+  wholeNumber.nonnegative(),
 ]);
 const percent = decimal.refine((v) => dec(String(v)).lessThanOrEqualTo(100), 'a percentage from 0 to 100');
 const channelFields = {
@@ -178,7 +176,12 @@ export async function changeChannel(db: Db, channel: Channel, raw: unknown): Pro
   const v = parseInput(z.strictObject(channelFields).partial(), raw);
   if (!Object.keys(v).length)
     throw new ChannelInputError(['input: nothing to change (locations, buffer_units, buffer_percent, cap_max_online)']);
-  const changed = await updateChannelRules(db, Number(channel.id), toRow(v, channel));
+  const rules = toRow(v, channel);
+  // The same rules again (2.0 for 2 included) change nothing: no write, no recomputation of every variant.
+  const fingerprint = rulesFingerprint(rulesOf(rules));
+  if (fingerprint === rulesFingerprint(rulesOf(channel)) && channel.applied_rules === fingerprint)
+    return { channel, recomputed: { changes: 0, ms: 0 } };
+  const changed = await updateChannelRules(db, Number(channel.id), rules);
   await logSync(db, {
     connectionId: channel.connection_id,
     resource: 'channel',

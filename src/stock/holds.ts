@@ -23,22 +23,23 @@ import { logSync } from '../db/synclog.ts';
 import { variantIdsBySku } from '../push/skus.ts';
 import { connectionChannels, lockVariants, logHoldEnds, recomputeVariants, settleHolds, type NewChange } from './recompute.ts';
 import { COMMITTING_STATUSES, dec, fmt, rulesFrom } from './rules.ts';
+import { boundedText, channelOrderId, DECIMAL, KEY_LENGTH, wholeNumber } from '../inputs.ts';
 
 const quantity = z
-  .union([
-    z
-      .string()
-      .trim()
-      .regex(/^\d+(\.\d+)?$/, 'a decimal string such as "2" or "1.5"'),
-    z.number().int().nonnegative(),
-  ])
+  .union([z.string().trim().regex(DECIMAL, 'a decimal string such as "2" or "1.5"'), wholeNumber.nonnegative()])
   .transform(String)
   .refine((v) => dec(v).greaterThan(0), 'a quantity above zero');
 
+/** Lines one hold may have: each is a row, and a statement binds a few values per row (PostgreSQL's limit is 65,535). */
+export const MAX_HOLD_LINES = 1000;
+
 /** What a channel sends to hold stock for an order: the same channel_order_id and SKU lines an import carries. */
 export const holdInput = z.strictObject({
-  channel_order_id: z.union([z.string().trim().min(1), z.number().int()]).transform(String),
-  lines: z.array(z.strictObject({ sku: z.string().trim().min(1), quantity })).min(1, 'at least one line'),
+  channel_order_id: channelOrderId,
+  lines: z
+    .array(z.strictObject({ sku: boundedText(KEY_LENGTH), quantity }))
+    .min(1, 'at least one line')
+    .max(MAX_HOLD_LINES, `at most ${MAX_HOLD_LINES} lines`),
 });
 export type HoldInput = z.infer<typeof holdInput>;
 

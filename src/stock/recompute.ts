@@ -2,6 +2,7 @@
 // connection, the variants a write touched (and every bundle that uses one of them as a component), ends the
 // held lines that write shows committed, records each change of a channel quantity with its cause in
 // channel_quantity_changes, and writes stock changes to the sync log. docs/channels.md.
+import { withChannelLock } from '../db/locks.ts';
 import type { Db, Executor } from '../db/index.ts';
 import {
   adoptSettings,
@@ -439,21 +440,27 @@ export async function recomputeWholeChannel(
   cause: Cause,
   onChanges?: (changes: NewChange[]) => Promise<void>,
 ): Promise<number | null> {
-  const start = await channelById(db, channelId);
-  if (!start) return null;
-  const ids = await variantIdsOf(db, start.connection_id);
-  let n = 0;
-  for (let i = 0; i < ids.length; i += 1000) {
-    const changes = await db.transaction().execute(async (tx) => {
-      const ch = await channelById(tx, channelId);
-      return ch ? recompute(tx, ch.connection_id, ids.slice(i, i + 1000), cause, [ch], false) : null;
-    });
-    if (changes === null) return null;
-    n += changes.length;
-    if (changes.length && onChanges) await onChanges(changes);
-  }
-  await saveAppliedRules(db, channelId, rulesFingerprint(rulesOf(start)));
-  return n;
+  // One recomputation of a channel at a time, whichever process asks: the others wait for it, then find the
+  // rules applied already (several PATCHes at once make one pass over every variant, not one each).
+  return withChannelLock(db, channelId, async () => {
+    const start = await channelById(db, channelId);
+    if (!start) return null;
+    const fingerprint = rulesFingerprint(rulesOf(start));
+    if (start.applied_rules === fingerprint) return 0;
+    const ids = await variantIdsOf(db, start.connection_id);
+    let n = 0;
+    for (let i = 0; i < ids.length; i += 1000) {
+      const changes = await db.transaction().execute(async (tx) => {
+        const ch = await channelById(tx, channelId);
+        return ch ? recompute(tx, ch.connection_id, ids.slice(i, i + 1000), cause, [ch], false) : null;
+      });
+      if (changes === null) return null;
+      n += changes.length;
+      if (changes.length && onChanges) await onChanges(changes);
+    }
+    await saveAppliedRules(db, channelId, fingerprint);
+    return n;
+  });
 }
 
 /**

@@ -14,10 +14,15 @@
 //   GET    /api/variants/:connection/:id/channels                            a variant's quantity in each channel, and why
 // A channel name that exists on several connections needs ?connection=NAME (400 otherwise). The feeds answer
 // {changes, next, has_more}, and 410 when changes after the cursor were deleted by retention.
+import { isId, note } from '../inputs.ts';
+
+/** As the console's form allows. */
+const PAUSE_REASON_LENGTH = 200;
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import bodyParser from 'koa-bodyparser';
-import { listChannels, listOverrides, quantitiesOf, type Channel } from '../db/channels.ts';
+import { listChannels, listOverrides, OVERRIDES_PAGE, quantitiesOf, type Channel } from '../db/channels.ts';
+import type { Db } from '../db/index.ts';
 import { listHolds, type HoldState } from '../db/holds.ts';
 import { OperationFailed } from '../push/errors.ts';
 import type { Runtime } from '../runtime.ts';
@@ -53,7 +58,7 @@ const STATES: HoldState[] = ['active', 'ended', 'all'];
 function feedParams(ctx: Context): { since: number; limit: number } | null {
   const since = String(ctx.query.since ?? '0');
   const limit = String(ctx.query.limit ?? '1000');
-  if (!/^\d+$/.test(since) || !/^\d+$/.test(limit) || Number(limit) < 1 || Number(limit) > 10_000) {
+  if (!isId(since) || !isId(limit) || Number(limit) < 1 || Number(limit) > 10_000) {
     problem(ctx, 400, 'since must be a change id (an integer, 0 for everything) and limit an integer from 1 to 10000');
     return null;
   }
@@ -74,6 +79,21 @@ function answerFeed(ctx: Context, page: FeedPage | FeedExpired): void {
     return;
   }
   ctx.body = page;
+}
+
+/**
+ * A page of a channel's overrides: ?after=SKU&limit=N (at most OVERRIDES_PAGE), with `next` the SKU to ask after
+ * for the next page (null on the last).
+ */
+async function overridesPage(db: Db, channelId: number, ctx: Context) {
+  const after = query(ctx, 'after') ?? undefined;
+  const limitRaw = query(ctx, 'limit');
+  if (limitRaw !== null && (!isId(limitRaw) || Number(limitRaw) < 1 || Number(limitRaw) > OVERRIDES_PAGE))
+    throw new ChannelInputError([`limit: a whole number from 1 to ${OVERRIDES_PAGE} (got ${JSON.stringify(limitRaw)})`]);
+  const limit = limitRaw === null ? OVERRIDES_PAGE : Number(limitRaw);
+  const rows = await listOverrides(db, channelId, { after, limit: limit + 1 });
+  const page = rows.slice(0, limit);
+  return { overrides: page.map(presentOverride), next: rows.length > limit ? page[page.length - 1]!.sku : null };
 }
 
 /** Runs a handler, answering the channel errors with their status and message. */
@@ -136,7 +156,7 @@ export function mountRoutes(rt: Pick<Runtime, 'database' | 'config' | 'boss' | '
   router.get('/api/channels/:name', (ctx) =>
     answering(ctx, async () => {
       const ch = await channel(ctx);
-      ctx.body = { channel: presentChannel(ch), overrides: (await listOverrides(db, Number(ch.id))).map(presentOverride) };
+      ctx.body = { channel: presentChannel(ch), ...(await overridesPage(db, Number(ch.id), ctx)) };
     }),
   );
 
@@ -159,7 +179,7 @@ export function mountRoutes(rt: Pick<Runtime, 'database' | 'config' | 'boss' | '
 
   router.get('/api/channels/:name/overrides', (ctx) =>
     answering(ctx, async () => {
-      ctx.body = { overrides: (await listOverrides(db, Number((await channel(ctx)).id))).map(presentOverride) };
+      ctx.body = await overridesPage(db, Number((await channel(ctx)).id), ctx);
     }),
   );
 
@@ -184,7 +204,7 @@ export function mountRoutes(rt: Pick<Runtime, 'database' | 'config' | 'boss' | '
     answering(ctx, async () => {
       const state = (query(ctx, 'state') ?? 'active') as HoldState;
       const limit = query(ctx, 'limit') ?? '100';
-      if (!STATES.includes(state) || !/^\d+$/.test(limit) || Number(limit) < 1 || Number(limit) > 1000)
+      if (!STATES.includes(state) || !isId(limit) || Number(limit) < 1 || Number(limit) > 1000)
         return problem(ctx, 400, 'state must be active, ended or all, and limit an integer from 1 to 1000');
       const ch = await channel(ctx);
       const holds = await listHolds(db, { connectionId: ch.connection_id, channel: ch.name, state, limit: Number(limit) });
@@ -250,6 +270,8 @@ export function mountRoutes(rt: Pick<Runtime, 'database' | 'config' | 'boss' | '
       const action = ctx.params.action;
       if (action !== 'pause' && action !== 'resume') return problem(ctx, 404, 'the actions are pause and resume');
       const given = (ctx.request.body as { reason?: unknown } | undefined)?.reason;
+      if (given !== undefined && (typeof given !== 'string' || !note(PAUSE_REASON_LENGTH).safeParse(given).success))
+        throw new ChannelInputError([`reason: text of at most ${PAUSE_REASON_LENGTH} characters without control characters`]);
       const reason = typeof given === 'string' && given.trim() ? given.trim() : 'paused by an operator';
       const done = action === 'pause' ? await pauseDestination(db, Number(ch.id), reason) : await resumeDestination(db, Number(ch.id));
       if (!done) return problem(ctx, 404, `channel ${ch.connection}/${ch.name} has no destination`);
@@ -317,7 +339,7 @@ export function mountRoutes(rt: Pick<Runtime, 'database' | 'config' | 'boss' | '
 
   router.get('/api/variants/:connection/:id/channels', async (ctx) => {
     const c = await connectionByName(db, ctx.params.connection!);
-    if (!c || !/^\d+$/.test(ctx.params.id!)) return problem(ctx, 404, `no variant ${ctx.params.connection}/${ctx.params.id}`);
+    if (!c || !isId(ctx.params.id)) return problem(ctx, 404, `no variant ${ctx.params.connection}/${ctx.params.id}`);
     const rows = await quantitiesOf(db, Number(c.id), Number(ctx.params.id));
     ctx.body = {
       connection: c.name,

@@ -1,4 +1,5 @@
 // The sync log: its page, /api/logs pages, and the live tail as server-sent events.
+import { idOf } from '../../inputs.ts';
 import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type Router from '@koa/router';
@@ -123,7 +124,7 @@ async function tailStream(ctx: Context, deps: ConsoleDeps, streams: Streams): Pr
     return problem(ctx, 503, `${MAX_TAIL_STREAMS} live-tail streams are open on this console already; try again later`);
   }
   const resumeRaw = ctx.get('last-event-id') || flatQuery(ctx).after;
-  const resume = resumeRaw && /^\d+$/.test(resumeRaw) ? Number(resumeRaw) : undefined;
+  const resume = idOf(resumeRaw);
   const live: LogFilter = { ...filter, afterId: undefined, limit: undefined, from: undefined, to: undefined };
 
   // The response is written directly (not as a Koa body stream): a browser leaving the page is the normal
