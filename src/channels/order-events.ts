@@ -186,7 +186,7 @@ const eventRow = (m: MappedOrder, f: Pick<OrderFacts, 'order_id' | 'order_number
   channel_id: m.channel_id!,
   channel_order_id: m.channel_order_id,
   order_id: f?.order_id ?? m.order_id,
-  order_number: f?.order_number ?? null,
+  order_number: f?.order_number ?? m.order_number,
   type: e.type,
   key: e.key,
   at: e.at,

@@ -18,13 +18,16 @@ export interface MappedOrder {
   order_id: number;
   announced: string[];
   created_at: Date;
+  /** The order number the import was answered with (the order may not be mirrored yet). */
+  order_number: string | null;
 }
 
 /** The channel orders among `orderIds`, locked in a fixed order (two writers never wait on each other crosswise). */
 export async function lockMappedOrders(tx: Executor, connectionId: number, orderIds: number[]): Promise<MappedOrder[]> {
   if (!orderIds.length) return [];
   const { rows } = await sql<MappedOrder>`
-    SELECT co.connection_id, co.channel, ch.id AS channel_id, co.channel_order_id, co.order_id, co.announced, co.created_at
+    SELECT co.connection_id, co.channel, ch.id AS channel_id, co.channel_order_id, co.order_id, co.announced, co.created_at,
+           (SELECT p.result->>'order_number' FROM push_operations p WHERE p.id = co.operation_id) AS order_number
       FROM channel_orders co
       LEFT JOIN channels ch ON ch.connection_id = co.connection_id AND ch.name = co.channel
      WHERE co.connection_id = ${connectionId} AND co.order_id = ANY(${orderIds}::bigint[])
@@ -68,11 +71,15 @@ export interface OrderFacts {
   }[];
 }
 
-/** One statement: the orders with their fulfilments and returns, lines by SKU (numeric quantities as text). */
+/**
+ * One statement: the orders with their fulfilments and returns, lines by SKU (numeric quantities as text). An order
+ * not mirrored yet still has its fulfilments and returns (its own fields null): a shipment is not held up by the
+ * order's read.
+ */
 export async function orderFacts(db: Executor, connectionId: number, orderIds: number[]): Promise<Map<number, OrderFacts>> {
   if (!orderIds.length) return new Map();
   const { rows } = await sql<OrderFacts>`
-    SELECT o.id AS order_id, o.order_number, o.status, o.raw->>'payment_status' AS payment_status,
+    SELECT i.id AS order_id, o.order_number, o.status, o.raw->>'payment_status' AS payment_status,
            o.raw->>'invoice_status' AS invoice_status, o.raw->'invoice_numbers' AS invoice_numbers,
            o.created_at, o.updated_at,
            coalesce((SELECT jsonb_agg(jsonb_build_object(
@@ -83,7 +90,7 @@ export async function orderFacts(db: Executor, connectionId: number, orderIds: n
                                      FROM fulfillment_line_items fl
                                     WHERE fl.connection_id = f.connection_id AND fl.fulfillment_id = f.id), '[]'))
                 ORDER BY f.id)
-              FROM fulfillments f WHERE f.connection_id = o.connection_id AND f.order_id = o.id), '[]') AS fulfillments,
+              FROM fulfillments f WHERE f.connection_id = ${connectionId} AND f.order_id = i.id), '[]') AS fulfillments,
            coalesce((SELECT jsonb_agg(jsonb_build_object(
                 'id', r.id, 'status', r.status, 'credit_note_number', r.credit_note_number, 'location_id', r.location_id,
                 'created_at', r.created_at, 'received_at', r.raw->>'received_at',
@@ -93,9 +100,9 @@ export async function orderFacts(db: Executor, connectionId: number, orderIds: n
                                      LEFT JOIN variants v ON v.connection_id = li.connection_id AND v.id = li.variant_id
                                     WHERE rl.connection_id = r.connection_id AND rl.fulfillment_return_id = r.id), '[]'))
                 ORDER BY r.id)
-              FROM fulfillment_returns r WHERE r.connection_id = o.connection_id AND r.order_id = o.id), '[]') AS returns
-      FROM orders o
-     WHERE o.connection_id = ${connectionId} AND o.id = ANY(${orderIds}::bigint[])`.execute(db);
+              FROM fulfillment_returns r WHERE r.connection_id = ${connectionId} AND r.order_id = i.id), '[]') AS returns
+      FROM unnest(${orderIds}::bigint[]) AS i(id)
+      LEFT JOIN orders o ON o.connection_id = ${connectionId} AND o.id = i.id`.execute(db);
   return new Map(rows.map((r) => [Number(r.order_id), { ...r, order_id: Number(r.order_id) }]));
 }
 

@@ -25,7 +25,9 @@ import {
 } from '../db/operations.ts';
 import type { PushKind, PushOperation } from '../db/schema.ts';
 import { metrics } from '../metrics.ts';
-import { requestDelivery, sendPushJob } from '../queue/contracts.ts';
+import { requestDelivery, sendFetch, sendPushJob, STOCK_PRIORITY } from '../queue/contracts.ts';
+import { CHANNEL_ORDER } from '../catalog/index.ts';
+import { markPending } from '../db/pending.ts';
 import { recordImported, recordImportFailed } from '../channels/order-events.ts';
 import { listChannels } from '../db/channels.ts';
 import type { Boss } from '../queue/boss.ts';
@@ -229,12 +231,19 @@ export async function finishOperation(
     return row;
   });
   for (const channelId of told) await requestDelivery(boss, channelId);
+  // The imported order is read soon, with stock (its fulfilments' events need it; the order.create delivery is
+  // read with the documents, which may wait a minute or two on a busy account).
+  if (op.kind === 'import-order' && outcome.state === 'confirmed' && outcome.mapping)
+    await sendFetch(boss, { connectionId: op.connection_id, resource: CHANNEL_ORDER }, { priority: STOCK_PRIORITY, seconds: 1 });
   return row;
 }
 
 async function tellImportOutcome(tx: Executor, op: PushOperation, outcome: Outcome): Promise<number[]> {
   if (outcome.state === 'confirmed' && outcome.mapping) {
     const result = (outcome.result ?? {}) as Record<string, unknown>;
+    await markPending(tx, [
+      { connectionId: op.connection_id, resource: CHANNEL_ORDER, id: outcome.mapping.orderId, reason: 'order.imported' },
+    ]);
     return recordImported(tx, {
       connectionId: op.connection_id,
       orderId: outcome.mapping.orderId,

@@ -57,6 +57,9 @@ export interface FetchData {
   resource: string;
 }
 
+/** pg-boss priority of a stock read's drain (src/sync/drain-requests.ts ranks the tiers). */
+export const STOCK_PRIORITY = 2;
+
 export const fetchQueue = defineQueue<FetchData>('fetch', { retryLimit: 10, retryDelay: 2, retryBackoff: true, expireInSeconds: 900 });
 
 /**

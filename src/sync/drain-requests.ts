@@ -3,12 +3,12 @@
 import PQueue from 'p-queue';
 import { freshnessOf, type Freshness } from '../catalog/index.ts';
 import type { Boss } from '../queue/boss.ts';
-import { sendFetch } from '../queue/contracts.ts';
+import { sendFetch, STOCK_PRIORITY } from '../queue/contracts.ts';
 import type { SyncState } from './state.ts';
 
 // When drains queue up (hundreds of accounts on a busy machine), the worker takes stock reads first: pg-boss
 // fetches by priority, then age. Within a tier, the oldest first.
-const PRIORITY: Record<Freshness, number> = { stock: 2, documents: 1, reference: 0 };
+const PRIORITY: Record<Freshness, number> = { stock: STOCK_PRIORITY, documents: 1, reference: 0 };
 
 /** What asking for a drain needs: the queue and the runtime's pacing memory. */
 export type DrainRequester = { boss: Boss; sync: Pick<SyncState, 'pacing'> };
