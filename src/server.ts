@@ -47,7 +47,10 @@ export function createApp(pool: pg.Pool, log: Logger, extraChecks: ReadinessChec
 export function listen(app: Koa, port: number, host: string, opts: { requestTimeoutMs?: number } = {}): Promise<Server> {
   // Node checks request timeouts every connectionsCheckingInterval (30 s by default): check every second.
   const server = http.createServer({ connectionsCheckingInterval: 1000 }, app.callback());
-  server.keepAliveTimeout = 65_000;
+  // Longer than the idle timeout of the senders in front of us, so a sender never reuses a socket we have just
+  // closed (a reset, and a delivery waiting for its retry): AWS load balancers 60 s, nginx upstreams 75 s, Go's
+  // http.Transport 90 s; Node's undici 4 s and the sandbox 30 s.
+  server.keepAliveTimeout = 95_000;
   // A sender that trickles its request (a slow-body attack, a stuck client) holds a socket only this long
   // (the service gives up on a delivery after 10 s anyway). Responses (SSE streams) are not limited.
   const requestTimeout = opts.requestTimeoutMs ?? 12_000;

@@ -15,6 +15,7 @@ export const RETRY_BASE_S = 60;
 export const RETRY_CAP_S = 6 * 3600;
 export const FAILURE_RETENTION_S = 3 * 86400;
 export const RESPONSE_TIMEOUT_MS = 10_000;
+const IDLE_SOCKET_MS = 30_000;
 const CONCURRENCY = 64;
 
 export interface DeliveryFaults {
@@ -67,8 +68,10 @@ export class Deliveries {
   private idle: (() => void)[] = [];
   private log: AttemptLog[] = [];
   private closed = false;
-  private readonly httpAgent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-  private readonly httpsAgent = new https.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+  // An idle socket is closed after IDLE_SOCKET_MS, well inside any receiver's keep-alive, as real senders' agents
+  // do: one kept longer meets the receiver's close as it sends, the delivery gets a reset and waits for its retry.
+  private readonly httpAgent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY, timeout: IDLE_SOCKET_MS });
+  private readonly httpsAgent = new https.Agent({ keepAlive: true, maxSockets: CONCURRENCY, timeout: IDLE_SOCKET_MS });
   private readonly deps: { store: () => Store; clock: Clock; secret: string; baseUrl: () => string; rng: Random; log: Logger };
 
   constructor(deps: Deliveries['deps']) {
