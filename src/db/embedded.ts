@@ -1,9 +1,12 @@
 // The embedded PostgreSQL used when DATABASE_URL is unset: data under DATA_DIR/postgres, a free port each start.
 // PostgreSQL refuses to run as root, so as root the server runs as the `postgres` system user.
+// Processes sharing a DATA_DIR (the roles a process manager starts together) take turns through a lock file,
+// DATA_DIR/postgres.lock: the one holding it starts the server (or adopts the running one), the others wait
+// and then adopt it; a lock naming a process that is gone is taken over.
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
-import { chmod, chown, mkdir, mkdtemp, readFile, rm, unlink, writeFile } from 'node:fs/promises';
+import { chmod, chown, link, mkdir, mkdtemp, readFile, rename, rm, unlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { basename, join, resolve } from 'node:path';
 import { arch, platform, tmpdir, userInfo } from 'node:os';
@@ -41,6 +44,79 @@ function alive(pid: number): boolean {
   }
 }
 
+/** When a process started (Linux: clock ticks after boot, /proc/PID/stat field 22); null where unknown. */
+function startTime(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** How long a process waits for another one starting (or stopping) the server before it gives up. */
+const LOCK_WAIT_MS = 180_000;
+
+/**
+ * Takes DATA_DIR/postgres.lock, which names the live process starting, adopting or stopping the server: created
+ * whole in one step (a file of our own linked into place, which fails when the lock exists), so another process
+ * reads either no lock or a complete one. While a live process holds it, waits (`waitMs` at most); a lock whose
+ * process is gone (killed while starting), or is a later process given its pid, is taken over. Returns the release.
+ */
+async function takeLock(root: string, log: Logger, waitMs: number): Promise<() => Promise<void>> {
+  const lockFile = join(root, 'postgres.lock');
+  const mine = `${process.pid} ${startTime(process.pid) ?? ''}\n`;
+  const deadline = Date.now() + waitMs;
+  let waiting = false;
+  for (;;) {
+    const tmp = `${lockFile}.${process.pid}.${randomBytes(4).toString('hex')}`;
+    await writeFile(tmp, mine);
+    try {
+      await link(tmp, lockFile);
+      return async () => {
+        if ((await readFile(lockFile, 'utf8').catch(() => '')) === mine) await unlink(lockFile).catch(() => {});
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    } finally {
+      await unlink(tmp).catch(() => {});
+    }
+    const held = await readFile(lockFile, 'utf8').catch(() => null);
+    if (held === null) continue; // released meanwhile
+    const [pidText = '', started = ''] = held.trim().split(' ');
+    const pid = Number(pidText);
+    const now = pid > 0 ? startTime(pid) : null;
+    // Our own pid with our own start time: another call in this process. Our pid otherwise: a process before us
+    // (a restarted container gives the same pid again).
+    const live = pid > 0 && alive(pid) && (started && now ? started === now : pid !== process.pid);
+    if (live) {
+      if (Date.now() >= deadline) {
+        throw new Error(
+          `process ${pid} has held ${lockFile} (starting or stopping the embedded PostgreSQL) for ${Math.round(waitMs / 1000)} s; ` +
+            'if no commerce-sync process runs on this DATA_DIR, remove that file and start again',
+        );
+      }
+      if (!waiting) log.info({ pid }, 'another process is starting or stopping the embedded PostgreSQL: waiting for it');
+      waiting = true;
+      await new Promise((r) => setTimeout(r, 100));
+      continue;
+    }
+    // Left by a process that is gone: move it aside (one step: of several processes doing this at once, one
+    // succeeds) and make sure what was moved is that lock, not one a live process took meanwhile.
+    const aside = `${lockFile}.stale.${process.pid}.${randomBytes(4).toString('hex')}`;
+    try {
+      await rename(lockFile, aside);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      throw err;
+    }
+    const moved = await readFile(aside, 'utf8').catch(() => '');
+    if (moved === held) log.warn({ pid }, 'taking over the embedded PostgreSQL lock of a process that is gone');
+    else await link(aside, lockFile).catch(() => {}); // a live process's lock: put it back
+    await unlink(aside).catch(() => {});
+  }
+}
+
 interface Running {
   pid: number;
   port: number;
@@ -73,9 +149,26 @@ export async function startEmbedded(
   opts: { preload?: string[] } = {},
 ): Promise<EmbeddedDatabase> {
   const root = resolve(dataDir);
-  const pgData = join(root, 'postgres');
   const ids = userInfo().uid === 0 ? await postgresIds() : undefined;
   await mkdir(root, { recursive: true });
+  // One process at a time decides: without this, a process started at the same moment as another took the
+  // server the other was starting (no owner written yet) for one left behind and stopped it.
+  const release = await takeLock(root, log, LOCK_WAIT_MS);
+  try {
+    return await startLocked(root, ids, log, database, opts);
+  } finally {
+    await release();
+  }
+}
+
+async function startLocked(
+  root: string,
+  ids: { uid: number; gid: number } | undefined,
+  log: Logger,
+  database: string,
+  opts: { preload?: string[] },
+): Promise<EmbeddedDatabase> {
+  const pgData = join(root, 'postgres');
   const pwFile = join(root, 'postgres.password');
   let password: string;
   if (existsSync(pwFile)) password = (await readFile(pwFile, 'utf8')).trim();
@@ -161,8 +254,15 @@ export async function startEmbedded(
     dataDir: pgData,
     pid,
     stop: async () => {
-      await run(bin.pg_ctl, ['-D', pgData, '-m', 'fast', '-w', '-t', '60', 'stop'], ids);
-      await unlink(ownerFile).catch(() => {});
+      // Under the lock, so a process starting meanwhile waits for the server to be gone rather than adopt it
+      // as it stops (and stops anyway after waiting the longest a start may take).
+      const release = await takeLock(root, log, LOCK_WAIT_MS).catch(() => async () => {});
+      try {
+        await run(bin.pg_ctl, ['-D', pgData, '-m', 'fast', '-w', '-t', '60', 'stop'], ids);
+        await unlink(ownerFile).catch(() => {});
+      } finally {
+        await release();
+      }
       log.info('embedded PostgreSQL stopped');
     },
   };

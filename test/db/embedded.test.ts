@@ -63,6 +63,41 @@ t.test('a second process attaches to the running server and leaves it running', 
   await owner.stop();
 });
 
+t.test('a lock left by a process killed while starting the server is taken over', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'cs-embedded-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const { writeFile } = await import('node:fs/promises');
+  await writeFile(join(dir, 'postgres.lock'), '999999 12345\n');
+  const { log, text } = captureLogger();
+  const db = await startEmbedded(dir, log);
+  t.match(text(), /lock of a process that is gone/);
+  t.same(await query(db.url, 'SELECT 1 AS one'), [{ one: 1 }]);
+  t.notOk(existsSync(join(dir, 'postgres.lock')), 'released once started');
+  await db.stop();
+  t.notOk(existsSync(join(dir, 'postgres.lock')), 'and after stopping');
+});
+
+t.test('a start waits while a live process holds the lock (it is starting the server), then goes on', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'cs-embedded-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const { unlink, writeFile } = await import('node:fs/promises');
+  // Our parent stands in for another live process starting the server.
+  await writeFile(join(dir, 'postgres.lock'), `${process.ppid}\n`);
+  const { log, text } = captureLogger();
+  let settled = false;
+  const starting = startEmbedded(dir, log).finally(() => {
+    settled = true;
+  });
+  await new Promise((r) => setTimeout(r, 1500));
+  t.notOk(settled, 'still waiting');
+  t.match(text(), /starting or stopping the embedded PostgreSQL: waiting for it/);
+  t.notOk(existsSync(join(dir, 'postgres', 'postmaster.pid')), 'started nothing meanwhile');
+  await unlink(join(dir, 'postgres.lock'));
+  const db = await starting;
+  t.same(await query(db.url, 'SELECT 1 AS one'), [{ one: 1 }]);
+  await db.stop();
+});
+
 t.test('the password file given to initdb is readable by no other user while it exists', async (t) => {
   const { lstatSync, readdirSync } = await import('node:fs');
   const dir = await mkdtemp(join(tmpdir(), 'cs-embedded-'));
