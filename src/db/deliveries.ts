@@ -1,5 +1,6 @@
 // The webhook_deliveries store: every statement the receiver, the deliveries queue's handler and a replay run on
 // the table. The operators' reads: delivery-reads.ts.
+import { createHash } from 'node:crypto';
 import { type Selectable, sql } from 'kysely';
 import type pg from 'pg';
 import { quoteLiteral, type Db, type Executor } from './index.ts';
@@ -57,7 +58,7 @@ const connectionLocks = (lock: 'pg_advisory_xact_lock_shared' | 'pg_advisory_xac
 const JOBS = '/*jobs*/';
 const insertRows = `
   WITH v AS (
-    SELECT * FROM json_to_recordset($1::json) AS v(c bigint, d text, e text, r text, a text, o bigint, t timestamptz, u text, b text, s text, x text, j text)
+    SELECT * FROM json_to_recordset($1::json) AS v(c bigint, d text, e text, r text, a text, o bigint, t timestamptz, u text, b text, s text, x text, j text, h text)
   ), waiting AS (
     SELECT n.c, n.j, w.job_id AS existing
     FROM (SELECT DISTINCT c, j FROM v WHERE j IS NOT NULL) AS n
@@ -67,10 +68,10 @@ const insertRows = `
     INSERT INTO delivery_waits (job_id, connection_id) SELECT j, c FROM waiting WHERE existing IS NULL
   ), ins AS (
     INSERT INTO webhook_deliveries
-      (connection_id, delivery_id, event, resource, action, object_id, event_at, resource_url, body, state, error, job_id)
-    SELECT v.c, d, e, r, a, o, t, u, b, s, x, coalesce(waiting.existing, v.j)
+      (connection_id, delivery_id, event, resource, action, object_id, event_at, resource_url, body, state, error, job_id, body_digest)
+    SELECT v.c, d, e, r, a, o, t, u, b, s, x, coalesce(waiting.existing, v.j), h
     FROM v LEFT JOIN waiting ON waiting.c = v.c AND v.j IS NOT NULL
-    ON CONFLICT (connection_id, delivery_id) DO NOTHING
+    ON CONFLICT DO NOTHING
     RETURNING id, connection_id, delivery_id, event, resource, object_id, state, error, job_id
   ), log AS (
     INSERT INTO sync_log (connection_id, resource, record_id, action, delivery_id, job_id, outcome, error, detail)
@@ -123,12 +124,14 @@ export function deliveriesJson(rows: NewDelivery[]): string {
       s: r.state,
       x: r.error,
       j: r.jobId,
+      // The same body under another delivery id is the same event sent again (migration 0240).
+      h: createHash('sha256').update(r.body).digest('hex'),
     })),
   );
 }
 
 /**
- * Inserts the rows (duplicates of stored ones are skipped by the unique key), attaching each connection's queued
+ * Inserts the rows (copies of stored ones, by delivery id or by body, are skipped by the unique keys), attaching each connection's queued
  * rows to its waiting job or making the candidate job of `jobs` wait, and inserts the jobs made, in the same
  * transaction; returns the rows that are new, with the job each belongs to. One multi-statement query, which
  * PostgreSQL runs as one transaction: one round trip and one commit for the whole batch. The caller removes
