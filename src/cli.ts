@@ -18,6 +18,7 @@ const stock: Load = () => import('./stock/cli.ts');
 const channels: Load = () => import('./stock/channels-cli.ts');
 const push: Load = () => import('./push/cli.ts');
 const operator: Load = () => import('./console/cli.ts');
+const tokens: Load = () => import('./console/tokens-cli.ts');
 
 // name, module, one-line summary, in the order help lists them.
 const available: [string, Load, string][] = [
@@ -37,6 +38,8 @@ const available: [string, Load, string][] = [
   ['push', push, 'push an operation to the service (import-order, ship, invoice, pay, void, return, receive, stock-count)'],
   ['logs', operator, 'show or follow the sync log'],
   ['status', operator, 'per connection: health, lag, budget, queue depths'],
+  ['audit', operator, 'who changed what, through the console, the API or the CLI'],
+  ['tokens', tokens, 'personal API tokens for scripts and the CLI: list, create, revoke'],
 ];
 
 function mainHelp(): string {

@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import type { Role } from './db/schema.ts';
 
 const defaultsPath = fileURLToPath(new URL('../config/default.json', import.meta.url));
 
@@ -217,6 +218,10 @@ export const settings = {
     doc: 'A custom stock_adjustment_reason_id sent instead of STOCK_ADJUSTMENT_REASON; empty: the reason code.',
   },
   SYNC_LOG_RETENTION_DAYS: { schema: days, doc: 'Days the sync log keeps entries.' },
+  AUDIT_RETENTION_DAYS: {
+    schema: days,
+    doc: 'Days the audit log keeps who changed what (console, API, CLI); nothing else deletes an entry.',
+  },
   DELIVERY_RETENTION_DAYS: {
     schema: days,
     doc: 'Days a processed, unhandled or rejected webhook delivery is kept (queued ones stay until handled, failed ones as long as dead letters). Below 3.05 a late retry of the service (it retries for 3 days) could be processed twice.',
@@ -244,6 +249,26 @@ export const settings = {
       .refine((v) => v === '' || v.length >= 24)
       .describe('empty, or at least 24 characters (openssl rand -hex 24 makes one)'),
     doc: 'Bearer token (or password) for the console and /api, at least 24 characters. Empty: open on localhost in demo mode only.',
+    secret: true,
+  },
+  OIDC_ISSUER: {
+    schema: url(', or empty'),
+    doc: "Issuer URL of the company's OpenID Connect provider operators sign in with (Authorization Code with PKCE). Empty: no sign-in by name (OPERATOR_TOKEN and personal tokens only).",
+  },
+  OIDC_CLIENT_ID: { schema: z.string(), doc: 'Client id of commerce-sync at the OpenID provider.' },
+  OIDC_CLIENT_SECRET: { schema: z.string(), doc: 'Client secret of commerce-sync at the OpenID provider.', secret: true },
+  OIDC_ALLOWED_DOMAINS: {
+    schema: z.string(),
+    doc: 'E-mail domains whose people may sign in (comma-separated); empty: any the provider vouches for. Their e-mail must be verified.',
+  },
+  OIDC_ROLE_CLAIM: { schema: z.string().min(1), doc: 'The ID token claim (a string or a list) OIDC_ROLES maps to a role.' },
+  OIDC_ROLES: {
+    schema: z.string(),
+    doc: 'Group (claim value) to role, comma-separated: `ops-admins=admin,warehouse=operator,*=viewer`; the highest a person has counts. A person with none is refused.',
+  },
+  OPERATOR_API_TOKEN: {
+    schema: z.string(),
+    doc: "A personal token (cst_..., `commerce-sync tokens create`) that CLI commands given --url URL send to that console's API instead of opening the database.",
     secret: true,
   },
   OPERATOR_SESSION_HOURS: { schema: int(1, 720), doc: 'How long a console login lasts; logging out ends it at once.' },
@@ -353,6 +378,72 @@ function crossChecks(c: Config): string[] {
     );
   if (c.CHANNEL_WEBHOOK_URL && !c.CHANNEL_WEBHOOK_SECRET)
     problems.push('CHANNEL_WEBHOOK_SECRET is empty: POSTs to CHANNEL_WEBHOOK_URL are signed (Standard Webhooks); set a whsec_ secret');
+  problems.push(...oidcProblems(c));
+  return problems;
+}
+
+const OIDC_ROLE_NAMES: readonly Role[] = ['viewer', 'operator', 'admin'];
+
+/**
+ * OIDC_ROLES read: `GROUP=ROLE` entries separated by commas (the last `=` splits, so a group may hold one); `*` is
+ * anyone the provider vouches for. Each entry that does not read is a problem line.
+ */
+export function parseOidcRoles(text: string): { roles: Map<string, Role>; problems: string[] } {
+  const roles = new Map<string, Role>();
+  const problems: string[] = [];
+  for (const entry of text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
+    const i = entry.lastIndexOf('=');
+    const group = entry.slice(0, Math.max(i, 0)).trim();
+    const role = entry.slice(i + 1).trim();
+    if (i <= 0 || !group || !(OIDC_ROLE_NAMES as readonly string[]).includes(role))
+      problems.push(
+        `OIDC_ROLES entry ${JSON.stringify(entry)} is not valid: expected GROUP=ROLE with ROLE one of ${OIDC_ROLE_NAMES.join(', ')}`,
+      );
+    else if (roles.has(group)) problems.push(`OIDC_ROLES gives group ${JSON.stringify(group)} a role twice: keep one entry`);
+    else roles.set(group, role as Role);
+  }
+  return { roles, problems };
+}
+
+/** The e-mail domains of OIDC_ALLOWED_DOMAINS, lower case; empty: any. */
+export const oidcDomains = (text: string) =>
+  text
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
+
+const loopbackHost = (hostname: string) =>
+  hostname === 'localhost' || hostname.endsWith('.localhost') || /^127(\.\d{1,3}){3}$/.test(hostname) || hostname === '[::1]';
+
+/** Sign-in by name (src/console/oidc.ts): the settings it needs once OIDC_ISSUER is set, and the ones that must read. */
+function oidcProblems(c: Config): string[] {
+  const problems = parseOidcRoles(c.OIDC_ROLES).problems;
+  for (const domain of oidcDomains(c.OIDC_ALLOWED_DOMAINS))
+    if (!/^[a-z0-9-]+(\.[a-z0-9-]+)+$/.test(domain))
+      problems.push(
+        `OIDC_ALLOWED_DOMAINS entry ${JSON.stringify(domain)} is not an e-mail domain: expected names such as example.com, comma-separated`,
+      );
+  if (!c.OIDC_ISSUER) return problems;
+  const issuer = new URL(c.OIDC_ISSUER);
+  if (issuer.protocol !== 'https:' && !loopbackHost(issuer.hostname))
+    problems.push(
+      `OIDC_ISSUER = ${JSON.stringify(c.OIDC_ISSUER)} is not valid: expected an https URL (http only at a loopback address, for tests)`,
+    );
+  if (issuer.search || issuer.hash)
+    problems.push(`OIDC_ISSUER = ${JSON.stringify(c.OIDC_ISSUER)} is not valid: expected the issuer URL without a query or fragment`);
+  if (!c.OIDC_CLIENT_ID)
+    problems.push(
+      'OIDC_CLIENT_ID is empty: signing in through OIDC_ISSUER needs the client id commerce-sync is registered with at the provider',
+    );
+  if (!c.OIDC_CLIENT_SECRET)
+    problems.push('OIDC_CLIENT_SECRET is empty: signing in through OIDC_ISSUER needs the client secret of that registration');
+  if (!c.OIDC_ROLES.trim())
+    problems.push(
+      'OIDC_ROLES is empty: no one signing in through OIDC_ISSUER would get a role; map groups to roles, e.g. ops-admins=admin,warehouse=operator,*=viewer',
+    );
   return problems;
 }
 

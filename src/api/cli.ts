@@ -1,4 +1,5 @@
 // Commands: `connect` (privileged token or OAuth), `connections` (list), `api` (one call through the budget).
+import { auditCommand } from '../audit.ts';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -133,6 +134,12 @@ async function connect(ctx: CommandContext): Promise<number> {
     out(
       `connected ${connection.name}: account ${connection.account_name ?? '?'} (${connection.account_id}) at ${connection.base_url} [${connection.auth_kind}]`,
     );
+    await auditCommand(deps.db, {
+      action: 'cli connect',
+      connection: { id: Number(connection.id), name: connection.name },
+      target: connection.base_url,
+      after: { name: connection.name, base_url: connection.base_url, account_id: connection.account_id, auth_kind: connection.auth_kind },
+    });
     if (!values['skip-webhooks']) await registerWebhooks(ctx, deps, connection);
     return 0;
   });

@@ -74,6 +74,7 @@ table.diff td, table.diff th { padding: .05rem .4rem; }
 table.diff th[scope="row"] { background: none; font-weight: normal; color: #4d5566; }
 details.raw summary { cursor: pointer; font-size: .8rem; color: #3b5bab; }
 details.raw pre { white-space: pre-wrap; overflow-wrap: anywhere; font-size: .75rem; max-width: 40rem; }
+pre.audit-value { margin: 0; max-width: 26rem; max-height: 12rem; overflow: auto; font-size: .75rem; white-space: pre-wrap; word-break: break-word; }
 ol.timeline { list-style: none; margin: 0 0 1rem; padding: 0; background: #fff; border: 1px solid #dde1e7; border-radius: 6px; }
 ol.timeline li { display: grid; grid-template-columns: 11rem minmax(16rem, 1fr) minmax(14rem, 22rem); gap: .3rem 1rem; padding: .45rem .8rem .45rem 1.6rem; border-bottom: 1px solid #e3e6eb; position: relative; }
 ol.timeline li:last-child { border-bottom: 0; }

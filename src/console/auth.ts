@@ -9,8 +9,12 @@ import type { Config } from '../config.ts';
 import { listConnections } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
 import { failureWait, recordFailure } from '../db/login-failures.ts';
-import { closeSession, openSession, sessionLive } from '../db/sessions.ts';
+import { liveToken } from '../db/people.ts';
+import type { Role } from '../db/schema.ts';
+import { closeSession, openSession, personSession, sessionLive } from '../db/sessions.ts';
+import { isRole } from './roles.ts';
 import type { Runtime } from '../runtime.ts';
+import type { Actor } from '../audit.ts';
 
 export const SESSION_COOKIE = 'cs_operator';
 const digest = (s: string) => createHash('sha256').update(s).digest();
@@ -33,6 +37,10 @@ const tokenMac = (config: Config) =>
   createHmac('sha256', config.OPERATOR_TOKEN).update('commerce-sync operator session').digest('base64url');
 /** A session's row id: the digest of the cookie's secret, so a copy of the table opens no session. */
 const sessionId = (cookie: string) => digest(cookie).toString('hex');
+
+/** Personal API tokens start so (src/console/tokens.ts); only their SHA-256 is kept. */
+export const TOKEN_PREFIX = 'cst_';
+export const tokenDigest = (token: string) => digest(token).toString('hex');
 
 const FAILURE_WINDOW_SECONDS = 15 * 60;
 
@@ -112,7 +120,7 @@ export interface AccessDeps {
  * SANDBOX=on beside COMMERCE_BASE_URL) the console closes, without a restart.
  */
 export async function accessMode(deps: AccessDeps): Promise<AccessMode> {
-  if (deps.config.OPERATOR_TOKEN) return 'token';
+  if (deps.config.OPERATOR_TOKEN || deps.config.OIDC_ISSUER) return 'token';
   const demo = deps.demo();
   if (!demo) return 'closed';
   const sandbox = normalizeBaseUrl(demo.baseUrl);
@@ -128,7 +136,18 @@ const throttled = (ctx: Context, seconds: number) => {
   ctx.body = { error: `too many wrong operator tokens from this address: try again in ${seconds} s` };
 };
 
-export type LoginResult = { ok: true } | { ok: false; status: 401 | 429; retryAfter?: number; reason: string };
+// Who a request acts as, for the audit trail (src/console/audit.ts). OPERATOR_TOKEN is the break-glass
+// administrator's; the open demo console is an administrator on this machine only.
+const BREAK_GLASS: Actor = { name: 'break-glass (OPERATOR_TOKEN)', role: 'admin' };
+const BREAK_GLASS_LOGIN: Actor = { name: 'break-glass (OPERATOR_TOKEN, console login)', role: 'admin' };
+const DEMO: Actor = { name: 'demo (open on localhost)', role: 'admin' };
+
+const admitted = (ctx: Context, actor: Actor, next: Next) => {
+  ctx.state.actor = actor;
+  return next();
+};
+
+export type LoginResult = { ok: true; actor: Actor } | { ok: false; status: 401 | 429; retryAfter?: number; reason: string };
 
 /**
  * Operator access of one process: the guard of its operator routes, and the login form's sessions. One per
@@ -148,8 +167,12 @@ export class OperatorAccess {
    * The token is long (24 characters at least), so guessing it is out of reach whatever the answer tells.
    */
   private async check(ctx: Context, token: string): Promise<LoginResult> {
-    if (same(token, this.deps.config.OPERATOR_TOKEN)) return { ok: true };
     const { db, config } = this.deps;
+    if (config.OPERATOR_TOKEN && same(token, config.OPERATOR_TOKEN)) return { ok: true, actor: BREAK_GLASS };
+    if (token.startsWith(TOKEN_PREFIX)) {
+      const personal = await liveToken(db, tokenDigest(token));
+      if (personal) return { ok: true, actor: { name: `${personal.person} (token ${personal.name})`, role: personal.role } };
+    }
     const address = clientAddress(ctx, config.TRUST_PROXY);
     const wait = await failureWait(db, address, config.OPERATOR_LOGIN_FAILURES, FAILURE_WINDOW_SECONDS);
     if (wait > 0)
@@ -158,9 +181,15 @@ export class OperatorAccess {
     return { ok: false, status: 401, reason: 'That is not the operator token.' };
   }
 
-  private async sessionOf(ctx: Context): Promise<boolean> {
+  /** Who the request's session cookie is: a person signed in, or the break-glass token's login; null: none. */
+  private async sessionOf(ctx: Context): Promise<Actor | null> {
     const cookie = ctx.cookies.get(SESSION_COOKIE);
-    return !!cookie && (await sessionLive(this.deps.db, sessionId(cookie), tokenMac(this.deps.config)));
+    if (!cookie) return null;
+    const person = await personSession(this.deps.db, sessionId(cookie));
+    if (person && isRole(person.role)) return { name: person.email, role: person.role };
+    if (this.deps.config.OPERATOR_TOKEN && (await sessionLive(this.deps.db, sessionId(cookie), tokenMac(this.deps.config))))
+      return BREAK_GLASS_LOGIN;
+    return null;
   }
 
   /** Koa middleware guarding operator routes; leaves the mode it decided in `ctx.state.access`. */
@@ -175,11 +204,14 @@ export class OperatorAccess {
       if (mode === 'token') {
         if (token !== null) {
           const result = await this.check(ctx, token);
-          if (result.ok) return next();
+          if (result.ok) return admitted(ctx, result.actor, next);
           if (result.status === 429) return throttled(ctx, result.retryAfter!);
-        } else if (await this.sessionOf(ctx)) return next();
+        } else {
+          const actor = await this.sessionOf(ctx);
+          if (actor) return admitted(ctx, actor, next);
+        }
       } else if (mode === 'open-demo' && loopback(socketAddress(ctx))) {
-        return next();
+        return admitted(ctx, DEMO, next);
       }
       ctx.status = 401;
       ctx.set('WWW-Authenticate', 'Bearer realm="commerce-sync"');
@@ -201,17 +233,24 @@ export class OperatorAccess {
     if (!this.deps.config.OPERATOR_TOKEN) return { ok: false, status: 401, reason: 'Logging in needs OPERATOR_TOKEN to be set.' };
     const result = await this.check(ctx, token);
     if (!result.ok) return result;
+    if (result.actor !== BREAK_GLASS)
+      return { ok: false, status: 401, reason: 'A personal token is for scripts and the CLI: sign in with your account instead.' };
+    await this.startSession(ctx, { tokenMac: tokenMac(this.deps.config) });
+    return result;
+  }
+
+  /** A person the OpenID provider vouched for gets a session of OPERATOR_SESSION_HOURS in the role they were given. */
+  async openPersonSession(ctx: Context, person: { id: number; role: Role }): Promise<void> {
+    await this.startSession(ctx, { person });
+  }
+
+  private async startSession(ctx: Context, who: { tokenMac: string } | { person: { id: number; role: Role } }): Promise<void> {
     const secret = randomBytes(32).toString('base64url');
     const ttlMs = this.deps.config.OPERATOR_SESSION_HOURS * 3_600_000;
-    await openSession(this.deps.db, {
-      id: sessionId(secret),
-      tokenMac: tokenMac(this.deps.config),
-      expiresAt: new Date(Date.now() + ttlMs),
-    });
+    await openSession(this.deps.db, { id: sessionId(secret), expiresAt: new Date(Date.now() + ttlMs), ...who });
     const secure = ctx.secure || !loopbackName(hostnameOf(ctx.host) ?? '');
     ctx.cookies.secure = secure; // Koa refuses a Secure cookie on a request it thinks is plain http
     ctx.cookies.set(SESSION_COOKIE, secret, { httpOnly: true, sameSite: 'strict', secure, path: '/', maxAge: ttlMs, overwrite: true });
-    return result;
   }
 
   /** Ends the session of the request's cookie (the row goes: the cookie is worthless wherever it was copied). */

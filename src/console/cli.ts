@@ -1,7 +1,11 @@
 // `commerce-sync logs` and `commerce-sync status`: the console's answers in a terminal. Both open the
 // database like every command (the embedded PostgreSQL of a running `start` is reused).
+import { listAudit } from '../db/audit.ts';
+import { idOf } from '../inputs.ts';
+import { presentAudit } from './routes/audit.ts';
+import { callApi } from './tokens-cli.ts';
 import type { CommandContext, CommandModule } from '../command.ts';
-import { sharedOptions, UsageError } from '../command.ts';
+import { formatTable, sharedOptions, UsageError } from '../command.ts';
 import { openDatabase } from '../db/index.ts';
 import { overview, type ConnectionOverview } from './overview.ts';
 import type { QueueDepth } from '../queue/depths.ts';
@@ -168,7 +172,71 @@ async function status(ctx: CommandContext): Promise<number> {
   }
 }
 
+/** commerce-sync audit: who changed what, oldest first after --since (the export's cursor), else the newest. */
+async function audit(ctx: CommandContext): Promise<number> {
+  const since = ctx.values.since === undefined ? undefined : idOf(ctx.values.since);
+  if (ctx.values.since !== undefined && since === undefined) throw new UsageError('--since takes an entry id');
+  const limitRaw = ctx.values.limit === undefined ? '50' : String(ctx.values.limit);
+  if (!/^\d+$/.test(limitRaw) || Number(limitRaw) < 1 || Number(limitRaw) > 1000) throw new UsageError('--limit takes 1 to 1000');
+  if (typeof ctx.values.url === 'string') {
+    // Through a console's API with a personal token: its role decides, as for any request.
+    const q = new URLSearchParams({ since: String(since ?? 0), limit: limitRaw });
+    for (const k of ['actor', 'action', 'connection']) if (typeof ctx.values[k] === 'string') q.set(k, ctx.values[k] as string);
+    const r = await callApi(ctx, 'GET', `/api/audit?${q}`);
+    if (r.status >= 400) {
+      process.stderr.write(`commerce-sync audit: ${r.status} ${r.body.error ?? ''}\n`);
+      return 1;
+    }
+    for (const e of r.body.entries) ctx.out(JSON.stringify(e));
+    return 0;
+  }
+  const database = await openDatabase(ctx.config, ctx.log);
+  try {
+    const rows = await listAudit(database.db, {
+      since,
+      actor: typeof ctx.values.actor === 'string' ? ctx.values.actor : undefined,
+      action: typeof ctx.values.action === 'string' ? ctx.values.action : undefined,
+      connection: typeof ctx.values.connection === 'string' ? ctx.values.connection : undefined,
+      limit: Number(limitRaw),
+    });
+    const entries = (since === undefined ? [...rows].reverse() : rows).map(presentAudit);
+    if (ctx.values.json) for (const e of entries) ctx.out(JSON.stringify(e));
+    else if (!entries.length) ctx.out('no audit entries match');
+    else
+      for (const line of formatTable([
+        ['ID', 'AT (UTC)', 'WHO', 'ROLE', 'ACTION', 'CONNECTION', 'TARGET', 'FROM'],
+        ...entries.map((e) => [
+          String(e.id),
+          e.at.slice(0, 19).replace('T', ' '),
+          e.actor,
+          e.role,
+          e.action,
+          e.connection ?? '-',
+          e.target ?? '-',
+          e.from,
+        ]),
+      ]))
+        ctx.out(line);
+    return 0;
+  } finally {
+    await database.close();
+  }
+}
+
 export const commands: CommandModule['commands'] = {
+  audit: {
+    summary: 'Who changed what (console, API, CLI), with the values before and after (--json); newest last.',
+    options: {
+      since: { type: 'string', value: 'ID', description: 'entries after this id, oldest first (an export: go on from the last id)' },
+      actor: { type: 'string', value: 'WHO', description: 'only this actor' },
+      action: { type: 'string', value: 'TEXT', description: 'only actions containing this, e.g. PATCH, channels, void' },
+      connection: sharedOptions.connection('only changes of this connection'),
+      limit: sharedOptions.limit('how many (default 50, at most 1000)'),
+      json: { type: 'boolean', description: 'one JSON object per line, as GET /api/audit answers them' },
+      url: { type: 'string', value: 'URL', description: "read through this console's API with OPERATOR_API_TOKEN (oldest first, JSON)" },
+    },
+    run: audit,
+  },
   logs: {
     summary: 'Show the sync log, newest last; --follow keeps printing new entries as they are written.',
     options: {

@@ -3,8 +3,13 @@
 // static assets). Pages and API share the query functions, so the console shows nothing the API cannot answer.
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
+import type { Actor } from '../audit.ts';
+import { auditRequest } from './audit.ts';
+import { allows, leastRole } from './roles.ts';
 import { accessOf, OperatorAccess, requireKnownHost } from './auth.ts';
 import { closedPage, loginPage } from './pages/layout.ts';
+import { auditRoutes } from './routes/audit.ts';
+import { tokenRoutes } from './routes/tokens.ts';
 import { channelOrderRoutes } from './routes/channel-orders.ts';
 import { channelRoutes } from './routes/channels.ts';
 import { connectionRoutes } from './routes/connections.ts';
@@ -24,7 +29,7 @@ export type { Streams } from './routes/logs.ts';
 const wantsApi = (ctx: Context) => ctx.path.startsWith('/api/') || ctx.path === '/metrics';
 
 /** Operator auth for every guarded route; refused page requests get the login form instead of JSON. */
-function guard(access: OperatorAccess) {
+function guard(access: OperatorAccess, { db, config }: Pick<ConsoleDeps, 'db' | 'config'>, routeOf: (ctx: Context) => string) {
   const auth = access.guard();
   return async (ctx: Context, next: Next) => {
     // A cookie or an open demo console must not let another site's page trigger an action.
@@ -41,12 +46,23 @@ function guard(access: OperatorAccess) {
       if (foreign) return problem(ctx, 403, 'cross-site request refused');
     }
     let passed = false;
-    await auth(ctx, () => {
+    await auth(ctx, async () => {
       passed = true;
+      // Each route's least role (roles.ts); a route missing from the table is refused to everyone.
+      const actor = ctx.state.actor as Actor;
+      const route = routeOf(ctx);
+      const need = leastRole(ctx.method, route);
+      if (!need) return problem(ctx, 403, `${ctx.method} ${route} is not in the role table (src/console/roles.ts): refused to everyone`);
+      if (!allows(actor.role, need))
+        return problem(ctx, 403, `${ctx.method} ${route} needs the ${need} role; ${actor.name} has ${actor.role}`, {
+          role: actor.role,
+          needs: need,
+        });
       return next();
     });
+    if (passed) await auditRequest(ctx, db, config);
     if (passed || ctx.status !== 401 || wantsApi(ctx) || !ctx.accepts('html')) return;
-    page(ctx, accessOf(ctx) === 'closed' ? closedPage() : loginPage(undefined, ctx.originalUrl), 401);
+    page(ctx, accessOf(ctx) === 'closed' ? closedPage() : loginPage(undefined, ctx.originalUrl, config.OIDC_ISSUER), 401);
   };
 }
 
@@ -56,9 +72,16 @@ export function consoleRouters(deps: ConsoleDeps): { open: Router; guarded: Rout
   const access = new OperatorAccess(deps);
   const open = new Router();
   open.use(requireKnownHost(deps.publicUrl));
-  sessionRoutes(open, access);
+  sessionRoutes(open, access, deps);
   const guarded = new Router();
-  guarded.use(guard(access));
+  // The route a request is for: the router's own match (its route layers, not this guard's), for the role table.
+  const routeOf = (ctx: Context) =>
+    guarded
+      .match(ctx.path, ctx.method)
+      .pathAndMethod.filter((l) => l.methods.length)
+      .at(-1)
+      ?.path.toString() ?? ctx.path;
+  guarded.use(guard(access, deps, routeOf));
   overviewRoutes(guarded, deps);
   logRoutes(guarded, deps, streams);
   deliveryRoutes(guarded, deps);
@@ -68,5 +91,7 @@ export function consoleRouters(deps: ConsoleDeps): { open: Router; guarded: Rout
   orderRoutes(guarded, deps);
   operationRoutes(guarded, deps);
   connectionRoutes(guarded, deps);
+  auditRoutes(guarded, deps);
+  tokenRoutes(guarded, deps);
   return { open, guarded, streams, stop: () => clearInterval(watcher) };
 }

@@ -46,6 +46,8 @@ export interface WebhookDeliveriesTable {
   job_id: string | null;
   received_at: DefaultTimestamp;
   processed_at: Timestamp | null;
+  /** SHA-256 (hex) of the body: one event sent again under a new delivery id is stored once (migration 0240). */
+  body_digest: string | null;
 }
 
 interface MirrorColumns {
@@ -279,6 +281,9 @@ export interface Database {
   channel_order_events: ChannelOrderEventsTable;
   channel_order_events_pruned: ChannelChangesPrunedTable;
   login_failures: LoginFailuresTable;
+  audit_log: AuditLogTable;
+  people: PeopleTable;
+  api_tokens: ApiTokensTable;
 }
 
 export type Connection = Selectable<ConnectionsTable>;
@@ -466,7 +471,11 @@ export interface WebhookRefusalsTable {
 export interface ConsoleSessionsTable {
   /** SHA-256 (hex) of the cookie's secret. */
   id: string;
-  token_mac: string;
+  /** The break-glass token's session: an HMAC keyed by OPERATOR_TOKEN (a new token ends it). Null for a person's. */
+  token_mac: string | null;
+  /** A person's session (migration 0230): who, and the role of that sign-in. */
+  person_id: number | null;
+  role: string | null;
   created_at: DefaultTimestamp;
   expires_at: Date;
 }
@@ -590,4 +599,46 @@ export interface ChannelOrderEventsTable {
 export interface LoginFailuresTable {
   address: string;
   at: DefaultTimestamp;
+}
+
+// migrations/0220_audit_log.sql (src/db/audit.ts; who writes it: src/console/audit.ts)
+export interface AuditLogTable {
+  id: Generated<number>;
+  at: DefaultTimestamp;
+  actor: string;
+  role: string;
+  action: string;
+  connection_id: number | null;
+  connection: string | null;
+  target: string | null;
+  before: Json | null;
+  after: Json | null;
+  source: 'console' | 'api' | 'cli';
+  address: string | null;
+}
+
+// migrations/0230_people_and_tokens.sql (src/db/people.ts; who gets in with which role: src/console/auth.ts)
+export type Role = 'viewer' | 'operator' | 'admin';
+export interface PeopleTable {
+  id: Generated<number>;
+  /** The OpenID provider's `sub`, qualified by its issuer. */
+  subject: string;
+  email: string;
+  name: string | null;
+  role: Role;
+  created_at: DefaultTimestamp;
+  last_seen_at: Timestamp | null;
+}
+export interface ApiTokensTable {
+  id: Generated<number>;
+  name: string;
+  /** Who the token acts for: a person's e-mail, or the break-glass operator. */
+  person: string;
+  role: Role;
+  /** SHA-256 of the token (hex); the token itself is shown once. */
+  digest: string;
+  created_at: DefaultTimestamp;
+  expires_at: Timestamp;
+  revoked_at: Timestamp | null;
+  last_used_at: Timestamp | null;
 }

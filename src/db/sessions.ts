@@ -3,10 +3,34 @@
 import { sql } from 'kysely';
 import type { Executor } from './index.ts';
 
-/** Stores a new session, and drops the expired ones (the table stays as small as the live sessions). */
-export async function openSession(db: Executor, s: { id: string; tokenMac: string; expiresAt: Date }): Promise<void> {
+/**
+ * Stores a new session, the break-glass token's (`tokenMac`) or a person's (`person`), and drops the expired ones
+ * (the table stays as small as the live sessions).
+ */
+export async function openSession(
+  db: Executor,
+  s: { id: string; expiresAt: Date } & ({ tokenMac: string } | { person: { id: number; role: string } }),
+): Promise<void> {
   await db.deleteFrom('console_sessions').where('expires_at', '<=', sql<Date>`now()`).execute();
-  await db.insertInto('console_sessions').values({ id: s.id, token_mac: s.tokenMac, expires_at: s.expiresAt }).execute();
+  await db
+    .insertInto('console_sessions')
+    .values({
+      id: s.id,
+      expires_at: s.expiresAt,
+      ...('tokenMac' in s ? { token_mac: s.tokenMac } : { person_id: s.person.id, role: s.person.role }),
+    })
+    .execute();
+}
+
+/** A live person's session: who and the role it was opened with. */
+export async function personSession(db: Executor, id: string): Promise<{ email: string; name: string | null; role: string } | undefined> {
+  return db
+    .selectFrom('console_sessions as s')
+    .innerJoin('people as p', 'p.id', 's.person_id')
+    .select(['p.email', 'p.name', 's.role'])
+    .where('s.id', '=', id)
+    .where('s.expires_at', '>', sql<Date>`now()`)
+    .executeTakeFirst() as Promise<{ email: string; name: string | null; role: string } | undefined>;
 }
 
 /** Whether the session exists, has not expired and was opened with the current operator token. */

@@ -1,5 +1,7 @@
 // `commerce-sync push`: enqueue an operation (from --file JSON and/or flags), wait for its outcome, print it.
 // Also `push list`, `push show ID`, `push retry ID`. The operation runs in a worker process (`start` or `worker`).
+import { auditCommand } from '../audit.ts';
+import { connectionName } from '../db/connections.ts';
 import { readFile } from 'node:fs/promises';
 import { sharedOptions, stringOption, UsageError, type CommandContext, type CommandModule } from '../command.ts';
 import { openDatabase, type Db } from '../db/index.ts';
@@ -230,6 +232,12 @@ export const commands: CommandModule['commands'] = {
             }
             throw err;
           }
+          await auditCommand(db, {
+            action: `cli push ${verb}`,
+            connection: { id: op.connection_id, name: await connectionName(db, op.connection_id) },
+            target: `operation ${op.id}`,
+            after: { operation: present(op) },
+          });
           if (!ctx.values['no-wait']) op = await waitFor(db, op.id, timeout);
           ctx.out(JSON.stringify(present(op), null, 2));
           if (op.state === 'failed') return 1;

@@ -3,6 +3,11 @@
 //   GET  /api/operations             ?connection=&kind=&state=&limit=&before=  -> { operations }
 //   GET  /api/operations/:id         -> { operation } (with its plan)
 //   POST /api/operations/:id/retry   -> 202 { operation }
+import { noteAudit } from '../audit.ts';
+import { connectionName } from '../db/connections.ts';
+import type { Db } from '../db/index.ts';
+import { orderRow } from '../db/mirror-reads.ts';
+import { mappedOrderId } from '../db/operations.ts';
 import { idOf, isId } from '../inputs.ts';
 import type Router from '@koa/router';
 import bodyParser from 'koa-bodyparser';
@@ -37,6 +42,14 @@ export function mountRoutes(rt: Pick<Runtime, 'config' | 'log' | 'database' | 'b
         input,
         (connection ?? ctx.query.connection) as string | number | undefined,
       );
+      // The audit entry: the order as the mirror had it before (an operation on an order), and the operation.
+      const orderId = await orderIdOf(db, op.connection_id, input);
+      const order = orderId === undefined ? undefined : await orderRow(db, op.connection_id, orderId);
+      noteAudit(ctx, {
+        connection: { id: op.connection_id, name: await connectionName(db, op.connection_id) },
+        target: orderId === undefined ? `operation ${op.id}` : `order ${orderId}`,
+        before: order && { order: { id: order.id, order_number: order.order_number, status: order.status } },
+      });
       ctx.status = 202;
       ctx.body = { operation: present(op) };
     } catch (err) {
@@ -87,4 +100,12 @@ export function mountRoutes(rt: Pick<Runtime, 'config' | 'log' | 'database' | 'b
       throw err;
     }
   });
+}
+
+/** The service order an operation's input names (by id, or by the channel order it was imported from). */
+async function orderIdOf(db: Db, connectionId: number, input: Record<string, unknown>): Promise<number | undefined> {
+  if (typeof input.order_id === 'number') return input.order_id;
+  if (typeof input.channel === 'string' && (typeof input.channel_order_id === 'string' || typeof input.channel_order_id === 'number'))
+    return mappedOrderId(db, connectionId, input.channel, String(input.channel_order_id));
+  return undefined;
 }

@@ -1,4 +1,5 @@
 // commerce-sync channels: channels, their rules, overrides, holds and destinations (docs/channels.md).
+import { auditCommand } from '../audit.ts';
 import { parseAllowedHosts } from '../channels/address-guard.ts';
 import { formatTable, sharedOptions, stringOption, UsageError, type CommandContext, type CommandModule } from '../command.ts';
 import { listChannels, listOverrides } from '../db/channels.ts';
@@ -488,7 +489,17 @@ commands.channels = {
   async run(ctx) {
     const database = await openDatabase(ctx.config, ctx.log);
     try {
-      return await refusing(ctx, () => runChannels(ctx, database.db, database.url));
+      const code = await refusing(ctx, () => runChannels(ctx, database.db, database.url));
+      // A change made here is in the audit trail like one made in the console (list and show change nothing).
+      const [verb, sub] = ctx.positionals;
+      const reads = verb === 'list' || verb === 'show' || sub === 'list' || sub === 'show';
+      if (code === 0 && verb && !reads)
+        await auditCommand(database.db, {
+          action: `cli channels ${verb}${sub && ['override', 'holds', 'destination', 'orders'].includes(verb) ? ` ${sub}` : ''}`,
+          target: ctx.positionals.slice(1).join(' ') || null,
+          after: ctx.values,
+        });
+      return code;
     } finally {
       await database.close();
     }

@@ -15,6 +15,7 @@
 // A channel name that exists on several connections needs ?connection=NAME (400 otherwise). The feeds answer
 // {changes, next, has_more}, and 410 when changes after the cursor were deleted by retention.
 import { isId, note } from '../inputs.ts';
+import { noteAudit } from '../audit.ts';
 
 /** As the console's form allows. */
 const PAUSE_REASON_LENGTH = 200;
@@ -127,7 +128,12 @@ export function mountRoutes(rt: Pick<Runtime, 'database' | 'config' | 'boss' | '
     await announceChanges({ db, boss: rt.boss, config: rt.config }, changes);
   };
   const json = bodyParser({ enableTypes: ['json'], jsonLimit: '1mb', strict: true });
-  const channel = (ctx: Context): Promise<Channel & { connection: string }> => findChannel(db, ctx.params.name!, query(ctx, 'connection'));
+  // The channel a route acts on; its connection goes into the route's audit entry.
+  const channel = async (ctx: Context): Promise<Channel & { connection: string }> => {
+    const ch = await findChannel(db, ctx.params.name!, query(ctx, 'connection'));
+    noteAudit(ctx, { connection: { id: ch.connection_id, name: ch.connection } });
+    return ch;
+  };
 
   router.get('/api/channel-stock', async (ctx) => {
     const p = feedParams(ctx);
@@ -163,6 +169,7 @@ export function mountRoutes(rt: Pick<Runtime, 'database' | 'config' | 'boss' | '
   router.patch('/api/channels/:name', json, (ctx) =>
     answering(ctx, async () => {
       const ch = await channel(ctx);
+      noteAudit(ctx, { before: { channel: presentChannel(ch) } });
       const done = await changeChannel(db, ch, body(ctx));
       await announce([{ channel_id: Number(ch.id) }]);
       ctx.body = { channel: presentChannel({ ...done.channel, connection: ch.connection }), recomputed: done.recomputed };
@@ -269,6 +276,7 @@ export function mountRoutes(rt: Pick<Runtime, 'database' | 'config' | 'boss' | '
       const ch = await channel(ctx);
       const action = ctx.params.action;
       if (action !== 'pause' && action !== 'resume') return problem(ctx, 404, 'the actions are pause and resume');
+      noteAudit(ctx, { before: { destination: await viewDestination(db, Number(ch.id)) } });
       const given = (ctx.request.body as { reason?: unknown } | undefined)?.reason;
       if (given !== undefined && (typeof given !== 'string' || !note(PAUSE_REASON_LENGTH).safeParse(given).success))
         throw new ChannelInputError([`reason: text of at most ${PAUSE_REASON_LENGTH} characters without control characters`]);

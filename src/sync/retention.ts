@@ -7,6 +7,7 @@
 import type { Config } from '../config.ts';
 import { pruneChannelChanges } from '../db/channels.ts';
 import { pruneOrderEvents } from '../db/channel-order-events.ts';
+import { pruneAudit } from '../db/audit.ts';
 import { pruneHolds } from '../db/holds.ts';
 import { prunePosts } from '../db/channel-destinations.ts';
 import { pruneDeliveries, pruneDeliveryWaits } from '../db/deliveries.ts';
@@ -26,6 +27,7 @@ export type RetentionSettings = Pick<
   | 'DELIVERY_RETENTION_DAYS'
   | 'DEAD_LETTER_RETENTION_DAYS'
   | 'SYNC_LOG_RETENTION_DAYS'
+  | 'AUDIT_RETENTION_DAYS'
   | 'CHANNEL_CHANGE_RETENTION_DAYS'
   | 'OPERATION_RETENTION_DAYS'
   | 'CONSOLE_SAMPLE_RETENTION_DAYS'
@@ -58,6 +60,7 @@ export function retentionFamilies(c: RetentionSettings): Family[] {
     // A deliveries job that never started leaves its wait row behind; rows stop joining it after 30 s.
     { name: 'delivery_waits', seconds: days(1), prune: pruneDeliveryWaits },
     { name: 'sync_log', seconds: days(c.SYNC_LOG_RETENTION_DAYS), prune: pruneSyncLog },
+    { name: 'audit_log', seconds: days(c.AUDIT_RETENTION_DAYS), prune: pruneAudit },
     { name: 'channel_quantity_changes', seconds: days(c.CHANNEL_CHANGE_RETENTION_DAYS), prune: pruneChannelChanges },
     { name: 'channel_order_events', seconds: days(c.CHANNEL_CHANGE_RETENTION_DAYS), prune: pruneOrderEvents },
     { name: 'push_operations', seconds: days(c.OPERATION_RETENTION_DAYS), prune: pruneOperations },

@@ -51,15 +51,24 @@ t.test('oversized and malformed input: 400 naming the field, nothing stored', as
     'a fixed quantity of 1,000 digits is not published to channels',
   );
   const hold = (body: unknown) => call('POST', '/api/channels/default/holds', body);
-  t.match(await hold({ channel_order_id: 'A\u0000B', lines: [{ sku: 'SKU-1', quantity: '1' }] }), { status: 400, body: { problems: [/channel_order_id.*control/] } });
-  t.match(await hold({ channel_order_id: 'A-1', lines: [{ sku: 'SKU\u00001', quantity: '1' }] }), { status: 400, body: { problems: [/sku.*control/] } });
+  t.match(await hold({ channel_order_id: 'A\u0000B', lines: [{ sku: 'SKU-1', quantity: '1' }] }), {
+    status: 400,
+    body: { problems: [/channel_order_id.*control/] },
+  });
+  t.match(await hold({ channel_order_id: 'A-1', lines: [{ sku: 'SKU\u00001', quantity: '1' }] }), {
+    status: 400,
+    body: { problems: [/sku.*control/] },
+  });
   t.match(await hold({ channel_order_id: 'x'.repeat(500_000), lines: [{ sku: 'SKU-1', quantity: '1' }] }), {
     status: 400,
     body: { problems: [/channel_order_id.*at most 255/] },
   });
   const many = Array.from({ length: 20_000 }, () => ({ sku: 'SKU-1', quantity: '1' }));
   t.match(await hold({ channel_order_id: 'A-2', lines: many }), { status: 400, body: { problems: [/lines.*at most 1000/] } });
-  t.match(await hold({ channel_order_id: 'A-3', lines: [{ sku: 'SKU-1', quantity: huge }] }), { status: 400, body: { problems: [/quantity/] } });
+  t.match(await hold({ channel_order_id: 'A-3', lines: [{ sku: 'SKU-1', quantity: huge }] }), {
+    status: 400,
+    body: { problems: [/quantity/] },
+  });
   t.equal((await db.selectFrom('channel_holds').select('id').execute()).length, 0, 'no hold was made');
   for (const path of [
     '/api/channels/default/stock?since=18446744073709551616',
@@ -76,7 +85,8 @@ t.test('oversized and malformed input: 400 naming the field, nothing stored', as
 t.test('a PATCH that changes nothing recomputes nothing; PATCHes at once make one recomputation', async (t) => {
   const { db, call } = await api(t);
   t.equal((await call('PATCH', '/api/channels/default', { buffer_units: '1' })).status, 200);
-  const changes = async () => Number((await sql<{ n: number }>`SELECT count(*)::int AS n FROM channel_quantity_changes`.execute(db)).rows[0]!.n);
+  const changes = async () =>
+    Number((await sql<{ n: number }>`SELECT count(*)::int AS n FROM channel_quantity_changes`.execute(db)).rows[0]!.n);
   const before = await changes();
   const again = await call('PATCH', '/api/channels/default', { buffer_units: '1.0' });
   t.match(again, { status: 200, body: { recomputed: { changes: 0 } } }, '1.0 is the same rule as 1');
@@ -86,7 +96,11 @@ t.test('a PATCH that changes nothing recomputes nothing; PATCHes at once make on
   // Five PATCHes to the same rules at once: the recomputations wait for each other and then find them applied.
   const all = await Promise.all(Array.from({ length: 5 }, () => call('PATCH', '/api/channels/default', { buffer_units: '2' })));
   t.ok(all.every((r) => r.status === 200));
-  t.equal(all.reduce((n, r) => n + r.body.recomputed.changes, 0), 2, 'the two variants changed once, not five times');
+  t.equal(
+    all.reduce((n, r) => n + r.body.recomputed.changes, 0),
+    2,
+    'the two variants changed once, not five times',
+  );
 });
 
 t.test('overrides come in pages; a pause reason has a cap', async (t) => {

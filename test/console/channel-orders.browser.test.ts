@@ -150,7 +150,7 @@ if (chromiumMissing) {
     await drain([]);
     const out = await drainPending(
       { db, log: h.rt.log, client: await h.rt.sync.drainClient(connectionId), rules: rulesFrom(h.config), clockMarginMs: 0 },
-      'order',
+      'channel_order',
     );
     await announceChanges(
       h.rt,

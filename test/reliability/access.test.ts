@@ -22,7 +22,8 @@ import type { Teardown } from '../support/teardown.ts';
 const OPERATOR = 'operator-token-for-access-test';
 
 // Open on purpose: health probes (load balancers), webhook deliveries (authenticated by their signature), the
-// login form and its two static assets, and logout (it only clears the cookie).
+// login form and its two static assets, logout (it only clears the cookie), and sign-in through the OpenID provider
+// (its start only redirects there; its callback opens a session only for a code the provider vouches for).
 const PUBLIC = new Set([
   'GET /healthz',
   'GET /readyz',
@@ -30,6 +31,10 @@ const PUBLIC = new Set([
   'GET /login',
   'POST /login',
   'POST /logout',
+  'GET /auth/oidc/start',
+  'GET /auth/oidc/callback',
+  'HEAD /auth/oidc/start',
+  'HEAD /auth/oidc/callback',
   'GET /assets/console.css',
   'GET /assets/console.js',
   'HEAD /healthz',

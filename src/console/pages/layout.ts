@@ -22,6 +22,7 @@ const nav: [string, string][] = [
   ['/deliveries', 'Deliveries'],
   ['/dead-letters', 'Dead letters'],
   ['/connections', 'Connections'],
+  ['/audit', 'Audit'],
 ];
 
 export const when = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString().replace('T', ' ').slice(0, 19) : '');
@@ -86,15 +87,44 @@ ${opts.refreshSeconds ? html`<p class="muted"><label><input type="checkbox" id="
 </body></html>`;
 }
 
-export function loginPage(problem?: string, next = '/'): Html {
+/**
+ * The login page. `issuer`: OIDC_ISSUER; when sign-in by name is set up, its button (named by the provider's host)
+ * comes first, and the token form stays for the break-glass OPERATOR_TOKEN.
+ */
+export function loginPage(problem?: string, next = '/', issuer = ''): Html {
+  const issuerHost = issuer && new URL(issuer).host;
+  const tokenForm = html`<form method="post" action="/login"><input type="hidden" name="next" value="${next}">
+<label>Token <input type="password" name="token" autocomplete="current-password" ${issuerHost ? '' : 'autofocus'}></label> <button>Log in</button></form>`;
   return html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Log in · commerce-sync</title><link rel="stylesheet" href="/assets/console.css"></head>
 <body><header><span class="brand">commerce-sync</span></header><main>
 ${problem ? html`<div class="problem" role="alert">${problem}</div>` : ''}
-<h1>Operator login</h1>
+${
+  issuerHost
+    ? html`<h1>Sign in</h1>
+<p><a id="sign-in" href="/auth/oidc/start?next=${encodeURIComponent(next)}">Sign in with ${issuerHost}</a></p>
+<p>Your role (viewer, operator or admin) comes from your groups there.</p>
+<h2>Break-glass operator token</h2>
+<p>When the sign-in service is out of reach: the operator token (OPERATOR_TOKEN). Scripts send a personal token as <code>Authorization: Bearer TOKEN</code> instead.</p>
+${tokenForm}`
+    : html`<h1>Operator login</h1>
 <p>Enter the operator token (OPERATOR_TOKEN). API clients send it as <code>Authorization: Bearer TOKEN</code> instead.</p>
-<form method="post" action="/login"><input type="hidden" name="next" value="${next}">
-<label>Token <input type="password" name="token" autocomplete="current-password" autofocus></label> <button>Log in</button></form>
+${tokenForm}`
+}
+</main></body></html>`;
+}
+
+/**
+ * After a sign-in through the OpenID provider: the browser goes on to `next` from this page, not by a redirect, so the
+ * navigation is same-site and the session cookie (SameSite=Strict) is sent with it; after the provider's cross-site
+ * redirect it would not be. A zero-second refresh, with a link for a browser that does not follow it.
+ */
+export function signedInPage(next: string, who: string, role: string): Html {
+  return html`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=${next}"><title>Signed in · commerce-sync</title><link rel="stylesheet" href="/assets/console.css"></head>
+<body><header><span class="brand">commerce-sync</span></header><main>
+<h1>Signed in</h1>
+<p>Signed in as ${who} (${role}). <a id="continue" href="${next}">Continue</a></p>
 </main></body></html>`;
 }
 

@@ -1,0 +1,69 @@
+// The audit trail of changes people make (migration 0220): every change through the console or the JSON API
+// (a request other than GET or HEAD that the operator guard let in and that succeeded) and every changing CLI
+// command is an entry: who and in which role, what (the route or command), on which connection and record, when,
+// from where, and the values before and after. A route that knows the values before its change leaves them in
+// `ctx.state.audit`; the values after are its answer (or, for a form, what was submitted). Secrets are never kept.
+// A request's entry is written by the console's guard (src/console/audit.ts), a command's by the command.
+import { userInfo } from 'node:os';
+import type { Context } from 'koa';
+import { insertAudit } from './db/audit.ts';
+import type { Db } from './db/index.ts';
+
+/** Who a request or command acts as. */
+export interface Actor {
+  name: string;
+  role: 'admin' | 'operator' | 'viewer';
+}
+
+/** What a route adds to its entry: the values before, and the connection and record it changed. */
+export interface AuditNote {
+  before?: unknown;
+  connection?: { id: number; name: string };
+  target?: string;
+}
+
+/** A route notes what its entry should say (merged with what an earlier note said). */
+export function noteAudit(ctx: Context, note: AuditNote): void {
+  ctx.state.audit = { ...(ctx.state.audit as AuditNote | undefined), ...note };
+}
+
+const SECRET = /secret|token|password|authorization|cookie|^key$/i;
+const MAX_JSON = 64 * 1024;
+
+/** The value with every secret-looking field replaced, and capped in size (a 1 MB answer is noted as such). */
+export function redact(value: unknown): unknown {
+  const walk = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(walk);
+    if (v && typeof v === 'object' && !(v instanceof Date))
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, SECRET.test(k) ? '[redacted]' : walk(x)]));
+    return v;
+  };
+  const out = walk(value);
+  const text = JSON.stringify(out ?? null);
+  return text.length > MAX_JSON ? { truncated: true, bytes: text.length } : out;
+}
+
+export const auditJson = (v: unknown) => (v === undefined ? null : JSON.stringify(redact(v)));
+
+/** The actor of a command run at this machine's shell. */
+export const cliActor = (): Actor => ({ name: `cli:${userInfo().username}`, role: 'admin' });
+
+/** A changing CLI command's entry. */
+export async function auditCommand(
+  db: Db,
+  entry: { action: string; connection?: { id: number; name: string } | null; target?: string | null; before?: unknown; after?: unknown },
+): Promise<void> {
+  const actor = cliActor();
+  await insertAudit(db, {
+    actor: actor.name,
+    role: actor.role,
+    action: entry.action,
+    connection_id: entry.connection?.id ?? null,
+    connection: entry.connection?.name ?? null,
+    target: entry.target ?? null,
+    before: auditJson(entry.before),
+    after: auditJson(entry.after),
+    source: 'cli',
+    address: null,
+  });
+}

@@ -1,0 +1,48 @@
+// Personal API tokens for scripts and the CLI: named, shown once (only their SHA-256 is kept), with an expiry,
+// revocable, each acting for the person who made it in a role no higher than theirs.
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import type { Actor } from '../audit.ts';
+import type { Db } from '../db/index.ts';
+import { insertToken, type ApiToken } from '../db/people.ts';
+import { boundedText } from '../inputs.ts';
+import { TOKEN_PREFIX, tokenDigest } from './auth.ts';
+import { allows, ROLES } from './roles.ts';
+
+export const tokenInput = z.strictObject({
+  name: boundedText(100),
+  role: z.enum(ROLES as [string, ...string[]]),
+  expires_in_days: z.number().int().min(1).max(3650).default(90),
+});
+
+export class TokenRefused extends Error {}
+
+/** A token as the API and the CLI list it: never the token itself. */
+export const presentToken = (t: ApiToken) => ({
+  id: Number(t.id),
+  name: t.name,
+  person: t.person,
+  role: t.role,
+  created_at: t.created_at,
+  expires_at: t.expires_at,
+  revoked_at: t.revoked_at,
+  last_used_at: t.last_used_at,
+});
+
+/** Makes a token for `by`; answers the token, to be shown once. */
+export async function createToken(db: Db, by: Actor, raw: unknown): Promise<{ token: string; row: ApiToken }> {
+  const parsed = tokenInput.safeParse(raw);
+  if (!parsed.success) throw new TokenRefused(parsed.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; '));
+  const { name, role, expires_in_days } = parsed.data;
+  if (!allows(by.role, role as Actor['role']))
+    throw new TokenRefused(`role: ${by.name} (${by.role}) cannot make a token with more (${role})`);
+  const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
+  const row = await insertToken(db, {
+    name,
+    person: by.name,
+    role: role as Actor['role'],
+    digest: tokenDigest(token),
+    expiresAt: new Date(Date.now() + expires_in_days * 86_400_000),
+  });
+  return { token, row };
+}
