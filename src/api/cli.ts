@@ -5,7 +5,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { formatTable, sharedOptions, UsageError, type CommandContext, type CommandModule } from '../command.ts';
 import { listBudgets } from '../db/budgets.ts';
-import { openDatabase, type OpenDatabase } from '../db/index.ts';
+import { withDatabase as withOpenDatabase, type OpenDatabase } from '../db/index.ts';
 import type { Connection } from '../db/schema.ts';
 import { ApiError } from './errors.ts';
 import { addOAuthConnection, addTokenConnection, clientFor, listConnections, normalizeBaseUrl } from './connections.ts';
@@ -19,14 +19,8 @@ import type { ClientDeps } from './transport.ts';
 type Values = CommandContext['values'];
 const str = (v: Values, k: string) => (typeof v[k] === 'string' ? (v[k] as string) : undefined);
 
-async function withDatabase<T>(ctx: CommandContext, fn: (database: OpenDatabase, deps: ClientDeps) => Promise<T>): Promise<T> {
-  const database = await openDatabase(ctx.config, ctx.log);
-  try {
-    return await fn(database, { db: database.db, config: ctx.config, log: ctx.log, clients: new ClientState() });
-  } finally {
-    await database.close();
-  }
-}
+const withDatabase = <T>(ctx: CommandContext, fn: (database: OpenDatabase, deps: ClientDeps) => Promise<T>): Promise<T> =>
+  withOpenDatabase(ctx, (database) => fn(database, { db: database.db, config: ctx.config, log: ctx.log, clients: new ClientState() }));
 
 /** Registers the connection's webhooks (src/receiver/subscriptions.ts); a failure leaves it to `webhooks sync`. */
 async function registerWebhooks(ctx: CommandContext, deps: ClientDeps, connection: Connection): Promise<void> {

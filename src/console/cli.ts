@@ -5,8 +5,8 @@ import { idOf } from '../inputs.ts';
 import { presentAudit } from './routes/audit.ts';
 import { callApi } from './tokens-cli.ts';
 import type { CommandContext, CommandModule } from '../command.ts';
-import { formatTable, sharedOptions, UsageError } from '../command.ts';
-import { openDatabase } from '../db/index.ts';
+import { formatTable, sharedOptions, stringOption, UsageError } from '../command.ts';
+import { openDatabase, withDatabase } from '../db/index.ts';
 import { overview, type ConnectionOverview } from './overview.ts';
 import type { QueueDepth } from '../queue/depths.ts';
 import { FilterError, parseLogFilter, querySyncLog, type LogRow } from './synclog.ts';
@@ -190,9 +190,8 @@ async function audit(ctx: CommandContext): Promise<number> {
     for (const e of r.body.entries) ctx.out(JSON.stringify(e));
     return 0;
   }
-  const database = await openDatabase(ctx.config, ctx.log);
-  try {
-    const rows = await listAudit(database.db, {
+  return withDatabase(ctx, async ({ db }) => {
+    const rows = await listAudit(db, {
       since,
       actor: typeof ctx.values.actor === 'string' ? ctx.values.actor : undefined,
       action: typeof ctx.values.action === 'string' ? ctx.values.action : undefined,
@@ -218,18 +217,16 @@ async function audit(ctx: CommandContext): Promise<number> {
       ]))
         ctx.out(line);
     return 0;
-  } finally {
-    await database.close();
-  }
+  });
 }
 
 export const commands: CommandModule['commands'] = {
   audit: {
     summary: 'Who changed what (console, API, CLI), with the values before and after (--json); newest last.',
     options: {
-      since: { type: 'string', value: 'ID', description: 'entries after this id, oldest first (an export: go on from the last id)' },
-      actor: { type: 'string', value: 'WHO', description: 'only this actor' },
-      action: { type: 'string', value: 'TEXT', description: 'only actions containing this, e.g. PATCH, channels, void' },
+      since: stringOption('i', 'ID', 'entries after this id, oldest first (an export: go on from the last id)'),
+      actor: stringOption('a', 'WHO', 'only this actor'),
+      action: stringOption('A', 'TEXT', 'only actions containing this, e.g. PATCH, channels, void'),
       connection: sharedOptions.connection('only changes of this connection'),
       limit: sharedOptions.limit('how many (default 50, at most 1000)'),
       json: { type: 'boolean', description: 'one JSON object per line, as GET /api/audit answers them' },

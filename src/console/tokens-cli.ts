@@ -3,7 +3,7 @@
 // OPERATOR_API_TOKEN instead (the token's role decides, as for any API request).
 import { auditCommand, cliActor } from '../audit.ts';
 import { formatTable, sharedOptions, UsageError, type CommandContext, type CommandModule } from '../command.ts';
-import { openDatabase } from '../db/index.ts';
+import { withDatabase } from '../db/index.ts';
 import { listTokens, revokeToken, tokenById } from '../db/people.ts';
 import { idOf } from '../inputs.ts';
 import { createToken, presentToken, TokenRefused } from './tokens.ts';
@@ -73,9 +73,7 @@ async function tokens(ctx: CommandContext): Promise<number> {
       );
     return 0;
   }
-  const database = await openDatabase(ctx.config, ctx.log);
-  try {
-    const { db } = database;
+  return withDatabase(ctx, async ({ db }) => {
     if (verb === 'list') {
       print(ctx, (await listTokens(db)).map(presentToken));
       return 0;
@@ -101,9 +99,7 @@ async function tokens(ctx: CommandContext): Promise<number> {
     await auditCommand(db, { action: 'cli tokens revoke', target: `token ${id}`, before: presentToken(before) });
     ctx.out(`revoked token ${id}`);
     return 0;
-  } finally {
-    await database.close();
-  }
+  });
 }
 
 export const commands: CommandModule['commands'] = {

@@ -88,6 +88,16 @@ export function createDb(pool: pg.Pool): Db {
 }
 
 /** Opens (and for the embedded database, starts) PostgreSQL; applies migrations unless told not to. */
+/** Runs `fn` on a database opened for it (a CLI command's), closed however `fn` ends. */
+export async function withDatabase<T>(ctx: { config: Config; log: Logger }, fn: (database: OpenDatabase) => Promise<T>): Promise<T> {
+  const database = await openDatabase(ctx.config, ctx.log);
+  try {
+    return await fn(database);
+  } finally {
+    await database.close();
+  }
+}
+
 export async function openDatabase(
   config: Config,
   log: Logger,

@@ -9,12 +9,11 @@ export type ApiToken = Selectable<ApiTokensTable>;
 
 /** A person signed in: created at the first sign-in, their name, e-mail and role as the provider says now. */
 export async function upsertPerson(db: Executor, p: { subject: string; email: string; name: string | null; role: Role }): Promise<Person> {
-  return db
-    .insertInto('people')
-    .values({ ...p, last_seen_at: sql`now()` })
-    .onConflict((oc) => oc.column('subject').doUpdateSet({ email: p.email, name: p.name, role: p.role, last_seen_at: sql`now()` }))
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  const { rows } = await sql<Person>`
+    INSERT INTO people (subject, email, name, role, last_seen_at) VALUES (${p.subject}, ${p.email}, ${p.name}, ${p.role}, now())
+    ON CONFLICT (subject) DO UPDATE SET email = excluded.email, name = excluded.name, role = excluded.role, last_seen_at = now()
+    RETURNING *`.execute(db);
+  return rows[0]!;
 }
 
 export async function listPeople(db: Executor): Promise<Person[]> {

@@ -15,11 +15,7 @@ const value = (v: unknown) =>
 
 export function auditPage(pc: PageContext, input: AuditPageInput): Html {
   const q = input.query;
-  return layout(
-    pc,
-    'Audit',
-    '/audit',
-    html`
+  const body = html`
 <p>Every change made through the console, the API or the CLI: who, in which role, what, on which connection and record, from where, and the values before and after. Entries are never changed; they are kept AUDIT_RETENTION_DAYS. <code>GET /api/audit?since=ID</code> exports them, <code>commerce-sync audit</code> prints them.</p>
 <form class="filters" method="get" action="/audit">
 <label>Who <input name="actor" value="${q.actor ?? ''}" size="24"></label>
@@ -40,6 +36,6 @@ ${
     : html`<tr><td colspan="10" class="muted">No entries match.</td></tr>`
 }
 </tbody></table>
-${input.older ? html`<p><a href="${input.older}" id="older">Older entries</a></p>` : ''}`,
-  );
+${input.older ? html`<p><a href="${input.older}" id="older">Older entries</a></p>` : ''}`;
+  return layout(pc, 'Audit', '/audit', body);
 }
