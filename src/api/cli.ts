@@ -8,7 +8,7 @@ import { listBudgets } from '../db/budgets.ts';
 import { withDatabase as withOpenDatabase, type OpenDatabase } from '../db/index.ts';
 import type { Connection } from '../db/schema.ts';
 import { ApiError } from './errors.ts';
-import { addOAuthConnection, addTokenConnection, clientFor, listConnections, normalizeBaseUrl } from './connections.ts';
+import { addOAuthConnection, addTokenConnection, clientFor, listConnections, serviceHostUrl } from './connections.ts';
 import { keyFromPath } from './http.ts';
 import { authorizeUrl, requestToken, type TokenResponse } from './oauth.ts';
 import type { Method, Priority, QueryValue } from './types.ts';
@@ -92,7 +92,13 @@ async function connect(ctx: CommandContext): Promise<number> {
   const { values, config, out } = ctx;
   const base = str(values, 'base-url');
   if (!base) throw new UsageError('--base-url is required');
-  const baseUrl = normalizeBaseUrl(base);
+  let baseUrl: string;
+  try {
+    // As in the console: the token or the client secret goes only to a configured service host.
+    baseUrl = serviceHostUrl(config, base);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
   const token = str(values, 'token');
   const name = str(values, 'name');
   if (!!token === !!values.oauth) throw new UsageError('give either --token TOKEN or --oauth');

@@ -8,6 +8,7 @@ import {
   setConnectionStatus,
   upsertConnection,
 } from '../db/connections.ts';
+import type { Config } from '../config.ts';
 import type { Db } from '../db/index.ts';
 import type { Connection } from '../db/schema.ts';
 import { Client } from './client.ts';
@@ -44,6 +45,45 @@ export function clientCache(deps: ClientDeps): (connectionId: number) => Promise
     return c;
   };
 }
+
+/** Whether `url` is at a host of the list: `host` (any port), `host:port`, or `*.domain` (its subdomains). */
+function listed(url: URL, entries: string[]): boolean {
+  return entries.some((e) =>
+    e.startsWith('*.') ? url.hostname.endsWith(e.slice(1)) : e.includes(':') ? url.host === e : url.hostname === e,
+  );
+}
+
+/**
+ * The base URL an operator names to connect, if credentials may go there (console and CLI alike): the client
+ * secret (also the webhook signing key) goes to its token endpoint, a token to its account read. Only configured
+ * service hosts (COMMERCE_SERVICE_HOSTS, the host of COMMERCE_BASE_URL, and `alsoAllowed`'s), over https unless on
+ * loopback, with no credentials in the URL.
+ */
+export function serviceHostUrl(
+  config: Pick<Config, 'COMMERCE_SERVICE_HOSTS' | 'COMMERCE_BASE_URL'>,
+  raw: string,
+  alsoAllowed: string[] = [],
+): string {
+  const baseUrl = normalizeBaseUrl(raw);
+  const url = new URL(baseUrl);
+  const hosts = [
+    ...config.COMMERCE_SERVICE_HOSTS.split(','),
+    ...[config.COMMERCE_BASE_URL, ...alsoAllowed].filter(Boolean).map((u) => new URL(u).host),
+  ]
+    .map((h) => h.trim().toLowerCase())
+    .filter(Boolean);
+  if (url.username || url.password || !listed(url, hosts))
+    throw new Error(
+      `${url.host} is not a configured service host: only the hosts in COMMERCE_SERVICE_HOSTS (and COMMERCE_BASE_URL's) get the client secret or a token`,
+    );
+  if (url.protocol !== 'https:' && !loopbackName(url.hostname))
+    throw new Error('the service address must use https (plain http only on loopback): the client secret and tokens travel to it');
+  return baseUrl;
+}
+
+/** A name that always means this machine: localhost (and *.localhost, RFC 6761), 127.0.0.0/8, [::1]. */
+export const loopbackName = (hostname: string) =>
+  hostname === 'localhost' || hostname.endsWith('.localhost') || /^127(\.\d{1,3}){3}$/.test(hostname) || hostname === '[::1]';
 
 export function normalizeBaseUrl(baseUrl: string): string {
   const trimmed = baseUrl.trim().replace(/\/+$/, '');

@@ -4,7 +4,7 @@
 // open, and only while the built-in sandbox is the only connection. Wrong tokens are throttled per address.
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Context, Next } from 'koa';
-import { normalizeBaseUrl } from '../api/connections.ts';
+import { loopbackName, normalizeBaseUrl } from '../api/connections.ts';
 import type { Config } from '../config.ts';
 import { listConnections } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
@@ -63,9 +63,7 @@ export function clientAddress(ctx: Context, trustedHops: number): string {
 
 const loopback = (ip: string) => ip === '127.0.0.1' || ip === '::1' || ip === '::ffff:127.0.0.1';
 
-/** A name that always means this machine: localhost (and *.localhost, RFC 6761), 127.0.0.0/8, [::1]. */
-export const loopbackName = (hostname: string) =>
-  hostname === 'localhost' || hostname.endsWith('.localhost') || /^127(\.\d{1,3}){3}$/.test(hostname) || hostname === '[::1]';
+export { loopbackName };
 
 const hostnameOf = (host: string): string | null => {
   try {

@@ -4,13 +4,12 @@
 // src/receiver/subscriptions.ts); this module only holds what the browser round trip needs. No token or
 // secret is ever put in a page.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { addOAuthConnection, addTokenConnection, getConnection, normalizeBaseUrl } from '../api/connections.ts';
+import { addOAuthConnection, addTokenConnection, getConnection, serviceHostUrl } from '../api/connections.ts';
 import { authorizeUrl, requestToken } from '../api/oauth.ts';
 import { tokenKey } from '../api/secrets.ts';
 import { setStatus } from '../api/tokens.ts';
 import type { Connection } from '../db/schema.ts';
 import { listWebhooks, syncWebhooks } from '../receiver/subscriptions.ts';
-import { loopbackName } from './auth.ts';
 import type { ConsoleDeps } from './web.ts';
 
 /** How long an authorization may take from the console's redirect to the service's redirect back. */
@@ -30,41 +29,18 @@ const sign = (deps: ConsoleDeps, body: string) =>
 
 export class ConnectError extends Error {}
 
-/** Whether `url` is at a host of the list: `host` (any port), `host:port`, or `*.domain` (its subdomains). */
-function listed(url: URL, entries: string[]): boolean {
-  return entries.some((e) =>
-    e.startsWith('*.') ? url.hostname.endsWith(e.slice(1)) : e.includes(':') ? url.host === e : url.hostname === e,
-  );
-}
-
 /**
  * The base URL a connect form names, if credentials may go there: the client secret (also the webhook signing
  * key) goes to its token endpoint, a token to its account read, and what it answers is shown. Only configured
- * service hosts (COMMERCE_SERVICE_HOSTS, the host of COMMERCE_BASE_URL, the demo sandbox's), over https
- * unless on loopback.
+ * service hosts (src/api/connections.ts serviceHostUrl; the demo sandbox's too).
  */
 export function serviceBaseUrl(deps: ConsoleDeps, raw: string): string {
-  let baseUrl: string;
+  const demo = deps.demo();
   try {
-    baseUrl = normalizeBaseUrl(raw);
+    return serviceHostUrl(deps.config, raw, demo ? [demo.baseUrl] : []);
   } catch (err) {
     throw new ConnectError((err as Error).message);
   }
-  const url = new URL(baseUrl);
-  const demo = deps.demo();
-  const hosts = [
-    ...deps.config.COMMERCE_SERVICE_HOSTS.split(','),
-    ...[deps.config.COMMERCE_BASE_URL, demo ? demo.baseUrl : ''].filter(Boolean).map((u) => new URL(u).host),
-  ]
-    .map((h) => h.trim().toLowerCase())
-    .filter(Boolean);
-  if (url.username || url.password || !listed(url, hosts))
-    throw new ConnectError(
-      `${url.host} is not a configured service host: only the hosts in COMMERCE_SERVICE_HOSTS (and COMMERCE_BASE_URL's) get the client secret or a token`,
-    );
-  if (url.protocol !== 'https:' && !loopbackName(url.hostname))
-    throw new ConnectError('the service address must use https (plain http only on loopback): the client secret and tokens travel to it');
-  return baseUrl;
 }
 
 /** The authorize URL to send the browser to, and the nonce to set as a cookie (ties the callback to this browser). */

@@ -21,8 +21,18 @@ t.test('connect, connections, api', async (t) => {
     DATA_DIR: await mkdtemp(join(tmpdir(), 'cs-cli-')),
     TOKEN_ENCRYPTION_KEY: TEST_KEY,
     PUBLIC_URL: 'http://127.0.0.1:9',
+    // The token goes only to a configured service host, from the CLI as from the console.
+    COMMERCE_SERVICE_HOSTS: new URL(sandbox.url).host,
   };
 
+  const elsewhere = await cli(['connect', '--base-url', 'http://127.0.0.1:1', '--token', sandbox.token], env);
+  t.equal(elsewhere.code, 2, 'a host not configured is refused');
+  t.match(elsewhere.err, /127\.0\.0\.1:1 is not a configured service host.*COMMERCE_SERVICE_HOSTS/);
+  const plain = await cli(['connect', '--base-url', `http://shop.example`, '--token', sandbox.token], {
+    ...env,
+    COMMERCE_SERVICE_HOSTS: 'shop.example',
+  });
+  t.match(plain.err, /must use https/, 'and a remote one only over https');
   const c = await cli(['connect', '--base-url', sandbox.url, '--token', sandbox.token], env);
   t.equal(c.code, 0, c.err);
   t.match(c.out, /connected sandbox-trading-co: account Sandbox Trading Co\. \(\d+\)/);
