@@ -22,8 +22,9 @@ import { handleMaintenance } from '../../src/sync/maintenance.ts';
 import { workQueues } from '../../src/worker/handlers.ts';
 import { until } from '../support/processes.ts';
 import { listenLocal } from '../support/http.ts';
+import { merchantApi } from '../support/sandbox.ts';
 import type { Teardown } from '../support/teardown.ts';
-import { harness, orderInput, plainVariants, type Harness } from '../push/harness.ts';
+import { harness, orderInput, plainVariants } from '../push/harness.ts';
 
 interface Told {
   webhookId: string;
@@ -73,20 +74,6 @@ async function endpoint(t: Teardown, secret: string) {
   return { state, url: await listenLocal(t, server) };
 }
 
-/** The merchant's people at the service: the API with the sandbox's token. */
-function service(h: Harness) {
-  return async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${h.sb.url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${h.sb.token}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-    return text ? JSON.parse(text) : null;
-  };
-}
-
 async function world(t: Teardown) {
   const h = await harness(t, { config: { SERVICE_CLOCK_MARGIN_SECONDS: 0 } });
   const db = h.tdb.db;
@@ -114,7 +101,7 @@ async function world(t: Teardown) {
   const variants = plainVariants(await h.snapshot('variants'));
   const companies = await h.snapshot('companies');
   const [company] = companies.filter((c: any) => c.status !== 'archived');
-  return { h, db, connectionId, channel, ep, drain, variants, company, api: service(h) };
+  return { h, db, connectionId, channel, ep, drain, variants, company, api: merchantApi(h.sb) };
 }
 
 t.test('imported, packed and shipped in two parts with tracking, a line returned: each event once, in order', async (t) => {

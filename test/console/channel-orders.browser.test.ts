@@ -4,6 +4,7 @@
 // that told the channel; it is reached from a search by channel order id, from the service order's page and from
 // the Channels page. A voided order's page offers no ship action, and Cancel on a channel order voids it at the
 // service. Each page is checked with axe-core and screenshotted (SCREENSHOTS=dir, else test-artifacts/console).
+import { merchantApi } from '../support/sandbox.ts';
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { createServer } from 'node:http';
@@ -70,17 +71,7 @@ if (chromiumMissing) {
     const { rt: consoleRt } = await testConsole(t, h.tdb, testConfig({ OPERATOR_TOKEN: TOKEN }), captureLogger('warn').log);
     const base = consoleRt.publicUrl;
 
-    /** The merchant's people at the service. */
-    const service = async (method: string, path: string, body?: unknown) => {
-      const res = await fetch(`${h.sb.url}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${h.sb.token}`, 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const text = await res.text();
-      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-      return text ? JSON.parse(text) : null;
-    };
+    const service = merchantApi(h.sb);
     /** What the drains do with deliveries about these records: read them, write the mirror, wake the sender. */
     const drain = async (marks: { resource: string; id: number }[]) => {
       await markPending(

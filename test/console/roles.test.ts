@@ -88,33 +88,26 @@ t.test('personal tokens: shown once, hashed, expiring, revocable, from the API a
   t.equal((await call(token, 'POST', '/api/tokens', { name: 'more', role: 'admin' })).status, 403, 'nor makes tokens');
 
   // The CLI with the token, through the API: works, then stops once the token is revoked.
-  const cli = async (...args: string[]) => {
-    const out: string[] = [];
-    const code = await commands.tokens!.run({
-      name: 'tokens',
-      values: { url: base },
-      positionals: args,
-      config: testConfig({ DATABASE_URL: tdb.url, OPERATOR_API_TOKEN: token }),
-      log: captureLogger('silent').log,
-      out: (l) => out.push(l),
-    });
-    return { code, out: out.join('\n') };
-  };
+  /** `commerce-sync tokens ... --url` with `apiToken` as OPERATOR_API_TOKEN. */
+  const cliAs =
+    (apiToken: string) =>
+    async (...args: string[]) => {
+      const out: string[] = [];
+      const code = await commands.tokens!.run({
+        name: 'tokens',
+        values: { url: base },
+        positionals: args,
+        config: testConfig({ DATABASE_URL: tdb.url, OPERATOR_API_TOKEN: apiToken }),
+        log: captureLogger('silent').log,
+        out: (l) => out.push(l),
+      });
+      return { code, out: out.join('\n') };
+    };
+  const cli = cliAs(token);
   const viewerList = await cli('list');
   t.equal(viewerList.code, 1, 'listing tokens needs admin: refused through the API');
   const adminToken = (await call(OPERATOR, 'POST', '/api/tokens', { name: 'ops cli', role: 'admin' })).body.token as string;
-  const admin = async (...args: string[]) => {
-    const out: string[] = [];
-    const code = await commands.tokens!.run({
-      name: 'tokens',
-      values: { url: base },
-      positionals: args,
-      config: testConfig({ DATABASE_URL: tdb.url, OPERATOR_API_TOKEN: adminToken }),
-      log: captureLogger('silent').log,
-      out: (l) => out.push(l),
-    });
-    return { code, out: out.join('\n') };
-  };
+  const admin = cliAs(adminToken);
   t.match(await admin('list'), { code: 0, out: /nightly export/ }, 'an admin token lists them from the CLI');
   t.match(await admin('revoke', String(made.body.id)), { code: 0 });
   t.equal((await call(token, 'GET', '/api/overview')).status, 401, 'the revoked token stops working');

@@ -6,6 +6,7 @@
 // packed, shipped, packed, shipped, returned, each once and in that order. An order voided at the service (no
 // webhook says so) reaches the channel as voided through the stock event its released stock makes, and its hold
 // ends.
+import { merchantApi } from '../support/sandbox.ts';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import { Webhook } from 'standardwebhooks';
@@ -88,16 +89,7 @@ t.test(
     );
     const company = (await shop!.snapshot('companies')).find((c) => c.status === 'active')!;
     const currency = (await shop!.snapshot('currencies'))[0]!.iso;
-    const service = async (method: string, path: string, body?: unknown) => {
-      const res = await fetch(`${shop!.sandbox.url}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${shop!.sandbox.token}`, 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const text = await res.text();
-      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-      return text ? JSON.parse(text) : null;
-    };
+    const service = merchantApi(shop!.sandbox);
     const importOrder = async (channelOrderId: string, lines: { sku: string; quantity: string }[]) => {
       const op = await enqueueOperation({ db, boss }, 'import-order', {
         channel: 'webshop',

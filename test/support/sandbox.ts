@@ -14,6 +14,22 @@ export function sandboxAdmin(sandbox: { url: string; adminToken: string }): Sand
   };
 }
 
+/** The merchant's people at the service: its API with the account's token (a fulfilment, a void, a return). */
+export type MerchantApi = (method: string, path: string, body?: unknown) => Promise<any>;
+
+export function merchantApi(sandbox: { url: string; token: string }): MerchantApi {
+  return async (method, path, body) => {
+    const res = await fetch(`${sandbox.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${sandbox.token}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+    return text ? JSON.parse(text) : null;
+  };
+}
+
 /**
  * The two behaviours the client must work with (docs/sync.md): the spec's, and the service's as documented.
  * End-to-end suites loop over these; `sandboxProfile` gives the sandbox options of each.

@@ -12,6 +12,7 @@ import { drainPending } from '../../src/sync/drain.ts';
 import { sweep } from '../../src/sync/sweep.ts';
 import { rulesFrom } from '../../src/stock/rules.ts';
 import type { Db } from '../../src/db/index.ts';
+import type { Teardown } from '../support/teardown.ts';
 
 const UPDATED_AT = '2026-01-01T12:00:00Z';
 const variant = (onHand: string) => ({
@@ -29,16 +30,18 @@ async function onHand(db: Db): Promise<{ mirror: string; channel: string }> {
   return r.rows[0]!;
 }
 
-t.test('a sweep page read before a drain wrote a newer read of the same updated_at leaves the variant to a drain', async (t) => {
+/**
+ * A service of `records` listed at `path`, a sweep and drains over it: `race.meanwhile` runs between a list call's
+ * read of its page and its answer (the sweep then writes that page).
+ */
+async function raceWorld(t: Teardown, records: any[], path: string, resource: string) {
   const { db } = await testDatabase(t);
   const c = await addConnection(db);
-  const service = [variant('5')];
-  // What a list call does between reading the page and answering (the sweep then writes it).
-  let meanwhile = async () => {};
-  const reader = memoryReader(service, [], Date.parse('2026-01-01T12:00:30Z'), async (path) => {
-    if (path !== '/variants') return [];
-    const page = structuredClone(service);
-    await meanwhile();
+  const race = { meanwhile: async () => {} };
+  const reader = memoryReader(records, [], Date.parse('2026-01-01T12:00:30Z'), async (p) => {
+    if (p !== path) return [];
+    const page = structuredClone(records);
+    await race.meanwhile();
     return page;
   });
   reader.connection.id = c.id;
@@ -54,20 +57,26 @@ t.test('a sweep page read before a drain wrote a newer read of the same updated_
     clockMarginMs: 0,
     requestDrain: async (r: string) => void drains.push(r),
   };
-  const drain = () => drainPending({ db, log, client: reader, rules, clockMarginMs: 0 }, 'variant');
+  const drain = () => drainPending({ db, log, client: reader, rules, clockMarginMs: 0 }, resource);
+  return { db, c, race, deps, drains, drain };
+}
+
+t.test('a sweep page read before a drain wrote a newer read of the same updated_at leaves the variant to a drain', async (t) => {
+  const service = [variant('5')];
+  const { db, c, race, deps, drains, drain } = await raceWorld(t, service, '/variants', 'variant');
 
   t.equal((await sweep(deps, { full: false, wait: true })).initial, true, 'the first sweep loads the mirror');
   t.same(await onHand(db), { mirror: '5', channel: '5' });
 
   // The sweep reads 4 on hand; before it writes, the stock moves to 3 (same updated_at) and a drain reads and writes that.
   service[0] = variant('4');
-  meanwhile = async () => {
+  race.meanwhile = async () => {
     service[0] = variant('3');
     await markPending(db, [{ connectionId: c.id, resource: 'variant', id: 1, reason: 'variant.stock_level_update' }]);
     t.equal((await drain()).applied, 1, 'the drain writes the newer read');
   };
   const raced = await sweep(deps, { full: false, wait: true });
-  meanwhile = async () => {};
+  race.meanwhile = async () => {};
   t.same(await onHand(db), { mirror: '3', channel: '3' }, "the sweep's older page does not replace the drain's newer read");
   t.equal(raced.resources.variant!.queued, 1, 'the sweep leaves the variant to a drain');
   t.equal(raced.resources.variant!.applied, 0);
@@ -100,42 +109,21 @@ t.test('a sweep page read before a drain wrote a newer read of the same updated_
 });
 
 t.test("a product's quantity read by a drain is not undone by a sweep page read before it (same updated_at)", async (t) => {
-  const { db } = await testDatabase(t);
-  const c = await addConnection(db);
   // A product's quantity moves with its variants' stock, its updated_at does not (real-service-notes §5).
   const product = (quantity: string) => ({ id: 7, name: 'Tea', status: 'active', updated_at: UPDATED_AT, quantity, variant_ids: [] });
   const service = [product('5')];
-  let meanwhile = async () => {};
-  const reader = memoryReader(service, [], Date.parse('2026-01-01T12:00:30Z'), async (path) => {
-    if (path !== '/products') return [];
-    const page = structuredClone(service);
-    await meanwhile();
-    return page;
-  });
-  reader.connection.id = c.id;
-  const log = captureLogger().log;
-  const rules = rulesFrom({ CHANNEL_LOCATIONS: '', CHANNEL_SAFETY_BUFFER: '0' });
-  const drains: string[] = [];
-  const deps = {
-    db,
-    log,
-    client: reader,
-    rules,
-    overlapSeconds: 0,
-    clockMarginMs: 0,
-    requestDrain: async (r: string) => void drains.push(r),
-  };
+  const { db, c, race, deps, drains, drain } = await raceWorld(t, service, '/products', 'product');
   const quantity = async () => (await sql<{ q: string }>`SELECT raw->>'quantity' AS q FROM products WHERE id = 7`.execute(db)).rows[0]?.q;
   await sweep(deps, { full: false, wait: true });
   t.equal(await quantity(), '5');
   service[0] = product('4');
-  meanwhile = async () => {
+  race.meanwhile = async () => {
     service[0] = product('3');
     await markPending(db, [{ connectionId: c.id, resource: 'product', id: 7, reason: 'product.create' }]);
-    await drainPending({ db, log, client: reader, rules, clockMarginMs: 0 }, 'product');
+    await drain();
   };
   const raced = await sweep(deps, { full: false, wait: true });
-  meanwhile = async () => {};
+  race.meanwhile = async () => {};
   t.equal(await quantity(), '3', "the sweep's older page does not replace the drain's newer read");
   t.equal(raced.resources.product!.queued, 1, 'the sweep leaves the product to a drain');
   t.same(drains, ['product']);
