@@ -2,6 +2,7 @@
 // receivers given, and every answer the service saw is recorded by delivery id. A receiver that is down
 // (refused, reset, killed mid-request) gets the service a 502, as a real load balancer would. So a test knows
 // exactly which deliveries were acknowledged with a 2xx, whatever happened to the receivers.
+import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Teardown } from './teardown.ts';
@@ -19,8 +20,17 @@ export interface DeliveryProxy {
   close(): Promise<void>;
 }
 
+// The body digest of each acknowledged delivery, by the proxy's `acked` set: a delivery whose body the receiver had
+// stored already under another delivery id (a resend: migration 0240) is acknowledged without a row of its own.
+const digests = new WeakMap<Set<string>, Map<string, string>>();
+
+/** The SHA-256 (hex) of each acknowledged delivery's body, for the `acked` set of a proxy. */
+export const ackedDigests = (acked: Set<string>): Map<string, string> => digests.get(acked) ?? new Map();
+
 export async function startDeliveryProxy(t: Teardown | null, targets: string[] = []): Promise<DeliveryProxy> {
   const acked = new Set<string>();
+  const bodies = new Map<string, string>();
+  digests.set(acked, bodies);
   const statuses = new Map<string, number>();
   let next = 0;
   let forwarded = 0;
@@ -48,7 +58,10 @@ export async function startDeliveryProxy(t: Teardown | null, targets: string[] =
         upRes.on('end', () => {
           const status = upRes.statusCode ?? 502;
           count(status);
-          if (status >= 200 && status < 300 && delivery) acked.add(delivery);
+          if (status >= 200 && status < 300 && delivery) {
+            acked.add(delivery);
+            bodies.set(delivery, createHash('sha256').update(body).digest('hex'));
+          }
           res.writeHead(status, { 'content-type': upRes.headers['content-type'] ?? 'application/json' }).end(Buffer.concat(parts));
         });
         upRes.on('error', () => {
