@@ -260,11 +260,11 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
 }
 
 /**
- * A variant's stock and a product's `quantity` move at an unmoved updated_at: a sweep leaves such a record, changed
- * at the same updated_at, to a drain (below; a drain's reads of one record never overlap), rather than write a page
- * that may have been read before a drain's newer read was written. Other records are written.
+ * A variant changed at the same updated_at is left to a drain (below). Other records are written: a product's
+ * `quantity` moves with its variants' stock at an unmoved updated_at and no event of its own, so only a sweep
+ * writes it, and nothing reads stock from it.
  */
-const tiesOf = (spec: ResourceSpec): Ties => (spec.name === 'variant' || spec.name === 'product' ? 'leave' : 'write');
+const tiesOf = (spec: ResourceSpec): Ties => (spec.name === 'variant' ? 'leave' : 'write');
 
 /**
  * Records a sweep found changed at the same updated_at: its read may be older than a drain's that was written

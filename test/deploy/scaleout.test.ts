@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { freePort } from '../../src/db/embedded.ts';
 import { spawnCli, type CliProcess } from '../support/processes.ts';
 import { ackedProcessed, drainSandbox, startWorld } from '../reliability/harness.ts';
+import { ackedDigests } from '../support/delivery-proxy.ts';
 
 const OPERATOR = 'scaleout-operator-token-0123';
 
@@ -97,7 +98,7 @@ t.test('README scale-out block, pasted: five processes on one PostgreSQL process
   // Merchant activity at the service: its webhooks go round-robin to both receivers.
   await shop!.admin('POST', 'activity', { operations: 40 });
   await drainSandbox(shop!);
-  const acked = new Set(world.proxy.acked);
+  const acked = world.proxy.acked;
   t.ok(acked.size >= 20, `${acked.size} deliveries acknowledged`);
   await ackedProcessed(world.db, acked, { what: 'every acknowledged delivery processed by the workers', everyMs: 300 });
   t.pass(`all ${acked.size} acknowledged deliveries processed`);
@@ -112,7 +113,13 @@ t.test('README scale-out block, pasted: five processes on one PostgreSQL process
     deliveries: { delivery_id: string; state: string }[];
   };
   const states = new Map(shown.deliveries.map((d) => [d.delivery_id, d.state]));
-  const missing = [...acked].filter((id) => !['processed', 'unhandled'].includes(states.get(id) ?? ''));
+  // A delivery acknowledged as a copy of a stored body (a resend under another id) has no row of its own.
+  const digests = ackedDigests(acked);
+  const bodies = new Set((await world.db.selectFrom('webhook_deliveries').select('body_digest').execute()).map((r) => r.body_digest));
+  const missing = [...acked].filter(
+    (id) =>
+      !['processed', 'unhandled'].includes(states.get(id) ?? '') && !(states.get(id) === undefined && bodies.has(digests.get(id) ?? null)),
+  );
   t.same(missing, [], `the console shows every acknowledged delivery as processed (${states.size} listed)`);
 
   for (const p of procs) {

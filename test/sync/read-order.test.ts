@@ -107,24 +107,3 @@ t.test('a sweep page read before a drain wrote a newer read of the same updated_
   t.same([newer.resources.variant!.applied, newer.resources.variant!.queued], [1, 0]);
   t.same(await onHand(db), { mirror: '7', channel: '7' });
 });
-
-t.test("a product's quantity read by a drain is not undone by a sweep page read before it (same updated_at)", async (t) => {
-  // A product's quantity moves with its variants' stock, its updated_at does not (real-service-notes §5).
-  const product = (quantity: string) => ({ id: 7, name: 'Tea', status: 'active', updated_at: UPDATED_AT, quantity, variant_ids: [] });
-  const service = [product('5')];
-  const { db, c, race, deps, drains, drain } = await raceWorld(t, service, '/products', 'product');
-  const quantity = async () => (await sql<{ q: string }>`SELECT raw->>'quantity' AS q FROM products WHERE id = 7`.execute(db)).rows[0]?.q;
-  await sweep(deps, { full: false, wait: true });
-  t.equal(await quantity(), '5');
-  service[0] = product('4');
-  race.meanwhile = async () => {
-    service[0] = product('3');
-    await markPending(db, [{ connectionId: c.id, resource: 'product', id: 7, reason: 'product.create' }]);
-    await drain();
-  };
-  const raced = await sweep(deps, { full: false, wait: true });
-  race.meanwhile = async () => {};
-  t.equal(await quantity(), '3', "the sweep's older page does not replace the drain's newer read");
-  t.equal(raced.resources.product!.queued, 1, 'the sweep leaves the product to a drain');
-  t.same(drains, ['product']);
-});
