@@ -63,6 +63,11 @@ export interface ResourceSpec {
    * their variants, whose own events say so; `reference` (customers, addresses...) can wait for a quiet slot.
    */
   freshness: Freshness;
+  /**
+   * Fields of its records move without updated_at (a product's quantity sums its variants' stock): its table keeps
+   * each write's read time (read_as_of), and at the same updated_at the later read wins, drain or sweep.
+   */
+  readTimes?: boolean;
 }
 
 export type Freshness = 'stock' | 'documents' | 'reference';
@@ -181,6 +186,7 @@ export const catalog: Record<string, ResourceSpec> = {
     // Documented: a product can be disabled (real-service-notes §5); read it, or a full sweep marks it gone.
     statuses: ['active', 'disabled'],
     variantIdsField: 'variant_ids',
+    readTimes: true,
     columns: { ...base, name: txt('name'), brand: txt('brand') },
     // product.destroy archives its variants, and no variant event says so in the documented list.
     events: { create: ev(both, RECORD), destroy: ev(documented, ['record', 'variants']) },

@@ -3,7 +3,9 @@
 // updated_at (older revisions send none for addresses, locations...) is written when it differs.
 // At the same updated_at only the caller can tell which read is newer (stock may move without moving it):
 // drains, whose reads of a record never overlap (src/db/pending.ts), write; sweeps, whose pages may have been
-// read before a drain's newer read was written, leave such a record to a drain (`ties: 'leave'`).
+// read before a drain's newer read was written, leave such a record to a drain (`ties: 'leave'`). Tables whose
+// resource keeps its reads' time (ResourceSpec.readTimes: products) need no drain for it: at the same updated_at
+// the later read wins, whoever made it.
 import { sql } from 'kysely';
 import type { Executor } from './index.ts';
 import { resources, type ChildSpec, type ResourceSpec } from '../catalog/index.ts';
@@ -45,6 +47,15 @@ interface TableWrite {
   conflict: string[];
   /** Only rows where this SQL (over r) holds are written. */
   filter?: string;
+  /** The table keeps read_as_of, and at the same updated_at a read no later than the row's is not written. */
+  readTimes?: boolean;
+}
+
+/** How a write treats a record at its row's updated_at, and when the read that returned it was answered. */
+export interface WriteOptions {
+  ties?: Ties;
+  /** The service's clock when the read was answered (epoch ms, Raw.asOf); for tables with `readTimes`. */
+  readAsOf?: number | null;
 }
 
 async function upsertRows(
@@ -52,24 +63,34 @@ async function upsertRows(
   w: TableWrite,
   connectionId: number,
   records: any[],
-  params: { parents?: Record<string, number>; ties?: Ties } = {},
+  params: WriteOptions & { parents?: Record<string, number> } = {},
 ): Promise<UpsertResult> {
   const list = dedupe(records);
   if (!list.length) return { applied: [], inserted: [], seen: [], tied: [] };
   const ties = params.ties ?? 'write';
+  const readAsOf = params.readAsOf ? new Date(params.readAsOf) : null;
+  const read = w.readTimes ? { col: sql`, read_as_of`, value: sql`, ${readAsOf}::timestamptz` } : { col: sql``, value: sql`` };
+  // At the same updated_at: 'leave' writes nothing; 'write' writes, unless the row keeps a later read's time.
+  const tie =
+    ties === 'leave'
+      ? 'false'
+      : w.readTimes
+        ? 't.read_as_of IS NULL OR excluded.read_as_of IS NULL OR excluded.read_as_of >= t.read_as_of'
+        : 'true';
   const cols = Object.keys(w.columns).map(ident);
   const consts = Object.keys(w.constants ?? {}).map(ident);
   const setCols = cols.filter((c) => c !== 'id');
   const parents = JSON.stringify(params.parents ?? {});
   const differs = cols.includes('status') ? 'OR t.status IS DISTINCT FROM excluded.status' : '';
   const query = sql<{ id: number; inserted: boolean }>`
-    INSERT INTO ${sql.raw(ident(w.table))} AS t (connection_id, ${sql.raw([...consts, ...cols].join(', '))}, raw, synced_at)
-    SELECT ${connectionId}::bigint, ${sql.raw([...consts.map((c) => w.constants![c]!), ...cols.map((c) => w.columns[c]!)].join(', '))}, r, now()
+    INSERT INTO ${sql.raw(ident(w.table))} AS t (connection_id, ${sql.raw([...consts, ...cols].join(', '))}, raw, synced_at${read.col})
+    SELECT ${connectionId}::bigint, ${sql.raw([...consts.map((c) => w.constants![c]!), ...cols.map((c) => w.columns[c]!)].join(', '))}, r, now()${read.value}
     FROM jsonb_array_elements(${JSON.stringify(list)}::jsonb) AS x(r), (SELECT ${parents}::jsonb AS parents) p
     WHERE cs_bigint(r->>'id') IS NOT NULL ${sql.raw(w.filter ? `AND (${w.filter})` : '')}
     ON CONFLICT (${sql.raw(w.conflict.join(', '))}) DO UPDATE SET
-      ${sql.raw([...setCols, 'raw', 'synced_at'].map((c) => `${c} = excluded.${c}`).join(', '))}
-    WHERE (t.updated_at IS NULL OR excluded.updated_at IS NULL OR excluded.updated_at ${sql.raw(ties === 'write' ? '>=' : '>')} t.updated_at)
+      ${sql.raw([...setCols, 'raw', 'synced_at'].map((c) => `${c} = excluded.${c}`).join(', '))}${sql.raw(w.readTimes ? ', read_as_of = COALESCE(excluded.read_as_of, t.read_as_of)' : '')}
+    WHERE (t.updated_at IS NULL OR excluded.updated_at IS NULL OR excluded.updated_at > t.updated_at
+      OR (excluded.updated_at = t.updated_at AND (${sql.raw(tie)})))
       AND (t.raw IS DISTINCT FROM excluded.raw ${sql.raw(differs)})
     RETURNING t.id, (xmax = 0) AS inserted`;
   const rows = (await query.execute(db)).rows;
@@ -104,14 +125,14 @@ export async function upsertRecords(
   spec: ResourceSpec,
   connectionId: number,
   records: any[],
-  ties: Ties = 'write',
+  options: WriteOptions = {},
 ): Promise<UpsertResult> {
   const result = await upsertRows(
     db,
-    { table: spec.table, columns: spec.columns, conflict: ['connection_id', 'id'] },
+    { table: spec.table, columns: spec.columns, conflict: ['connection_id', 'id'], readTimes: spec.readTimes },
     connectionId,
     records,
-    { ties },
+    options,
   );
   if (spec.name === 'variant' && result.applied.length) await writeStockLevels(db, connectionId, result.applied);
   return result;

@@ -67,6 +67,8 @@ export interface LocationsTable extends MirrorColumns {
 export interface ProductsTable extends MirrorColumns {
   name: string | null;
   brand: string | null;
+  /** migrations/0250: the service's clock when the read written last was answered. */
+  read_as_of: Timestamp | null;
 }
 export interface VariantsTable extends MirrorColumns {
   product_id: number | null;

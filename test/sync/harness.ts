@@ -151,20 +151,23 @@ export function fixtureNames(): string[] {
 /**
  * A Reader over records in memory. Reads by id answer from `active` (or `archived` when status=archived is asked)
  * as they are at the call, 250 ids a request, each counted in `calls`. A list answers one page per path from
- * `list(path)` (none unless given), which may run whatever a test needs between the read and its answer.
+ * `list(path)` (none unless given), which may run whatever a test needs between the read and its answer. Each
+ * answer's asOf is `clock` (or what it returns when the read starts).
  */
 export function memoryReader(
   active: any[],
   archived: any[],
-  asOf: number | null = null,
+  clock: number | null | (() => number) = null,
   list?: (path: string) => Promise<any[]>,
 ): Reader & { calls: { ids: number; status: unknown }[] } {
   const calls: { ids: number; status: unknown }[] = [];
+  const now = () => (typeof clock === 'function' ? clock() : clock);
   return {
     connection: { id: 0, name: 'mem' },
     traits: { singleStatusOnly: false },
     calls,
     async getByIds(_path: string, ids: number[], opts?: any) {
+      const asOf = now();
       let requests = 0;
       const records: any[] = [];
       for (let i = 0; i < ids.length; i += 250) {
@@ -177,6 +180,7 @@ export function memoryReader(
     },
     async *paginate(path: string) {
       if (!list) throw new Error('no lists in this reader');
+      const asOf = now();
       const records = await list(path);
       yield { records, sideloads: {}, pagination: null, requestId: null, asOf };
     },

@@ -1,7 +1,8 @@
 // Reads that land out of order. A sweep reads a page, then waits for budget before it writes it; a drain may read
 // the same variant after a newer stock move and write it meanwhile. Where updated_at does not tell the two reads
 // apart (stock need not move it, and the documented service stamps whole seconds), the sweep's page must not undo
-// the drain's write: it leaves the variant to a drain, which reads it again.
+// the drain's write: it leaves the variant to a drain, which reads it again. A product's quantity (its variants'
+// stock) moves without its updated_at too; products keep each read's time, and the later read wins either way.
 import t from 'tap';
 import { sql } from 'kysely';
 import { addConnection, testDatabase } from '../support/db.ts';
@@ -34,11 +35,17 @@ async function onHand(db: Db): Promise<{ mirror: string; channel: string }> {
  * A service of `records` listed at `path`, a sweep and drains over it: `race.meanwhile` runs between a list call's
  * read of its page and its answer (the sweep then writes that page).
  */
-async function raceWorld(t: Teardown, records: any[], path: string, resource: string) {
+async function raceWorld(
+  t: Teardown,
+  records: any[],
+  path: string,
+  resource: string,
+  clock: number | (() => number) = Date.parse('2026-01-01T12:00:30Z'),
+) {
   const { db } = await testDatabase(t);
   const c = await addConnection(db);
   const race = { meanwhile: async () => {} };
-  const reader = memoryReader(records, [], Date.parse('2026-01-01T12:00:30Z'), async (p) => {
+  const reader = memoryReader(records, [], clock, async (p) => {
     if (p !== path) return [];
     const page = structuredClone(records);
     await race.meanwhile();
@@ -58,7 +65,7 @@ async function raceWorld(t: Teardown, records: any[], path: string, resource: st
     requestDrain: async (r: string) => void drains.push(r),
   };
   const drain = () => drainPending({ db, log, client: reader, rules, clockMarginMs: 0 }, resource);
-  return { db, c, race, deps, drains, drain };
+  return { db, c, race, deps, drains, drain, reader };
 }
 
 t.test('a sweep page read before a drain wrote a newer read of the same updated_at leaves the variant to a drain', async (t) => {
@@ -106,4 +113,64 @@ t.test('a sweep page read before a drain wrote a newer read of the same updated_
   const newer = await sweep(deps, { full: true, wait: true });
   t.same([newer.resources.variant!.applied, newer.resources.variant!.queued], [1, 0]);
   t.same(await onHand(db), { mirror: '7', channel: '7' });
+});
+
+/** A product whose quantity (the sum of its variants' stock) moved without moving its updated_at. */
+const product = (quantity: string) => ({ id: 1, name: 'P', status: 'active', updated_at: UPDATED_AT, quantity, variant_ids: [] });
+
+async function productQuantity(db: Db): Promise<string> {
+  const r = await sql<{ quantity: string }>`SELECT raw->>'quantity' AS quantity FROM products WHERE id = 1`.execute(db);
+  return r.rows[0]!.quantity;
+}
+
+t.test("a product's quantity: the later read wins at the same updated_at, drain or sweep", async (t) => {
+  const service = [product('5')];
+  let now = Date.parse('2026-01-01T12:00:30Z');
+  const tick = () => (now += 2000);
+  const { db, c, race, deps, drains, drain, reader } = await raceWorld(t, service, '/products', 'product', () => now);
+  const pend = () => markPending(db, [{ connectionId: c.id, resource: 'product', id: 1, reason: 'product.update' }]);
+
+  await sweep(deps, { full: false, wait: true });
+  t.equal(await productQuantity(db), '5', 'the first sweep loads the mirror');
+
+  // A sweep reads 4; before it writes its page, the quantity moves to 3 and a drain reads (later) and writes that.
+  service[0] = product('4');
+  tick();
+  race.meanwhile = async () => {
+    service[0] = product('3');
+    tick();
+    await pend();
+    t.equal((await drain()).applied, 1, 'the drain writes the later read');
+  };
+  const raced = await sweep(deps, { full: false, wait: true });
+  race.meanwhile = async () => {};
+  t.equal(await productQuantity(db), '3', "the sweep's earlier page does not replace the drain's later read");
+  t.equal(raced.resources.product!.applied, 0);
+  t.same(drains, [], 'and no drain is needed to repair it');
+
+  // The other way round: a drain reads 2, and before it writes, a sweep reads (later) 1 and writes it.
+  const byIds = reader.getByIds.bind(reader);
+  reader.getByIds = async (path, ids, opts) => {
+    const answer = structuredClone(await byIds(path, ids, opts));
+    service[0] = product('1');
+    tick();
+    t.equal((await sweep(deps, { full: false, wait: true })).resources.product!.applied, 1, 'the later sweep writes');
+    return answer;
+  };
+  service[0] = product('2');
+  tick();
+  await pend();
+  t.equal((await drain()).applied, 0, "the drain's earlier read is not written");
+  t.equal(await productQuantity(db), '1', "the sweep's later page stays");
+
+  // A later read at the same updated_at is written by either.
+  reader.getByIds = byIds;
+  service[0] = product('6');
+  tick();
+  await pend();
+  t.equal((await drain()).applied, 1);
+  service[0] = product('7');
+  tick();
+  t.equal((await sweep(deps, { full: false, wait: true })).resources.product!.applied, 1);
+  t.equal(await productQuantity(db), '7');
 });
