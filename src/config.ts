@@ -280,6 +280,10 @@ export const settings = {
     schema: int(0, 10),
     doc: 'Proxies in front of the console whose X-Forwarded-For is trusted: the client address is the entry this many hops from its end (the one the nearest proxy saw). 0: the socket address.',
   },
+  OPENAPI_CHECK_ANSWERS: {
+    schema: bool,
+    doc: 'Check every JSON answer of /api against the OpenAPI document (GET /api/openapi.json) before it is sent; an answer that does not match is replaced by a 500 naming the route, the status and the mismatch, and logged. For tests and development (every test runs with it on): it costs a validation per answer.',
+  },
   ALERT_WEBHOOK_URL: {
     schema: url(', or empty'),
     doc: 'Where alerts are POSTed, once when one opens and once when it resolves (docs/alerts.md). Empty: not sent; the console and `status` show them all the same.',

@@ -8,7 +8,10 @@ import { operationsOfOrder } from '../db/operations.ts';
 import type { PushOperation } from '../db/schema.ts';
 import { dec, fmt } from '../stock/rules.ts';
 import { channelIds } from './channel-orders.ts';
-import { querySyncLog, type LogRow } from './synclog.ts';
+import { logEntry, querySyncLog, type LogRow } from './synclog.ts';
+import { z } from 'zod';
+import { decimal, timestamp } from '../openapi/registry.ts';
+import { operationRowSchema } from '../push/store.ts';
 
 /** A quantity as the rest of the console shows it: `3`, not the mirror's `3.0`. */
 const qty = (v: string | null) => (v === null ? null : fmt(dec(v)));
@@ -40,6 +43,25 @@ export interface OrderRow {
   importedAt: Date | null;
   updatedAt: Date | null;
 }
+
+/** OrderRow as the API answers it. */
+export const orderRowSchema = z
+  .object({
+    id: z.number().int(),
+    orderNumber: z.string().nullable(),
+    status: z.string().nullable(),
+    subStatuses: z.record(z.string(), z.string()).describe('packed, fulfillment, invoice and payment statuses, those the service gave.'),
+    issuedAt: z.string().nullable(),
+    total: decimal.nullable(),
+    currency: z.string().nullable(),
+    company: z.string().nullable(),
+    lines: z.number().int(),
+    channel: z.string().nullable(),
+    channelOrderId: z.string().nullable(),
+    importedAt: timestamp.nullable(),
+    updatedAt: timestamp.nullable(),
+  })
+  .meta({ id: 'Order' });
 
 const SUB_STATUSES = ['packed_status', 'fulfillment_status', 'invoice_status', 'payment_status'] as const;
 const subStatuses = (raw: unknown) =>
@@ -102,6 +124,42 @@ export interface OrderRecord {
   operations: PushOperation[];
   log: LogRow[];
 }
+
+/** OrderRecord as the API answers it. */
+export const orderRecordSchema = z.object({
+  connection: z.object({ id: z.number().int(), name: z.string() }),
+  order: orderRowSchema,
+  channelId: z.number().int().nullable(),
+  lines: z.array(
+    z.object({
+      id: z.number().int(),
+      sku: z.string().nullable(),
+      variantId: z.number().int().nullable(),
+      quantity: decimal.nullable(),
+      price: decimal.nullable(),
+      label: z.string().nullable(),
+    }),
+  ),
+  fulfillments: z.array(
+    z.object({
+      id: z.number().int(),
+      status: z.string().nullable(),
+      packedAt: timestamp.nullable(),
+      tracking: z.string().nullable(),
+      lines: z.array(z.object({ sku: z.string().nullable(), quantity: decimal.nullable() })),
+    }),
+  ),
+  returns: z.array(
+    z.object({
+      id: z.number().int(),
+      status: z.string().nullable(),
+      creditNote: z.string().nullable(),
+      lines: z.array(z.object({ orderLineItemId: z.number().int().nullable(), quantity: decimal.nullable() })),
+    }),
+  ),
+  operations: z.array(operationRowSchema),
+  log: z.array(logEntry),
+});
 
 export async function orderRecord(db: Db, connectionId: number, orderId: number): Promise<OrderRecord | null> {
   const conn = await getConnection(db, connectionId);

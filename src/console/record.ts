@@ -5,7 +5,9 @@
 import { changesOf, channelsOf, overridesOf, quantitiesOf } from '../db/channels.ts';
 import type { Db } from '../db/index.ts';
 import { locationNames, stockOfVariant, variantOf } from '../db/mirror-reads.ts';
-import { querySyncLog, type LogRow } from './synclog.ts';
+import { logEntry, querySyncLog, type LogRow } from './synclog.ts';
+import { z } from 'zod';
+import { decimal, timestamp } from '../openapi/registry.ts';
 
 export interface VariantRecord {
   connection: { id: number; name: string };
@@ -103,6 +105,124 @@ export interface StockChange {
   deliveryId: string | null;
   changes: { locationId: number; field: 'on_hand' | 'committed' | 'incoming' | 'available'; before: string | null; after: string | null }[];
 }
+
+// The record as the API answers it (GET /api/variants/:connection/:id), field for field as the interfaces above.
+const decimalOrNull = decimal.nullable();
+export const whyView = z
+  .object({
+    counted: decimalOrNull,
+    held: decimal,
+    buffer: decimal,
+    capped: decimalOrNull,
+    override: z.enum(['exclude', 'zero', 'fixed', 'buffer']).nullable(),
+    components: z
+      .array(z.object({ variant_id: z.number().int(), per: decimal, counted: decimal, held: decimal, makes: decimal }))
+      .optional()
+      .describe("A bundle's: what each component counts and makes."),
+    holds: z
+      .array(
+        z.object({
+          hold_id: z.number().int(),
+          channel: z.string(),
+          channel_order_id: z.string(),
+          quantity: decimal,
+          variant_id: z.number().int(),
+          expires_at: timestamp,
+        }),
+      )
+      .optional()
+      .describe('The holds lowering the quantity.'),
+  })
+  .describe('How the quantity came about: counted stock, held, buffer, cap, override.')
+  .meta({ id: 'QuantityWhy' });
+
+export const variantRecordSchema = z.object({
+  connection: z.object({ id: z.number().int(), name: z.string() }),
+  variant: z.object({
+    id: z.number().int(),
+    sku: z.string().nullable(),
+    name: z.string().nullable(),
+    status: z.string().nullable(),
+    productId: z.number().int().nullable(),
+    composite: z.boolean(),
+    manageStock: z.boolean(),
+    keepSelling: z.boolean(),
+    maxOnline: decimalOrNull,
+    updatedAt: timestamp.nullable(),
+    syncedAt: timestamp,
+  }),
+  stock: z.array(
+    z.object({
+      locationId: z.number().int(),
+      location: z.string().nullable(),
+      onHand: decimal,
+      committed: decimal,
+      incoming: decimal,
+      available: decimal,
+      updatedAt: timestamp.nullable(),
+      syncedAt: timestamp,
+    }),
+  ),
+  channel: z
+    .object({ quantity: decimalOrNull, tracked: z.boolean(), backorderable: z.boolean(), bundle: z.boolean(), computedAt: timestamp })
+    .nullable(),
+  channels: z.array(
+    z.object({
+      channelId: z.number().int(),
+      channel: z.string(),
+      rules: z.object({
+        locations: z.array(z.object({ id: z.number().int(), name: z.string() })).nullable(),
+        bufferUnits: decimal,
+        bufferPercent: decimalOrNull,
+        capMaxOnline: z.boolean(),
+      }),
+      override: z
+        .object({ mode: z.string(), quantity: decimalOrNull, bufferUnits: decimalOrNull, bufferPercent: decimalOrNull })
+        .nullable(),
+      quantity: decimalOrNull,
+      tracked: z.boolean().nullable(),
+      backorderable: z.boolean().nullable(),
+      listed: z.boolean().nullable(),
+      bundle: z.boolean().nullable(),
+      why: whyView.nullable(),
+      computedAt: timestamp.nullable(),
+    }),
+  ),
+  historyChannel: z.string().nullable(),
+  channelHistory: z.array(
+    z.object({
+      id: z.number().int(),
+      at: timestamp,
+      channel: z.string(),
+      beforeQuantity: decimalOrNull,
+      quantity: decimalOrNull,
+      tracked: z.boolean(),
+      cause: z.string(),
+      deliveryId: z.string().nullable(),
+      deliveryRowId: z.number().int().nullable(),
+      jobId: z.string().nullable(),
+      detail: z.record(z.string(), z.unknown()).nullable().describe("The change's particulars."),
+    }),
+  ),
+  stockHistory: z.array(
+    z.object({
+      at: timestamp,
+      logId: z.number().int(),
+      action: z.string(),
+      cause: z.string().nullable(),
+      deliveryId: z.string().nullable(),
+      changes: z.array(
+        z.object({
+          locationId: z.number().int(),
+          field: z.enum(['on_hand', 'committed', 'incoming', 'available']),
+          before: z.string().nullable(),
+          after: z.string().nullable(),
+        }),
+      ),
+    }),
+  ),
+  log: z.array(logEntry),
+});
 
 type Snapshot = {
   locations?: { location_id?: unknown; on_hand?: unknown; committed?: unknown; incoming?: unknown; available?: unknown }[];

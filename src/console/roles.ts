@@ -60,6 +60,7 @@ export const ROUTE_ROLES: ReadonlyMap<string, Role> = new Map<string, Role>([
     '/api/channels/:name/orders/:order',
     '/api/channels/:name/destination',
     '/api/audit',
+    '/api/openapi.json',
   ),
   // Day-to-day work on the account: replays, retries, pushes, holds, pausing a destination, cancelling an order.
   ['POST /api/deliveries/:id/replay', 'operator'],

@@ -22,6 +22,9 @@ import { sessionRoutes } from './routes/session.ts';
 import { variantRoutes } from './routes/variants.ts';
 import { page, type ConsoleDeps } from './web.ts';
 import { problem } from '../server.ts';
+import { AnswerChecker, answerCheck } from '../openapi/check.ts';
+import { type Json, openApiAnswer, openApiDocument } from '../openapi/document.ts';
+import { documented, operationsOf } from '../openapi/registry.ts';
 
 export type { ConsoleDeps } from './web.ts';
 export type { Streams } from './routes/logs.ts';
@@ -81,7 +84,21 @@ export function consoleRouters(deps: ConsoleDeps): { open: Router; guarded: Rout
       .pathAndMethod.filter((l) => l.methods.length)
       .at(-1)
       ?.path.toString() ?? ctx.path;
+  // The OpenAPI document of every route declared on this router (and the webhook endpoint), built once all are
+  // mounted (the stock and push areas mount theirs after this returns, src/console/role.ts).
+  let doc: Json | undefined;
+  let checker: AnswerChecker | undefined;
+  const document = () => (doc ??= openApiDocument(operationsOf(guarded)));
+  // First, so it also sees the guard's own answers.
+  if (deps.config.OPENAPI_CHECK_ANSWERS) guarded.use(answerCheck(() => (checker ??= new AnswerChecker(document())), routeOf, deps.log));
   guarded.use(guard(access, deps, routeOf));
+  documented(guarded).get(
+    '/api/openapi.json',
+    { summary: 'This OpenAPI document: every /api route and the webhook endpoint', answers: { 200: openApiAnswer } },
+    (ctx) => {
+      ctx.body = document();
+    },
+  );
   overviewRoutes(guarded, deps);
   logRoutes(guarded, deps, streams);
   deliveryRoutes(guarded, deps);

@@ -4,10 +4,36 @@ import { isId, MAX_ID } from '../inputs.ts';
 import { connectionIdByNameOrId } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
 import type { LogFilter, LogRow } from '../db/synclog.ts';
+import { z } from 'zod';
+import { timestamp } from '../openapi/registry.ts';
 
 export { exactTime, latestSyncLogId, querySyncLog, syncLogAfter, type LogFilter, type LogRow } from '../db/synclog.ts';
 
 export const outcomes = ['ok', 'skipped', 'error', 'warning'] as const;
+
+/** A sync-log entry (src/db/synclog.ts LogRow) as /api/logs answers it. */
+export const logEntry = z
+  .object({
+    id: z.number().int(),
+    at: timestamp,
+    connection_id: z.number().int().nullable(),
+    connection: z.string().nullable(),
+    resource: z.string().nullable(),
+    record_id: z.number().int().nullable(),
+    sku: z.string().nullable(),
+    action: z.string(),
+    before: z.unknown().describe('The record before (its fields of interest), as the entry recorded it.'),
+    after: z.unknown().describe('The record after, as the entry recorded it.'),
+    job_id: z.string().nullable(),
+    delivery_id: z.string().nullable(),
+    request_id: z.string().nullable(),
+    duration_ms: z.number().nullable(),
+    outcome: z.enum(outcomes),
+    error: z.string().nullable(),
+    detail: z.record(z.string(), z.unknown()).nullable().describe("The action's particulars (counts, reasons, ids)."),
+    trace_id: z.string().nullable().optional().describe('The trace the entry was written in, when traced.'),
+  })
+  .meta({ id: 'LogEntry' });
 
 /** The same filter as querySyncLog, applied to a row in memory (the live tail filters what it fans out). */
 export function matchesFilter(row: LogRow, f: LogFilter): boolean {

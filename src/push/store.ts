@@ -28,6 +28,9 @@ import { metrics } from '../metrics.ts';
 import { requestDelivery, sendFetch, sendPushJob, STOCK_PRIORITY } from '../queue/contracts.ts';
 import { CHANNEL_ORDER } from '../catalog/index.ts';
 import { markPending } from '../db/pending.ts';
+import { z } from 'zod';
+import { blob, timestamp } from '../openapi/registry.ts';
+import { kinds } from './input.ts';
 import { recordImported, recordImportFailed } from '../channels/order-events.ts';
 import { listChannels } from '../db/channels.ts';
 import type { Boss } from '../queue/boss.ts';
@@ -289,6 +292,33 @@ export async function retryOperation(db: Db, boss: Boss, id: number): Promise<Pu
     return row;
   });
 }
+
+const operationFields = {
+  id: z.number().int(),
+  connection_id: z.number().int(),
+  kind: z.enum(kinds),
+  state: z.enum(['queued', 'sent', 'confirmed', 'failed']),
+  reason: z.string().nullable().describe('Why it failed, or what it is waiting for.'),
+  field_errors: blob.describe("The service's field errors of a refused request."),
+  status_code: z.number().int().nullable(),
+  request_id: z.string().nullable(),
+  input: z.record(z.string(), z.unknown()).describe("The operation's input as validated (the body of POST /api/operations/{kind})."),
+  result: blob.describe('What the service answered, as it answered it.'),
+  idempotency_key: z.string(),
+  order_key: z.string(),
+  attempts: z.number().int(),
+  created_at: timestamp,
+  updated_at: timestamp,
+  sent_at: timestamp.nullable(),
+  finished_at: timestamp.nullable(),
+};
+const plan = blob.describe('The requests computed for the service (large for big orders and counts).');
+/** An operation as `present` shows it (with its plan: GET /api/operations/{id}). */
+export const operationSchema = z.object({ ...operationFields, plan: plan.optional() }).meta({ id: 'Operation' });
+/** An operation row as stored (an order's record lists them). */
+export const operationRowSchema = z
+  .object({ ...operationFields, plan, locked_until: timestamp.nullable(), job_id: z.string().nullable() })
+  .meta({ id: 'OperationRow' });
 
 /** The API shape of an operation; `withPlan` adds the computed requests (large for big orders and counts). */
 export function present(op: PushOperation, withPlan = false) {

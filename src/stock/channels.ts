@@ -21,6 +21,7 @@ import { variantsBySku } from '../db/mirror-reads.ts';
 import { logSync } from '../db/synclog.ts';
 import { recomputeVariants, recomputeWholeChannel, rulesFingerprint, rulesOf, type NewChange } from './recompute.ts';
 import { dec, fmt } from './rules.ts';
+import { decimal as decimalText, timestamp } from '../openapi/registry.ts';
 
 /** Input that cannot be taken: each problem names the field and the value. */
 export class ChannelInputError extends Error {
@@ -59,7 +60,11 @@ const channelInput = z.strictObject({
     .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'letters, digits, dot, dash or underscore, at most 64, starting with a letter or digit'),
   ...channelFields,
 });
-const overrideInput = z.strictObject({
+/** A new channel (POST /api/channels): its name, and rules left out take the defaults. */
+export const newChannelInput = channelInput.partial({ locations: true, buffer_units: true, buffer_percent: true, cap_max_online: true });
+/** A change of a channel's rules (PATCH /api/channels/:name): any of them. */
+export const channelChange = z.strictObject(channelFields).partial();
+export const overrideInput = z.strictObject({
   mode: z.enum(['exclude', 'zero', 'fixed', 'buffer']),
   quantity: decimal.optional(),
   buffer_units: decimal.optional(),
@@ -81,6 +86,34 @@ export function parseInput<T extends z.ZodType>(schema: T, raw: unknown): z.infe
 }
 
 /** A channel's rules as the API and the CLI show them. */
+/** A channel as presentChannel shows it (the counts only where a listing read them). */
+export const channelSchema = z
+  .object({
+    id: z.number().int(),
+    connection: z.string(),
+    name: z.string(),
+    locations: z.array(z.number().int()).nullable().describe('Location ids whose stock counts; null: all.'),
+    buffer_units: decimalText,
+    buffer_percent: decimalText.nullable(),
+    cap_max_online: z.boolean(),
+    applied: z.boolean().describe('The stored quantities follow these rules (false while a recomputation has not finished).'),
+    overrides: z.number().int().optional(),
+    active_holds: z.number().int().optional(),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .meta({ id: 'Channel' });
+export const overrideSchema = z
+  .object({
+    sku: z.string(),
+    mode: z.enum(['exclude', 'zero', 'fixed', 'buffer']),
+    quantity: decimalText.nullable(),
+    buffer_units: decimalText.nullable(),
+    buffer_percent: decimalText.nullable(),
+    updated_at: timestamp,
+  })
+  .meta({ id: 'Override' });
+
 export function presentChannel(c: Channel & { connection?: string; overrides?: number; active_holds?: number }) {
   const rules = rulesOf(c);
   return {
@@ -152,7 +185,7 @@ async function recomputeAll(db: Db, channelId: number): Promise<{ channel: Chann
 
 /** Adds a channel to a connection and computes its quantity of every mirrored variant. */
 export async function addChannel(db: Db, connectionId: number, raw: unknown): Promise<{ channel: Channel; recomputed: Recomputed }> {
-  const v = parseInput(channelInput.partial({ locations: true, buffer_units: true, buffer_percent: true, cap_max_online: true }), raw);
+  const v = parseInput(newChannelInput, raw);
   if ((await channelsOf(db, connectionId)).some((c) => c.name === v.name))
     throw new ChannelChoiceError(409, `channel "${v.name}" exists already on this connection: change it instead`);
   const channel = await insertChannel(
@@ -173,7 +206,7 @@ export async function addChannel(db: Db, connectionId: number, raw: unknown): Pr
 
 /** Changes a channel's rules (not its name: holds, imports and feeds know it by that) and recomputes it. */
 export async function changeChannel(db: Db, channel: Channel, raw: unknown): Promise<{ channel: Channel; recomputed: Recomputed }> {
-  const v = parseInput(z.strictObject(channelFields).partial(), raw);
+  const v = parseInput(channelChange, raw);
   if (!Object.keys(v).length)
     throw new ChannelInputError(['input: nothing to change (locations, buffer_units, buffer_percent, cap_max_online)']);
   const rules = toRow(v, channel);

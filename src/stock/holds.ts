@@ -24,6 +24,7 @@ import { variantIdsBySku } from '../push/skus.ts';
 import { connectionChannels, lockVariants, logHoldEnds, recomputeVariants, settleHolds, type NewChange } from './recompute.ts';
 import { COMMITTING_STATUSES, dec, fmt, rulesFrom } from './rules.ts';
 import { boundedText, channelOrderId, DECIMAL, KEY_LENGTH, wholeNumber } from '../inputs.ts';
+import { decimal, timestamp } from '../openapi/registry.ts';
 
 const quantity = z
   .union([z.string().trim().regex(DECIMAL, 'a decimal string such as "2" or "1.5"'), wholeNumber.nonnegative()])
@@ -51,6 +52,36 @@ export type HoldSettings = Pick<
   Config,
   'CHANNEL_HOLD_MINUTES' | 'SERVICE_CLOCK_MARGIN_SECONDS' | 'CHANNEL_LOCATIONS' | 'CHANNEL_SAFETY_BUFFER'
 >;
+
+const holdEnd = z.enum(['committed', 'cancelled', 'expired']);
+/** presentHold, as the API answers it. */
+export const holdSchema = z
+  .object({
+    id: z.number().int(),
+    connection: z.string(),
+    channel: z.string(),
+    channel_order_id: z.string(),
+    source: z.enum(['api', 'cli', 'import']),
+    state: z.enum(['active', 'ended']),
+    lines: z.array(z.object({ sku: z.string(), quantity: decimal })).describe('The lines as asked.'),
+    held: z.array(
+      z.object({
+        variant_id: z.number().int(),
+        sku: z.string().nullable(),
+        ordered_sku: z.string().describe('The SKU ordered (a bundle: its components are held).'),
+        quantity: decimal,
+        ended_at: timestamp.nullable(),
+        end_cause: holdEnd.nullable(),
+      }),
+    ),
+    order_id: z.number().int().nullable(),
+    order_at: timestamp.nullable(),
+    created_at: timestamp,
+    expires_at: timestamp,
+    ended_at: timestamp.nullable(),
+    end_cause: holdEnd.nullable(),
+  })
+  .meta({ id: 'Hold' });
 
 /** A hold as the API and the CLI show it: what was asked, what it holds per variant, and its state. */
 export function presentHold(h: Awaited<ReturnType<typeof listHolds>>[number]) {

@@ -38,7 +38,8 @@ const LISTENING = /listening on (http:\/\/[^\s)]+)/;
 
 /**
  * Starts `commerce-sync <args>` with `env` over a minimal base environment (PATH, HOME; never the test
- * runner's own variables, so a child sees only the settings given). Killed at teardown if still running.
+ * runner's own variables, so a child sees only the settings given; and, as in testConfig, every /api answer
+ * checked against the OpenAPI document). Killed at teardown if still running.
  */
 export async function spawnCli(
   t: Teardown | null,
@@ -47,7 +48,12 @@ export async function spawnCli(
   env: Record<string, string | number>,
   opts: SpawnOptions = {},
 ): Promise<CliProcess> {
-  const childEnv: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, NODE_NO_WARNINGS: '1' };
+  const childEnv: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    NODE_NO_WARNINGS: '1',
+    OPENAPI_CHECK_ANSWERS: 'true',
+  };
   for (const [k, v] of Object.entries(env)) childEnv[k] = String(v);
   const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), cli, ...args], {
     cwd: root,

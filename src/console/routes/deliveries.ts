@@ -8,9 +8,53 @@ import { listDeadLetters, queueDepths } from '../../queue/depths.ts';
 import { replayDeadLetter, replayDelivery, ReplayError } from '../replay.ts';
 import { connectionNames, flatQuery, int, optionalConnection, page, pageContext, type ConsoleDeps } from '../web.ts';
 import { problem } from '../../server.ts';
+import { z } from 'zod';
+import { blob, documented, timestamp } from '../../openapi/registry.ts';
+
+// The answers, as src/db/delivery-reads.ts and src/queue/depths.ts read them.
+const deliveryState = z.enum(['queued', 'processed', 'unhandled', 'rejected', 'failed']);
+const deliveryFields = {
+  id: z.number().int(),
+  connection_id: z.number().int(),
+  connection: z.string(),
+  delivery_id: z.string(),
+  event: z.string().nullable(),
+  resource: z.string().nullable(),
+  action: z.string().nullable(),
+  object_id: z.number().int().nullable(),
+  state: deliveryState,
+  error: z.string().nullable(),
+  job_id: z.string().nullable(),
+  received_at: timestamp,
+  processed_at: timestamp.nullable(),
+};
+const deliveryRow = z.object(deliveryFields).meta({ id: 'Delivery' });
+const deliveryDetail = z
+  .object({
+    ...deliveryFields,
+    event_at: timestamp.nullable(),
+    resource_url: z.string().nullable(),
+    body: z.string().describe('The body as received.'),
+    body_digest: z.string().nullable(),
+    traceparent: z.string().nullable().optional().describe('The traceparent of the request that brought it, when traced.'),
+  })
+  .meta({ id: 'DeliveryDetail' });
+const deadLetter = z
+  .object({
+    id: z.string(),
+    queue: z.string(),
+    liveQueue: z.string(),
+    data: blob,
+    error: blob,
+    retries: z.number().int().nullable(),
+    failedAt: timestamp,
+    firstQueuedAt: timestamp.nullable(),
+  })
+  .meta({ id: 'DeadLetter' });
 
 export function deliveryRoutes(r: Router, deps: ConsoleDeps): void {
   const { db, boss } = deps;
+  const api = documented(r);
   r.get('/deliveries', async (ctx) => {
     const q = flatQuery(ctx);
     const connectionId = await optionalConnection(ctx, db, q.connection);
@@ -56,51 +100,100 @@ export function deliveryRoutes(r: Router, deps: ConsoleDeps): void {
     }
   });
 
-  r.get('/api/deliveries', async (ctx) => {
-    const q = flatQuery(ctx);
-    if (q.state && !(deliveryStates as readonly string[]).includes(q.state))
-      return problem(ctx, 400, `state must be one of ${deliveryStates.join(', ')}`);
-    const connectionId = await optionalConnection(ctx, db, q.connection);
-    if (connectionId === null) return;
-    ctx.body = {
-      deliveries: await listDeliveries(db, {
-        connectionId,
-        state: q.state || undefined,
-        resource: q.resource || undefined,
-        objectId: int(q.object),
-        before: int(q.before),
-        limit: int(q.limit),
+  api.get(
+    '/api/deliveries',
+    {
+      summary: 'Stored webhook deliveries, newest first',
+      query: z.object({
+        connection: z.string().optional().describe('Connection name or id.'),
+        state: deliveryState.optional(),
+        resource: z.string().optional(),
+        object: z.string().optional().describe('Object id.'),
+        before: z.string().optional().describe('Deliveries with a smaller id (the next page).'),
+        limit: z.string().optional().describe('1 to 1000 (default 100).'),
       }),
-    };
-  });
-  r.get('/api/deliveries/:id', async (ctx) => {
-    const id = int(ctx.params.id);
-    const row = id === undefined ? undefined : await deliveryWithConnection(db, id);
-    if (!row) return problem(ctx, 404, `no delivery ${ctx.params.id}`);
-    ctx.body = { delivery: row };
-  });
-  r.post('/api/deliveries/:id/replay', async (ctx) => {
-    const id = int(ctx.params.id);
-    const done = id === undefined ? null : await replayDelivery(db, boss, id);
-    if (!done) return problem(ctx, 404, `no delivery ${ctx.params.id}`);
-    ctx.status = 202;
-    ctx.body = { replayed: { delivery: id, jobId: done.jobId } };
-  });
-  r.get('/api/dead-letters', async (ctx) => {
-    const q = flatQuery(ctx);
-    const connectionId = await optionalConnection(ctx, db, q.connection);
-    if (connectionId === null) return;
-    ctx.body = { deadLetters: await listDeadLetters(db, { queue: q.queue || undefined, connectionId, limit: int(q.limit) }) };
-  });
-  r.post('/api/dead-letters/:queue/:id/replay', async (ctx) => {
-    try {
-      const done = await replayDeadLetter(db, boss, ctx.params.queue!, ctx.params.id!);
-      if (!done) return problem(ctx, 404, `no dead letter ${ctx.params.id} waiting in ${ctx.params.queue}`);
+      answers: { 200: z.object({ deliveries: z.array(deliveryRow) }) },
+      problems: [400, 404],
+    },
+    async (ctx) => {
+      const q = flatQuery(ctx);
+      if (q.state && !(deliveryStates as readonly string[]).includes(q.state))
+        return problem(ctx, 400, `state must be one of ${deliveryStates.join(', ')}`);
+      const connectionId = await optionalConnection(ctx, db, q.connection);
+      if (connectionId === null) return;
+      ctx.body = {
+        deliveries: await listDeliveries(db, {
+          connectionId,
+          state: q.state || undefined,
+          resource: q.resource || undefined,
+          objectId: int(q.object),
+          before: int(q.before),
+          limit: int(q.limit),
+        }),
+      };
+    },
+  );
+  api.get(
+    '/api/deliveries/:id',
+    { summary: 'One delivery, with its body', answers: { 200: z.object({ delivery: deliveryDetail }) }, problems: [404] },
+    async (ctx) => {
+      const id = int(ctx.params.id);
+      const row = id === undefined ? undefined : await deliveryWithConnection(db, id);
+      if (!row) return problem(ctx, 404, `no delivery ${ctx.params.id}`);
+      ctx.body = { delivery: row };
+    },
+  );
+  api.post(
+    '/api/deliveries/:id/replay',
+    {
+      summary: 'Queue a delivery again',
+      answers: { 202: z.object({ replayed: z.object({ delivery: z.number().int(), jobId: z.string() }) }) },
+      problems: [404],
+    },
+    async (ctx) => {
+      const id = int(ctx.params.id);
+      const done = id === undefined ? null : await replayDelivery(db, boss, id);
+      if (!done) return problem(ctx, 404, `no delivery ${ctx.params.id}`);
       ctx.status = 202;
-      ctx.body = { replayed: { deadLetter: ctx.params.id, queue: ctx.params.queue, jobId: done.jobId } };
-    } catch (err) {
-      if (err instanceof ReplayError) return problem(ctx, 400, err.message);
-      throw err;
-    }
-  });
+      ctx.body = { replayed: { delivery: id, jobId: done.jobId } };
+    },
+  );
+  api.get(
+    '/api/dead-letters',
+    {
+      summary: 'Jobs waiting in the dead-letter queues, newest first',
+      query: z.object({
+        queue: z.string().optional().describe('A queue (or its dead-letter queue).'),
+        connection: z.string().optional().describe('Connection name or id.'),
+        limit: z.string().optional().describe('1 to 1000 (default 100).'),
+      }),
+      answers: { 200: z.object({ deadLetters: z.array(deadLetter) }) },
+      problems: [404],
+    },
+    async (ctx) => {
+      const q = flatQuery(ctx);
+      const connectionId = await optionalConnection(ctx, db, q.connection);
+      if (connectionId === null) return;
+      ctx.body = { deadLetters: await listDeadLetters(db, { queue: q.queue || undefined, connectionId, limit: int(q.limit) }) };
+    },
+  );
+  api.post(
+    '/api/dead-letters/:queue/:id/replay',
+    {
+      summary: 'Send a dead letter back to its queue',
+      answers: { 202: z.object({ replayed: z.object({ deadLetter: z.string(), queue: z.string(), jobId: z.string() }) }) },
+      problems: [400, 404],
+    },
+    async (ctx) => {
+      try {
+        const done = await replayDeadLetter(db, boss, ctx.params.queue!, ctx.params.id!);
+        if (!done) return problem(ctx, 404, `no dead letter ${ctx.params.id} waiting in ${ctx.params.queue}`);
+        ctx.status = 202;
+        ctx.body = { replayed: { deadLetter: ctx.params.id, queue: ctx.params.queue, jobId: done.jobId } };
+      } catch (err) {
+        if (err instanceof ReplayError) return problem(ctx, 400, err.message);
+        throw err;
+      }
+    },
+  );
 }

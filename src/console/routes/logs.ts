@@ -6,9 +6,35 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { describe } from '../pages/history.ts';
 import { logPage } from '../pages/logs.ts';
-import { exactTime, FilterError, latestSyncLogId, parseLogFilter, querySyncLog, type LogFilter, type LogRow } from '../synclog.ts';
+import {
+  exactTime,
+  FilterError,
+  latestSyncLogId,
+  logEntry,
+  parseLogFilter,
+  querySyncLog,
+  type LogFilter,
+  type LogRow,
+} from '../synclog.ts';
 import { connectionNames, flatQuery, page, pageContext, type ConsoleDeps } from '../web.ts';
 import { problem } from '../../server.ts';
+import { z } from 'zod';
+import { documented } from '../../openapi/registry.ts';
+
+/** The filters of /api/logs and /api/tail (parseLogFilter in ../synclog.ts). */
+const logQuery = z.object({
+  connection: z.string().optional().describe('Connection name or id.'),
+  resource: z.string().optional(),
+  sku: z.string().optional(),
+  action: z.string().optional(),
+  outcome: z.enum(['ok', 'skipped', 'error', 'warning']).optional(),
+  record: z.string().optional().describe('Record id.'),
+  after: z.string().optional().describe('Entries after this id, oldest first (a tail resumes after it too).'),
+  limit: z.string().optional().describe('1 to 1000 (default 100).'),
+  from: z.string().optional().describe('ISO timestamp: entries at or after it.'),
+  to: z.string().optional().describe('ISO timestamp: entries before it (with `before`, the next older page).'),
+  before: z.string().optional().describe('With `to`: entries before this id at that time.'),
+});
 
 const HEARTBEAT_MS = 15_000;
 /** Event streams one console process serves at once: each holds a socket and a tail subscription. */
@@ -39,6 +65,7 @@ async function logFilter(ctx: Context, deps: ConsoleDeps): Promise<LogFilter | n
 
 export function logRoutes(r: Router, deps: ConsoleDeps, streams: Streams): void {
   const { db } = deps;
+  const api = documented(r);
   r.get('/tail', (ctx) => {
     ctx.redirect(`/logs${ctx.querystring ? `?${ctx.querystring}` : ''}`);
   });
@@ -81,21 +108,50 @@ export function logRoutes(r: Router, deps: ConsoleDeps, streams: Streams): void 
     }
     page(ctx, logPage(pageContext(deps, ctx), { rows, connections: await connectionNames(db), query: q, stream, older }));
   });
-  r.get('/api/logs', async (ctx) => {
-    const filter = await logFilter(ctx, deps);
-    if (!filter) return;
-    const entries = await querySyncLog(db, filter);
-    const last = entries[entries.length - 1];
-    const full = entries.length === Math.min(Math.max(filter.limit ?? 100, 1), 1000);
-    let next: { after: number } | { to: string; before: number } | null = null;
-    if (full && last)
-      next =
-        filter.afterId !== undefined
-          ? { after: last.id }
-          : { to: (await exactTime(db, last.id)) ?? last.at.toISOString(), before: last.id };
-    ctx.body = { entries, next };
-  });
-  r.get('/api/tail', (ctx) => tailStream(ctx, deps, streams));
+  api.get(
+    '/api/logs',
+    {
+      summary: 'Sync-log entries, newest first (or oldest first after a cursor)',
+      query: logQuery,
+      answers: {
+        200: z.object({
+          entries: z.array(logEntry),
+          next: z
+            .union([z.object({ after: z.number().int() }), z.object({ to: z.string(), before: z.number().int() })])
+            .nullable()
+            .describe('The query for the next page (null on the last).'),
+        }),
+      },
+      problems: [400, 404],
+    },
+    async (ctx) => {
+      const filter = await logFilter(ctx, deps);
+      if (!filter) return;
+      const entries = await querySyncLog(db, filter);
+      const last = entries[entries.length - 1];
+      const full = entries.length === Math.min(Math.max(filter.limit ?? 100, 1), 1000);
+      let next: { after: number } | { to: string; before: number } | null = null;
+      if (full && last)
+        next =
+          filter.afterId !== undefined
+            ? { after: last.id }
+            : { to: (await exactTime(db, last.id)) ?? last.at.toISOString(), before: last.id };
+      ctx.body = { entries, next };
+    },
+  );
+  api.get(
+    '/api/tail',
+    {
+      summary: 'The live tail: new sync-log entries as server-sent events',
+      description:
+        "Each `log` event's data is a LogEntry plus `summary`, the sentence the console shows; its id the largest entry id sent. " +
+        'Resumes after Last-Event-ID (or ?after=).',
+      query: logQuery,
+      answers: { 200: { media: 'text/event-stream', description: 'Server-sent events (`event: log`).' } },
+      problems: [400, 404, 503],
+    },
+    (ctx) => tailStream(ctx, deps, streams),
+  );
 }
 
 /**

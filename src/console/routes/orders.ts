@@ -5,11 +5,13 @@ import { enqueueOperation } from '../../push/enqueue.ts';
 import { InputError } from '../../push/input.ts';
 import { orderStatuses } from '../../db/mirror-reads.ts';
 import { channelIds, searchChannelOrders } from '../channel-orders.ts';
-import { importedWithin, listOrders, orderRecord, shipChoice, type ImportedWithin } from '../orders.ts';
+import { importedWithin, listOrders, orderRecord, orderRecordSchema, orderRowSchema, shipChoice, type ImportedWithin } from '../orders.ts';
 import { NOT_FOUND, notFoundPage } from '../pages/layout.ts';
 import { orderIndexPage, orderPage } from '../pages/orders.ts';
 import { connectionNames, flatQuery, int, optionalConnection, page, pageContext, recordAt, type ConsoleDeps } from '../web.ts';
 import { problem } from '../../server.ts';
+import { z } from 'zod';
+import { documented } from '../../openapi/registry.ts';
 
 const PAGE_SIZE = 50;
 
@@ -95,20 +97,49 @@ export function orderRoutes(r: Router, deps: ConsoleDeps): void {
     }
   });
 
-  r.get('/api/orders', async (ctx) => {
-    const q = flatQuery(ctx);
-    if (q.imported && !Object.hasOwn(importedWithin, q.imported))
-      return problem(ctx, 400, `imported must be one of ${Object.keys(importedWithin).join(', ')}`);
-    const connectionId = await optionalConnection(ctx, db, q.connection);
-    if (connectionId === null) return;
-    if (connectionId === undefined) return problem(ctx, 400, 'give connection=');
-    const oq = query(q, connectionId);
-    const { rows, total } = await listOrders(db, oq);
-    ctx.body = { orders: rows, total, page: oq.page };
-  });
-  r.get('/api/orders/:connection/:id', async (ctx) => {
-    const record = await recordAt(ctx, db, orderRecord);
-    if (!record) return problem(ctx, 404, `no order ${ctx.params.id} on connection ${ctx.params.connection}`);
-    ctx.body = record;
-  });
+  const api = documented(r);
+  api.get(
+    '/api/orders',
+    {
+      summary: "A connection's mirrored orders, newest first",
+      query: z.object({
+        connection: z.string().describe('Connection name or id.'),
+        imported: z
+          .enum(Object.keys(importedWithin) as [ImportedWithin, ...ImportedWithin[]])
+          .optional()
+          .describe('Only orders imported through commerce-sync (lately).'),
+        status: z.string().optional(),
+        q: z.string().optional().describe('Order number, channel order id or order id.'),
+        page: z.string().optional(),
+        limit: z.string().optional().describe('Page size, at most 500 (default 50).'),
+      }),
+      answers: { 200: z.object({ orders: z.array(orderRowSchema), total: z.number().int(), page: z.number().int() }) },
+      problems: [400, 404],
+    },
+    async (ctx) => {
+      const q = flatQuery(ctx);
+      if (q.imported && !Object.hasOwn(importedWithin, q.imported))
+        return problem(ctx, 400, `imported must be one of ${Object.keys(importedWithin).join(', ')}`);
+      const connectionId = await optionalConnection(ctx, db, q.connection);
+      if (connectionId === null) return;
+      if (connectionId === undefined) return problem(ctx, 400, 'give connection=');
+      const oq = query(q, connectionId);
+      const { rows, total } = await listOrders(db, oq);
+      ctx.body = { orders: rows, total, page: oq.page };
+    },
+  );
+  api.get(
+    '/api/orders/:connection/:id',
+    {
+      summary: "An order's record: lines, fulfilments, returns, the operations on it and its sync log",
+      params: { connection: 'Connection name or id.', id: 'Order id.' },
+      answers: { 200: orderRecordSchema },
+      problems: [404],
+    },
+    async (ctx) => {
+      const record = await recordAt(ctx, db, orderRecord);
+      if (!record) return problem(ctx, 404, `no order ${ctx.params.id} on connection ${ctx.params.connection}`);
+      ctx.body = record;
+    },
+  );
 }

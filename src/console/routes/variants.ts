@@ -4,7 +4,7 @@ import type { Context } from 'koa';
 import { NOT_FOUND, notFoundPage } from '../pages/layout.ts';
 import { variantIndexPage, variantPage } from '../pages/variants.ts';
 import { variantsByKey } from '../../db/mirror-reads.ts';
-import { variantRecord } from '../record.ts';
+import { variantRecord, variantRecordSchema } from '../record.ts';
 import {
   indexChannel,
   listVariants,
@@ -16,6 +16,42 @@ import {
 } from '../variants.ts';
 import { connectionNames, flatQuery, int, optionalConnection, page, pageContext, recordAt, type ConsoleDeps, type Query } from '../web.ts';
 import { problem } from '../../server.ts';
+import { z } from 'zod';
+import { decimal, documented, timestamp } from '../../openapi/registry.ts';
+
+// The answers (src/db/mirror-reads.ts variantsByKey, ../variants.ts listVariants).
+const candidate = z.object({
+  connectionId: z.number().int(),
+  connection: z.string(),
+  id: z.number().int(),
+  sku: z.string().nullable(),
+  name: z.string().nullable(),
+});
+const indexRow = z
+  .object({
+    id: z.number().int(),
+    sku: z.string().nullable(),
+    name: z.string().nullable(),
+    status: z.string().nullable(),
+    composite: z.boolean(),
+    quantity: decimal.nullable().describe("The index's channel's quantity."),
+    tracked: z.boolean().nullable(),
+    backorderable: z.boolean().nullable(),
+    available: z.array(z.object({ location: z.string(), quantity: decimal })).describe('On hand less committed, per location.'),
+    lastChangeAt: timestamp.nullable(),
+    lastChangeCause: z.string().nullable(),
+    lastChangeBefore: decimal.nullable(),
+    channels: z.array(
+      z.object({
+        channel: z.string(),
+        quantity: decimal.nullable(),
+        tracked: z.boolean(),
+        backorderable: z.boolean(),
+        listed: z.boolean(),
+      }),
+    ),
+  })
+  .meta({ id: 'VariantIndexRow' });
 
 const PAGE_SIZE = 50;
 
@@ -39,6 +75,7 @@ function indexQuery(q: Query, connectionId: number, channelId: number | null): V
 
 export function variantRoutes(r: Router, deps: ConsoleDeps): void {
   const { db } = deps;
+  const api = documented(r);
   r.get('/variants', async (ctx) => {
     const q = flatQuery(ctx);
     // A search by key (sku= or id=, which links may still carry): one match opens its record.
@@ -99,26 +136,62 @@ export function variantRoutes(r: Router, deps: ConsoleDeps): void {
   });
 
   // ?connection= with sku= or id=: candidates; with neither: the index (q, filter, threshold, sort, dir, page, limit).
-  r.get('/api/variants', async (ctx) => {
-    const q = flatQuery(ctx);
-    const connectionId = await optionalConnection(ctx, db, q.connection);
-    if (connectionId === null) return;
-    if (q.sku || int(q.id) !== undefined) {
-      ctx.body = { variants: await variantsByKey(db, { connectionId, sku: q.sku || undefined, id: int(q.id) }) };
-      return;
-    }
-    if (connectionId === undefined) return problem(ctx, 400, 'give sku= or id=, or connection= for the index');
-    const { channels, channel } = await indexChannel(db, connectionId, q.channel || undefined);
-    if (channel === undefined) return problem(ctx, 400, `channel must be one of ${channels.map((c) => c.name).join(', ')}`);
-    const query = indexQuery(q, connectionId, channel ? Number(channel.id) : null);
-    if (typeof query === 'string') return problem(ctx, 400, query);
-    const { rows, total } = await listVariants(db, query);
-    // `quantity` and the last change are the channel's; each row's `channels` has every channel's quantity.
-    ctx.body = { variants: rows, total, page: query.page, channel: channel?.name ?? null };
-  });
-  r.get('/api/variants/:connection/:id', async (ctx) => {
-    const record = await recordOf(ctx);
-    if (!record) return problem(ctx, 404, `no variant ${ctx.params.id} on connection ${ctx.params.connection}`);
-    ctx.body = record;
-  });
+  api.get(
+    '/api/variants',
+    {
+      summary: "Variants: candidates for a SKU or id, or a connection's index with its channel quantities",
+      query: z.object({
+        connection: z.string().optional().describe('Connection name or id (required for the index).'),
+        sku: z.string().optional(),
+        id: z.string().optional().describe('Variant id.'),
+        channel: z.string().optional().describe('The channel whose quantity `quantity` is (default: `default`, else the oldest).'),
+        q: z.string().optional().describe('Search SKU and name.'),
+        filter: z.enum(Object.keys(variantFilters) as [VariantFilter, ...VariantFilter[]]).optional(),
+        threshold: z.string().optional().describe('The quantity `low` means (a number).'),
+        sort: z.enum(Object.keys(variantSorts) as [VariantSort, ...VariantSort[]]).optional(),
+        dir: z.enum(['asc', 'desc']).optional(),
+        page: z.string().optional(),
+        limit: z.string().optional().describe('Page size, at most 500 (default 50).'),
+      }),
+      answers: {
+        200: z.union([
+          z.object({ variants: z.array(candidate) }).describe('With sku= or id=: the variants with that key.'),
+          z.object({ variants: z.array(indexRow), total: z.number().int(), page: z.number().int(), channel: z.string().nullable() }),
+        ]),
+      },
+      problems: [400, 404],
+    },
+    async (ctx) => {
+      const q = flatQuery(ctx);
+      const connectionId = await optionalConnection(ctx, db, q.connection);
+      if (connectionId === null) return;
+      if (q.sku || int(q.id) !== undefined) {
+        ctx.body = { variants: await variantsByKey(db, { connectionId, sku: q.sku || undefined, id: int(q.id) }) };
+        return;
+      }
+      if (connectionId === undefined) return problem(ctx, 400, 'give sku= or id=, or connection= for the index');
+      const { channels, channel } = await indexChannel(db, connectionId, q.channel || undefined);
+      if (channel === undefined) return problem(ctx, 400, `channel must be one of ${channels.map((c) => c.name).join(', ')}`);
+      const query = indexQuery(q, connectionId, channel ? Number(channel.id) : null);
+      if (typeof query === 'string') return problem(ctx, 400, query);
+      const { rows, total } = await listVariants(db, query);
+      // `quantity` and the last change are the channel's; each row's `channels` has every channel's quantity.
+      ctx.body = { variants: rows, total, page: query.page, channel: channel?.name ?? null };
+    },
+  );
+  api.get(
+    '/api/variants/:connection/:id',
+    {
+      summary: "A variant's record: stock per location, each channel's quantity and why, and their history",
+      params: { connection: 'Connection name or id.', id: 'Variant id.' },
+      query: z.object({ history: z.string().optional().describe('Narrow the quantity history to this channel.') }),
+      answers: { 200: variantRecordSchema },
+      problems: [404],
+    },
+    async (ctx) => {
+      const record = await recordOf(ctx);
+      if (!record) return problem(ctx, 404, `no variant ${ctx.params.id} on connection ${ctx.params.connection}`);
+      ctx.body = record;
+    },
+  );
 }
