@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config.ts';
 import { createLogger } from './log.ts';
 import { UsageError, type CommandModule, type CommandSpec } from './command.ts';
+import { tracesWanted } from './telemetry/tracing.ts';
 
 type Load = () => Promise<CommandModule>;
 const start: Load = () => import('./start.ts');
@@ -86,6 +87,8 @@ async function main(argv: string[]): Promise<number> {
     console.error(mainHelp());
     return 2;
   }
+  // Before the command's modules load: the SDK instruments pg as it is first imported.
+  const stopTracing = tracesWanted(process.env) ? await (await import('./telemetry/tracing.ts')).startTracing() : null;
   const spec = (await entry[1]()).commands[name];
   if (!spec) throw new Error(`the module of ${name} has no such command`);
   let parsed;
@@ -146,6 +149,9 @@ async function main(argv: string[]): Promise<number> {
       return 2;
     }
     throw err;
+  } finally {
+    // Spans still batched go out before the process ends (a kill -9 loses them, as it loses log lines).
+    await stopTracing?.();
   }
 }
 

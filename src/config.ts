@@ -251,6 +251,12 @@ export const settings = {
     doc: 'Bearer token (or password) for the console and /api, at least 24 characters. Empty: open on localhost in demo mode only.',
     secret: true,
   },
+  TRACE_URL_TEMPLATE: {
+    schema: z.string().refine((v) => v === '' || (/^https?:\/\//.test(v) && v.includes('{trace_id}')), {
+      message: 'an http(s) URL containing {trace_id}, or empty',
+    }),
+    doc: 'Link from a traced sync-log entry to your tracing backend, {trace_id} standing for the trace id (e.g. https://tempo.example/explore?traceId={trace_id}). Empty: trace ids are shown, not linked.',
+  },
   OIDC_ISSUER: {
     schema: url(', or empty'),
     doc: "Issuer URL of the company's OpenID Connect provider operators sign in with (Authorization Code with PKCE). Empty: no sign-in by name (OPERATOR_TOKEN and personal tokens only).",

@@ -1,5 +1,6 @@
 // JSON lines by default; readable lines when a person is watching a terminal.
 import { pino, type Logger } from 'pino';
+import { trace } from '@opentelemetry/api';
 
 export type { Logger };
 
@@ -25,14 +26,23 @@ const redact = {
   censor: '[redacted]',
 };
 
+/** A line written in a traced span names it (`trace_id`, `span_id`), so a backend joins logs and traces. */
+function traceFields(): Record<string, string> {
+  const span = trace.getActiveSpan();
+  if (!span?.isRecording()) return {};
+  const { traceId, spanId } = span.spanContext();
+  return { trace_id: traceId, span_id: spanId };
+}
+
 export function createLogger(level: string, opts: { pretty?: boolean; destination?: NodeJS.WritableStream } = {}): Logger {
   const pretty = opts.pretty ?? (process.stdout.isTTY === true && !opts.destination);
   if (pretty) {
     return pino({
       level,
       redact,
+      mixin: traceFields,
       transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } },
     });
   }
-  return pino({ level, redact }, (opts.destination ?? process.stdout) as pino.DestinationStream);
+  return pino({ level, redact, mixin: traceFields }, (opts.destination ?? process.stdout) as pino.DestinationStream);
 }

@@ -5,6 +5,7 @@ import Router from '@koa/router';
 import type pg from 'pg';
 import { databaseReadiness } from './db/index.ts';
 import type { Logger } from './log.ts';
+import { serverSpans } from './telemetry/http.ts';
 
 export interface Server {
   app: Koa;
@@ -31,6 +32,7 @@ export function createApp(pool: pg.Pool, log: Logger, extraChecks: ReadinessChec
       log.debug({ err: err.message }, 'request cut short');
     } else if (!err.status || err.status >= 500) log.error({ err }, 'http error');
   });
+  app.use(serverSpans());
   const router = new Router();
   router.get('/healthz', (ctx) => {
     ctx.body = { ok: true };

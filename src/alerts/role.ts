@@ -5,6 +5,7 @@ import type { Runtime } from '../runtime.ts';
 import type { WorkerDeps } from '../worker/handler.ts';
 import { hostOf } from '../channels/sender.ts';
 import { evaluateAlerts, pruneAlertTables } from './evaluate.ts';
+import { inSpan } from '../telemetry/spans.ts';
 import { alertFormat, sendDueNotices, type NotifyDeps } from './notify.ts';
 
 const PRUNE_EVERY_MS = 60 * 60_000;
@@ -23,7 +24,9 @@ export function startAlerts(
   let lastPrune = 0;
   let running: Promise<void> = Promise.resolve();
   let stopped = false;
-  const once = async () => {
+  // Each round is a trace of its own (its queries, and the POST of any notice with its traceparent).
+  const once = () => inSpan('alerts round', { root: true }, roundOnce);
+  const roundOnce = async () => {
     try {
       await evaluateAlerts({ db: deps.db, config, log });
       await sendDueNotices({ db: deps.db, config, log, policy: deps.policy });

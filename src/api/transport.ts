@@ -15,6 +15,7 @@ import { buildUrl, errorDetails, parseJson } from './http.ts';
 import { decideRetry, initialRetryState } from './retry.ts';
 import type { ClientState } from './client-state.ts';
 import { setStatus, Tokens } from './tokens.ts';
+import { inSpan, SpanKind, tracing, type Span } from '../telemetry/spans.ts';
 import { priorityRank, type ApiResponse, type Method, type QueryValue, type RequestOptions } from './types.ts';
 
 export interface ClientDeps {
@@ -104,8 +105,27 @@ export class Transport {
     return { status: raw.status, body: this.body(raw, method, path) as T, headers: raw.headers, requestId: raw.requestId };
   }
 
-  /** Sends a call until the retry decision (retry.ts) says done or fail; answers the raw response. */
+  /**
+   * Sends a call until the retry decision (retry.ts) says done or fail; answers the raw response. Traced as one
+   * client span (attempts and the rate budget's wait are its events), named by the path with ids as {id}.
+   */
   async send(call: Call): Promise<Raw> {
+    if (!tracing()) return this.#send(call);
+    const attributes = {
+      'http.request.method': call.method,
+      'url.template': call.path.replace(/\/\d+(?=\/|$)/g, '/{id}'),
+      'server.address': new URL(this.connection.base_url).hostname,
+      'commerce.connection': this.connection.name,
+    };
+    return inSpan(`${call.method} ${attributes['url.template']}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
+      const raw = await this.#send(call, span);
+      span.setAttribute('http.response.status_code', raw.status);
+      if (raw.requestId) span.setAttribute('commerce.request_id', raw.requestId);
+      return raw;
+    });
+  }
+
+  async #send(call: Call, span?: Span): Promise<Raw> {
     const { config, log } = this.deps;
     const policy = { maxAttempts: config.API_MAX_ATTEMPTS, backoffBaseMs: this.#backoffBase, backoffMaxMs: this.#backoffMax };
     let state = initialRetryState;
@@ -113,7 +133,11 @@ export class Transport {
       const { token, enc } = await this.#tokens.current();
       let raw: Raw;
       try {
-        raw = await this.#gate.run(call.rank, (lease) => this.#attempt(call, token, lease));
+        const asked = performance.now();
+        raw = await this.#gate.run(call.rank, (lease) => {
+          span?.addEvent('rate budget granted', { 'commerce.budget_wait_ms': Math.round(performance.now() - asked) });
+          return this.#attempt(call, token, lease);
+        });
       } catch (err) {
         const d = err instanceof ApiError && err.status === null && err.retryable ? decideRetry(null, state, policy, call) : null;
         if (d?.action !== 'retry') throw err;

@@ -8,7 +8,7 @@
 // backoff; a destination failing for CHANNEL_DELIVERY_PAUSE_MINUTES in a row is paused with the reason, and
 // resumed (console, CLI, API) loses nothing.
 import { decryptToken, encryptToken } from '../api/secrets.ts';
-import { changesAfter, channelById, channelNames, type FeedItem } from '../db/channels.ts';
+import { changesAfter, changeTraceparents, channelById, channelNames, type FeedItem } from '../db/channels.ts';
 import {
   advanceCursor,
   channelsSending,
@@ -38,6 +38,7 @@ import type { NewChange } from '../stock/recompute.ts';
 import { defineHandler, type WorkerDeps } from '../worker/handler.ts';
 import { parseAllowedHosts } from './address-guard.ts';
 import { hostOf, parseSecrets, sendWebhook } from './sender.ts';
+import { inSpan, SpanKind, tracing } from '../telemetry/spans.ts';
 
 /** How long a sender holds a channel: longer than a POST's timeout, renewed with every POST. */
 const LEASE_SECONDS = 60;
@@ -222,10 +223,23 @@ async function postNext(
   // The same range of the same kind carries the same id on every retry (receivers deduplicate by it).
   const id = `${kind === 'stock' ? 'chd' : 'cho'}_${channelId}_${cursor}_${through}`;
   const started = Date.now();
-  const outcome = await sendWebhook(
-    { url: dest.url, id, body: range.body, secrets },
-    { attempts: 1, timeoutMs: POST_TIMEOUT_MS, allowHosts: parseAllowedHosts(config.OUTBOUND_ALLOWED_HOSTS) },
-  );
+  // Traced, the POST continues the stock moves it carries (their deliveries' traces), and tells the channel so.
+  const from = kind === 'stock' && tracing() ? await changeTraceparents(db, channelId, range.first, through) : [];
+  const attributes = {
+    'server.address': hostOf(dest.url),
+    'commerce.channel_id': channelId,
+    'commerce.webhook_id': id,
+    'commerce.kind': kind,
+    'commerce.count': range.count,
+  };
+  const outcome = await inSpan('POST channel destination', { kind: SpanKind.CLIENT, from, attributes }, async (span) => {
+    const sent = await sendWebhook(
+      { url: dest.url, id, body: range.body, secrets },
+      { attempts: 1, timeoutMs: POST_TIMEOUT_MS, allowHosts: parseAllowedHosts(config.OUTBOUND_ALLOWED_HOSTS) },
+    );
+    if (sent.status !== null) span.setAttribute('http.response.status_code', sent.status);
+    return sent;
+  });
   const name = destinationName(channelId);
   await recordPost(db, {
     channel_id: channelId,

@@ -14,6 +14,7 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { type AllowedHosts, checkLiteral, DestinationRefused, guardedLookup } from './address-guard.ts';
 import { createHmac, randomBytes } from 'node:crypto';
+import { injectTrace } from '../telemetry/spans.ts';
 
 export interface OutboundMessage {
   url: string;
@@ -156,6 +157,8 @@ export async function sendWebhook(msg: OutboundMessage, policy: SendPolicy = {})
       ...msg.headers,
     };
     if (msg.secrets?.length) headers['webhook-signature'] = signatureHeader(msg.secrets, msg.id, timestamp, msg.body);
+    // Traced, the receiver's tracing continues ours (traceparent, tracestate); untraced, nothing is added.
+    injectTrace(headers);
     let status: number | null = null;
     let retryAfterMs = 0;
     try {

@@ -94,12 +94,14 @@ const notices: Record<string, { valid: (v: string, ctx: Context) => boolean; say
 };
 
 /** The page context of a request: access mode (as the guard decided it), and the notice of the action that led here. */
-export function pageContext(_deps: ConsoleDeps, ctx: Context, extra: Partial<PageContext> = {}): PageContext {
+export function pageContext(deps: ConsoleDeps, ctx: Context, extra: Partial<PageContext> = {}): PageContext {
   const q = flatQuery(ctx);
   const fromQuery = Object.entries(notices)
     .filter(([k, n]) => q[k] && n.valid(q[k], ctx))
     .map(([k, n]) => n.say(q[k]!));
-  return { access: accessOf(ctx), ...Object.assign({}, ...fromQuery), ...extra };
+  const template = deps.config.TRACE_URL_TEMPLATE;
+  const traceUrl = template ? (id: string) => template.replaceAll('{trace_id}', encodeURIComponent(id)) : undefined;
+  return { access: accessOf(ctx), traceUrl, ...Object.assign({}, ...fromQuery), ...extra };
 }
 
 /** Only local paths: a login must not redirect to another site. */

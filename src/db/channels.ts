@@ -352,3 +352,15 @@ export async function channelNames(db: Executor, channelId: number): Promise<{ c
   );
   return rows[0] ?? { connection: '', channel: '' };
 }
+
+/**
+ * The traceparents of the deliveries behind a range of a channel's changes, oldest first (at most 33: a span's parent
+ * and its links). Read only when tracing: the channel's POST continues the trace of the stock move that caused it.
+ */
+export async function changeTraceparents(db: Executor, channelId: number, first: number, through: number): Promise<string[]> {
+  const r = await sql<{ traceparent: string }>`SELECT d.traceparent FROM channel_quantity_changes c
+    JOIN webhook_deliveries d ON d.id = c.delivery_row_id
+    WHERE c.channel_id = ${channelId} AND c.id BETWEEN ${first} AND ${through} AND d.traceparent IS NOT NULL
+    GROUP BY d.traceparent ORDER BY min(c.id) LIMIT 33`.execute(db);
+  return r.rows.map((x) => x.traceparent);
+}

@@ -24,6 +24,8 @@ export interface NewDelivery {
   error: string | null;
   /** The job that will consume it (queued rows only). */
   jobId: string | null;
+  /** The W3C traceparent of the request's span when tracing (migration 0260): the work it causes continues that trace. */
+  traceparent?: string | null;
 }
 
 export interface InsertedDelivery {
@@ -58,7 +60,7 @@ const connectionLocks = (lock: 'pg_advisory_xact_lock_shared' | 'pg_advisory_xac
 const JOBS = '/*jobs*/';
 const insertRows = `
   WITH v AS (
-    SELECT * FROM json_to_recordset($1::json) AS v(c bigint, d text, e text, r text, a text, o bigint, t timestamptz, u text, b text, s text, x text, j text, h text)
+    SELECT * FROM json_to_recordset($1::json) AS v(c bigint, d text, e text, r text, a text, o bigint, t timestamptz, u text, b text, s text, x text, j text, h text, p text)
   ), waiting AS (
     SELECT n.c, n.j, w.job_id AS existing
     FROM (SELECT DISTINCT c, j FROM v WHERE j IS NOT NULL) AS n
@@ -68,8 +70,8 @@ const insertRows = `
     INSERT INTO delivery_waits (job_id, connection_id) SELECT j, c FROM waiting WHERE existing IS NULL
   ), ins AS (
     INSERT INTO webhook_deliveries
-      (connection_id, delivery_id, event, resource, action, object_id, event_at, resource_url, body, state, error, job_id, body_digest)
-    SELECT v.c, d, e, r, a, o, t, u, b, s, x, coalesce(waiting.existing, v.j), h
+      (connection_id, delivery_id, event, resource, action, object_id, event_at, resource_url, body, state, error, job_id, body_digest, traceparent)
+    SELECT v.c, d, e, r, a, o, t, u, b, s, x, coalesce(waiting.existing, v.j), h, p
     FROM v LEFT JOIN waiting ON waiting.c = v.c AND v.j IS NOT NULL
     ON CONFLICT DO NOTHING
     RETURNING id, connection_id, delivery_id, event, resource, object_id, state, error, job_id
@@ -126,6 +128,7 @@ export function deliveriesJson(rows: NewDelivery[]): string {
       j: r.jobId,
       // The same body under another delivery id is the same event sent again (migration 0240).
       h: createHash('sha256').update(r.body).digest('hex'),
+      p: r.traceparent ?? null,
     })),
   );
 }
@@ -203,8 +206,9 @@ export async function pruneDeliveryWaits(db: Executor, olderThanSeconds: number,
 export async function logReceived(db: Executor, jobIds: string[]): Promise<void> {
   if (!jobIds.length) return;
   await sql`WITH log AS (
-      INSERT INTO sync_log (at, connection_id, resource, record_id, action, delivery_id, job_id, outcome, detail)
-      SELECT received_at, connection_id, resource, object_id, 'delivery.received', delivery_id, job_id, 'ok', jsonb_build_object('event', event)
+      INSERT INTO sync_log (at, connection_id, resource, record_id, action, delivery_id, job_id, outcome, detail, trace_id)
+      SELECT received_at, connection_id, resource, object_id, 'delivery.received', delivery_id, job_id, 'ok', jsonb_build_object('event', event),
+        substr(traceparent, 4, 32)
       FROM webhook_deliveries WHERE job_id = ANY(${jobIds}::text[]) AND state IN ('queued', 'failed') ORDER BY id
       RETURNING id)
     SELECT pg_notify('sync_log', max(id)::text) FROM log HAVING count(*) > 0`.execute(db);
@@ -225,14 +229,17 @@ function rowIdsOf(refs: DeliveryRefs) {
     UNION SELECT id FROM webhook_deliveries WHERE job_id = ANY(${refs.jobIds}::text[])`;
 }
 
-export type DeliveryToConsume = Pick<WebhookDeliveriesTable, 'connection_id' | 'resource' | 'action' | 'object_id' | 'state'> & {
+export type DeliveryToConsume = Pick<
+  WebhookDeliveriesTable,
+  'connection_id' | 'resource' | 'action' | 'object_id' | 'state' | 'traceparent'
+> & {
   id: number;
 };
 
 /** The rows jobs name, in arrival order. */
 export async function deliveriesToConsume(db: Executor, refs: DeliveryRefs): Promise<DeliveryToConsume[]> {
   if (!refs.rowIds.length && !refs.jobIds.length) return [];
-  const { rows } = await sql<DeliveryToConsume>`SELECT id, connection_id, resource, action, object_id, state
+  const { rows } = await sql<DeliveryToConsume>`SELECT id, connection_id, resource, action, object_id, state, traceparent
     FROM webhook_deliveries WHERE id IN (${rowIdsOf(refs)}) ORDER BY id`.execute(db);
   return rows;
 }
@@ -258,7 +265,7 @@ export async function markFailed(db: Executor, refs: DeliveryRefs, error: string
 }
 
 /**
- * The delivery ids and event times of the rows, and in the same round trip the service's `updated_at` and the
+ * The delivery ids, event times and traceparents of the rows, and in the same round trip the service's `updated_at` and the
  * last read's `read_as_of` of the mirrored variants (the drain's check of which claimed variants need no read: src/sync/drain.ts).
  */
 export async function deliveryStampsWithVariants(
@@ -267,17 +274,17 @@ export async function deliveryStampsWithVariants(
   connectionId: number,
   variantIds: number[],
 ): Promise<{
-  deliveries: { id: number; delivery_id: string | null; event_at: Date | null }[];
+  deliveries: { id: number; delivery_id: string | null; event_at: Date | null; traceparent: string | null }[];
   variants: { id: number; updated_at: string | null; read_as_of: Date | null }[];
 }> {
-  const found = await sql<{ kind: 'd' | 'v'; id: string; text: string | null; at: Date | null }>`
-    SELECT 'd' AS kind, id, delivery_id AS text, event_at AS at FROM webhook_deliveries WHERE id = ANY(${rowIds}::bigint[])
+  const found = await sql<{ kind: 'd' | 'v'; id: string; text: string | null; at: Date | null; tp: string | null }>`
+    SELECT 'd' AS kind, id, delivery_id AS text, event_at AS at, traceparent AS tp FROM webhook_deliveries WHERE id = ANY(${rowIds}::bigint[])
     UNION ALL
-    SELECT 'v', id, raw->>'updated_at', read_as_of FROM variants
+    SELECT 'v', id, raw->>'updated_at', read_as_of, NULL FROM variants
     WHERE connection_id = ${connectionId} AND id = ANY(${variantIds}::bigint[])`.execute(db);
   const out: Awaited<ReturnType<typeof deliveryStampsWithVariants>> = { deliveries: [], variants: [] };
   for (const r of found.rows) {
-    if (r.kind === 'd') out.deliveries.push({ id: Number(r.id), delivery_id: r.text, event_at: r.at });
+    if (r.kind === 'd') out.deliveries.push({ id: Number(r.id), delivery_id: r.text, event_at: r.at, traceparent: r.tp });
     else out.variants.push({ id: Number(r.id), updated_at: r.text, read_as_of: r.at });
   }
   return out;

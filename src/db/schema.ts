@@ -48,6 +48,8 @@ export interface WebhookDeliveriesTable {
   processed_at: Timestamp | null;
   /** SHA-256 (hex) of the body: one event sent again under a new delivery id is stored once (migration 0240). */
   body_digest: string | null;
+  /** migrations/0260: the traceparent of the request that brought it, when traced. */
+  traceparent: string | null;
 }
 
 interface MirrorColumns {
@@ -205,6 +207,8 @@ export interface SyncLogTable {
   outcome: Default<'ok' | 'skipped' | 'error' | 'warning'>;
   error: string | null;
   detail: Json | null;
+  /** migrations/0260: the trace the entry was written in, when traced (the console links it to TRACE_URL_TEMPLATE). */
+  trace_id: Default<string | null>;
 }
 
 export interface ApiBudgetsTable {

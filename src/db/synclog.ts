@@ -5,6 +5,7 @@ import { type Selectable, sql } from 'kysely';
 import { type BinWindow, countsPerBin } from './bins.ts';
 import type { Executor } from './index.ts';
 import type { SyncLogEntry, SyncLogTable } from './schema.ts';
+import { activeTraceId } from '../telemetry/spans.ts';
 
 export interface SyncLogInput {
   connectionId?: number | null;
@@ -23,9 +24,10 @@ export interface SyncLogInput {
   detail?: unknown;
 }
 
-function row(e: SyncLogInput): SyncLogEntry {
+function row(e: SyncLogInput, traceId: string | null): SyncLogEntry {
   const json = (v: unknown) => (v === undefined || v === null ? null : JSON.stringify(v));
   return {
+    trace_id: traceId,
     connection_id: e.connectionId ?? null,
     resource: e.resource ?? null,
     record_id: e.recordId ?? null,
@@ -47,10 +49,17 @@ function row(e: SyncLogInput): SyncLogEntry {
 export async function logSync(db: Executor, entries: SyncLogInput | SyncLogInput[]): Promise<number[]> {
   const list = Array.isArray(entries) ? entries : [entries];
   if (!list.length) return [];
+  // Written in a traced span (a drain, a push): the entries name its trace.
+  const traceId = activeTraceId();
   // The entries and the live tail's NOTIFY (its payload: the newest id) in one statement: a statement of its own
   // for the NOTIFY would add a round trip to every write of the log, and there are several per merchant operation.
   const rows = await db
-    .with('ins', (qb) => qb.insertInto('sync_log').values(list.map(row)).returning('id'))
+    .with('ins', (qb) =>
+      qb
+        .insertInto('sync_log')
+        .values(list.map((e) => row(e, traceId)))
+        .returning('id'),
+    )
     .with('notified', (qb) => qb.selectFrom('ins').select(sql<string>`pg_notify('sync_log', max(id)::text)`.as('sent')))
     .selectFrom(['ins', 'notified'])
     .select('ins.id')

@@ -103,6 +103,7 @@ function fieldText(fields: Record<string, string[]> | null): string {
 
 export const pushHandler = defineHandler({
   queue: pushQueue,
+  traceRoot: true,
   // Batches of two, fetched back to back while they come full: with one job per fetch every worker would wait
   // a polling interval between jobs even with a backlog. Each job of a batch is settled on its own.
   work: (config) => {

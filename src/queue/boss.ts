@@ -1,4 +1,5 @@
 // pg-boss on the same PostgreSQL: it creates and migrates its own schema (pgboss) on start.
+import { tracing } from '../telemetry/spans.ts';
 import { fromKysely, PgBoss, type Db as BossDatabase, type JobInsert } from 'pg-boss';
 import { errorSummary, isConnectionError, type Executor } from '../db/index.ts';
 import { PreparingClient } from '../db/prepared.ts';
@@ -63,6 +64,9 @@ export async function startBoss(
     // Queue statistics (the ready count a worker's burst mode looks at) as fresh as supervision.
     monitorIntervalSeconds: 15,
     queueCacheIntervalSeconds: 15,
+    // Its own spans (send, process, settle) are no-ops until an SDK is registered (src/telemetry/tracing.ts); traced,
+    // a job keeps the trace it was sent in, so a push operation's root links back to the request that asked for it.
+    openTelemetry: { propagateContext: tracing() },
   });
   // pg-boss handles a lost connection by itself (its pool opens new ones, its workers and supervisor poll
   // again); this listener is what keeps its 'error' events from ending the process. While the database is

@@ -15,6 +15,8 @@ import { parseDelivery, timestampRefusal } from './payload.ts';
 import type { RejectionCounter } from './rejections.ts';
 import { isDataError, isDeadlock, storeDeliveries, type IncomingDelivery, type StoreOutcome } from './store.ts';
 import { signingSecrets, verifySignature } from './verify.ts';
+import { inSpan, traceparentOf } from '../telemetry/spans.ts';
+import { trace } from '@opentelemetry/api';
 
 export interface ReceiverDeps {
   /** The receiver's own pool (sized for WEBHOOK_COMMIT_CONCURRENCY), and a database handle on it. */
@@ -190,6 +192,12 @@ export function createReceiver(deps: ReceiverDeps): Receiver {
         return reject(410, 'disabled_connection', `connection ${JSON.stringify(name)} is disabled`);
       }
       const connection = found.id;
+      // The request's span (src/telemetry/http.ts) names what it is about; never the body or a secret.
+      trace.getActiveSpan()?.setAttributes({
+        'commerce.connection': name,
+        'commerce.delivery_id': deliveryHeader,
+        ...(parsed.ok ? { 'commerce.event': parsed.payload.event } : {}),
+      });
       // The key must fit a btree entry: an absurdly long id is keyed by its hash, still stable across retries.
       const deliveryId = !deliveryHeader
         ? `sha256:${createHash('sha256').update(raw).digest('hex')}`
@@ -209,6 +217,7 @@ export function createReceiver(deps: ReceiverDeps): Receiver {
             body: parsed.text,
             state: parsed.payload.handled ? 'queued' : 'unhandled',
             error: parsed.payload.handled ? null : `event ${parsed.payload.event} is not one we act on`,
+            traceparent: traceparentOf(),
           }
         : {
             connectionId: connection,
@@ -225,7 +234,7 @@ export function createReceiver(deps: ReceiverDeps): Receiver {
           };
       let outcome: StoreOutcome;
       try {
-        outcome = await stored(item);
+        outcome = await inSpan('webhook commit', {}, () => stored(item));
       } catch (err) {
         if (!parsed.ok) {
           // Refused either way; the record of it is what failed.

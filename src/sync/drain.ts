@@ -13,6 +13,7 @@ import { claimPending, clearPending, markPending, releasePending, type Claimed, 
 import { catalog, composition, readAs } from '../catalog/index.ts';
 import { readLive, readLines, type Reader } from './reader.ts';
 import { readAfterEvent } from '../catalog/clocks.ts';
+import { inSpan } from '../telemetry/spans.ts';
 
 export const BATCH = 250;
 
@@ -48,6 +49,8 @@ interface Deliveries {
   shown: Set<number>;
   /** Per claimed id that deliveries alone marked, each with a time: the newest event time (epoch ms). */
   newestEvent: Map<number, number>;
+  /** The traced deliveries' traceparents, oldest first: the drain's span continues the first and links the rest. */
+  traceparents: string[];
 }
 
 /**
@@ -71,14 +74,17 @@ async function deliveriesOf(
 ): Promise<Deliveries> {
   const all = [...new Set(claimed.flatMap((c) => c.deliveryRowIds))];
   const rows = new Map<number, { deliveryId: string; eventAt: number }>();
+  const traceparents: string[] = [];
   const mirrored = new Map<number, number>(); // the later of updated_at and read_as_of, epoch ms
   const byDeliveries = claimed.filter((c) => c.deliveryRowIds.length && c.marks === c.deliveryRowIds.length);
   const candidates = resource === 'variant' ? byDeliveries : [];
   if (all.length) {
     const variants = candidates.map((c) => c.id);
     const found = await deliveryStampsWithVariants(db, all, connectionId, variants);
-    for (const d of found.deliveries)
+    for (const d of found.deliveries.sort((a, b) => a.id - b.id)) {
       rows.set(d.id, { deliveryId: d.delivery_id ?? '', eventAt: d.event_at ? d.event_at.getTime() : Number.NaN });
+      if (d.traceparent) traceparents.push(d.traceparent);
+    }
     for (const v of found.variants) {
       const known = [Date.parse(v.updated_at ?? ''), v.read_as_of?.getTime() ?? Number.NaN].filter((n) => !Number.isNaN(n));
       if (known.length) mirrored.set(v.id, Math.max(...known));
@@ -98,7 +104,7 @@ async function deliveriesOf(
     const newest = newestEvent.get(c.id);
     if (at !== undefined && newest !== undefined && readAfterEvent(at, newest, clockMarginMs)) shown.add(c.id);
   }
-  return { byId, shown, newestEvent };
+  return { byId, shown, newestEvent, traceparents };
 }
 
 /** Drains one (connection, resource) until nothing unclaimed is left, or `maxBatches` reads. */
@@ -152,7 +158,7 @@ export async function drainPending(deps: DrainDeps, resource: string, maxBatches
 }
 
 async function readBatch(deps: DrainDeps, resource: string, batch: Claimed[], out: DrainResult): Promise<void> {
-  const { db, client, log } = deps;
+  const { db, client } = deps;
   const connectionId = Number(client.connection.id);
   const started = Date.now();
   let claimed = batch;
@@ -170,6 +176,24 @@ async function readBatch(deps: DrainDeps, resource: string, batch: Claimed[], ou
     claimed = claimed.filter((c) => !shown.has(c.id));
     if (!claimed.length) return;
   }
+  const attributes = { 'commerce.connection': client.connection.name, 'commerce.resource': resource, 'commerce.records': claimed.length };
+  await inSpan(`drain ${resource}`, { from: deliveries.traceparents, attributes }, () =>
+    readClaimed(deps, resource, batch, claimed, deliveries, started, out),
+  );
+}
+
+/** Reads the claimed records that need it, and writes them to the mirror with their channels' recomputation. */
+async function readClaimed(
+  deps: DrainDeps,
+  resource: string,
+  batch: Claimed[],
+  claimed: Claimed[],
+  deliveries: Deliveries,
+  started: number,
+  out: DrainResult,
+): Promise<void> {
+  const { db, client, log } = deps;
+  const connectionId = Number(client.connection.id);
   const ids = claimed.map((c) => c.id);
   const byVariant = deliveries.byId;
   const allDeliveries = [...byVariant.values()].flat();
@@ -213,7 +237,7 @@ async function readBatch(deps: DrainDeps, resource: string, batch: Claimed[], ou
     const read = await client.getByIds(composition.path, ids, { priority: 'webhook', key: composition.key });
     requests += read.requests;
     returned = read.records.length;
-    await db.transaction().execute(async (tx) => {
+    await mirrorWrite(db, read.records.length, async (tx) => {
       const r = await applyCompositions(tx, ctx, ids, read.records);
       applied = r.changed.length;
       changes.push(...r.changes);
@@ -257,7 +281,7 @@ async function readBatch(deps: DrainDeps, resource: string, batch: Claimed[], ou
     }
     // What the read shows of held orders dates from the service's clock at the read (src/stock/holds.ts).
     ctx.cause = { ...ctx.cause, readAsOf: read.asOf };
-    await db.transaction().execute(async (tx) => {
+    await mirrorWrite(db, records.length, async (tx) => {
       const r = await applyRecords(tx, ctx, spec, records, sideloads, goneIds);
       applied = r.applied.length;
       gone = r.gone.length;
@@ -275,4 +299,9 @@ async function readBatch(deps: DrainDeps, resource: string, batch: Claimed[], ou
   out.applied += applied;
   out.gone += gone;
   out.changes.push(...changes);
+}
+
+/** The drain's one transaction: mirror rows, recomputed channel quantities, cleared marks, the sync-log entry. */
+function mirrorWrite(db: Db, records: number, fn: (tx: Executor) => Promise<void>): Promise<void> {
+  return inSpan('mirror write', { attributes: { 'commerce.records': records } }, () => db.transaction().execute(fn));
 }

@@ -119,6 +119,7 @@ async function drain(deps: WorkerDeps, jobId: string, { connectionId, resource }
 
 export const reconcileHandler = defineHandler({
   queue: reconcileQueue,
+  traceRoot: true,
   // Sweeps mostly wait on the API and hold no database connection while they do (their lock is a lease,
   // src/db/locks.ts), so like drains they get twice WORKER_CONCURRENCY slots.
   work: (config) => ({ batchSize: 1, localConcurrency: config.WORKER_CONCURRENCY * 2, localGroupConcurrency: 1 }),
@@ -130,6 +131,7 @@ export const reconcileHandler = defineHandler({
 
 export const maintenanceHandler = defineHandler({
   queue: maintenanceQueue,
+  traceRoot: true,
   work: () => ({ batchSize: 1 }),
   async handle(deps, [job]) {
     const task = job!.data.task;

@@ -15,6 +15,7 @@ import type { Db } from '../db/index.ts';
 import { markPending, type Mark } from '../db/pending.ts';
 import type { DeliveriesData, LegacyDeliveriesData } from '../queue/contracts.ts';
 import { requestDrains, type DrainRequester } from './drain-requests.ts';
+import { inSpan } from '../telemetry/spans.ts';
 
 /** The webhook_deliveries rows jobs on `deliveries` name. */
 export function deliveryRefsOf(jobs: (DeliveriesData | LegacyDeliveriesData)[]): DeliveryRefs {
@@ -75,27 +76,30 @@ export async function consumeDeliveries(
   // deliveries (the older shape, whose receiver wrote the entry), has one already.
   const unlogged = batches.filter((b) => !('deliveryIds' in b)).map((b) => b.jobId);
   const done = await db.transaction().execute(async (tx) => {
-    const handled: number[] = [];
-    const unhandled: { id: number; why: string }[] = [];
-    const marks: Mark[] = [];
     // In arrival order, so drains are asked for (eight at a time) in the order their first delivery came.
     const rows = await deliveriesToConsume(tx, refs);
-    for (const row of rows) {
-      const m = marksFor(row);
-      if (m.length) {
-        marks.push(...m);
-        handled.push(row.id);
-      } else
-        unhandled.push({
-          id: row.id,
-          why: row.object_id === null ? 'delivery names no object_id' : `resource ${row.resource ?? '(none)'} is not mirrored`,
-        });
-    }
-    await logReceived(tx, unlogged);
-    const pairs = await markPending(tx, marks);
-    await markProcessed(tx, handled);
-    await markUnhandled(tx, unhandled);
-    return { pairs, processed: handled.length, unhandled: unhandled.length };
+    const traced = { from: rows.map((r) => r.traceparent), attributes: { 'commerce.deliveries': rows.length } };
+    return inSpan('deliveries intake', traced, async () => {
+      const handled: number[] = [];
+      const unhandled: { id: number; why: string }[] = [];
+      const marks: Mark[] = [];
+      for (const row of rows) {
+        const m = marksFor(row);
+        if (m.length) {
+          marks.push(...m);
+          handled.push(row.id);
+        } else
+          unhandled.push({
+            id: row.id,
+            why: row.object_id === null ? 'delivery names no object_id' : `resource ${row.resource ?? '(none)'} is not mirrored`,
+          });
+      }
+      await logReceived(tx, unlogged);
+      const pairs = await markPending(tx, marks);
+      await markProcessed(tx, handled);
+      await markUnhandled(tx, unhandled);
+      return { pairs, processed: handled.length, unhandled: unhandled.length };
+    });
   });
   if (drains) await requestDrains(drains, done.pairs);
   return { processed: done.processed, unhandled: done.unhandled, drains: done.pairs };

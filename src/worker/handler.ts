@@ -17,6 +17,12 @@ export interface Handler<Data> {
   queue: Queue<Data>;
   /** pg-boss work options in a process with these settings; jobs always come with their metadata. */
   work(config: Config): Omit<WorkOptions, 'includeMetadata'>;
+  /**
+   * Work that is a trace of its own (a push operation, a sweep, maintenance): each batch is a root span, linked to
+   * the span it was asked from (a request's, through pg-boss's context on the job). Without it a handler's spans
+   * continue what its work is for (a drain: its deliveries' traces).
+   */
+  traceRoot?: boolean;
   /** Handles a batch; with `perJobResults` in its work options it answers each job's outcome. */
   // biome-ignore lint/suspicious/noConfusingVoidType: a handler without per-job results answers nothing
   handle(deps: WorkerDeps, jobs: JobWithMetadata<Data>[]): Promise<void | JobResult[]>;

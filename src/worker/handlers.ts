@@ -5,6 +5,7 @@ import { channelDeliveryHandler } from '../channels/dispatch.ts';
 import { pushHandler } from '../push/worker.ts';
 import { deliveriesHandler, fetchHandler, maintenanceHandler, reconcileHandler } from '../sync/handlers.ts';
 import type { Handler, WorkerDeps } from './handler.ts';
+import { inSpan } from '../telemetry/spans.ts';
 
 export const handlers: readonly Handler<any>[] = [
   deliveriesHandler,
@@ -31,7 +32,15 @@ export async function workQueues(
       options.pollingIntervalSeconds = Math.min(options.pollingIntervalSeconds ?? 2, opts.pollingIntervalSeconds);
     // pg-boss types a handler by its options; every handler takes its batch with metadata (handler.ts).
     const name = handler.queue.name;
-    await deps.boss.work(name, options, ((batch: JobWithMetadata<unknown>[]) => handler.handle(deps, batch)) as never);
+    const handle = handler.traceRoot
+      ? (batch: JobWithMetadata<unknown>[]) =>
+          inSpan(
+            `${name} job`,
+            { root: true, attributes: { 'messaging.destination.name': name, 'messaging.batch.message_count': batch.length } },
+            () => handler.handle(deps, batch),
+          )
+      : (batch: JobWithMetadata<unknown>[]) => handler.handle(deps, batch);
+    await deps.boss.work(name, options, handle as never);
     mounted.push(name);
   }
   return async () => {

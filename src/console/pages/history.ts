@@ -125,8 +125,8 @@ export function changeTable(before: unknown, after: unknown, locationName?: (id:
 ${changes.map((c) => html`<tr><th scope="row">${c.field}</th><td class="num">${c.before}</td><td class="num">${c.after}</td></tr>`)}</tbody></table>`;
 }
 
-/** The detail cell: what changed, and the raw entry behind a disclosure. */
-export function detailCell(r: LogRow): Html {
+/** The detail cell: what changed, the trace it was written in (linked when TRACE_URL_TEMPLATE is set), and the raw entry. */
+export function detailCell(r: LogRow, traceUrl?: (traceId: string) => string): Html {
   const raw = {
     before: r.before,
     after: r.after,
@@ -134,12 +134,14 @@ export function detailCell(r: LogRow): Html {
     job_id: r.job_id,
     delivery_id: r.delivery_id,
     request_id: r.request_id,
+    trace_id: r.trace_id,
   };
-  return html`${changeTable(r.before, r.after)}
+  const traced = r.trace_id && traceUrl ? html`<a class="trace" href="${traceUrl(r.trace_id)}" rel="noopener">trace</a>` : '';
+  return html`${changeTable(r.before, r.after)}${traced}
 <details class="raw"><summary>raw JSON</summary><pre>${json(raw)}</pre></details>`;
 }
 
-export function logRowsHtml(rows: LogRow[]): Html {
+export function logRowsHtml(rows: LogRow[], traceUrl?: (traceId: string) => string): Html {
   return html`${rows.map(
     (r) => html`<tr class="outcome-${r.outcome}" data-id="${r.id}">
 <td class="mono at">${when(r.at)}</td><td>${r.connection ?? ''}</td><td>${r.resource ?? ''}</td>
@@ -149,7 +151,7 @@ export function logRowsHtml(rows: LogRow[]): Html {
         : (r.record_id ?? '')
     }</td>
 <td>${r.sku ?? ''}</td><td class="mono">${r.action}</td><td>${r.outcome}</td><td class="sentence">${describe(r)}</td>
-<td class="num">${r.duration_ms ?? ''}</td><td class="detail">${detailCell(r)}</td></tr>`,
+<td class="num">${r.duration_ms ?? ''}</td><td class="detail">${detailCell(r, traceUrl)}</td></tr>`,
   )}`;
 }
 

@@ -10,6 +10,8 @@ export interface PageContext {
   /** Set when the page follows an action (replay done, login failed...). */
   notice?: string;
   problem?: string;
+  /** A traced entry's link into the team's tracing backend (TRACE_URL_TEMPLATE), when one is set. */
+  traceUrl?: (traceId: string) => string;
 }
 
 const nav: [string, string][] = [

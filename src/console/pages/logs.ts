@@ -34,7 +34,7 @@ ${select('Outcome', 'outcome', outcomes, q.outcome)}
 <p id="tail-state" role="status">${input.stream ? 'connecting to the live tail...' : 'time range closed: not following'}</p>
 <table class="log">${logHead}
 <tbody id="log-rows" data-stream="${input.stream ?? ''}">
-${input.rows.length ? logRowsHtml(input.rows) : html`<tr id="log-empty"><td colspan="${LOG_COLUMNS}" class="muted">No entries match.</td></tr>`}
+${input.rows.length ? logRowsHtml(input.rows, pc.traceUrl) : html`<tr id="log-empty"><td colspan="${LOG_COLUMNS}" class="muted">No entries match.</td></tr>`}
 </tbody></table>
 ${input.older ? html`<p><a href="${input.older}" id="older">Older entries</a></p>` : ''}`,
   );

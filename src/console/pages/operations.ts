@@ -130,7 +130,7 @@ ${fieldTable(flatFields(op.input), 'What was asked')}
 ${op.result ? html`<h2>Result</h2>${fieldTable(flatFields(op.result), 'What the service answered')}<details class="raw"><summary>raw JSON</summary><pre>${json(op.result)}</pre></details>` : ''}
 <h2>History</h2>
 <table id="operation-history" class="log">${logHead}<tbody>
-${log.length ? logRowsHtml(log) : html`<tr><td colspan="${LOG_COLUMNS}" class="muted">No entries.</td></tr>`}
+${log.length ? logRowsHtml(log, pc.traceUrl) : html`<tr><td colspan="${LOG_COLUMNS}" class="muted">No entries.</td></tr>`}
 </tbody></table>
 <p><a href="${withQuery('/operations', {}, { connection: op.connection })}">All operations of ${op.connection}</a></p>`,
   );

@@ -168,7 +168,7 @@ ${
 </tbody></table>
 <h2>History</h2>
 <table id="order-history" class="log">${logHead}<tbody>
-${r.log.length ? logRowsHtml(r.log) : html`<tr><td colspan="${LOG_COLUMNS}" class="muted">No entries.</td></tr>`}
+${r.log.length ? logRowsHtml(r.log, pc.traceUrl) : html`<tr><td colspan="${LOG_COLUMNS}" class="muted">No entries.</td></tr>`}
 </tbody></table>`,
   );
 }

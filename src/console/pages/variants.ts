@@ -136,7 +136,7 @@ ${
 <h2>Sync log for this variant</h2>
 <p><a href="/logs?connection=${enc(r.connection.name)}${v.sku ? `&sku=${enc(v.sku)}` : ''}">follow live</a></p>
 <table id="history" class="log">${logHead}<tbody>
-${r.log.length ? logRowsHtml(r.log) : html`<tr><td colspan="${LOG_COLUMNS}" class="muted">No entries.</td></tr>`}
+${r.log.length ? logRowsHtml(r.log, pc.traceUrl) : html`<tr><td colspan="${LOG_COLUMNS}" class="muted">No entries.</td></tr>`}
 </tbody></table>`,
   );
 }
