@@ -120,6 +120,7 @@ const selectRows = (db: Executor) =>
       'l.job_id',
       'l.delivery_id',
       'l.request_id',
+      'l.trace_id',
       'l.duration_ms',
       'l.outcome',
       'l.error',
