@@ -52,13 +52,13 @@ const describeParams = (params: Record<string, unknown>) => {
 };
 
 /**
- * Middleware checking every JSON answer under /api. `routeOf` names the route a request matched (as the role
+ * Middleware checking every JSON answer under /api (and the webhook endpoint's, src/receiver/role.ts). `routeOf` names the route a request matched (as the role
  * table does); `checker` is asked for lazily, once every route has been mounted.
  */
 export function answerCheck(checker: () => AnswerChecker, routeOf: (ctx: Context) => string, log: Logger) {
   return async (ctx: Context, next: Next) => {
     await next();
-    if (!ctx.path.startsWith('/api/') || ctx.method === 'HEAD' || ctx.respond === false) return;
+    if (!/^\/(api|webhooks)\//.test(ctx.path) || ctx.method === 'HEAD' || ctx.respond === false) return;
     const body: unknown = ctx.body;
     if (body === null || typeof body !== 'object' || Buffer.isBuffer(body) || typeof (body as { pipe?: unknown }).pipe === 'function')
       return;

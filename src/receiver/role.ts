@@ -8,6 +8,9 @@ import type { Runtime } from '../runtime.ts';
 import { createReceiver } from './receiver.ts';
 import { rejectionCounter } from './rejections.ts';
 import { syncWebhooks } from './subscriptions.ts';
+import { AnswerChecker, answerCheck } from '../openapi/check.ts';
+import { openApiDocument } from '../openapi/document.ts';
+import { webhookOperation } from '../openapi/webhook.ts';
 
 export async function mount(rt: Runtime): Promise<void> {
   const { config, log } = rt;
@@ -17,7 +20,19 @@ export async function mount(rt: Runtime): Promise<void> {
   // Refusals are counted on the shared pool: a flush never takes one of the commit slots above.
   const rejections = rejectionCounter(rt.database.db, log);
   const receiver = createReceiver({ pool, db, boss: rt.boss, config, log: log.child({ role: 'receiver' }), rejections });
-  rt.router.post('/webhooks/:connection', (ctx) => receiver.handle(ctx));
+  const route = '/webhooks/:connection';
+  // With OPENAPI_CHECK_ANSWERS (every test), the endpoint's answers are held to the document as /api's are.
+  const checked = config.OPENAPI_CHECK_ANSWERS
+    ? [
+        answerCheck(
+          () => (checker ??= new AnswerChecker(openApiDocument([webhookOperation]))),
+          () => route,
+          log,
+        ),
+      ]
+    : [];
+  let checker: AnswerChecker | undefined;
+  rt.router.post(route, ...checked, (ctx) => receiver.handle(ctx));
   rt.readiness.push(() => receiver.readiness());
   // The server has stopped accepting and finished its requests by the time this runs; close() commits
   // anything still waiting before the pool goes.
