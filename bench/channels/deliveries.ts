@@ -11,12 +11,11 @@
 // Set DATABASE_URL to use an existing PostgreSQL (a scratch database is made on it and dropped).
 import { channelDeliveryHandler } from '../../src/channels/dispatch.ts';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { cpus, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
-import { Webhook } from 'standardwebhooks';
+import { channelEndpoint } from '../../test/support/channel-endpoint.ts';
 import { loadConfig } from '../../src/config.ts';
 import { lastChangeId } from '../../src/db/channels.ts';
 import { createDb, createPool } from '../../src/db/index.ts';
@@ -52,26 +51,13 @@ const percentile = (xs: number[], p: number) => xs.sort((a, b) => a - b)[Math.mi
 const secrets: Record<string, string> = {};
 const arrivals = new Map<number, number>(); // change id -> ms
 let posts = 0;
-let refused = 0;
-const endpoint = createServer((req, res) => {
-  let body = '';
-  req.on('data', (d) => {
-    body += d;
-  });
-  req.on('end', () => {
-    try {
-      const payload = new Webhook(secrets[(req.url ?? '').slice(1)]!).verify(body, req.headers as Record<string, string>) as any;
-      posts++;
-      const now = Date.now();
-      for (const c of payload.data.changes) arrivals.set(c.id, now);
-      res.end('ok');
-    } catch {
-      refused++;
-      res.statusCode = 400;
-      res.end();
-    }
-  });
-});
+const { server: endpoint, refused } = channelEndpoint(
+  (path) => secrets[path]!,
+  ({ payload, arrived }) => {
+    posts++;
+    for (const c of payload.data.changes) arrivals.set(c.id, arrived);
+  },
+);
 await new Promise<void>((r) => endpoint.listen(0, '127.0.0.1', r));
 const url = (name: string) => `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}/${name}`;
 
@@ -151,7 +137,7 @@ try {
       `${((done - started) / 1000).toFixed(1)} s after it began (${((done - swept) / 1000).toFixed(1)} s after its last page)`,
   );
   console.log(
-    `POSTs ${posts} (refused ${refused}), channel-delivery jobs ${jobs.rows[0]!.n}, changes per POST ${(changes / Math.max(1, posts)).toFixed(0)}`,
+    `POSTs ${posts} (refused ${refused.length}), channel-delivery jobs ${jobs.rows[0]!.n}, changes per POST ${(changes / Math.max(1, posts)).toFixed(0)}`,
   );
   console.log(
     `lag from a change's commit to the POST that carried it: p50 ${(percentile(lags, 50) / 1000).toFixed(2)} s, ` +

@@ -22,12 +22,11 @@
 // After the load stops, the stock moves get a minute to be caught up and the order events --grace-seconds to
 // arrive; what has not arrived by then is `open`. Set DATABASE_URL to use an existing PostgreSQL.
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { cpus, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
-import { Webhook } from 'standardwebhooks';
+import { channelEndpoint } from '../../test/support/channel-endpoint.ts';
 import type { ListOrder } from '@commerce-sync/sandbox';
 import { ClientState } from '../../src/api/client-state.ts';
 import { setDestination } from '../../src/channels/destinations.ts';
@@ -104,50 +103,34 @@ const heard = {
   repeated: 0,
   /** Two events (two ids) telling the same thing: the exactly-once promise broken. */
   doubled: [] as string[],
-  refused: 0,
   posts: { stock: 0, orders: 0 },
 };
 const secret = `whsec_${randomBytes(32).toString('base64')}`;
 const eventKey = (type: string, orderId: unknown, part: unknown) => `${type}:${orderId ?? ''}:${part ?? ''}`;
-const endpoint = createServer((req, res) => {
-  let body = '';
-  req.on('data', (d) => {
-    body += d;
-  });
-  req.on('end', () => {
-    try {
-      const payload = new Webhook(secret).verify(body, req.headers as Record<string, string>) as any;
-      const arrived = Date.now();
-      if (payload.type === 'channel.stock.changed') {
-        heard.posts.stock++;
-        for (const c of payload.data.changes) {
-          const list = heard.stock.get(c.variant_id) ?? [];
-          list.push({ changeAt: Date.parse(c.at), arrived });
-          heard.stock.set(c.variant_id, list);
-        }
-      } else if (payload.type === 'channel.orders.changed') {
-        heard.posts.orders++;
-        for (const e of payload.data.events) {
-          if (heard.ids.has(e.id)) {
-            heard.repeated++;
-            continue;
-          }
-          heard.ids.add(e.id);
-          const key =
-            e.type === 'order.imported'
-              ? eventKey(e.type, e.channel_order_id, '')
-              : eventKey(e.type, e.order_id, e.data?.fulfillment_id ?? e.data?.return_id ?? e.data?.invoice_id);
-          if (heard.orders.has(key)) heard.doubled.push(key);
-          else heard.orders.set(key, { id: e.id, type: e.type, orderId: e.order_id, at: Date.parse(e.at), arrived, data: e.data });
-        }
-      }
-      res.end('ok');
-    } catch {
-      heard.refused++;
-      res.statusCode = 400;
-      res.end();
+const { server: endpoint, refused } = channelEndpoint(secret, ({ payload, arrived }) => {
+  if (payload.type === 'channel.stock.changed') {
+    heard.posts.stock++;
+    for (const c of payload.data.changes) {
+      const list = heard.stock.get(c.variant_id) ?? [];
+      list.push({ changeAt: Date.parse(c.at), arrived });
+      heard.stock.set(c.variant_id, list);
     }
-  });
+  } else if (payload.type === 'channel.orders.changed') {
+    heard.posts.orders++;
+    for (const e of payload.data.events) {
+      if (heard.ids.has(e.id)) {
+        heard.repeated++;
+        continue;
+      }
+      heard.ids.add(e.id);
+      const key =
+        e.type === 'order.imported'
+          ? eventKey(e.type, e.channel_order_id, '')
+          : eventKey(e.type, e.order_id, e.data?.fulfillment_id ?? e.data?.return_id ?? e.data?.invoice_id);
+      if (heard.orders.has(key)) heard.doubled.push(key);
+      else heard.orders.set(key, { id: e.id, type: e.type, orderId: e.order_id, at: Date.parse(e.at), arrived, data: e.data });
+    }
+  }
 });
 await new Promise<void>((r) => endpoint.listen(0, '127.0.0.1', r));
 const endpointUrl = `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}/channel`;
@@ -490,7 +473,7 @@ async function run(rate: number, mode: Mode): Promise<Result> {
   heard.ids.clear();
   heard.repeated = 0;
   heard.doubled = [];
-  heard.refused = 0;
+  refused.length = 0;
   heard.posts = { stock: 0, orders: 0 };
   const world = await startWorld({
     name: `forders${String(rate).replace('.', '_')}${mode === 'anchor' ? 'a' : ''}`,
@@ -700,7 +683,7 @@ async function run(rate: number, mode: Mode): Promise<Result> {
         `shipments ${ships.length} (${byWarehouse} by the warehouse, ${ships.length - byWarehouse} by the activity), voids ${of('void').length} ` +
           `(${voidsByWarehouse} by the warehouse); warehouse calls refused ${[...traffic.warehouse.refused.values()].reduce((a, b) => a + b, 0)}, ` +
           `left undone at the end ${traffic.mine.dropped}`,
-        `POSTs: ${heard.posts.orders} of order events, ${heard.posts.stock} of stock; refused signatures ${heard.refused}; ` +
+        `POSTs: ${heard.posts.orders} of order events, ${heard.posts.stock} of stock; refused signatures ${refused.length}; ` +
           `events told twice (two ids) ${heard.doubled.length}${heard.doubled.length ? ` (${heard.doubled.slice(0, 5).join(', ')})` : ''}; ` +
           `an event id in two POSTs ${heard.repeated}`,
       ];

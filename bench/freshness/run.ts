@@ -12,14 +12,13 @@
 //
 // Set DATABASE_URL to use an existing PostgreSQL (it creates and drops a scratch database per rate).
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { cpus, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
 import { createLogger } from '../../src/log.ts';
 import type { ListOrder } from '@commerce-sync/sandbox';
-import { Webhook } from 'standardwebhooks';
+import { channelEndpoint } from '../../test/support/channel-endpoint.ts';
 import { floorLags, postLags, StockLag, type StockArrivals } from './lag.ts';
 import { explainTail } from './tail.ts';
 import { cpuSeconds, percentile, postgresCpuSeconds, settled, startWorld, takeMoves } from './world.ts';
@@ -75,28 +74,12 @@ const head = [
 // standardwebhooks package; per variant, when each change it carried arrived.
 const channelSecret = `whsec_${randomBytes(32).toString('base64')}`;
 const arrivals: StockArrivals = new Map();
-let refused = 0;
-const endpoint = createServer((req, res) => {
-  let body = '';
-  req.on('data', (d) => {
-    body += d;
-  });
-  req.on('end', () => {
-    try {
-      const payload = new Webhook(channelSecret).verify(body, req.headers as Record<string, string>) as any;
-      const arrived = Date.now();
-      for (const c of payload.data.changes) {
-        const list = arrivals.get(c.variant_id) ?? [];
-        list.push({ changeAt: Date.parse(c.at), arrived });
-        arrivals.set(c.variant_id, list);
-      }
-      res.end('ok');
-    } catch {
-      refused++;
-      res.statusCode = 400;
-      res.end();
-    }
-  });
+const { server: endpoint, refused } = channelEndpoint(channelSecret, ({ payload, arrived }) => {
+  for (const c of payload.data.changes) {
+    const list = arrivals.get(c.variant_id) ?? [];
+    list.push({ changeAt: Date.parse(c.at), arrived });
+    arrivals.set(c.variant_id, list);
+  }
 });
 await new Promise<void>((r) => endpoint.listen(0, '127.0.0.1', r));
 const channelUrl = `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}/stock`;
@@ -104,7 +87,7 @@ const postRows: string[][] = [];
 
 for (const rate of rates) {
   arrivals.clear();
-  refused = 0;
+  refused.length = 0;
   const world = await startWorld({
     name: `fresh${String(rate).replace('.', '_')}`,
     accounts: 1,
@@ -208,7 +191,7 @@ for (const rate of rates) {
     s(percentile(posted, 95)),
     s(percentile(posted, 99)),
     s(posted.at(-1) ?? NaN),
-    String(refused),
+    String(refused.length),
   ]);
   await world.close();
 }

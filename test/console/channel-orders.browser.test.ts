@@ -7,10 +7,8 @@
 import { merchantApi } from '../support/sandbox.ts';
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
-import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { Webhook } from 'standardwebhooks';
 import t from 'tap';
 import { setDestination } from '../../src/channels/destinations.ts';
 import { announceChanges, channelDeliveryHandler } from '../../src/channels/dispatch.ts';
@@ -24,6 +22,7 @@ import { harness, orderInput, plainVariants } from '../push/harness.ts';
 import { axe, chromiumMissing, openBrowser } from '../support/browser.ts';
 import { testConfig } from '../support/config.ts';
 import { listenLocal } from '../support/http.ts';
+import { channelEndpoint } from '../support/channel-endpoint.ts';
 import { captureLogger } from '../support/log.ts';
 import { until } from '../support/processes.ts';
 import { testConsole } from '../support/runtime.ts';
@@ -44,24 +43,9 @@ if (chromiumMissing) {
     // The channel's endpoint: every POST verified, the events it heard kept.
     const secret = `whsec_${randomBytes(32).toString('base64')}`;
     const heard: { type: string; channel_order_id: string; webhookId: string }[] = [];
-    const bad: string[] = [];
-    const endpoint = createServer((req, res) => {
-      let body = '';
-      req.on('data', (d) => {
-        body += d;
-      });
-      req.on('end', () => {
-        try {
-          const payload = new Webhook(secret).verify(body, req.headers as Record<string, string>) as any;
-          for (const e of payload.data.events ?? [])
-            heard.push({ type: e.type, channel_order_id: e.channel_order_id, webhookId: String(req.headers['webhook-id']) });
-          res.end('ok');
-        } catch (err) {
-          bad.push((err as Error).message);
-          res.statusCode = 400;
-          res.end();
-        }
-      });
+    const { server: endpoint, refused: bad } = channelEndpoint(secret, ({ payload, headers }) => {
+      for (const e of payload.data.events ?? [])
+        heard.push({ type: e.type, channel_order_id: e.channel_order_id, webhookId: String(headers['webhook-id']) });
     });
     const url = await listenLocal(t, endpoint);
     await setDestination(db, h.rt.clients.key(h.config), channelId, { url, secret, kinds: 'orders' }, ['127.0.0.1']);

@@ -8,8 +8,6 @@
 // ends.
 import { merchantApi } from '../support/sandbox.ts';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:http';
-import { Webhook } from 'standardwebhooks';
 import t from 'tap';
 import { setDestination } from '../../src/channels/destinations.ts';
 import { replayDelivery } from '../../src/console/replay.ts';
@@ -20,6 +18,7 @@ import { createQueues } from '../../src/queue/queues.ts';
 import { addChannel } from '../../src/stock/channels.ts';
 import { ClientState } from '../../src/api/client-state.ts';
 import { listenLocal } from '../support/http.ts';
+import { channelEndpoint } from '../support/channel-endpoint.ts';
 import { captureLogger } from '../support/log.ts';
 import { startWorld, until } from './harness.ts';
 
@@ -44,34 +43,18 @@ t.test(
       refused: 0,
       told: [] as { id: string; type: string; order: string; data: any }[],
       ids: new Set<string>(),
-      bad: [] as string[],
     };
-    const server = createServer((req, res) => {
-      let body = '';
-      req.on('data', (d) => {
-        body += d;
-      });
-      req.on('end', () => {
-        if (ep.down) {
-          ep.refused++;
-          res.statusCode = 503;
-          return res.end();
-        }
-        try {
-          const payload = new Webhook(secret).verify(body, req.headers as Record<string, string>) as any;
-          const id = String(req.headers['webhook-id']);
-          // The receiver's side of the contract: a webhook-id it took is not taken twice.
-          if (payload.type === 'channel.orders.changed' && !ep.ids.has(id)) {
-            ep.ids.add(id);
-            for (const e of payload.data.events) ep.told.push({ id: String(e.id), type: e.type, order: e.channel_order_id, data: e.data });
-          }
-          res.end('ok');
-        } catch (err) {
-          ep.bad.push((err as Error).message);
-          res.statusCode = 400;
-          res.end();
-        }
-      });
+    const { server, refused } = channelEndpoint(secret, ({ payload, headers }) => {
+      if (ep.down) {
+        ep.refused++;
+        return 503;
+      }
+      const id = String(headers['webhook-id']);
+      // The receiver's side of the contract: a webhook-id it took is not taken twice.
+      if (payload.type === 'channel.orders.changed' && !ep.ids.has(id)) {
+        ep.ids.add(id);
+        for (const e of payload.data.events) ep.told.push({ id: String(e.id), type: e.type, order: e.channel_order_id, data: e.data });
+      }
     });
     const url = await listenLocal(t, server);
     const connectionId = Number(shop!.connection.id);
@@ -173,7 +156,7 @@ t.test(
     await boss.send('channel-delivery', { channelId });
 
     await until('the return at the channel', () => told('W-1').includes('order.returned') || told('W-1').join(), 90_000);
-    t.same(ep.bad, [], 'every POST verified');
+    t.same(refused, [], 'every POST verified');
     t.same(
       told('W-1'),
       ['order.imported', 'order.packed', 'order.shipped', 'order.packed', 'order.shipped', 'order.returned'],

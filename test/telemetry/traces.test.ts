@@ -6,12 +6,12 @@
 // and the sync log's entries of the drain carry it, linked from the console through TRACE_URL_TEMPLATE.
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
-import { Webhook } from 'standardwebhooks';
 import t from 'tap';
 import { ClientState } from '../../src/api/client-state.ts';
 import { setDestination } from '../../src/channels/destinations.ts';
 import { addChannel } from '../../src/stock/channels.ts';
 import { listenLocal } from '../support/http.ts';
+import { channelEndpoint } from '../support/channel-endpoint.ts';
 import { merchantApi } from '../support/sandbox.ts';
 import { startWorld, until } from '../reliability/harness.ts';
 
@@ -75,26 +75,8 @@ t.test('one stock move is one trace from the delivery to the channel POST, which
   // The channel's endpoint.
   const secret = `whsec_${randomBytes(32).toString('base64')}`;
   const posts: { traceparent: string | undefined; skus: string[] }[] = [];
-  const bad: string[] = [];
-  const endpoint = createServer((req, res) => {
-    let body = '';
-    req.on('data', (d) => {
-      body += d;
-    });
-    req.on('end', () => {
-      try {
-        const payload = new Webhook(secret).verify(body, req.headers as Record<string, string>) as any;
-        posts.push({
-          traceparent: req.headers.traceparent as string | undefined,
-          skus: (payload.data?.changes ?? []).map((c: any) => c.sku),
-        });
-        res.end('ok');
-      } catch (err) {
-        bad.push((err as Error).message);
-        res.statusCode = 400;
-        res.end();
-      }
-    });
+  const { server: endpoint, refused: bad } = channelEndpoint(secret, ({ payload, headers }) => {
+    posts.push({ traceparent: headers.traceparent as string | undefined, skus: (payload.data?.changes ?? []).map((c: any) => c.sku) });
   });
   const url = await listenLocal(t, endpoint);
   const { channel } = await addChannel(db, Number(shop!.connection.id), { name: 'webshop' });
