@@ -34,6 +34,7 @@ import {
   ChannelInputError,
   changeChannel,
   channelChange,
+  channelQuantitySchema,
   channelSchema,
   chooseConnection,
   findChannel,
@@ -726,12 +727,7 @@ export function mountRoutes(rt: Pick<Runtime, 'database' | 'config' | 'boss' | '
           connection: z.string(),
           variant_id: z.number().int(),
           channels: z.array(
-            z.object({
-              channel: z.string(),
-              quantity: decimal.nullable(),
-              tracked: z.boolean(),
-              backorderable: z.boolean(),
-              listed: z.boolean(),
+            channelQuantitySchema.extend({
               bundle: z.boolean(),
               why: whyView.nullable(),
               computed_at: timestamp,

@@ -17,6 +17,7 @@ import {
 import { connectionNames, flatQuery, int, optionalConnection, page, pageContext, recordAt, type ConsoleDeps, type Query } from '../web.ts';
 import { problem } from '../../server.ts';
 import { z } from 'zod';
+import { channelQuantitySchema } from '../../stock/channels.ts';
 import { decimal, documented, timestamp } from '../../openapi/registry.ts';
 
 // The answers (src/db/mirror-reads.ts variantsByKey, ../variants.ts listVariants).
@@ -41,15 +42,7 @@ const indexRow = z
     lastChangeAt: timestamp.nullable(),
     lastChangeCause: z.string().nullable(),
     lastChangeBefore: decimal.nullable(),
-    channels: z.array(
-      z.object({
-        channel: z.string(),
-        quantity: decimal.nullable(),
-        tracked: z.boolean(),
-        backorderable: z.boolean(),
-        listed: z.boolean(),
-      }),
-    ),
+    channels: z.array(channelQuantitySchema),
   })
   .meta({ id: 'VariantIndexRow' });
 
