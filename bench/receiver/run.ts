@@ -1,13 +1,16 @@
 // Receiver benchmark: deliveries/s and p50/p99 acknowledgement latency under autocannon with correctly
 // signed, unique deliveries, for (a) our receiver with group commit, (b) a bare Koa handler answering 200,
-// (c) a naive handler doing one boss.send per request, (d) our request path without the database (diagnostic),
-// (e) the anchor: the simplest receiver a user could write (Koa, verify, one INSERT per request), and (a) again
-// with 1,000,000 jobs already queued. Our rate is printed as a ratio to the anchor's, measured in the same run.
+// (c) the pg-boss send anchor: the receiver the design card describes written the plain way (Koa, verify, one
+// pg-boss send per delivery, its job id derived from the delivery id: the same promise as ours), (d) our request
+// path without the database (diagnostic), (e) the naive anchor: the simplest receiver a user could write (Koa,
+// verify, one INSERT per request: a weaker promise, nothing queued), and (a) again with 1,000,000 jobs already
+// queued. Our rate is printed as a ratio to each anchor's, measured in the same run.
 // Each server runs in its own process; the load generator runs here. Run:
 //   node_modules/.bin/node bench/receiver/run.ts [--duration 10] [--connections 50] [--queued 1000000] [--only PREFIX] [--rounds 1]
 // --only runs the scenarios whose name starts with PREFIX, e.g. '(a)', '(a) receiver, g', '(a) receiver, 1', '(b)';
-// the anchor (e) runs whatever --only says, since the ratios need it. --rounds N runs the anchor and (a) N times,
-// alternately, and prints the median of the N ratios: on a shared machine one pair can be off by 30% either way.
+// the anchors (e) and (c) run whatever --only says, since the ratios need them. --rounds N runs both anchors and (a)
+// N times, alternately, and prints the median of the N ratios to each: on a shared machine one pair can be off by
+// 30% either way.
 // --databases names where it runs, one after the other, each with its own anchor: `embedded` (an embedded
 // PostgreSQL in a temporary folder), `machine` (the server at DATABASE_URL, one you own: it creates and drops
 // a database) and `nosync` (an embedded one with synchronous_commit=off for the anchor and ours alike: a commit's
@@ -56,7 +59,7 @@ interface Measured {
   kind: string;
   rows: Row[];
   settings: Record<string, string>;
-  pairs: { anchor: number; ours: number }[];
+  pairs: { anchor: number; send: number; ours: number }[];
 }
 
 interface Row {
@@ -204,7 +207,7 @@ async function measure(kind: string, withQueued: boolean): Promise<Measured> {
   }
 
   async function scenario(name: string, target: string): Promise<void> {
-    if (args.only && !name.startsWith(args.only) && target !== 'anchor') return;
+    if (args.only && !name.startsWith(args.only) && target !== 'anchor' && target !== 'naive') return;
     const { port, child } = await startTarget(target);
     await load(port, 2); // warm-up: JIT, pools, caches
     await new Promise((r) => setTimeout(r, 500)); // let the warm-up's last commits land
@@ -267,21 +270,22 @@ async function measure(kind: string, withQueued: boolean): Promise<Measured> {
     return have;
   }
 
-  const pairs: { anchor: number; ours: number }[] = [];
+  const pairs: { anchor: number; send: number; ours: number }[] = [];
   try {
     for (let round = 1; round <= rounds; round++) {
       const tag = rounds > 1 ? ` #${round}` : '';
-      await scenario(`(e) anchor: Koa + verify + one INSERT${tag}`, 'anchor');
+      await scenario(`(e) naive anchor: Koa + verify + one INSERT${tag}`, 'anchor');
+      await scenario(`(c) pg-boss send anchor: Koa + verify + one send, job id from the delivery id${tag}`, 'naive');
       if (round === 1) {
         await scenario('(b) bare Koa, answers 200', 'bare');
-        await scenario('(c) naive: boss.send per request', 'naive');
         await scenario('(d) read + verify + parse, no database', 'verify');
       }
       const ran = rows.length;
       await scenario(`(a) receiver, group commit${tag}`, 'receiver');
-      // Paired with this round's anchor, not with whatever scenario ran just before (round 1 runs (b)-(d) between).
+      // Paired with this round's anchors, not with whatever scenario ran just before (round 1 runs (b) and (d) between).
       const anchor = rows.findLast((r) => r.target === 'anchor');
-      if (rows.length > ran && anchor) pairs.push({ anchor: anchor.rps, ours: rows[ran]!.rps });
+      const send = rows.findLast((r) => r.target === 'naive');
+      if (rows.length > ran && anchor && send) pairs.push({ anchor: anchor.rps, send: send.rps, ours: rows[ran]!.rps });
     }
     if (withQueued && queuedTarget > 0 && (!args.only || args.only === '(a)' || args.only.startsWith('(a) receiver, 1'))) {
       await fillQueue(queuedTarget);
@@ -363,9 +367,11 @@ for (const { kind, rows, settings } of results) {
 console.log('');
 for (const { kind, pairs } of results) {
   if (!pairs.length) continue;
+  const ratios = (of: (p: (typeof pairs)[number]) => number) =>
+    `median ratio ${median(pairs.map((p) => p.ours / of(p))).toFixed(2)} (each: ${pairs.map((p) => (p.ours / of(p)).toFixed(2)).join(', ')})`;
   console.log(
-    `${kind}: (a) over ${pairs.length} alternating round(s): median ${median(pairs.map((p) => p.ours)).toFixed(0)}/s against the anchor's ` +
-      `${median(pairs.map((p) => p.anchor)).toFixed(0)}/s; median ratio ${median(pairs.map((p) => p.ours / p.anchor)).toFixed(2)} ` +
-      `(each: ${pairs.map((p) => (p.ours / p.anchor).toFixed(2)).join(', ')})`,
+    `${kind}: (a) over ${pairs.length} alternating round(s): median ${median(pairs.map((p) => p.ours)).toFixed(0)}/s; ` +
+      `against the naive anchor's ${median(pairs.map((p) => p.anchor)).toFixed(0)}/s ${ratios((p) => p.anchor)}; ` +
+      `against the pg-boss send anchor's ${median(pairs.map((p) => p.send)).toFixed(0)}/s ${ratios((p) => p.send)}`,
   );
 }

@@ -1,14 +1,16 @@
 // One server under test, in its own process (so the load generator does not share its event loop):
 //   receiver  our receiver (role.ts mounted as `start` mounts it): verify, group commit row + job + sync log
 //   bare      a bare Koa handler answering 200
-//   naive     verify the signature, then one boss.send per request (no delivery row, no batching)
+//   naive     the receiver the design card describes, written the plain way: verify the signature, then one pg-boss
+//             send per delivery whose job id is derived from the delivery id (a duplicate sends nothing), answer 200
+//             after it committed: the same promise as ours (deduplicated, job-linked, committed before the answer)
 //   verify    (diagnostic) our read + verify + parse without the database, answering 200
 //   anchor    the simplest receiver a user could write: Koa, verify the signature, one INSERT per request into
 //             a table of its own (synchronous_commit on), answer 200
 // Prints `READY <port>` when listening; SIGTERM stops it gracefully.
 import Koa from 'koa';
 import Router from '@koa/router';
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { loadConfig } from '../../src/config.ts';
 import { createDb, createPool } from '../../src/db/index.ts';
 import { createLogger } from '../../src/log.ts';
@@ -95,13 +97,18 @@ if (scenario === 'bare') {
     const raw = await simpleVerifiedBody(ctx);
     if (!raw) return;
     const body = JSON.parse(raw.toString('utf8'));
-    await boss.send(deliveriesQueue.name, {
-      deliveryRowId: 0,
-      connectionId: 1,
-      resource: 'variant',
-      action: 'stock_level_update',
-      objectId: body.object_id,
-    });
+    const connection = ctx.params.connection!;
+    const deliveryId = ctx.get('x-service-delivery');
+    // pg-boss job ids are UUIDs: the delivery's, derived (SHA-256 of connection and delivery id, as a v8 UUID).
+    const h = createHash('sha256').update(`${connection}\u0000${deliveryId}`).digest('hex');
+    const id = `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((Number.parseInt(h[16]!, 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+    await boss.send(
+      deliveriesQueue.name,
+      { connection, deliveryId, event: body.event, objectId: body.object_id, body: raw.toString('utf8') } as never,
+      {
+        id,
+      },
+    );
     ctx.body = { ok: true };
   });
   app.use(router.routes());
