@@ -8,6 +8,8 @@ import type { Boss } from '../queue/boss.ts';
 import type { ClientDeps } from '../api/index.ts';
 import type { Runtime } from '../runtime.ts';
 import { accessOf } from './auth.ts';
+import type { Actor } from '../audit.ts';
+import { allows, leastRole } from './roles.ts';
 import type { Html } from './html.ts';
 import type { PageContext } from './pages/layout.ts';
 import { connectionIdOf, FilterError } from './synclog.ts';
@@ -101,7 +103,13 @@ export function pageContext(deps: ConsoleDeps, ctx: Context, extra: Partial<Page
     .map(([k, n]) => n.say(q[k]!));
   const template = deps.config.TRACE_URL_TEMPLATE;
   const traceUrl = template ? (id: string) => template.replaceAll('{trace_id}', encodeURIComponent(id)) : undefined;
-  return { access: accessOf(ctx), traceUrl, ...Object.assign({}, ...fromQuery), ...extra };
+  // The actions a page offers are those the person's role may POST to (src/console/roles.ts).
+  const actor = ctx.state.actor as Actor | undefined;
+  const may = (route: string) => {
+    const need = leastRole('POST', route);
+    return !!actor && !!need && allows(actor.role, need);
+  };
+  return { access: accessOf(ctx), traceUrl, may, ...Object.assign({}, ...fromQuery), ...extra };
 }
 
 /** Only local paths: a login must not redirect to another site. */

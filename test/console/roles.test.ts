@@ -114,3 +114,50 @@ t.test('personal tokens: shown once, hashed, expiring, revocable, from the API a
   await sql`UPDATE api_tokens SET expires_at = now() - interval '1 second' WHERE name = 'ops cli'`.execute(tdb.db);
   t.equal((await admin('list')).code, 1, 'an expired token stops working too');
 });
+
+t.test('pages offer only the actions the role may take', async (t) => {
+  const tdb = await testDatabase(t);
+  const config = testConfig({ OPERATOR_TOKEN: OPERATOR, DATABASE_URL: tdb.url });
+  const { server } = await testConsole(t, tdb, config, captureLogger('error').log);
+  const shop = await tdb.db
+    .insertInto('connections')
+    .values({ name: 'shop', base_url: 'http://127.0.0.1:1', auth_kind: 'token' })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  const delivery = await tdb.db
+    .insertInto('webhook_deliveries')
+    .values({
+      connection_id: shop.id,
+      delivery_id: 'd-1',
+      event: 'variants.update',
+      resource: 'variants',
+      action: 'update',
+      object_id: 1,
+      event_at: new Date(),
+      resource_url: null,
+      body: '{}',
+      state: 'processed',
+      error: null,
+      job_id: null,
+      processed_at: new Date(),
+      body_digest: null,
+      traceparent: null,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  const page = async (role: Role, path: string) => {
+    const { token } = await createToken(tdb.db, cliActor(), { name: `${role} ${path}`, role });
+    const res = await fetch(`http://127.0.0.1:${server.port}${path}`, { headers: { authorization: `Bearer ${token}` } });
+    t.equal(res.status, 200, `${role} reads ${path}`);
+    return res.text();
+  };
+  const replay = `action="/deliveries/${delivery.id}/replay"`;
+  t.notOk((await page('viewer', '/deliveries')).includes(replay), 'a viewer is offered no replay');
+  t.ok((await page('operator', '/deliveries')).includes(replay), 'an operator is');
+  const operatorConnections = await page('operator', '/connections/shop');
+  t.notOk(operatorConnections.includes('action="/connections/token"'), 'an operator is offered no connecting');
+  t.notOk(operatorConnections.includes('/disable"'), 'nor disabling');
+  t.match(operatorConnections, /Connecting an account needs the admin role/, 'and told why');
+  const adminConnections = await page('admin', '/connections/shop');
+  t.ok(adminConnections.includes('action="/connections/token"') && adminConnections.includes('/disable"'), 'an admin is offered both');
+});

@@ -7,7 +7,7 @@ import type { TimelineEntry, Told, Tracking } from '../../channels/order-timelin
 import { channelOrderPath, type ChannelOrderPage, type ChannelOrderSummary } from '../channel-orders.ts';
 import { orderAllowsRetry } from '../orders.ts';
 import { html, type Html } from '../html.ts';
-import { enc, layout, when, type PageContext } from './layout.ts';
+import { enc, layout, offers, when, type PageContext } from './layout.ts';
 import { OPERATION_HEAD, operationRows } from './operations.ts';
 
 /** A link only to a web page: a tracking URL comes from the service and could be any scheme. */
@@ -66,8 +66,10 @@ const time = (v: string | null) => {
 
 const linesText = (lines: { sku: string | null; quantity: string }[]) => lines.map((l) => `${l.sku ?? '?'} × ${l.quantity}`).join(', ');
 
-function cancelSection(p: ChannelOrderPage, action: string): Html {
+function cancelSection(pc: PageContext, p: ChannelOrderPage, action: string): Html {
   const c = p.cancel;
+  if (c.offer !== 'none' && !offers(pc, '/channels/:id/orders/:order/cancel'))
+    return html`<p id="cancel-state">Cancelling a channel's order needs the operator role.</p>`;
   if (c.offer === 'none')
     return html`<p id="cancel-state">${c.why}${c.operationId ? html` <a href="/operations/${c.operationId}">Follow it</a>.` : ''}</p>`;
   const says =
@@ -115,7 +117,7 @@ export function channelOrderPageHtml(pc: PageContext, p: ChannelOrderPage): Html
     }</dd>
 </dl>
 <h2>Cancel</h2>
-${cancelSection(p, `${path}/cancel`)}
+${cancelSection(pc, p, `${path}/cancel`)}
 <h2>Timeline</h2>
 <p class="muted">Times are UTC: an event's is when it happened at the service, a hold's when commerce-sync made or ended it. The right column says how the channel heard of it.</p>
 ${timelineHtml(p.timeline)}
@@ -156,6 +158,7 @@ ${v.hold.held.map(
 ${
   v.operations.length
     ? operationRows(
+        pc,
         v.operations.map((op) => ({ ...op, connection: p.connection.name })),
         (op) => !o || orderAllowsRetry({ status: o.status, invoice: o.invoice_status, payment: o.payment_status }, op.kind),
       )

@@ -5,7 +5,7 @@ import { channelOrderPath } from '../channel-orders.ts';
 import type { ChannelView, ConnectionChannels } from '../channels.ts';
 import { html, type Html } from '../html.ts';
 import { channelOrderRows } from './channel-orders.ts';
-import { ago, bufferText, enc, layout, select, when, type PageContext } from './layout.ts';
+import { ago, bufferText, enc, layout, offers, select, when, type PageContext } from './layout.ts';
 
 export interface ChannelsPageInput {
   connections: string[];
@@ -64,7 +64,7 @@ function acknowledged(d: { kinds: string[]; cursor: number; order_cursor: number
   return parts.join('; ');
 }
 
-function destinationSection(c: ChannelView): Html {
+function destinationSection(pc: PageContext, c: ChannelView): Html {
   const d = c.destination;
   if (!d)
     return html`<p class="muted destination-none">No destination: the channel reads its changes from <code>GET /api/channels/${c.name}/stock</code>.</p>`;
@@ -80,10 +80,12 @@ function destinationSection(c: ChannelView): Html {
 <dt>Last success</dt><dd>${d.last_success_at ? html`${when(d.last_success_at)} UTC <span class="muted">(${ago(d.last_success_at)})</span>` : 'never'}</dd>
 </dl>
 ${
-  d.paused_at
-    ? html`<form method="post" action="/channels/${c.id}/destination/resume" class="inline"><button aria-label="Resume the destination of ${c.name}">Resume</button></form>
+  !offers(pc, d.paused_at ? '/channels/:id/destination/resume' : '/channels/:id/destination/pause')
+    ? ''
+    : d.paused_at
+      ? html`<form method="post" action="/channels/${c.id}/destination/resume" class="inline"><button aria-label="Resume the destination of ${c.name}">Resume</button></form>
 <span class="muted">Resuming sends everything after the cursor, in order: nothing was lost while paused.</span>`
-    : html`<form method="post" action="/channels/${c.id}/destination/pause" class="pause"><label>Reason <input name="reason" size="28" maxlength="200" placeholder="paused from the console"></label>
+      : html`<form method="post" action="/channels/${c.id}/destination/pause" class="pause"><label>Reason <input name="reason" size="28" maxlength="200" placeholder="paused from the console"></label>
 <button aria-label="Pause the destination of ${c.name}">Pause</button></form>`
 }
 <details class="posts"${c.posts.length && !c.posts[0]!.ok ? ' open' : ''}><summary>Recent POSTs (${c.posts.length})</summary>
@@ -100,7 +102,7 @@ ${
 </tbody></table></div></details>`;
 }
 
-function channelCard(c: ChannelView, connection: string): Html {
+function channelCard(pc: PageContext, c: ChannelView, connection: string): Html {
   return html`<section class="card channel" id="channel-${c.id}" data-channel="${c.name}" aria-labelledby="channel-${c.id}-title">
 <h3 id="channel-${c.id}-title">${c.name}${c.applied ? '' : html` <span class="tag" title="The stored quantities do not all follow these rules yet: the worker recomputes them (at most ten minutes).">rules not applied to every variant yet</span>`}</h3>
 <dl class="facts rules">
@@ -117,7 +119,7 @@ ${c.overrides.map((o) => html`<tr data-sku="${o.sku}"><td>${o.sku}</td><td>${ove
     : html`<p class="muted">No overrides: every SKU follows the rules above.</p>`
 }
 <h4>Destination</h4>
-${destinationSection(c)}
+${destinationSection(pc, c)}
 </section>`;
 }
 
@@ -160,7 +162,7 @@ ${
     ? input.view.map(
         (c) => html`<section class="card connection-channels" data-connection="${c.name}" aria-labelledby="channels-${c.id}">
 <h2 id="channels-${c.id}">${c.name} <span class="muted">${plural(c.channels.length, 'channel')}</span></h2>
-<div class="channel-grid">${c.channels.map((ch) => channelCard(ch, c.name))}</div>
+<div class="channel-grid">${c.channels.map((ch) => channelCard(pc, ch, c.name))}</div>
 <h3>Stock held for channel orders</h3>
 ${holdsTable(c)}
 <h3>Recent channel orders</h3>

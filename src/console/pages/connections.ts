@@ -3,7 +3,7 @@
 import type { Connection } from '../../db/schema.ts';
 import type { ConnectionStatus } from '../connections.ts';
 import { html, type Html } from '../html.ts';
-import { enc, layout, when, type PageContext } from './layout.ts';
+import { enc, layout, offers, when, type PageContext } from './layout.ts';
 
 type Listed = Pick<Connection, 'id' | 'name' | 'base_url' | 'account_name' | 'auth_kind' | 'status' | 'status_reason'>;
 
@@ -11,7 +11,11 @@ type Listed = Pick<Connection, 'id' | 'name' | 'base_url' | 'account_name' | 'au
 export const DEMO_CONNECT_REFUSED =
   'The open demo console cannot connect accounts: set OPERATOR_TOKEN to connect one (the console is then protected by it).';
 
-function connectForms(opts: { oauthReady: boolean; demo: boolean; name?: string; baseUrl?: string; authKind?: string }): Html {
+function connectForms(
+  pc: PageContext,
+  opts: { oauthReady: boolean; demo: boolean; name?: string; baseUrl?: string; authKind?: string },
+): Html {
+  if (!offers(pc, '/connections/token')) return html`<p class="muted" id="connect-role">Connecting an account needs the admin role.</p>`;
   const fixed = opts.name !== undefined;
   const oauthOn = opts.oauthReady && !opts.demo;
   const nameField = fixed
@@ -65,7 +69,7 @@ ${
 </tbody></table>
 <h2>Connect an account</h2>
 <p>OAuth sends you to the service to approve access for commerce-sync, then back here. A privileged access token (single-account applications) is checked with the service and stored encrypted. Either way the account's webhooks are pointed at this console.</p>
-${connectForms({ oauthReady, demo: pc.access === 'open-demo' })}`,
+${connectForms(pc, { oauthReady, demo: pc.access === 'open-demo' })}`,
   );
 }
 
@@ -93,12 +97,12 @@ ${s.webhooks.length ? s.webhooks.map((w) => html`<tr><td>${w.event}</td><td clas
 }
 <h2>Disable or reconnect</h2>
 ${
-  c.status !== 'disabled'
+  c.status !== 'disabled' && offers(pc, '/connections/:name/disable')
     ? html`<form method="post" action="/connections/${enc(c.name)}/disable"><button>Disable ${c.name}</button>
 <span class="muted">Stops all requests for this account until it is reconnected; the mirror is kept.</span></form>`
     : ''
 }
-${connectForms({ oauthReady, demo: pc.access === 'open-demo', name: c.name, baseUrl: c.base_url, authKind: c.auth_kind })}
+${connectForms(pc, { oauthReady, demo: pc.access === 'open-demo', name: c.name, baseUrl: c.base_url, authKind: c.auth_kind })}
 <p><a href="/logs?connection=${enc(c.name)}">Sync log of ${c.name}</a> · <a href="/variants?connection=${enc(c.name)}">Variants</a> · <a href="/orders?connection=${enc(c.name)}">Orders</a></p>`,
   );
 }

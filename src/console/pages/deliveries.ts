@@ -3,7 +3,7 @@ import type { DeliveryRow } from '../../db/delivery-reads.ts';
 import { deliveryStates } from '../deliveries.ts';
 import { html, type Html } from '../html.ts';
 import type { DeadLetter, QueueDepth } from '../../queue/depths.ts';
-import { enc, json, layout, queueTable, select, when, type PageContext } from './layout.ts';
+import { enc, json, layout, offers, queueTable, select, when, type PageContext } from './layout.ts';
 
 export function deliveriesPage(
   pc: PageContext,
@@ -32,7 +32,7 @@ ${
 <td>${(d.resource === 'variant' || d.resource === 'order') && d.object_id !== null ? html`<a href="/${d.resource}s/${enc(d.connection)}/${d.object_id}">${d.object_id}</a>` : (d.object_id ?? '')}</td>
 <td class="state">${d.state}</td><td>${d.error ?? ''}</td><td class="mono">${d.delivery_id}</td>
 <td>${d.object_id !== null && d.resource ? html`<a href="/logs?connection=${enc(d.connection)}&amp;resource=${enc(d.resource)}&amp;record=${d.object_id}">log<span class="sr"> of delivery ${d.id}</span></a>` : ''}</td>
-<td><form method="post" action="/deliveries/${d.id}/replay" class="inline"><button aria-label="Replay delivery ${d.id}">Replay</button></form></td></tr>`,
+<td>${offers(pc, '/deliveries/:id/replay') ? html`<form method="post" action="/deliveries/${d.id}/replay" class="inline"><button aria-label="Replay delivery ${d.id}">Replay</button></form>` : ''}</td></tr>`,
       )
     : html`<tr><td colspan="10" class="muted">No deliveries match.</td></tr>`
 }
@@ -56,7 +56,7 @@ ${
           d,
         ) => html`<tr data-id="${d.id}"><td class="mono at">${when(d.failedAt)}</td><td>${d.liveQueue}</td><td class="mono json">${json(d.data)}</td>
 <td class="mono json">${json(d.error)}</td><td class="num">${d.retries ?? ''}</td>
-<td><form method="post" action="/dead-letters/${enc(d.queue)}/${d.id}/replay" class="inline"><button aria-label="Replay dead letter ${d.id}">Replay</button></form></td></tr>`,
+<td>${offers(pc, '/dead-letters/:queue/:id/replay') ? html`<form method="post" action="/dead-letters/${enc(d.queue)}/${d.id}/replay" class="inline"><button aria-label="Replay dead letter ${d.id}">Replay</button></form>` : ''}</td></tr>`,
       )
     : html`<tr><td colspan="6" class="muted">No dead letters: nothing is stuck.</td></tr>`
 }

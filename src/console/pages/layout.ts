@@ -12,7 +12,15 @@ export interface PageContext {
   problem?: string;
   /** A traced entry's link into the team's tracing backend (TRACE_URL_TEMPLATE), when one is set. */
   traceUrl?: (traceId: string) => string;
+  /**
+   * Whether the person may POST to an action's route (their role reaches its least role, src/console/roles.ts):
+   * a page leaves out the forms of actions the role cannot use. Unset: every action is offered.
+   */
+  may?: (route: string) => boolean;
 }
+
+/** Whether the page offers the action at `route` (a POST route's pattern, as the role table names it). */
+export const offers = (pc: PageContext, route: string): boolean => pc.may?.(route) ?? true;
 
 const nav: [string, string][] = [
   ['/', 'Overview'],

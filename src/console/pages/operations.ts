@@ -5,7 +5,7 @@ import type { PushOperation } from '../../db/schema.ts';
 import { html, type Html } from '../html.ts';
 import type { LogRow } from '../synclog.ts';
 import { fieldTable, flatFields, LOG_COLUMNS, logHead, logRowsHtml } from './history.ts';
-import { enc, json, layout, select, when, withQuery, type PageContext } from './layout.ts';
+import { enc, json, layout, offers, select, when, withQuery, type PageContext } from './layout.ts';
 
 export type OperationRow = PushOperation & { connection: string };
 
@@ -25,13 +25,14 @@ type OperationLine = Pick<PushOperation, 'id' | 'created_at' | 'kind' | 'state' 
 };
 
 /** `canRetry`: whether a failed operation's Retry is offered (an order's page also asks the order's state). */
-export function operationRows(ops: OperationLine[], canRetry: (op: OperationLine) => boolean = () => true): Html {
+export function operationRows(pc: PageContext, ops: OperationLine[], canRetry: (op: OperationLine) => boolean = () => true): Html {
+  const mayRetry = offers(pc, '/operations/:id/retry');
   return html`${ops.map(
     (
       op,
     ) => html`<tr data-id="${op.id}" class="state-${op.state}"><td><a href="/operations/${op.id}">${op.id}</a></td><td class="mono at">${when(op.created_at)}</td><td>${op.connection}</td>
 <td>${op.kind}</td><td class="state">${op.state}</td><td>${op.reason ?? ''}${op.field_errors ? html`<div class="field-errors">${fieldErrors(op.field_errors)}</div>` : ''}</td><td class="num">${op.attempts}</td>
-<td>${retryable(op) && canRetry(op) ? html`<form method="post" action="/operations/${op.id}/retry" class="inline"><button aria-label="Retry operation ${op.id}">Retry</button></form>` : ''}</td></tr>`,
+<td>${mayRetry && retryable(op) && canRetry(op) ? html`<form method="post" action="/operations/${op.id}/retry" class="inline"><button aria-label="Retry operation ${op.id}">Retry</button></form>` : ''}</td></tr>`,
   )}`;
 }
 
@@ -58,7 +59,7 @@ ${select('State', 'state', input.states, q.state)}
 ${select('Kind', 'kind', input.kinds, q.kind)}
 <button>Filter</button> <a href="/operations">clear</a></form>
 <table id="operations">${OPERATION_HEAD}<tbody>
-${input.rows.length ? operationRows(input.rows) : html`<tr><td colspan="8" class="muted">No operation matches.</td></tr>`}
+${input.rows.length ? operationRows(pc, input.rows) : html`<tr><td colspan="8" class="muted">No operation matches.</td></tr>`}
 </tbody></table>
 ${input.older ? html`<p><a href="${input.older}">Older operations</a></p>` : ''}`,
   );
@@ -112,7 +113,7 @@ ${typeof orderId === 'number' ? html`<dt>Order</dt><dd><a href="/orders/${enc(op
 <dt>Idempotency key</dt><dd class="mono">${op.idempotency_key}</dd>
 <dt>Created</dt><dd>${when(op.created_at)} UTC${op.finished_at ? `, finished ${when(op.finished_at)} UTC` : ''}</dd>
 </dl>
-${retryable(op) ? html`<form method="post" action="/operations/${op.id}/retry"><button>Retry this operation</button></form>` : ''}
+${retryable(op) && offers(pc, '/operations/:id/retry') ? html`<form method="post" action="/operations/${op.id}/retry"><button>Retry this operation</button></form>` : ''}
 <h2>Requests sent</h2>
 <table id="operation-requests"><caption class="sr">Requests in the order sent</caption><thead><tr><th scope="col">Attempt ended (UTC)</th><th scope="col">Outcome</th><th scope="col">Method</th><th scope="col">Path</th><th scope="col" class="num">Status</th><th scope="col">Request id</th><th scope="col" class="num">ms</th></tr></thead><tbody>
 ${

@@ -5,7 +5,7 @@ import { channelOrderPath, type ChannelOrderSummary } from '../channel-orders.ts
 import { importedWithin, orderAllowsRetry, shipChoice, type OrderRecord, type OrderRow } from '../orders.ts';
 import { channelOrderRows } from './channel-orders.ts';
 import { LOG_COLUMNS, logHead, logRowsHtml } from './history.ts';
-import { enc, layout, pager, select, when, type PageContext } from './layout.ts';
+import { enc, layout, offers, pager, select, when, type PageContext } from './layout.ts';
 import { operationRows, OPERATION_HEAD } from './operations.ts';
 
 const subs = (o: OrderRow) =>
@@ -118,7 +118,9 @@ ${
 ${
   !ship.offer
     ? html`<p id="ship-state">${ship.why}</p>`
-    : html`
+    : !offers(pc, '/orders/:connection/:id/ship')
+      ? html`<p id="ship-state">Shipping needs the operator role.</p>`
+      : html`
 <form method="post" action="${base}/ship" class="filters" id="ship-form">
 ${
   ship.packed.length
@@ -160,6 +162,7 @@ ${
 ${
   r.operations.length
     ? operationRows(
+        pc,
         r.operations.map((op) => ({ ...op, connection: r.connection.name })),
         (op) => orderAllowsRetry({ status: o.status, ...o.subStatuses }, op.kind),
       )
