@@ -89,7 +89,17 @@ async function main(argv: string[]): Promise<number> {
   }
   // Before the command's modules load: the SDK instruments pg as it is first imported.
   const stopTracing = tracesWanted(process.env) ? await (await import('./telemetry/tracing.ts')).startTracing() : null;
-  const spec = (await entry[1]()).commands[name];
+  try {
+    return await run(name, rest, await entry[1]());
+  } finally {
+    // Spans still batched go out before the process ends (a kill -9 loses them, as it loses log lines).
+    await stopTracing?.();
+  }
+}
+
+/** Parses the command's options, loads the configuration and runs it; answers the exit code. */
+async function run(name: string, rest: string[], module: CommandModule): Promise<number> {
+  const spec = module.commands[name];
   if (!spec) throw new Error(`the module of ${name} has no such command`);
   let parsed;
   try {
@@ -149,9 +159,6 @@ async function main(argv: string[]): Promise<number> {
       return 2;
     }
     throw err;
-  } finally {
-    // Spans still batched go out before the process ends (a kill -9 loses them, as it loses log lines).
-    await stopTracing?.();
   }
 }
 

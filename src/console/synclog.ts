@@ -31,7 +31,7 @@ export const logEntry = z
     outcome: z.enum(outcomes),
     error: z.string().nullable(),
     detail: z.record(z.string(), z.unknown()).nullable().describe("The action's particulars (counts, reasons, ids)."),
-    trace_id: z.string().nullable().optional().describe('The trace the entry was written in, when traced.'),
+    trace_id: z.string().nullable().describe('The trace the entry was written in, when traced.'),
   })
   .meta({ id: 'LogEntry' });
 

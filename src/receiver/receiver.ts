@@ -192,18 +192,18 @@ export function createReceiver(deps: ReceiverDeps): Receiver {
         return reject(410, 'disabled_connection', `connection ${JSON.stringify(name)} is disabled`);
       }
       const connection = found.id;
-      // The request's span (src/telemetry/http.ts) names what it is about; never the body or a secret.
-      trace.getActiveSpan()?.setAttributes({
-        'commerce.connection': name,
-        'commerce.delivery_id': deliveryHeader,
-        ...(parsed.ok ? { 'commerce.event': parsed.payload.event } : {}),
-      });
       // The key must fit a btree entry: an absurdly long id is keyed by its hash, still stable across retries.
       const deliveryId = !deliveryHeader
         ? `sha256:${createHash('sha256').update(raw).digest('hex')}`
         : deliveryHeader.length <= 200
           ? deliveryHeader
           : `sha256-id:${createHash('sha256').update(deliveryHeader).digest('hex')}`;
+      // The request's span (src/telemetry/http.ts) names what it is about; never the body or a secret.
+      trace.getActiveSpan()?.setAttributes({
+        'commerce.connection': name,
+        'commerce.delivery_id': deliveryId,
+        ...(parsed.ok ? { 'commerce.event': parsed.payload.event } : {}),
+      });
       const item: IncomingDelivery = parsed.ok
         ? {
             connectionId: connection,

@@ -19,9 +19,12 @@ export { SpanKind, type Span };
 
 const tracer = () => trace.getTracer('commerce-sync');
 
-/** A span's W3C traceparent, or null when it records nothing (tracing off): what is stored to continue a trace later. */
+/**
+ * A span's W3C traceparent, or null without a valid span (tracing off): what is stored to continue a trace later.
+ * A span a sampler left out is stored too (flags 00), so the work it causes is left out with it, not sampled afresh.
+ */
 export function traceparentOf(span: Span | undefined = trace.getActiveSpan()): string | null {
-  if (!span?.isRecording()) return null;
+  if (!span || !trace.isSpanContextValid(span.spanContext())) return null;
   const carrier: Record<string, string> = {};
   propagation.inject(trace.setSpan(ROOT_CONTEXT, span), carrier);
   return carrier.traceparent ?? null;
@@ -55,6 +58,13 @@ export interface SpanOptions {
   from?: (string | null | undefined)[];
   /** A root of its own (push operations, sweeps, alerts), linked to the active span it started from. */
   root?: boolean;
+  links?: Link[];
+}
+
+/** A span context a caller sent, for a link: the public webhook endpoint does not continue a stranger's trace. */
+export function linkTo(ctx: Context): Link[] {
+  const sc = trace.getSpanContext(ctx);
+  return sc && trace.isSpanContextValid(sc) ? [{ context: sc }] : [];
 }
 
 /** Most links a span keeps: a drain of 250 deliveries need not name them all. */
@@ -63,7 +73,7 @@ const MAX_LINKS = 32;
 /** Runs `fn` in a span that ends with it (an error marks it and goes on). */
 export async function inSpan<T>(name: string, opts: SpanOptions, fn: (span: Span) => Promise<T>): Promise<T> {
   let parent = context.active();
-  const links: Link[] = [];
+  const links: Link[] = [...(opts.links ?? [])];
   const from = [...new Set((opts.from ?? []).filter((p): p is string => !!p))];
   if (from.length) {
     parent = contextOf(from[0]!);
@@ -83,8 +93,9 @@ export async function inSpan<T>(name: string, opts: SpanOptions, fn: (span: Span
       try {
         return await fn(span);
       } catch (err) {
-        span.recordException(err as Error);
-        span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+        // The kind of error only: a message can quote the service's answer or a row's values.
+        span.setAttribute('error.type', (err as Error)?.name ?? 'Error');
+        span.setStatus({ code: SpanStatusCode.ERROR });
         throw err;
       } finally {
         span.end();

@@ -19,6 +19,9 @@ export async function startTracing(env: NodeJS.ProcessEnv = process.env): Promis
   env.OTEL_SERVICE_NAME ??= 'commerce-sync';
   env.OTEL_METRICS_EXPORTER ??= 'none';
   env.OTEL_LOGS_EXPORTER ??= 'none';
+  // W3C trace context only, not baggage: what a caller puts in baggage must not ride on our jobs (pg-boss stores the
+  // propagated context) or on to channel destinations and the alert URL.
+  env.OTEL_PROPAGATORS ??= 'tracecontext';
   const [{ NodeSDK }, { PgInstrumentation }] = await Promise.all([
     import('@opentelemetry/sdk-node'),
     import('@opentelemetry/instrumentation-pg'),

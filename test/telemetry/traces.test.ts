@@ -146,6 +146,7 @@ t.test('one stock move is one trace from the delivery to the channel POST, which
   const named = (n: string) => spans.find((s) => s.name === n)!;
   t.same([...new Set(spans.map((s) => s.service))].sort(), ['commerce-sync-receiver', 'commerce-sync-worker'], 'across both processes');
   t.equal(named('POST /webhooks/:connection').kind, 2, 'the delivery is a server span');
+  t.notOk(named('POST /webhooks/:connection').parentSpanId, 'and the root of the trace');
   t.equal(attr(named('POST /webhooks/:connection'), 'commerce.connection'), shop!.name, 'naming its connection');
   const event = String(attr(named('POST /webhooks/:connection'), 'commerce.event'));
   t.ok(/^\w+\.\w+$/.test(event), `and its event (${event})`);

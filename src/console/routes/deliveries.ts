@@ -36,7 +36,7 @@ const deliveryDetail = z
     resource_url: z.string().nullable(),
     body: z.string().describe('The body as received.'),
     body_digest: z.string().nullable(),
-    traceparent: z.string().nullable().optional().describe('The traceparent of the request that brought it, when traced.'),
+    traceparent: z.string().nullable().describe('The traceparent of the request that brought it, when traced.'),
   })
   .meta({ id: 'DeliveryDetail' });
 const deadLetter = z
