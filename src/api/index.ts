@@ -30,5 +30,5 @@ export {
 export type { ClientDeps, ClientOptions } from './transport.ts';
 export { ClientState, type ConnectionTraits } from './client-state.ts';
 export { effectiveReserve } from './budget.ts';
-export { earliest, PAGE_SIZE } from './reads.ts';
+export { earliest, latest, PAGE_SIZE } from './reads.ts';
 export { ORDER_LINES_PER_REQUEST } from './writes.ts';

@@ -98,7 +98,7 @@ export async function* pages<T = unknown>(
     const { records, sideloads } = splitBody(t.body(raw, 'GET', path), key);
     const pagination = parsePagination(raw.headers.get('x-pagination'));
     const fresh = records.slice(skip);
-    yield { records: fresh as T[], sideloads, pagination, requestId: raw.requestId, asOf: raw.asOf };
+    yield { records: fresh as T[], sideloads, pagination, requestId: raw.requestId, asOf: raw.asOf, readBy: raw.readBy };
     offset += fresh.length;
     // After two good pages in a row, try twice the size again (up to the asked size): an overload passes.
     if (limit < fullLimit && ++successes >= 2) {
@@ -117,6 +117,12 @@ export function earliest(asOfs: (number | null)[]): number | null {
   return Math.min(...(asOfs as number[]));
 }
 
+/** The latest of several reads' readBy; null when any is unknown (or there were none). */
+export function latest(readBys: (number | null | undefined)[]): number | null {
+  if (!readBys.length || readBys.some((a) => a === null || a === undefined)) return null;
+  return Math.max(...(readBys as number[]));
+}
+
 /** ids split into <=250 per request and URIs under API_MAX_URI_LENGTH, the chunks read in parallel. */
 export async function getByIds<T = unknown>(t: Transport, path: string, ids: number[], opts: RequestOptions = {}): Promise<ByIds<T>> {
   const unique = [...new Set(ids)];
@@ -130,12 +136,14 @@ export async function getByIds<T = unknown>(t: Transport, path: string, ids: num
       const records: T[] = [];
       const sideloads: Record<string, unknown[]> = {};
       const asOfs: (number | null)[] = [];
+      const readBys: (number | null | undefined)[] = [];
       for await (const page of pages<T>(t, path, { ...opts, query: { ...query, [by]: chunk } }, sent)) {
         records.push(...page.records);
         mergeSideloads(sideloads, page.sideloads);
         asOfs.push(page.asOf);
+        readBys.push(page.readBy);
       }
-      return { records, sideloads, asOfs };
+      return { records, sideloads, asOfs, readBys };
     }),
   );
   const records: T[] = [];
@@ -144,5 +152,11 @@ export async function getByIds<T = unknown>(t: Transport, path: string, ids: num
     records.push(...r.records);
     mergeSideloads(sideloads, r.sideloads);
   }
-  return { records, sideloads, requests: sent.n, asOf: earliest(results.flatMap((r) => r.asOfs)) };
+  return {
+    records,
+    sideloads,
+    requests: sent.n,
+    asOf: earliest(results.flatMap((r) => r.asOfs)),
+    readBy: latest(results.flatMap((r) => r.readBys)),
+  };
 }

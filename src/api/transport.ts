@@ -71,6 +71,11 @@ export interface Raw {
    * not with ours. null without a readable Date.
    */
   asOf: number | null;
+  /**
+   * The service's clock no earlier than the moment it read what it answered: its Date header plus the second the
+   * header rounds away. With asOf, the interval the read happened in; null without a readable Date.
+   */
+  readBy: number | null;
 }
 
 /** The transport of one connection: send() carries out the retry loop, request() is one call with a parsed body. */
@@ -260,7 +265,7 @@ export class Transport {
       );
       const date = Date.parse(res.headers.get('date') ?? '');
       const asOf = Number.isNaN(date) ? null : date - Math.ceil(performance.now() - started);
-      return { status, text, headers: res.headers, requestId, asOf };
+      return { status, text, headers: res.headers, requestId, asOf, readBy: Number.isNaN(date) ? null : date + 1000 };
     } catch (err) {
       throw new ApiError(
         `${(err as Error).message}${(err as { cause?: Error }).cause ? ` (${(err as { cause: Error }).cause.message})` : ''}`,

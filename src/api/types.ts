@@ -26,6 +26,8 @@ export interface Page<T> {
   requestId: string | null;
   /** The service's clock no later than when it read this page (see Raw.asOf); null when it sent no Date. */
   asOf: number | null;
+  /** The service's clock no earlier than when it read this page (see Raw.readBy). */
+  readBy?: number | null;
 }
 
 /** What a read by ids returns. `asOf`: the earliest of its pages' (null if any page had none). */
@@ -34,6 +36,8 @@ export interface ByIds<T> {
   sideloads: Record<string, unknown[]>;
   requests: number;
   asOf: number | null;
+  /** The latest of its pages' readBy (null if any page had none). */
+  readBy?: number | null;
 }
 
 export type QueryValue = string | number | boolean | Array<string | number> | undefined | null;

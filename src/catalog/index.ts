@@ -65,7 +65,8 @@ export interface ResourceSpec {
   freshness: Freshness;
   /**
    * Fields of its records move without updated_at (a product's quantity sums its variants' stock): its table keeps
-   * each write's read time (read_as_of), and at the same updated_at the later read wins, drain or sweep.
+   * when each written read happened (read_as_of .. read_by), and at the same updated_at a read provably earlier
+   * than the row's is never written (src/db/mirror.ts).
    */
   readTimes?: boolean;
 }

@@ -4,8 +4,10 @@
 // At the same updated_at only the caller can tell which read is newer (stock may move without moving it):
 // drains, whose reads of a record never overlap (src/db/pending.ts), write; sweeps, whose pages may have been
 // read before a drain's newer read was written, leave such a record to a drain (`ties: 'leave'`). Tables whose
-// resource keeps its reads' time (ResourceSpec.readTimes: products) need no drain for it: at the same updated_at
-// the later read wins, whoever made it.
+// resource keeps its reads' time (ResourceSpec.readTimes: products) keep, per row, the interval its read happened
+// in on the service's clock (read_as_of .. read_by: the answer's Date, whole seconds, less the round trip and plus
+// a second). At a tie a read provably earlier than the row's is not written, by anyone; a sweep's read provably
+// later is written; where the two intervals overlap (reads within a second or so) the rule above decides.
 import { sql } from 'kysely';
 import type { Executor } from './index.ts';
 import { resources, type ChildSpec, type ResourceSpec } from '../catalog/index.ts';
@@ -47,15 +49,17 @@ interface TableWrite {
   conflict: string[];
   /** Only rows where this SQL (over r) holds are written. */
   filter?: string;
-  /** The table keeps read_as_of, and at the same updated_at a read no later than the row's is not written. */
+  /** The table keeps read_as_of and read_by: ties are decided by when the reads happened where that is known. */
   readTimes?: boolean;
 }
 
-/** How a write treats a record at its row's updated_at, and when the read that returned it was answered. */
+/** How a write treats a record at its row's updated_at, and when the read that returned it happened. */
 export interface WriteOptions {
   ties?: Ties;
-  /** The service's clock when the read was answered (epoch ms, Raw.asOf); for tables with `readTimes`. */
+  /** The service's clock no later than the read (epoch ms, Raw.asOf); for tables with `readTimes`. */
   readAsOf?: number | null;
+  /** The service's clock no earlier than the read (Raw.readBy). */
+  readBy?: number | null;
 }
 
 async function upsertRows(
@@ -68,15 +72,20 @@ async function upsertRows(
   const list = dedupe(records);
   if (!list.length) return { applied: [], inserted: [], seen: [], tied: [] };
   const ties = params.ties ?? 'write';
-  const readAsOf = params.readAsOf ? new Date(params.readAsOf) : null;
-  const read = w.readTimes ? { col: sql`, read_as_of`, value: sql`, ${readAsOf}::timestamptz` } : { col: sql``, value: sql`` };
-  // At the same updated_at: 'leave' writes nothing; 'write' writes, unless the row keeps a later read's time.
-  const tie =
-    ties === 'leave'
-      ? 'false'
-      : w.readTimes
-        ? 't.read_as_of IS NULL OR excluded.read_as_of IS NULL OR excluded.read_as_of >= t.read_as_of'
-        : 'true';
+  const from = params.readAsOf ? new Date(params.readAsOf) : null;
+  const by = params.readBy ? new Date(params.readBy) : null;
+  const read = w.readTimes
+    ? { col: sql`, read_as_of, read_by`, value: sql`, ${from}::timestamptz, ${by}::timestamptz` }
+    : { col: sql``, value: sql`` };
+  // At the same updated_at. Unknown times decide nothing (the caller's rule holds).
+  const earlier = w.readTimes
+    ? sql`(t.read_as_of IS NOT NULL AND ${by}::timestamptz IS NOT NULL AND ${by}::timestamptz <= t.read_as_of)`
+    : sql`false`;
+  const later = w.readTimes
+    ? sql`(t.read_by IS NOT NULL AND ${from}::timestamptz IS NOT NULL AND ${from}::timestamptz >= t.read_by)`
+    : sql`false`;
+  // 'write': unless provably earlier than the row's read; 'leave': only when provably later.
+  const tie = ties === 'write' ? sql`NOT ${earlier}` : later;
   const cols = Object.keys(w.columns).map(ident);
   const consts = Object.keys(w.constants ?? {}).map(ident);
   const setCols = cols.filter((c) => c !== 'id');
@@ -88,9 +97,9 @@ async function upsertRows(
     FROM jsonb_array_elements(${JSON.stringify(list)}::jsonb) AS x(r), (SELECT ${parents}::jsonb AS parents) p
     WHERE cs_bigint(r->>'id') IS NOT NULL ${sql.raw(w.filter ? `AND (${w.filter})` : '')}
     ON CONFLICT (${sql.raw(w.conflict.join(', '))}) DO UPDATE SET
-      ${sql.raw([...setCols, 'raw', 'synced_at'].map((c) => `${c} = excluded.${c}`).join(', '))}${sql.raw(w.readTimes ? ', read_as_of = COALESCE(excluded.read_as_of, t.read_as_of)' : '')}
+      ${sql.raw([...setCols, 'raw', 'synced_at'].map((c) => `${c} = excluded.${c}`).join(', '))}${sql.raw(w.readTimes ? ', read_as_of = excluded.read_as_of, read_by = excluded.read_by' : '')}
     WHERE (t.updated_at IS NULL OR excluded.updated_at IS NULL OR excluded.updated_at > t.updated_at
-      OR (excluded.updated_at = t.updated_at AND (${sql.raw(tie)})))
+      OR (excluded.updated_at = t.updated_at AND ${tie}))
       AND (t.raw IS DISTINCT FROM excluded.raw ${sql.raw(differs)})
     RETURNING t.id, (xmax = 0) AS inserted`;
   const rows = (await query.execute(db)).rows;
@@ -100,13 +109,13 @@ async function upsertRows(
   if (ties === 'leave' && applied.length < seen.length) {
     const written = new Set(applied);
     const left = list.filter((r) => !written.has(Number(r.id)));
-    // Same statement shape as the write's test: what the write would have written but for the tie.
+    // Same statement shape as the write's test: what the write would have written but for the tie (a read provably
+    // earlier than the row's is not a tie: the row is newer).
     const found = await sql<{ id: number }>`
       SELECT t.id FROM ${sql.raw(ident(w.table))} t, jsonb_array_elements(${JSON.stringify(left)}::jsonb) AS x(r)
       WHERE t.connection_id = ${connectionId} AND t.id = cs_bigint(r->>'id') AND t.updated_at = cs_timestamptz(r->>'updated_at')
-        AND (t.raw IS DISTINCT FROM r ${sql.raw(cols.includes('status') ? `OR t.status IS DISTINCT FROM (${w.columns.status})` : '')})`.execute(
-      db,
-    );
+        AND (t.raw IS DISTINCT FROM r ${sql.raw(cols.includes('status') ? `OR t.status IS DISTINCT FROM (${w.columns.status})` : '')})
+        AND NOT ${earlier}`.execute(db);
     tied = found.rows.map((r) => Number(r.id));
   }
   return { applied, inserted: rows.filter((r) => r.inserted).map((r) => Number(r.id)), seen, tied };
@@ -117,6 +126,25 @@ export async function noteVariantsRead(db: Executor, connectionId: number, ids: 
   if (!ids.length) return;
   await sql`UPDATE variants SET read_as_of = ${new Date(asOf)} WHERE connection_id = ${connectionId} AND id = ANY(${ids}::bigint[])
     AND (read_as_of IS NULL OR read_as_of < ${new Date(asOf)})`.execute(db);
+}
+
+/**
+ * Notes that a drain's read (asOf .. readBy) returned these rows of a `readTimes` table: a read that changed nothing
+ * still dates the row, or an earlier sweep page with another value could be written over it.
+ */
+export async function noteRowsRead(
+  db: Executor,
+  spec: ResourceSpec,
+  connectionId: number,
+  ids: number[],
+  asOf: number,
+  readBy: number,
+): Promise<void> {
+  if (!ids.length || !spec.readTimes) return;
+  await sql`UPDATE ${sql.raw(ident(spec.table))} SET read_as_of = ${new Date(asOf)}, read_by = ${new Date(readBy)}
+    WHERE connection_id = ${connectionId} AND id = ANY(${ids}::bigint[]) AND (read_as_of IS NULL OR read_as_of < ${new Date(asOf)})`.execute(
+    db,
+  );
 }
 
 /** Upserts records of a mirrored resource (and, for variants, their per-location stock rows). */

@@ -69,8 +69,9 @@ export interface LocationsTable extends MirrorColumns {
 export interface ProductsTable extends MirrorColumns {
   name: string | null;
   brand: string | null;
-  /** migrations/0250: the service's clock when the read written last was answered. */
+  /** migrations/0250 and 0270: when the read written last happened, on the service's clock (no later, no earlier). */
   read_as_of: Timestamp | null;
+  read_by: Timestamp | null;
 }
 export interface VariantsTable extends MirrorColumns {
   product_id: number | null;

@@ -55,6 +55,8 @@ export interface Cause {
    * it, the variant's last noted read (variants.read_as_of) and its updated_at decide.
    */
   readAsOf?: number | null;
+  /** The service's clock no earlier than that read (Raw.readBy): with readAsOf, when it happened (src/db/mirror.ts). */
+  readBy?: number | null;
   /** Cause 'hold': the hold that was made or ended (its id, channel order and what happened). */
   hold?: { id: number; channel: string; channel_order_id: string; event: 'created' | HoldEnd };
 }

@@ -76,7 +76,7 @@ export async function applyRecords(
   const keptWhole = spec.table === 'other_records';
   const res = keptWhole
     ? await upsertOther(tx, spec.name, ctx.connectionId, records)
-    : await upsertRecords(tx, spec, ctx.connectionId, records, { ties: ctx.ties, readAsOf: ctx.cause.readAsOf });
+    : await upsertRecords(tx, spec, ctx.connectionId, records, { ties: ctx.ties, readAsOf: ctx.cause.readAsOf, readBy: ctx.cause.readBy });
   const gone = keptWhole ? [] : await markGone(tx, spec, ctx.connectionId, goneIds);
   const followUps: Mark[] = [];
   let stockTouched: number[] = [];

@@ -8,7 +8,7 @@ import { logSync } from '../db/synclog.ts';
 import type { ChannelRules } from '../stock/rules.ts';
 import type { NewChange } from '../stock/recompute.ts';
 import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';
-import { noteVariantsRead } from '../db/mirror.ts';
+import { noteRowsRead, noteVariantsRead } from '../db/mirror.ts';
 import { claimPending, clearPending, markPending, releasePending, type Claimed, type Mark } from '../db/pending.ts';
 import { catalog, composition, readAs } from '../catalog/index.ts';
 import { readLive, readLines, type Reader } from './reader.ts';
@@ -280,7 +280,7 @@ async function readClaimed(
       if (action) (ctx.events ??= new Map()).set(c.id, action);
     }
     // What the read shows of held orders dates from the service's clock at the read (src/stock/holds.ts).
-    ctx.cause = { ...ctx.cause, readAsOf: read.asOf };
+    ctx.cause = { ...ctx.cause, readAsOf: read.asOf, readBy: read.readBy };
     await mirrorWrite(db, records.length, async (tx) => {
       const r = await applyRecords(tx, ctx, spec, records, sideloads, goneIds);
       applied = r.applied.length;
@@ -290,6 +290,7 @@ async function readClaimed(
       followUps.push(...r.followUps);
       if (r.followUps.length) out.followUps.push(...(await markPending(tx, r.followUps)));
       if (spec.name === 'variant' && read.asOf !== null) await noteVariantsRead(tx, connectionId, [...found], read.asOf);
+      if (read.asOf != null && read.readBy != null) await noteRowsRead(tx, spec, connectionId, [...found], read.asOf, read.readBy);
       await clearPending(tx, connectionId, resource, claimed);
       await logFetch(tx);
     });

@@ -1,6 +1,6 @@
 // What the sync engine needs of the API client (batched reads by id, paginated lists), and the reads of a
 // resource's live records. Tests may hand in any object of this shape; production passes the ApiClient.
-import { earliest, type ApiClient, type ByIds, type Page, type RequestOptions } from '../api/index.ts';
+import { earliest, latest, type ApiClient, type ByIds, type Page, type RequestOptions } from '../api/index.ts';
 import type { ResourceSpec } from './resources.ts';
 
 export type Reader = Pick<ApiClient, 'getByIds' | 'paginate' | 'traits'> & { readonly connection: { id: number; name: string } };
@@ -30,14 +30,16 @@ export async function readLive(
   }
   const out: ByIds<any> = { records: [], sideloads: {}, requests: 0, asOf: null };
   const asOfs: (number | null)[] = [];
+  const readBys: (number | null | undefined)[] = [];
   for (const status of states) {
     const r = await client.getByIds(spec.path, ids, { ...opts, query: { ...opts.query, status } });
     out.records.push(...r.records);
     for (const [k, v] of Object.entries(r.sideloads)) out.sideloads[k] = [...(out.sideloads[k] ?? []), ...v];
     out.requests += r.requests;
     asOfs.push(r.asOf);
+    readBys.push(r.readBy);
   }
-  return { ...out, asOf: earliest(asOfs) };
+  return { ...out, asOf: earliest(asOfs), readBy: latest(readBys) };
 }
 
 /** Pages of a resource's live records (every state), with the same fallback as readLive. */

@@ -196,7 +196,7 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
           if (typeof r?.updated_at === 'string' && (!newest || r.updated_at > newest)) newest = r.updated_at;
         }
         await readLines(client, spec, page.records, page.sideloads, { priority: 'reconcile' });
-        const pageCtx = { ...ctx, ties: tiesOf(spec), cause: { ...ctx.cause, readAsOf: page.asOf } };
+        const pageCtx = { ...ctx, ties: tiesOf(spec), cause: { ...ctx.cause, readAsOf: page.asOf, readBy: page.readBy } };
         const applied = await db.transaction().execute((tx) => applyRecords(tx, pageCtx, spec, page.records, page.sideloads));
         stat.applied += applied.applied.length;
         stat.queued = (stat.queued ?? 0) + applied.tied.length;
@@ -264,7 +264,8 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
  * `quantity` moves with its variants' stock at an unmoved updated_at and no event of its own, so only a sweep
  * writes it, and nothing reads stock from it.
  */
-const tiesOf = (spec: ResourceSpec): Ties => (spec.name === 'variant' ? 'leave' : 'write');
+// Products too: their quantity moves without updated_at; a page provably later than the row's read is written (src/db/mirror.ts).
+const tiesOf = (spec: ResourceSpec): Ties => (spec.name === 'variant' || spec.readTimes ? 'leave' : 'write');
 
 /**
  * Records a sweep found changed at the same updated_at: its read may be older than a drain's that was written
@@ -303,7 +304,7 @@ async function sweepGone(
     await readLines(deps.client, spec, read.records, read.sideloads, { priority: 'reconcile' });
     const found = new Set(read.records.map((r: any) => Number(r?.id)));
     const goneIds = ids.filter((id) => !found.has(id));
-    const readCtx = { ...ctx, ties: tiesOf(spec), cause: { ...ctx.cause, readAsOf: read.asOf } };
+    const readCtx = { ...ctx, ties: tiesOf(spec), cause: { ...ctx.cause, readAsOf: read.asOf, readBy: read.readBy } };
     const r = await deps.db.transaction().execute((tx) => applyRecords(tx, readCtx, spec, read.records, read.sideloads, goneIds));
     await leaveToDrain(deps, spec, r.tied);
     out.gone += r.gone.length;

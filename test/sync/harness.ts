@@ -152,22 +152,25 @@ export function fixtureNames(): string[] {
  * A Reader over records in memory. Reads by id answer from `active` (or `archived` when status=archived is asked)
  * as they are at the call, 250 ids a request, each counted in `calls`. A list answers one page per path from
  * `list(path)` (none unless given), which may run whatever a test needs between the read and its answer. Each
- * answer's asOf is `clock` (or what it returns when the read starts).
+ * answer's asOf and readBy are `clock` (or what it returns when the read starts: a time, or the two bounds).
  */
 export function memoryReader(
   active: any[],
   archived: any[],
-  clock: number | null | (() => number) = null,
+  clock: number | null | (() => number | { asOf: number; readBy: number }) = null,
   list?: (path: string) => Promise<any[]>,
 ): Reader & { calls: { ids: number; status: unknown }[] } {
   const calls: { ids: number; status: unknown }[] = [];
-  const now = () => (typeof clock === 'function' ? clock() : clock);
+  const now = () => {
+    const c = typeof clock === 'function' ? clock() : clock;
+    return c === null || typeof c === 'number' ? { asOf: c, readBy: c } : c;
+  };
   return {
     connection: { id: 0, name: 'mem' },
     traits: { singleStatusOnly: false },
     calls,
     async getByIds(_path: string, ids: number[], opts?: any) {
-      const asOf = now();
+      const { asOf, readBy } = now();
       let requests = 0;
       const records: any[] = [];
       for (let i = 0; i < ids.length; i += 250) {
@@ -176,13 +179,13 @@ export function memoryReader(
         requests++;
         records.push(...(opts?.query?.status === 'archived' ? archived : active).filter((r) => part.has(r.id)));
       }
-      return { records, sideloads: {}, requests, asOf };
+      return { records, sideloads: {}, requests, asOf, readBy };
     },
     async *paginate(path: string) {
       if (!list) throw new Error('no lists in this reader');
-      const asOf = now();
+      const { asOf, readBy } = now();
       const records = await list(path);
-      yield { records, sideloads: {}, pagination: null, requestId: null, asOf };
+      yield { records, sideloads: {}, pagination: null, requestId: null, asOf, readBy };
     },
   } as Reader & { calls: { ids: number; status: unknown }[] };
 }

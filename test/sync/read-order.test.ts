@@ -40,7 +40,7 @@ async function raceWorld(
   records: any[],
   path: string,
   resource: string,
-  clock: number | (() => number) = Date.parse('2026-01-01T12:00:30Z'),
+  clock: number | (() => number | { asOf: number; readBy: number }) = Date.parse('2026-01-01T12:00:30Z'),
 ) {
   const { db } = await testDatabase(t);
   const c = await addConnection(db);
@@ -123,11 +123,13 @@ async function productQuantity(db: Db): Promise<string> {
   return r.rows[0]!.quantity;
 }
 
-t.test("a product's quantity: the later read wins at the same updated_at, drain or sweep", async (t) => {
+t.test("a product's quantity: a read provably earlier than the row's is never written, drain or sweep", async (t) => {
   const service = [product('5')];
   let now = Date.parse('2026-01-01T12:00:30Z');
   const tick = () => (now += 2000);
-  const { db, c, race, deps, drains, drain, reader } = await raceWorld(t, service, '/products', 'product', () => now);
+  // A read's interval as the service's Date header gives it (whole seconds): set, it is every read's.
+  let bounds: { asOf: number; readBy: number } | null = null;
+  const { db, c, race, deps, drains, drain, reader } = await raceWorld(t, service, '/products', 'product', () => bounds ?? now);
   const pend = () => markPending(db, [{ connectionId: c.id, resource: 'product', id: 1, reason: 'product.update' }]);
 
   await sweep(deps, { full: false, wait: true });
@@ -173,4 +175,37 @@ t.test("a product's quantity: the later read wins at the same updated_at, drain 
   tick();
   t.equal((await sweep(deps, { full: false, wait: true })).resources.product!.applied, 1);
   t.equal(await productQuantity(db), '7');
+
+  // Reads within the same second of the Date header cannot be ordered by it: the drain's read is written, and a
+  // sweep's page that may be older is left to a drain, which reads it again.
+  const second = now + 10_000;
+  bounds = { asOf: second - 5, readBy: second + 1000 };
+  service[0] = product('8');
+  race.meanwhile = async () => {
+    service[0] = product('9');
+    bounds = { asOf: second - 300, readBy: second + 1000 };
+    await pend();
+    t.equal((await drain()).applied, 1, 'the drain writes its read');
+  };
+  const unclear = await sweep(deps, { full: false, wait: true });
+  race.meanwhile = async () => {};
+  t.same([unclear.resources.product!.applied, unclear.resources.product!.queued], [0, 1], 'the sweep leaves the product to a drain');
+  t.same(drains, ['product'], 'and asks for one');
+  await drain();
+  t.equal(await productQuantity(db), '9');
+
+  // A drain's read that changed nothing still dates the row: a sweep page read before it, with a value the stock had
+  // for a moment, is not written over it.
+  bounds = null;
+  now = second + 10_000;
+  service[0] = product('4');
+  race.meanwhile = async () => {
+    service[0] = product('9');
+    tick();
+    await pend();
+    t.equal((await drain()).applied, 0, 'the drain reads 9 again: nothing to write');
+  };
+  await sweep(deps, { full: false, wait: true });
+  race.meanwhile = async () => {};
+  t.equal(await productQuantity(db), '9', "the sweep's earlier page (4) is not written");
 });
