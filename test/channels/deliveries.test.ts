@@ -6,10 +6,9 @@
 // and jobs, not one per change.
 import { channelDeliveryHandler } from '../../src/channels/dispatch.ts';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:http';
 import { listenLocal } from '../support/http.ts';
+import { channelEndpoint } from '../support/channel-endpoint.ts';
 import { sql } from 'kysely';
-import { Webhook } from 'standardwebhooks';
 import t from 'tap';
 import { announceChanges, requestDueDeliveries } from '../../src/channels/dispatch.ts';
 import { createQueues } from '../../src/queue/queues.ts';
@@ -36,32 +35,20 @@ interface Received {
   changes: { id: number; variant_id: number; quantity: string | null }[];
 }
 
-/** An endpoint per channel path that verifies each POST with the channel's (old) secret; `down` answers 503. */
+/** An endpoint per channel path that verifies each POST with the channel's (old) secret; `down` answers 503 (after verifying). */
 async function endpoint(t: Teardown, secrets: Record<string, string>) {
   const state = { down: false, received: [] as Received[], refused: [] as string[], failedIds: [] as string[], bad: [] as string[] };
-  const server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (d) => {
-      body += d;
-    });
-    req.on('end', () => {
-      const channel = (req.url ?? '').slice(1);
+  const { server, refused } = channelEndpoint(
+    (channel) => secrets[channel]!,
+    ({ payload, headers, path: channel }) => {
       if (state.down) {
-        state.failedIds.push(String(req.headers['webhook-id']));
-        res.statusCode = 503;
-        return res.end();
+        state.failedIds.push(String(headers['webhook-id']));
+        return 503;
       }
-      try {
-        const payload = new Webhook(secrets[channel]!).verify(body, req.headers as Record<string, string>) as any;
-        state.received.push({ id: String(req.headers['webhook-id']), channel, cursor: payload.data.cursor, changes: payload.data.changes });
-        res.end('ok');
-      } catch (err) {
-        state.bad.push(`${channel}: ${(err as Error).message}`);
-        res.statusCode = 400;
-        res.end();
-      }
-    });
-  });
+      state.received.push({ id: String(headers['webhook-id']), channel, cursor: payload.data.cursor, changes: payload.data.changes });
+    },
+  );
+  state.bad = refused;
   const base = await listenLocal(t, server);
   return { ...state, state, url: (channel: string) => `${base}/${channel}` };
 }
