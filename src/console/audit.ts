@@ -36,3 +36,28 @@ export async function auditRequest(ctx: Context, db: Db, config: Pick<Config, 'T
     address: clientAddress(ctx, config.TRUST_PROXY),
   });
 }
+
+/**
+ * A console sign-in (OpenID or the token form): not a change of the account, but who came in, as what and from
+ * where is what an audit is read for first.
+ */
+export async function auditSignIn(
+  ctx: Context,
+  db: Db,
+  config: Pick<Config, 'TRUST_PROXY'>,
+  actor: Actor,
+  how: 'oidc' | 'token',
+): Promise<void> {
+  await insertAudit(db, {
+    actor: actor.name,
+    role: actor.role,
+    action: 'sign-in',
+    connection_id: null,
+    connection: null,
+    target: null,
+    before: null,
+    after: auditJson({ how }),
+    source: 'console',
+    address: clientAddress(ctx, config.TRUST_PROXY),
+  });
+}

@@ -7,6 +7,7 @@ import type { OperatorAccess } from '../auth.ts';
 import { CALLBACK_PATH, type OidcDeps, OidcSignIn, START_PATH } from '../oidc.ts';
 import { loginPage, signedInPage } from '../pages/layout.ts';
 import { page, safeNext } from '../web.ts';
+import { auditSignIn } from '../audit.ts';
 
 export function sessionRoutes(r: Router, access: OperatorAccess, deps: OidcDeps): void {
   const signIn = new OidcSignIn(deps);
@@ -30,6 +31,7 @@ export function sessionRoutes(r: Router, access: OperatorAccess, deps: OidcDeps)
       if (result.retryAfter) ctx.set('Retry-After', String(result.retryAfter));
       return page(ctx, loginPage(result.reason, next, issuer), result.status);
     }
+    await auditSignIn(ctx, deps.db, deps.config, result.actor, 'token');
     ctx.redirect(next);
   });
   r.get(START_PATH, async (ctx) => {
@@ -42,6 +44,7 @@ export function sessionRoutes(r: Router, access: OperatorAccess, deps: OidcDeps)
   r.get(CALLBACK_PATH, async (ctx) => {
     const result = await signIn.callback(ctx, access);
     if (!result.ok) return page(ctx, loginPage(result.reason, result.next, issuer), result.status);
+    await auditSignIn(ctx, deps.db, deps.config, { name: result.email, role: result.role }, 'oidc');
     page(ctx, signedInPage(result.next, result.email, result.role));
   });
   r.post('/logout', async (ctx) => {
