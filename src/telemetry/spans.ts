@@ -36,8 +36,6 @@ export function activeTraceId(): string | null {
   return span?.isRecording() ? span.spanContext().traceId : null;
 }
 
-const contextOf = (traceparent: string): Context => propagation.extract(ROOT_CONTEXT, { traceparent });
-
 /** Puts the active trace's context into outgoing headers (traceparent, tracestate), so the receiver continues it. */
 export function injectTrace(headers: Record<string, string>): void {
   propagation.inject(context.active(), headers);
@@ -47,6 +45,9 @@ export function injectTrace(headers: Record<string, string>): void {
 export function extractTrace(headers: Record<string, string | string[] | undefined>): Context {
   return propagation.extract(ROOT_CONTEXT, headers);
 }
+
+/** The context a stored traceparent names. */
+const contextOf = (traceparent: string): Context => extractTrace({ traceparent });
 
 export interface SpanOptions {
   kind?: SpanKind;
@@ -61,7 +62,7 @@ export interface SpanOptions {
   links?: Link[];
 }
 
-/** A span context a caller sent, for a link: the public webhook endpoint does not continue a stranger's trace. */
+/** A link to the span a context holds, if any (a caller's: the public webhook endpoint does not continue a stranger's trace). */
 export function linkTo(ctx: Context): Link[] {
   const sc = trace.getSpanContext(ctx);
   return sc && trace.isSpanContextValid(sc) ? [{ context: sc }] : [];
@@ -77,14 +78,8 @@ export async function inSpan<T>(name: string, opts: SpanOptions, fn: (span: Span
   const from = [...new Set((opts.from ?? []).filter((p): p is string => !!p))];
   if (from.length) {
     parent = contextOf(from[0]!);
-    for (const p of from.slice(1, MAX_LINKS + 1)) {
-      const linked = trace.getSpanContext(contextOf(p));
-      if (linked) links.push({ context: linked });
-    }
-  } else if (opts.root) {
-    const started = trace.getActiveSpan()?.spanContext();
-    if (started && trace.isSpanContextValid(started)) links.push({ context: started });
-  }
+    for (const p of from.slice(1, MAX_LINKS + 1)) links.push(...linkTo(contextOf(p)));
+  } else if (opts.root) links.push(...linkTo(parent));
   return tracer().startActiveSpan(
     name,
     { kind: opts.kind ?? SpanKind.INTERNAL, attributes: opts.attributes, links, root: !from.length && opts.root },
