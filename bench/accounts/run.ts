@@ -338,23 +338,23 @@ async function measure(world: World, n: number, workers: number, cursors: Map<nu
   // came without the move.
   for (const m of lag.slowest(3)) {
     const [connection, variant] = m.key.split(':').map(Number);
-    const reads = await sql<{ at: Date; detail: { ids?: number } }>`SELECT at, detail FROM sync_log
+    const reads = await sql<{ at: Date; duration_ms: number | null; detail: { ids?: number } }>`SELECT at, duration_ms, detail FROM sync_log
       WHERE connection_id = ${connection} AND resource = 'variant' AND action = 'fetch'
         AND at BETWEEN ${new Date(m.at - 5_000)} AND ${new Date(m.at + m.lag + 5_000)} ORDER BY at`.execute(world.db);
     // Where the time went: the deliveries of the connection in the window (received, handled, s after the move) and
-    // its drain jobs (created, started, done; retries), so a late delivery, a waiting job or a retried one shows.
+    // its variant reads (started and written), so a late delivery, a late drain or a slow read shows.
     const around = { from: new Date(m.at - 5_000), to: new Date(m.at + m.lag + 5_000) };
     const deliveries = await sql<{ event: string; object_id: string; received_at: Date; processed_at: Date | null }>`
       SELECT event, object_id, received_at, processed_at FROM webhook_deliveries
       WHERE connection_id = ${connection} AND received_at BETWEEN ${around.from} AND ${around.to} ORDER BY received_at`.execute(world.db);
-    const drains = await sql<{ state: string; created_on: Date; started_on: Date | null; completed_on: Date | null; retry_count: number }>`
-      SELECT state, created_on, started_on, completed_on, retry_count FROM pgboss.job
-      WHERE name = 'fetch' AND data->>'connectionId' = ${String(connection)} AND data->>'resource' = 'variant'
-        AND created_on BETWEEN ${around.from} AND ${around.to} ORDER BY created_on`.execute(world.db);
     const after = (d: Date | null) => (d ? sec(d.getTime() - m.at) : '-');
     console.log(
       `  slow move: connection ${connection} variant ${variant}, ${m.cause}, ${sec(m.lag)} s; variant reads of that connection ` +
-        `(s after the move: ids): ${reads.rows.map((r) => `${sec(r.at.getTime() - m.at)}:${r.detail?.ids ?? '?'}`).join(' ') || 'none'}`,
+        `(s after the move, started-written: ids): ${
+          reads.rows
+            .map((r) => `${sec(r.at.getTime() - (r.duration_ms ?? 0) - m.at)}-${sec(r.at.getTime() - m.at)}:${r.detail?.ids ?? '?'}`)
+            .join(' ') || 'none'
+        }`,
     );
     console.log(
       `    deliveries (event object: received / handled, s after the move): ${
@@ -366,16 +366,6 @@ async function measure(world: World, n: number, workers: number, cursors: Map<nu
       console.log(
         `    failed webhook attempts: ${bad.map((x) => `${x.event} ${x.object_id} attempt ${x.attempt}: ${x.status} at ${sec(Date.parse(x.at) - m.at)} s`).join('; ')}`,
       );
-    console.log(
-      `    variant drain jobs (created / started / done, retries): ${
-        drains.rows
-          .map(
-            (j) =>
-              `${after(j.created_on)} / ${after(j.started_on)} / ${after(j.completed_on)}${j.retry_count ? ` r${j.retry_count}` : ''} ${j.state}`,
-          )
-          .join('; ') || 'none'
-      }`,
-    );
   }
   const p95s = [...lag.lags.values()]
     .map((l) =>

@@ -81,8 +81,10 @@ async function quiet(loop: Loop): Promise<void> {
     'the workers idle',
     async () => {
       const r = await sql<{ p: number; j: number }>`SELECT (SELECT count(*)::int FROM pending_fetches) AS p,
-      (SELECT count(*)::int FROM pgboss.job WHERE name IN ('deliveries', 'fetch') AND state IN ('created', 'active', 'retry')
-        AND start_after < now() + interval '3 seconds') AS j`.execute(loop.tdb.db);
+      (SELECT count(*)::int FROM pgboss.job WHERE name = 'deliveries' AND state IN ('created', 'active', 'retry')
+        AND start_after < now() + interval '3 seconds') + (SELECT count(*)::int FROM drain_pairs WHERE claimed_by IS NOT NULL) AS j`.execute(
+        loop.tdb.db,
+      );
       return r.rows[0]!.p === 0 && r.rows[0]!.j === 0;
     },
     600_000,

@@ -49,7 +49,10 @@ export async function markPending(db: Executor, marks: Mark[]): Promise<{ connec
     folded.set(k, f);
   }
   const rows = [...folded.values()].map((f) => ({ ...f, delivery_row_ids: f.delivery_row_ids.slice(-20) }));
+  // The pairs marked are due (again) once their window has passed (src/db/drain-pairs.ts): in the same statement.
+  // A mark frees a pair's claim older than a minute as it frees the rows' own (the module comment).
   await sql`
+    WITH marked AS (
     INSERT INTO pending_fetches AS p (connection_id, resource, id, marks, delivery_row_ids, reason)
     SELECT connection_id, resource, id, marks, delivery_row_ids, reason
     FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS x(connection_id bigint, resource text, id bigint, marks integer, delivery_row_ids bigint[], reason text)
@@ -58,16 +61,24 @@ export async function markPending(db: Executor, marks: Mark[]): Promise<{ connec
       seq = p.seq + 1, marks = p.marks + excluded.marks, marked_at = now(),
       claimed_until = CASE WHEN p.claimed_until > now() + make_interval(secs => ${LEASE_SECONDS - HELD_SECONDS}) THEN p.claimed_until END,
       delivery_row_ids = (p.delivery_row_ids || excluded.delivery_row_ids)[greatest(1, cardinality(p.delivery_row_ids || excluded.delivery_row_ids) - 19):],
-      reason = COALESCE(excluded.reason, p.reason)`.execute(db);
+      reason = COALESCE(excluded.reason, p.reason)
+    RETURNING p.connection_id, p.resource)
+    INSERT INTO drain_pairs AS d (connection_id, resource)
+    SELECT DISTINCT connection_id, resource FROM marked ORDER BY 1, 2
+    ON CONFLICT (connection_id, resource) DO UPDATE SET marked_seq = d.marked_seq + 1,
+      claimed_by = CASE WHEN d.claimed_until > now() + make_interval(secs => ${LEASE_SECONDS - HELD_SECONDS}) THEN d.claimed_by END,
+      claimed_until = CASE WHEN d.claimed_until > now() + make_interval(secs => ${LEASE_SECONDS - HELD_SECONDS}) THEN d.claimed_until END`.execute(
+    db,
+  );
   const pairs = new Map<string, { connectionId: number; resource: string }>();
   for (const r of rows) pairs.set(`${r.connection_id}/${r.resource}`, { connectionId: r.connection_id, resource: r.resource });
   return [...pairs.values()];
 }
 
 /** How long a claim lasts when its drain never clears it (a crash). */
-const LEASE_SECONDS = 300;
+export const LEASE_SECONDS = 300;
 /** How long a mark leaves a claim alone (a drain's read of 250 ids takes well under this unless it waits for budget). */
-const HELD_SECONDS = 60;
+export const HELD_SECONDS = 60;
 
 /** Claims up to `limit` unclaimed rows, oldest mark first, for `leaseSeconds`. */
 export async function claimPending(
@@ -121,14 +132,6 @@ export async function releasePending(db: Executor, connectionId: number, resourc
   if (!ids.length) return;
   await sql`UPDATE pending_fetches SET claimed_until = NULL
     WHERE connection_id = ${connectionId} AND resource = ${resource} AND id = ANY(${ids}::bigint[])`.execute(db);
-}
-
-/** Pending (connection, resource) pairs with unclaimed rows: what a drain should look at. */
-export async function pendingPairs(db: Executor): Promise<{ connectionId: number; resource: string; n: number }[]> {
-  const rows = await sql<{ connection_id: number; resource: string; n: number }>`
-    SELECT connection_id, resource, count(*)::int AS n FROM pending_fetches
-    WHERE claimed_until IS NULL OR claimed_until < now() GROUP BY 1, 2`.execute(db);
-  return rows.rows.map((r) => ({ connectionId: Number(r.connection_id), resource: r.resource, n: r.n }));
 }
 
 /**

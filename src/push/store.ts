@@ -25,7 +25,7 @@ import {
 } from '../db/operations.ts';
 import type { PushKind, PushOperation } from '../db/schema.ts';
 import { metrics } from '../metrics.ts';
-import { requestDelivery, sendFetch, sendPushJob, STOCK_PRIORITY } from '../queue/contracts.ts';
+import { requestDelivery, sendPushJob } from '../queue/contracts.ts';
 import { CHANNEL_ORDER } from '../catalog/index.ts';
 import { markPending } from '../db/pending.ts';
 import { z } from 'zod';
@@ -234,10 +234,6 @@ export async function finishOperation(
     return row;
   });
   for (const channelId of told) await requestDelivery(boss, channelId);
-  // The imported order is read soon, with stock (its fulfilments' events need it; the order.create delivery is
-  // read with the documents, which may wait a minute or two on a busy account).
-  if (op.kind === 'import-order' && outcome.state === 'confirmed' && outcome.mapping)
-    await sendFetch(boss, { connectionId: op.connection_id, resource: CHANNEL_ORDER }, { priority: STOCK_PRIORITY, seconds: 1 });
   return row;
 }
 

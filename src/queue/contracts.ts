@@ -50,32 +50,6 @@ export const deliveriesQueue = defineQueue<DeliveriesData | LegacyDeliveriesData
   retryBackoff: true,
 });
 
-// fetch: drain the pending fetches of (connection, resource), debounced per pair (src/sync/drain-requests.ts).
-
-export interface FetchData {
-  connectionId: number;
-  resource: string;
-}
-
-/** pg-boss priority of a stock read's drain (src/sync/drain-requests.ts ranks the tiers). */
-export const STOCK_PRIORITY = 2;
-
-export const fetchQueue = defineQueue<FetchData>('fetch', { retryLimit: 10, retryDelay: 2, retryBackoff: true, expireInSeconds: 900 });
-
-/**
- * A drain of (connection, resource), debounced per pair: at most one job per `seconds` plus one for the next
- * window. The group keeps one busy connection from taking every worker slot.
- */
-export async function sendFetch(boss: Boss, data: FetchData, opts: { priority: number; seconds: number }): Promise<void> {
-  await boss.sendDebounced(
-    fetchQueue.name,
-    data,
-    { group: { id: String(data.connectionId) }, priority: opts.priority },
-    opts.seconds,
-    `${data.connectionId}:${data.resource}`,
-  );
-}
-
 // reconcile: one sweep of a connection (incremental or full), on the schedules src/sync/schedules.ts keeps, at a
 // connection's first start, or asked for by an operator.
 

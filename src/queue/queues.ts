@@ -3,23 +3,20 @@
 // its handler in src/worker/handlers.ts.
 import type { Config } from '../config.ts';
 import type { Boss } from './boss.ts';
-import { channelDeliveryQueue, deliveriesQueue, fetchQueue, maintenanceQueue, pushQueue, reconcileQueue } from './contracts.ts';
+import { channelDeliveryQueue, deliveriesQueue, maintenanceQueue, pushQueue, reconcileQueue } from './contracts.ts';
 import { isDeadLetter, liveQueueOf, deadLetterOf, type Queue } from './queue.ts';
 
-export const queues: readonly Queue<any>[] = [
-  deliveriesQueue,
-  fetchQueue,
-  reconcileQueue,
-  channelDeliveryQueue,
-  pushQueue,
-  maintenanceQueue,
-];
+export const queues: readonly Queue<any>[] = [deliveriesQueue, reconcileQueue, channelDeliveryQueue, pushQueue, maintenanceQueue];
 
 /** The queue of a name (live or dead letter), if it is ours. */
 export function queueOf(name: string): Queue<unknown> | undefined {
   const live = isDeadLetter(name) ? liveQueueOf(name) : name;
   return queues.find((q) => q.name === live);
 }
+
+// Queues of earlier versions, deleted with their jobs: `fetch` (a job per drain) is drain_pairs' work now, and
+// migration 0280 made every pair with pending rows due.
+const RETIRED = ['fetch', 'fetch-dead'];
 
 // A running job heartbeats (pg-boss does it for the handler); a worker killed mid-job stops heartbeating and
 // its job is retried within about this long, instead of waiting out expireInSeconds (15 min for a push).
@@ -37,6 +34,7 @@ export type QueueRetention = Pick<Config, 'JOB_RETENTION_HOURS' | 'DEAD_LETTER_R
  */
 export async function createQueues(boss: Boss, retention?: QueueRetention): Promise<void> {
   const existing = new Set((await boss.getQueues()).map((q) => q.name));
+  for (const name of RETIRED) if (existing.has(name)) await boss.deleteQueue(name);
   const jobSeconds = retention ? Math.max(1, Math.round(retention.JOB_RETENTION_HOURS * 3600)) : undefined;
   const finished = jobSeconds ? { deleteAfterSeconds: jobSeconds } : {};
   const letters = retention

@@ -27,8 +27,7 @@ export interface DrainResult {
   changes: NewChange[];
   /** Channels that got order events. */
   orderEvents: number[];
-  followUps: { connectionId: number; resource: string }[];
-  /** True when the drain stopped at its batch bound with rows left: the caller sends another drain. */
+  /** True when the drain stopped at its batch bound with rows left: its pair is due again at once. */
   more: boolean;
 }
 
@@ -37,7 +36,6 @@ export interface DrainDeps {
   log: Logger;
   client: Reader;
   rules: ChannelRules;
-  jobId?: string | null;
   /** SERVICE_CLOCK_MARGIN_SECONDS in ms: how far apart the service's two clocks may be (src/catalog/clocks.ts). */
   clockMarginMs: number;
 }
@@ -119,7 +117,6 @@ export async function drainPending(deps: DrainDeps, resource: string, maxBatches
     skipped: 0,
     changes: [],
     orderEvents: [],
-    followUps: [],
     more: false,
   };
   for (let batch = 0; ; batch++) {
@@ -147,7 +144,7 @@ export async function drainPending(deps: DrainDeps, resource: string, maxBatches
         action: 'fetch',
         outcome: 'error',
         error: (err as Error).message,
-        jobId: deps.jobId ?? null,
+        jobId: null,
         durationMs: Date.now() - started,
         detail: { ids: claimed.length },
       }).catch(() => {});
@@ -202,7 +199,7 @@ async function readClaimed(
     connectionName: client.connection.name,
     rules: deps.rules,
     followUps: true,
-    cause: { kind: allDeliveries.length ? 'delivery' : 'fetch', jobId: deps.jobId ?? null, deliveriesByVariant: byVariant },
+    cause: { kind: allDeliveries.length ? 'delivery' : 'fetch', jobId: null, deliveriesByVariant: byVariant },
     newestEvent: deliveries.newestEvent,
     clockMarginMs: deps.clockMarginMs,
   };
@@ -218,7 +215,7 @@ async function readClaimed(
       connectionId,
       resource,
       action: 'fetch',
-      jobId: deps.jobId ?? null,
+      jobId: null,
       durationMs: Date.now() - started,
       deliveryId: allDeliveries[allDeliveries.length - 1]?.deliveryId ?? null,
       detail: {
@@ -288,7 +285,8 @@ async function readClaimed(
       changes.push(...r.changes);
       out.orderEvents.push(...r.orderEvents);
       followUps.push(...r.followUps);
-      if (r.followUps.length) out.followUps.push(...(await markPending(tx, r.followUps)));
+      // Their pairs are due in markPending's own statement (src/db/drain-pairs.ts).
+      if (r.followUps.length) await markPending(tx, r.followUps);
       if (spec.name === 'variant' && read.asOf !== null) await noteVariantsRead(tx, connectionId, [...found], read.asOf);
       if (read.asOf != null && read.readBy != null) await noteRowsRead(tx, spec, connectionId, [...found], read.asOf, read.readBy);
       await clearPending(tx, connectionId, resource, claimed);

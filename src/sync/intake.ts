@@ -14,7 +14,6 @@ import {
 import type { Db } from '../db/index.ts';
 import { markPending, type Mark } from '../db/pending.ts';
 import type { DeliveriesData, LegacyDeliveriesData } from '../queue/contracts.ts';
-import { requestDrains, type DrainRequester } from './drain-requests.ts';
 import { inSpan } from '../telemetry/spans.ts';
 
 /** The webhook_deliveries rows jobs on `deliveries` name. */
@@ -59,15 +58,12 @@ export function marksFor(row: DeliveryToConsume): Mark[] {
 export interface ConsumeResult {
   processed: number;
   unhandled: number;
+  /** The (connection, resource) pairs marked: due for a drain (src/sync/drainer.ts) once their window has passed. */
   drains: { connectionId: number; resource: string }[];
 }
 
-/** Handles the rows of a batch of delivery jobs in one transaction; then requests the drains (without `drains`, none). */
-export async function consumeDeliveries(
-  db: Db,
-  drains: DrainRequester | null,
-  jobs: (DeliveriesData | LegacyDeliveriesData)[],
-): Promise<ConsumeResult> {
+/** Handles the rows of a batch of delivery jobs in one transaction: their marks make their pairs' drains due. */
+export async function consumeDeliveries(db: Db, jobs: (DeliveriesData | LegacyDeliveriesData)[]): Promise<ConsumeResult> {
   const refs = deliveryRefsOf(jobs);
   const batches = jobs.map(batchOf).filter((b) => b !== null);
   // Nothing joins these jobs from now on, and what joined them has committed.
@@ -101,6 +97,5 @@ export async function consumeDeliveries(
       return { pairs, processed: handled.length, unhandled: unhandled.length };
     });
   });
-  if (drains) await requestDrains(drains, done.pairs);
   return { processed: done.processed, unhandled: done.unhandled, drains: done.pairs };
 }

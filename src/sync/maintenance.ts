@@ -10,9 +10,9 @@ import type { WorkerDeps } from '../worker/handler.ts';
 import { applyRulesIfChanged } from '../stock/recompute.ts';
 import { announceChanges, requestDueDeliveries } from '../channels/dispatch.ts';
 import { logSync } from '../db/synclog.ts';
-import { requestDrain, requestDrains } from '../sync/drain-requests.ts';
 import { enforceRetention } from './retention.ts';
-import { markPending, pendingLagByConnection, pendingPairs } from '../db/pending.ts';
+import { markPending, pendingLagByConnection } from '../db/pending.ts';
+import { duePendingPairs } from '../db/drain-pairs.ts';
 import { expireHolds } from '../stock/holds.ts';
 import { requestDueSweeps, requestFullSweeps, syncSchedules } from './schedules.ts';
 import { webhookChecksDue } from '../db/sweep-plans.ts';
@@ -69,7 +69,6 @@ export async function handleMaintenance(deps: WorkerDeps, task: MaintenanceTask)
           db,
           ids.map((id) => ({ connectionId, resource: 'variant', id, reason: 'held order committed' })),
         );
-        await requestDrain(deps, connectionId, 'variant');
       }
       if (r.expired) log.info({ expired: r.expired }, 'holds expired');
       break;
@@ -80,8 +79,8 @@ export async function handleMaintenance(deps: WorkerDeps, task: MaintenanceTask)
       break;
     }
     case 'pending':
-      // Safety net: pending rows whose drain job was lost (a crash between commit and send) get one.
-      await requestDrains(deps, await pendingPairs(db));
+      // Safety net: rows a killed drain had claimed, whose claim has lapsed, are due again.
+      await duePendingPairs(db);
       // And channel destinations with changes waiting whose job was lost, or whose retry is due.
       await requestDueDeliveries(db, boss);
       await updateLag(db);
@@ -115,7 +114,6 @@ async function watchChannelOrders(deps: WorkerDeps): Promise<number> {
       due.map((o) => ({ connection_id: o.connection_id, order_id: o.order_id, watch_at: nextWatch(o.created_at, now, o) })),
     );
   });
-  await requestDrains(deps, [...new Map(marks.map((m) => [`${m.connectionId}:${m.resource}`, m])).values()]);
   return due.length;
 }
 

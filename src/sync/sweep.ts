@@ -24,7 +24,6 @@ import { logSync } from '../db/synclog.ts';
 import type { NewChange } from '../stock/recompute.ts';
 import { rulesFrom, type ChannelRules } from '../stock/rules.ts';
 import { announceChanges } from '../channels/dispatch.ts';
-import { requestDrain, type DrainRequester } from '../sync/drain-requests.ts';
 import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';
 import { upsertChildren, upsertOther, type Ties } from '../db/mirror.ts';
 import { allBundles, liveIds } from '../db/mirror-reads.ts';
@@ -44,11 +43,6 @@ export interface SweepDeps {
   onChanges?: (changes: Pick<NewChange, 'channel_id'>[]) => Promise<void>;
   /** SERVICE_CLOCK_MARGIN_SECONDS in ms: how far a delivery's time may be before the change it announces. */
   clockMarginMs?: number;
-  /**
-   * Asks for a drain of the records a sweep left to one (queued in pending_fetches); without it the maintenance
-   * pass asks within a minute.
-   */
-  requestDrain?: (resource: string) => Promise<void>;
 }
 
 /**
@@ -279,7 +273,6 @@ async function leaveToDrain(deps: SweepDeps, spec: ResourceSpec, ids: number[]):
     deps.db,
     ids.map((id) => ({ connectionId, resource: spec.name, id, reason: 'sweep: changed at the same updated_at' })),
   );
-  await deps.requestDrain?.(spec.name);
 }
 
 /**
@@ -417,10 +410,8 @@ async function sweepPages(
 export async function runSweep(
   deps: Pick<WorkerDeps, 'db' | 'boss' | 'config' | 'log'>,
   client: ApiClient,
-  opts: { full: boolean; wait?: boolean; jobId?: string | null; drains?: DrainRequester },
+  opts: { full: boolean; wait?: boolean; jobId?: string | null },
 ): Promise<SweepResult> {
-  const connectionId = Number(client.connection.id);
-  const drains = opts.drains;
   return sweep(
     {
       db: deps.db,
@@ -431,7 +422,6 @@ export async function runSweep(
       clockMarginMs: deps.config.SERVICE_CLOCK_MARGIN_SECONDS * 1000,
       jobId: opts.jobId ?? null,
       onChanges: (changes) => announceChanges(deps, changes),
-      requestDrain: drains ? (resource) => requestDrain(drains, connectionId, resource) : undefined,
     },
     { full: opts.full, wait: opts.wait },
   );
@@ -444,7 +434,7 @@ export async function handleReconcile(
   job: { id: string; data: ReconcileData },
 ): Promise<void> {
   const { connectionId, full } = job.data;
-  const r = await runSweep(deps, client, { full, jobId: job.id, drains: deps });
+  const r = await runSweep(deps, client, { full, jobId: job.id });
   // A first sweep is the initial load: the next comes after the base interval.
   const next = r.busy ? null : await planAfterSweep(deps.db, deps.config, connectionId, r.initial ? 1 : r.drift);
   deps.log.info(

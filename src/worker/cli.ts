@@ -9,7 +9,7 @@ import { runSweep } from '../sync/sweep.ts';
 export const commands: CommandModule['commands'] = {
   worker: {
     summary:
-      'Run the sync workers alone (deliveries, fetch drains, sweeps, maintenance); several processes share the work. ' +
+      'Run the sync workers alone (deliveries, drains, sweeps, maintenance); several processes share the work. ' +
       'Serves /healthz, /readyz and /metrics on WORKER_PORT when it is set.',
     run: (ctx) => runRoles(ctx, ['worker']),
   },
@@ -44,7 +44,6 @@ export const commands: CommandModule['commands'] = {
             full: ctx.values.full === true,
             wait: true,
             jobId: 'cli',
-            drains: deps,
           });
           ctx.out(
             `${c.name}: ${r.full ? 'full' : 'incremental'} sweep read ${r.records} records in ${(r.durationMs / 1000).toFixed(1)} s; ` +

@@ -3,13 +3,12 @@
 import type { JobWithMetadata } from 'pg-boss';
 import { channelDeliveryHandler } from '../channels/dispatch.ts';
 import { pushHandler } from '../push/worker.ts';
-import { deliveriesHandler, fetchHandler, maintenanceHandler, reconcileHandler } from '../sync/handlers.ts';
+import { deliveriesHandler, maintenanceHandler, reconcileHandler } from '../sync/handlers.ts';
 import type { Handler, WorkerDeps } from './handler.ts';
 import { inSpan } from '../telemetry/spans.ts';
 
 export const handlers: readonly Handler<any>[] = [
   deliveriesHandler,
-  fetchHandler,
   reconcileHandler,
   channelDeliveryHandler,
   pushHandler,

@@ -1,7 +1,8 @@
-// The worker role: every queue's handler (handlers.ts) on the shared runtime, then the schedules and the channel
-// rules. Several processes share the work through pg-boss.
+// The worker role: every queue's handler (handlers.ts) and the drainer on the shared runtime, then the schedules
+// and the channel rules. Several processes share the work through pg-boss and drain_pairs.
 import { createQueues } from '../queue/queues.ts';
 import type { Runtime } from '../runtime.ts';
+import { Drainer } from '../sync/drainer.ts';
 import { applyRules } from '../sync/maintenance.ts';
 import { syncSchedules } from '../sync/schedules.ts';
 import { workQueues } from './handlers.ts';
@@ -10,6 +11,10 @@ export async function mount(rt: Runtime): Promise<void> {
   const deps = rt.workerDeps();
   await createQueues(rt.boss, rt.config);
   rt.onStop.push(await workQueues(deps));
+  // Drains mostly wait on the API, so there are twice WORKER_CONCURRENCY of them at once.
+  const drainer = new Drainer(deps, { slots: deps.config.WORKER_CONCURRENCY * 2 });
+  drainer.start();
+  rt.onStop.push(() => drainer.stop());
   await syncSchedules(deps.db, deps.boss, deps.config);
   await applyRules(deps);
 }

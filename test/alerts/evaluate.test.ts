@@ -42,7 +42,7 @@ t.test('every condition opens an alert naming what to do, and resolves by itself
   counter.add('not-a-connection', 'signature');
   await counter.flush();
   await setConnectionStatus(db, other, 'lapsed', '402 Payment Required');
-  const deadJob = await boss.send('fetch-dead', { connectionId: shop, resource: 'variant' });
+  const deadJob = await boss.send('reconcile-dead', { connectionId: shop, full: false });
   await saveCursor(db, shop, 'variant', null, false, 25);
   const specEvent = eventsIn('spec')[0]!;
   await saveRefusals(db, shop, HARNESS_SERVICE_URL, [{ event: specEvent, reason: 'address must use https' }]);
@@ -71,7 +71,7 @@ t.test('every condition opens an alert naming what to do, and resolves by itself
     [...open.keys()].sort(),
     [
       'budget:shop',
-      'dead-letters:fetch-dead',
+      'dead-letters:reconcile-dead',
       `destination:channel:${webshop}`,
       'drift:shop',
       'lapsed:other',
@@ -85,7 +85,7 @@ t.test('every condition opens an alert naming what to do, and resolves by itself
   t.equal(Number(open.get('signature:shop')!.count), 4);
   t.equal(open.get('signature:shop')!.severity, 'critical');
   t.match(msg('lapsed:other'), /lapsed \(402 Payment Required\).*Renew/);
-  t.match(msg('dead-letters:fetch-dead'), /1 job in fetch-dead failed every retry.*Dead letters page/);
+  t.match(msg('dead-letters:reconcile-dead'), /1 job in reconcile-dead failed every retry.*Dead letters page/);
   t.match(msg('drift:shop'), /25 records wrong.*ALERT_DRIFT_THRESHOLD is 10/);
   t.match(
     msg('webhooks:shop'),
@@ -124,7 +124,7 @@ t.test('every condition opens an alert naming what to do, and resolves by itself
   // The causes go away.
   await addDelivery(db, shop, { state: 'processed' });
   await setConnectionStatus(db, other, 'active', null);
-  await boss.deleteJob('fetch-dead', deadJob!);
+  await boss.deleteJob('reconcile-dead', deadJob!);
   await saveCursor(db, shop, 'variant', null, false, 3);
   await sql`DELETE FROM webhook_refusals`.execute(db);
   await sql`DELETE FROM sync_log WHERE action = 'webhooks.repaired'`.execute(db);

@@ -11,7 +11,6 @@ import { MAX_TAIL_STREAMS } from '../../src/console/routes/logs.ts';
 import { deadLetterOf } from '../../src/queue/queue.ts';
 import { addBudget, addConnection, addDelivery, addVariant, consoleServer, readEvents } from './harness.ts';
 import { reconcileQueue } from '../../src/queue/contracts.ts';
-import { fetchQueue } from '../../src/queue/contracts.ts';
 import { deliveriesQueue } from '../../src/queue/contracts.ts';
 
 const TOKEN = 'op-secret-token-for-the-api-tests';
@@ -170,19 +169,19 @@ t.test('JSON API answers the operator questions', async (t) => {
   });
 
   await t.test('dead letters are listed and replayed to their live queue', async (t) => {
-    const deadId = await boss.send(deadLetterOf(fetchQueue.name), { connectionId: shop, resource: 'variant' });
+    const deadId = await boss.send(deadLetterOf(reconcileQueue.name), { connectionId: shop, full: false });
     const list = (await (await fetch(`${base}/api/dead-letters`, { headers: auth })).json()) as {
       deadLetters: { id: string; liveQueue: string }[];
     };
-    t.match(list.deadLetters, [{ id: deadId, liveQueue: 'fetch' }]);
-    const res = await fetch(`${base}/api/dead-letters/fetch-dead/${deadId}/replay`, { method: 'POST', headers: auth });
+    t.match(list.deadLetters, [{ id: deadId, liveQueue: 'reconcile' }]);
+    const res = await fetch(`${base}/api/dead-letters/reconcile-dead/${deadId}/replay`, { method: 'POST', headers: auth });
     t.equal(res.status, 202);
     const { replayed } = (await res.json()) as { replayed: { jobId: string } };
-    const [job] = await boss.findJobs(fetchQueue.name, { id: replayed.jobId });
-    t.same(job!.data, { connectionId: shop, resource: 'variant' });
+    const [job] = await boss.findJobs(reconcileQueue.name, { id: replayed.jobId });
+    t.same(job!.data, { connectionId: shop, full: false });
     t.same(((await (await fetch(`${base}/api/dead-letters`, { headers: auth })).json()) as { deadLetters: unknown[] }).deadLetters, []);
-    t.equal((await fetch(`${base}/api/dead-letters/fetch-dead/${deadId}/replay`, { method: 'POST', headers: auth })).status, 404);
-    t.equal((await fetch(`${base}/api/dead-letters/fetch/${deadId}/replay`, { method: 'POST', headers: auth })).status, 400);
+    t.equal((await fetch(`${base}/api/dead-letters/reconcile-dead/${deadId}/replay`, { method: 'POST', headers: auth })).status, 404);
+    t.equal((await fetch(`${base}/api/dead-letters/reconcile/${deadId}/replay`, { method: 'POST', headers: auth })).status, 400);
   });
 
   await t.test('the minute samples feed the budget and lag series', async (t) => {
@@ -344,7 +343,7 @@ t.test('operator auth: every console and API route refuses a request without the
   const posts = [
     `/api/deliveries/${id}/replay`,
     `/deliveries/${id}/replay`,
-    '/api/dead-letters/fetch-dead/00000000-0000-0000-0000-000000000000/replay',
+    '/api/dead-letters/reconcile-dead/00000000-0000-0000-0000-000000000000/replay',
   ];
   for (const path of gets) {
     const res = await fetch(base + path);

@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import { logSync } from '../../src/db/synclog.ts';
 import { chromiumMissing, openBrowser } from '../support/browser.ts';
 import { addBudget, addConnection, addDelivery, addVariant, consoleServer, sendDelivery } from './harness.ts';
-import { fetchQueue } from '../../src/queue/contracts.ts';
+import { reconcileQueue } from '../../src/queue/contracts.ts';
 import { consumeDeliveries } from '../../src/sync/intake.ts';
 import { deliveriesQueue, type DeliveriesData } from '../../src/queue/contracts.ts';
 
@@ -56,7 +56,6 @@ if (chromiumMissing) {
       const jobs = await boss.findJobs<DeliveriesData>(deliveriesQueue.name, { data: { connectionId: shop } });
       await consumeDeliveries(
         db,
-        null,
         jobs.map((j) => j.data),
       );
       const received = page.locator('#log-rows tr', { hasText: 'delivery.received' });
@@ -113,12 +112,12 @@ if (chromiumMissing) {
     });
 
     await t.test('a dead letter is replayed to its live queue', async (t) => {
-      const deadId = (await boss.send('fetch-dead', { connectionId: shop, resource: 'variant' }))!;
+      const deadId = (await boss.send('reconcile-dead', { connectionId: shop, full: false }))!;
       await page.goto(`${base}/dead-letters`);
       await page.locator(`#dead-letters tr[data-id="${deadId}"]`).getByRole('button', { name: 'Replay' }).click();
       await page.getByText(`Replayed ${deadId}`).waitFor();
       t.match(await page.locator('#dead-letters').textContent(), /No dead letters/);
-      t.equal((await boss.findJobs(fetchQueue.name, { data: { connectionId: shop } })).length, 1);
+      t.equal((await boss.findJobs(reconcileQueue.name, { data: { connectionId: shop } })).length, 1);
     });
 
     await t.test('the record page shows stock per location, channel quantity and the history with causes', async (t) => {

@@ -124,7 +124,7 @@ t.test('stored delivery: row fields, job data; the sync-log entry and its NOTIFY
   t.same(job!.data, { kind: 'batch', connectionId: h.connectionId, jobId: job!.id });
   // The acknowledgement waits only for the row and its job; the entry comes with the handler.
   t.same((await h.tdb.pool.query(`SELECT * FROM sync_log WHERE delivery_id = 'abc-1'`)).rows, []);
-  await consumeDeliveries(h.tdb.db, null, [job!.data]);
+  await consumeDeliveries(h.tdb.db, [job!.data]);
   const log = (await h.tdb.pool.query(`SELECT * FROM sync_log WHERE delivery_id = 'abc-1'`)).rows;
   t.match(log, [{ action: 'delivery.received', resource: 'fulfillment_return', record_id: 42, job_id: row!.job_id, outcome: 'ok' }]);
   t.equal(log[0].at.toISOString(), full.received_at.toISOString(), 'dated when it arrived');

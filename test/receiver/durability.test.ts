@@ -52,7 +52,6 @@ t.test('200 parallel deliveries: 200 rows, each in one job, in fewer transaction
   t.ok(jobs.length < 200, `one job per committed batch at most: ${jobs.length} jobs`);
   await consumeDeliveries(
     h.tdb.db,
-    null,
     jobs.map((j) => j.data),
   );
   const log = await h.tdb.pool.query(`SELECT count(*)::int AS n FROM sync_log WHERE action = 'delivery.received'`);

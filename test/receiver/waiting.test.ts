@@ -18,7 +18,7 @@ t.test('deliveries in separate commits join the job that waits: one job, every r
     rows.every((r) => r.job_id === jobs[0]!.id),
     'every row names it',
   );
-  const r = await consumeDeliveries(h.tdb.db, null, [jobs[0]!.data]);
+  const r = await consumeDeliveries(h.tdb.db, [jobs[0]!.data]);
   t.equal(r.processed, 3);
   t.same(await h.queued(), [], 'nothing left queued');
 });
@@ -27,7 +27,7 @@ t.test('once the handler has started a job, new deliveries make a new one', asyn
   const h = await startReceiver(t);
   await deliver(h.url(), payload(1), { 'x-service-delivery': 's-1' });
   const [first] = await h.jobs();
-  await consumeDeliveries(h.tdb.db, null, [first!.data]);
+  await consumeDeliveries(h.tdb.db, [first!.data]);
   await deliver(h.url(), payload(2), { 'x-service-delivery': 's-2' });
   const jobs = await h.jobs();
   t.equal(jobs.length, 2);
@@ -68,7 +68,7 @@ t.test('the handler waits for a receiver transaction that is joining its job, an
     [h.connectionId, data.jobId],
   );
   let done = false;
-  const handled = consumeDeliveries(h.tdb.db, null, [data]).then((r) => {
+  const handled = consumeDeliveries(h.tdb.db, [data]).then((r) => {
     done = true;
     return r;
   });
@@ -84,16 +84,16 @@ t.test('a row is logged as received once: not again when replayed, nor for a job
   const h = await startReceiver(t);
   await deliver(h.url(), payload(1), { 'x-service-delivery': 'l-1' });
   const [job] = await h.jobs();
-  await consumeDeliveries(h.tdb.db, null, [job!.data]);
+  await consumeDeliveries(h.tdb.db, [job!.data]);
   const { id } = (await h.tdb.pool.query(`SELECT id FROM webhook_deliveries`)).rows[0];
   // An operator's replay: the row waits again, for a job that names it by row id.
   t.ok(await replayDelivery(h.tdb.db, h.boss, Number(id)), 'replayed');
   const replay = (await h.jobs()).find((j) => j.data.kind === 'replay');
-  await consumeDeliveries(h.tdb.db, null, [replay!.data]);
+  await consumeDeliveries(h.tdb.db, [replay!.data]);
   // A job of an earlier version, whose receiver wrote the entry itself.
   const { job_id: jobId } = (await h.tdb.pool.query(`UPDATE webhook_deliveries SET state = 'queued' WHERE id = $1 RETURNING job_id`, [id]))
     .rows[0];
-  await consumeDeliveries(h.tdb.db, null, [{ connectionId: h.connectionId, jobId, deliveryIds: ['l-1'] }]);
+  await consumeDeliveries(h.tdb.db, [{ connectionId: h.connectionId, jobId, deliveryIds: ['l-1'] }]);
   const log = (await h.tdb.pool.query(`SELECT action FROM sync_log WHERE delivery_id = 'l-1' AND action = 'delivery.received'`)).rows;
   t.equal(log.length, 1, 'one received entry');
   t.equal((await h.rows())[0]!.state, 'processed');

@@ -47,7 +47,7 @@ const PUBLIC = new Set([
 const sample = (path: string) =>
   path
     .replace(/:connection/g, 'shop')
-    .replace(/:queue/g, 'fetch')
+    .replace(/:queue/g, 'reconcile')
     .replace(/:kind/g, 'ship')
     .replace(/:[a-z_]+/gi, '1');
 

@@ -39,7 +39,7 @@ t.test('a slow, busy connection leaves worker slots to the others', async (t) =>
       (
         await sql<{
           n: number;
-        }>`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'fetch' AND state = 'active' AND data->>'connectionId' = ${String(loop.connection.id)}`.execute(
+        }>`SELECT count(*)::int AS n FROM drain_pairs WHERE claimed_by IS NOT NULL AND connection_id = ${loop.connection.id}`.execute(
           loop.tdb.db,
         )
       ).rows[0]!.n >= 1,
@@ -62,11 +62,12 @@ t.test('a slow, busy connection leaves worker slots to the others', async (t) =>
       loop.tdb.db,
     );
     const j =
-      await sql`SELECT name, state, data, group_id, start_after, created_on, started_on FROM pgboss.job WHERE name IN ('fetch', 'deliveries') AND state <> 'completed' ORDER BY created_on`.execute(
+      await sql`SELECT name, state, data, group_id, start_after, created_on, started_on FROM pgboss.job WHERE name = 'deliveries' AND state <> 'completed' ORDER BY created_on`.execute(
         loop.tdb.db,
       );
+    const dp = await sql`SELECT * FROM drain_pairs`.execute(loop.tdb.db);
     const p = await sql`SELECT connection_id, resource, count(*) FROM pending_fetches GROUP BY 1, 2`.execute(loop.tdb.db);
-    console.error(JSON.stringify({ d: d.rows, j: j.rows, p: p.rows }, null, 1));
+    console.error(JSON.stringify({ d: d.rows, j: j.rows, p: p.rows, dp: dp.rows }, null, 1));
     console.error(
       JSON.stringify(
         await (await fetch(`${b.url}/__sandbox/deliveries?limit=20`, { headers: { Authorization: `Bearer ${b.adminToken}` } })).json(),
@@ -80,7 +81,7 @@ t.test('a slow, busy connection leaves worker slots to the others', async (t) =>
   const tookMs = Date.now() - started;
   const aBusy = await sql<{ pending: number; jobs: number; sweeping: number }>`SELECT
       (SELECT count(*)::int FROM pending_fetches WHERE connection_id = ${loop.connection.id}) AS pending,
-      (SELECT count(*)::int FROM pgboss.job WHERE name = 'fetch' AND state IN ('created', 'active', 'retry') AND data->>'connectionId' = ${String(loop.connection.id)}) AS jobs,
+      (SELECT count(*)::int FROM drain_pairs WHERE claimed_by IS NOT NULL AND connection_id = ${loop.connection.id}) AS jobs,
       (SELECT count(*)::int FROM pgboss.job WHERE name = 'reconcile' AND state = 'active') AS sweeping`.execute(loop.tdb.db);
   const busy = aBusy.rows[0]!;
   t.ok(

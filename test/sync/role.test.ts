@@ -1,5 +1,5 @@
 // The worker role as `start` mounts it: its schedules (none per connection), a reconcile job run by the queue, a
-// failing job ending in its dead-letter queue; and `commerce-sync reconcile` as a process.
+// failing drain backing off with its error in the sync log; and `commerce-sync reconcile` as a process.
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,7 +17,6 @@ import { runNode } from '../support/processes.ts';
 import { TEST_KEY } from './harness.ts';
 import { ClientState } from '../../src/api/client-state.ts';
 import { maintenanceQueue } from '../../src/queue/contracts.ts';
-import { fetchQueue } from '../../src/queue/contracts.ts';
 import { reconcileQueue, requestSweep } from '../../src/queue/contracts.ts';
 import { testRuntime } from '../support/runtime.ts';
 
@@ -29,7 +28,7 @@ const until = async (what: string, fn: () => Promise<boolean>, ms = 30_000) => {
   }
 };
 
-t.test('mount: housekeeping schedules (none per connection), a queued sweep runs, a failing drain is dead-lettered', async (t) => {
+t.test('mount: housekeeping schedules (none per connection), a queued sweep runs, a failing drain backs off', async (t) => {
   const sandbox = await startSandbox({ variants: 10, timeScale: 100 });
   t.teardown(() => sandbox.close());
   const tdb = await testDatabase(t);
@@ -97,16 +96,23 @@ t.test('mount: housekeeping schedules (none per connection), a queued sweep runs
     ).variants.length,
   );
 
-  // A drain of a connection whose service does not answer fails; with no retries left it lands in fetch-dead.
+  // A drain of a connection whose service does not answer fails: its pair waits 2, 4, 8 ... s before the next
+  // try, and the sync log keeps the error.
   await markPending(tdb.db, [{ connectionId: broken.id, resource: 'variant', id: 1 }]);
-  await boss.send(fetchQueue.name, { connectionId: broken.id, resource: 'variant' }, { retryLimit: 0 });
   await until(
-    'the dead letter',
+    'the failed drain',
     async () =>
-      (await sql<{ n: number }>`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'fetch-dead'`.execute(tdb.db)).rows[0]!.n === 1,
+      (
+        await sql<{ n: number }>`SELECT count(*)::int AS n FROM drain_pairs
+          WHERE connection_id = ${broken.id} AND failures >= 1 AND claimed_by IS NULL`.execute(tdb.db)
+      ).rows[0]!.n === 1,
   );
-  const failed = await sql<{ output: any }>`SELECT output FROM pgboss.job WHERE name = 'fetch' AND state = 'failed'`.execute(tdb.db);
-  t.match(JSON.stringify(failed.rows[0]?.output), /127\.0\.0\.1:1|no answer|ECONNREFUSED/, 'the failed job keeps its last error');
+  const pair = await sql<{ wait: number; due: boolean }>`SELECT extract(epoch FROM next_at - now())::float8 AS wait,
+      marked_seq > drained_seq AS due FROM drain_pairs WHERE connection_id = ${broken.id}`.execute(tdb.db);
+  t.ok(pair.rows[0]!.due && pair.rows[0]!.wait > 0, 'the pair is still due, after a backoff');
+  const failed = await sql<{ error: string }>`SELECT error FROM sync_log
+    WHERE connection_id = ${broken.id} AND action = 'fetch' AND outcome = 'error'`.execute(tdb.db);
+  t.match(failed.rows[0]?.error, /127\.0\.0\.1:1|no answer|ECONNREFUSED/, 'the sync log keeps the error');
   const left = await tdb.db
     .selectFrom('pending_fetches')
     .select(['claimed_until'])

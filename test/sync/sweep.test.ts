@@ -46,8 +46,10 @@ async function quiet(loop: Loop): Promise<void> {
     const p = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pending_fetches`.execute(loop.tdb.db);
     const j = await sql<{
       n: number;
-    }>`SELECT count(*)::int AS n FROM pgboss.job WHERE name IN ('deliveries', 'fetch') AND state IN ('created', 'active', 'retry')
-      AND start_after < now() + interval '3 seconds'`.execute(loop.tdb.db);
+    }>`SELECT (SELECT count(*)::int FROM pgboss.job WHERE name = 'deliveries' AND state IN ('created', 'active', 'retry')
+      AND start_after < now() + interval '3 seconds') + (SELECT count(*)::int FROM drain_pairs WHERE claimed_by IS NOT NULL) AS n`.execute(
+      loop.tdb.db,
+    );
     return p.rows[0]!.n === 0 && j.rows[0]!.n === 0;
   });
 }
