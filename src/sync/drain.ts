@@ -105,7 +105,7 @@ async function deliveriesOf(
   return { byId, shown, newestEvent, traceparents };
 }
 
-/** Drains one (connection, resource) until nothing unclaimed is left, or `maxBatches` reads. */
+/** Drains one (connection, resource): reads of up to BATCH ids until one takes what is left, or `maxBatches` reads. */
 export async function drainPending(deps: DrainDeps, resource: string, maxBatches = 40): Promise<DrainResult> {
   const { db, client } = deps;
   const connectionId = Number(client.connection.id);
@@ -128,8 +128,6 @@ export async function drainPending(deps: DrainDeps, resource: string, maxBatches
     if (!claimed.length) break;
     const started = Date.now();
     try {
-      // Claims again after a partial batch too: rows marked while this one was read are read at once. (Stopping
-      // here would save a query per job but leave them to the next debounced drain, adding its wait to their lag.)
       await readBatch(deps, resource, claimed, out);
     } catch (err) {
       await releasePending(
@@ -150,6 +148,9 @@ export async function drainPending(deps: DrainDeps, resource: string, maxBatches
       }).catch(() => {});
       throw err;
     }
+    // A partial batch took everything there was: rows marked while it was read made the pair due again, and
+    // wait for its window like any mark (a claim that finds nothing would cost a statement per drain).
+    if (claimed.length < BATCH) break;
   }
   return out;
 }
