@@ -252,8 +252,111 @@ async function update<R>(
   }
 }
 
+/** A request's answer as the budget takes it: its lease, status (null: no answer) and rate headers. */
+export interface Answer {
+  leaseId: number;
+  status: number | null;
+  headers: RateHeaders | null;
+}
+
+/** What a process gives back and asks for in one write of the budget row (see exchange). */
+export interface Trade {
+  /** Answers of requests sent under this process's leases, in the order they came. */
+  answers?: Answer[];
+  /** Leases granted and never used: given back. */
+  unused?: number[];
+  /** Slots wanted now, for requests of `rank` (0: only giving back). */
+  want: number;
+  rank: number;
+  /** This process's name among the row's waiters: registered when nothing is granted. */
+  waiter: string;
+}
+
+export type Exchange =
+  | { ok: true; leaseIds: number[]; available: number; accountingError: boolean }
+  | { ok: false; stopped: false; waitMs: number; reason: string; available: number; accountingError: boolean }
+  | { ok: false; stopped: true; status: string; reason: string | null; accountingError: boolean };
+
+/**
+ * One write of the budget row for everything a process has to settle: the answers of its requests (their counts
+ * followed, their leases ended), the leases it did not use, and up to `want` new slots, each granted as decide()
+ * allows with the ones granted before it in flight. So a process leases a slice of the window and gives back
+ * what it did not use in the statement that takes the next slice (src/api/gate.ts).
+ */
+export function exchange(db: Db, connectionId: number, trade: Trade, cfg: BudgetSettings, memo?: RememberedBudget): Promise<Exchange> {
+  return update<Exchange>(db, connectionId, memo, (row) => {
+    const now = row.now.getTime();
+    const leases = live(row.leases, now);
+    const waiters = live(row.waiters, now);
+    let state = rollover(toState(row), now);
+    let accountingError = false;
+    for (const a of trade.answers ?? []) {
+      delete leases[a.leaseId];
+      state = applyAnswer(state, a.status, a.headers, now);
+      accountingError ||= a.status === 429;
+    }
+    for (const id of trade.unused ?? []) delete leases[id];
+    const settled = !!trade.answers?.length || !!trade.unused?.length;
+    const unusedCount = trade.unused?.length ?? 0;
+    const inFlight = Object.keys(leases).length;
+    if (trade.want <= 0) {
+      return {
+        write: { ...stateWrite(state, row), leases, waiters, sent: -unusedCount, accountingError },
+        result: { ok: true, leaseIds: [], available: state.remaining - inFlight, accountingError },
+      };
+    }
+    delete waiters[trade.waiter];
+    if (row.status !== 'active') {
+      const write =
+        settled || trade.waiter in row.waiters
+          ? {
+              ...stateWrite(state, row),
+              ...(trade.answers?.length ? {} : { countedAt: null }),
+              leases,
+              waiters,
+              sent: -unusedCount,
+              accountingError,
+            }
+          : null;
+      return { write, result: { ok: false, stopped: true, status: row.status, reason: row.status_reason, accountingError } };
+    }
+    const answering = Object.values(leases).filter((l) => l.at > now - ANSWER_DUE_MS).length;
+    const better = Object.values(waiters).some((w) => w.rank < trade.rank);
+    const granted: Record<string, Lease> = {};
+    let seq = row.lease_seq;
+    let d: Decision = { ok: true };
+    while (seq - row.lease_seq < trade.want) {
+      const n = seq - row.lease_seq;
+      d = decide(state, inFlight + n, trade.rank, cfg.reserve, better, now, answering + n);
+      if (!d.ok) break;
+      granted[++seq] = { rank: trade.rank, at: now, exp: now + cfg.leaseMs };
+    }
+    const taken = seq - row.lease_seq;
+    const available = state.remaining - inFlight - taken;
+    if (taken) {
+      return {
+        write: {
+          ...stateWrite(state, row),
+          leaseSeq: seq,
+          leases: { ...leases, ...granted },
+          waiters,
+          sent: taken - unusedCount,
+          accountingError,
+        },
+        result: { ok: true, leaseIds: Object.keys(granted).map(Number), available, accountingError },
+      };
+    }
+    if (d.ok) throw new Error('unreachable: nothing granted without a refusal');
+    waiters[trade.waiter] = { rank: trade.rank, exp: now + d.waitMs + 2000 };
+    return {
+      write: { ...stateWrite(state, row), leases, waiters, sent: -unusedCount, accountingError },
+      result: { ok: false, stopped: false, waitMs: d.waitMs, reason: d.reason, available, accountingError },
+    };
+  });
+}
+
 /** Takes a slot for a request of `rank`, or says how long to wait (and registers `waiter` as waiting). */
-export function reserve(
+export async function reserve(
   db: Db,
   connectionId: number,
   rank: number,
@@ -261,39 +364,14 @@ export function reserve(
   cfg: BudgetSettings,
   memo?: RememberedBudget,
 ): Promise<Reservation> {
-  return update<Reservation>(db, connectionId, memo, (row) => {
-    const now = row.now.getTime();
-    const leases = live(row.leases, now);
-    const waiters = live(row.waiters, now);
-    delete waiters[waiter];
-    if (row.status !== 'active') {
-      const write = waiter in row.waiters ? { ...stateWrite(toState(row), row), countedAt: null, leases, waiters } : null;
-      return { write, result: { ok: false, stopped: true, status: row.status, reason: row.status_reason } };
-    }
-    const inFlight = Object.keys(leases).length;
-    const answering = Object.values(leases).filter((l) => l.at > now - ANSWER_DUE_MS).length;
-    const better = Object.values(waiters).some((w) => w.rank < rank);
-    const before = toState(row);
-    const state = rollover(before, now);
-    const d = decide(state, inFlight, rank, cfg.reserve, better, now, answering);
-    if (d.ok) {
-      const leaseId = row.lease_seq + 1;
-      const lease: Lease = { rank, at: now, exp: now + cfg.leaseMs };
-      return {
-        write: { ...stateWrite(state, row), leaseSeq: leaseId, leases: { ...leases, [leaseId]: lease }, waiters, sent: true },
-        result: { ok: true, leaseId, available: state.remaining - inFlight - 1 },
-      };
-    }
-    waiters[waiter] = { rank, exp: now + d.waitMs + 2000 };
-    return {
-      write: { ...stateWrite(state, row), leases, waiters },
-      result: { ok: false, stopped: false, waitMs: d.waitMs, reason: d.reason, available: state.remaining - inFlight },
-    };
-  });
+  const r = await exchange(db, connectionId, { want: 1, rank, waiter }, cfg, memo);
+  if (r.ok) return { ok: true, leaseId: r.leaseIds[0]!, available: r.available };
+  if (r.stopped) return { ok: false, stopped: true, status: r.status, reason: r.reason };
+  return { ok: false, stopped: false, waitMs: r.waitMs, reason: r.reason, available: r.available };
 }
 
 /** Returns a lease with the answer's status (null: no answer) and rate headers. */
-export function release(
+export async function release(
   db: Db,
   connectionId: number,
   leaseId: number,
@@ -301,19 +379,12 @@ export function release(
   headers: RateHeaders | null,
   memo?: RememberedBudget,
 ): Promise<{ available: number; accountingError: boolean }> {
-  return update(db, connectionId, memo, (row) => {
-    const now = row.now.getTime();
-    const leases = live(row.leases, now);
-    delete leases[leaseId];
-    const state = applyAnswer(rollover(toState(row), now), status, headers, now);
-    const accountingError = status === 429;
-    const inFlight = Object.keys(leases).length;
-    return {
-      write: { ...stateWrite(state, row), leases, waiters: live(row.waiters, now), accountingError },
-      result: { available: state.remaining - inFlight, accountingError },
-    };
-  });
+  const r = await exchange(db, connectionId, { answers: [{ leaseId, status, headers }], want: 0, rank: 0, waiter: '' }, NO_SETTINGS, memo);
+  return { available: r.ok ? r.available : 0, accountingError: r.accountingError };
 }
+
+/** Settings a trade that asks for nothing never reads. */
+const NO_SETTINGS: BudgetSettings = { reserve: 0, leaseMs: 0 };
 
 /** This process no longer waits for the connection's budget. */
 export async function clearWaiter(db: Db, connectionId: number, waiter: string): Promise<void> {

@@ -1,12 +1,22 @@
 // In one process, the requests of one connection queue here in priority order (then arrival order), and
-// only the first of them asks the database for a slot: however many callers wait, a process polls the budget
+// only the first of them asks the database for slots: however many callers wait, a process polls the budget
 // with one query at a time, and a better-ranked arrival wakes the poller at once. Granted requests run in a
-// p-queue that bounds the requests in flight per process (API_CONCURRENCY); a slot is reserved only when the
-// p-queue can start the request at once, so a lease is never held while queueing locally.
+// p-queue that bounds the requests in flight per process (API_CONCURRENCY); slots are leased only when the
+// p-queue can start a request at once.
+//
+// The budget in slices: the gate leases what its waiters need plus one (a connection's drains come in runs) in one
+// statement, at most SLICE, and settles later: the answers of its requests and the slots it did not use go back
+// in the statement that takes the next slice, or SETTLE_MS after the last answer. Until then they count as in
+// flight for every process, so no process ever spends past the service's limit; a 429 is settled at once.
 import { randomUUID } from 'node:crypto';
 import PQueue from 'p-queue';
 import type { Db } from '../db/index.ts';
-import { clearWaiter, release, reserve, type BudgetSettings, type RateHeaders, type RememberedBudget } from './budget.ts';
+import { clearWaiter, exchange, type Answer, type BudgetSettings, type RateHeaders, type RememberedBudget } from './budget.ts';
+
+/** The most slots a gate leases at once. */
+const SLICE = 4;
+/** How long answers and unused slots stay with the gate, when nothing else carries them back. */
+const SETTLE_MS = 250;
 
 export interface GateOptions {
   db: Db;
@@ -38,6 +48,13 @@ export class BudgetGate {
   #wake: (() => void) | null = null;
   /** The budget row as this process last wrote it: reservations and releases decide from it (api/budget.ts). */
   readonly #memo: RememberedBudget = { row: null, at: 0 };
+  /** Slots leased and not yet used. */
+  #held: number[] = [];
+  /** Answers not yet settled with the budget row. */
+  #answers: Answer[] = [];
+  #settling: NodeJS.Timeout | null = null;
+  /** What the budget had left at the last look (for the metric). */
+  #available = 0;
 
   constructor(opts: GateOptions) {
     this.#opts = opts;
@@ -69,20 +86,28 @@ export class BudgetGate {
         const head = this.#waiters[0]!;
         // A better-ranked waiter may be inserted in front of head while we await: remove head itself.
         const dequeue = () => this.#waiters.splice(this.#waiters.indexOf(head), 1);
+        const leaseId = this.#held.shift();
+        if (leaseId !== undefined) {
+          dequeue();
+          this.queue.add(() => head.task(leaseId), { priority: -head.rank }).then(head.resolve, head.reject);
+          continue;
+        }
+        const answers = this.#answers.splice(0);
+        const want = Math.min(SLICE, this.#waiters.length + 1);
         let r;
         try {
-          r = await reserve(db, connectionId, head.rank, this.waiterId, settings, this.#memo);
+          r = await exchange(db, connectionId, { answers, want, rank: head.rank, waiter: this.waiterId }, settings, this.#memo);
         } catch (err) {
-          // The database is the budget: without it nothing may be sent.
+          // The database is the budget: without it nothing may be sent. The answers wait for the next write.
+          this.#answers.unshift(...answers);
           dequeue();
           head.reject(err);
           continue;
         }
         if (r.ok) {
           this.#registered = false;
-          dequeue();
-          this.#opts.onAvailable?.(r.available);
-          this.queue.add(() => head.task(r.leaseId), { priority: -head.rank }).then(head.resolve, head.reject);
+          this.#held.push(...r.leaseIds);
+          this.#note(r.available);
           continue;
         }
         if (r.stopped) {
@@ -92,7 +117,7 @@ export class BudgetGate {
           break;
         }
         this.#registered = true;
-        this.#opts.onAvailable?.(r.available);
+        this.#note(r.available);
         await this.#sleep(r.waitMs, head.rank);
       }
       if (this.#registered) {
@@ -102,12 +127,57 @@ export class BudgetGate {
       }
     } finally {
       this.#pumping = false;
+      this.#settleSoon();
     }
   }
 
-  /** Returns a lease with the answer's status (null: no answer) and rate headers. */
-  release(leaseId: number, status: number | null, headers: RateHeaders | null): Promise<{ available: number; accountingError: boolean }> {
-    return release(this.#opts.db, this.#opts.connectionId, leaseId, status, headers, this.#memo);
+  #note(available: number): void {
+    this.#available = available;
+    this.#opts.onAvailable?.(available);
+  }
+
+  /**
+   * Takes a request's answer (status null: none) and rate headers. A 429 is settled with the budget row at once;
+   * any other answer goes back with the next slice, or within SETTLE_MS.
+   */
+  async release(
+    leaseId: number,
+    status: number | null,
+    headers: RateHeaders | null,
+  ): Promise<{ available: number; accountingError: boolean }> {
+    this.#answers.push({ leaseId, status, headers });
+    if (status !== 429) {
+      this.#settleSoon();
+      return { available: this.#available, accountingError: false };
+    }
+    await this.#settle();
+    return { available: this.#available, accountingError: true };
+  }
+
+  #settleSoon(): void {
+    if (this.#settling || (!this.#answers.length && !this.#held.length)) return;
+    this.#settling = setTimeout(() => {
+      this.#settling = null;
+      this.#settle().catch(() => {}); // a lease not given back expires on its own
+    }, SETTLE_MS);
+    this.#settling.unref();
+  }
+
+  /** Gives back the answers, and the unused slots unless a waiter will take them. */
+  async #settle(): Promise<void> {
+    const unused = this.#waiters.length ? [] : this.#held.splice(0);
+    const answers = this.#answers.splice(0);
+    if (!unused.length && !answers.length) return;
+    const { db, connectionId, settings } = this.#opts;
+    try {
+      const r = await exchange(db, connectionId, { answers, unused, want: 0, rank: 0, waiter: this.waiterId }, settings, this.#memo);
+      if (r.ok) this.#note(r.available);
+    } catch (err) {
+      this.#answers.unshift(...answers);
+      this.#held.unshift(...unused);
+      this.#settleSoon();
+      throw err;
+    }
   }
 
   /** Resolves when the p-queue can start one more request now. */

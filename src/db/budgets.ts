@@ -78,7 +78,8 @@ export interface BudgetWrite {
   leases: Record<string, Lease>;
   waiters: Record<string, BudgetWaiter>;
   leaseSeq: number;
-  sent?: boolean;
+  /** Requests granted by this write, less granted leases given back unused (requests_total counts requests sent). */
+  sent?: number;
   accountingError?: boolean;
 }
 
@@ -97,7 +98,7 @@ export async function writeBudget(
   const r = await sql<{ now: Date }>`UPDATE api_budgets SET request_limit = ${w.limit}, remaining = ${w.remaining},
       reset_at = ${w.resetAt}, reset_known = ${w.resetKnown}, in_flight = ${Object.keys(w.leases).length},
       leases = ${JSON.stringify(w.leases)}::jsonb, waiters = ${JSON.stringify(w.waiters)}::jsonb, lease_seq = ${w.leaseSeq},
-      version = version + 1, requests_total = requests_total + ${w.sent ? 1 : 0},
+      version = version + 1, requests_total = requests_total + ${w.sent ?? 0},
       accounting_errors = accounting_errors + ${w.accountingError ? 1 : 0},
       updated_at = COALESCE(${w.countedAt}::timestamptz, updated_at)
     WHERE connection_id = ${connectionId} AND version = ${version}
