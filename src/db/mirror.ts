@@ -10,6 +10,7 @@
 // later is written; where the two intervals overlap (reads within a second or so) the rule above decides.
 import { sql } from 'kysely';
 import type { Executor } from './index.ts';
+import type { Part } from './together.ts';
 import { resources, type ChildSpec, type ResourceSpec } from '../catalog/index.ts';
 
 export interface UpsertResult {
@@ -121,30 +122,29 @@ async function upsertRows(
   return { applied, inserted: rows.filter((r) => r.inserted).map((r) => Number(r.id)), seen, tied };
 }
 
-/** Notes that a read answered at `asOf` (the service's clock, Raw.asOf) returned these variants. */
-export async function noteVariantsRead(db: Executor, connectionId: number, ids: number[], asOf: number): Promise<void> {
-  if (!ids.length) return;
-  await sql`UPDATE variants SET read_as_of = ${new Date(asOf)} WHERE connection_id = ${connectionId} AND id = ANY(${ids}::bigint[])
-    AND (read_as_of IS NULL OR read_as_of < ${new Date(asOf)})`.execute(db);
+/**
+ * Notes when a drain's read of these variants reached the service (its Date less the round trip): a part of the
+ * drain's last statement (src/db/together.ts). Null: nothing to note.
+ */
+export function variantsRead(connectionId: number, ids: number[], asOf: number): Part<never> | null {
+  if (!ids.length) return null;
+  return {
+    write: sql`UPDATE variants SET read_as_of = ${new Date(asOf)} WHERE connection_id = ${connectionId} AND id = ANY(${ids}::bigint[])
+    AND (read_as_of IS NULL OR read_as_of < ${new Date(asOf)})`,
+  };
 }
 
 /**
  * Notes that a drain's read (asOf .. readBy) returned these rows of a `readTimes` table: a read that changed nothing
- * still dates the row, or an earlier sweep page with another value could be written over it.
+ * still dates the row, or an earlier sweep page with another value could be written over it. A part of the drain's
+ * last statement; null: nothing to note.
  */
-export async function noteRowsRead(
-  db: Executor,
-  spec: ResourceSpec,
-  connectionId: number,
-  ids: number[],
-  asOf: number,
-  readBy: number,
-): Promise<void> {
-  if (!ids.length || !spec.readTimes) return;
-  await sql`UPDATE ${sql.raw(ident(spec.table))} SET read_as_of = ${new Date(asOf)}, read_by = ${new Date(readBy)}
-    WHERE connection_id = ${connectionId} AND id = ANY(${ids}::bigint[]) AND (read_as_of IS NULL OR read_as_of < ${new Date(asOf)})`.execute(
-    db,
-  );
+export function rowsRead(spec: ResourceSpec, connectionId: number, ids: number[], asOf: number, readBy: number): Part<never> | null {
+  if (!ids.length || !spec.readTimes) return null;
+  return {
+    write: sql`UPDATE ${sql.raw(ident(spec.table))} SET read_as_of = ${new Date(asOf)}, read_by = ${new Date(readBy)}
+    WHERE connection_id = ${connectionId} AND id = ANY(${ids}::bigint[]) AND (read_as_of IS NULL OR read_as_of < ${new Date(asOf)})`,
+  };
 }
 
 /** Upserts records of a mirrored resource (and, for variants, their per-location stock rows). */

@@ -7,6 +7,7 @@
 // rest of the lease.
 import { type RawBuilder, sql } from 'kysely';
 import type { Executor } from './index.ts';
+import { together, type Part } from './together.ts';
 
 export interface Mark {
   connectionId: number;
@@ -112,19 +113,48 @@ export async function claimPending(
  * marks alone (a late delivery about a variant read meanwhile needs no read, see src/sync/drain.ts).
  */
 export async function clearPending(db: Executor, connectionId: number, resource: string, claimed: Claimed[]): Promise<number> {
-  if (!claimed.length) return 0;
-  const read = JSON.stringify(claimed.map((c) => ({ id: c.id, seq: c.seq, marks: c.marks, rows: c.deliveryRowIds })));
-  const x = sql`jsonb_to_recordset(${read}::jsonb) AS x(id bigint, seq bigint, marks integer, rows bigint[])`;
-  // Two statements, not one: a mark committing while the DELETE waits for its row lock is seen by the DELETE's
-  // recheck (seq moved: kept) but not by a sibling UPDATE in the same statement (one snapshot), which would leave
-  // the re-marked row claimed until the lease ends. The UPDATE's fresh snapshot sees it.
-  const gone = await sql`DELETE FROM pending_fetches p USING ${x}
-    WHERE p.connection_id = ${connectionId} AND p.resource = ${resource} AND p.id = x.id AND p.seq = x.seq`.execute(db);
-  if (Number(gone.numAffectedRows ?? 0) < claimed.length)
+  const [gone] = await together(db, [clearing(connectionId, resource, claimed)]);
+  return keepRemarked(db, connectionId, resource, claimed, Number(gone ?? 0));
+}
+
+const readRows = (claimed: Claimed[]) =>
+  sql`jsonb_to_recordset(${JSON.stringify(claimed.map((c) => ({ id: c.id, seq: c.seq, marks: c.marks, rows: c.deliveryRowIds })))}::jsonb)
+    AS x(id bigint, seq bigint, marks integer, rows bigint[])`;
+
+/**
+ * clearPending's first statement, as a part of a drain's last statement (src/db/together.ts): deletes the claimed
+ * rows nobody re-marked and answers how many. keepRemarked must follow it, in its own statement.
+ */
+export function clearing(connectionId: number, resource: string, claimed: Claimed[]): Part<number> | null {
+  if (!claimed.length) return null;
+  return {
+    write: sql`DELETE FROM pending_fetches p USING ${readRows(claimed)}
+      WHERE p.connection_id = ${connectionId} AND p.resource = ${resource} AND p.id = x.id AND p.seq = x.seq RETURNING 1`,
+    answer: (rows) => sql<number>`(SELECT count(*)::int FROM ${rows})`,
+  };
+}
+
+/**
+ * After `clearing` deleted `gone` of the claimed rows: the re-marked ones are unclaimed, keeping only the marks made
+ * since the claim. A statement of its own, not a part of the DELETE's: a mark committing while the DELETE waits for
+ * its row lock is seen by the DELETE's recheck (seq moved: kept) but not by a sibling UPDATE in the same statement
+ * (one snapshot), which would leave the re-marked row claimed until the lease ends. This one's fresh snapshot sees it.
+ * Answers `gone`.
+ */
+export async function keepRemarked(
+  db: Executor,
+  connectionId: number,
+  resource: string,
+  claimed: Claimed[],
+  gone: number,
+): Promise<number> {
+  if (gone < claimed.length)
     await sql`UPDATE pending_fetches p SET marks = greatest(p.marks - x.marks, 1), claimed_until = NULL,
         delivery_row_ids = ARRAY(SELECT d FROM unnest(p.delivery_row_ids) WITH ORDINALITY u(d, o) WHERE d <> ALL(x.rows) ORDER BY o)
-      FROM ${x} WHERE p.connection_id = ${connectionId} AND p.resource = ${resource} AND p.id = x.id AND p.seq <> x.seq`.execute(db);
-  return Number(gone.numAffectedRows ?? 0);
+      FROM ${readRows(claimed)} WHERE p.connection_id = ${connectionId} AND p.resource = ${resource} AND p.id = x.id AND p.seq <> x.seq`.execute(
+      db,
+    );
+  return gone;
 }
 
 /** Gives claimed rows back (after a failed read) so the retry or another drain takes them. */

@@ -4,6 +4,7 @@
 import { type Selectable, sql } from 'kysely';
 import { type BinWindow, countsPerBin } from './bins.ts';
 import type { Executor } from './index.ts';
+import type { Part } from './together.ts';
 import type { SyncLogEntry, SyncLogTable } from './schema.ts';
 import { activeTraceId } from '../telemetry/spans.ts';
 
@@ -49,23 +50,33 @@ function row(e: SyncLogInput, traceId: string | null): SyncLogEntry {
 export async function logSync(db: Executor, entries: SyncLogInput | SyncLogInput[]): Promise<number[]> {
   const list = Array.isArray(entries) ? entries : [entries];
   if (!list.length) return [];
-  // Written in a traced span (a drain, a push): the entries name its trace.
-  const traceId = activeTraceId();
   // The entries and the live tail's NOTIFY (its payload: the newest id) in one statement: a statement of its own
   // for the NOTIFY would add a round trip to every write of the log, and there are several per merchant operation.
   const rows = await db
-    .with('ins', (qb) =>
-      qb
-        .insertInto('sync_log')
-        .values(list.map((e) => row(e, traceId)))
-        .returning('id'),
-    )
+    .with('ins', () => inserting(db, list))
     .with('notified', (qb) => qb.selectFrom('ins').select(sql<string>`pg_notify('sync_log', max(id)::text)`.as('sent')))
     .selectFrom(['ins', 'notified'])
     .select('ins.id')
     .orderBy('ins.id')
     .execute();
   return rows.map((r) => r.id);
+}
+
+/** The insert of entries, written in a traced span (a drain, a push): the entries name its trace. */
+const inserting = (db: Executor, list: SyncLogInput[]) => {
+  const traceId = activeTraceId();
+  return db
+    .insertInto('sync_log')
+    .values(list.map((e) => row(e, traceId)))
+    .returning('id');
+};
+
+/** logSync as a part of a drain's last statement (src/db/together.ts), the tail's NOTIFY with it. */
+export function logging(db: Executor, entry: SyncLogInput): Part<unknown> {
+  return {
+    write: inserting(db, [entry]),
+    answer: (rows) => sql`(SELECT pg_notify('sync_log', max(id)::text) FROM ${rows})`,
+  };
 }
 
 /**

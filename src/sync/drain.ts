@@ -4,12 +4,13 @@
 import type { Db, Executor } from '../db/index.ts';
 import type { Logger } from '../log.ts';
 import { deliveryStampsWithVariants } from '../db/deliveries.ts';
-import { logSync } from '../db/synclog.ts';
+import { logging, logSync } from '../db/synclog.ts';
 import type { ChannelRules } from '../stock/rules.ts';
 import type { NewChange } from '../stock/recompute.ts';
 import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';
-import { noteRowsRead, noteVariantsRead } from '../db/mirror.ts';
-import { claimPending, clearPending, markPending, releasePending, type Claimed, type Mark } from '../db/pending.ts';
+import { rowsRead, variantsRead } from '../db/mirror.ts';
+import { together } from '../db/together.ts';
+import { claimPending, clearing, clearPending, keepRemarked, markPending, releasePending, type Claimed, type Mark } from '../db/pending.ts';
 import { catalog, composition, readAs } from '../catalog/index.ts';
 import { readLive, readLines, type Reader } from './reader.ts';
 import { readAfterEvent } from '../catalog/clocks.ts';
@@ -211,25 +212,30 @@ async function readClaimed(
     returned = 0;
   const changes: NewChange[] = [];
   // The sync log's fetch entry is written in the drain's own transaction: one commit per read, not two.
-  const logFetch = (tx: Executor) =>
-    logSync(tx, {
-      connectionId,
-      resource,
-      action: 'fetch',
-      jobId: null,
-      durationMs: Date.now() - started,
-      deliveryId: allDeliveries[allDeliveries.length - 1]?.deliveryId ?? null,
-      detail: {
-        ids: ids.length,
-        returned,
-        requests,
-        applied,
-        gone,
-        channel_changes: changes.length,
-        follow_ups: followUps.length,
-        skipped: batch.length - claimed.length,
-      },
-    });
+  const fetchEntry = () => ({
+    connectionId,
+    resource,
+    action: 'fetch',
+    jobId: null,
+    durationMs: Date.now() - started,
+    deliveryId: allDeliveries[allDeliveries.length - 1]?.deliveryId ?? null,
+    detail: {
+      ids: ids.length,
+      returned,
+      requests,
+      applied,
+      gone,
+      channel_changes: changes.length,
+      follow_ups: followUps.length,
+      skipped: batch.length - claimed.length,
+    },
+  });
+  // The drain's last writes need not see each other: one statement (src/db/together.ts), then the rows re-marked
+  // while it read, in their own (rarely any).
+  const finish = async (tx: Executor, ...notes: Parameters<typeof together>[1]) => {
+    const [gone] = await together(tx, [clearing(connectionId, resource, claimed), logging(tx, fetchEntry()), ...notes]);
+    await keepRemarked(tx, connectionId, resource, claimed, Number(gone ?? 0));
+  };
 
   if (resource === composition.name) {
     const read = await client.getByIds(composition.path, ids, { priority: 'webhook', key: composition.key });
@@ -239,8 +245,7 @@ async function readClaimed(
       const r = await applyCompositions(tx, ctx, ids, read.records);
       applied = r.changed.length;
       changes.push(...r.changes);
-      await clearPending(tx, connectionId, resource, claimed);
-      await logFetch(tx);
+      await finish(tx);
     });
   } else {
     const spec = catalog[readAs(resource)];
@@ -288,10 +293,11 @@ async function readClaimed(
       followUps.push(...r.followUps);
       // Their pairs are due in markPending's own statement (src/db/drain-pairs.ts).
       if (r.followUps.length) await markPending(tx, r.followUps);
-      if (spec.name === 'variant' && read.asOf !== null) await noteVariantsRead(tx, connectionId, [...found], read.asOf);
-      if (read.asOf != null && read.readBy != null) await noteRowsRead(tx, spec, connectionId, [...found], read.asOf, read.readBy);
-      await clearPending(tx, connectionId, resource, claimed);
-      await logFetch(tx);
+      await finish(
+        tx,
+        spec.name === 'variant' && read.asOf !== null ? variantsRead(connectionId, [...found], read.asOf) : null,
+        read.asOf != null && read.readBy != null ? rowsRead(spec, connectionId, [...found], read.asOf, read.readBy) : null,
+      );
     });
   }
   out.read += ids.length;
