@@ -2,7 +2,7 @@
 // (and channel_changes_pruned, how far retention has deleted them); holds have theirs in holds.ts.
 // What a channel quantity is (the rules, the recomputation, when a hold ends) is stock/; this module only reads
 // and writes rows.
-import { sql, type Selectable } from 'kysely';
+import { type RawBuilder, sql, type Selectable } from 'kysely';
 import { prunedThroughOf, prunePrefix, QUANTITY_CHANGES } from './feed-retention.ts';
 import type { Executor } from './index.ts';
 import type { ChannelOverridesTable, ChannelQuantityChangesTable, ChannelsTable } from './schema.ts';
@@ -140,13 +140,14 @@ export async function saveAppliedRules(db: Executor, channelId: number, fingerpr
 
 export async function overridesOf(db: Executor, channelIds: number[], skus: string[]): Promise<ChannelOverride[]> {
   if (!channelIds.length || !skus.length) return [];
-  return (
-    await sql<ChannelOverride>`
+  return (await overridesQuery(channelIds, sql`SELECT unnest(${skus}::text[])`).execute(db)).rows;
+}
+
+/** The overrides of these SKUs (a query of one column naming them) in the channels. */
+export const overridesQuery = (channelIds: number[], skus: RawBuilder<unknown>) => sql<ChannelOverride>`
     SELECT channel_id, sku, mode, quantity::text AS quantity, buffer_units::text AS buffer_units,
       buffer_percent::text AS buffer_percent, updated_at
-    FROM channel_overrides WHERE channel_id = ANY(${channelIds}::bigint[]) AND sku = ANY(${skus}::text[])`.execute(db)
-  ).rows;
-}
+    FROM channel_overrides WHERE channel_id = ANY(${channelIds}::bigint[]) AND sku IN (${skus})`;
 
 /** A page of a channel's overrides in SKU order: at most `limit`, after the SKU `after` when given. */
 export async function listOverrides(

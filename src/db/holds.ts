@@ -3,6 +3,7 @@
 // writes rows.
 import { sql, type Selectable } from 'kysely';
 import type { Executor } from './index.ts';
+import { among, type Ids } from './together.ts';
 import type { ChannelHoldLinesTable, ChannelHoldsTable, HoldEnd } from './schema.ts';
 
 export type Hold = Selectable<ChannelHoldsTable>;
@@ -78,20 +79,21 @@ export interface HoldRef {
   expires_at: Date;
 }
 
-/** What active holds hold of each variant: the sum, and the holds behind it. */
-export async function heldOf(
-  db: Executor,
-  connectionId: number,
-  variantIds: number[],
-): Promise<Map<number, { held: string; holds: HoldRef[] }>> {
-  const rows = (
-    await sql<HoldRef & { variant_id: number; held: string }>`
+/** The active held lines of the variants, each with its variant's sum: heldOf's rows. */
+export const heldQuery = (connectionId: number, variantIds: Ids) => sql<HoldRef & { variant_id: number; held: string }>`
     SELECT l.variant_id, l.hold_id, h.channel, h.channel_order_id, l.quantity::text AS quantity, h.expires_at,
       (sum(l.quantity) OVER (PARTITION BY l.variant_id))::text AS held
     FROM channel_hold_lines l JOIN channel_holds h ON h.id = l.hold_id
-    WHERE l.connection_id = ${connectionId} AND l.variant_id = ANY(${variantIds}::bigint[]) AND l.ended_at IS NULL
-    ORDER BY l.variant_id, l.hold_id`.execute(db)
-  ).rows;
+    WHERE l.connection_id = ${connectionId} AND ${among('l.variant_id', variantIds)} AND l.ended_at IS NULL
+    ORDER BY l.variant_id, l.hold_id`;
+
+/**
+ * What active holds hold of each variant, from heldQuery's rows (read alone, or together with others: an expiry
+ * that came as a string is read as a time): the sum, and the holds behind it.
+ */
+export function heldOf(
+  rows: (Omit<HoldRef, 'expires_at'> & { expires_at: Date | string; variant_id: number; held: string })[],
+): Map<number, { held: string; holds: HoldRef[] }> {
   const out = new Map<number, { held: string; holds: HoldRef[] }>();
   for (const r of rows) {
     const v = Number(r.variant_id);
@@ -101,7 +103,7 @@ export async function heldOf(
       channel: r.channel,
       channel_order_id: r.channel_order_id,
       quantity: r.quantity,
-      expires_at: r.expires_at,
+      expires_at: new Date(r.expires_at),
     });
     out.set(v, entry);
   }

@@ -3,6 +3,7 @@
 // writers are mirror.ts; this module never writes.
 import { type RawBuilder, type Selectable, sql } from 'kysely';
 import type { Executor } from './index.ts';
+import { among, type Ids } from './together.ts';
 import type { VariantsTable } from './schema.ts';
 
 /** Variants holding any of the SKUs, not gone, newest first (push resolves SKUs to ids from these). */
@@ -68,12 +69,12 @@ export type VariantStockRow = Pick<Selectable<VariantsTable>, 'sku' | 'status' |
 };
 
 export async function variantStockRows(db: Executor, connectionId: number, ids: number[]): Promise<VariantStockRow[]> {
-  return (
-    await sql<VariantStockRow>`
-    SELECT id, sku, status, composite, manage_stock, keep_selling, max_online::text AS max_online
-    FROM variants WHERE connection_id = ${connectionId} AND id = ANY(${ids}::bigint[])`.execute(db)
-  ).rows;
+  return (await variantStockQuery(connectionId, ids).execute(db)).rows;
 }
+
+export const variantStockQuery = (connectionId: number, ids: Ids) => sql<VariantStockRow>`
+    SELECT id, sku, status, composite, manage_stock, keep_selling, max_online::text AS max_online
+    FROM variants WHERE connection_id = ${connectionId} AND ${among('id', ids)}`;
 
 export interface StockLevelRow {
   variant_id: number;
@@ -84,13 +85,9 @@ export interface StockLevelRow {
 }
 
 /** The per-location stock of the variants, by variant then location. */
-export async function stockLevelRows(db: Executor, connectionId: number, ids: number[]): Promise<StockLevelRow[]> {
-  return (
-    await sql<StockLevelRow>`
-    SELECT variant_id, location_id, on_hand::text, committed::text, incoming::text FROM stock_levels
-    WHERE connection_id = ${connectionId} AND variant_id = ANY(${ids}::bigint[]) ORDER BY variant_id, location_id`.execute(db)
-  ).rows;
-}
+export const stockLevelQuery = (connectionId: number, ids: Ids) => sql<StockLevelRow>`
+    SELECT variant_id, location_id, on_hand::text AS on_hand, committed::text AS committed, incoming::text AS incoming
+    FROM stock_levels WHERE connection_id = ${connectionId} AND ${among('variant_id', ids)} ORDER BY variant_id, location_id`;
 
 /** The bundles any of the components is part of. */
 export async function bundlesOf(db: Executor, connectionId: number, componentIds: number[]): Promise<number[]> {
@@ -119,12 +116,16 @@ export async function compositionsOf(
   connectionId: number,
   bundleIds: number[],
 ): Promise<{ bundle_id: number; component_id: number; quantity: string }[]> {
-  return (
-    await sql<{ bundle_id: number; component_id: number; quantity: string }>`
-    SELECT bundle_id, component_id, quantity::text FROM compositions
-    WHERE connection_id = ${connectionId} AND bundle_id = ANY(${bundleIds}::bigint[])`.execute(db)
-  ).rows;
+  return (await compositionsQuery(connectionId, bundleIds).execute(db)).rows;
 }
+
+export const compositionsQuery = (connectionId: number, bundleIds: Ids) => sql<{
+  bundle_id: number;
+  component_id: number;
+  quantity: string;
+}>`
+    SELECT bundle_id, component_id, quantity::text AS quantity FROM compositions
+    WHERE connection_id = ${connectionId} AND ${among('bundle_id', bundleIds)}`;
 
 /** Candidates for a key (connection, id, SKU): several connections may have the same SKU or id; at most 50. */
 export async function variantsByKey(

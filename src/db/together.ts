@@ -27,3 +27,24 @@ export async function together(db: Executor, parts: (Part<unknown> | null)[]): P
   const { rows } = await sql<Record<string, unknown>>`WITH ${ctes} SELECT ${answers}`.execute(db);
   return parts.map((_, i) => rows[0]?.[`a${i}`]);
 }
+
+/**
+ * Reads that need not see each other's results, as one statement: each query's rows come back as a JSON array.
+ * So a query reads numerics as text (exact decimals stay strings), and its timestamps come back as ISO strings.
+ */
+export async function readTogether(db: Executor, queries: OperationNodeSource[]): Promise<any[][]> {
+  if (!queries.length) return [];
+  const columns = sql.join(
+    queries.map((q, i) => sql`(SELECT coalesce(json_agg(r), '[]'::json) FROM (${q}) r) AS ${sql.raw(`r${i}`)}`),
+    sql`, `,
+  );
+  const { rows } = await sql<Record<string, any[]>>`SELECT ${columns}`.execute(db);
+  return queries.map((_, i) => rows[0]![`r${i}`]!);
+}
+
+/** Ids a query reads: a list, or a query of one column that names them (so the query can be read together with others). */
+export type Ids = number[] | RawBuilder<unknown>;
+
+/** `column` among `ids`. */
+export const among = (column: string, ids: Ids): RawBuilder<unknown> =>
+  Array.isArray(ids) ? sql`${sql.ref(column)} = ANY(${ids}::bigint[])` : sql`${sql.ref(column)} IN (${ids})`;

@@ -10,7 +10,6 @@ import {
   channelsOf,
   ensureDefaultChannel,
   lockQuantities,
-  overridesOf,
   recordChanges,
   saveAppliedRules,
   saveQuantities,
@@ -19,9 +18,10 @@ import {
   type NewChange,
   type StoredQuantity,
 } from '../db/channels.ts';
-import { endHeldLines, heldOf, linesToSettle, type HoldRef, type LinesOf } from '../db/holds.ts';
+import { endHeldLines, linesToSettle, type HoldRef, type LinesOf } from '../db/holds.ts';
 import type { HoldEnd } from '../db/schema.ts';
-import { bundlesOf, compositionsOf, stockLevelRows, variantIdsOf, variantStockRows } from '../db/mirror-reads.ts';
+import { bundlesOf, variantIdsOf } from '../db/mirror-reads.ts';
+import { readStock } from '../db/recompute-reads.ts';
 import { logSync, type SyncLogInput } from '../db/synclog.ts';
 import {
   channelQuantity,
@@ -112,15 +112,6 @@ export async function connectionChannels(db: Executor, connectionId: number, see
   if (!list.length) await ensureDefaultChannel(db, connectionId, row);
   else await adoptSettings(db, connectionId, row);
   return channelsOf(db, connectionId);
-}
-
-async function loadVariants(db: Executor, connectionId: number, ids: number[]): Promise<Map<number, VariantStock>> {
-  const out = new Map<number, VariantStock>();
-  if (!ids.length) return out;
-  for (const v of await variantStockRows(db, connectionId, ids)) out.set(Number(v.id), { ...v, id: Number(v.id), locations: [] });
-  for (const l of await stockLevelRows(db, connectionId, ids))
-    out.get(Number(l.variant_id))?.locations.push({ ...l, location_id: Number(l.location_id) });
-  return out;
 }
 
 const overrideOf = (o: ChannelOverride | undefined): Override | null =>
@@ -281,13 +272,13 @@ async function recompute(
   // Lock first: what follows reads stock and holds as the last writer of these rows committed them.
   const before = new Map((await lockQuantities(db, channelIds, targets)).map((r) => [`${r.channel_id}:${r.variant_id}`, r]));
   if (settle) await settleLines(db, connectionId, { variantIds: ids }, cause);
-  const comps = await compositionsOf(db, connectionId, targets);
-  const all = uniq([...targets, ...comps.map((c) => c.component_id)]);
-  const variants = await loadVariants(db, connectionId, all);
-  const held = await heldOf(db, connectionId, all);
+  const read = await readStock(db, connectionId, targets, channelIds);
+  const { comps, held } = read;
+  const variants = new Map<number, VariantStock>();
+  for (const v of read.variants) variants.set(Number(v.id), { ...v, id: Number(v.id), locations: [] });
+  for (const l of read.levels) variants.get(Number(l.variant_id))?.locations.push({ ...l, location_id: Number(l.location_id) });
   const heldQty = new Map([...held].map(([id, h]) => [id, h.held]));
-  const skus = [...new Set(targets.map((id) => variants.get(id)?.sku).filter((s): s is string => !!s))];
-  const overrides = new Map((await overridesOf(db, channelIds, skus)).map((o) => [`${o.channel_id}:${o.sku}`, o]));
+  const overrides = new Map(read.overrides.map((o) => [`${o.channel_id}:${o.sku}`, o]));
   const makeup = new Map<number, { quantity: string; component_id: number }[]>();
   for (const c of comps) {
     const list = makeup.get(Number(c.bundle_id)) ?? [];
