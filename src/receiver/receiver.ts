@@ -49,9 +49,12 @@ interface CachedConnection {
   until: number;
 }
 
-// A connection's id by name, cached briefly: a delivery should not cost a lookup query. Unknown names are
-// cached for less, so a connection added a moment ago starts receiving soon.
-const KNOWN_TTL_MS = 10_000;
+// A connection's id by name, cached for a minute: a delivery should not cost a lookup query, and with thousands
+// of quiet connections (a delivery a minute each) a shorter time cost one per delivery. A connection disabled
+// meanwhile has its deliveries stored for that minute, and not drained (only active connections are); its
+// subscriptions go with the first 410, answered only on a fresh read. Unknown names are cached for less, so a
+// connection added a moment ago starts receiving soon.
+const KNOWN_TTL_MS = 60_000;
 const UNKNOWN_TTL_MS = 1_000;
 
 /** Commits of one batch when PostgreSQL keeps ending it to break deadlocks (each time, another commit went through). */
