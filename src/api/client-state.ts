@@ -46,6 +46,11 @@ export class ClientState {
     return gate;
   }
 
+  /** The budget of a connection as this runtime's gate last wrote it, if within `maxAgeMs` (BudgetGate.seen). */
+  budgetSeen(connectionId: number, maxAgeMs: number): ReturnType<BudgetGate['seen']> {
+    return this.#gates.get(connectionId)?.seen(maxAgeMs) ?? null;
+  }
+
   traits(connectionId: number): ConnectionTraits {
     let t = this.#traits.get(connectionId);
     if (!t) this.#traits.set(connectionId, (t = { singleStatusOnly: false }));

@@ -131,6 +131,18 @@ export class BudgetGate {
     }
   }
 
+  /**
+   * The budget as this process last wrote it, if within `maxAgeMs` (null: not known here, or older): what pacing
+   * needs without a read (src/sync/pacing.ts). Answers not yet settled are not in it.
+   */
+  seen(maxAgeMs: number): { limit: number; remaining: number; toReset: number | null } | null {
+    const row = this.#memo.row;
+    const age = performance.now() - this.#memo.at;
+    if (!row || age > maxAgeMs) return null;
+    const now = row.now.getTime() + age;
+    return { limit: row.request_limit, remaining: row.remaining, toReset: row.reset_known ? (row.reset_at.getTime() - now) / 1000 : null };
+  }
+
   #note(available: number): void {
     this.#available = available;
     this.#opts.onAvailable?.(available);

@@ -264,32 +264,6 @@ export async function markFailed(db: Executor, refs: DeliveryRefs, error: string
   return Number(r.numAffectedRows ?? 0);
 }
 
-/**
- * The delivery ids, event times and traceparents of the rows, and in the same round trip the service's `updated_at` and the
- * last read's `read_as_of` of the mirrored variants (the drain's check of which claimed variants need no read: src/sync/drain.ts).
- */
-export async function deliveryStampsWithVariants(
-  db: Executor,
-  rowIds: number[],
-  connectionId: number,
-  variantIds: number[],
-): Promise<{
-  deliveries: { id: number; delivery_id: string | null; event_at: Date | null; traceparent: string | null }[];
-  variants: { id: number; updated_at: string | null; read_as_of: Date | null }[];
-}> {
-  const found = await sql<{ kind: 'd' | 'v'; id: string; text: string | null; at: Date | null; tp: string | null }>`
-    SELECT 'd' AS kind, id, delivery_id AS text, event_at AS at, traceparent AS tp FROM webhook_deliveries WHERE id = ANY(${rowIds}::bigint[])
-    UNION ALL
-    SELECT 'v', id, raw->>'updated_at', read_as_of, NULL FROM variants
-    WHERE connection_id = ${connectionId} AND id = ANY(${variantIds}::bigint[])`.execute(db);
-  const out: Awaited<ReturnType<typeof deliveryStampsWithVariants>> = { deliveries: [], variants: [] };
-  for (const r of found.rows) {
-    if (r.kind === 'd') out.deliveries.push({ id: Number(r.id), delivery_id: r.text, event_at: r.at, traceparent: r.tp });
-    else out.variants.push({ id: Number(r.id), updated_at: r.text, read_as_of: r.at });
-  }
-  return out;
-}
-
 /** The row locked for update (a replay, inside the caller's transaction). */
 export async function deliveryForUpdate(tx: Executor, id: number): Promise<Selectable<WebhookDeliveriesTable> | undefined> {
   return tx.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();

@@ -89,7 +89,21 @@ export async function claimPending(
   limit: number,
   leaseSeconds = LEASE_SECONDS,
 ): Promise<Claimed[]> {
-  const rows = await sql<{ id: number; seq: number; delivery_row_ids: number[]; reason: string | null; marks: number }>`
+  const rows = await sql<ClaimedRow>`${claiming(connectionId, resource, limit, leaseSeconds)}`.execute(db);
+  return rows.rows.map(claimedOf);
+}
+
+type ClaimedRow = { id: number; seq: number; delivery_row_ids: number[]; reason: string | null; marks: number };
+
+const claimedOf = (r: ClaimedRow): Claimed => ({
+  id: Number(r.id),
+  seq: Number(r.seq),
+  deliveryRowIds: (r.delivery_row_ids ?? []).map(Number),
+  reason: r.reason,
+  marks: Number(r.marks),
+});
+
+const claiming = (connectionId: number, resource: string, limit: number, leaseSeconds: number) => sql`
     UPDATE pending_fetches p SET claimed_until = now() + make_interval(secs => ${leaseSeconds}), attempts = p.attempts + 1
     FROM (
       SELECT id FROM pending_fetches
@@ -97,14 +111,42 @@ export async function claimPending(
       ORDER BY marked_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
     ) c
     WHERE p.connection_id = ${connectionId} AND p.resource = ${resource} AND p.id = c.id
-    RETURNING p.id, p.seq, p.delivery_row_ids, p.reason, p.marks`.execute(db);
-  return rows.rows.map((r) => ({
-    id: Number(r.id),
-    seq: Number(r.seq),
-    deliveryRowIds: (r.delivery_row_ids ?? []).map(Number),
-    reason: r.reason,
-    marks: Number(r.marks),
-  }));
+    RETURNING p.id, p.seq, p.delivery_row_ids, p.reason, p.marks`;
+
+/** What a drain judges its claimed rows by (src/sync/drain.ts deliveriesOf). */
+export interface ClaimStamps {
+  /** The deliveries behind the claimed rows. */
+  deliveries: { id: number; delivery_id: string | null; event_at: Date | null; traceparent: string | null }[];
+  /** For variants: the claimed variants' updated_at and last read (read_as_of), as the mirror has them. */
+  variants: { id: number; updated_at: string | null; read_as_of: Date | null }[];
+}
+
+/**
+ * claimPending, with what the drain judges the claimed rows by, in the same statement: their deliveries' ids,
+ * event times and traceparents, and for variants the mirror's stamps of the claimed ids.
+ */
+export async function claimWithStamps(
+  db: Executor,
+  connectionId: number,
+  resource: string,
+  limit: number,
+): Promise<{ claimed: Claimed[] } & ClaimStamps> {
+  const { rows } = await sql<ClaimedRow & { kind: 'c' | 'd' | 'v'; text: string | null; at: Date | null; tp: string | null }>`
+    WITH c AS (${claiming(connectionId, resource, limit, LEASE_SECONDS)})
+    SELECT 'c' AS kind, id, seq, delivery_row_ids, reason AS text, marks, NULL::timestamptz AS at, NULL::text AS tp FROM c
+    UNION ALL
+    SELECT 'd', d.id, NULL, NULL, d.delivery_id, NULL, d.event_at, d.traceparent FROM webhook_deliveries d
+    WHERE d.id IN (SELECT unnest(c.delivery_row_ids) FROM c)
+    UNION ALL
+    SELECT 'v', v.id, NULL, NULL, v.raw->>'updated_at', NULL, v.read_as_of, NULL FROM variants v
+    WHERE ${resource} = 'variant' AND v.connection_id = ${connectionId} AND v.id IN (SELECT c.id FROM c)`.execute(db);
+  const out: { claimed: Claimed[] } & ClaimStamps = { claimed: [], deliveries: [], variants: [] };
+  for (const r of rows) {
+    if (r.kind === 'c') out.claimed.push(claimedOf({ ...r, reason: r.text }));
+    else if (r.kind === 'd') out.deliveries.push({ id: Number(r.id), delivery_id: r.text, event_at: r.at, traceparent: r.tp });
+    else out.variants.push({ id: Number(r.id), updated_at: r.text, read_as_of: r.at });
+  }
+  return out;
 }
 
 /**

@@ -3,14 +3,23 @@
 // those still missing are marked gone.
 import type { Db, Executor } from '../db/index.ts';
 import type { Logger } from '../log.ts';
-import { deliveryStampsWithVariants } from '../db/deliveries.ts';
 import { logging, logSync } from '../db/synclog.ts';
 import type { ChannelRules } from '../stock/rules.ts';
 import type { NewChange } from '../stock/recompute.ts';
 import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';
 import { rowsRead, variantsRead } from '../db/mirror.ts';
 import { together } from '../db/together.ts';
-import { claimPending, clearing, clearPending, keepRemarked, markPending, releasePending, type Claimed, type Mark } from '../db/pending.ts';
+import {
+  claimWithStamps,
+  clearing,
+  clearPending,
+  keepRemarked,
+  markPending,
+  releasePending,
+  type Claimed,
+  type ClaimStamps,
+  type Mark,
+} from '../db/pending.ts';
 import { catalog, composition, readAs } from '../catalog/index.ts';
 import { readLive, readLines, type Reader } from './reader.ts';
 import { readAfterEvent } from '../catalog/clocks.ts';
@@ -37,6 +46,11 @@ export interface DrainDeps {
   log: Logger;
   client: Reader;
   rules: ChannelRules;
+  /**
+   * The drain's own id (drains have no job: src/sync/drainer.ts), in the job_id of its sync-log entries and channel
+   * changes, so an operator finds what one drain did.
+   */
+  jobId?: string | null;
   /** SERVICE_CLOCK_MARGIN_SECONDS in ms: how far apart the service's two clocks may be (src/catalog/clocks.ts). */
   clockMarginMs: number;
 }
@@ -62,32 +76,21 @@ interface Deliveries {
  * of a row whose every mark was a delivery (none dropped past the 20 kept, no follow-up among them) means the
  * variant was read after those events happened. `read_as_of` is what works in a burst: the last delivery of a
  * variant names the change its `updated_at` shows, so only the read's own time can tell it was already read.
- * One round trip.
+ * The stamps come with the claim, in its statement (src/db/pending.ts claimWithStamps).
  */
-async function deliveriesOf(
-  db: Db,
-  connectionId: number,
-  resource: string,
-  claimed: Claimed[],
-  clockMarginMs: number,
-): Promise<Deliveries> {
-  const all = [...new Set(claimed.flatMap((c) => c.deliveryRowIds))];
+function deliveriesOf(resource: string, claimed: Claimed[], stamps: ClaimStamps, clockMarginMs: number): Deliveries {
   const rows = new Map<number, { deliveryId: string; eventAt: number }>();
   const traceparents: string[] = [];
   const mirrored = new Map<number, number>(); // the later of updated_at and read_as_of, epoch ms
   const byDeliveries = claimed.filter((c) => c.deliveryRowIds.length && c.marks === c.deliveryRowIds.length);
   const candidates = resource === 'variant' ? byDeliveries : [];
-  if (all.length) {
-    const variants = candidates.map((c) => c.id);
-    const found = await deliveryStampsWithVariants(db, all, connectionId, variants);
-    for (const d of found.deliveries.sort((a, b) => a.id - b.id)) {
-      rows.set(d.id, { deliveryId: d.delivery_id ?? '', eventAt: d.event_at ? d.event_at.getTime() : Number.NaN });
-      if (d.traceparent) traceparents.push(d.traceparent);
-    }
-    for (const v of found.variants) {
-      const known = [Date.parse(v.updated_at ?? ''), v.read_as_of?.getTime() ?? Number.NaN].filter((n) => !Number.isNaN(n));
-      if (known.length) mirrored.set(v.id, Math.max(...known));
-    }
+  for (const d of [...stamps.deliveries].sort((a, b) => a.id - b.id)) {
+    rows.set(d.id, { deliveryId: d.delivery_id ?? '', eventAt: d.event_at ? d.event_at.getTime() : Number.NaN });
+    if (d.traceparent) traceparents.push(d.traceparent);
+  }
+  for (const v of stamps.variants) {
+    const known = [Date.parse(v.updated_at ?? ''), v.read_as_of?.getTime() ?? Number.NaN].filter((n) => !Number.isNaN(n));
+    if (known.length) mirrored.set(v.id, Math.max(...known));
   }
   const byId = new Map(
     claimed.map((c) => [c.id, c.deliveryRowIds.map((rowId) => ({ rowId, deliveryId: rows.get(rowId)?.deliveryId ?? null }))]),
@@ -125,11 +128,11 @@ export async function drainPending(deps: DrainDeps, resource: string, maxBatches
       out.more = true;
       break;
     }
-    const claimed = await claimPending(db, connectionId, resource, BATCH);
+    const { claimed, ...stamps } = await claimWithStamps(db, connectionId, resource, BATCH);
     if (!claimed.length) break;
     const started = Date.now();
     try {
-      await readBatch(deps, resource, claimed, out);
+      await readBatch(deps, resource, claimed, stamps, out);
     } catch (err) {
       await releasePending(
         db,
@@ -143,7 +146,7 @@ export async function drainPending(deps: DrainDeps, resource: string, maxBatches
         action: 'fetch',
         outcome: 'error',
         error: (err as Error).message,
-        jobId: null,
+        jobId: deps.jobId ?? null,
         durationMs: Date.now() - started,
         detail: { ids: claimed.length },
       }).catch(() => {});
@@ -156,12 +159,12 @@ export async function drainPending(deps: DrainDeps, resource: string, maxBatches
   return out;
 }
 
-async function readBatch(deps: DrainDeps, resource: string, batch: Claimed[], out: DrainResult): Promise<void> {
+async function readBatch(deps: DrainDeps, resource: string, batch: Claimed[], stamps: ClaimStamps, out: DrainResult): Promise<void> {
   const { db, client } = deps;
   const connectionId = Number(client.connection.id);
   const started = Date.now();
   let claimed = batch;
-  const deliveries = await deliveriesOf(db, connectionId, resource, claimed, deps.clockMarginMs);
+  const deliveries = deliveriesOf(resource, claimed, stamps, deps.clockMarginMs);
   const shown = deliveries.shown;
   if (shown.size) {
     // Cleared without a read (unless re-marked meanwhile: the seq moved and the row stays).
@@ -201,7 +204,7 @@ async function readClaimed(
     connectionName: client.connection.name,
     rules: deps.rules,
     followUps: true,
-    cause: { kind: allDeliveries.length ? 'delivery' : 'fetch', jobId: null, deliveriesByVariant: byVariant },
+    cause: { kind: allDeliveries.length ? 'delivery' : 'fetch', jobId: deps.jobId ?? null, deliveriesByVariant: byVariant },
     newestEvent: deliveries.newestEvent,
     clockMarginMs: deps.clockMarginMs,
   };
@@ -216,7 +219,7 @@ async function readClaimed(
     connectionId,
     resource,
     action: 'fetch',
-    jobId: null,
+    jobId: deps.jobId ?? null,
     durationMs: Date.now() - started,
     deliveryId: allDeliveries[allDeliveries.length - 1]?.deliveryId ?? null,
     detail: {

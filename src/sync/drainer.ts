@@ -12,10 +12,12 @@ import { errorSummary } from '../db/index.ts';
 import { rulesFrom } from '../stock/rules.ts';
 import type { WorkerDeps } from '../worker/handler.ts';
 import { BATCH, drainPending } from './drain.ts';
-import { heldForStock } from './pacing.ts';
+import { heldForStock, mayBeHeld } from './pacing.ts';
 
 /** How often an idle drainer looks for due pairs: the most a mark waits beyond its window. */
 export const POLL_MS = 250;
+
+const STOP_WAIT_MS = 10_000;
 
 // Claimed first: what channel quantities are made of.
 const STOCK = [...Object.keys(catalog), composition.name, CHANNEL_ORDER].filter((r) => freshnessOf(r) === 'stock');
@@ -32,6 +34,8 @@ export class Drainer {
   #stopped = false;
   /** The last claim filled every free slot: more may be due. */
   #full = false;
+  /** A claim failed and was reported; the next failures stay quiet until one succeeds. */
+  #failing = false;
 
   constructor(deps: WorkerDeps, opts: { slots: number; pollMs?: number }) {
     this.#deps = deps;
@@ -45,11 +49,15 @@ export class Drainer {
     void this.#claim();
   }
 
-  /** Stops claiming, waits for the drains running, and gives back any claim left. */
+  /**
+   * Stops claiming, waits up to STOP_WAIT_MS for the drains running (one waiting for the budget's reset could take
+   * minutes), and gives back every claim left: the pairs are due at once for the other workers.
+   */
   async stop(): Promise<void> {
     this.#stopped = true;
     if (this.#timer) clearInterval(this.#timer);
-    while (this.#running.size) await Promise.allSettled([...this.#running]);
+    const waited = new Promise<void>((r) => setTimeout(r, STOP_WAIT_MS).unref());
+    await Promise.race([Promise.allSettled([...this.#running]), waited]);
     await releaseWorkerPairs(this.#deps.db, this.worker).catch(() => {});
   }
 
@@ -60,6 +68,8 @@ export class Drainer {
       const free = this.#slots - this.#running.size;
       if (free <= 0) return;
       const pairs = await claimPairs(this.#deps.db, this.worker, free, STOCK);
+      if (this.#failing) this.#deps.log.info('drains claimed again');
+      this.#failing = false;
       this.#full = pairs.length === free;
       for (const pair of pairs) {
         const run = this.#drain(pair).finally(() => {
@@ -70,7 +80,8 @@ export class Drainer {
       }
     } catch (err) {
       // The database is likely away: the next poll tries again; nothing was claimed.
-      this.#deps.log.warn({ err: errorSummary(err) }, 'could not claim drains');
+      if (!this.#failing) this.#deps.log.warn({ err: errorSummary(err) }, 'could not claim drains; trying again every poll');
+      this.#failing = true;
     } finally {
       this.#claiming = false;
     }
@@ -100,15 +111,16 @@ export class Drainer {
  */
 export async function drainPair(deps: WorkerDeps, connectionId: number, resource: string): Promise<PairOutcome> {
   const { db, config, log, sync } = deps;
-  const state = await sync.pacing.state(connectionId);
-  if (heldForStock(state, resource, config.BUDGET_RESERVE)) {
+  // Stock is never held: no look at the budget first (the one after the drain comes from its own requests).
+  const state = mayBeHeld(resource) ? await sync.pacing.state(connectionId) : null;
+  if (state && heldForStock(state, resource, config.BUDGET_RESERVE)) {
     log.debug({ connectionId, resource }, 'drain held: the rest of the rate window is kept for stock reads');
     return { drained: false, failed: false, seconds: Math.max(1, Math.ceil(state.toReset ?? 1)) };
   }
   const client = await sync.drainClient(connectionId);
   sync.pacing.noteActive(connectionId, resource);
   const out = await drainPending(
-    { db, log, client, rules: rulesFrom(config), clockMarginMs: config.SERVICE_CLOCK_MARGIN_SECONDS * 1000 },
+    { db, log, client, rules: rulesFrom(config), jobId: randomUUID(), clockMarginMs: config.SERVICE_CLOCK_MARGIN_SECONDS * 1000 },
     resource,
   );
   // What a read of up to BATCH ids cost (its lines too): more ids make more reads however long a drain waits.

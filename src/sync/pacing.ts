@@ -79,14 +79,20 @@ const CACHE_MS = 1000,
 
 type Budget = { limit: number; remaining: number; toReset: number | null };
 
+/** The budget as this runtime's drains' gate last wrote it, if within `maxAgeMs` (ClientState.budgetSeen). */
+export type BudgetSeen = (connectionId: number, maxAgeMs: number) => Budget | null;
+
 /** The pacing memory of one runtime (src/runtime.ts makes it): what its drains read lately and a short look at each budget. */
 export class Pacing {
   readonly #db: Db;
   readonly #recent = new Map<number, Map<string, { at: number; cost?: number }>>();
   readonly #budgets = new Map<number, { at: number; until: number; budget: Budget | null }>();
+  readonly #seen: BudgetSeen | undefined;
 
-  constructor(db: Db) {
+  /** `seen`: what a drain's own requests just showed of the budget, which spares the read after a drain. */
+  constructor(db: Db, seen?: BudgetSeen) {
     this.#db = db;
+    this.#seen = seen;
   }
 
   #entry(connectionId: number, resource: string, now: number) {
@@ -125,7 +131,7 @@ export class Pacing {
     const now = Date.now();
     let hit = this.#budgets.get(connectionId);
     if (!hit || now >= hit.until) {
-      const budget = await budgetWindow(this.#db, connectionId);
+      const budget = this.#seen?.(connectionId, CACHE_MS) ?? (await budgetWindow(this.#db, connectionId));
       const plenty = budget !== null && budget.remaining >= 100;
       if (this.#budgets.size > 10_000) this.#budgets.clear();
       hit = { at: now, until: now + (plenty ? PLENTY_CACHE_MS : CACHE_MS), budget };
@@ -158,6 +164,10 @@ const RESERVE_FOR = new Set(['variant', 'composition']);
  * and it reads once the window has reset.
  */
 export function heldForStock(state: PacingState, resource: string, reserve: number): boolean {
-  if (RESERVE_FOR.has(resource) || state.toReset === null || state.toReset <= 0) return false;
+  if (!mayBeHeld(resource)) return false;
+  if (state.toReset === null || state.toReset <= 0) return false;
   return state.remaining <= effectiveReserve(state.limit, reserve);
 }
+
+/** Whether a drain of `resource` can be held at all (so whether a look at the budget is needed first). */
+export const mayBeHeld = (resource: string): boolean => !RESERVE_FOR.has(resource);

@@ -39,13 +39,15 @@ export interface SyncState {
 }
 
 export function createSyncState(deps: Omit<ClientDeps, 'clients'>): SyncState {
+  const drains = new ClientState();
   return {
-    pacing: new Pacing(deps.db),
+    // The budget a drain's own requests just showed spares pacing a read after each drain.
+    pacing: new Pacing(deps.db, (id, maxAgeMs) => drains.budgetSeen(id, maxAgeMs)),
     statuses: new ConnectionStatuses(deps.db),
     // Drains and sweeps get clients with gates of their own: a gate that mixes priorities can lose a
     // waiting request (a webhook read queued ahead of a sweep's read while the sweep's reservation was in
     // progress). Separate gates share the budget in PostgreSQL as separate processes do.
-    drainClient: clientCache({ ...deps, clients: new ClientState() }),
+    drainClient: clientCache({ ...deps, clients: drains }),
     sweepClient: clientCache({ ...deps, clients: new ClientState() }),
   };
 }

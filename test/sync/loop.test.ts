@@ -48,7 +48,7 @@ for (const service of SERVICES)
       .executeTakeFirstOrThrow();
     t.equal(change.cause, 'delivery', 'the channel quantity change names its cause');
     t.equal(change.delivery_id, delivery.delivery_id, '... and the delivery behind it');
-    t.ok(change.job_id, '... and the fetch job');
+    t.ok(change.job_id, '... and the drain that made it');
     const logged = await sql<{
       n: number;
     }>`SELECT count(*)::int AS n FROM sync_log WHERE resource = 'variant' AND record_id = ${variantId} AND action IN ('channel-quantity', 'stock')`.execute(
