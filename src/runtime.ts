@@ -73,6 +73,9 @@ export async function createRuntime(config: Config, log: Logger, opts: RuntimeOp
     const database = opts.database ?? (await openDatabase(config, log, { poolSize: opts.poolSize ?? config.DATABASE_POOL_SIZE }));
     if (!opts.database) add(() => database.close());
     check();
+    // After the workers, before the database: what the API clients hold of the budgets goes back (src/api/gate.ts).
+    let settle = async () => {};
+    add(() => settle());
     // Stop order (reverse of registration): stop accepting, let the workers finish their jobs (pg-boss), then
     // the roles' own stop steps (the demo sandbox among them), then the database.
     add(async () => {
@@ -85,6 +88,10 @@ export async function createRuntime(config: Config, log: Logger, opts: RuntimeOp
     const readiness: ReadinessCheck[] = [];
     const { app, router } = createApp(database.pool, log, readiness);
     const clients = new ClientState();
+    const sync = createSyncState({ db: database.db, config, log });
+    settle = async () => {
+      await Promise.all([clients.settle(), sync.settle()]);
+    };
     const rt: Runtime = {
       config,
       log,
@@ -93,7 +100,7 @@ export async function createRuntime(config: Config, log: Logger, opts: RuntimeOp
       app,
       router,
       clients,
-      sync: createSyncState({ db: database.db, config, log }),
+      sync,
       publicUrl: '',
       demo: false,
       readiness,

@@ -19,8 +19,16 @@ import type { ClientDeps } from './transport.ts';
 type Values = CommandContext['values'];
 const str = (v: Values, k: string) => (typeof v[k] === 'string' ? (v[k] as string) : undefined);
 
+/** A one-shot command's database and clients; what its clients hold of the budget goes back before it ends. */
 const withDatabase = <T>(ctx: CommandContext, fn: (database: OpenDatabase, deps: ClientDeps) => Promise<T>): Promise<T> =>
-  withOpenDatabase(ctx, (database) => fn(database, { db: database.db, config: ctx.config, log: ctx.log, clients: new ClientState() }));
+  withOpenDatabase(ctx, async (database) => {
+    const clients = new ClientState();
+    try {
+      return await fn(database, { db: database.db, config: ctx.config, log: ctx.log, clients });
+    } finally {
+      await clients.settle();
+    }
+  });
 
 /** Registers the connection's webhooks (src/receiver/subscriptions.ts); a failure leaves it to `webhooks sync`. */
 async function registerWebhooks(ctx: CommandContext, deps: ClientDeps, connection: Connection): Promise<void> {

@@ -51,6 +51,11 @@ export class ClientState {
     return this.#gates.get(connectionId)?.seen(maxAgeMs) ?? null;
   }
 
+  /** Gives back what every gate holds of its budget (answers not yet settled, slots not used): before exiting. */
+  async settle(): Promise<void> {
+    await Promise.all([...this.#gates.values()].map((g) => g.settle().catch(() => {})));
+  }
+
   traits(connectionId: number): ConnectionTraits {
     let t = this.#traits.get(connectionId);
     if (!t) this.#traits.set(connectionId, (t = { singleStatusOnly: false }));

@@ -4,14 +4,14 @@
 // p-queue that bounds the requests in flight per process (API_CONCURRENCY); slots are leased only when the
 // p-queue can start a request at once.
 //
-// The budget in slices: the gate leases what its waiters need plus one (a connection's drains come in runs) in one
-// statement, at most SLICE, and settles later: the answers of its requests and the slots it did not use go back
+// The budget in slices: the gate leases what its waiters need plus one (a connection's drains come in runs; the
+// spare only far from the window's end) in one statement, at most SLICE, and settles later: the answers of its requests and the slots it did not use go back
 // in the statement that takes the next slice, or SETTLE_MS after the last answer. Until then they count as in
 // flight for every process, so no process ever spends past the service's limit; a 429 is settled at once.
 import { randomUUID } from 'node:crypto';
 import PQueue from 'p-queue';
 import type { Db } from '../db/index.ts';
-import { clearWaiter, exchange, type Answer, type BudgetSettings, type RateHeaders, type RememberedBudget } from './budget.ts';
+import { clearWaiter, exchange, lastSlots, type Answer, type BudgetSettings, type RateHeaders, type RememberedBudget } from './budget.ts';
 
 /** The most slots a gate leases at once. */
 const SLICE = 4;
@@ -93,7 +93,7 @@ export class BudgetGate {
           continue;
         }
         const answers = this.#answers.splice(0);
-        const want = Math.min(SLICE, this.#waiters.length + 1);
+        const want = Math.min(SLICE, this.#waiters.length + (this.#spareAllowed() ? 1 : 0));
         let r;
         try {
           r = await exchange(db, connectionId, { answers, want, rank: head.rank, waiter: this.waiterId }, settings, this.#memo);
@@ -143,14 +143,24 @@ export class BudgetGate {
     return { limit: row.request_limit, remaining: row.remaining, toReset: row.reset_known ? (row.reset_at.getTime() - now) / 1000 : null };
   }
 
+  /**
+   * A spare slot is leased only while the window is far from its end: it is sent up to SETTLE_MS after it was
+   * decided, and near the end another spender may have taken it meanwhile (src/api/budget.ts, lastSlots).
+   */
+  #spareAllowed(): boolean {
+    const limit = this.#memo.row?.request_limit;
+    return limit !== undefined && this.#available > 3 * lastSlots(limit);
+  }
+
   #note(available: number): void {
     this.#available = available;
     this.#opts.onAvailable?.(available);
   }
 
   /**
-   * Takes a request's answer (status null: none) and rate headers. A 429 is settled with the budget row at once;
-   * any other answer goes back with the next slice, or within SETTLE_MS.
+   * Takes a request's answer (status null: none) and rate headers. Any answer goes back with the next slice, or
+   * within SETTLE_MS; a 429 at once, and so does a 401 or 402 with the slots held, so the next request asks the
+   * row, which knows whether the connection is still active.
    */
   async release(
     leaseId: number,
@@ -158,26 +168,33 @@ export class BudgetGate {
     headers: RateHeaders | null,
   ): Promise<{ available: number; accountingError: boolean }> {
     this.#answers.push({ leaseId, status, headers });
-    if (status !== 429) {
+    if (status !== 429 && status !== 401 && status !== 402) {
       this.#settleSoon();
       return { available: this.#available, accountingError: false };
     }
-    await this.#settle();
-    return { available: this.#available, accountingError: true };
+    await this.#settle(true);
+    return { available: this.#available, accountingError: status === 429 };
+  }
+
+  /** Gives back every answer and every slot held now (a process stopping: src/runtime.ts). */
+  async settle(): Promise<void> {
+    if (this.#settling) clearTimeout(this.#settling);
+    this.#settling = null;
+    await this.#settle(true);
   }
 
   #settleSoon(): void {
     if (this.#settling || (!this.#answers.length && !this.#held.length)) return;
     this.#settling = setTimeout(() => {
       this.#settling = null;
-      this.#settle().catch(() => {}); // a lease not given back expires on its own
+      this.#settle(false).catch(() => {}); // a lease not given back expires on its own
     }, SETTLE_MS);
     this.#settling.unref();
   }
 
-  /** Gives back the answers, and the unused slots unless a waiter will take them. */
-  async #settle(): Promise<void> {
-    const unused = this.#waiters.length ? [] : this.#held.splice(0);
+  /** Gives back the answers, and the unused slots: `all`, or unless a waiter will take them. */
+  async #settle(all: boolean): Promise<void> {
+    const unused = all || !this.#waiters.length ? this.#held.splice(0) : [];
     const answers = this.#answers.splice(0);
     if (!unused.length && !answers.length) return;
     const { db, connectionId, settings } = this.#opts;

@@ -88,7 +88,8 @@ async function webhooks(ctx: CommandContext): Promise<number> {
       );
       return 1;
     }
-    const deps = { db: database.db, config: ctx.config, log: ctx.log, clients: new ClientState() };
+    const clients = new ClientState();
+    const deps = { db: database.db, config: ctx.config, log: ctx.log, clients };
     const publicUrl = typeof ctx.values['public-url'] === 'string' ? ctx.values['public-url'] : undefined;
     let failed = 0;
     const results: unknown[] = [];
@@ -121,6 +122,7 @@ async function webhooks(ctx: CommandContext): Promise<number> {
       }
     }
     if (ctx.values.json) ctx.out(JSON.stringify(results, null, 2));
+    await clients.settle();
     return failed ? 1 : 0;
   } finally {
     await database.close();

@@ -36,10 +36,13 @@ export interface SyncState {
   /** Clients of drains and of sweeps: see createSyncState. */
   drainClient: (connectionId: number) => Promise<ApiClient>;
   sweepClient: (connectionId: number) => Promise<ApiClient>;
+  /** Gives back what the drains' and sweeps' gates hold of the budgets (ClientState.settle). */
+  settle(): Promise<void>;
 }
 
 export function createSyncState(deps: Omit<ClientDeps, 'clients'>): SyncState {
   const drains = new ClientState();
+  const sweeps = new ClientState();
   return {
     // The budget a drain's own requests just showed spares pacing a read after each drain.
     pacing: new Pacing(deps.db, (id, maxAgeMs) => drains.budgetSeen(id, maxAgeMs)),
@@ -48,6 +51,9 @@ export function createSyncState(deps: Omit<ClientDeps, 'clients'>): SyncState {
     // waiting request (a webhook read queued ahead of a sweep's read while the sweep's reservation was in
     // progress). Separate gates share the budget in PostgreSQL as separate processes do.
     drainClient: clientCache({ ...deps, clients: drains }),
-    sweepClient: clientCache({ ...deps, clients: new ClientState() }),
+    sweepClient: clientCache({ ...deps, clients: sweeps }),
+    settle: async () => {
+      await Promise.all([drains.settle(), sweeps.settle()]);
+    },
   };
 }

@@ -179,6 +179,7 @@ t.test('JSON API answers the operator questions', async (t) => {
     const { replayed } = (await res.json()) as { replayed: { jobId: string } };
     const [job] = await boss.findJobs(reconcileQueue.name, { id: replayed.jobId });
     t.same(job!.data, { connectionId: shop, full: false });
+    await boss.deleteJob(reconcileQueue.name, replayed.jobId); // the queue depth is counted below
     t.same(((await (await fetch(`${base}/api/dead-letters`, { headers: auth })).json()) as { deadLetters: unknown[] }).deadLetters, []);
     t.equal((await fetch(`${base}/api/dead-letters/reconcile-dead/${deadId}/replay`, { method: 'POST', headers: auth })).status, 404);
     t.equal((await fetch(`${base}/api/dead-letters/reconcile/${deadId}/replay`, { method: 'POST', headers: auth })).status, 400);
