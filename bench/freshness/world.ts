@@ -107,10 +107,12 @@ export async function startWorld(o: WorldOptions): Promise<World> {
     LOG_LEVEL: 'warn',
     ...o.env,
   };
-  const receiver = await spawnCli(null, 'receiver', ['receiver'], env, { readyTimeoutMs: 120_000 });
+  // A worker is ready once it has applied the channel rules of every connection (src/worker/role.ts): with 5,000 of
+  // them that took more than two minutes on a 2-core machine.
+  const receiver = await spawnCli(null, 'receiver', ['receiver'], env, { readyTimeoutMs: 900_000 });
   proxy.targets.push(receiver.url);
   const startWorker = (name: string) =>
-    spawnCli(null, name, ['worker'], { ...env, WORKER_PORT: 0, ...o.workerEnv }, { readyTimeoutMs: 120_000 });
+    spawnCli(null, name, ['worker'], { ...env, WORKER_PORT: 0, ...o.workerEnv }, { readyTimeoutMs: 900_000 });
   const worker = await startWorker('worker');
   const moreWorkers: CliProcess[] = [];
   return {
