@@ -17,7 +17,9 @@ export interface ClaimedPair {
  * Claims up to `limit` due pairs of active connections for `worker`, stock resources first, then the pair that
  * has waited longest since its window opened (a busy pair's window reopens after each drain, a quiet one's long
  * ago: so the quiet connection is not queued behind the busy one). One statement; rows another worker is
- * claiming are skipped, not waited for.
+ * claiming are skipped, not waited for. The connection's status is a subquery per due pair, not a join: the planner
+ * cannot tell how few pairs are due and hashed every connection for each claim (10 ms a claim at 5,000 accounts;
+ * 2.2 -> 0.7 ms on a table of 5,000 connections and 25,000 pairs).
  */
 export async function claimPairs(db: Executor, worker: string, limit: number, stock: readonly string[]): Promise<ClaimedPair[]> {
   if (limit <= 0) return [];
@@ -25,9 +27,9 @@ export async function claimPairs(db: Executor, worker: string, limit: number, st
     UPDATE drain_pairs d SET claimed_by = ${worker}, claimed_until = now() + make_interval(secs => ${LEASE_SECONDS}),
       claimed_seq = d.marked_seq
     FROM (
-      SELECT p.connection_id, p.resource FROM drain_pairs p JOIN connections c ON c.id = p.connection_id
+      SELECT p.connection_id, p.resource FROM drain_pairs p
       WHERE p.marked_seq > p.drained_seq AND p.next_at <= now() AND (p.claimed_until IS NULL OR p.claimed_until < now())
-        AND c.status = 'active'
+        AND (SELECT c.status FROM connections c WHERE c.id = p.connection_id) = 'active'
       ORDER BY p.resource <> ALL(${[...stock]}::text[]), p.next_at
       LIMIT ${limit} FOR UPDATE OF p SKIP LOCKED
     ) x
