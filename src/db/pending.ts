@@ -81,18 +81,6 @@ export const LEASE_SECONDS = 300;
 /** How long a mark leaves a claim alone (a drain's read of 250 ids takes well under this unless it waits for budget). */
 export const HELD_SECONDS = 60;
 
-/** Claims up to `limit` unclaimed rows, oldest mark first, for `leaseSeconds`. */
-export async function claimPending(
-  db: Executor,
-  connectionId: number,
-  resource: string,
-  limit: number,
-  leaseSeconds = LEASE_SECONDS,
-): Promise<Claimed[]> {
-  const rows = await sql<ClaimedRow>`${claiming(connectionId, resource, limit, leaseSeconds)}`.execute(db);
-  return rows.rows.map(claimedOf);
-}
-
 type ClaimedRow = { id: number; seq: number; delivery_row_ids: number[]; reason: string | null; marks: number };
 
 const claimedOf = (r: ClaimedRow): Claimed => ({
@@ -103,8 +91,9 @@ const claimedOf = (r: ClaimedRow): Claimed => ({
   marks: Number(r.marks),
 });
 
-const claiming = (connectionId: number, resource: string, limit: number, leaseSeconds: number) => sql`
-    UPDATE pending_fetches p SET claimed_until = now() + make_interval(secs => ${leaseSeconds}), attempts = p.attempts + 1
+/** Claims up to `limit` unclaimed rows, oldest mark first, for LEASE_SECONDS. */
+const claiming = (connectionId: number, resource: string, limit: number) => sql`
+    UPDATE pending_fetches p SET claimed_until = now() + make_interval(secs => ${LEASE_SECONDS}), attempts = p.attempts + 1
     FROM (
       SELECT id FROM pending_fetches
       WHERE connection_id = ${connectionId} AND resource = ${resource} AND (claimed_until IS NULL OR claimed_until < now())
@@ -122,7 +111,7 @@ export interface ClaimStamps {
 }
 
 /**
- * claimPending, with what the drain judges the claimed rows by, in the same statement: their deliveries' ids,
+ * Claims up to `limit` unclaimed rows, oldest mark first, with what the drain judges them by, in the same statement: their deliveries' ids,
  * event times and traceparents, and for variants the mirror's stamps of the claimed ids.
  */
 export async function claimWithStamps(
@@ -132,7 +121,7 @@ export async function claimWithStamps(
   limit: number,
 ): Promise<{ claimed: Claimed[] } & ClaimStamps> {
   const { rows } = await sql<ClaimedRow & { kind: 'c' | 'd' | 'v'; text: string | null; at: Date | null; tp: string | null }>`
-    WITH c AS (${claiming(connectionId, resource, limit, LEASE_SECONDS)})
+    WITH c AS (${claiming(connectionId, resource, limit)})
     SELECT 'c' AS kind, id, seq, delivery_row_ids, reason AS text, marks, NULL::timestamptz AS at, NULL::text AS tp FROM c
     UNION ALL
     SELECT 'd', d.id, NULL, NULL, d.delivery_id, NULL, d.event_at, d.traceparent FROM webhook_deliveries d

@@ -6,7 +6,10 @@ import { addConnection, testDatabase } from '../support/db.ts';
 import { memoryReader } from './harness.ts';
 import { captureLogger } from '../support/log.ts';
 import { consumeDeliveries } from '../../src/sync/intake.ts';
-import { claimPending, clearPending, markPending, type Mark } from '../../src/db/pending.ts';
+import { claimWithStamps, clearPending, markPending, type Mark } from '../../src/db/pending.ts';
+
+const claimPending = async (db: Db, connectionId: number, resource: string, limit: number) =>
+  (await claimWithStamps(db, connectionId, resource, limit)).claimed;
 import { drainPending } from '../../src/sync/drain.ts';
 import { rulesFrom } from '../../src/stock/rules.ts';
 import type { Reader } from '../../src/sync/reader.ts';
