@@ -435,3 +435,8 @@ export const readAs = (resource: string): string => (resource === CHANNEL_ORDER 
 export function freshnessOf(resource: string): Freshness {
   return resource === 'composition' || resource === CHANNEL_ORDER ? 'stock' : (catalog[resource]?.freshness ?? 'reference');
 }
+
+/** The pending-fetch resources of stock freshness: their drains are claimed first (drain_pairs.tier 0). */
+export const STOCK_RESOURCES: readonly string[] = [...Object.keys(catalog), composition.name, CHANNEL_ORDER].filter(
+  (r) => freshnessOf(r) === 'stock',
+);

@@ -4,7 +4,7 @@
 // it ran leaves the pair due again after its coalescing window (next_at).
 import { sql } from 'kysely';
 import type { Executor } from './index.ts';
-import { LEASE_SECONDS } from './pending.ts';
+import { LEASE_SECONDS, tierOf } from './pending.ts';
 
 export interface ClaimedPair {
   connectionId: number;
@@ -16,12 +16,12 @@ export interface ClaimedPair {
 /**
  * Claims up to `limit` due pairs of active connections for `worker`, stock resources first, then the pair that
  * has waited longest since its window opened (a busy pair's window reopens after each drain, a quiet one's long
- * ago: so the quiet connection is not queued behind the busy one). One statement; rows another worker is
- * claiming are skipped, not waited for. The connection's status is a subquery per due pair, not a join: the planner
- * cannot tell how few pairs are due and hashed every connection for each claim (10 ms a claim at 5,000 accounts;
- * 2.2 -> 0.7 ms on a table of 5,000 connections and 25,000 pairs).
+ * ago: so the quiet connection is not queued behind the busy one). One statement, which walks the due pairs in
+ * that order (drain_pairs_claim: tier, next_at) and stops when it has `limit`; rows another worker is
+ * claiming are skipped, not waited for. The connection's status is a subquery per pair walked, not a join: the
+ * planner cannot tell how few pairs are due and hashed every connection for each claim.
  */
-export async function claimPairs(db: Executor, worker: string, limit: number, stock: readonly string[]): Promise<ClaimedPair[]> {
+export async function claimPairs(db: Executor, worker: string, limit: number): Promise<ClaimedPair[]> {
   if (limit <= 0) return [];
   const { rows } = await sql<{ connection_id: number; resource: string; claimed_seq: number }>`
     UPDATE drain_pairs d SET claimed_by = ${worker}, claimed_until = now() + make_interval(secs => ${LEASE_SECONDS}),
@@ -30,7 +30,7 @@ export async function claimPairs(db: Executor, worker: string, limit: number, st
       SELECT p.connection_id, p.resource FROM drain_pairs p
       WHERE p.marked_seq > p.drained_seq AND p.next_at <= now() AND (p.claimed_until IS NULL OR p.claimed_until < now())
         AND (SELECT c.status FROM connections c WHERE c.id = p.connection_id) = 'active'
-      ORDER BY p.resource <> ALL(${[...stock]}::text[]), p.next_at
+      ORDER BY p.tier, p.next_at
       LIMIT ${limit} FOR UPDATE OF p SKIP LOCKED
     ) x
     WHERE d.connection_id = x.connection_id AND d.resource = x.resource
@@ -67,8 +67,9 @@ export async function releaseWorkerPairs(db: Executor, worker: string): Promise<
  * drain had claimed, whose claim has since lapsed) becomes due. One statement.
  */
 export async function duePendingPairs(db: Executor): Promise<number> {
-  const r = await sql`INSERT INTO drain_pairs AS d (connection_id, resource)
-    SELECT DISTINCT connection_id, resource FROM pending_fetches WHERE claimed_until IS NULL OR claimed_until < now()
+  const r = await sql`INSERT INTO drain_pairs AS d (connection_id, resource, tier)
+    SELECT DISTINCT connection_id, resource, ${tierOf('resource')} FROM pending_fetches
+    WHERE claimed_until IS NULL OR claimed_until < now()
     ORDER BY 1, 2
     ON CONFLICT (connection_id, resource) DO UPDATE SET marked_seq = d.drained_seq + 1
       WHERE d.marked_seq <= d.drained_seq`.execute(db);

@@ -7,6 +7,7 @@
 // rest of the lease.
 import { type RawBuilder, sql } from 'kysely';
 import type { Executor } from './index.ts';
+import { STOCK_RESOURCES } from '../catalog/index.ts';
 import { together, type Part } from './together.ts';
 
 export interface Mark {
@@ -25,6 +26,13 @@ export interface Claimed {
   /** How many marks the row gathered (a mark without a delivery, such as a follow-up, adds one but no row id). */
   marks: number;
 }
+
+/**
+ * A new pair's claim tier (migration 0290), from `column`, its resource in the statement that makes it: 0 for stock
+ * drains, which channel quantities are made of and are claimed first; 1 for the rest.
+ */
+export const tierOf = (column: string) =>
+  sql<number>`CASE WHEN ${sql.ref(column)} = ANY(${[...STOCK_RESOURCES]}::text[]) THEN 0 ELSE 1 END`;
 
 /** Records (connection, resource, id) rows to read; returns the distinct (connection, resource) pairs marked. */
 export async function markPending(db: Executor, marks: Mark[]): Promise<{ connectionId: number; resource: string }[]> {
@@ -64,8 +72,8 @@ export async function markPending(db: Executor, marks: Mark[]): Promise<{ connec
       delivery_row_ids = (p.delivery_row_ids || excluded.delivery_row_ids)[greatest(1, cardinality(p.delivery_row_ids || excluded.delivery_row_ids) - 19):],
       reason = COALESCE(excluded.reason, p.reason)
     RETURNING p.connection_id, p.resource)
-    INSERT INTO drain_pairs AS d (connection_id, resource)
-    SELECT DISTINCT connection_id, resource FROM marked ORDER BY 1, 2
+    INSERT INTO drain_pairs AS d (connection_id, resource, tier)
+    SELECT DISTINCT connection_id, resource, ${tierOf('resource')} FROM marked ORDER BY 1, 2
     ON CONFLICT (connection_id, resource) DO UPDATE SET marked_seq = d.marked_seq + 1,
       claimed_by = CASE WHEN d.claimed_until > now() + make_interval(secs => ${LEASE_SECONDS - HELD_SECONDS}) THEN d.claimed_by END,
       claimed_until = CASE WHEN d.claimed_until > now() + make_interval(secs => ${LEASE_SECONDS - HELD_SECONDS}) THEN d.claimed_until END`.execute(

@@ -5,7 +5,6 @@
 // slot is followed by another as soon as a slot frees. Several workers share the table: a pair is drained by one
 // of them at a time, and a killed worker's claims lapse (src/db/drain-pairs.ts).
 import { randomUUID } from 'node:crypto';
-import { CHANNEL_ORDER, catalog, composition, freshnessOf } from '../catalog/index.ts';
 import { announceChanges } from '../channels/dispatch.ts';
 import { claimPairs, releasePair, releaseWorkerPairs, type ClaimedPair, type PairOutcome } from '../db/drain-pairs.ts';
 import { errorSummary } from '../db/index.ts';
@@ -18,9 +17,6 @@ import { heldForStock, mayBeHeld } from './pacing.ts';
 export const POLL_MS = 250;
 
 const STOP_WAIT_MS = 10_000;
-
-// Claimed first: what channel quantities are made of.
-const STOCK = [...Object.keys(catalog), composition.name, CHANNEL_ORDER].filter((r) => freshnessOf(r) === 'stock');
 
 export class Drainer {
   /** This process's name in drain_pairs.claimed_by. */
@@ -67,7 +63,7 @@ export class Drainer {
     try {
       const free = this.#slots - this.#running.size;
       if (free <= 0) return;
-      const pairs = await claimPairs(this.#deps.db, this.worker, free, STOCK);
+      const pairs = await claimPairs(this.#deps.db, this.worker, free);
       if (this.#failing) this.#deps.log.info('drains claimed again');
       this.#failing = false;
       this.#full = pairs.length === free;

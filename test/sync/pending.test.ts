@@ -124,7 +124,7 @@ t.test('a batch of deliveries about many connections makes their drains due in i
   }
   const r = await consumeDeliveries(db, jobs);
   t.equal(r.drains.length, 20);
-  const claimed = await claimPairs(db, 'w1', 50, ['variant']);
+  const claimed = await claimPairs(db, 'w1', 50);
   t.same(claimed.map((p) => p.connectionId).sort(), jobs.map((j) => j.connectionId).sort(), 'every pair due, once');
 });
 
@@ -136,7 +136,7 @@ t.test('drain pairs: one claim per pair, stock first, a mark while draining leav
     { connectionId: a.id, resource: 'product', id: 1 },
     { connectionId: b.id, resource: 'variant', id: 1 },
   ]);
-  const [first, second] = await Promise.all([claimPairs(db, 'w1', 1, ['variant']), claimPairs(db, 'w2', 1, ['variant'])]);
+  const [first, second] = await Promise.all([claimPairs(db, 'w1', 1), claimPairs(db, 'w2', 1)]);
   t.same(
     [...first!, ...second!].map((p) => p.resource).sort(),
     ['product', 'variant'],
@@ -145,23 +145,23 @@ t.test('drain pairs: one claim per pair, stock first, a mark while draining leav
   const all = [...first!, ...second!];
   const variant = all.find((p) => p.resource === 'variant')!;
   const product = all.find((p) => p.resource === 'product')!;
-  t.same(await claimPairs(db, 'w3', 5, ['variant']), [], "a claimed pair is nobody else's");
+  t.same(await claimPairs(db, 'w3', 5), [], "a claimed pair is nobody else's");
 
   // A mark while the variant's drain runs: released as drained, it is due again once its window has passed.
   await markPending(db, [{ connectionId: b.id, resource: 'variant', id: 2 }]);
   const owner = (p: ClaimedPair) => (first!.includes(p) ? 'w1' : 'w2');
   await releasePair(db, owner(variant), variant, { drained: true, failed: false, seconds: 0 });
-  const [again] = await claimPairs(db, 'w3', 5, ['variant']);
+  const [again] = await claimPairs(db, 'w3', 5);
   t.match(again, { connectionId: b.id, resource: 'variant' }, 'marked meanwhile: due again');
   await releasePair(db, 'w3', again!, { drained: true, failed: false, seconds: 60 });
   await markPending(db, [{ connectionId: b.id, resource: 'variant', id: 3 }]);
-  t.same(await claimPairs(db, 'w3', 5, ['variant']), [], 'not before its window has passed');
+  t.same(await claimPairs(db, 'w3', 5), [], 'not before its window has passed');
 
   // Stock first: both due, one slot.
   await sql`UPDATE drain_pairs SET next_at = now() - interval '1 second'`.execute(db);
   await releasePair(db, owner(product), product, { drained: false, failed: false, seconds: 0 });
-  t.match(await claimPairs(db, 'w4', 1, ['variant']), [{ resource: 'variant' }], 'the stock pair goes first');
-  const [other] = await claimPairs(db, 'w4', 1, ['variant']);
+  t.match(await claimPairs(db, 'w4', 1), [{ resource: 'variant' }], 'the stock pair goes first');
+  const [other] = await claimPairs(db, 'w4', 1);
   t.match(other, { resource: 'product' });
 
   // A failed drain backs off; a claim older than a minute is freed by the next mark.
@@ -173,13 +173,26 @@ t.test('drain pairs: one claim per pair, stock first, a mark while draining leav
   await sql`UPDATE drain_pairs SET next_at = now(), claimed_by = 'dead', claimed_until = now() + interval '200 seconds'
     WHERE connection_id = ${a.id}`.execute(db);
   await markPending(db, [{ connectionId: a.id, resource: 'product', id: 1 }]);
-  t.match(await claimPairs(db, 'w5', 5, ['variant']), [{ connectionId: a.id, resource: 'product' }], 'the old claim freed by a mark');
+  t.match(await claimPairs(db, 'w5', 5), [{ connectionId: a.id, resource: 'product' }], 'the old claim freed by a mark');
 
   // The safety net: rows whose pair is not due (a lapsed claim of a killed drain) make it due again.
   await releasePair(db, 'w5', { connectionId: a.id, resource: 'product', claimedSeq: 1e9 }, { drained: true, failed: false, seconds: 0 });
-  t.same(await claimPairs(db, 'w5', 5, ['variant']), [], 'nothing due');
+  t.same(await claimPairs(db, 'w5', 5), [], 'nothing due');
   t.equal(await duePendingPairs(db), 1, 'a pair with unclaimed rows is due again');
-  t.match(await claimPairs(db, 'w5', 5, ['variant']), [{ connectionId: a.id, resource: 'product' }]);
+  t.match(await claimPairs(db, 'w5', 5), [{ connectionId: a.id, resource: 'product' }]);
+  await sql`DELETE FROM drain_pairs`.execute(db);
+  await markPending(db, [{ connectionId: b.id, resource: 'fulfillment', id: 1 }]);
+  t.equal(await duePendingPairs(db), 2, 'the pairs the delete took, made again');
+  const tiers = await sql<{ resource: string; tier: number }>`SELECT resource, tier FROM drain_pairs ORDER BY resource`.execute(db);
+  t.same(
+    tiers.rows,
+    [
+      { resource: 'fulfillment', tier: 0 },
+      { resource: 'product', tier: 1 },
+      { resource: 'variant', tier: 0 },
+    ],
+    'stock pairs are tier 0 however they are made (a mark, the safety net)',
+  );
 });
 
 t.test('claims are disjoint; a clear keeps rows re-marked while they were being read', async (t) => {
