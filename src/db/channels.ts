@@ -45,6 +45,25 @@ export async function channelsOf(db: Executor, connectionId: number): Promise<Ch
     .rows;
 }
 
+/**
+ * Every active connection with its channels, in one statement (the worker's rules check runs over all of them):
+ * `channels` is empty for a connection that has none yet.
+ */
+export async function activeConnectionsChannels(db: Executor): Promise<{ id: number; name: string; channels: Channel[] }[]> {
+  const { rows } = await sql<Channel & { connection: string; connection_ref: number }>`
+    SELECT n.id AS connection_ref, n.name AS connection, ${CHANNEL_COLUMNS}
+    FROM connections n LEFT JOIN channels c ON c.connection_id = n.id
+    WHERE n.status = 'active' ORDER BY n.id, c.id`.execute(db);
+  const out = new Map<number, { id: number; name: string; channels: Channel[] }>();
+  for (const { connection, connection_ref, ...channel } of rows) {
+    const id = Number(connection_ref);
+    const entry = out.get(id) ?? { id, name: connection, channels: [] };
+    out.set(id, entry);
+    if (channel.id !== null) entry.channels.push(channel);
+  }
+  return [...out.values()];
+}
+
 /** Channels with their connection's name and counts, for listings; filtered by connection and/or name. */
 export async function listChannels(db: Executor, opts: { connectionId?: number; name?: string } = {}) {
   return (

@@ -102,6 +102,14 @@ export function rulesFingerprint(r: ChannelRules): string {
 }
 
 /**
+ * Whether a channel's stored quantities wait for its rules: they were computed with other rules, or the channel
+ * waits to adopt the settings' (connectionChannels).
+ */
+export function rulesDue(c: Channel): boolean {
+  return c.adopt_settings.length > 0 || c.applied_rules !== rulesFingerprint(rulesOf(c));
+}
+
+/**
  * The channels of a connection. With the settings' rules (`seed`), a connection without a channel gets its
  * `default`, and a migrated default channel adopts the settings it was waiting for.
  */
@@ -469,7 +477,7 @@ export async function applyRulesIfChanged(
 ): Promise<number | null> {
   let n: number | null = null;
   for (const ch of await connectionChannels(db, connectionId, rulesFrom(config))) {
-    if (ch.applied_rules === rulesFingerprint(rulesOf(ch))) continue;
+    if (!rulesDue(ch)) continue;
     n = (n ?? 0) + ((await recomputeWholeChannel(db, Number(ch.id), { kind: 'rules' }, onChanges)) ?? 0);
   }
   return n;

@@ -1,13 +1,14 @@
 // The maintenance queue's handler: retention (retention.ts), schedules and channel rules, lapsed connections,
 // webhook subscriptions, and the safety net for pending fetches whose drain job was lost.
 import { probeLapsed } from '../api/index.ts';
-import { connectionByName, listConnections } from '../db/connections.ts';
+import { connectionByName } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
 import { metrics } from '../metrics.ts';
 import type { MaintenanceTask } from '../queue/contracts.ts';
 import { checkAllWebhooks } from '../receiver/subscriptions.ts';
 import type { WorkerDeps } from '../worker/handler.ts';
-import { applyRulesIfChanged } from '../stock/recompute.ts';
+import { applyRulesIfChanged, rulesDue } from '../stock/recompute.ts';
+import { activeConnectionsChannels } from '../db/channels.ts';
 import { announceChanges, requestDueDeliveries } from '../channels/dispatch.ts';
 import { logSync } from '../db/synclog.ts';
 import { enforceRetention } from './retention.ts';
@@ -117,10 +118,15 @@ async function watchChannelOrders(deps: WorkerDeps): Promise<number> {
   return due.length;
 }
 
-/** Channel rules changed (settings, or a channel_rules row): recompute the connection's quantities. */
+/**
+ * Channel rules changed (settings, or a channel_rules row): recompute the connection's quantities. Every active
+ * connection's channels are checked in one statement, and only a connection with a channel due (or none yet) costs
+ * more: at thousands of connections, a check per connection made a worker's start take minutes, and each
+ * schedules run thousands of statements.
+ */
 export async function applyRules(deps: WorkerDeps): Promise<void> {
-  const connections = await listConnections(deps.db, 'active');
-  for (const c of connections) {
+  const due = (await activeConnectionsChannels(deps.db)).filter((c) => !c.channels.length || c.channels.some(rulesDue));
+  for (const c of due) {
     const n = await applyRulesIfChanged(deps.db, deps.config, Number(c.id), (changes) => announceChanges(deps, changes));
     if (n !== null) deps.log.info({ connection: c.name, changes: n }, 'channel rules applied');
   }
