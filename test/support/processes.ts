@@ -82,6 +82,15 @@ export async function spawnCli(
       await exited;
     }
   });
+  if (!t) {
+    // Without a test to tear it down (a benchmark), the child goes with this process however it ends: a benchmark
+    // that crashed left its worker running, and it took most of a core from the next benchmark.
+    const reap = () => {
+      if (exitCode === null) child.kill('SIGKILL');
+    };
+    process.on('exit', reap);
+    void exited.then(() => process.off('exit', reap));
+  }
   const ready = opts.ready === undefined ? LISTENING : opts.ready;
   let url = '';
   if (ready) {

@@ -53,6 +53,13 @@ t.test('mount: housekeeping schedules (none per connection), a queued sweep runs
   const rt = await testRuntime(t, tdb, config, logs.log, { boss: { supervise: true, schedule: false, max: 4 } });
   const boss = rt.boss;
   await mount(rt);
+  const channelled = await sql<{ name: string }>`SELECT DISTINCT n.name FROM connections n JOIN channels c ON c.connection_id = n.id
+    ORDER BY 1`.execute(tdb.db);
+  t.same(
+    channelled.rows.map((r) => r.name),
+    ['broken', 'shop'],
+    "the start's rules check (one statement over every connection) made each active connection its default channel",
+  );
 
   t.same(await boss.getSchedules(reconcileQueue.name), [], 'no schedule per connection: the sweeps task asks for them');
   const housekeeping = new Map((await boss.getSchedules(maintenanceQueue.name)).map((s) => [s.key, s.cron]));
