@@ -4,7 +4,14 @@
 // it ran leaves the pair due again after its coalescing window (next_at).
 import { sql } from 'kysely';
 import type { Executor } from './index.ts';
-import { LEASE_SECONDS, tierOf } from './pending.ts';
+import { tierOf } from './pending.ts';
+
+/**
+ * How long a pair's claim lasts unless its worker renews it (every PAIR_RENEW_SECONDS while it drains): a killed
+ * worker's pairs are taken over within this, with the rows its drains had claimed (claimPairs).
+ */
+export const PAIR_LEASE_SECONDS = 30;
+export const PAIR_RENEW_SECONDS = 10;
 
 export interface ClaimedPair {
   connectionId: number;
@@ -20,22 +27,39 @@ export interface ClaimedPair {
  * that order (drain_pairs_claim: tier, next_at) and stops when it has `limit`; rows another worker is
  * claiming are skipped, not waited for. The connection's status is a subquery per pair walked, not a join: the
  * planner cannot tell how few pairs are due and hashed every connection for each claim.
+ *
+ * A pair still named by a claim that lapsed (its worker stopped renewing: killed) is taken over, and the pending
+ * rows its drain had claimed are freed in the same statement: the pair was that drain's alone, so they were its
+ * rows, and they would otherwise wait out their own 5-minute lease.
  */
 export async function claimPairs(db: Executor, worker: string, limit: number): Promise<ClaimedPair[]> {
   if (limit <= 0) return [];
   const { rows } = await sql<{ connection_id: number; resource: string; claimed_seq: number }>`
-    UPDATE drain_pairs d SET claimed_by = ${worker}, claimed_until = now() + make_interval(secs => ${LEASE_SECONDS}),
-      claimed_seq = d.marked_seq
-    FROM (
-      SELECT p.connection_id, p.resource FROM drain_pairs p
+    WITH due AS (
+      SELECT p.connection_id, p.resource, p.claimed_by IS NOT NULL AS taken_over FROM drain_pairs p
       WHERE p.marked_seq > p.drained_seq AND p.next_at <= now() AND (p.claimed_until IS NULL OR p.claimed_until < now())
         AND (SELECT c.status FROM connections c WHERE c.id = p.connection_id) = 'active'
       ORDER BY p.tier, p.next_at
       LIMIT ${limit} FOR UPDATE OF p SKIP LOCKED
-    ) x
-    WHERE d.connection_id = x.connection_id AND d.resource = x.resource
+    ), freed AS (
+      UPDATE pending_fetches f SET claimed_until = NULL FROM due
+      WHERE due.taken_over AND f.connection_id = due.connection_id AND f.resource = due.resource AND f.claimed_until IS NOT NULL
+    )
+    UPDATE drain_pairs d SET claimed_by = ${worker}, claimed_until = now() + make_interval(secs => ${PAIR_LEASE_SECONDS}),
+      claimed_seq = d.marked_seq
+    FROM due
+    WHERE d.connection_id = due.connection_id AND d.resource = due.resource
     RETURNING d.connection_id, d.resource, d.claimed_seq`.execute(db);
   return rows.map((r) => ({ connectionId: Number(r.connection_id), resource: r.resource, claimedSeq: Number(r.claimed_seq) }));
+}
+
+/** Renews `worker`'s claims of these pairs (their drains run on); answers how many it still held. */
+export async function renewPairs(db: Executor, worker: string, pairs: ClaimedPair[]): Promise<number> {
+  if (!pairs.length) return 0;
+  const r = await sql`UPDATE drain_pairs d SET claimed_until = now() + make_interval(secs => ${PAIR_LEASE_SECONDS})
+    FROM unnest(${pairs.map((p) => p.connectionId)}::bigint[], ${pairs.map((p) => p.resource)}::text[]) AS x(connection_id, resource)
+    WHERE d.connection_id = x.connection_id AND d.resource = x.resource AND d.claimed_by = ${worker}`.execute(db);
+  return Number(r.numAffectedRows ?? 0);
 }
 
 /** How a drain of a claimed pair ended. */

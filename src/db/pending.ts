@@ -59,7 +59,7 @@ export async function markPending(db: Executor, marks: Mark[]): Promise<{ connec
   }
   const rows = [...folded.values()].map((f) => ({ ...f, delivery_row_ids: f.delivery_row_ids.slice(-20) }));
   // The pairs marked are due (again) once their window has passed (src/db/drain-pairs.ts): in the same statement.
-  // A mark frees a pair's claim older than a minute as it frees the rows' own (the module comment).
+  // A pair's claim is left alone: its worker renews it while it drains, and it lapses within half a minute if not.
   await sql`
     WITH marked AS (
     INSERT INTO pending_fetches AS p (connection_id, resource, id, marks, delivery_row_ids, reason)
@@ -74,20 +74,16 @@ export async function markPending(db: Executor, marks: Mark[]): Promise<{ connec
     RETURNING p.connection_id, p.resource)
     INSERT INTO drain_pairs AS d (connection_id, resource, tier)
     SELECT DISTINCT connection_id, resource, ${tierOf('resource')} FROM marked ORDER BY 1, 2
-    ON CONFLICT (connection_id, resource) DO UPDATE SET marked_seq = d.marked_seq + 1,
-      claimed_by = CASE WHEN d.claimed_until > now() + make_interval(secs => ${LEASE_SECONDS - HELD_SECONDS}) THEN d.claimed_by END,
-      claimed_until = CASE WHEN d.claimed_until > now() + make_interval(secs => ${LEASE_SECONDS - HELD_SECONDS}) THEN d.claimed_until END`.execute(
-    db,
-  );
+    ON CONFLICT (connection_id, resource) DO UPDATE SET marked_seq = d.marked_seq + 1`.execute(db);
   const pairs = new Map<string, { connectionId: number; resource: string }>();
   for (const r of rows) pairs.set(`${r.connection_id}/${r.resource}`, { connectionId: r.connection_id, resource: r.resource });
   return [...pairs.values()];
 }
 
 /** How long a claim lasts when its drain never clears it (a crash). */
-export const LEASE_SECONDS = 300;
+const LEASE_SECONDS = 300;
 /** How long a mark leaves a claim alone (a drain's read of 250 ids takes well under this unless it waits for budget). */
-export const HELD_SECONDS = 60;
+const HELD_SECONDS = 60;
 
 type ClaimedRow = { id: number; seq: number; delivery_row_ids: number[]; reason: string | null; marks: number };
 

@@ -3,10 +3,19 @@
 // connection in one statement (stock first, then the pair that waited longest), and drains each (drain.ts); at the
 // end a pair's claim goes back with its next coalescing window (src/sync/pacing.ts). A claim that filled every free
 // slot is followed by another as soon as a slot frees. Several workers share the table: a pair is drained by one
-// of them at a time, and a killed worker's claims lapse (src/db/drain-pairs.ts).
+// of them at a time; a drainer renews its claims while it drains, so a killed worker's lapse within half a minute
+// and another worker takes them over (src/db/drain-pairs.ts).
 import { randomUUID } from 'node:crypto';
 import { announceChanges } from '../channels/dispatch.ts';
-import { claimPairs, releasePair, releaseWorkerPairs, type ClaimedPair, type PairOutcome } from '../db/drain-pairs.ts';
+import {
+  claimPairs,
+  PAIR_RENEW_SECONDS,
+  releasePair,
+  releaseWorkerPairs,
+  renewPairs,
+  type ClaimedPair,
+  type PairOutcome,
+} from '../db/drain-pairs.ts';
 import { errorSummary } from '../db/index.ts';
 import { rulesFrom } from '../stock/rules.ts';
 import type { WorkerDeps } from '../worker/handler.ts';
@@ -24,8 +33,10 @@ export class Drainer {
   readonly #deps: WorkerDeps;
   readonly #slots: number;
   readonly #pollMs: number;
-  readonly #running = new Set<Promise<void>>();
+  /** The drains running, and the pair each holds. */
+  readonly #running = new Map<Promise<void>, ClaimedPair>();
   #timer: NodeJS.Timeout | null = null;
+  #renewTimer: NodeJS.Timeout | null = null;
   #claiming = false;
   #stopped = false;
   /** The last claim filled every free slot: more may be due. */
@@ -42,6 +53,8 @@ export class Drainer {
   start(): void {
     this.#timer = setInterval(() => void this.#claim(), this.#pollMs);
     this.#timer.unref();
+    this.#renewTimer = setInterval(() => void this.#renew(), PAIR_RENEW_SECONDS * 1000);
+    this.#renewTimer.unref();
     void this.#claim();
   }
 
@@ -53,8 +66,18 @@ export class Drainer {
     this.#stopped = true;
     if (this.#timer) clearInterval(this.#timer);
     const waited = new Promise<void>((r) => setTimeout(r, STOP_WAIT_MS).unref());
-    await Promise.race([Promise.allSettled([...this.#running]), waited]);
+    await Promise.race([Promise.allSettled([...this.#running.keys()]), waited]);
+    if (this.#renewTimer) clearInterval(this.#renewTimer);
     await releaseWorkerPairs(this.#deps.db, this.worker).catch(() => {});
+  }
+
+  /** Keeps the claims of the drains running (one waiting for the budget's reset runs for minutes). */
+  async #renew(): Promise<void> {
+    if (!this.#running.size) return;
+    await renewPairs(this.#deps.db, this.worker, [...this.#running.values()]).catch((err) =>
+      // The database is likely away: the claims lapse, and whoever claims them next reads the rows again.
+      this.#deps.log.warn({ err: errorSummary(err) }, 'could not renew the drains claimed'),
+    );
   }
 
   async #claim(): Promise<void> {
@@ -72,7 +95,7 @@ export class Drainer {
           this.#running.delete(run);
           if (this.#full) void this.#claim();
         });
-        this.#running.add(run);
+        this.#running.set(run, pair);
       }
     } catch (err) {
       // The database is likely away: the next poll tries again; nothing was claimed.
@@ -94,7 +117,7 @@ export class Drainer {
       out = { drained: false, failed: true, seconds: 0 };
     }
     await releasePair(db, this.worker, pair, out).catch((err) =>
-      // The claim lapses in five minutes (or the next mark frees it after one).
+      // The claim lapses within half a minute, as the renewals stop.
       log.warn({ err: errorSummary(err), connectionId: pair.connectionId, resource: pair.resource }, 'could not release a drain'),
     );
   }

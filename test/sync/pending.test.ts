@@ -14,7 +14,7 @@ import { drainPending } from '../../src/sync/drain.ts';
 import { rulesFrom } from '../../src/stock/rules.ts';
 import type { Reader } from '../../src/sync/reader.ts';
 import type { Db } from '../../src/db/index.ts';
-import { claimPairs, duePendingPairs, releasePair, type ClaimedPair } from '../../src/db/drain-pairs.ts';
+import { claimPairs, duePendingPairs, releasePair, renewPairs, type ClaimedPair } from '../../src/db/drain-pairs.ts';
 
 async function delivery(db: Db, connectionId: number, resource: string | null, objectId: number | null, n: number): Promise<number> {
   const row = await db
@@ -164,16 +164,33 @@ t.test('drain pairs: one claim per pair, stock first, a mark while draining leav
   const [other] = await claimPairs(db, 'w4', 1);
   t.match(other, { resource: 'product' });
 
-  // A failed drain backs off; a claim older than a minute is freed by the next mark.
+  // A failed drain backs off.
   await releasePair(db, 'w4', other!, { drained: false, failed: true, seconds: 0 });
   const backoff = await sql<{ wait: number; failures: number }>`SELECT extract(epoch FROM next_at - now())::float8 AS wait, failures
     FROM drain_pairs WHERE connection_id = ${a.id}`.execute(db);
   t.match(backoff.rows[0], { failures: 1 });
   t.ok(backoff.rows[0]!.wait > 1 && backoff.rows[0]!.wait <= 2, 'the first retry after 2 s');
-  await sql`UPDATE drain_pairs SET next_at = now(), claimed_by = 'dead', claimed_until = now() + interval '200 seconds'
-    WHERE connection_id = ${a.id}`.execute(db);
+
+  // A killed worker: its drain had claimed the pair and its rows. While its claim is renewed, marks leave it
+  // alone; once it lapses (no renewal), the next claim takes the pair over with the rows the dead drain held.
+  await sql`UPDATE drain_pairs SET next_at = now() WHERE connection_id = ${a.id}`.execute(db);
   await markPending(db, [{ connectionId: a.id, resource: 'product', id: 1 }]);
-  t.match(await claimPairs(db, 'w5', 5), [{ connectionId: a.id, resource: 'product' }], 'the old claim freed by a mark');
+  const [dead] = await claimPairs(db, 'dead', 1);
+  t.match(dead, { connectionId: a.id, resource: 'product' });
+  t.equal((await claimPending(db, a.id, 'product', 250)).length, 1, "the dead worker's drain claimed its row");
+  await markPending(db, [{ connectionId: a.id, resource: 'product', id: 2 }]);
+  t.equal(await renewPairs(db, 'dead', [dead!]), 1, 'renewed while its drain runs');
+  t.equal(await renewPairs(db, 'w5', [dead!]), 0, "nobody renews another worker's claim");
+  t.same(await claimPairs(db, 'w5', 5), [], 'a renewed claim is left alone, marks or not');
+  await sql`UPDATE drain_pairs SET claimed_until = now() - interval '1 second' WHERE connection_id = ${a.id}`.execute(db);
+  t.match(await claimPairs(db, 'w5', 5), [{ connectionId: a.id, resource: 'product' }], 'a lapsed claim is taken over');
+  t.same(
+    (await claimPending(db, a.id, 'product', 250)).map((r) => r.id).sort(),
+    [1, 2],
+    'with the rows the dead drain had claimed, without waiting for their lease',
+  );
+  t.equal(await renewPairs(db, 'dead', [dead!]), 0, 'the dead worker, were it back, holds nothing');
+  await sql`UPDATE pending_fetches SET claimed_until = NULL WHERE connection_id = ${a.id}`.execute(db);
 
   // The safety net: rows whose pair is not due (a lapsed claim of a killed drain) make it due again.
   await releasePair(db, 'w5', { connectionId: a.id, resource: 'product', claimedSeq: 1e9 }, { drained: true, failed: false, seconds: 0 });
