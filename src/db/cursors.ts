@@ -6,23 +6,9 @@ import type { SyncCursorsTable } from './schema.ts';
 
 export type SyncCursor = Selectable<SyncCursorsTable>;
 
-/** Whether any sweep of the connection has saved a cursor yet. */
-export async function hasCursors(db: Executor, connectionId: number): Promise<boolean> {
-  return !!(await db.selectFrom('sync_cursors').select('connection_id').where('connection_id', '=', connectionId).executeTakeFirst());
-}
-
 /** The ids of connections swept at least once. */
 export async function sweptConnections(db: Executor): Promise<Set<number>> {
   return new Set((await db.selectFrom('sync_cursors').select('connection_id').distinct().execute()).map((r) => Number(r.connection_id)));
-}
-
-export async function getCursor(db: Executor, connectionId: number, resource: string): Promise<Pick<SyncCursor, 'cursor'> | undefined> {
-  return db
-    .selectFrom('sync_cursors')
-    .select(['cursor'])
-    .where('connection_id', '=', connectionId)
-    .where('resource', '=', resource)
-    .executeTakeFirst();
 }
 
 /** The cursors of these connections, by resource. */

@@ -11,7 +11,7 @@
 // a deletion still shifts later records one place forward, so nothing missing from a listing is marked gone
 // before a read by id says so.
 import type { ApiClient, Page } from '../api/index.ts';
-import { getCursor, hasCursors, saveCursor } from '../db/cursors.ts';
+import { listCursors, saveCursor } from '../db/cursors.ts';
 import { announcedAmong } from '../db/delivery-reads.ts';
 import { markPending, pendingAmong } from '../db/pending.ts';
 import type { Db } from '../db/index.ts';
@@ -116,7 +116,10 @@ export interface SweepResult {
   unavailable: string[];
   durationMs: number;
   busy?: boolean;
-  /** The connection's first sweep: what it writes is the initial load, not drift (drift stays 0). */
+  /**
+   * The connection's first sweep (or its retry): some resource had no cursor yet, and what the sweep wrote of such
+   * a resource is its initial load, not drift.
+   */
   initial?: boolean;
 }
 
@@ -150,8 +153,11 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
   const { db, client } = deps;
   const connectionId = Number(client.connection.id);
   const started = Date.now();
-  // Before any cursor exists, everything a sweep writes is the first load of the mirror, not drift.
-  const initial = !(await hasCursors(db, connectionId));
+  // What a sweep writes of a resource with no cursor yet is its first load, not drift. A first sweep that failed
+  // part-way left cursors of the resources it finished: its retry loads the rest, and is still the initial one.
+  const cursors = new Map((await listCursors(db, [connectionId])).map((c) => [c.resource, c.cursor]));
+  const swept = Object.values(resources).filter((spec) => full || spec.incremental);
+  const initial = swept.some((spec) => !cursors.has(spec.name));
   const result: SweepResult = { ...emptyResult(full), initial };
   const ctx: ApplyContext = {
     connectionId,
@@ -167,11 +173,11 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
   };
   const bundlesToRead = new Set<number>();
 
-  for (const spec of Object.values(resources)) {
-    if (!full && !spec.incremental) continue;
+  for (const spec of swept) {
     const stat: ResourceSweep = { records: 0, applied: 0, gone: 0, pages: 0, queued: 0, explained: 0 };
-    const cursorRow = await getCursor(db, connectionId, spec.name);
-    const since = !full && cursorRow?.cursor ? new Date(new Date(cursorRow.cursor).getTime() - deps.overlapSeconds * 1000) : null;
+    const loading = !cursors.has(spec.name);
+    const cursor = cursors.get(spec.name);
+    const since = !full && cursor ? new Date(new Date(cursor).getTime() - deps.overlapSeconds * 1000) : null;
     let newest: string | null = null;
     const seen = new Set<number>();
     let ok = true;
@@ -194,7 +200,7 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
         const applied = await db.transaction().execute((tx) => applyRecords(tx, pageCtx, spec, page.records, page.sideloads));
         stat.applied += applied.applied.length;
         stat.queued = (stat.queued ?? 0) + applied.tied.length;
-        if (!initial)
+        if (!loading)
           stat.explained =
             (stat.explained ?? 0) +
             (await explainedDrift(db, connectionId, spec, page.records, [...applied.applied, ...applied.tied], deps.clockMarginMs));
@@ -216,7 +222,7 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
     result.resources[spec.name] = stat;
     result.records += stat.records;
     // Drift is what no delivery or queued read explains (docs/alerts.md): those the drain was about to read anyway.
-    const drift = initial ? 0 : Math.max(0, stat.applied + stat.gone + (stat.queued ?? 0) - (stat.explained ?? 0));
+    const drift = loading ? 0 : Math.max(0, stat.applied + stat.gone + (stat.queued ?? 0) - (stat.explained ?? 0));
     result.drift += drift;
     result.explained += stat.explained ?? 0;
     if (drift) metrics.driftFound.inc({ connection: client.connection.name, resource: spec.name }, drift);
