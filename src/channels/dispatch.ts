@@ -18,6 +18,7 @@ import {
   destinationOf,
   destinationsDue,
   hasWaiting,
+  leaseLeft,
   releaseDestination,
   renewLease,
   saveDestination,
@@ -126,7 +127,14 @@ async function deliverChannel(deps: WorkerDeps, channelId: number): Promise<void
   if (await adoptWebhookSetting(deps, channelId))
     deps.log.info({ channelId }, 'CHANNEL_WEBHOOK_URL is the destination of this default channel');
   const dest = await claimDestination(db, channelId, LEASE_SECONDS);
-  if (!dest) return; // no destination, paused, waiting for its retry, or another sender has it
+  if (!dest) {
+    // No destination, paused, or waiting for its retry (which is scheduled); or another sender has it. A live one
+    // asks again when it is done, a killed one never will: so ask for a delivery when its lease ends, rather than
+    // leave the channel to the maintenance minute after it.
+    const left = await leaseLeft(db, channelId);
+    if (left !== null) await requestDelivery(deps.boss, channelId, left + 1);
+    return;
+  }
   const started = Date.now();
   try {
     const secrets = parseSecrets(decryptToken(deps.clients.key(config), dest.secrets));

@@ -81,6 +81,14 @@ export async function claimDestination(db: Executor, channelId: number, seconds:
   ).rows[0];
 }
 
+/** Seconds until another sender's lease of the channel ends; null when nobody holds it (or it is paused). */
+export async function leaseLeft(db: Executor, channelId: number): Promise<number | null> {
+  const { rows } = await sql<{ seconds: number }>`
+      SELECT extract(epoch FROM claimed_until - now())::float8 AS seconds FROM channel_destinations
+       WHERE channel_id = ${channelId} AND paused_at IS NULL AND claimed_until > now()`.execute(db);
+  return rows[0] ? Number(rows[0].seconds) : null;
+}
+
 export async function renewLease(db: Executor, channelId: number, seconds: number): Promise<void> {
   await sql`UPDATE channel_destinations SET claimed_until = now() + make_interval(secs => ${seconds}) WHERE channel_id = ${channelId}`.execute(
     db,

@@ -235,6 +235,25 @@ t.test(
   },
 );
 
+t.test("a sender killed holding a channel's lease: its changes go when the lease ends, not at the maintenance minute", async (t) => {
+  const w = await world(t);
+  const secrets = { default: secret() };
+  const ep = await endpoint(t, secrets);
+  await moveStock(w, 2, 1);
+  const ch = await findChannel(w.db, 'default');
+  await setDestinationOf(w, Number(ch.id), ep.url('default'), secrets.default);
+  // The killed sender's lease: nobody will release it, or ask again once it ends.
+  await sql`UPDATE channel_destinations SET claimed_until = now() + interval '4 seconds' WHERE channel_id = ${ch.id}`.execute(w.db);
+  const killedAt = Date.now();
+  await announceChanges(w.rt.workerDeps(), [{ channel_id: Number(ch.id) }]);
+  await new Promise((r) => setTimeout(r, 2000));
+  t.equal(ep.state.received.length, 0, 'nothing sent while the lease holds');
+  // No maintenance minute runs here (schedule: false): only the job the lease's end asked for can send.
+  await w.until('delivered after the lease ended', async () => (await w.behind()) === 0, 20_000);
+  t.ok(Date.now() - killedAt >= 4000, 'not before it ended');
+  t.same(ep.state.bad, []);
+});
+
 async function setDestinationOf(w: Awaited<ReturnType<typeof world>>, channelId: number, url: string, secrets: string) {
   await setDestination(w.db, w.rt.clients.key(w.rt.config), channelId, { url, secret: secrets }, ['127.0.0.1']);
 }
