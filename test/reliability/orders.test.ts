@@ -122,7 +122,8 @@ t.test(
     worker.kill('SIGKILL');
     await worker.exited;
     worker = await world.spawn('worker', ALLOW);
-    await until('the first shipment at the channel', () => told('W-1').includes('order.shipped') || told('W-1').join(), 90_000);
+    // The killed worker may have held the drains (taken over within 30 s) and the channel's lease (60 s).
+    await until('the first shipment at the channel', () => told('W-1').includes('order.shipped') || told('W-1').join(), 120_000);
 
     // The endpoint goes down: the destination fails, an operator pauses it; the rest of the order happens meanwhile.
     ep.down = true;
