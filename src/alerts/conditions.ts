@@ -7,7 +7,7 @@ import { eventsIn } from '../catalog/index.ts';
 import type { Config } from '../config.ts';
 import { listBudgets, liveWaiters } from '../db/budgets.ts';
 import { listConnections } from '../db/connections.ts';
-import { listCursors } from '../db/cursors.ts';
+import { driftByConnection } from '../db/cursors.ts';
 import { latestReceived } from '../db/delivery-reads.ts';
 import { listDestinations } from '../db/outbound-destinations.ts';
 import type { Finding } from '../db/alerts.ts';
@@ -120,13 +120,10 @@ export const drift: Check = {
   conditions: ['drift'],
   async run({ db, config, connections }) {
     const active = connections.filter((c) => c.status === 'active');
-    const cursors = await listCursors(
-      db,
-      active.map((c) => c.id),
-    );
+    const drifts = await driftByConnection(db);
     const out: Finding[] = [];
     for (const c of active) {
-      const n = cursors.filter((r) => Number(r.connection_id) === c.id).reduce((s, r) => s + r.last_drift, 0);
+      const n = drifts.get(c.id) ?? 0;
       if (n > config.ALERT_DRIFT_THRESHOLD)
         out.push({
           key: `drift:${c.name}`,
@@ -195,10 +192,13 @@ export const starvedStockReads: Check = {
     ]);
     const now = Date.now();
     const out: Finding[] = [];
+    // By connection: a search of every row for each of thousands of connections was the round's CPU.
+    const waitOf = new Map(waits.map((w) => [w.connectionId, w]));
+    const budgetOf = new Map(budgets.map((x) => [Number(x.connection_id), x]));
     for (const c of connections.filter((x) => x.status === 'active')) {
-      const wait = waits.find((w) => w.connectionId === c.id);
+      const wait = waitOf.get(c.id);
       if (!wait || wait.seconds < config.ALERT_STOCK_WAIT_SECONDS) continue;
-      const b = budgets.find((x) => Number(x.connection_id) === c.id);
+      const b = budgetOf.get(c.id);
       if (!b) continue;
       const s = rollover(
         { limit: b.request_limit, remaining: b.remaining, resetAt: new Date(b.reset_at).getTime(), resetKnown: b.reset_known },

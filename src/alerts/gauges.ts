@@ -4,7 +4,7 @@ import { catalog } from '../catalog/index.ts';
 import { openAlertCounts } from '../db/alerts.ts';
 import { liveWaiters } from '../db/budgets.ts';
 import { listConnections } from '../db/connections.ts';
-import { listCursors } from '../db/cursors.ts';
+import { driftByConnection } from '../db/cursors.ts';
 import { destinationStates } from '../db/channel-destinations.ts';
 import { listDestinations } from '../db/outbound-destinations.ts';
 import type { Db } from '../db/index.ts';
@@ -19,17 +19,14 @@ export async function refreshAlertGauges(db: Db): Promise<void> {
   const stock = Object.values(catalog)
     .filter((s) => freshnessOf(s.name) === 'stock')
     .map((s) => s.name);
-  const [open, connections, destinations, waits, waiting] = await Promise.all([
+  const [open, connections, destinations, waits, waiting, drifts] = await Promise.all([
     openAlertCounts(db),
     listConnections(db),
     listDestinations(db),
     oldestPendingOf(db, [...stock, 'composition']),
     liveWaiters(db, 1),
+    driftByConnection(db),
   ]);
-  const cursors = await listCursors(
-    db,
-    connections.map((c) => c.id),
-  );
   metrics.alertsOpen.reset();
   // Every condition has a series, 0 when nothing is open, so a rule or panel on it never sees "no data".
   for (const condition of CONDITIONS) for (const severity of ['critical', 'warning']) metrics.alertsOpen.set({ condition, severity }, 0);
@@ -38,13 +35,11 @@ export async function refreshAlertGauges(db: Db): Promise<void> {
   metrics.sweepDrift.reset();
   metrics.stockReadWait.reset();
   metrics.budgetWaiting.reset();
+  const waitOf = new Map(waits.map((w) => [w.connectionId, w.seconds]));
   for (const c of connections) {
     for (const s of STATUSES) metrics.connectionStatus.set({ connection: c.name, status: s }, c.status === s ? 1 : 0);
-    metrics.sweepDrift.set(
-      { connection: c.name },
-      cursors.filter((r) => Number(r.connection_id) === c.id).reduce((n, r) => n + r.last_drift, 0),
-    );
-    metrics.stockReadWait.set({ connection: c.name }, waits.find((w) => w.connectionId === c.id)?.seconds ?? 0);
+    metrics.sweepDrift.set({ connection: c.name }, drifts.get(c.id) ?? 0);
+    metrics.stockReadWait.set({ connection: c.name }, waitOf.get(c.id) ?? 0);
     metrics.budgetWaiting.set({ connection: c.name }, waiting.get(c.id) ?? 0);
   }
   metrics.destinationFailures.reset();

@@ -94,11 +94,19 @@ export async function connectionOverviews(db: Db, onlyId?: number): Promise<Conn
     destinationStates(db, onlyId === undefined ? {} : { connectionId: onlyId }),
   ]);
   const now = Date.now();
+  // By connection: a search of every row for each connection was seconds of CPU at thousands of them (a scrape of /metrics).
+  const one = <T extends { connection_id: number }>(rows: T[]) => new Map(rows.map((r) => [r.connection_id, r]));
+  const [deliveryOf, budgetOf, errorsOf] = [one(deliveries), one(budgets), one(errors)];
+  const [sweepsOf, recentOf, destinationsOf] = [
+    Map.groupBy(sweeps, (r) => r.connection_id),
+    Map.groupBy(recent, (r) => r.connection_id),
+    Map.groupBy(destinations, (d) => d.connection_id),
+  ];
   return conns.map((c) => {
-    const d = deliveries.find((r) => r.connection_id === c.id);
-    const b = budgets.find((r) => r.connection_id === c.id);
-    const s = sweeps.filter((r) => r.connection_id === c.id);
-    const errorsLastHour = errors.find((r) => r.connection_id === c.id)?.n ?? 0;
+    const d = deliveryOf.get(c.id);
+    const b = budgetOf.get(c.id);
+    const s = sweepsOf.get(c.id) ?? [];
+    const errorsLastHour = errorsOf.get(c.id)?.n ?? 0;
     const lagSeconds = Math.round(Number(d?.lag ?? 0));
     const latest = (xs: (Date | null)[]) => xs.reduce<Date | null>((m, x) => (x && (!m || x > m) ? x : m), null);
     let budget: BudgetView | null = null;
@@ -141,19 +149,17 @@ export async function connectionOverviews(db: Db, onlyId?: number): Promise<Conn
         drift: r.last_drift,
       })),
       errorsLastHour,
-      recentErrors: recent.filter((r) => r.connection_id === c.id).map(({ connection_id: _, ...e }) => e),
-      destinations: destinations
-        .filter((d) => d.connection_id === c.id)
-        .map((d) => ({
-          channel: d.channel,
-          host: hostOf(d.url),
-          state: destinationStatus(d),
-          behind: d.behind,
-          failingSince: d.failing_since,
-          failures: d.failures,
-          lastError: d.last_error,
-          pausedReason: d.paused_reason,
-        })),
+      recentErrors: (recentOf.get(c.id) ?? []).map(({ connection_id: _, ...e }) => e),
+      destinations: (destinationsOf.get(c.id) ?? []).map((d) => ({
+        channel: d.channel,
+        host: hostOf(d.url),
+        state: destinationStatus(d),
+        behind: d.behind,
+        failingSince: d.failing_since,
+        failures: d.failures,
+        lastError: d.last_error,
+        pausedReason: d.paused_reason,
+      })),
     };
   });
 }
