@@ -42,9 +42,12 @@ export function listConnections(db: Executor, status?: Status, order: 'id' | 'na
   return q.execute();
 }
 
-/** Connection names, sorted. */
-export async function connectionNames(db: Executor): Promise<string[]> {
-  return (await db.selectFrom('connections').select('name').orderBy('name').execute()).map((r) => r.name);
+/** Connection names, sorted; of these names only (those that exist) when `among` is given. */
+export async function connectionNames(db: Executor, among?: string[]): Promise<string[]> {
+  if (among && !among.length) return [];
+  let q = db.selectFrom('connections').select('name').orderBy('name');
+  if (among) q = q.where('name', 'in', among);
+  return (await q.execute()).map((r) => r.name);
 }
 
 /** Name by id of every connection. */

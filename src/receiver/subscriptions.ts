@@ -91,7 +91,10 @@ export async function syncWebhooks(
   const address = deliveryAddress(base, connection.name);
   const client = await clientOf(deps, connection);
   const existing = (await client.listWebhooks()).map(asWebhook);
-  const names = new Set(await connectionNames(deps.db));
+  // The other connections whose addresses are on this account (several connections to one account): do they still
+  // exist? Only those names are looked up; reading every name for each connection's check was quadratic.
+  const others = existing.map((w) => ourConnectionName(base, w.address)).filter((o): o is string => o !== null && o !== connection.name);
+  const names = new Set(await connectionNames(deps.db, [...new Set(others)]));
   const wanted = new Set<string>(SUBSCRIBED_EVENTS);
   const result: SyncResult = { connection: connection.name, address, kept: [], created: [], removed: [], refused: [], remembered: [] };
   const have = new Set<string>();

@@ -3,7 +3,7 @@
 // connection in one statement (stock first, then the pair that waited longest), and drains each (drain.ts); at the
 // end a pair's claim goes back with its next coalescing window (src/sync/pacing.ts). A claim that filled every free
 // slot is followed by another as soon as a slot frees. Several workers share the table: a pair is drained by one
-// of them at a time; a drainer renews its claims while it drains, so a killed worker's lapse within half a minute
+// of them at a time; a drainer renews its claims while it drains, so a killed worker's claims lapse within half a minute
 // and another worker takes them over (src/db/drain-pairs.ts).
 import { randomUUID } from 'node:crypto';
 import { announceChanges } from '../channels/dispatch.ts';

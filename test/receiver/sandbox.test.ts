@@ -10,6 +10,7 @@ import { SUBSCRIBED_EVENTS } from '../../src/receiver/events.ts';
 import { eventsIn } from '../../src/catalog/index.ts';
 import { syncAllWebhooks } from '../../src/receiver/role.ts';
 import { sandboxWorld } from './harness.ts';
+import { addConnection } from '../support/db.ts';
 
 t.test('subscriptions are made at PUBLIC_URL/webhooks/NAME and real deliveries are stored and queued', async (t) => {
   const { sb, h, deps, connection, admin, deliverAll } = await sandboxWorld(t);
@@ -102,11 +103,15 @@ t.test("sync removes our stale subscriptions and leaves everybody else's alone",
   const client = await clientFor(deps, connection);
   const foreign = await client.createWebhook({ address: 'https://someone-else.example/hooks', event: 'order.create' });
   const ghost = await client.createWebhook({ address: `${h.base}/webhooks/deleted-connection`, event: 'order.create' });
+  // A second connection to the same account has subscriptions of its own.
+  await addConnection(deps.db, 'acme-eu');
+  const sibling = await client.createWebhook({ address: `${h.base}/webhooks/acme-eu`, event: 'order.create' });
   const mine = await client.createWebhook({ address: `${h.base}/webhooks/acme`, event: 'order.create' });
   const dup = await client.createWebhook({ address: `${h.base}/webhooks/acme`, event: 'order.create' });
   const r = await syncWebhooks(deps, connection, h.base);
   const removed = r.removed.map((w) => w.id);
   t.ok(removed.includes(ghost.id), 'ours, naming a connection that no longer exists');
+  t.notOk(removed.includes(sibling.id), "another connection's, kept");
   t.equal(removed.filter((id) => id === mine.id || id === dup.id).length, 1, 'one of two duplicates');
   t.equal(removed.length, 2);
   const listed = await listWebhooks(deps, connection, h.base);
@@ -114,7 +119,7 @@ t.test("sync removes our stale subscriptions and leaves everybody else's alone",
     listed.some((w) => w.id === foreign.id && !w.ours),
     'foreign subscription kept and marked not ours',
   );
-  t.equal(listed.filter((w) => w.ours).length, eventsIn('spec').length);
+  t.equal(listed.filter((w) => w.ours).length, eventsIn('spec').length + 1, "this connection's, and the other's");
 });
 
 t.test('the role syncs every active connection after listen', async (t) => {
