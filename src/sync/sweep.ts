@@ -153,12 +153,12 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
   const { db, client } = deps;
   const connectionId = Number(client.connection.id);
   const started = Date.now();
-  // What a sweep writes of a resource with no cursor yet is its first load, not drift. A first sweep that failed
-  // part-way left cursors of the resources it finished: its retry loads the rest, and is still the initial one.
+  // What a sweep writes of a resource with no cursor yet is its first load, not drift, and a sweep that loaded one is
+  // the initial sweep. A first sweep that failed part-way left cursors of the resources it finished: its retry loads
+  // the rest, and is still the initial one. (A collection the service does not offer never gets a cursor: not a load.)
   const cursors = new Map((await listCursors(db, [connectionId])).map((c) => [c.resource, c.cursor]));
   const swept = Object.values(resources).filter((spec) => full || spec.incremental);
-  const initial = swept.some((spec) => !cursors.has(spec.name));
-  const result: SweepResult = { ...emptyResult(full), initial };
+  const result: SweepResult = { ...emptyResult(full), initial: false };
   const ctx: ApplyContext = {
     connectionId,
     connectionName: client.connection.name,
@@ -228,6 +228,7 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
     if (drift) metrics.driftFound.inc({ connection: client.connection.name, resource: spec.name }, drift);
     if (stat.explained) metrics.driftExplained.inc({ connection: client.connection.name, resource: spec.name }, stat.explained);
     if (ok) await saveCursor(db, connectionId, spec.name, newest, full, drift);
+    if (ok && loading) result.initial = true;
   }
 
   if (full) {
@@ -243,7 +244,7 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
   result.durationMs = Date.now() - started;
   await logSync(db, {
     connectionId,
-    action: initial ? 'sweep.initial' : full ? 'sweep.full' : 'sweep',
+    action: result.initial ? 'sweep.initial' : full ? 'sweep.full' : 'sweep',
     jobId: deps.jobId ?? null,
     durationMs: result.durationMs,
     outcome: result.drift ? 'warning' : 'ok',

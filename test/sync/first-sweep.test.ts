@@ -1,6 +1,7 @@
 // A connection's first sweep loads the mirror: what it writes is not drift. One that fails part-way leaves the
 // cursors of the resources it finished; its retry loads the rest and is still the first sweep (`sweep.initial`,
-// no drift), which is what an operator (and the benchmarks' start) waits for.
+// no drift), which is what an operator (and the benchmarks' start) waits for. A collection the service does not
+// offer is no load.
 import t from 'tap';
 import { addConnection, testDatabase } from '../support/db.ts';
 import { memoryReader } from './harness.ts';
@@ -24,6 +25,8 @@ t.test('a first sweep that failed part-way is retried as the first sweep: its lo
   const reader = memoryReader(listings['/variants']!, [], Date.parse('2026-01-01T12:00:30Z'), async (path) => {
     listed.push(path);
     if (path === '/products' && down) throw Object.assign(new Error('GET /products: 500'), { status: 500 });
+    // A collection this service does not offer: it never gets a cursor, and is never a first load.
+    if (path === '/purchase_orders') throw Object.assign(new Error('GET /purchase_orders: 404'), { status: 404 });
     return structuredClone(listings[path] ?? []);
   });
   reader.connection.id = c.id;
@@ -59,5 +62,6 @@ t.test('a first sweep that failed part-way is retried as the first sweep: its lo
   t.same(logged, [{ action: 'sweep.initial', outcome: 'ok' }], 'logged as the first sweep, without a warning');
 
   const next = await sweep(deps, { full: true, wait: true });
-  t.equal(next.initial, false, 'the sweep after it is not');
+  t.equal(next.initial, false, 'the sweep after it is not, though one collection never has a cursor');
+  t.same(next.unavailable, ['purchase_order']);
 });
