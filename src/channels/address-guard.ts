@@ -6,8 +6,11 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
 
 // Loopback, "this network", private, CGNAT, link-local (the metadata service), benchmarking, multicast and
-// reserved; IPv6 unspecified, loopback, unique-local, link-local and multicast. IPv4-mapped and NAT64 forms are
-// judged by the IPv4 address they carry.
+// reserved; IPv6 unspecified, loopback, IPv4-compatible, 6to4, unique-local, link-local and multicast. IPv4-mapped
+// and NAT64 forms are judged by the IPv4 address they carry. IPv4-compatible (::a.b.c.d, ::/96, which holds the
+// unspecified and loopback addresses too) and 6to4 (2002:aabb:ccdd::/48, 2002::/16) are refused whole instead: both
+// are deprecated (RFC 4291, RFC 7526) and no real destination has one, while a host that still tunnels them would
+// carry the POST to the IPv4 address inside: refusing the prefix needs no judging of that address.
 const internal = new BlockList();
 for (const [net, bits] of [
   ['0.0.0.0', 8],
@@ -24,8 +27,8 @@ for (const [net, bits] of [
 ] as const)
   internal.addSubnet(net, bits, 'ipv4');
 for (const [net, bits] of [
-  ['::', 128],
-  ['::1', 128],
+  ['::', 96],
+  ['2002::', 16],
   ['fc00::', 7],
   ['fe80::', 10],
   ['ff00::', 8],

@@ -167,6 +167,13 @@ t.test('internal addresses are refused in every spelling, before anything is sen
     '::ffff:7f00:1',
     '::ffff:a9fe:a9fe',
     '64:ff9b::a9fe:a9fe',
+    // IPv4-compatible (::/96) and 6to4 (2002::/16) are refused whole, whatever IPv4 address they carry.
+    '::127.0.0.1',
+    '::7f00:1',
+    '::5db8:d822',
+    '2002:7f00:1::1',
+    '2002:a9fe:a9fe::',
+    '2002:5db8:d822::1',
   ])
     t.ok(internalAddress(ip), `${ip} is internal`);
   for (const ip of ['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946', '::ffff:5db8:d822'])
@@ -174,7 +181,16 @@ t.test('internal addresses are refused in every spelling, before anything is sen
   const ep = await endpoint(t);
   const port = new URL(ep.url).port;
   // The URL parser's forms of loopback, and a name that resolves to it (checked where the connection is made).
-  for (const host of ['127.0.0.1', '2130706433', '0x7f.1', '[::1]', '[::ffff:127.0.0.1]', 'localhost']) {
+  for (const host of [
+    '127.0.0.1',
+    '2130706433',
+    '0x7f.1',
+    '[::1]',
+    '[::ffff:127.0.0.1]',
+    '[::127.0.0.1]',
+    '[2002:7f00:1::1]',
+    'localhost',
+  ]) {
     const out = await sendWebhook({ url: `http://${host}:${port}/hook`, id: 'i', body: '{}' }, { attempts: 3, backoffMs: 10 });
     t.equal(out.ok, false, `${host}: refused`);
     t.match(out.error, /internal address.*OUTBOUND_ALLOWED_HOSTS/, `${host}: says why and what to set`);
@@ -188,6 +204,8 @@ t.test('internal addresses are refused in every spelling, before anything is sen
   const byName = await sendWebhook({ url: `http://localhost:${port}/hook`, id: 'n', body: '{}' }, { allowHosts: ['localhost'] });
   t.ok(byName.ok, 'a name allowed reaches the address it resolves to');
   await t.rejects(checkDestination('http://169.254.169.254/latest/meta-data', []), /internal address/);
+  await t.rejects(checkDestination('http://[::127.0.0.1]/', []), /internal address/, 'IPv4-compatible, when set');
+  await t.rejects(checkDestination('http://[2002:7f00:1::1]/', []), /internal address/, '6to4, when set');
   await t.rejects(checkDestination(`http://localhost:${port}/`, []), /internal address/, 'a name is resolved when set');
   await checkDestination('http://127.0.0.1:9/', ['127.0.0.1']);
 });
