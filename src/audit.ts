@@ -9,10 +9,23 @@ import type { Context } from 'koa';
 import { insertAudit } from './db/audit.ts';
 import type { Db } from './db/index.ts';
 
+/**
+ * Where an actor's right comes from, which a token it makes inherits (src/console/tokens.ts): a person signed in,
+ * the break-glass OPERATOR_TOKEN (an HMAC keyed by it), this machine's shell, the open demo console (which makes no
+ * tokens), or a personal token (whose own origin the child takes, with the token as its parent).
+ */
+export type Grant =
+  | { kind: 'person'; personId: number }
+  | { kind: 'break-glass'; operatorMac: string }
+  | { kind: 'cli' }
+  | { kind: 'demo' }
+  | { kind: 'token'; tokenId: number; expiresAt: Date; origin: Exclude<Grant, { kind: 'token' } | { kind: 'demo' }> };
+
 /** Who a request or command acts as. */
 export interface Actor {
   name: string;
   role: 'admin' | 'operator' | 'viewer';
+  grant: Grant;
 }
 
 /** What a route adds to its entry: the values before, and the connection and record it changed. */
@@ -46,7 +59,7 @@ export function redact(value: unknown): unknown {
 export const auditJson = (v: unknown) => (v === undefined ? null : JSON.stringify(redact(v)));
 
 /** The actor of a command run at this machine's shell. */
-export const cliActor = (): Actor => ({ name: `cli:${userInfo().username}`, role: 'admin' });
+export const cliActor = (): Actor => ({ name: `cli:${userInfo().username}`, role: 'admin', grant: { kind: 'cli' } });
 
 /** A changing CLI command's entry. */
 export async function auditCommand(

@@ -45,7 +45,7 @@ export async function auditSignIn(
   ctx: Context,
   db: Db,
   config: Pick<Config, 'TRUST_PROXY'>,
-  actor: Actor,
+  actor: Pick<Actor, 'name' | 'role'>,
   how: 'oidc' | 'token',
 ): Promise<void> {
   await insertAudit(db, {

@@ -9,12 +9,12 @@ import type { Config } from '../config.ts';
 import { listConnections } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
 import { failureWait, recordFailure } from '../db/login-failures.ts';
-import { liveToken } from '../db/people.ts';
+import { liveToken, tokenUsed, type LiveToken } from '../db/people.ts';
 import type { Role } from '../db/schema.ts';
 import { closeSession, openSession, personSession, sessionLive } from '../db/sessions.ts';
-import { isRole } from './roles.ts';
+import { isRole, lower } from './roles.ts';
 import type { Runtime } from '../runtime.ts';
-import type { Actor } from '../audit.ts';
+import type { Actor, Grant } from '../audit.ts';
 
 export const SESSION_COOKIE = 'cs_operator';
 const digest = (s: string) => createHash('sha256').update(s).digest();
@@ -136,9 +136,35 @@ const throttled = (ctx: Context, seconds: number) => {
 
 // Who a request acts as, for the audit trail (src/console/audit.ts). OPERATOR_TOKEN is the break-glass
 // administrator's; the open demo console is an administrator on this machine only.
-const BREAK_GLASS: Actor = { name: 'break-glass (OPERATOR_TOKEN)', role: 'admin' };
-const BREAK_GLASS_LOGIN: Actor = { name: 'break-glass (OPERATOR_TOKEN, console login)', role: 'admin' };
-const DEMO: Actor = { name: 'demo (open on localhost)', role: 'admin' };
+const breakGlass = (config: Config, login = false): Actor => ({
+  name: login ? 'break-glass (OPERATOR_TOKEN, console login)' : 'break-glass (OPERATOR_TOKEN)',
+  role: 'admin',
+  grant: { kind: 'break-glass', operatorMac: tokenMac(config) },
+});
+const DEMO: Actor = { name: 'demo (open on localhost)', role: 'admin', grant: { kind: 'demo' } };
+
+/**
+ * Who a live personal token acts as now, or null when the right it was made with is gone: a person's token acts in
+ * the lower of its role and the person's role now (a person disabled or removed: none), a break-glass token only
+ * while OPERATOR_TOKEN is the one it was made with, a shell's as made; a token of unknown origin never.
+ */
+function tokenActor(t: LiveToken, config: Config): Actor | null {
+  let origin: Extract<Grant, { kind: 'token' }>['origin'];
+  let role: Role = t.role;
+  if (t.made_by === 'person' && t.person_role && t.person_id !== null) {
+    origin = { kind: 'person', personId: Number(t.person_id) };
+    role = lower(t.role, t.person_role);
+  } else if (t.made_by === 'break-glass' && config.OPERATOR_TOKEN && t.operator_mac === tokenMac(config)) {
+    origin = { kind: 'break-glass', operatorMac: t.operator_mac };
+  } else if (t.made_by === 'cli') {
+    origin = { kind: 'cli' };
+  } else return null;
+  return {
+    name: `${t.person} (token ${t.name})`,
+    role,
+    grant: { kind: 'token', tokenId: Number(t.id), expiresAt: new Date(t.expires_at), origin },
+  };
+}
 
 const admitted = (ctx: Context, actor: Actor, next: Next) => {
   ctx.state.actor = actor;
@@ -166,10 +192,14 @@ export class OperatorAccess {
    */
   private async check(ctx: Context, token: string): Promise<LoginResult> {
     const { db, config } = this.deps;
-    if (config.OPERATOR_TOKEN && same(token, config.OPERATOR_TOKEN)) return { ok: true, actor: BREAK_GLASS };
+    if (config.OPERATOR_TOKEN && same(token, config.OPERATOR_TOKEN)) return { ok: true, actor: breakGlass(config) };
     if (token.startsWith(TOKEN_PREFIX)) {
       const personal = await liveToken(db, tokenDigest(token));
-      if (personal) return { ok: true, actor: { name: `${personal.person} (token ${personal.name})`, role: personal.role } };
+      const actor = personal && tokenActor(personal, config);
+      if (actor) {
+        await tokenUsed(db, Number(personal.id));
+        return { ok: true, actor };
+      }
     }
     const address = clientAddress(ctx, config.TRUST_PROXY);
     const wait = await failureWait(db, address, config.OPERATOR_LOGIN_FAILURES, FAILURE_WINDOW_SECONDS);
@@ -184,9 +214,15 @@ export class OperatorAccess {
     const cookie = ctx.cookies.get(SESSION_COOKIE);
     if (!cookie) return null;
     const person = await personSession(this.deps.db, sessionId(cookie));
-    if (person && isRole(person.role)) return { name: person.email, role: person.role };
+    // The lower of the sign-in's role and the person's now: a later sign-in in a lower role lowers this session too.
+    if (person && isRole(person.role) && isRole(person.person_role))
+      return {
+        name: person.email,
+        role: lower(person.role, person.person_role),
+        grant: { kind: 'person', personId: Number(person.person_id) },
+      };
     if (this.deps.config.OPERATOR_TOKEN && (await sessionLive(this.deps.db, sessionId(cookie), tokenMac(this.deps.config))))
-      return BREAK_GLASS_LOGIN;
+      return breakGlass(this.deps.config, true);
     return null;
   }
 
@@ -231,7 +267,7 @@ export class OperatorAccess {
     if (!this.deps.config.OPERATOR_TOKEN) return { ok: false, status: 401, reason: 'Logging in needs OPERATOR_TOKEN to be set.' };
     const result = await this.check(ctx, token);
     if (!result.ok) return result;
-    if (result.actor !== BREAK_GLASS)
+    if (result.actor.grant.kind !== 'break-glass')
       return { ok: false, status: 401, reason: 'A personal token is for scripts and the CLI: sign in with your account instead.' };
     await this.startSession(ctx, { tokenMac: tokenMac(this.deps.config) });
     return result;

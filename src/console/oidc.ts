@@ -9,7 +9,7 @@ import type { Context } from 'koa';
 import * as oidc from 'openid-client';
 import { type Config, oidcDomains, parseOidcRoles } from '../config.ts';
 import type { Db } from '../db/index.ts';
-import { upsertPerson } from '../db/people.ts';
+import { disablePerson, upsertPerson } from '../db/people.ts';
 import type { Role } from '../db/schema.ts';
 import type { Logger } from '../log.ts';
 import { loopbackName, type OperatorAccess } from './auth.ts';
@@ -239,8 +239,12 @@ export class OidcSignIn {
       return refuse(502, `The OpenID provider at ${this.issuerHost()} could not be reached (${describe(err)}): try again.`);
     }
     const admission = admit(claims, this.deps.config);
-    if (!admission.ok) return refuse(403, admission.reason);
     const subject = `${String(claims.iss)}#${String(claims.sub)}`;
+    if (!admission.ok) {
+      // The provider vouched for who this is and they may no longer come in: what they opened or made ends now.
+      await disablePerson(this.deps.db, subject);
+      return refuse(403, admission.reason);
+    }
     const person = await upsertPerson(this.deps.db, { subject, email: admission.email, name: admission.name, role: admission.role });
     await access.openPersonSession(ctx, { id: Number(person.id), role: admission.role });
     this.deps.log.info({ person: admission.email, role: admission.role, subject }, 'signed in through the OpenID provider');

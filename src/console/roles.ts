@@ -10,6 +10,9 @@ const rank = (r: Role) => ROLES.indexOf(r);
 /** Whether `have` is at least `need`. */
 export const allows = (have: Role, need: Role) => rank(have) >= rank(need);
 
+/** The lower of two roles. */
+export const lower = (a: Role, b: Role): Role => (rank(a) <= rank(b) ? a : b);
+
 export const isRole = (v: unknown): v is Role => typeof v === 'string' && (ROLES as readonly string[]).includes(v);
 
 const viewer = (...paths: string[]) => paths.map((p) => [`GET ${p}`, 'viewer'] as const);
@@ -94,6 +97,7 @@ export const ROUTE_ROLES: ReadonlyMap<string, Role> = new Map<string, Role>([
   ['POST /api/tokens', 'admin'],
   ['DELETE /api/tokens/:id', 'admin'],
   ['GET /api/people', 'admin'],
+  ['DELETE /api/people/:id', 'admin'],
 ]);
 
 /** The least role a route needs (HEAD as GET); undefined: not in the table. */

@@ -635,7 +635,11 @@ export interface PeopleTable {
   role: Role;
   created_at: DefaultTimestamp;
   last_seen_at: Timestamp | null;
+  /** Refused at their latest sign-in (no role, or no longer allowed): their sessions and tokens end (migration 0300). */
+  disabled_at: Timestamp | null;
 }
+/** Where a token's right comes from (migration 0300); 'unknown' is never admitted. */
+export type TokenOrigin = 'person' | 'break-glass' | 'cli' | 'unknown';
 export interface ApiTokensTable {
   id: Generated<number>;
   name: string;
@@ -648,4 +652,11 @@ export interface ApiTokensTable {
   expires_at: Timestamp;
   revoked_at: Timestamp | null;
   last_used_at: Timestamp | null;
+  made_by: TokenOrigin;
+  /** The person whose role bounds it (made_by 'person'). */
+  person_id: number | null;
+  /** The break-glass token it was made with, as an HMAC keyed by it (made_by 'break-glass'). */
+  operator_mac: string | null;
+  /** The token it was made with: it ends with that one. */
+  parent_id: number | null;
 }

@@ -22,15 +22,24 @@ export async function openSession(
     .execute();
 }
 
-/** A live person's session: who and the role it was opened with. */
-export async function personSession(db: Executor, id: string): Promise<{ email: string; name: string | null; role: string } | undefined> {
+/**
+ * A live person's session: who, the role it was opened with and the person's role now. A person refused at a later
+ * sign-in (disabled) has none.
+ */
+export async function personSession(
+  db: Executor,
+  id: string,
+): Promise<{ person_id: number; email: string; name: string | null; role: string; person_role: string } | undefined> {
   return db
     .selectFrom('console_sessions as s')
     .innerJoin('people as p', 'p.id', 's.person_id')
-    .select(['p.email', 'p.name', 's.role'])
+    .select(['p.id as person_id', 'p.email', 'p.name', 's.role', 'p.role as person_role'])
     .where('s.id', '=', id)
     .where('s.expires_at', '>', sql<Date>`now()`)
-    .executeTakeFirst() as Promise<{ email: string; name: string | null; role: string } | undefined>;
+    .where('p.disabled_at', 'is', null)
+    .executeTakeFirst() as Promise<
+    { person_id: number; email: string; name: string | null; role: string; person_role: string } | undefined
+  >;
 }
 
 /** Whether the session exists, has not expired and was opened with the current operator token. */

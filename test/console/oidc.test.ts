@@ -30,6 +30,8 @@ const ACCOUNTS: Record<string, { email: string; email_verified: boolean; name: s
   nina: { email: 'nina@example.com', email_verified: true, name: 'Nina Nogroup', groups: ['marketing', 'staff'] },
   eve: { email: 'eve@example.org', email_verified: true, name: 'Eve Elsewhere', groups: ['ops-admins'] },
   uma: { email: 'uma@example.com', email_verified: false, name: 'Uma Unverified', groups: ['ops-admins'] },
+  // Her groups change during a test (a demotion, a removal).
+  grace: { email: 'grace@example.com', email_verified: true, name: 'Grace Changing', groups: ['ops-admins'] },
 };
 
 /** A browser: one cookie jar for every host (cookies do not tell ports apart), redirects shown, not followed. */
@@ -305,6 +307,68 @@ t.test('people sign in through the OpenID provider in the role their groups map 
       if (!next.startsWith('/%')) t.equal(refreshTo(html), '/');
     }
   });
+});
+
+t.test("a person's token acts in the lower of its role and theirs now, and ends when they lose their role", async (t) => {
+  const { s, signIn, call } = await world(t);
+  const shop = await addConnection(s.db, 'shop');
+  await ensureDefaultChannel(s.db, shop, { location_ids: null, buffer_units: '0' });
+  const api = async (token: string, method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${s.base}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json()) as any };
+  };
+  const grace = ACCOUNTS.grace!;
+  t.teardown(() => {
+    grace.groups = ['ops-admins'];
+  });
+
+  const admin = await signIn('grace');
+  const made = await call(admin.browser, 'POST', '/api/tokens', { name: 'ops', role: 'admin', expires_in_days: 3650 });
+  t.equal(made.status, 201, 'an admin makes an admin token');
+  const token = made.body.token as string;
+  const child = (await api(token, 'POST', '/api/tokens', { name: 'ops child', role: 'admin' })).body.token as string;
+  t.ok(child, 'and with it a child token');
+  t.equal((await api(token, 'PATCH', '/api/channels/default', { buffer_units: '1' })).status, 200, 'the token changes a buffer');
+
+  grace.groups = ['warehouse'];
+  const demoted = await signIn('grace');
+  t.match(demoted.html, 'Signed in as grace@example.com (operator)', 'demoted by the provider: an operator now');
+  const refused = await api(token, 'PATCH', '/api/channels/default', { buffer_units: '2' });
+  t.equal(refused.status, 403, 'her admin token does no admin work any more');
+  t.match(refused.body, { role: 'operator', needs: 'admin' });
+  t.equal((await api(token, 'POST', '/api/tokens', { name: 'more', role: 'admin' })).status, 403, 'nor mints tokens');
+  t.equal((await api(child, 'PATCH', '/api/channels/default', { buffer_units: '2' })).status, 403, 'nor does its child');
+  t.equal((await api(token, 'GET', '/api/channels')).status, 200, 'it still reads, as an operator may');
+  t.equal(
+    (await call(admin.browser, 'PATCH', '/api/channels/default', { buffer_units: '2' })).status,
+    403,
+    'her admin session is lowered too',
+  );
+
+  grace.groups = ['marketing'];
+  const removed = await signIn('grace');
+  t.equal(removed.res.status, 403, 'removed from every group: her sign-in is refused');
+  t.equal((await api(token, 'GET', '/api/channels')).status, 401, 'and her token is refused');
+  t.equal((await api(child, 'GET', '/api/channels')).status, 401, 'and its child');
+  t.equal((await call(demoted.browser, 'GET', '/api/channels')).status, 401, 'and her open session');
+
+  grace.groups = ['ops-admins'];
+  const back = await signIn('grace');
+  t.equal(back.res.status, 200, 'given a role again, she signs in');
+  t.equal((await api(token, 'GET', '/api/channels')).status, 200, 'and her token acts for her again, within her role');
+
+  // An administrator removes her: sessions and tokens go at once, without waiting for her next sign-in.
+  const ada = await signIn('ada');
+  const person = await s.db.selectFrom('people').select('id').where('email', '=', 'grace@example.com').executeTakeFirstOrThrow();
+  t.equal((await call(ada.browser, 'DELETE', `/api/people/${person.id}`)).status, 200, 'an admin removes her');
+  t.equal((await api(token, 'GET', '/api/channels')).status, 401, 'her token is refused');
+  t.equal((await call(back.browser, 'GET', '/api/channels')).status, 401, 'her session is ended');
+  const entry = (await call(ada.browser, 'GET', '/api/audit?since=0')).body.entries.at(-1);
+  t.match(entry, { actor: 'ada@example.com', action: 'DELETE /api/people/:id', target: 'person grace@example.com' }, 'on record');
 });
 
 t.test('without OIDC_ISSUER the login page has only the token form, and the sign-in routes say so', async (t) => {

@@ -2,7 +2,7 @@
 import type Router from '@koa/router';
 import bodyParser from 'koa-bodyparser';
 import { noteAudit, type Actor } from '../../audit.ts';
-import { listPeople, listTokens, revokeToken, tokenById } from '../../db/people.ts';
+import { deletePerson, listPeople, listTokens, revokeToken, tokenById } from '../../db/people.ts';
 import { idOf } from '../../inputs.ts';
 import { problem } from '../../server.ts';
 import { createToken, presentToken, tokenInput, TokenRefused } from '../tokens.ts';
@@ -32,6 +32,7 @@ const person = z
     role,
     created_at: timestamp,
     last_seen_at: timestamp.nullable(),
+    disabled_at: timestamp.nullable().describe('Refused at their latest sign-in: no session, no token of theirs works.'),
   })
   .meta({ id: 'Person' });
 
@@ -53,7 +54,7 @@ export function tokenRoutes(r: Router, deps: ConsoleDeps): void {
       summary: 'Make a personal token (answered once)',
       body: tokenInput,
       answers: { 201: z.object({ token: z.string().describe('The token: shown in this answer only.'), ...tokenFields }) },
-      problems: [400],
+      problems: [400, 403],
     },
     json,
     async (ctx) => {
@@ -64,7 +65,7 @@ export function tokenRoutes(r: Router, deps: ConsoleDeps): void {
         // The token is in this answer only; the audit entry keeps the rest (its `token` field is redacted).
         ctx.body = { token: made.token, ...presentToken(made.row) };
       } catch (err) {
-        if (err instanceof TokenRefused) return problem(ctx, 400, err.message);
+        if (err instanceof TokenRefused) return problem(ctx, err.status, err.message);
         throw err;
       }
     },
@@ -85,6 +86,21 @@ export function tokenRoutes(r: Router, deps: ConsoleDeps): void {
     { summary: 'People who have signed in, and their roles', answers: { 200: z.object({ people: z.array(person) }) } },
     async (ctx) => {
       ctx.body = { people: await listPeople(db) };
+    },
+  );
+  api.delete(
+    '/api/people/:id',
+    {
+      summary: 'Remove a person: their sessions and tokens end now (a later sign-in the provider allows starts afresh)',
+      answers: { 200: z.object({ removed: z.literal(true), ...person.shape }) },
+      problems: [404],
+    },
+    async (ctx) => {
+      const id = idOf(ctx.params.id);
+      const gone = id === undefined ? undefined : await deletePerson(db, id);
+      if (!gone) return problem(ctx, 404, `no person ${ctx.params.id}`);
+      noteAudit(ctx, { target: `person ${gone.email}`, before: gone });
+      ctx.body = { removed: true, ...gone };
     },
   );
 }
