@@ -41,14 +41,27 @@ export function noteAudit(ctx: Context, note: AuditNote): void {
 }
 
 const SECRET = /secret|token|password|authorization|cookie|^key$/i;
+// Where we POST (a destination, a webhook) may carry its credential in the path or query (a Slack-style hook):
+// kept by host only, as a destination is shown everywhere else.
+const ENDPOINT = /^url$|webhook_url$/i;
 const MAX_JSON = 64 * 1024;
+
+/** A URL by its scheme and host only; text that is no URL is kept out whole. */
+function hostOnly(v: unknown): string {
+  try {
+    const u = new URL(String(v));
+    return `${u.protocol}//${u.host}${u.pathname !== '/' || u.search ? '/[redacted]' : ''}`;
+  } catch {
+    return '[redacted]';
+  }
+}
 
 /** The value with every secret-looking field replaced, and capped in size (a 1 MB answer is noted as such). */
 export function redact(value: unknown): unknown {
+  const field = (k: string, x: unknown): unknown => (SECRET.test(k) ? '[redacted]' : ENDPOINT.test(k) && x ? hostOnly(x) : walk(x));
   const walk = (v: unknown): unknown => {
     if (Array.isArray(v)) return v.map(walk);
-    if (v && typeof v === 'object' && !(v instanceof Date))
-      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, SECRET.test(k) ? '[redacted]' : walk(x)]));
+    if (v && typeof v === 'object' && !(v instanceof Date)) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, field(k, x)]));
     return v;
   };
   const out = walk(value);

@@ -94,4 +94,17 @@ t.test('changes through the API and the CLI are audited with who, what, before a
   const [last] = await listAudit(db, { limit: 1 });
   t.match(last, { action: 'cli channels change', target: 'default', source: 'cli', role: 'admin' });
   t.match(last!.actor, /^cli:/);
+
+  // A destination's URL may carry its credential in the path (a Slack-style hook): kept by host only, from the CLI
+  // as from the API.
+  const hook = 'https://hooks.example.com/services/T000/B000/SECRETPATH';
+  t.equal((await cli('destination', 'set', 'default', '--url', hook)).code, 0);
+  t.equal((await call('PUT', '/api/channels/default/destination', { url: `${hook}?token=QUERYSECRET` })).status, 200);
+  const both = await listAudit(db, { limit: 2 });
+  t.same(
+    both.map((e) => e.action),
+    ['PUT /api/channels/:name/destination', 'cli channels destination set'],
+  );
+  for (const e of both) t.notMatch(JSON.stringify(e), /SECRETPATH|QUERYSECRET|services\/T000/, `${e.action}: no path or query of the URL`);
+  t.match(both[1]!.after, { url: 'https://hooks.example.com/[redacted]' }, 'the CLI entry keeps the host');
 });
