@@ -1,9 +1,8 @@
 // The server span of every HTTP request a role answers (receiver, console, /api): a small middleware of ours, since
-// @opentelemetry/instrumentation-koa is unmaintained. It continues an operator's traceparent (the webhook endpoint
-// only links a sender's), names the span by the
-// matched route (never the raw path: ids would make every span name unique), and records method, route and status;
-// never a body, a query string or a header value. Handlers add their own attributes to it (the receiver: connection,
-// event, delivery).
+// @opentelemetry/instrumentation-koa is unmaintained. It is the root of a trace of its own that links a caller's
+// traceparent (never continues it, see below), names the span by the matched route (never the raw path: ids would
+// make every span name unique), and records method, route and status; never a body, a query string or a header
+// value. Handlers add their own attributes to it (the receiver: connection, event, delivery).
 import type { Context, Next } from 'koa';
 import { context, ROOT_CONTEXT, SpanStatusCode } from '@opentelemetry/api';
 import { extractTrace, inSpan, linkTo, SpanKind, tracing } from './spans.ts';
@@ -14,17 +13,17 @@ const UNTRACED = /^\/(healthz|readyz|metrics)$/;
 export function serverSpans() {
   return async (ctx: Context, next: Next) => {
     if (!tracing() || UNTRACED.test(ctx.path)) return next();
-    const sent = extractTrace(ctx.headers);
-    // The webhook endpoint is public, and its span starts before the signature is checked: a sender's trace is
-    // linked, not continued (it cannot choose our trace id or sampling). Operators' API calls continue theirs.
-    const publicRoute = ctx.path.startsWith('/webhooks/');
+    // Linked on every route, not only the public ones: the span starts before anyone is checked (a delivery's
+    // signature, an operator's session or token), and strangers reach the webhooks, /login, /auth/oidc/* and any
+    // /api request, under paths the router matches case-insensitively. Continued, a stranger would choose our
+    // trace id and, by its sampled flag, whether we trace at all.
     const opts = {
       kind: SpanKind.SERVER,
       attributes: { 'http.request.method': ctx.method },
-      root: publicRoute,
-      links: publicRoute ? linkTo(sent) : [],
+      root: true,
+      links: linkTo(extractTrace(ctx.headers)),
     };
-    return context.with(publicRoute ? ROOT_CONTEXT : sent, () =>
+    return context.with(ROOT_CONTEXT, () =>
       inSpan(ctx.method, opts, async (span) => {
         let status = 0;
         try {

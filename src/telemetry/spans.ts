@@ -41,7 +41,7 @@ export function injectTrace(headers: Record<string, string>): void {
   propagation.inject(context.active(), headers);
 }
 
-/** Continues the trace a request's headers carry (a sender that traces), else none. */
+/** The trace context headers carry (a request's, to link; a stored traceparent's, to continue), else none. */
 export function extractTrace(headers: Record<string, string | string[] | undefined>): Context {
   return propagation.extract(ROOT_CONTEXT, headers);
 }
@@ -62,7 +62,7 @@ export interface SpanOptions {
   links?: Link[];
 }
 
-/** A link to the span a context holds, if any (a caller's: the public webhook endpoint does not continue a stranger's trace). */
+/** A link to the span a context holds, if any (a caller's: no HTTP request continues its caller's trace). */
 export function linkTo(ctx: Context): Link[] {
   const sc = trace.getSpanContext(ctx);
   return sc && trace.isSpanContextValid(sc) ? [{ context: sc }] : [];
