@@ -31,8 +31,12 @@ export interface Actor {
 /** What a route adds to its entry: the values before, and the connection and record it changed. */
 export interface AuditNote {
   before?: unknown;
+  /** The values after, where the answer is not them (a redirect). */
+  after?: unknown;
   connection?: { id: number; name: string };
   target?: string;
+  /** A GET that changed something (the OAuth callback that creates a connection): audited like any change. */
+  changedOnGet?: boolean;
 }
 
 /** A route notes what its entry should say (merged with what an earlier note said). */

@@ -9,10 +9,10 @@ import { clientAddress } from './auth.ts';
 
 /** After a changing request the guard let in: its entry, when it succeeded. */
 export async function auditRequest(ctx: Context, db: Db, config: Pick<Config, 'TRUST_PROXY'>): Promise<void> {
-  if (ctx.method === 'GET' || ctx.method === 'HEAD' || ctx.status >= 400) return;
+  const note = (ctx.state.audit as AuditNote | undefined) ?? {};
+  if (((ctx.method === 'GET' || ctx.method === 'HEAD') && !note.changedOnGet) || ctx.status >= 400) return;
   const actor = ctx.state.actor as Actor | undefined;
   if (!actor) return;
-  const note = (ctx.state.audit as AuditNote | undefined) ?? {};
   const route = (ctx as Context & { _matchedRoute?: string })._matchedRoute ?? ctx.path;
   const api = ctx.path.startsWith('/api/');
   const params = Object.entries(ctx.params ?? {}).map(([k, v]) => `${k}=${v}`);
@@ -31,7 +31,7 @@ export async function auditRequest(ctx: Context, db: Db, config: Pick<Config, 'T
     connection: note.connection?.name ?? named,
     target: note.target ?? (params.length ? params.join(' ') : null),
     before: auditJson(note.before),
-    after: auditJson(answer ?? (ctx.request as { body?: unknown }).body),
+    after: auditJson(note.after ?? answer ?? (ctx.request as { body?: unknown }).body),
     source: api ? 'api' : 'console',
     address: clientAddress(ctx, config.TRUST_PROXY),
   });

@@ -127,3 +127,53 @@ t.test('the token endpoint and the account read follow no redirect', async (t) =
     'the other host got neither the client secret nor the token (nor any request)',
   );
 });
+
+t.test('an account connected by OAuth is on record, though the callback that creates it is a GET', async (t) => {
+  const sandbox = await startSandbox({ variants: 2, locations: 1 });
+  t.teardown(() => sandbox.close());
+  const { base, db } = await consoleServer(t, {
+    token: TOKEN,
+    config: {
+      COMMERCE_SERVICE_HOSTS: new URL(sandbox.url).host,
+      COMMERCE_CLIENT_ID: sandbox.clientId,
+      COMMERCE_CLIENT_SECRET: sandbox.clientSecret,
+    },
+  });
+  const start = await fetch(`${base}/connections/oauth`, form({ base_url: sandbox.url, name: 'second' }));
+  t.equal(start.status, 302);
+  const nonce = /cs_oauth=([^;]+)/.exec(start.headers.get('set-cookie') ?? '')![1]!;
+  // The service's authorize page, approved as a person would.
+  const authorize = new URL(start.headers.get('location')!);
+  const approved = await fetch(`${sandbox.url}/oauth/authorize`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams([...authorize.searchParams, ['decision', 'approve']]).toString(),
+  });
+  const callback = await fetch(approved.headers.get('location')!, {
+    headers: { ...auth, cookie: `cs_oauth=${nonce}` },
+    redirect: 'manual',
+  });
+  t.equal(callback.status, 302, await callback.text());
+  t.match(callback.headers.get('location'), '/connections/second?connected=second');
+  const entries = await db.selectFrom('audit_log').selectAll().execute();
+  t.match(
+    entries.map((e) => e.action),
+    ['POST /connections/oauth', 'GET /connections/oauth/callback'],
+  );
+  t.match(
+    entries,
+    [
+      {},
+      {
+        actor: 'break-glass (OPERATOR_TOKEN)',
+        action: 'GET /connections/oauth/callback',
+        connection: 'second',
+        target: 'connection second',
+        after: { connection: { name: 'second', auth_kind: 'oauth' } },
+      },
+    ],
+    'the new connection has its entry',
+  );
+  t.notMatch(JSON.stringify(entries), new RegExp(`${sandbox.clientSecret}|code=`), 'and no secret or code in it');
+});

@@ -2,6 +2,7 @@
 import type Router from '@koa/router';
 import bodyParser from 'koa-bodyparser';
 import { listConnections } from '../../api/connections.ts';
+import { noteAudit } from '../../audit.ts';
 import {
   CALLBACK_PATH,
   connectionStatus,
@@ -55,6 +56,13 @@ export function connectionRoutes(r: Router, deps: ConsoleDeps): void {
   r.get(CALLBACK_PATH, notInDemo, async (ctx) => {
     try {
       const connection = await finishOAuth(deps, flatQuery(ctx), ctx.cookies.get(OAUTH_COOKIE));
+      const { id, name, base_url, account_name, auth_kind } = connection;
+      noteAudit(ctx, {
+        changedOnGet: true,
+        connection: { id: Number(id), name },
+        target: `connection ${name}`,
+        after: { connection: { name, base_url, account_name, auth_kind } },
+      });
       ctx.cookies.set(OAUTH_COOKIE, null, { path: CALLBACK_PATH });
       ctx.redirect(`/connections/${encodeURIComponent(connection.name)}?connected=${encodeURIComponent(connection.name)}`);
     } catch (err) {
