@@ -9,7 +9,7 @@ import { authorizeUrl, requestToken } from '../api/oauth.ts';
 import { tokenKey } from '../api/secrets.ts';
 import { setStatus } from '../api/tokens.ts';
 import type { Connection } from '../db/schema.ts';
-import { listWebhooks, syncWebhooks } from '../receiver/subscriptions.ts';
+import { markOurs, syncWebhooks } from '../receiver/subscriptions.ts';
 import type { ConsoleDeps } from './web.ts';
 
 /** How long an authorization may take from the console's redirect to the service's redirect back. */
@@ -137,22 +137,33 @@ export interface ConnectionStatus {
     | 'updated_at'
   >;
   webhooks: { id: number; event: string; address: string; ours: boolean }[] | null;
+  /** When the service listed them (the latest subscription sync or check). */
+  webhooksReadAt: Date | null;
   webhooksError: string | null;
 }
 
-/** A connection as the console shows it: no token columns, and its subscriptions as the service lists them. */
+/**
+ * A connection as the console shows it: no token columns, and its subscriptions as the service listed them at the
+ * latest sync or check. A page view asks the service nothing: it would spend the merchant's rate budget on a look.
+ */
 export async function connectionStatus(deps: ConsoleDeps, name: string): Promise<ConnectionStatus | null> {
   const c = await getConnection(deps.db, name);
   if (!c) return null;
-  const { access_token_enc: _a, refresh_token_enc: _r, raw: _raw, token_refreshed_at: _t, ...connection } = c;
-  if (c.status === 'disabled') return { connection, webhooks: null, webhooksError: 'not read: the connection is disabled' };
-  try {
+  const {
+    access_token_enc: _a,
+    refresh_token_enc: _r,
+    raw: _raw,
+    token_refreshed_at: _t,
+    webhooks: listed,
+    webhooks_read_at: readAt,
+    ...connection
+  } = c;
+  if (!listed)
     return {
       connection,
-      webhooks: await listWebhooks(deps, c, deps.publicUrl()),
-      webhooksError: null,
+      webhooks: null,
+      webhooksReadAt: null,
+      webhooksError: `not listed yet: the subscription check lists them every ${deps.config.WEBHOOK_CHECK_MINUTES} minutes, \`commerce-sync webhooks sync\` at once`,
     };
-  } catch (err) {
-    return { connection, webhooks: null, webhooksError: (err as Error).message };
-  }
+  return { connection, webhooks: markOurs(deps.config, deps.publicUrl(), listed), webhooksReadAt: readAt, webhooksError: null };
 }

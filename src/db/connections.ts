@@ -79,8 +79,18 @@ export async function subscribedConnectionIds(db: Executor): Promise<number[]> {
 }
 
 /** Where the connection's subscriptions deliver to; updated_at is left alone (not a change of the connection). */
-export async function setWebhookAddress(db: Executor, id: number, address: string): Promise<void> {
-  await db.updateTable('connections').set({ webhook_address: address }).where('id', '=', id).execute();
+/** Where a connection's subscriptions deliver, and the subscriptions the service has for it now (what a sync left). */
+export async function setWebhooks(
+  db: Executor,
+  id: number,
+  address: string,
+  webhooks: { id: number; event: string; address: string }[],
+): Promise<void> {
+  await db
+    .updateTable('connections')
+    .set({ webhook_address: address, webhooks: JSON.stringify(webhooks), webhooks_read_at: sql`now()` })
+    .where('id', '=', id)
+    .execute();
 }
 
 /** Inserts a connection, or replaces the one of the same name with these values. */

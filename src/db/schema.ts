@@ -28,6 +28,9 @@ export interface ConnectionsTable {
   updated_at: DefaultTimestamp;
   /** Where its webhook subscriptions deliver to, once made (migration 0060; src/receiver/subscriptions.ts). */
   webhook_address: string | null;
+  /** Its subscriptions as the service listed them at the latest sync or check, and when (migration 0320). */
+  webhooks: ColumnType<{ id: number; event: string; address: string }[] | null, string | null | undefined, string | null>;
+  webhooks_read_at: Timestamp | null;
 }
 
 export interface WebhookDeliveriesTable {

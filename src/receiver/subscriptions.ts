@@ -10,7 +10,7 @@ import { ApiError, type ApiClient, type ClientDeps } from '../api/index.ts';
 import type { Config } from '../config.ts';
 import { publicUrl as derivedPublicUrl } from '../config.ts';
 import type { Connection } from '../db/schema.ts';
-import { connectionNames, getConnection, setWebhookAddress, subscribedConnectionIds } from '../db/connections.ts';
+import { connectionNames, getConnection, setWebhooks, subscribedConnectionIds } from '../db/connections.ts';
 import { forgetRefusals, recentRefusals, saveRefusals } from '../db/refusals.ts';
 import { logSync } from '../db/synclog.ts';
 import { SUBSCRIBED_EVENTS } from './events.ts';
@@ -142,7 +142,9 @@ export async function syncWebhooks(
     await client.deleteWebhook(w.id);
     result.removed.push(w);
   }
-  await setWebhookAddress(deps.db, connection.id, address);
+  // What the service has now, kept for the console (a page view asks the service nothing).
+  const gone = new Set(result.removed.map((w) => w.id));
+  await setWebhooks(deps.db, connection.id, address, [...existing.filter((w) => !gone.has(w.id)), ...result.created]);
   deps.log.info(
     {
       connection: connection.name,
@@ -200,13 +202,18 @@ export async function checkAllWebhooks(deps: SubscriptionDeps, ids?: number[]): 
 
 /** Per connection, the newest subscription repair in the sync log (for `commerce-sync status`): db/synclog.ts. */
 
-/** The connection's subscriptions as the service lists them, each marked whether it is ours. */
+/** Subscriptions, each marked whether it delivers to this deployment. */
+export const markOurs = (config: Config, publicUrl: string | undefined, webhooks: Webhook[]): (Webhook & { ours: boolean })[] => {
+  const base = baseUrl(config, publicUrl);
+  return webhooks.map((w) => ({ ...w, ours: ourConnectionName(base, w.address) !== null }));
+};
+
+/** The connection's subscriptions as the service lists them now (a request), each marked whether it is ours. */
 export async function listWebhooks(
   deps: SubscriptionDeps,
   connection: Connection,
   publicUrl?: string,
 ): Promise<(Webhook & { ours: boolean })[]> {
-  const base = baseUrl(deps.config, publicUrl);
   const client = await clientOf(deps, connection);
-  return (await client.listWebhooks()).map(asWebhook).map((w) => ({ ...w, ours: ourConnectionName(base, w.address) !== null }));
+  return markOurs(deps.config, publicUrl, (await client.listWebhooks()).map(asWebhook));
 }

@@ -5,6 +5,7 @@ import t from 'tap';
 import http from 'node:http';
 import { startSandbox } from '@commerce-sync/sandbox';
 import { listenLocal } from '../support/http.ts';
+import { sandboxAdmin } from '../support/sandbox.ts';
 import { CLIENT_SECRET, consoleServer } from './harness.ts';
 import type { Teardown } from '../support/teardown.ts';
 
@@ -176,4 +177,20 @@ t.test('an account connected by OAuth is on record, though the callback that cre
     'the new connection has its entry',
   );
   t.notMatch(JSON.stringify(entries), new RegExp(`${sandbox.clientSecret}|code=`), 'and no secret or code in it');
+
+  // Looking at the connection shows its subscriptions as the connect's sync left them, and asks the service nothing:
+  // a page view must not spend the merchant's budget.
+  const admin = sandboxAdmin(sandbox);
+  const before = (await admin('GET', 'stats')).requests.total;
+  for (let i = 0; i < 10; i++) {
+    const page = await fetch(`${base}/connections/second`, { headers: auth });
+    t.equal(page.status, 200);
+    const html = await page.text();
+    if (i === 0) {
+      t.match(html, /id="webhooks"/, 'the subscriptions are listed');
+      t.match(html, `${base}/webhooks/second`);
+      t.match(html, /As the service listed them at/, 'saying when the service listed them');
+    }
+  }
+  t.equal((await admin('GET', 'stats')).requests.total, before, 'ten page views, no request to the service');
 });

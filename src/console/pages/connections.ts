@@ -88,6 +88,7 @@ export function connectionPage(pc: PageContext, s: ConnectionStatus, oauthReady:
 <dt>Connected</dt><dd>${when(c.created_at)} UTC, changed ${when(c.updated_at)} UTC</dd>
 </dl>
 <h2>Webhook subscriptions</h2>
+${s.webhooksReadAt ? html`<p class="muted" id="webhooks-read">As the service listed them at ${when(s.webhooksReadAt)} UTC (the subscription check).</p>` : ''}
 ${
   s.webhooks
     ? html`<table id="webhooks"><thead><tr><th scope="col">Event</th><th scope="col">Address</th><th scope="col">Ours</th></tr></thead><tbody>
