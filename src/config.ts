@@ -219,8 +219,9 @@ export const settings = {
   },
   SYNC_LOG_RETENTION_DAYS: { schema: days, doc: 'Days the sync log keeps entries.' },
   AUDIT_RETENTION_DAYS: {
-    schema: days,
-    doc: 'Days the audit log keeps who changed what (console, API, CLI); nothing else deletes an entry.',
+    // The audit log's trigger keeps every entry for a day, whatever retention asks (migration 0310).
+    schema: z.coerce.number().min(1).max(3650).describe('a number of days from 1 to 3650 (fractions allowed)'),
+    doc: 'Days (at least 1) the audit log keeps who changed what (console, API, CLI); nothing else deletes an entry, and nothing changes one (the database refuses both).',
   },
   DELIVERY_RETENTION_DAYS: {
     schema: days,

@@ -1,4 +1,5 @@
 // The audit_log store (migration 0220): entries are inserted and read, never updated; retention is the one delete.
+// The database holds it to that (migration 0310).
 // Who writes them and what they hold: src/console/audit.ts.
 import { type Insertable, type Selectable, sql } from 'kysely';
 import type { Executor } from './index.ts';
@@ -37,9 +38,20 @@ export async function listAudit(db: Executor, f: AuditFilter): Promise<AuditEntr
     .execute();
 }
 
-/** Retention: at most `limit` entries older than `olderThanSeconds`; returns how many went. */
+/**
+ * Retention: at most `limit` entries older than `olderThanSeconds`; returns how many went. The table's trigger
+ * refuses any other delete: the cut-off is named to it in a setting local to this transaction (`db` must not be a
+ * transaction already).
+ */
 export async function pruneAudit(db: Executor, olderThanSeconds: number, limit: number): Promise<number> {
-  const r = await sql`DELETE FROM audit_log WHERE id = ANY(ARRAY(
-    SELECT id FROM audit_log WHERE at < now() - make_interval(secs => ${olderThanSeconds}) ORDER BY id LIMIT ${limit}))`.execute(db);
-  return Number(r.numAffectedRows ?? 0);
+  return db.transaction().execute(async (trx) => {
+    await sql`SELECT set_config('commerce_sync.audit_cutoff', (now() - make_interval(secs => ${olderThanSeconds}))::text, true)`.execute(
+      trx,
+    );
+    const r = await sql`DELETE FROM audit_log WHERE id = ANY(ARRAY(
+      SELECT id FROM audit_log WHERE at < current_setting('commerce_sync.audit_cutoff')::timestamptz ORDER BY id LIMIT ${limit}))`.execute(
+      trx,
+    );
+    return Number(r.numAffectedRows ?? 0);
+  });
 }
