@@ -1,7 +1,8 @@
 // Bounds every input shares (JSON API, console forms, CLI): a value outside them is refused with a 400 naming the
 // field, never passed on to fail deeper down (a 500 from PostgreSQL, a quantity of a thousand digits published to
 // a channel). Ids are whole numbers both PostgreSQL's bigint and JavaScript's safe integers hold; decimals have at
-// most 15 digits before the point and 8 after; text has a length cap and no control characters.
+// most 15 digits before the point and 8 after; text has a length cap and no control characters. Before any of these,
+// every request passes one boundary (refusedPath, refusedQuery, refusedBody; src/server.ts applies them).
 import { z } from 'zod';
 
 export const MAX_ID = Number.MAX_SAFE_INTEGER;
@@ -52,3 +53,59 @@ export const channelOrderId = z.preprocess(
   (v) => (typeof v === 'number' && Number.isSafeInteger(v) ? String(v) : v),
   boundedText(KEY_LENGTH),
 );
+
+/** How deep a request body may nest: deeper than any input of ours, shallow enough for every recursive reader. */
+export const MAX_DEPTH = 32;
+
+const named = (name: string) => JSON.stringify(name.length > 64 ? `${name.slice(0, 64)}...` : name);
+
+const decoded = (segment: string) => {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment; // not percent-encoding: the router takes it as it is too
+  }
+};
+
+/** Why a request path is refused, if it is: a segment with a control character (names, ids and SKUs have none). */
+export function refusedPath(path: string): string | undefined {
+  const segments = path.split('/');
+  for (let i = 1; i < segments.length; i++) if (hasControl(decoded(segments[i]!))) return `path segment ${i} has a control character`;
+  return undefined;
+}
+
+/**
+ * Why a request query is refused, if it is: a field given more than once (code reading it expects one string),
+ * or a control character (queries carry names, filters, searches and cursors, none of which has one).
+ */
+export function refusedQuery(query: Record<string, string | string[] | undefined>): string | undefined {
+  for (const [k, v] of Object.entries(query)) {
+    if (hasControl(k)) return 'a query field name has a control character';
+    if (Array.isArray(v)) return `query field ${named(k)} is given more than once`;
+    if (v !== undefined && hasControl(v)) return `query field ${named(k)} has a control character`;
+  }
+  return undefined;
+}
+
+/**
+ * Why a parsed request body is refused, if it is: a NUL byte in any string or field name (PostgreSQL text and
+ * jsonb cannot hold one; other control characters are for each field's own check, as a note may have line
+ * breaks), nesting deeper than MAX_DEPTH, and in a form a field given more than once or with brackets (an array
+ * or object where every reader expects a string).
+ */
+export function refusedBody(body: unknown, form: boolean): string | undefined {
+  const where = (at: string) => (at ? `${form ? 'form' : 'body'} field ${named(at)}` : 'the body');
+  const check = (v: unknown, at: string, depth: number): string | undefined => {
+    if (typeof v === 'string') return v.includes('\u0000') ? `${where(at)} has a NUL byte` : undefined;
+    if (!v || typeof v !== 'object') return undefined;
+    if (form && at) return `${where(at)} is given more than once or with brackets: give it once`;
+    if (depth >= MAX_DEPTH) return `${where(at)} nests deeper than ${MAX_DEPTH} levels`;
+    for (const [k, x] of Object.entries(v)) {
+      if (k.includes('\u0000')) return `${where(at)} has a field name with a NUL byte`;
+      const refused = check(x, Array.isArray(v) ? `${at}[${k}]` : at ? `${at}.${k}` : k, depth + 1);
+      if (refused) return refused;
+    }
+    return undefined;
+  };
+  return check(body, '', 0);
+}

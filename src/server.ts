@@ -1,9 +1,10 @@
 // The HTTP server every long-running role shares: health endpoints here, routers from the roles.
 import http from 'node:http';
-import Koa, { type Context } from 'koa';
+import Koa, { type Context, type Next } from 'koa';
 import Router from '@koa/router';
 import type pg from 'pg';
 import { databaseReadiness } from './db/index.ts';
+import { refusedBody, refusedPath, refusedQuery } from './inputs.ts';
 import type { Logger } from './log.ts';
 import { serverSpans } from './telemetry/http.ts';
 
@@ -23,6 +24,38 @@ export function problem(ctx: Context, status: number, error: string, extra?: Rec
 
 export type ReadinessCheck = () => Promise<string | null>;
 
+class InputRefused extends Error {}
+
+/**
+ * The one boundary every request passes before any route sees it (src/inputs.ts says what it refuses): a bad
+ * path or query is answered 400 at once. Bodies are parsed by each route (koa-bodyparser, with the route's types
+ * and limits), so their check sits where every parser puts what it parsed, request.body: a refused body is
+ * answered 400 instead of reaching the handler.
+ */
+function inputBoundary(app: Koa) {
+  const bodies = new WeakMap<object, unknown>();
+  Object.defineProperty(app.request, 'body', {
+    get(this: Koa.Request) {
+      return bodies.get(this);
+    },
+    set(this: Koa.Request, body: unknown) {
+      const refused = refusedBody(body, !!this.is('urlencoded'));
+      if (refused) throw new InputRefused(refused);
+      bodies.set(this, body);
+    },
+  });
+  return async (ctx: Context, next: Next) => {
+    const refused = refusedPath(ctx.path) ?? refusedQuery(ctx.query);
+    if (refused) return problem(ctx, 400, refused);
+    try {
+      await next();
+    } catch (err) {
+      if (err instanceof InputRefused) return problem(ctx, 400, err.message);
+      throw err;
+    }
+  };
+}
+
 export function createApp(pool: pg.Pool, log: Logger, extraChecks: ReadinessCheck[] = []): { app: Koa; router: Router } {
   const app = new Koa();
   app.proxy = true;
@@ -33,6 +66,7 @@ export function createApp(pool: pg.Pool, log: Logger, extraChecks: ReadinessChec
     } else if (!err.status || err.status >= 500) log.error({ err }, 'http error');
   });
   app.use(serverSpans());
+  app.use(inputBoundary(app));
   const router = new Router();
   router.get('/healthz', (ctx) => {
     ctx.body = { ok: true };

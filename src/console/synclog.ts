@@ -76,14 +76,18 @@ export async function parseLogFilter(db: Db, q: Record<string, string | string[]
     const v = one(k);
     if (v === undefined) return undefined;
     const d = new Date(v);
-    if (Number.isNaN(d.getTime())) throw new FilterError(`${k} must be an ISO timestamp`);
+    const year = d.getUTCFullYear();
+    if (Number.isNaN(year) || year < 1 || year > 9999) throw new FilterError(`${k} must be an ISO timestamp`);
     return d;
   };
   f.recordId = int('record');
   f.afterId = int('after');
   f.limit = int('limit');
   f.from = time('from');
-  if (time('to')) f.to = one('to');
+  // Text, to keep a page cursor's microseconds (exactTime), but the time JavaScript read: PostgreSQL refuses some
+  // text a Date takes ("1").
+  const to = time('to');
+  if (to) f.to = `${to.toISOString().slice(0, -1)}${/\.\d{3}(\d{3})Z$/.exec(one('to')!)?.[1] ?? ''}Z`;
   f.beforeId = int('before');
   return f;
 }

@@ -16,6 +16,8 @@ const version = (JSON.parse(readFileSync(fileURLToPath(new URL('../../package.js
 
 /** Answered by the operator guard on every /api route (src/console/routes.ts, auth.ts). */
 const GUARD_PROBLEMS = [401, 403, 429];
+/** Answered by the input boundary on every route (src/server.ts): a control character, a field given twice. */
+const INPUT_PROBLEMS = [400];
 
 /** /api/channels/:name -> /api/channels/{name} */
 export const openApiPath = (route: string) => route.replace(/:(\w+)/g, '{$1}');
@@ -118,7 +120,7 @@ export function openApiDocument(operations: readonly DescribedOperation[]): Json
         : { 'application/json': { schema: convert(answer, 'output') } };
       responses[status] = { description, content };
     }
-    for (const status of [...(op.problems ?? []), ...(guarded ? GUARD_PROBLEMS : [])].sort((a, b) => a - b))
+    for (const status of [...(op.problems ?? []), ...INPUT_PROBLEMS, ...(guarded ? GUARD_PROBLEMS : [])].sort((a, b) => a - b))
       responses[status] ??= { description: STATUS_CODES[status] ?? String(status), content: { 'application/json': { schema: problem } } };
     const path = openApiPath(op.path);
     paths[path] ??= {};

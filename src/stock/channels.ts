@@ -45,7 +45,8 @@ const decimal = z.union([
   z.string().trim().regex(DECIMAL, 'a decimal of 0 or more such as "5" or "2.5", at most 15 digits before the point and 8 after'),
   wholeNumber.nonnegative(),
 ]);
-const percent = decimal.refine((v) => dec(String(v)).lessThanOrEqualTo(100), 'a percentage from 0 to 100');
+// Zod runs the refinement on a value the decimal check refused too: that one is not a decimal to compare.
+const percent = decimal.refine((v) => !DECIMAL.test(String(v)) || dec(String(v)).lessThanOrEqualTo(100), 'a percentage from 0 to 100');
 const channelFields = {
   locations: z
     .union([z.literal('all'), z.null(), z.array(z.number().int().positive()).min(1, 'at least one location id (or null for all)')])

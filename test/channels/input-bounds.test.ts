@@ -51,11 +51,16 @@ t.test('oversized and malformed input: 400 naming the field, nothing stored', as
     'a fixed quantity of 1,000 digits is not published to channels',
   );
   const hold = (body: unknown) => call('POST', '/api/channels/default/holds', body);
+  // A NUL byte is refused before any route (test/console/input-boundary.test.ts); other control characters here.
   t.match(await hold({ channel_order_id: 'A\u0000B', lines: [{ sku: 'SKU-1', quantity: '1' }] }), {
+    status: 400,
+    body: { error: /channel_order_id.*NUL/ },
+  });
+  t.match(await hold({ channel_order_id: 'A\u0001B', lines: [{ sku: 'SKU-1', quantity: '1' }] }), {
     status: 400,
     body: { problems: [/channel_order_id.*control/] },
   });
-  t.match(await hold({ channel_order_id: 'A-1', lines: [{ sku: 'SKU\u00001', quantity: '1' }] }), {
+  t.match(await hold({ channel_order_id: 'A-1', lines: [{ sku: 'SKU\u00011', quantity: '1' }] }), {
     status: 400,
     body: { problems: [/sku.*control/] },
   });
