@@ -50,6 +50,9 @@ const WAIT_SECONDS = 30;
 const connectionLocks = (lock: 'pg_advisory_xact_lock_shared' | 'pg_advisory_xact_lock', ids: string) =>
   `SELECT ${lock}(hashtextextended('deliveries:' || c, 0)) FROM (SELECT DISTINCT c FROM unnest(${ids}::bigint[]) AS c ORDER BY c) AS s`;
 
+// A queued row whose body a waiting row of its connection has already is a copy (the same event resent under a new
+// delivery id) and is not stored: the read that twin causes comes after both. A copy of a row already handled is
+// stored, so its record is read again: the same body may be a second change in the same second (migration 0330).
 // One statement for the whole batch, whatever its size: the rows travel as ONE JSON text parameter
 // (JSON.stringify is native; pg's array literals would escape every quote of every body in JavaScript),
 // unpacked by json_to_recordset. `j` is the job a queued row would start; each connection's rows
@@ -73,6 +76,8 @@ const insertRows = `
       (connection_id, delivery_id, event, resource, action, object_id, event_at, resource_url, body, state, error, job_id, body_digest, traceparent)
     SELECT v.c, d, e, r, a, o, t, u, b, s, x, coalesce(waiting.existing, v.j), h, p
     FROM v LEFT JOIN waiting ON waiting.c = v.c AND v.j IS NOT NULL
+    WHERE v.s <> 'queued' OR NOT EXISTS (SELECT 1 FROM webhook_deliveries w
+      WHERE w.connection_id = v.c AND w.body_digest = v.h AND w.state = 'queued')
     ON CONFLICT DO NOTHING
     RETURNING id, connection_id, delivery_id, event, resource, object_id, state, error, job_id
   ), log AS (
@@ -126,7 +131,7 @@ export function deliveriesJson(rows: NewDelivery[]): string {
       s: r.state,
       x: r.error,
       j: r.jobId,
-      // The same body under another delivery id is the same event sent again (migration 0240).
+      // The same body under another delivery id: the same event sent again, or another change in the same second.
       h: createHash('sha256').update(r.body).digest('hex'),
       p: r.traceparent ?? null,
     })),
@@ -134,7 +139,7 @@ export function deliveriesJson(rows: NewDelivery[]): string {
 }
 
 /**
- * Inserts the rows (copies of stored ones, by delivery id or by body, are skipped by the unique keys), attaching each connection's queued
+ * Inserts the rows (copies of stored ones by delivery id, and of waiting ones by body, are skipped), attaching each connection's queued
  * rows to its waiting job or making the candidate job of `jobs` wait, and inserts the jobs made, in the same
  * transaction; returns the rows that are new, with the job each belongs to. One multi-statement query, which
  * PostgreSQL runs as one transaction: one round trip and one commit for the whole batch. The caller removes

@@ -49,7 +49,7 @@ export interface WebhookDeliveriesTable {
   job_id: string | null;
   received_at: DefaultTimestamp;
   processed_at: Timestamp | null;
-  /** SHA-256 (hex) of the body: one event sent again under a new delivery id is stored once (migration 0240). */
+  /** SHA-256 (hex) of the body: a copy of a waiting delivery under a new delivery id is not stored (migration 0330). */
   body_digest: string | null;
   /** migrations/0260: the traceparent of the request that brought it, when traced. */
   traceparent: string | null;

@@ -1,8 +1,10 @@
 // A service that sends a delivery twice at once (real-service-notes: at-least-once), many of them: copies of the
 // same deliveries land in two commits, in opposite orders, and two inserts of the same keys in opposite orders
 // deadlock in PostgreSQL. The commit PostgreSQL ends runs again: every copy is answered 200, every delivery stored once.
-// The same event resent under a new delivery id is a copy too.
+// The same event resent under a new delivery id is a copy too while the first still waits; once that one is handled,
+// the same body may be a second change in the same second, and is stored and read again.
 import t from 'tap';
+import { startLoop } from '../sync/harness.ts';
 import { deliver, payload, startReceiver } from './harness.ts';
 
 t.test('copies of the same deliveries in opposite orders, at once: all answered 200, each stored once', async (t) => {
@@ -38,4 +40,42 @@ t.test('the same event sent again under a new delivery id (a resend within the r
   const other = await deliver(h.url(), payload(8), { 'x-service-delivery': 'another-event' });
   t.equal(other.status, 200);
   t.equal((await h.rows()).length, 2, 'another event is stored');
+});
+
+t.test('a second change of a record in the same second, after the first was read, reaches the mirror', async (t) => {
+  // The sandbox's clock stands still: both changes are stamped the same second, so their deliveries, under two
+  // delivery ids, have byte-identical bodies.
+  const loop = await startLoop(t, { sandbox: { variants: 5, manualClock: true } });
+  const variant = ((await loop.admin('GET', 'snapshot?resource=variants')).variants as any[]).find(
+    (v) => v.sku && !v.composite && v.manage_stock !== false && v.status !== 'archived' && v.locations?.length,
+  );
+  const id = Number(variant.id);
+  // Only the variant's own event tells the worker: the adjustment's event (which reads the variants it moves) is
+  // unsubscribed.
+  for (const w of await loop.client.listWebhooks()) if (!w.event.endsWith('.stock_level_update')) await loop.client.deleteWebhook(w.id);
+  const adjust = (quantity: string) =>
+    loop.client.createStockAdjustment({
+      stock_location_id: Number(variant.locations[0].location_id),
+      reason: 'damaged',
+      stock_adjustment_line_items: [{ variant_id: id, quantity }],
+    });
+  const mirrored = async () => {
+    const d = await loop.variantDiff();
+    return !d.missing.includes(id) && !d.wrong.includes(id);
+  };
+  const deliveries = () => loop.tdb.db.selectFrom('webhook_deliveries').select(['body', 'state']).where('object_id', '=', id).execute();
+
+  await adjust('-1');
+  await loop.until(
+    'the first change read into the mirror',
+    async () => (await mirrored()) && (await deliveries()).every((d) => d.state === 'processed'),
+  );
+  await adjust('-2');
+  await loop.admin('POST', 'deliveries/flush');
+  const acked = ((await loop.admin('GET', 'deliveries?limit=50')) as any[]).filter((d) => d.object_id === id && d.status === 200);
+  t.equal(new Set(acked.map((d) => d.id)).size, 2, 'the service sent two deliveries, under two ids, both acknowledged');
+  await loop.until('the second change in the mirror too', mirrored, 20_000);
+  const rows = await deliveries();
+  t.equal(rows.length, 2, 'the second delivery, the same body as the first, has a row of its own');
+  t.equal(rows[0]!.body, rows[1]!.body, 'byte for byte');
 });
