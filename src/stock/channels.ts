@@ -1,6 +1,6 @@
 // Managing channels and their per-SKU overrides (the API and the CLI share this): input checks that name the
 // bad value, which channel a name means, and each change with the recomputation it calls for. docs/channels.md.
-import { DECIMAL, wholeNumber } from '../inputs.ts';
+import { boundedText, DECIMAL, KEY_LENGTH, wholeNumber } from '../inputs.ts';
 import { z } from 'zod';
 import {
   channelById,
@@ -255,12 +255,12 @@ export async function removeChannel(db: Db, channel: Channel): Promise<void> {
 export async function setOverride(
   db: Db,
   channel: Channel,
-  sku: string,
+  rawSku: string,
   raw: unknown,
 ): Promise<{ override: ReturnType<typeof presentOverride>; changes: NewChange[] }> {
+  const { sku } = parseInput(z.object({ sku: boundedText(KEY_LENGTH) }), { sku: rawSku });
   const v = parseInput(overrideInput, raw);
   const problems: string[] = [];
-  if (!sku.trim()) problems.push('sku: a SKU (got "")');
   if (v.mode === 'fixed' && v.quantity === undefined) problems.push('quantity: a fixed override needs the quantity to show');
   if (v.mode !== 'fixed' && v.quantity !== undefined)
     problems.push(`quantity: only a fixed override has one (got ${JSON.stringify(v.quantity)})`);
@@ -268,6 +268,11 @@ export async function setOverride(
     problems.push('buffer_units, buffer_percent: only a buffer override has them');
   if (v.mode === 'buffer' && v.buffer_units === undefined && (v.buffer_percent ?? null) === null)
     problems.push('buffer_units: a buffer override needs buffer_units, buffer_percent or both');
+  // Only a SKU the mirror has: overrides are then as many as the catalogue's SKUs at most (not one per name anyone
+  // sends), and a mistyped SKU is refused instead of kept doing nothing. A SKU new at the service gets its override
+  // once its variant has synced, like a hold's lines.
+  if (!problems.length && !(await variantsBySku(db, channel.connection_id, [sku])).length)
+    problems.push(`sku: the connection has no variant with SKU ${JSON.stringify(sku)} in the mirror`);
   if (problems.length) throw new ChannelInputError(problems);
   const row: ChannelOverride = {
     channel_id: Number(channel.id),

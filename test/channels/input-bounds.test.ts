@@ -1,7 +1,8 @@
 // What the review found answering 500 or doing expensive work for a cheap request: oversized or malformed input
 // (huge decimals, control characters, a 500 KB channel order id, 20,000 hold lines, ids beyond 2^63) gets a 400
 // naming the field; a PATCH that changes nothing writes nothing and recomputes nothing; PATCHes at once make one
-// recomputation; overrides come in pages; a pause's reason has a cap.
+// recomputation; overrides come in pages; a pause's reason has a cap; an override's SKU has a cap and is one the
+// mirror has.
 import { sql } from 'kysely';
 import t from 'tap';
 import { setDestination } from '../../src/channels/destinations.ts';
@@ -131,4 +132,21 @@ t.test('overrides come in pages; a pause reason has a cap', async (t) => {
     status: 200,
     body: { destination: { paused_reason: 'maintenance' } },
   });
+});
+
+t.test("an override's SKU: at most 255 characters, and one the mirror has", async (t) => {
+  const { db, call } = await api(t);
+  const put = (sku: string) => call('PUT', `/api/channels/default/overrides/${encodeURIComponent(sku)}`, { mode: 'exclude' });
+  t.match(await put('S'.repeat(8000)), { status: 400, body: { problems: [/sku: at most 255 characters/] } }, 'an 8,000-character SKU');
+  t.match(
+    await put('SKU-404'),
+    { status: 400, body: { problems: [/sku: .*no variant with SKU "SKU-404"/] } },
+    'a SKU the mirror does not have',
+  );
+  t.match(await put(' SKU-1 '), { status: 200, body: { override: { sku: 'SKU-1', mode: 'exclude' } } }, 'a mirrored SKU, trimmed');
+  t.same(
+    (await db.selectFrom('channel_overrides').select('sku').execute()).map((o) => o.sku),
+    ['SKU-1'],
+    'only that one is stored',
+  );
 });
