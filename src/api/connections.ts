@@ -24,6 +24,35 @@ export type { ClientDeps };
 // Callers find connections here beside clientFor; the statements are the connections store's.
 export { getConnection, listConnections };
 
+/** A connection asked for that is not there (404), or none named where there is not exactly one (400). */
+export class ConnectionChoiceError extends Error {
+  readonly status: 400 | 404;
+  constructor(status: 400 | 404, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+/**
+ * The connection meant: the one with this name (a number: this id), or, with none named, the only one there is.
+ * The channel and push APIs and commands all choose with this.
+ */
+export async function chooseConnection(db: Db, connection?: string | number | null): Promise<{ id: number; name: string }> {
+  if (connection !== undefined && connection !== null && connection !== '') {
+    const row = typeof connection === 'number' ? await getConnection(db, connection) : await connectionByName(db, connection);
+    if (!row) throw new ConnectionChoiceError(404, `no connection "${connection}" (see \`commerce-sync connections\`)`);
+    return { id: Number(row.id), name: row.name };
+  }
+  const all = await listConnections(db);
+  if (all.length === 1) return { id: Number(all[0]!.id), name: all[0]!.name };
+  throw new ConnectionChoiceError(
+    400,
+    all.length
+      ? `several connections exist (${all.map((c) => c.name).join(', ')}): say which with connection=NAME`
+      : 'no connection yet: connect an account first (`commerce-sync connect`)',
+  );
+}
+
 /** The client of a connection (a row, or its id or name). Clients of one connection share its budget. */
 export async function clientFor(deps: ClientDeps, connection: Connection | number | string, opts?: ClientOptions): Promise<ApiClient> {
   const row = typeof connection === 'object' ? connection : await getConnection(deps.db, connection);

@@ -9,7 +9,8 @@ import type { PushKind, PushOperation, PushState } from '../db/schema.ts';
 import { startBoss, stopBoss } from '../queue/boss.ts';
 import { createQueues } from '../queue/queues.ts';
 import { InputError, isKind, kinds } from './input.ts';
-import { ConnectionChoiceError, chooseConnection, enqueueOperation } from './enqueue.ts';
+import { chooseConnection, ConnectionChoiceError } from '../api/connections.ts';
+import { connectionRef, enqueueOperation } from './enqueue.ts';
 import { getOperation, listOperations } from '../db/operations.ts';
 import { present, retryOperation, RetryRefused } from './store.ts';
 
@@ -181,7 +182,7 @@ export const commands: CommandModule['commands'] = {
           const state = str(ctx.values, 'state') as PushState | undefined;
           const k = str(ctx.values, 'kind');
           if (k && !isKind(k)) throw new UsageError(`--kind must be one of ${kinds.join(', ')}`);
-          const conn = str(ctx.values, 'connection') ? await chooseConnection(db, str(ctx.values, 'connection')) : undefined;
+          const conn = str(ctx.values, 'connection') ? await chooseConnection(db, connectionRef(str(ctx.values, 'connection'))) : undefined;
           const ops = await listOperations(db, {
             state,
             kind: k as PushKind | undefined,

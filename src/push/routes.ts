@@ -16,7 +16,8 @@ import { queuesOnce } from '../queue/queues.ts';
 import type { Runtime } from '../runtime.ts';
 import { problem } from '../server.ts';
 import { InputError, inputSchemas, isKind, kinds } from './input.ts';
-import { chooseConnection, enqueueOperation, ConnectionChoiceError } from './enqueue.ts';
+import { chooseConnection, ConnectionChoiceError } from '../api/connections.ts';
+import { connectionRef, enqueueOperation } from './enqueue.ts';
 import { getOperation, listOperations } from '../db/operations.ts';
 import { operationSchema, present, retryOperation, RetryRefused } from './store.ts';
 import { z } from 'zod';
@@ -108,7 +109,7 @@ export function mountRoutes(rt: Pick<Runtime, 'config' | 'log' | 'database' | 'b
       let connectionId: number | undefined;
       if (q.connection) {
         try {
-          connectionId = (await chooseConnection(db, q.connection)).id;
+          connectionId = (await chooseConnection(db, connectionRef(q.connection))).id;
         } catch (err) {
           if (err instanceof ConnectionChoiceError) return problem(ctx, 404, err.message);
           throw err;

@@ -17,7 +17,6 @@ import {
   ChannelChoiceError,
   ChannelInputError,
   changeChannel,
-  chooseConnection,
   findChannel,
   parseInput,
   presentChannel,
@@ -28,6 +27,7 @@ import {
 } from './channels.ts';
 import { pauseDestination, removeDestination, resumeDestination, setDestination, viewDestination } from '../channels/destinations.ts';
 import { ClientState } from '../api/client-state.ts';
+import { chooseConnection, ConnectionChoiceError } from '../api/connections.ts';
 import { cancelHold, createHold, HoldConflict, holdInput, presentHold } from './holds.ts';
 
 /** A pause's reason as the API takes it: 200 characters at most. */
@@ -101,7 +101,8 @@ async function refusing(ctx: CommandContext, run: () => Promise<number | undefin
   } catch (err) {
     if (err instanceof ChannelInputError) throw new UsageError(err.problems.join('\n  '));
     if (err instanceof OperationFailed) throw new UsageError(err.message);
-    if (err instanceof ChannelChoiceError && err.status !== 409) throw new UsageError(err.message);
+    if (err instanceof ConnectionChoiceError || (err instanceof ChannelChoiceError && err.status !== 409))
+      throw new UsageError(err.message);
     if (err instanceof ChannelChoiceError || err instanceof HoldConflict || err instanceof CancelRefused) {
       console.error(`commerce-sync ${ctx.name}: ${err.message}`);
       return 1;

@@ -15,7 +15,6 @@ import {
   type ChannelOverride,
   type ChannelRulesRow,
 } from '../db/channels.ts';
-import { connectionByName, listConnections } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
 import { variantsBySku } from '../db/mirror-reads.ts';
 import { logSync } from '../db/synclog.ts';
@@ -317,21 +316,4 @@ export async function removeOverride(db: Db, channel: Channel, sku: string): Pro
 async function recomputeSku(tx: Db, channel: Channel, sku: string): Promise<NewChange[]> {
   const ids = (await variantsBySku(tx, channel.connection_id, [sku])).map((r) => Number(r.id));
   return recomputeVariants(tx, channel.connection_id, ids, { kind: 'rules' }, channel);
-}
-
-/** The connection a name means: the named one, or the only one there is. */
-export async function chooseConnection(db: Db, name?: string | null): Promise<{ id: number; name: string }> {
-  if (name) {
-    const c = await connectionByName(db, name);
-    if (!c) throw new ChannelChoiceError(404, `no connection "${name}" (see \`commerce-sync connections\`)`);
-    return { id: Number(c.id), name: c.name };
-  }
-  const all = await listConnections(db);
-  if (all.length === 1) return { id: Number(all[0]!.id), name: all[0]!.name };
-  throw new ChannelChoiceError(
-    400,
-    all.length
-      ? `several connections exist (${all.map((c) => c.name).join(', ')}): say which with connection=NAME`
-      : 'no connection yet: connect an account first',
-  );
 }

@@ -36,7 +36,6 @@ import {
   channelChange,
   channelQuantitySchema,
   channelSchema,
-  chooseConnection,
   findChannel,
   newChannelInput,
   overrideInput,
@@ -58,6 +57,7 @@ import { parseAllowedHosts } from '../channels/address-guard.ts';
 import { CancelRefused, cancelChannelOrder, channelOrderView } from '../channels/orders.ts';
 import { cancelHold, createHold, HoldConflict, holdInput, holdSchema, presentHold } from './holds.ts';
 import { connectionByName } from '../db/connections.ts';
+import { chooseConnection, ConnectionChoiceError } from '../api/connections.ts';
 import { z } from 'zod';
 import { blob, decimal, documented, timestamp } from '../openapi/registry.ts';
 import { whyView } from '../console/record.ts';
@@ -249,7 +249,7 @@ async function answering(ctx: Context, run: () => Promise<void>): Promise<void> 
   try {
     await run();
   } catch (err) {
-    if (err instanceof ChannelChoiceError) return problem(ctx, err.status, err.message);
+    if (err instanceof ChannelChoiceError || err instanceof ConnectionChoiceError) return problem(ctx, err.status, err.message);
     if (err instanceof ChannelInputError) return problem(ctx, 400, 'invalid input', { problems: err.problems });
     if (err instanceof HoldConflict) return problem(ctx, 409, err.message);
     if (err instanceof CancelRefused) return problem(ctx, 409, err.message);
