@@ -25,7 +25,7 @@ import { workQueues } from '../../src/worker/handlers.ts';
 import { createLogger } from '../../src/log.ts';
 import { createRuntime } from '../../src/runtime.ts';
 import { applyRulesIfChanged, recomputeChannel } from '../../src/stock/recompute.ts';
-import { addChannel } from '../../src/stock/channels.ts';
+import { addChannel } from '../../src/channels/channels.ts';
 import { setDestination } from '../../src/channels/destinations.ts';
 import { rulesFrom } from '../../src/stock/rules.ts';
 import { scratchDatabase } from '../support/database.ts';

@@ -13,8 +13,8 @@ import { sql } from 'kysely';
 import { createDb, createPool } from '../../src/db/index.ts';
 import { createLogger } from '../../src/log.ts';
 import { applyRulesIfChanged, recomputeChannel } from '../../src/stock/recompute.ts';
-import { addChannel, changeChannel, findChannel } from '../../src/stock/channels.ts';
-import { createHold } from '../../src/stock/holds.ts';
+import { addChannel, changeChannel, findChannel } from '../../src/channels/channels.ts';
+import { createHold } from '../../src/channels/holds.ts';
 import { rulesFrom } from '../../src/stock/rules.ts';
 import { scratchDatabase } from '../support/database.ts';
 

@@ -34,7 +34,7 @@ import type { Db } from '../../src/db/index.ts';
 import { createLogger } from '../../src/log.ts';
 import { enqueueOperation } from '../../src/push/enqueue.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
-import { addChannel } from '../../src/stock/channels.ts';
+import { addChannel } from '../../src/channels/channels.ts';
 import { postLags, StockLag, type StockArrivals } from './lag.ts';
 import { explainTail } from './tail.ts';
 import { cpuSeconds, percentile, postgresCpuSeconds, settled, startWorld, takeMoves, type Account, type World } from './world.ts';

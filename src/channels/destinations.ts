@@ -21,7 +21,7 @@ import {
 import type { Db } from '../db/index.ts';
 import { type AllowedHosts, checkDestination, DestinationRefused } from './address-guard.ts';
 import { hostOf, newSecret, parseSecrets, validSecret } from './sender.ts';
-import { ChannelInputError } from '../stock/channels.ts';
+import { ChannelInputError } from './channels.ts';
 
 export const destinationInput = z.object({
   url: z.string().refine((u) => URL.canParse(u) && /^https?:$/.test(new URL(u).protocol), 'an http(s) URL'),

@@ -9,7 +9,7 @@ import { mappedOrderId, operationsOfOrder } from '../db/operations.ts';
 import { recentOrderPosts } from '../db/channel-destinations.ts';
 import type { Boss } from '../queue/boss.ts';
 import { present, voidChannelOrderOnce } from '../push/store.ts';
-import { cancelHold, presentHold } from '../stock/holds.ts';
+import { cancelHold, presentHold } from './holds.ts';
 import type { NewChange } from '../stock/recompute.ts';
 import { presentOrderEvent, type OrderEvent } from './order-feed.ts';
 

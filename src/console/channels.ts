@@ -6,8 +6,8 @@ import { listHolds } from '../db/holds.ts';
 import { destinationStates, recentPosts, type ChannelPost, type DestinationState } from '../db/channel-destinations.ts';
 import type { Db } from '../db/index.ts';
 import { locationNames } from '../db/mirror-reads.ts';
-import { presentChannel, presentOverride } from '../stock/channels.ts';
-import { presentHold } from '../stock/holds.ts';
+import { presentChannel, presentOverride } from '../channels/channels.ts';
+import { presentHold } from '../channels/holds.ts';
 import { recentOrdersOf, type ChannelOrderSummary } from './channel-orders.ts';
 
 /** Recent POSTs shown per destination. */

@@ -1,5 +1,5 @@
 // The holds store: every statement on channel_holds and channel_hold_lines (stock held for channel orders). When a
-// hold is made and when each line ends is src/stock/holds.ts and src/stock/recompute.ts; this module only reads and
+// hold is made and when each line ends is src/channels/holds.ts and src/stock/recompute.ts; this module only reads and
 // writes rows.
 import { sql, type Selectable } from 'kysely';
 import type { Executor } from './index.ts';

@@ -4,7 +4,7 @@
 // order id goes into the order's reference_number, and before creating, the order is looked up by it
 // (GET /orders?reference_number=, real-service-notes §6): an import whose mapping was lost, or whose first
 // attempt's answer was lost more than 24 hours ago, finds the order instead of creating a second one.
-// Before any of that, the order's stock is held in every channel (src/stock/holds.ts), unless the channel held it
+// Before any of that, the order's stock is held in every channel (src/channels/holds.ts), unless the channel held it
 // already; the hold learns the service's order once there is one, and ends when a read shows it committed.
 import { ApiError } from '../api/index.ts';
 import { catalog } from '../catalog/index.ts';
@@ -15,7 +15,7 @@ import { incompleteImportOrder, mappedOrderId, ordersMappedElsewhere } from '../
 import { OperationFailed } from './errors.ts';
 import { variantIdsBySku } from './skus.ts';
 import { nonEmpty, outbound, type Done, type OpContext } from './context.ts';
-import { createHold, recordHoldOrder } from '../stock/holds.ts';
+import { createHold, recordHoldOrder } from '../channels/holds.ts';
 
 export async function importOrder(ctx: OpContext): Promise<Done> {
   const input = ctx.op.input as ImportOrderInput;

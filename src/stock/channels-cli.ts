@@ -24,11 +24,11 @@ import {
   removeChannel,
   removeOverride,
   setOverride,
-} from './channels.ts';
+} from '../channels/channels.ts';
 import { pauseDestination, removeDestination, resumeDestination, setDestination, viewDestination } from '../channels/destinations.ts';
 import { ClientState } from '../api/client-state.ts';
 import { chooseConnection, ConnectionChoiceError } from '../api/connections.ts';
-import { cancelHold, createHold, HoldConflict, holdInput, presentHold } from './holds.ts';
+import { cancelHold, createHold, HoldConflict, holdInput, presentHold } from '../channels/holds.ts';
 
 /** A pause's reason as the API takes it: 200 characters at most. */
 function pauseReason(given: string | undefined): string {

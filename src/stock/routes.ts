@@ -46,7 +46,7 @@ import {
   removeChannel,
   removeOverride,
   setOverride,
-} from './channels.ts';
+} from '../channels/channels.ts';
 import { announceChanges } from '../channels/dispatch.ts';
 import { queuesOnce } from '../queue/queues.ts';
 import type { NewChange } from './recompute.ts';
@@ -55,7 +55,7 @@ import { channelFeed, type FeedExpired, type FeedPage } from '../channels/feed.t
 import { orderEventsFeed } from '../channels/order-feed.ts';
 import { parseAllowedHosts } from '../channels/address-guard.ts';
 import { CancelRefused, cancelChannelOrder, channelOrderView } from '../channels/orders.ts';
-import { cancelHold, createHold, HoldConflict, holdInput, holdSchema, presentHold } from './holds.ts';
+import { cancelHold, createHold, HoldConflict, holdInput, holdSchema, presentHold } from '../channels/holds.ts';
 import { connectionByName } from '../db/connections.ts';
 import { chooseConnection, ConnectionChoiceError } from '../api/connections.ts';
 import { z } from 'zod';

@@ -285,7 +285,7 @@ async function readClaimed(
       const action = c.reason?.startsWith(`${resource}.`) ? c.reason.slice(resource.length + 1) : undefined;
       if (action) (ctx.events ??= new Map()).set(c.id, action);
     }
-    // What the read shows of held orders dates from the service's clock at the read (src/stock/holds.ts).
+    // What the read shows of held orders dates from the service's clock at the read (src/channels/holds.ts).
     ctx.cause = { ...ctx.cause, readAsOf: read.asOf, readBy: read.readBy };
     await mirrorWrite(db, records.length, async (tx) => {
       const r = await applyRecords(tx, ctx, spec, records, sideloads, goneIds);

@@ -14,7 +14,7 @@ import { logSync } from '../db/synclog.ts';
 import { enforceRetention } from './retention.ts';
 import { markPending, pendingLagByConnection } from '../db/pending.ts';
 import { duePendingPairs } from '../db/drain-pairs.ts';
-import { expireHolds } from '../stock/holds.ts';
+import { expireHolds } from '../channels/holds.ts';
 import { requestDueSweeps, requestFullSweeps, syncSchedules } from './schedules.ts';
 import { webhookChecksDue } from '../db/sweep-plans.ts';
 import { dueWatches, setWatches } from '../db/channel-order-events.ts';
@@ -62,7 +62,7 @@ export async function handleMaintenance(deps: WorkerDeps, task: MaintenanceTask)
       break;
     case 'holds': {
       // Holds past CHANNEL_HOLD_MINUTES end; those whose order is known but whose variants' last reads predate it
-      // get those variants read again (src/stock/holds.ts).
+      // get those variants read again (src/channels/holds.ts).
       const r = await expireHolds(db);
       await announceChanges(deps, r.changes);
       for (const [connectionId, ids] of r.toRead) {

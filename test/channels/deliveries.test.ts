@@ -16,7 +16,7 @@ import { workQueues } from '../../src/worker/handlers.ts';
 import { formatStatus } from '../../src/console/cli.ts';
 import { connectionOverviews } from '../../src/console/overview.ts';
 import { mountRoutes } from '../../src/stock/routes.ts';
-import { addChannel, findChannel } from '../../src/stock/channels.ts';
+import { addChannel, findChannel } from '../../src/channels/channels.ts';
 import { setDestination } from '../../src/channels/destinations.ts';
 import { testConfig } from '../support/config.ts';
 import { addConnection, testDatabase } from '../support/db.ts';

@@ -3,7 +3,7 @@
 // the committed stock ends the hold in the same transaction: the units are counted once throughout.
 import t from 'tap';
 import { listHolds } from '../../src/db/holds.ts';
-import { createHold } from '../../src/stock/holds.ts';
+import { createHold } from '../../src/channels/holds.ts';
 import { harness, plainVariants } from '../push/harness.ts';
 import { mirror, quantities } from './harness.ts';
 

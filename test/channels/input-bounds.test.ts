@@ -6,7 +6,7 @@
 import { sql } from 'kysely';
 import t from 'tap';
 import { setDestination } from '../../src/channels/destinations.ts';
-import { addChannel } from '../../src/stock/channels.ts';
+import { addChannel } from '../../src/channels/channels.ts';
 import { mountRoutes } from '../../src/stock/routes.ts';
 import { testConfig } from '../support/config.ts';
 import { addConnection, testDatabase } from '../support/db.ts';

@@ -7,7 +7,7 @@ import { sql } from 'kysely';
 import { recordOrderEvents } from '../../src/channels/order-events.ts';
 import { recordPost, saveDestination } from '../../src/db/channel-destinations.ts';
 import type { Db } from '../../src/db/index.ts';
-import { addChannel } from '../../src/stock/channels.ts';
+import { addChannel } from '../../src/channels/channels.ts';
 import { addConnection, testDatabase } from '../support/db.ts';
 import { channelsCommand, mirror, variant } from './harness.ts';
 

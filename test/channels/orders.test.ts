@@ -15,7 +15,7 @@ import { orderEventsFeed } from '../../src/channels/order-feed.ts';
 import { cancelChannelOrder, channelOrderView } from '../../src/channels/orders.ts';
 import { announceChanges } from '../../src/channels/dispatch.ts';
 import { markPending } from '../../src/db/pending.ts';
-import { addChannel } from '../../src/stock/channels.ts';
+import { addChannel } from '../../src/channels/channels.ts';
 import { rulesFrom } from '../../src/stock/rules.ts';
 import { drainPending } from '../../src/sync/drain.ts';
 import { handleMaintenance } from '../../src/sync/maintenance.ts';

@@ -5,7 +5,7 @@
 import t from 'tap';
 import { setDestination } from '../../src/channels/destinations.ts';
 import { listAudit } from '../../src/db/audit.ts';
-import { addChannel } from '../../src/stock/channels.ts';
+import { addChannel } from '../../src/channels/channels.ts';
 import { channelsCommand } from '../channels/harness.ts';
 import { addConnection, consoleServer } from './harness.ts';
 

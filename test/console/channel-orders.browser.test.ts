@@ -13,7 +13,7 @@ import t from 'tap';
 import { setDestination } from '../../src/channels/destinations.ts';
 import { announceChanges, channelDeliveryHandler } from '../../src/channels/dispatch.ts';
 import { markPending } from '../../src/db/pending.ts';
-import { addChannel } from '../../src/stock/channels.ts';
+import { addChannel } from '../../src/channels/channels.ts';
 import { rulesFrom } from '../../src/stock/rules.ts';
 import { drainPending } from '../../src/sync/drain.ts';
 import { handleMaintenance } from '../../src/sync/maintenance.ts';

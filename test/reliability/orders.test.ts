@@ -15,7 +15,7 @@ import { pauseDestination, resumeDestination } from '../../src/db/channel-destin
 import { enqueueOperation } from '../../src/push/enqueue.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
 import { createQueues } from '../../src/queue/queues.ts';
-import { addChannel } from '../../src/stock/channels.ts';
+import { addChannel } from '../../src/channels/channels.ts';
 import { ClientState } from '../../src/api/client-state.ts';
 import { listenLocal } from '../support/http.ts';
 import { channelEndpoint } from '../support/channel-endpoint.ts';

@@ -10,7 +10,7 @@ import { resources } from '../../src/sync/resources.ts';
 import { applyRulesIfChanged, recomputeChannel } from '../../src/stock/recompute.ts';
 import { rulesFrom } from '../../src/stock/rules.ts';
 import { updateChannelRules } from '../../src/db/channels.ts';
-import { changeChannel, findChannel } from '../../src/stock/channels.ts';
+import { changeChannel, findChannel } from '../../src/channels/channels.ts';
 import { mountRoutes } from '../../src/stock/routes.ts';
 import type { Db } from '../../src/db/index.ts';
 

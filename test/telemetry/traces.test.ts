@@ -9,7 +9,7 @@ import { createServer } from 'node:http';
 import t from 'tap';
 import { ClientState } from '../../src/api/client-state.ts';
 import { setDestination } from '../../src/channels/destinations.ts';
-import { addChannel } from '../../src/stock/channels.ts';
+import { addChannel } from '../../src/channels/channels.ts';
 import { listenLocal } from '../support/http.ts';
 import { channelEndpoint } from '../support/channel-endpoint.ts';
 import { merchantApi } from '../support/sandbox.ts';

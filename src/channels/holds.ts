@@ -21,8 +21,8 @@ import { compositionsOf, variantStockRows } from '../db/mirror-reads.ts';
 import type { HoldEnd } from '../db/schema.ts';
 import { logSync } from '../db/synclog.ts';
 import { variantIdsBySku } from '../push/skus.ts';
-import { connectionChannels, lockVariants, logHoldEnds, recomputeVariants, settleHolds, type NewChange } from './recompute.ts';
-import { COMMITTING_STATUSES, dec, fmt, rulesFrom } from './rules.ts';
+import { connectionChannels, lockVariants, logHoldEnds, recomputeVariants, settleHolds, type NewChange } from '../stock/recompute.ts';
+import { COMMITTING_STATUSES, dec, fmt, rulesFrom } from '../stock/rules.ts';
 import { boundedText, channelOrderId, DECIMAL, KEY_LENGTH, wholeNumber } from '../inputs.ts';
 import { decimal, timestamp } from '../openapi/registry.ts';
 

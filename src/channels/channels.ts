@@ -18,8 +18,8 @@ import {
 import type { Db } from '../db/index.ts';
 import { variantsBySku } from '../db/mirror-reads.ts';
 import { logSync } from '../db/synclog.ts';
-import { recomputeVariants, recomputeWholeChannel, rulesFingerprint, rulesOf, type NewChange } from './recompute.ts';
-import { dec, fmt } from './rules.ts';
+import { recomputeVariants, recomputeWholeChannel, rulesFingerprint, rulesOf, type NewChange } from '../stock/recompute.ts';
+import { dec, fmt } from '../stock/rules.ts';
 import { decimal as decimalText, timestamp } from '../openapi/registry.ts';
 
 /** Input that cannot be taken: each problem names the field and the value. */
