@@ -16,7 +16,7 @@ const worker: Load = () => import('./worker/cli.ts');
 const sandbox: Load = () => import('./demo/cli.ts');
 const api: Load = () => import('./api/cli.ts');
 const stock: Load = () => import('./stock/cli.ts');
-const channels: Load = () => import('./stock/channels-cli.ts');
+const channels: Load = () => import('./channels/cli.ts');
 const push: Load = () => import('./push/cli.ts');
 const operator: Load = () => import('./console/cli.ts');
 const tokens: Load = () => import('./console/tokens-cli.ts');

@@ -1,5 +1,5 @@
 // commerce-sync stock [--connection NAME] [--sku SKU] [--json]: mirrored stock per location and each channel's
-// quantity. The `channels` command: channels-cli.ts.
+// quantity. The `channels` command: src/channels/cli.ts.
 import { formatTable, sharedOptions, type CommandModule } from '../command.ts';
 import { channelStockReport } from '../db/channels.ts';
 import { openDatabase, type Db } from '../db/index.ts';

@@ -8,7 +8,7 @@ import { upsertRecords } from '../../src/db/mirror.ts';
 import { quantitiesOf } from '../../src/db/channels.ts';
 import { recomputeChannel, type Cause } from '../../src/stock/recompute.ts';
 import { rulesFrom } from '../../src/stock/rules.ts';
-import { commands } from '../../src/stock/channels-cli.ts';
+import { commands } from '../../src/channels/cli.ts';
 import { testConfig } from '../support/config.ts';
 import { captureLogger } from '../support/log.ts';
 
