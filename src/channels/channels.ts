@@ -85,15 +85,6 @@ export function parseInput<T extends z.ZodType>(schema: T, raw: unknown): z.infe
   );
 }
 
-/** A variant's quantity in one channel, as the variant index and a variant's channels answer it. */
-export const channelQuantitySchema = z.object({
-  channel: z.string(),
-  quantity: decimalText.nullable(),
-  tracked: z.boolean(),
-  backorderable: z.boolean(),
-  listed: z.boolean(),
-});
-
 /** A channel as presentChannel shows it (the counts only where a listing read them). */
 export const channelSchema = z
   .object({

@@ -1,7 +1,8 @@
 // The console role: pages, /api, the live tail and /metrics on the shared Koa app, all behind operator
-// auth (never /webhooks, /healthz or /readyz, which stay on the app's own router). The stock and push
+// auth (never /webhooks, /healthz or /readyz, which stay on the app's own router). The channels, stock and push
 // areas add their /api routes through `mountRoutes(rt, router)` under the same auth.
 import type Router from '@koa/router';
+import * as channelRoutes from '../channels/routes.ts';
 import * as pushRoutes from '../push/routes.ts';
 import type { Runtime } from '../runtime.ts';
 import * as stockRoutes from '../stock/routes.ts';
@@ -11,7 +12,7 @@ import { SyncLogTail } from './tail.ts';
 
 type RouteModule = { mountRoutes(rt: Runtime, router: Router): void | Promise<void> };
 
-const routeModules: Record<string, RouteModule> = { stock: stockRoutes, push: pushRoutes };
+const routeModules: Record<string, RouteModule> = { channels: channelRoutes, stock: stockRoutes, push: pushRoutes };
 
 export async function mount(rt: Runtime): Promise<void> {
   const { db } = rt.database;

@@ -4,7 +4,8 @@ import t from 'tap';
 import { addConnection, testDatabase } from '../support/db.ts';
 import { testConfig } from '../support/config.ts';
 import { captureLogger } from '../support/log.ts';
-import { mountRoutes } from '../../src/stock/routes.ts';
+import { mountRoutes } from '../../src/channels/routes.ts';
+import { mountRoutes as mountStockRoutes } from '../../src/stock/routes.ts';
 import { testRuntime } from '../support/runtime.ts';
 import { mirror, variant } from './harness.ts';
 import type { Teardown } from '../support/teardown.ts';
@@ -14,6 +15,7 @@ async function api(t: Teardown) {
   const { db } = tdb;
   const rt = await testRuntime(t, tdb, testConfig({ SERVICE_CLOCK_MARGIN_SECONDS: 2 }), captureLogger('silent').log);
   mountRoutes(rt, rt.router);
+  mountStockRoutes(rt, rt.router);
   await rt.listen(0);
   const base = rt.publicUrl;
   const call = async (method: string, path: string, body?: unknown) => {

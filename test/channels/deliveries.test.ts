@@ -15,7 +15,7 @@ import { createQueues } from '../../src/queue/queues.ts';
 import { workQueues } from '../../src/worker/handlers.ts';
 import { formatStatus } from '../../src/console/cli.ts';
 import { connectionOverviews } from '../../src/console/overview.ts';
-import { mountRoutes } from '../../src/stock/routes.ts';
+import { mountRoutes } from '../../src/channels/routes.ts';
 import { addChannel, findChannel } from '../../src/channels/channels.ts';
 import { setDestination } from '../../src/channels/destinations.ts';
 import { testConfig } from '../support/config.ts';

@@ -7,7 +7,8 @@ import { sql } from 'kysely';
 import t from 'tap';
 import { setDestination } from '../../src/channels/destinations.ts';
 import { addChannel } from '../../src/channels/channels.ts';
-import { mountRoutes } from '../../src/stock/routes.ts';
+import { mountRoutes } from '../../src/channels/routes.ts';
+import { mountRoutes as mountStockRoutes } from '../../src/stock/routes.ts';
 import { testConfig } from '../support/config.ts';
 import { addConnection, testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
@@ -20,6 +21,7 @@ async function api(t: Teardown) {
   const { db } = tdb;
   const rt = await testRuntime(t, tdb, testConfig(), captureLogger('silent').log);
   mountRoutes(rt, rt.router);
+  mountStockRoutes(rt, rt.router);
   await rt.listen(0);
   const call = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(`${rt.publicUrl}${path}`, {

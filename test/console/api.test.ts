@@ -356,7 +356,8 @@ t.test('operator auth: every console and API route refuses a request without the
   for (const path of posts) t.equal((await fetch(base + path, { method: 'POST' })).status, 401, `POST ${path} without token`);
   // Routes other areas mount through the console get the same guard.
   for (const [file, path] of [
-    ['../../src/stock/routes.ts', '/api/channel-stock'],
+    ['../../src/channels/routes.ts', '/api/channel-stock'],
+    ['../../src/stock/routes.ts', '/api/variants/shop/1/channels'],
     ['../../src/push/routes.ts', '/api/operations'],
   ] as const) {
     if (!existsSync(fileURLToPath(new URL(file, import.meta.url)))) continue;

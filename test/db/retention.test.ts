@@ -13,7 +13,7 @@ import { deadLetterOf } from '../../src/queue/queue.ts';
 import { createApp, listen } from '../../src/server.ts';
 import type { Runtime } from '../../src/runtime.ts';
 import { channelFeed } from '../../src/channels/feed.ts';
-import { mountRoutes } from '../../src/stock/routes.ts';
+import { mountRoutes } from '../../src/channels/routes.ts';
 import { enforceRetention } from '../../src/sync/retention.ts';
 import { syncSchedules } from '../../src/sync/schedules.ts';
 import { testConfig } from '../support/config.ts';

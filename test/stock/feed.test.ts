@@ -11,7 +11,7 @@ import { applyRulesIfChanged, recomputeChannel } from '../../src/stock/recompute
 import { rulesFrom } from '../../src/stock/rules.ts';
 import { updateChannelRules } from '../../src/db/channels.ts';
 import { changeChannel, findChannel } from '../../src/channels/channels.ts';
-import { mountRoutes } from '../../src/stock/routes.ts';
+import { mountRoutes } from '../../src/channels/routes.ts';
 import type { Db } from '../../src/db/index.ts';
 
 const variant = (id: number, onHand: string, extra: object = {}) => ({

@@ -1,5 +1,5 @@
 // A channel order's page and its Cancel (cancelChannelOrder, the same as POST /api/channels/:name/orders/:id/cancel
-// in src/stock/routes.ts): a void at the service when imported and nothing shipped, the end of its hold when not.
+// in src/channels/order-routes.ts): a void at the service when imported and nothing shipped, the end of its hold when not.
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { announceChanges } from '../../channels/dispatch.ts';

@@ -1,5 +1,5 @@
 // Channels: the page (rules, overrides, holds, each destination's state and recent POSTs) and the Pause and
-// Resume of a destination (the JSON API of channels is src/stock/routes.ts).
+// Resume of a destination (the JSON API of channels is src/channels/routes.ts).
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import bodyParser from 'koa-bodyparser';

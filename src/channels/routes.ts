@@ -1,0 +1,439 @@
+// The channel JSON API, mounted by the console role behind operator auth (docs/channels.md):
+//   GET    /api/channel-stock?since=CURSOR[&limit=N][&connection=NAME]   every channel's changes after the cursor
+//   GET    /api/channels[?connection=NAME]                                  channels with their rules
+//   POST   /api/channels                       {connection?, name, locations?, buffer_units?, buffer_percent?, cap_max_online?}
+//   GET    /api/channels/:name                 the channel and its overrides
+//   PATCH  /api/channels/:name                 {locations?, buffer_units?, buffer_percent?, cap_max_online?}
+//   DELETE /api/channels/:name
+//   PUT    /api/channels/:name/overrides/:sku  {mode: exclude|zero|fixed|buffer, quantity?, buffer_units?, buffer_percent?}
+//   DELETE /api/channels/:name/overrides/:sku
+//   GET|PUT|DELETE /api/channels/:name/destination, POST /api/channels/:name/destination/pause|resume
+//   GET    /api/channels/:name/stock?since=CURSOR[&limit=N]                  one channel's changes after the cursor
+// and, from order-routes.ts, its holds and orders. A channel name that exists on several connections needs
+// ?connection=NAME (400 otherwise). The feeds answer {changes, next, has_more}, and 410 when changes after the
+// cursor were deleted by retention. A variant's quantity in each channel: src/stock/routes.ts.
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { z } from 'zod';
+import { chooseConnection } from '../api/connections.ts';
+import { noteAudit } from '../audit.ts';
+import { listChannels, listOverrides, OVERRIDES_PAGE } from '../db/channels.ts';
+import { connectionByName } from '../db/connections.ts';
+import type { Db } from '../db/index.ts';
+import { isId, note } from '../inputs.ts';
+import { decimal, documented, timestamp } from '../openapi/registry.ts';
+import type { Runtime } from '../runtime.ts';
+import { problem } from '../server.ts';
+import { parseAllowedHosts } from './address-guard.ts';
+import {
+  addChannel,
+  ChannelChoiceError,
+  ChannelInputError,
+  changeChannel,
+  channelChange,
+  channelSchema,
+  newChannelInput,
+  overrideInput,
+  overrideSchema,
+  presentChannel,
+  presentOverride,
+  removeChannel,
+  removeOverride,
+  setOverride,
+} from './channels.ts';
+import {
+  destinationInput,
+  pauseDestination,
+  removeDestination,
+  resumeDestination,
+  setDestination,
+  viewDestination,
+} from './destinations.ts';
+import { channelFeed, type FeedExpired, type FeedPage } from './feed.ts';
+import { mountOrderRoutes } from './order-routes.ts';
+import { answering, body, channelParams, channelRouting, connectionQuery, feedParams, feedQuery, query } from './requests.ts';
+
+/** As the console's form allows. */
+const PAUSE_REASON_LENGTH = 200;
+
+// The answers, as feed.ts, destinations.ts and src/db/channels.ts build them.
+const feedPage = z
+  .object({
+    changes: z.array(
+      z.object({
+        id: z.number().int(),
+        at: timestamp,
+        connection: z.string(),
+        connection_id: z.number().int(),
+        channel_id: z.number().int(),
+        channel: z.string(),
+        variant_id: z.number().int(),
+        sku: z.string().nullable(),
+        quantity: decimal.nullable(),
+        tracked: z.boolean(),
+        backorderable: z.boolean(),
+        listed: z.boolean(),
+        before_quantity: decimal.nullable(),
+        cause: z.string(),
+        delivery_id: z.string().nullable(),
+      }),
+    ),
+    next: z.number().int().describe('The cursor to ask after next (`since`).'),
+    has_more: z.boolean(),
+  })
+  .meta({ id: 'StockFeedPage' });
+const destinationView = z
+  .object({
+    channel_id: z.number().int(),
+    channel: z.string(),
+    connection_id: z.number().int(),
+    connection: z.string(),
+    kinds: z.array(z.enum(['stock', 'orders'])),
+    cursor: z.number().int(),
+    order_cursor: z.number().int(),
+    behind: z.number().int(),
+    paused_at: timestamp.nullable(),
+    paused_reason: z.string().nullable(),
+    next_attempt_at: timestamp.nullable(),
+    failing_since: timestamp.nullable(),
+    failures: z.number().int(),
+    last_status: z.number().int().nullable(),
+    last_error: z.string().nullable(),
+    last_success_at: timestamp.nullable(),
+    host: z.string().describe('The URL is shown by its host only.'),
+    state: z.enum(['caught up', 'behind', 'failing', 'paused']),
+    posts: z.array(
+      z.object({
+        id: z.number().int(),
+        channel_id: z.number().int(),
+        webhook_id: z.string(),
+        first_change: z.number().int(),
+        last_change: z.number().int(),
+        changes: z.number().int(),
+        ok: z.boolean(),
+        status: z.number().int().nullable(),
+        error: z.string().nullable(),
+        attempts: z.number().int(),
+        ms: z.number().int(),
+        kind: z.enum(['stock', 'orders']),
+        at: timestamp,
+      }),
+    ),
+  })
+  .meta({ id: 'Destination' });
+
+function answerFeed(ctx: Context, page: FeedPage | FeedExpired): void {
+  if ('expired' in page) {
+    // 410: the changes between the cursor and kept_after are gone for good; going on from the cursor would skip them.
+    problem(
+      ctx,
+      410,
+      `cursor ${page.since} is older than the changes kept: changes up to ${page.kept_after} were deleted after ` +
+        'CHANNEL_CHANGE_RETENTION_DAYS. Read every current quantity (GET /api/variants?connection=NAME, or ' +
+        '`commerce-sync stock`), then follow this feed from since=kept_after.',
+      { since: page.since, kept_after: page.kept_after },
+    );
+    return;
+  }
+  ctx.body = page;
+}
+
+/**
+ * A page of a channel's overrides: ?after=SKU&limit=N (at most OVERRIDES_PAGE), with `next` the SKU to ask after
+ * for the next page (null on the last).
+ */
+async function overridesPage(db: Db, channelId: number, ctx: Context) {
+  const after = query(ctx, 'after') ?? undefined;
+  const limitRaw = query(ctx, 'limit');
+  if (limitRaw !== null && (!isId(limitRaw) || Number(limitRaw) < 1 || Number(limitRaw) > OVERRIDES_PAGE))
+    throw new ChannelInputError([`limit: a whole number from 1 to ${OVERRIDES_PAGE} (got ${JSON.stringify(limitRaw)})`]);
+  const limit = limitRaw === null ? OVERRIDES_PAGE : Number(limitRaw);
+  const rows = await listOverrides(db, channelId, { after, limit: limit + 1 });
+  const page = rows.slice(0, limit);
+  return { overrides: page.map(presentOverride), next: rows.length > limit ? page[page.length - 1]!.sku : null };
+}
+
+const recomputed = z.object({ changes: z.number().int(), ms: z.number().int() }).describe('The recomputation it called for.');
+const overridesQuery = {
+  after: z.string().optional().describe('The SKU to list after (the next page).'),
+  limit: z.string().optional().describe(`1 to ${OVERRIDES_PAGE} (the default).`),
+};
+const overridesPageFields = {
+  overrides: z.array(overrideSchema),
+  next: z.string().nullable().describe('The SKU to ask after for the next page (null on the last).'),
+};
+
+export function mountRoutes(rt: Pick<Runtime, 'database' | 'config' | 'boss' | 'clients'>, router: Router): void {
+  const { db } = rt.database;
+  const routing = channelRouting(rt);
+  const { announce, channel, json } = routing;
+  const api = documented(router);
+
+  api.get(
+    '/api/channel-stock',
+    {
+      summary: "Every channel's quantity changes after a cursor",
+      query: feedQuery.extend({ connection: z.string().optional().describe("Only this connection's channels.") }),
+      answers: { 200: feedPage },
+      problems: [400, 410],
+    },
+    async (ctx) => {
+      const p = feedParams(ctx);
+      if (p) answerFeed(ctx, await channelFeed(db, { ...p, connection: query(ctx, 'connection') }));
+    },
+  );
+
+  api.get(
+    '/api/channels',
+    {
+      summary: 'Channels with their rules',
+      query: z.object({ connection: z.string().optional().describe('Connection name.') }),
+      answers: { 200: z.object({ channels: z.array(channelSchema) }) },
+      problems: [404],
+    },
+    (ctx) =>
+      answering(ctx, async () => {
+        const name = query(ctx, 'connection');
+        const c = name ? await connectionByName(db, name) : undefined;
+        if (name && !c) throw new ChannelChoiceError(404, `no connection "${name}"`);
+        ctx.body = { channels: (await listChannels(db, { connectionId: c ? Number(c.id) : undefined })).map(presentChannel) };
+      }),
+  );
+
+  api.post(
+    '/api/channels',
+    {
+      summary: 'Add a channel to a connection and compute its quantity of every variant',
+      query: connectionQuery,
+      body: newChannelInput.extend({ connection: z.string().optional().describe('Connection name (needed when there are several).') }),
+      answers: { 201: z.object({ channel: channelSchema, recomputed: recomputed }) },
+      problems: [400, 404, 409],
+    },
+    json,
+    (ctx) =>
+      answering(ctx, async () => {
+        const { connection, ...input } = body(ctx);
+        const c = await chooseConnection(db, (connection as string | undefined) ?? query(ctx, 'connection'));
+        const made = await addChannel(db, c.id, input);
+        ctx.status = 201;
+        ctx.body = { channel: presentChannel({ ...made.channel, connection: c.name }), recomputed: made.recomputed };
+      }),
+  );
+
+  api.get(
+    '/api/channels/:name',
+    {
+      summary: 'A channel and a page of its overrides',
+      params: channelParams,
+      query: connectionQuery.extend(overridesQuery),
+      answers: { 200: z.object({ channel: channelSchema, ...overridesPageFields }) },
+      problems: [400, 404],
+    },
+    (ctx) =>
+      answering(ctx, async () => {
+        const ch = await channel(ctx);
+        ctx.body = { channel: presentChannel(ch), ...(await overridesPage(db, Number(ch.id), ctx)) };
+      }),
+  );
+
+  api.patch(
+    '/api/channels/:name',
+    {
+      summary: "Change a channel's rules (its quantities are computed again)",
+      params: channelParams,
+      query: connectionQuery,
+      body: channelChange,
+      answers: { 200: z.object({ channel: channelSchema, recomputed: recomputed }) },
+      problems: [400, 404],
+    },
+    json,
+    (ctx) =>
+      answering(ctx, async () => {
+        const ch = await channel(ctx);
+        noteAudit(ctx, { before: { channel: presentChannel(ch) } });
+        const done = await changeChannel(db, ch, body(ctx));
+        await announce([{ channel_id: Number(ch.id) }]);
+        ctx.body = { channel: presentChannel({ ...done.channel, connection: ch.connection }), recomputed: done.recomputed };
+      }),
+  );
+
+  api.delete(
+    '/api/channels/:name',
+    {
+      summary: 'Remove a channel with its quantities, history and overrides',
+      params: channelParams,
+      query: connectionQuery,
+      answers: { 200: z.object({ removed: channelSchema }) },
+      problems: [400, 404, 409],
+    },
+    (ctx) =>
+      answering(ctx, async () => {
+        const ch = await channel(ctx);
+        await removeChannel(db, ch);
+        ctx.body = { removed: presentChannel(ch) };
+      }),
+  );
+
+  api.get(
+    '/api/channels/:name/overrides',
+    {
+      summary: "A page of a channel's overrides",
+      params: channelParams,
+      query: connectionQuery.extend(overridesQuery),
+      answers: { 200: z.object(overridesPageFields) },
+      problems: [400, 404],
+    },
+    (ctx) =>
+      answering(ctx, async () => {
+        ctx.body = await overridesPage(db, Number((await channel(ctx)).id), ctx);
+      }),
+  );
+
+  api.put(
+    '/api/channels/:name/overrides/:sku',
+    {
+      summary: "Set a channel's override of a SKU",
+      params: { ...channelParams, sku: 'The SKU.' },
+      query: connectionQuery,
+      body: overrideInput,
+      answers: { 200: z.object({ override: overrideSchema, changes: z.number().int().describe('Quantities it changed.') }) },
+      problems: [400, 404],
+    },
+    json,
+    (ctx) =>
+      answering(ctx, async () => {
+        const set = await setOverride(db, await channel(ctx), ctx.params.sku!, body(ctx));
+        await announce(set.changes);
+        ctx.body = { override: set.override, changes: set.changes.length };
+      }),
+  );
+
+  api.delete(
+    '/api/channels/:name/overrides/:sku',
+    {
+      summary: "Remove a channel's override of a SKU",
+      params: { ...channelParams, sku: 'The SKU.' },
+      query: connectionQuery,
+      answers: { 200: z.object({ removed: z.string(), changes: z.number().int() }) },
+      problems: [400, 404],
+    },
+    (ctx) =>
+      answering(ctx, async () => {
+        const changes = await removeOverride(db, await channel(ctx), ctx.params.sku!);
+        if (!changes) return problem(ctx, 404, `channel "${ctx.params.name}" has no override of SKU "${ctx.params.sku}"`);
+        await announce(changes);
+        ctx.body = { removed: ctx.params.sku, changes: changes.length };
+      }),
+  );
+
+  // A channel's destination: its state and recent POSTs; set (a secret is made and shown once when none is given),
+  // removed, paused, resumed.
+  api.get(
+    '/api/channels/:name/destination',
+    {
+      summary: "A channel's destination: its state and recent POSTs",
+      params: channelParams,
+      query: connectionQuery,
+      answers: { 200: z.object({ destination: destinationView }) },
+      problems: [400, 404],
+    },
+    (ctx) =>
+      answering(ctx, async () => {
+        const ch = await channel(ctx);
+        const view = await viewDestination(db, Number(ch.id));
+        if (!view) return problem(ctx, 404, `channel ${ch.connection}/${ch.name} has no destination`);
+        ctx.body = { destination: view };
+      }),
+  );
+
+  api.put(
+    '/api/channels/:name/destination',
+    {
+      summary: "Set a channel's destination (a secret is made, and shown once, when none is given)",
+      params: channelParams,
+      query: connectionQuery,
+      body: destinationInput,
+      answers: {
+        200: z.object({
+          destination: destinationView,
+          secret: z.string().optional().describe('The signing secret made: in this answer only.'),
+        }),
+      },
+      problems: [400, 404],
+    },
+    json,
+    (ctx) =>
+      answering(ctx, async () => {
+        const ch = await channel(ctx);
+        const allow = parseAllowedHosts(rt.config.OUTBOUND_ALLOWED_HOSTS);
+        const set = await setDestination(db, rt.clients.key(rt.config), Number(ch.id), body(ctx), allow);
+        await announce([{ channel_id: Number(ch.id) }]);
+        ctx.body = { destination: set.view, ...(set.secret ? { secret: set.secret } : {}) };
+      }),
+  );
+
+  api.delete(
+    '/api/channels/:name/destination',
+    {
+      summary: "Remove a channel's destination",
+      params: channelParams,
+      query: connectionQuery,
+      answers: { 200: z.object({ removed: z.literal(true) }) },
+      problems: [400, 404],
+    },
+    (ctx) =>
+      answering(ctx, async () => {
+        const ch = await channel(ctx);
+        if (!(await removeDestination(db, Number(ch.id))))
+          return problem(ctx, 404, `channel ${ch.connection}/${ch.name} has no destination`);
+        ctx.body = { removed: true };
+      }),
+  );
+
+  api.post(
+    '/api/channels/:name/destination/:action',
+    {
+      summary: "Pause or resume a channel's destination",
+      params: { ...channelParams, action: 'pause or resume' },
+      query: connectionQuery,
+      body: z.object({ reason: z.string().max(PAUSE_REASON_LENGTH).optional().describe('Why it is paused.') }),
+      answers: { 200: z.object({ destination: destinationView }) },
+      problems: [400, 404],
+    },
+    json,
+    (ctx) =>
+      answering(ctx, async () => {
+        const ch = await channel(ctx);
+        const action = ctx.params.action;
+        if (action !== 'pause' && action !== 'resume') return problem(ctx, 404, 'the actions are pause and resume');
+        noteAudit(ctx, { before: { destination: await viewDestination(db, Number(ch.id)) } });
+        const given = (ctx.request.body as { reason?: unknown } | undefined)?.reason;
+        if (given !== undefined && (typeof given !== 'string' || !note(PAUSE_REASON_LENGTH).safeParse(given).success))
+          throw new ChannelInputError([`reason: text of at most ${PAUSE_REASON_LENGTH} characters without control characters`]);
+        const reason = typeof given === 'string' && given.trim() ? given.trim() : 'paused by an operator';
+        const done = action === 'pause' ? await pauseDestination(db, Number(ch.id), reason) : await resumeDestination(db, Number(ch.id));
+        if (!done) return problem(ctx, 404, `channel ${ch.connection}/${ch.name} has no destination`);
+        if (action === 'resume') await announce([{ channel_id: Number(ch.id) }]);
+        ctx.body = { destination: await viewDestination(db, Number(ch.id)) };
+      }),
+  );
+
+  api.get(
+    '/api/channels/:name/stock',
+    {
+      summary: "One channel's quantity changes after a cursor",
+      params: channelParams,
+      query: connectionQuery.extend(feedQuery.shape),
+      answers: { 200: feedPage },
+      problems: [400, 404, 410],
+    },
+    (ctx) =>
+      answering(ctx, async () => {
+        const ch = await channel(ctx);
+        const p = feedParams(ctx);
+        if (p) answerFeed(ctx, await channelFeed(db, { ...p, channelId: Number(ch.id) }));
+      }),
+  );
+
+  mountOrderRoutes(rt, router, routing);
+}
