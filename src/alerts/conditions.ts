@@ -9,7 +9,7 @@ import { listBudgets, liveWaiters } from '../db/budgets.ts';
 import { listConnections } from '../db/connections.ts';
 import { driftByConnection } from '../db/cursors.ts';
 import { latestReceived } from '../db/delivery-reads.ts';
-import { listDestinations } from '../db/outbound-destinations.ts';
+import { destinationOutcomes } from '../db/channel-destinations.ts';
 import type { Finding } from '../db/alerts.ts';
 import type { Db } from '../db/index.ts';
 import { oldestPendingOf } from '../db/pending.ts';
@@ -222,23 +222,20 @@ export const starvedStockReads: Check = {
   },
 };
 
-/** A destination we POST to (a channel's) that has failed ALERT_DESTINATION_FAILURES POSTs in a row. */
+/** A channel's destination that has failed ALERT_DESTINATION_FAILURES POSTs in a row. */
 export const destinations: Check = {
   conditions: ['destination'],
   async run({ db, config }) {
-    return (await listDestinations(db))
+    return (await destinationOutcomes(db))
       .filter((d) => d.failures >= config.ALERT_DESTINATION_FAILURES && d.failing_since)
-      .map((d) => {
-        const what = d.channel ? `The destination of channel ${d.connection}/${d.channel}` : `The ${d.name} destination`;
-        return {
-          key: `destination:${d.name}`,
-          condition: 'destination',
-          connectionId: d.connection_id === null ? null : Number(d.connection_id),
-          severity: 'critical' as const,
-          count: d.failures,
-          message: `${what} (host ${d.host}) has failed ${plural(d.failures, 'POST')} in a row since ${new Date(d.failing_since!).toISOString()}, last: ${d.last_error ?? 'failed'}. Changes wait and are retried, in order, from the last one it acknowledged (after CHANNEL_DELIVERY_PAUSE_MINUTES it is paused); check that endpoint and its secret (commerce-sync channels destination).`,
-        };
-      });
+      .map((d) => ({
+        key: `destination:${d.name}`,
+        condition: 'destination',
+        connectionId: d.connection_id,
+        severity: 'critical' as const,
+        count: d.failures,
+        message: `The destination of channel ${d.connection}/${d.channel} (host ${d.host}) has failed ${plural(d.failures, 'POST')} in a row since ${new Date(d.failing_since!).toISOString()}, last: ${d.last_error ?? 'failed'}. Changes wait and are retried, in order, from the last one it acknowledged (after CHANNEL_DELIVERY_PAUSE_MINUTES it is paused); check that endpoint and its secret (commerce-sync channels destination).`,
+      }));
   },
 };
 

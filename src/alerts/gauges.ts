@@ -5,8 +5,7 @@ import { openAlertCounts } from '../db/alerts.ts';
 import { liveWaiters } from '../db/budgets.ts';
 import { listConnections } from '../db/connections.ts';
 import { driftByConnection } from '../db/cursors.ts';
-import { destinationStates } from '../db/channel-destinations.ts';
-import { listDestinations } from '../db/outbound-destinations.ts';
+import { destinationOutcomes, destinationStates } from '../db/channel-destinations.ts';
 import type { Db } from '../db/index.ts';
 import { oldestPendingOf } from '../db/pending.ts';
 import { metrics } from '../metrics.ts';
@@ -22,7 +21,7 @@ export async function refreshAlertGauges(db: Db): Promise<void> {
   const [open, connections, destinations, waits, waiting, drifts] = await Promise.all([
     openAlertCounts(db),
     listConnections(db),
-    listDestinations(db),
+    destinationOutcomes(db),
     oldestPendingOf(db, [...stock, 'composition']),
     liveWaiters(db, 1),
     driftByConnection(db),

@@ -22,11 +22,11 @@ import {
   releaseDestination,
   renewLease,
   saveDestination,
+  recordOutcome,
   recordPost,
   setBatch,
   type ChannelDestination,
 } from '../db/channel-destinations.ts';
-import { recordDestinationOutcome } from '../db/outbound-destinations.ts';
 import type { Db, Executor } from '../db/index.ts';
 import { orderEventsAfter } from '../db/channel-order-events.ts';
 import type { DestinationKind } from '../db/schema.ts';
@@ -262,7 +262,7 @@ async function postNext(
     attempts: outcome.attempts,
     ms: Date.now() - started,
   });
-  const state = await recordDestinationOutcome(db, name, hostOf(dest.url), outcome);
+  const state = await recordOutcome(db, channelId, hostOf(dest.url), outcome);
   metrics.destinationPosts.inc({ destination: name, result: outcome.ok ? 'ok' : 'failed' });
   if (outcome.ok) {
     await advanceCursor(db, channelId, kind, through);

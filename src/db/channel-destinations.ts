@@ -1,6 +1,7 @@
-// The channel destinations store (migration 0140): every statement on channel_destinations (where a channel's
-// changes are POSTed, how far it has acknowledged, the sender's lease, pauses) and channel_posts (its recent POSTs).
-// What is sent and when: src/channels/dispatch.ts.
+// The channel destinations store (migrations 0140, 0340): every statement on channel_destinations (where a channel's
+// changes are POSTed, how far it has acknowledged, the sender's lease, pauses, how its POSTs go: failures in a row,
+// failing since, the last answer) and channel_posts (its recent POSTs). What is sent and when: src/channels/dispatch.ts;
+// the `destination` alert, the metrics, the console and `status` read the state.
 import { type Insertable, sql, type Selectable } from 'kysely';
 import type { Executor } from './index.ts';
 import type { ChannelDestinationsTable, ChannelPostsTable, DestinationKind } from './schema.ts';
@@ -23,7 +24,7 @@ export interface DestinationState {
   paused_at: Date | null;
   paused_reason: string | null;
   next_attempt_at: Date | null;
-  /** From outbound_destinations (`channel:<id>`): failing since, POSTs failed in a row, the last answer. */
+  /** How its POSTs go: failing since, POSTs failed in a row, the last answer. */
   failing_since: Date | null;
   failures: number;
   last_status: number | null;
@@ -38,7 +39,7 @@ export function destinationStatus(d: Pick<DestinationState, 'paused_at' | 'faili
   return d.paused_at ? 'paused' : d.failing_since ? 'failing' : d.behind ? 'behind' : 'caught up';
 }
 
-/** The outbound_destinations name of a channel's destination (the `destination` alert reads it). */
+/** The name of a channel's destination in the `destination` alert's key and the metrics' labels. */
 export const destinationName = (channelId: number) => `channel:${channelId}`;
 
 /** Sets (or replaces) a channel's destination; the cursor stays where it was, or starts at `startAfter`. */
@@ -58,7 +59,6 @@ export async function saveDestination(
 
 export async function removeDestination(db: Executor, channelId: number): Promise<boolean> {
   const r = await db.deleteFrom('channel_destinations').where('channel_id', '=', channelId).executeTakeFirst();
-  await sql`DELETE FROM outbound_destinations WHERE name = ${destinationName(channelId)}`.execute(db);
   return Number(r.numDeletedRows) > 0;
 }
 
@@ -142,11 +142,63 @@ export async function pauseDestination(db: Executor, channelId: number, reason: 
 export async function resumeDestination(db: Executor, channelId: number): Promise<boolean> {
   const r = await db
     .updateTable('channel_destinations')
-    .set({ paused_at: null, paused_reason: null, next_attempt_at: null, updated_at: sql`now()` })
+    .set({ paused_at: null, paused_reason: null, next_attempt_at: null, failures: 0, failing_since: null, updated_at: sql`now()` })
     .where('channel_id', '=', channelId)
     .executeTakeFirst();
-  await sql`UPDATE outbound_destinations SET failures = 0, failing_since = NULL WHERE name = ${destinationName(channelId)}`.execute(db);
   return Number(r.numUpdatedRows) > 0;
+}
+
+/**
+ * Records one POST's outcome: a success clears the failure count, a failure adds one (and starts failing_since).
+ * Answers the count and since when; a destination removed while its POST was out counts this one alone.
+ */
+export async function recordOutcome(
+  db: Executor,
+  channelId: number,
+  host: string,
+  outcome: { ok: boolean; status: number | null; error: string | null },
+): Promise<{ failures: number; failing_since: Date | null }> {
+  const r = await sql<{ failures: number; failing_since: Date | null }>`
+    UPDATE channel_destinations SET
+      host = ${host},
+      failures = CASE WHEN ${outcome.ok} THEN 0 ELSE failures + 1 END,
+      failing_since = CASE WHEN ${outcome.ok} THEN NULL ELSE coalesce(failing_since, now()) END,
+      last_attempt_at = now(), last_status = ${outcome.status}, last_error = ${outcome.error},
+      last_success_at = CASE WHEN ${outcome.ok} THEN now() ELSE last_success_at END
+    WHERE channel_id = ${channelId}
+    RETURNING failures, failing_since`.execute(db);
+  return r.rows[0] ?? { failures: outcome.ok ? 0 : 1, failing_since: outcome.ok ? null : new Date() };
+}
+
+/** A destination that has been POSTed to, with how its POSTs go (the `destination` alert and the metrics read these). */
+export interface DestinationOutcome {
+  /** `channel:<id>` (destinationName). */
+  name: string;
+  channel_id: number;
+  channel: string;
+  connection: string;
+  connection_id: number;
+  host: string;
+  failures: number;
+  failing_since: Date | null;
+  last_attempt_at: Date;
+  last_status: number | null;
+  last_error: string | null;
+  last_success_at: Date | null;
+}
+
+/** Every destination that has been POSTed to, by name. */
+export async function destinationOutcomes(db: Executor): Promise<DestinationOutcome[]> {
+  return (
+    await sql<DestinationOutcome>`
+      SELECT 'channel:' || d.channel_id AS name, d.channel_id, ch.name AS channel, n.name AS connection, n.id AS connection_id,
+             d.host, d.failures, d.failing_since, d.last_attempt_at, d.last_status, d.last_error, d.last_success_at
+        FROM channel_destinations d
+        JOIN channels ch ON ch.id = d.channel_id
+        JOIN connections n ON n.id = ch.connection_id
+       WHERE d.last_attempt_at IS NOT NULL
+       ORDER BY 1`.execute(db)
+  ).rows.map((r) => ({ ...r, channel_id: Number(r.channel_id), connection_id: Number(r.connection_id) }));
 }
 
 export async function recordPost(db: Executor, post: Insertable<ChannelPostsTable>): Promise<void> {
@@ -192,11 +244,10 @@ export async function destinationStates(
                   THEN (SELECT count(*)::int FROM channel_order_events e WHERE e.channel_id = d.channel_id AND e.id > d.order_cursor) ELSE 0 END
                AS behind,
              d.paused_at, d.paused_reason, d.next_attempt_at,
-             o.failing_since, coalesce(o.failures, 0) AS failures, o.last_status, o.last_error, o.last_success_at
+             d.failing_since, d.failures, d.last_status, d.last_error, d.last_success_at
         FROM channel_destinations d
         JOIN channels ch ON ch.id = d.channel_id
         JOIN connections n ON n.id = ch.connection_id
-        LEFT JOIN outbound_destinations o ON o.name = 'channel:' || d.channel_id
        WHERE (${opts.connectionId ?? null}::bigint IS NULL OR ch.connection_id = ${opts.connectionId ?? null})
          AND (${opts.channelId ?? null}::bigint IS NULL OR d.channel_id = ${opts.channelId ?? null})
        ORDER BY n.name, ch.name`.execute(db)

@@ -284,7 +284,6 @@ export interface Database {
   console_sessions: ConsoleSessionsTable;
   alerts: AlertsTable;
   delivery_rejections: DeliveryRejectionsTable;
-  outbound_destinations: OutboundDestinationsTable;
   channel_changes_pruned: ChannelChangesPrunedTable;
   channel_destinations: ChannelDestinationsTable;
   channel_posts: ChannelPostsTable;
@@ -530,17 +529,6 @@ export interface DeliveryRejectionsTable {
   last_at: Timestamp;
 }
 
-export interface OutboundDestinationsTable {
-  name: string;
-  host: string;
-  failures: Default<number>;
-  failing_since: Timestamp | null;
-  last_attempt_at: DefaultTimestamp;
-  last_status: number | null;
-  last_error: string | null;
-  last_success_at: Timestamp | null;
-}
-
 // migrations/0140_channel_destinations.sql (src/channels/dispatch.ts)
 export interface ChannelDestinationsTable {
   channel_id: number;
@@ -560,6 +548,14 @@ export interface ChannelDestinationsTable {
   order_batch_through: number | null;
   created_at: DefaultTimestamp;
   updated_at: DefaultTimestamp;
+  /** How its POSTs go (migrations/0340): the host of the latest, POSTs failed in a row, since when, the last answer. */
+  host: string | null;
+  failures: Default<number>;
+  failing_since: Timestamp | null;
+  last_attempt_at: Timestamp | null;
+  last_status: number | null;
+  last_error: string | null;
+  last_success_at: Timestamp | null;
 }
 
 export type DestinationKind = 'stock' | 'orders';

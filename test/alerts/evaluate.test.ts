@@ -7,7 +7,7 @@ import { evaluateAlerts } from '../../src/alerts/evaluate.ts';
 import { sendDueNotices } from '../../src/alerts/notify.ts';
 import { saveCursor } from '../../src/db/cursors.ts';
 import { setConnectionStatus } from '../../src/db/connections.ts';
-import { recordDestinationOutcome } from '../../src/db/outbound-destinations.ts';
+import { recordOutcome, saveDestination } from '../../src/db/channel-destinations.ts';
 import { markPending } from '../../src/db/pending.ts';
 import { saveRefusals } from '../../src/db/refusals.ts';
 import { logSync } from '../../src/db/synclog.ts';
@@ -60,8 +60,8 @@ t.test('every condition opens an alert naming what to do, and resolves by itself
   const webshop = (
     await sql<{ id: number }>`INSERT INTO channels (connection_id, name) VALUES (${shop}, 'webshop') RETURNING id`.execute(db)
   ).rows[0]!.id;
-  for (let i = 0; i < 3; i++)
-    await recordDestinationOutcome(db, `channel:${webshop}`, 'shop.example:8443', { ok: false, status: 500, error: 'answered 500' });
+  await saveDestination(db, webshop, { url: 'https://shop.example:8443/stock', secrets: 'x', startAfter: 0 });
+  for (let i = 0; i < 3; i++) await recordOutcome(db, webshop, 'shop.example:8443', { ok: false, status: 500, error: 'answered 500' });
 
   const first = await evaluateAlerts({ db, config, log });
   t.ok(first, 'evaluated');
@@ -129,7 +129,7 @@ t.test('every condition opens an alert naming what to do, and resolves by itself
   await sql`DELETE FROM webhook_refusals`.execute(db);
   await sql`DELETE FROM sync_log WHERE action = 'webhooks.repaired'`.execute(db);
   await sql`DELETE FROM pending_fetches`.execute(db);
-  await recordDestinationOutcome(db, `channel:${webshop}`, 'shop.example:8443', { ok: true, status: 200, error: null });
+  await recordOutcome(db, webshop, 'shop.example:8443', { ok: true, status: 200, error: null });
   const resolved = await evaluateAlerts({ db, config, log });
   t.same(resolved!.resolved.sort(), [...open.keys()].sort(), 'every alert resolved');
   t.equal((await openAlerts(db)).length, 0);

@@ -161,7 +161,7 @@ t.test('a destination failing too long is paused with its reason; resumed throug
   await announceChanges(w.rt.workerDeps(), [{ channel_id: Number(ch.id) }]);
   await w.until('a failed POST', async () => ep.state.failedIds.length >= 1);
   // It has been failing for an hour by now.
-  await sql`UPDATE outbound_destinations SET failing_since = now() - interval '1 hour'`.execute(w.db);
+  await sql`UPDATE channel_destinations SET failing_since = now() - interval '1 hour'`.execute(w.db);
   await sql`UPDATE channel_destinations SET next_attempt_at = now()`.execute(w.db);
   await requestDueDeliveries(w.db, w.rt.boss);
   await w.until('paused', async () => {

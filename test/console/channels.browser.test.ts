@@ -6,8 +6,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import t from 'tap';
-import { recordDestinationOutcome } from '../../src/db/outbound-destinations.ts';
-import { destinationName, recordPost, saveDestination } from '../../src/db/channel-destinations.ts';
+import { recordOutcome, recordPost, saveDestination } from '../../src/db/channel-destinations.ts';
 import { axe, chromiumMissing, openBrowser } from '../support/browser.ts';
 import { consoleServer, threeChannels } from './harness.ts';
 
@@ -23,7 +22,7 @@ if (chromiumMissing) {
     // The marketplace's destination answered 503 twice: failing, its two changes waiting (three after the hold).
     await saveDestination(db, channel.marketplace, { url: 'https://market.example/hooks/s3cr3t', secrets: 'x', startAfter: 0 });
     for (const status of [503, 503]) {
-      await recordDestinationOutcome(db, destinationName(channel.marketplace), 'market.example', {
+      await recordOutcome(db, channel.marketplace, 'market.example', {
         ok: false,
         status,
         error: `answered ${status}`,
