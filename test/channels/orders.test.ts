@@ -184,17 +184,11 @@ t.test('imported, packed and shipped in two parts with tracking, a line returned
       page.events.map((e) => e.type),
       told.map((e) => e.type),
     );
-  const view = await channelOrderView(w.db, {
-    connectionId: w.connectionId,
-    channelId: Number(w.channel.id),
-    channel: 'webshop',
-    channelOrderId: 'W-1',
-  });
-  t.equal(view?.fulfillments.length, 2);
-  t.ok(
-    view?.events.every((e) => e.sent),
-    'the destination acknowledged every event',
-  );
+  const orderView = () =>
+    channelOrderView(w.db, { connectionId: w.connectionId, channelId: Number(w.channel.id), channel: 'webshop', channelOrderId: 'W-1' });
+  // The endpoint has the return before the sender has recorded its answer: wait for that record.
+  await until('the destination acknowledged every event', async () => (await orderView())?.events.every((e) => e.sent) ?? false, 30_000);
+  t.equal((await orderView())?.fulfillments.length, 2);
 
   // Tracking changed on a shipped fulfilment later (no webhook): the order watch reads it back.
   await w.api('PUT', `/fulfillments/${f1.id}`, { fulfillment: { tracking_number: 'T-111B' } });
