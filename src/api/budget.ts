@@ -14,7 +14,7 @@
 // until its reset.
 import { deleteWaiter, readBudget, writeBudget, type BudgetRecord, type BudgetWrite, type Lease } from '../db/budgets.ts';
 import type { Db } from '../db/index.ts';
-import { RECONCILE_RANK } from './types.ts';
+import { priorityRank } from './types.ts';
 
 export interface BudgetState {
   limit: number;
@@ -117,7 +117,7 @@ export function decide(
   answering = inFlight,
 ): Decision {
   if (betterWaiting) return { ok: false, waitMs: jitter(100, 300), reason: 'priority' };
-  const floor = rank >= RECONCILE_RANK ? effectiveReserve(s.limit, reserve) : 0;
+  const floor = rank >= priorityRank.reconcile ? effectiveReserve(s.limit, reserve) : 0;
   if (s.remaining - inFlight > floor) {
     if (answering === 0 || (s.resetKnown && expectedRemaining(s, now) - inFlight > lastSlots(s.limit))) return { ok: true };
     return { ok: false, waitMs: jitter(50, 200), reason: 'one-at-a-time' };

@@ -10,15 +10,7 @@ import { metrics } from '../metrics.ts';
 import { ApiError } from './errors.ts';
 import { BudgetGate } from './gate.ts';
 import { tokenKey } from './secrets.ts';
-
-/** What a connection's service has been seen to do, kept for the runtime's life. */
-export interface ConnectionTraits {
-  /**
-   * It refuses several values of `status` in one read (the spec allows status[]=a&status[]=b but does not show
-   * it for status): reads of every state go one state at a time (src/sync/reader.ts).
-   */
-  singleStatusOnly: boolean;
-}
+import type { ConnectionTraits } from './types.ts';
 
 export class ClientState {
   readonly #gates = new Map<number, BudgetGate>();

@@ -2,7 +2,7 @@
 // loop), the reads (reads.ts: pagination, reads by ids) and the writes (writes.ts) put together.
 import type { Connection } from '../db/schema.ts';
 import { getByIds, pages } from './reads.ts';
-import type { ConnectionTraits } from './client-state.ts';
+import type { ConnectionTraits } from './types.ts';
 import { type ClientDeps, type ClientOptions, Transport } from './transport.ts';
 import type { ApiClient, ApiResponse, ByIds, Method, Page, RequestOptions } from './types.ts';
 import { Writes } from './writes.ts';

@@ -4,6 +4,7 @@ export type {
   ApiClient,
   ApiResponse,
   ByIds,
+  ConnectionTraits,
   Method,
   OrderAction,
   OrderActionAnswer,
@@ -28,7 +29,7 @@ export {
   normalizeBaseUrl,
 } from './connections.ts';
 export type { ClientDeps, ClientOptions } from './transport.ts';
-export { ClientState, type ConnectionTraits } from './client-state.ts';
+export { ClientState } from './client-state.ts';
 export { effectiveReserve } from './budget.ts';
 export { earliest, latest, PAGE_SIZE } from './reads.ts';
 export { ORDER_LINES_PER_REQUEST } from './writes.ts';

@@ -1,13 +1,20 @@
 // The public shapes of the API client (the contract other parts code against).
 import type { ServiceRecord } from '../catalog/index.ts';
 import type { Connection } from '../db/schema.ts';
-import type { ConnectionTraits } from './client-state.ts';
 
 /** interactive/outbound first, webhook-driven reads next, reconcile last (it cannot take the reserve). */
 export type Priority = 'interactive' | 'outbound' | 'webhook' | 'reconcile';
 
 export const priorityRank: Record<Priority, number> = { interactive: 0, outbound: 0, webhook: 1, reconcile: 2 };
-export const RECONCILE_RANK = 2;
+
+/** What a connection's service has been seen to do, kept for the runtime's life. */
+export interface ConnectionTraits {
+  /**
+   * It refuses several values of `status` in one read (the spec allows status[]=a&status[]=b but does not show
+   * it for status): reads of every state go one state at a time (src/sync/reader.ts).
+   */
+  singleStatusOnly: boolean;
+}
 
 export interface Pagination {
   total_records: number;
