@@ -11,7 +11,7 @@
 //   GET    /api/channels/:name/stock?since=CURSOR[&limit=N]                  one channel's changes after the cursor
 // and, from order-routes.ts, its holds and orders. A channel name that exists on several connections needs
 // ?connection=NAME (400 otherwise). The feeds answer {changes, next, has_more}, and 410 when changes after the
-// cursor were deleted by retention. A variant's quantity in each channel: src/stock/routes.ts.
+// cursor were deleted by retention. A variant's quantity in each channel: src/stock/variant-routes.ts.
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';

@@ -1,6 +1,6 @@
 // The console's Channels page: per connection its channels with their rules (locations counted, buffer, max_online
 // cap), overrides, the destination's state and recent POSTs, and the active holds. Reads only: what a channel is
-// and does lives in src/stock/ (rules, holds) and src/channels/dispatch.ts (POSTs).
+// and does lives in src/channels/ (channels, holds, the POSTs) and its quantities in src/stock/ (rules, recomputation).
 import { listChannels, listOverrides } from '../db/channels.ts';
 import { listHolds } from '../db/holds.ts';
 import { destinationStates, recentPosts, type ChannelPost, type DestinationState } from '../db/channel-destinations.ts';

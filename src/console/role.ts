@@ -5,7 +5,7 @@ import type Router from '@koa/router';
 import * as channelRoutes from '../channels/routes.ts';
 import * as pushRoutes from '../push/routes.ts';
 import type { Runtime } from '../runtime.ts';
-import * as stockRoutes from '../stock/routes.ts';
+import * as stockRoutes from '../stock/variant-routes.ts';
 import { startSampler } from './gauges.ts';
 import { consoleRouters } from './routes.ts';
 import { SyncLogTail } from './tail.ts';

@@ -5,7 +5,7 @@ import { addConnection, testDatabase } from '../support/db.ts';
 import { testConfig } from '../support/config.ts';
 import { captureLogger } from '../support/log.ts';
 import { mountRoutes } from '../../src/channels/routes.ts';
-import { mountRoutes as mountStockRoutes } from '../../src/stock/routes.ts';
+import { mountRoutes as mountStockRoutes } from '../../src/stock/variant-routes.ts';
 import { testRuntime } from '../support/runtime.ts';
 import { mirror, variant } from './harness.ts';
 import type { Teardown } from '../support/teardown.ts';

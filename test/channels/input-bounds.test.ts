@@ -8,7 +8,7 @@ import t from 'tap';
 import { setDestination } from '../../src/channels/destinations.ts';
 import { addChannel } from '../../src/channels/channels.ts';
 import { mountRoutes } from '../../src/channels/routes.ts';
-import { mountRoutes as mountStockRoutes } from '../../src/stock/routes.ts';
+import { mountRoutes as mountStockRoutes } from '../../src/stock/variant-routes.ts';
 import { testConfig } from '../support/config.ts';
 import { addConnection, testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';

@@ -357,7 +357,7 @@ t.test('operator auth: every console and API route refuses a request without the
   // Routes other areas mount through the console get the same guard.
   for (const [file, path] of [
     ['../../src/channels/routes.ts', '/api/channel-stock'],
-    ['../../src/stock/routes.ts', '/api/variants/shop/1/channels'],
+    ['../../src/stock/variant-routes.ts', '/api/variants/shop/1/channels'],
     ['../../src/push/routes.ts', '/api/operations'],
   ] as const) {
     if (!existsSync(fileURLToPath(new URL(file, import.meta.url)))) continue;

@@ -17,7 +17,7 @@ import {
 import { connectionNames, flatQuery, int, optionalConnection, page, pageContext, recordAt, type ConsoleDeps, type Query } from '../web.ts';
 import { problem } from '../../server.ts';
 import { z } from 'zod';
-import { channelQuantitySchema } from '../../stock/routes.ts';
+import { channelQuantitySchema } from '../../stock/variant-routes.ts';
 import { decimal, documented, timestamp } from '../../openapi/registry.ts';
 
 // The answers (src/db/mirror-reads.ts variantsByKey, ../variants.ts listVariants).
