@@ -11,7 +11,7 @@ import type { Logger } from './log.ts';
 import { startBoss, stopBoss, type Boss } from './queue/boss.ts';
 import { createApp, listen, type ReadinessCheck, type Server } from './server.ts';
 import { createSyncState, type SyncState } from './sync/state.ts';
-import type { WorkerDeps } from './worker/handler.ts';
+import type { ProcessDeps } from './worker/handlers.ts';
 
 export interface Runtime {
   config: Config;
@@ -38,8 +38,8 @@ export interface Runtime {
   onStop: (() => Promise<void>)[];
   /** Serves the app on `port` (0: a free one) and sets publicUrl; the caller runs afterListen then. */
   listen(port: number): Promise<Server>;
-  /** What a queue's handler gets (src/worker/handler.ts). */
-  workerDeps(): WorkerDeps;
+  /** What a queue's handler gets (src/queue/handler.ts), with what the sweeps need. */
+  workerDeps(): ProcessDeps;
   /** Stops what the runtime started, in reverse order: the server, the roles' steps, pg-boss, the database. */
   stop(): Promise<void>;
 }

@@ -4,7 +4,7 @@
 import { applyFindings, dropStaleNotices, inSavepoint, pruneAlerts, withAlertsLock, type Applied, type Finding } from '../db/alerts.ts';
 import type { Db } from '../db/index.ts';
 import { pruneRejections } from '../db/rejections.ts';
-import type { WorkerDeps } from '../worker/handler.ts';
+import type { WorkerDeps } from '../queue/handler.ts';
 import { checkContext, checks as allChecks, type Check } from './conditions.ts';
 
 export interface Evaluation extends Applied {

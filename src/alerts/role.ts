@@ -2,7 +2,7 @@
 // see evaluate.ts), then send the notices due. Rounds never overlap; a failing round is logged and the next one runs
 // as usual. Mounted with the worker role (src/start.ts).
 import type { Runtime } from '../runtime.ts';
-import type { WorkerDeps } from '../worker/handler.ts';
+import type { WorkerDeps } from '../queue/handler.ts';
 import { hostOf } from '../channels/sender.ts';
 import { evaluateAlerts, pruneAlertTables } from './evaluate.ts';
 import { inSpan } from '../telemetry/spans.ts';

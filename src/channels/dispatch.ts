@@ -36,7 +36,7 @@ import type { Config } from '../config.ts';
 import type { Boss } from '../queue/boss.ts';
 import { channelDeliveryQueue, requestDelivery } from '../queue/contracts.ts';
 import type { NewChange } from '../stock/recompute.ts';
-import { defineHandler, type WorkerDeps } from '../worker/handler.ts';
+import { defineHandler, type WorkerDeps } from '../queue/handler.ts';
 import { parseAllowedHosts } from './address-guard.ts';
 import { hostOf, parseSecrets, sendWebhook } from './sender.ts';
 import { inSpan, SpanKind, tracing } from '../telemetry/spans.ts';

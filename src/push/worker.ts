@@ -9,7 +9,7 @@ import type { SentRequest } from '../api/transport.ts';
 import { clientFor } from '../api/connections.ts';
 import type { PushOperation } from '../db/schema.ts';
 import { pushQueue, type PushData } from '../queue/contracts.ts';
-import { defineHandler, type WorkerDeps } from '../worker/handler.ts';
+import { defineHandler, type WorkerDeps } from '../queue/handler.ts';
 import { InputError } from './input.ts';
 import { OperationFailed } from './errors.ts';
 import { makeContext, type Done, type OpContext } from './context.ts';

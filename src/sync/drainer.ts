@@ -18,7 +18,7 @@ import {
 } from '../db/drain-pairs.ts';
 import { errorSummary } from '../db/index.ts';
 import { rulesFrom } from '../stock/rules.ts';
-import type { WorkerDeps } from '../worker/handler.ts';
+import type { SyncDeps } from './state.ts';
 import { BATCH, drainPending } from './drain.ts';
 import { heldForStock, mayBeHeld } from './pacing.ts';
 
@@ -30,7 +30,7 @@ const STOP_WAIT_MS = 10_000;
 export class Drainer {
   /** This process's name in drain_pairs.claimed_by. */
   readonly worker = `${process.pid}-${randomUUID()}`;
-  readonly #deps: WorkerDeps;
+  readonly #deps: SyncDeps;
   readonly #slots: number;
   readonly #pollMs: number;
   /** The drains running, and the pair each holds. */
@@ -44,7 +44,7 @@ export class Drainer {
   /** A claim failed and was reported; the next failures stay quiet until one succeeds. */
   #failing = false;
 
-  constructor(deps: WorkerDeps, opts: { slots: number; pollMs?: number }) {
+  constructor(deps: SyncDeps, opts: { slots: number; pollMs?: number }) {
     this.#deps = deps;
     this.#slots = opts.slots;
     this.#pollMs = opts.pollMs ?? POLL_MS;
@@ -128,7 +128,7 @@ export class Drainer {
  * when it stopped at its batch bound with rows left, after the rest of the rate window when the window's last
  * requests are kept for stock, else after its coalescing window.
  */
-export async function drainPair(deps: WorkerDeps, connectionId: number, resource: string): Promise<PairOutcome> {
+export async function drainPair(deps: SyncDeps, connectionId: number, resource: string): Promise<PairOutcome> {
   const { db, config, log, sync } = deps;
   // Stock is never held: no look at the budget first (the one after the drain comes from its own requests).
   const state = mayBeHeld(resource) ? await sync.pacing.state(connectionId) : null;

@@ -4,8 +4,16 @@ import type { JobWithMetadata } from 'pg-boss';
 import { markFailed } from '../db/deliveries.ts';
 import type { Db } from '../db/index.ts';
 import type { Logger } from '../log.ts';
-import { deliveriesQueue, maintenanceQueue, reconcileQueue, type DeliveriesData, type LegacyDeliveriesData } from '../queue/contracts.ts';
-import { defineHandler } from '../worker/handler.ts';
+import {
+  deliveriesQueue,
+  maintenanceQueue,
+  reconcileQueue,
+  type DeliveriesData,
+  type LegacyDeliveriesData,
+  type ReconcileData,
+} from '../queue/contracts.ts';
+import { defineHandler } from '../queue/handler.ts';
+import type { SyncDeps } from './state.ts';
 import { consumeDeliveries, deliveryRefsOf } from './intake.ts';
 import { handleMaintenance } from './maintenance.ts';
 import { handleReconcile } from './sweep.ts';
@@ -52,7 +60,7 @@ async function failedForGood(
   }
 }
 
-export const reconcileHandler = defineHandler({
+export const reconcileHandler = defineHandler<ReconcileData, SyncDeps>({
   queue: reconcileQueue,
   traceRoot: true,
   // Sweeps mostly wait on the API and hold no database connection while they do (their lock is a lease,

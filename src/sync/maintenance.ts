@@ -6,7 +6,7 @@ import type { Db } from '../db/index.ts';
 import { metrics } from '../metrics.ts';
 import type { MaintenanceTask } from '../queue/contracts.ts';
 import { checkAllWebhooks } from '../receiver/subscriptions.ts';
-import type { WorkerDeps } from '../worker/handler.ts';
+import type { WorkerDeps } from '../queue/handler.ts';
 import { applyRulesIfChanged, rulesDue } from '../stock/recompute.ts';
 import { activeConnectionsChannels } from '../db/channels.ts';
 import { announceChanges, requestDueDeliveries } from '../channels/dispatch.ts';

@@ -5,6 +5,7 @@ import { clientCache, ClientState, type ApiClient, type ClientDeps } from '../ap
 import { connectionStatus } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
 import { Pacing } from './pacing.ts';
+import type { WorkerDeps } from '../queue/handler.ts';
 
 // A connection's status, looked at by every drain: cached for two seconds (hundreds of connections make dozens of
 // drains a second). A drain that starts just after a connection stopped is refused by the client's budget anyway
@@ -57,3 +58,6 @@ export function createSyncState(deps: Omit<ClientDeps, 'clients'>): SyncState {
     },
   };
 }
+
+/** What sync's work needs beyond every handler's deps: the sync workers' memory of this process (drains, sweeps). */
+export type SyncDeps = WorkerDeps & { sync: SyncState };

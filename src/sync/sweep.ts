@@ -19,7 +19,8 @@ import { withSweepLock } from '../db/locks.ts';
 import type { Logger } from '../log.ts';
 import { metrics } from '../metrics.ts';
 import type { ReconcileData } from '../queue/contracts.ts';
-import type { WorkerDeps } from '../worker/handler.ts';
+import type { WorkerDeps } from '../queue/handler.ts';
+import type { SyncDeps } from './state.ts';
 import { logSync } from '../db/synclog.ts';
 import type { NewChange } from '../stock/recompute.ts';
 import { rulesFrom, type ChannelRules } from '../stock/rules.ts';
@@ -436,7 +437,7 @@ export async function runSweep(
 
 /** The reconcile queue's handler: one sweep of an active connection. */
 export async function handleReconcile(
-  deps: Pick<WorkerDeps, 'db' | 'boss' | 'config' | 'log' | 'sync'>,
+  deps: Pick<SyncDeps, 'db' | 'boss' | 'config' | 'log' | 'sync'>,
   client: ApiClient,
   job: { id: string; data: ReconcileData },
 ): Promise<void> {

@@ -4,10 +4,14 @@ import type { JobWithMetadata } from 'pg-boss';
 import { channelDeliveryHandler } from '../channels/dispatch.ts';
 import { pushHandler } from '../push/worker.ts';
 import { deliveriesHandler, maintenanceHandler, reconcileHandler } from '../sync/handlers.ts';
-import type { Handler, WorkerDeps } from './handler.ts';
+import type { Handler } from '../queue/handler.ts';
+import type { SyncDeps } from '../sync/state.ts';
 import { inSpan } from '../telemetry/spans.ts';
 
-export const handlers: readonly Handler<any>[] = [
+/** What a worker process gives its handlers: every handler's deps and what the sweeps need (the widest). */
+export type ProcessDeps = SyncDeps;
+
+export const handlers: readonly Handler<any, any>[] = [
   deliveriesHandler,
   reconcileHandler,
   channelDeliveryHandler,
@@ -20,8 +24,8 @@ export const handlers: readonly Handler<any>[] = [
  * `pollingIntervalSeconds` caps every queue's polling interval (tests poll faster).
  */
 export async function workQueues(
-  deps: WorkerDeps,
-  which: readonly Handler<any>[] = handlers,
+  deps: ProcessDeps,
+  which: readonly Handler<any, any>[] = handlers,
   opts: { pollingIntervalSeconds?: number } = {},
 ): Promise<() => Promise<void>> {
   const mounted: string[] = [];

@@ -3,17 +3,15 @@
 import type { JobResult, JobWithMetadata, WorkOptions } from 'pg-boss';
 import type { ClientDeps } from '../api/index.ts';
 import type { Config } from '../config.ts';
-import type { Boss } from '../queue/boss.ts';
-import type { Queue } from '../queue/queue.ts';
-import type { SyncState } from '../sync/state.ts';
+import type { Boss } from './boss.ts';
+import type { Queue } from './queue.ts';
 
-/** What a job's handler needs: the API layer's dependencies, pg-boss and the sync workers' memory. */
+/** What every job's handler gets: the API layer's dependencies and pg-boss. A handler that needs more says so in `Deps`. */
 export interface WorkerDeps extends ClientDeps {
   boss: Boss;
-  sync: SyncState;
 }
 
-export interface Handler<Data> {
+export interface Handler<Data, Deps extends WorkerDeps = WorkerDeps> {
   queue: Queue<Data>;
   /** pg-boss work options in a process with these settings; jobs always come with their metadata. */
   work(config: Config): Omit<WorkOptions, 'includeMetadata'>;
@@ -25,8 +23,8 @@ export interface Handler<Data> {
   traceRoot?: boolean;
   /** Handles a batch; with `perJobResults` in its work options it answers each job's outcome. */
   // biome-ignore lint/suspicious/noConfusingVoidType: a handler without per-job results answers nothing
-  handle(deps: WorkerDeps, jobs: JobWithMetadata<Data>[]): Promise<void | JobResult[]>;
+  handle(deps: Deps, jobs: JobWithMetadata<Data>[]): Promise<void | JobResult[]>;
 }
 
-/** Types a handler by its queue's payload. */
-export const defineHandler = <Data>(handler: Handler<Data>): Handler<Data> => handler;
+/** Types a handler by its queue's payload (and what it needs beyond WorkerDeps). */
+export const defineHandler = <Data, Deps extends WorkerDeps = WorkerDeps>(handler: Handler<Data, Deps>): Handler<Data, Deps> => handler;
