@@ -12,13 +12,22 @@ import { listHolds, type HoldState } from '../db/holds.ts';
 import { isId } from '../inputs.ts';
 import { blob, decimal, documented, timestamp } from '../openapi/registry.ts';
 import { operationSchema } from '../push/store.ts';
-import type { Runtime } from '../runtime.ts';
 import { problem } from '../server.ts';
 import { parseInput } from './channels.ts';
 import { cancelHold, createHold, holdInput, holdSchema, presentHold } from './holds.ts';
 import { orderEventsFeed } from './order-feed.ts';
 import { cancelChannelOrder, channelOrderView } from './orders.ts';
-import { answering, body, type ChannelRouting, channelParams, connectionQuery, feedParams, feedQuery, query } from './requests.ts';
+import {
+  answering,
+  body,
+  type ChannelRouting,
+  channelParams,
+  connectionQuery,
+  feedParams,
+  feedQuery,
+  query,
+  type RouteDeps,
+} from './requests.ts';
 
 // The answers, as order-feed.ts and orders.ts build them.
 const orderEvent = z.object({
@@ -87,7 +96,7 @@ const channelOrderAnswer = z.object({
 const STATES: HoldState[] = ['active', 'ended', 'all'];
 const holdAnswer = z.object({ hold: holdSchema, created: z.boolean(), changes: z.number().int() });
 
-export function mountOrderRoutes(rt: Pick<Runtime, 'database' | 'config' | 'boss'>, router: Router, routing: ChannelRouting): void {
+export function mountOrderRoutes(rt: RouteDeps, router: Router, routing: ChannelRouting): void {
   const { db } = rt.database;
   const { announce, channel, json, ready } = routing;
   const api = documented(router);

@@ -5,11 +5,13 @@ import bodyParser from 'koa-bodyparser';
 import { z } from 'zod';
 import { ConnectionChoiceError } from '../api/connections.ts';
 import { noteAudit } from '../audit.ts';
+import type { Config } from '../config.ts';
 import type { Channel } from '../db/channels.ts';
+import type { Db } from '../db/index.ts';
 import { isId } from '../inputs.ts';
 import { OperationFailed } from '../push/errors.ts';
+import type { Boss } from '../queue/boss.ts';
 import { queuesOnce } from '../queue/queues.ts';
-import type { Runtime } from '../runtime.ts';
 import { problem } from '../server.ts';
 import type { NewChange } from '../stock/recompute.ts';
 import { ChannelChoiceError, ChannelInputError, findChannel } from './channels.ts';
@@ -59,6 +61,13 @@ export const body = (ctx: Context) => {
   return b as Record<string, unknown>;
 };
 
+/** What the channel routes use of a process's runtime (src/runtime.ts builds it). */
+export interface RouteDeps {
+  database: { db: Db };
+  config: Config;
+  boss: Boss;
+}
+
 /** What the channel routes of one mount share. */
 export interface ChannelRouting {
   /** Creates the queues once, before the first job is sent. */
@@ -71,7 +80,7 @@ export interface ChannelRouting {
   json: ReturnType<typeof bodyParser>;
 }
 
-export function channelRouting(rt: Pick<Runtime, 'database' | 'config' | 'boss'>): ChannelRouting {
+export function channelRouting(rt: RouteDeps): ChannelRouting {
   const { db } = rt.database;
   const ready = queuesOnce(rt.boss);
   return {

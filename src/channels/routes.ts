@@ -15,6 +15,7 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
+import type { ClientState } from '../api/client-state.ts';
 import { chooseConnection } from '../api/connections.ts';
 import { noteAudit } from '../audit.ts';
 import { listChannels, listOverrides, OVERRIDES_PAGE } from '../db/channels.ts';
@@ -22,7 +23,6 @@ import { connectionByName } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
 import { isId, note } from '../inputs.ts';
 import { decimal, documented, timestamp } from '../openapi/registry.ts';
-import type { Runtime } from '../runtime.ts';
 import { problem } from '../server.ts';
 import { parseAllowedHosts } from './address-guard.ts';
 import {
@@ -51,7 +51,17 @@ import {
 } from './destinations.ts';
 import { channelFeed, type FeedExpired, type FeedPage } from './feed.ts';
 import { mountOrderRoutes } from './order-routes.ts';
-import { answering, body, channelParams, channelRouting, connectionQuery, feedParams, feedQuery, query } from './requests.ts';
+import {
+  answering,
+  body,
+  channelParams,
+  channelRouting,
+  connectionQuery,
+  feedParams,
+  feedQuery,
+  query,
+  type RouteDeps,
+} from './requests.ts';
 
 /** As the console's form allows. */
 const PAUSE_REASON_LENGTH = 200;
@@ -163,7 +173,7 @@ const overridesPageFields = {
   next: z.string().nullable().describe('The SKU to ask after for the next page (null on the last).'),
 };
 
-export function mountRoutes(rt: Pick<Runtime, 'database' | 'config' | 'boss' | 'clients'>, router: Router): void {
+export function mountRoutes(rt: RouteDeps & { clients: ClientState }, router: Router): void {
   const { db } = rt.database;
   const routing = channelRouting(rt);
   const { announce, channel, json } = routing;

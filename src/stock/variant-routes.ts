@@ -5,9 +5,9 @@ import type Router from '@koa/router';
 import { z } from 'zod';
 import { quantitiesOf } from '../db/channels.ts';
 import { connectionByName } from '../db/connections.ts';
+import type { Db } from '../db/index.ts';
 import { isId } from '../inputs.ts';
 import { decimal, documented, timestamp } from '../openapi/registry.ts';
-import type { Runtime } from '../runtime.ts';
 import { problem } from '../server.ts';
 import { whyView } from '../console/record.ts';
 
@@ -20,7 +20,7 @@ export const channelQuantitySchema = z.object({
   listed: z.boolean(),
 });
 
-export function mountRoutes(rt: Pick<Runtime, 'database'>, router: Router): void {
+export function mountRoutes(rt: { database: { db: Db } }, router: Router): void {
   const { db } = rt.database;
   const api = documented(router);
 
