@@ -28,7 +28,8 @@ export async function replayDelivery(db: Db, boss: Boss, deliveryRowId: number):
     };
     const jobId = await deliveriesQueue.send(boss, data, { tx: trx });
     if (!jobId) throw new Error('pg-boss did not create the job');
-    await requeueDelivery(trx, row.id, jobId);
+    // Left as it is when a delivery of the same body waits already: that one's read comes after this replay.
+    const requeued = await requeueDelivery(trx, row.id, jobId);
     await logSync(trx, {
       connectionId: row.connection_id,
       resource: row.resource,
@@ -36,7 +37,7 @@ export async function replayDelivery(db: Db, boss: Boss, deliveryRowId: number):
       action: 'delivery.replay',
       jobId,
       deliveryId: row.delivery_id,
-      detail: { deliveryRowId: row.id, previousState: row.state, by: 'operator' },
+      detail: { deliveryRowId: row.id, previousState: row.state, by: 'operator', ...(requeued ? {} : { twinWaits: true }) },
     });
     return { jobId };
   });

@@ -51,8 +51,9 @@ const connectionLocks = (lock: 'pg_advisory_xact_lock_shared' | 'pg_advisory_xac
   `SELECT ${lock}(hashtextextended('deliveries:' || c, 0)) FROM (SELECT DISTINCT c FROM unnest(${ids}::bigint[]) AS c ORDER BY c) AS s`;
 
 // A queued row whose body a waiting row of its connection has already is a copy (the same event resent under a new
-// delivery id) and is not stored: the read that twin causes comes after both. A copy of a row already handled is
-// stored, so its record is read again: the same body may be a second change in the same second (migration 0330).
+// delivery id) and is not stored: the read that twin causes comes after both (the unique index of waiting bodies,
+// migration 0330). A copy of a row already handled is stored, so its record is read again: the same body may be a
+// second change in the same second.
 // One statement for the whole batch, whatever its size: the rows travel as ONE JSON text parameter
 // (JSON.stringify is native; pg's array literals would escape every quote of every body in JavaScript),
 // unpacked by json_to_recordset. `j` is the job a queued row would start; each connection's rows
@@ -76,8 +77,6 @@ const insertRows = `
       (connection_id, delivery_id, event, resource, action, object_id, event_at, resource_url, body, state, error, job_id, body_digest, traceparent)
     SELECT v.c, d, e, r, a, o, t, u, b, s, x, coalesce(waiting.existing, v.j), h, p
     FROM v LEFT JOIN waiting ON waiting.c = v.c AND v.j IS NOT NULL
-    WHERE v.s <> 'queued' OR NOT EXISTS (SELECT 1 FROM webhook_deliveries w
-      WHERE w.connection_id = v.c AND w.body_digest = v.h AND w.state = 'queued')
     ON CONFLICT DO NOTHING
     RETURNING id, connection_id, delivery_id, event, resource, object_id, state, error, job_id
   ), log AS (
@@ -274,13 +273,15 @@ export async function deliveryForUpdate(tx: Executor, id: number): Promise<Selec
   return tx.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
 }
 
-/** A replayed delivery waits again, for the new job. */
-export async function requeueDelivery(tx: Executor, id: number, jobId: string): Promise<void> {
-  await tx
-    .updateTable('webhook_deliveries')
-    .set({ state: 'queued', error: null, job_id: jobId, processed_at: null })
-    .where('id', '=', id)
-    .execute();
+/**
+ * A replayed delivery waits again, for the new job; false when a delivery of the same body already waits (its read
+ * comes after the replay's, so the row is left as it is and the job finds nothing of its own to do).
+ */
+export async function requeueDelivery(tx: Executor, id: number, jobId: string): Promise<boolean> {
+  const r = await sql`UPDATE webhook_deliveries d SET state = 'queued', error = NULL, job_id = ${jobId}, processed_at = NULL
+    WHERE d.id = ${id} AND NOT EXISTS (SELECT 1 FROM webhook_deliveries w WHERE w.connection_id = d.connection_id
+      AND w.body_digest = d.body_digest AND w.state = 'queued' AND w.id <> d.id)`.execute(tx);
+  return Number(r.numAffectedRows ?? 0) > 0;
 }
 
 /**

@@ -4,6 +4,7 @@
 // The same event resent under a new delivery id is a copy too while the first still waits; once that one is handled,
 // the same body may be a second change in the same second, and is stored and read again.
 import t from 'tap';
+import { replayDelivery } from '../../src/console/replay.ts';
 import { startLoop } from '../sync/harness.ts';
 import { deliver, payload, startReceiver } from './harness.ts';
 
@@ -27,7 +28,7 @@ t.test('copies of the same deliveries in opposite orders, at once: all answered 
   t.same(await h.jobbed(), await h.queued(), 'each in exactly one job');
 });
 
-t.test('the same event sent again under a new delivery id (a resend within the retry window) is stored and processed once', async (t) => {
+t.test('the same body under a new delivery id is a copy while the first waits, and stored again once that one is handled', async (t) => {
   const h = await startReceiver(t);
   const body = payload(7);
   const first = await deliver(h.url(), body, { 'x-service-delivery': 'first-id' });
@@ -40,6 +41,23 @@ t.test('the same event sent again under a new delivery id (a resend within the r
   const other = await deliver(h.url(), payload(8), { 'x-service-delivery': 'another-event' });
   t.equal(other.status, 200);
   t.equal((await h.rows()).length, 2, 'another event is stored');
+
+  // Once the first is handled, the same body is stored again: it may be a second change in the same second.
+  await h.tdb.pool.query(`UPDATE webhook_deliveries SET state = 'processed' WHERE delivery_id = 'first-id'`);
+  const later = await deliver(h.url(), body, { 'x-service-delivery': 'same-body-later' });
+  t.same(await later.json(), { ok: true }, 'stored, not a duplicate');
+  const rows = await h.rows();
+  t.same(
+    rows.map((r) => [r.delivery_id, r.state]),
+    [
+      ['first-id', 'processed'],
+      ['another-event', 'queued'],
+      ['same-body-later', 'queued'],
+    ],
+  );
+  // A replay of the handled one while its body waits again leaves it as it is: the waiting one is read later.
+  t.ok(await replayDelivery(h.tdb.db, h.boss, Number(rows[0].id)), 'the replay is answered');
+  t.equal((await h.rows())[0].state, 'processed', 'the replayed row stays handled: its twin waits');
 });
 
 t.test('a second change of a record in the same second, after the first was read, reaches the mirror', async (t) => {
