@@ -3,9 +3,11 @@ import http from 'node:http';
 import Koa, { type Context, type Next } from 'koa';
 import Router from '@koa/router';
 import type pg from 'pg';
-import { databaseReadiness } from './db/index.ts';
+import type { Config } from './config.ts';
+import { databaseReadiness, type Db } from './db/index.ts';
 import { refusedBody, refusedPath, refusedQuery } from './inputs.ts';
 import type { Logger } from './log.ts';
+import type { Boss } from './queue/boss.ts';
 import { serverSpans } from './telemetry/http.ts';
 
 export interface Server {
@@ -23,6 +25,13 @@ export function problem(ctx: Context, status: number, error: string, extra?: Rec
 }
 
 export type ReadinessCheck = () => Promise<string | null>;
+
+/** What a feature's routes use of a process's runtime (src/runtime.ts builds it): routes never import the runtime. */
+export interface RouteDeps {
+  database: { db: Db };
+  config: Config;
+  boss: Boss;
+}
 
 class InputRefused extends Error {}
 

@@ -12,22 +12,12 @@ import { listHolds, type HoldState } from '../db/holds.ts';
 import { isId } from '../inputs.ts';
 import { blob, decimal, documented, timestamp } from '../openapi/registry.ts';
 import { operationSchema } from '../push/store.ts';
-import { problem } from '../server.ts';
+import { problem, type RouteDeps } from '../server.ts';
 import { parseInput } from './channels.ts';
 import { cancelHold, createHold, holdInput, holdSchema, presentHold } from './holds.ts';
 import { orderEventsFeed } from './order-feed.ts';
 import { cancelChannelOrder, channelOrderView } from './orders.ts';
-import {
-  answering,
-  body,
-  type ChannelRouting,
-  channelParams,
-  connectionQuery,
-  feedParams,
-  feedQuery,
-  query,
-  type RouteDeps,
-} from './requests.ts';
+import { answering, body, type ChannelRouting, channelParams, connectionQuery, feedParams, feedQuery, query } from './requests.ts';
 
 // The answers, as order-feed.ts and orders.ts build them.
 const orderEvent = z.object({

@@ -5,14 +5,11 @@ import bodyParser from 'koa-bodyparser';
 import { z } from 'zod';
 import { ConnectionChoiceError } from '../api/connections.ts';
 import { noteAudit } from '../audit.ts';
-import type { Config } from '../config.ts';
 import type { Channel } from '../db/channels.ts';
-import type { Db } from '../db/index.ts';
 import { isId } from '../inputs.ts';
 import { OperationFailed } from '../push/errors.ts';
-import type { Boss } from '../queue/boss.ts';
 import { queuesOnce } from '../queue/queues.ts';
-import { problem } from '../server.ts';
+import { problem, type RouteDeps } from '../server.ts';
 import type { NewChange } from '../stock/recompute.ts';
 import { ChannelChoiceError, ChannelInputError, findChannel } from './channels.ts';
 import { announceChanges } from './dispatch.ts';
@@ -60,13 +57,6 @@ export const body = (ctx: Context) => {
   if (!b || typeof b !== 'object' || Array.isArray(b)) throw new ChannelInputError(['input: the body must be a JSON object']);
   return b as Record<string, unknown>;
 };
-
-/** What the channel routes use of a process's runtime (src/runtime.ts builds it). */
-export interface RouteDeps {
-  database: { db: Db };
-  config: Config;
-  boss: Boss;
-}
 
 /** What the channel routes of one mount share. */
 export interface ChannelRouting {

@@ -23,7 +23,7 @@ import { connectionByName } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
 import { isId, note } from '../inputs.ts';
 import { decimal, documented, timestamp } from '../openapi/registry.ts';
-import { problem } from '../server.ts';
+import { problem, type RouteDeps } from '../server.ts';
 import { parseAllowedHosts } from './address-guard.ts';
 import {
   addChannel,
@@ -51,17 +51,7 @@ import {
 } from './destinations.ts';
 import { channelFeed, type FeedExpired, type FeedPage } from './feed.ts';
 import { mountOrderRoutes } from './order-routes.ts';
-import {
-  answering,
-  body,
-  channelParams,
-  channelRouting,
-  connectionQuery,
-  feedParams,
-  feedQuery,
-  query,
-  type RouteDeps,
-} from './requests.ts';
+import { answering, body, channelParams, channelRouting, connectionQuery, feedParams, feedQuery, query } from './requests.ts';
 
 /** As the console's form allows. */
 const PAUSE_REASON_LENGTH = 200;

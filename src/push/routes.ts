@@ -13,8 +13,7 @@ import type Router from '@koa/router';
 import bodyParser from 'koa-bodyparser';
 import type { PushKind, PushState } from '../db/schema.ts';
 import { queuesOnce } from '../queue/queues.ts';
-import type { Runtime } from '../runtime.ts';
-import { problem } from '../server.ts';
+import { problem, type RouteDeps } from '../server.ts';
 import { InputError, inputSchemas, isKind, kinds } from './input.ts';
 import { chooseConnection, ConnectionChoiceError } from '../api/connections.ts';
 import { connectionRef, enqueueOperation } from './enqueue.ts';
@@ -38,7 +37,7 @@ const answer = z.object({ operation: operationSchema });
 
 const states: PushState[] = ['queued', 'sent', 'confirmed', 'failed'];
 
-export function mountRoutes(rt: Pick<Runtime, 'config' | 'log' | 'database' | 'boss'>, router: Router): void {
+export function mountRoutes(rt: RouteDeps, router: Router): void {
   const { db } = rt.database;
   const ready = queuesOnce(rt.boss);
   const json = bodyParser({ enableTypes: ['json'], jsonLimit: '5mb', strict: true });
