@@ -13,10 +13,10 @@ import { liveToken, tokenUsed, type LiveToken } from '../db/people.ts';
 import type { Role } from '../db/schema.ts';
 import { closeSession, openSession, personSession, sessionLive } from '../db/sessions.ts';
 import { isRole, lower } from './roles.ts';
+import { SESSION_COOKIE } from '../openapi/document.ts';
 import type { Runtime } from '../runtime.ts';
 import type { Actor, Grant } from '../audit.ts';
 
-export const SESSION_COOKIE = 'cs_operator';
 const digest = (s: string) => createHash('sha256').update(s).digest();
 const same = (a: string, b: string) => timingSafeEqual(digest(a), digest(b));
 

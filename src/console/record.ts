@@ -5,6 +5,7 @@
 import { changesOf, channelsOf, overridesOf, quantitiesOf } from '../db/channels.ts';
 import type { Db } from '../db/index.ts';
 import { locationNames, stockOfVariant, variantOf } from '../db/mirror-reads.ts';
+import { whyView } from '../stock/rules.ts';
 import { logEntry, querySyncLog, type LogRow } from './synclog.ts';
 import { z } from 'zod';
 import { decimal, timestamp } from '../openapi/registry.ts';
@@ -108,33 +109,6 @@ export interface StockChange {
 
 // The record as the API answers it (GET /api/variants/:connection/:id), field for field as the interfaces above.
 const decimalOrNull = decimal.nullable();
-export const whyView = z
-  .object({
-    counted: decimalOrNull,
-    held: decimal,
-    buffer: decimal,
-    capped: decimalOrNull,
-    override: z.enum(['exclude', 'zero', 'fixed', 'buffer']).nullable(),
-    components: z
-      .array(z.object({ variant_id: z.number().int(), per: decimal, counted: decimal, held: decimal, makes: decimal }))
-      .optional()
-      .describe("A bundle's: what each component counts and makes."),
-    holds: z
-      .array(
-        z.object({
-          hold_id: z.number().int(),
-          channel: z.string(),
-          channel_order_id: z.string(),
-          quantity: decimal,
-          variant_id: z.number().int(),
-          expires_at: timestamp,
-        }),
-      )
-      .optional()
-      .describe('The holds lowering the quantity.'),
-  })
-  .describe('How the quantity came about: counted stock, held, buffer, cap, override.')
-  .meta({ id: 'QuantityWhy' });
 
 export const variantRecordSchema = z.object({
   connection: z.object({ id: z.number().int(), name: z.string() }),

@@ -5,9 +5,11 @@ import { readFileSync } from 'node:fs';
 import { STATUS_CODES } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { SESSION_COOKIE } from '../console/auth.ts';
 import { type DescribedOperation, type OtherAnswer, problemSchema } from './registry.ts';
 import { webhookOperation } from './webhook.ts';
+
+/** The console session's cookie: part of the API's contract (its `session` scheme), set by src/console/auth.ts. */
+export const SESSION_COOKIE = 'cs_operator';
 
 export type Json = Record<string, unknown>;
 

@@ -6,7 +6,9 @@
 // over its components of floor((component's counted available - held) / quantity per bundle), then the same
 // holds, buffer and cap. A per-SKU override replaces all that: exclude, zero, a fixed quantity, or its own buffer.
 import { Decimal } from 'decimal.js';
+import { z } from 'zod';
 import { readAfterEvent } from '../catalog/clocks.ts';
+import { decimal, timestamp } from '../openapi/registry.ts';
 
 export interface LocationStock {
   location_id: number;
@@ -66,6 +68,36 @@ export interface Why {
   override: Override['mode'] | null;
   components?: { variant_id: number; per: string; counted: string; held: string; makes: string }[];
 }
+
+/** A Why as the API answers it (the record's and a variant's channel quantities). */
+const decimalOrNull = decimal.nullable();
+export const whyView = z
+  .object({
+    counted: decimalOrNull,
+    held: decimal,
+    buffer: decimal,
+    capped: decimalOrNull,
+    override: z.enum(['exclude', 'zero', 'fixed', 'buffer']).nullable(),
+    components: z
+      .array(z.object({ variant_id: z.number().int(), per: decimal, counted: decimal, held: decimal, makes: decimal }))
+      .optional()
+      .describe("A bundle's: what each component counts and makes."),
+    holds: z
+      .array(
+        z.object({
+          hold_id: z.number().int(),
+          channel: z.string(),
+          channel_order_id: z.string(),
+          quantity: decimal,
+          variant_id: z.number().int(),
+          expires_at: timestamp,
+        }),
+      )
+      .optional()
+      .describe('The holds lowering the quantity.'),
+  })
+  .describe('How the quantity came about: counted stock, held, buffer, cap, override.')
+  .meta({ id: 'QuantityWhy' });
 
 export interface ChannelQuantity {
   /** Decimal string, or null when the variant's stock is not tracked. */

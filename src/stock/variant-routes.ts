@@ -9,7 +9,7 @@ import type { Db } from '../db/index.ts';
 import { isId } from '../inputs.ts';
 import { decimal, documented, timestamp } from '../openapi/registry.ts';
 import { problem } from '../server.ts';
-import { whyView } from '../console/record.ts';
+import { whyView } from './rules.ts';
 
 /** A variant's quantity in one channel, as the variant index and a variant's channels answer it. */
 export const channelQuantitySchema = z.object({
