@@ -25,7 +25,7 @@ const tokens: Load = () => import('./console/tokens-cli.ts');
 const available: [string, Load, string][] = [
   ['start', start, 'run receiver, workers and console (and the sandbox when no account is connected)'],
   ['migrate', db, "apply database migrations (ours and pg-boss's) and exit"],
-  ['receiver', start, 'run the webhook receiver alone'],
+  ['receiver', receiver, 'run the webhook receiver alone'],
   ['worker', worker, 'run the workers alone (sync, reconciliation, push)'],
   ['sandbox', sandbox, 'run the simulator of the Commerce Operations Service'],
   ['connect', api, 'add a connection to a merchant account (privileged token or OAuth)'],

@@ -1,7 +1,7 @@
 // One runtime, built by one factory: what `start`, `receiver`, `worker` and every test harness run on. It holds
 // the config, the logger, the database, pg-boss, the shared Koa app, what the API clients of this runtime share
 // (src/api/client-state.ts) and the sync workers' memory (src/sync/state.ts): nothing of it lives at module level, so
-// two runtimes in one process share nothing by accident. Roles mount onto it (src/start.ts lists them).
+// two runtimes in one process share nothing by accident. Roles mount onto it (src/process.ts lists them).
 import type Router from '@koa/router';
 import type Koa from 'koa';
 import { ClientState } from './api/index.ts';

@@ -1,6 +1,6 @@
 // Alerts in a worker process: every ALERT_EVALUATE_SECONDS evaluate the conditions (one process at a time does,
 // see evaluate.ts), then send the notices due. Rounds never overlap; a failing round is logged and the next one runs
-// as usual. Mounted with the worker role (src/start.ts).
+// as usual. Mounted with the worker role (src/process.ts).
 import type { Runtime } from '../runtime.ts';
 import type { WorkerDeps } from '../queue/handler.ts';
 import { hostOf } from '../channels/sender.ts';

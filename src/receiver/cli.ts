@@ -1,4 +1,4 @@
-// Commands: `deliveries` (stored deliveries and their state),
+// Commands: `receiver` (the receiver role alone), `deliveries` (stored deliveries and their state),
 // `webhooks list|sync` (the connections' subscriptions at the service).
 import { formatTable, sharedOptions, UsageError, type CommandContext, type CommandModule } from '../command.ts';
 import { connectionByName, listConnections } from '../db/connections.ts';
@@ -6,6 +6,7 @@ import { listDeliveries } from '../db/delivery-reads.ts';
 import { openDatabase } from '../db/index.ts';
 import { ClientState } from '../api/index.ts';
 import { baseUrl, listWebhooks, syncWebhooks } from './subscriptions.ts';
+import { runRoles } from '../process.ts';
 
 export interface DeliveryListing {
   delivery_id: string;
@@ -130,6 +131,10 @@ async function webhooks(ctx: CommandContext): Promise<number> {
 }
 
 export const commands: CommandModule['commands'] = {
+  receiver: {
+    summary: 'Run the webhook receiver alone: POST /webhooks/:connection, /healthz, /readyz.',
+    run: (ctx) => runRoles(ctx, ['receiver']),
+  },
   deliveries: {
     summary: 'List stored webhook deliveries, newest first, with their state (queued, processed, unhandled, rejected, failed).',
     options: {

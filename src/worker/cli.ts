@@ -3,7 +3,7 @@ import { clientFor, listConnections } from '../api/index.ts';
 import { UsageError, type CommandModule, sharedOptions } from '../command.ts';
 import { createQueues } from '../queue/queues.ts';
 import { createRuntime } from '../runtime.ts';
-import { runRoles } from '../start.ts';
+import { runRoles } from '../process.ts';
 import { runSweep } from '../sync/sweep.ts';
 
 export const commands: CommandModule['commands'] = {
