@@ -10,7 +10,7 @@ import { tracesWanted } from './telemetry/tracing.ts';
 
 type Load = () => Promise<CommandModule>;
 const start: Load = () => import('./start.ts');
-const db: Load = () => import('./db/cli.ts');
+const migrate: Load = () => import('./migrate.ts');
 const receiver: Load = () => import('./receiver/cli.ts');
 const worker: Load = () => import('./worker/cli.ts');
 const sandbox: Load = () => import('./demo/cli.ts');
@@ -24,7 +24,7 @@ const tokens: Load = () => import('./console/tokens-cli.ts');
 // name, module, one-line summary, in the order help lists them.
 const available: [string, Load, string][] = [
   ['start', start, 'run receiver, workers and console (and the sandbox when no account is connected)'],
-  ['migrate', db, "apply database migrations (ours and pg-boss's) and exit"],
+  ['migrate', migrate, "apply database migrations (ours and pg-boss's) and exit"],
   ['receiver', receiver, 'run the webhook receiver alone'],
   ['worker', worker, 'run the workers alone (sync, reconciliation, push)'],
   ['sandbox', sandbox, 'run the simulator of the Commerce Operations Service'],

@@ -3,7 +3,6 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import type { Role } from './db/schema.ts';
 
 const defaultsPath = fileURLToPath(new URL('../config/default.json', import.meta.url));
 
@@ -393,7 +392,9 @@ function crossChecks(c: Config): string[] {
   return problems;
 }
 
-const OIDC_ROLE_NAMES: readonly Role[] = ['viewer', 'operator', 'admin'];
+/** The roles a person or a token acts in, lowest first: the one list (the console's guard ranks them so). */
+export const OPERATOR_ROLES = ['viewer', 'operator', 'admin'] as const;
+export type Role = (typeof OPERATOR_ROLES)[number];
 
 /**
  * OIDC_ROLES read: `GROUP=ROLE` entries separated by commas (the last `=` splits, so a group may hold one); `*` is
@@ -409,9 +410,9 @@ export function parseOidcRoles(text: string): { roles: Map<string, Role>; proble
     const i = entry.lastIndexOf('=');
     const group = entry.slice(0, Math.max(i, 0)).trim();
     const role = entry.slice(i + 1).trim();
-    if (i <= 0 || !group || !(OIDC_ROLE_NAMES as readonly string[]).includes(role))
+    if (i <= 0 || !group || !(OPERATOR_ROLES as readonly string[]).includes(role))
       problems.push(
-        `OIDC_ROLES entry ${JSON.stringify(entry)} is not valid: expected GROUP=ROLE with ROLE one of ${OIDC_ROLE_NAMES.join(', ')}`,
+        `OIDC_ROLES entry ${JSON.stringify(entry)} is not valid: expected GROUP=ROLE with ROLE one of ${OPERATOR_ROLES.join(', ')}`,
       );
     else if (roles.has(group)) problems.push(`OIDC_ROLES gives group ${JSON.stringify(group)} a role twice: keep one entry`);
     else roles.set(group, role as Role);

@@ -7,23 +7,16 @@
 // never fight over a port.
 import type { CommandContext } from './command.ts';
 import { OperatorAccess } from './console/auth.ts';
-import * as alertsRole from './alerts/role.ts';
-import * as consoleRole from './console/role.ts';
 import * as demo from './demo/index.ts';
 import { guardProcess } from './guard.ts';
 import { serveMetrics } from './metrics.ts';
-import * as receiverRole from './receiver/role.ts';
 import { createRuntime, type RoleModule } from './runtime.ts';
 import { handleShutdown, Interrupted } from './shutdown.ts';
-import * as workerRole from './worker/role.ts';
 
-/** The roles a process can run, and the modules that mount each. */
-export const ROLES = {
-  receiver: [receiverRole],
-  worker: [workerRole, alertsRole],
-  console: [consoleRole],
-} satisfies Record<string, RoleModule[]>;
-export type Role = keyof typeof ROLES;
+/** The roles a process can run (ROLES in the settings). */
+export type RoleName = 'receiver' | 'worker' | 'console';
+/** The roles to run, in order, each with the modules that mount it (the commands pass them: this file imports none). */
+export type Roles = Partial<Record<RoleName, readonly RoleModule[]>>;
 
 /** The port this process serves on, or null for none: see the header. */
 export function portFor(config: CommandContext['config'], roles: string[]): number | null {
@@ -40,8 +33,9 @@ function runsDemo(config: CommandContext['config'], roles: string[]): boolean {
   return config.SANDBOX === 'auto' && roles.includes('receiver') && roles.includes('worker');
 }
 
-export async function runRoles(ctx: CommandContext, roles: Role[], opts: { demo?: boolean } = {}): Promise<number> {
+export async function runRoles(ctx: CommandContext, mounted: Roles, opts: { demo?: boolean } = {}): Promise<number> {
   const { config, log } = ctx;
+  const roles = Object.keys(mounted) as RoleName[];
   // A database outage must not end a long-running process: see guard.ts.
   guardProcess(log);
   const shutdown = handleShutdown(log);
@@ -51,7 +45,7 @@ export async function runRoles(ctx: CommandContext, roles: Role[], opts: { demo?
     // The demo sandbox goes first so the roles find a connection to work on.
     if (opts.demo && runsDemo(config, roles)) await demo.mount(rt);
     for (const role of roles) {
-      for (const mod of ROLES[role]) {
+      for (const mod of mounted[role]!) {
         shutdown.check();
         await mod.mount(rt);
       }

@@ -11,7 +11,7 @@ import type { Logger } from './log.ts';
 import { startBoss, stopBoss, type Boss } from './queue/boss.ts';
 import { createApp, listen, type ReadinessCheck, type Server } from './server.ts';
 import { createSyncState, type SyncState } from './sync/state.ts';
-import type { ProcessDeps } from './worker/handlers.ts';
+import type { SyncDeps } from './sync/state.ts';
 
 export interface Runtime {
   config: Config;
@@ -39,7 +39,7 @@ export interface Runtime {
   /** Serves the app on `port` (0: a free one) and sets publicUrl; the caller runs afterListen then. */
   listen(port: number): Promise<Server>;
   /** What a queue's handler gets (src/queue/handler.ts), with what the sweeps need. */
-  workerDeps(): ProcessDeps;
+  workerDeps(): SyncDeps;
   /** Stops what the runtime started, in reverse order: the server, the roles' steps, pg-boss, the database. */
   stop(): Promise<void>;
 }

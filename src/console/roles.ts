@@ -2,9 +2,10 @@
 // everything but secrets; operator also replays, retries, pushes, holds, pauses and resumes, cancels; admin also
 // manages connections, channels' rules and destinations, and tokens. A route missing from this table is refused to
 // everyone (403): adding a route means deciding who may use it (test/console/roles.test.ts walks them all).
-import type { Role } from '../db/schema.ts';
+import { OPERATOR_ROLES, type Role } from '../config.ts';
 
-export const ROLES: readonly Role[] = ['viewer', 'operator', 'admin'];
+/** The roles, lowest first (the one list is the settings', src/config.ts). */
+export const ROLES: readonly Role[] = OPERATOR_ROLES;
 const rank = (r: Role) => ROLES.indexOf(r);
 
 /** Whether `have` is at least `need`. */

@@ -8,11 +8,12 @@ import type { Db } from '../db/index.ts';
 import { insertToken, type ApiToken, type TokenOriginValues } from '../db/people.ts';
 import { boundedText } from '../inputs.ts';
 import { TOKEN_PREFIX, tokenDigest } from './auth.ts';
-import { allows, ROLES } from './roles.ts';
+import { OPERATOR_ROLES } from '../config.ts';
+import { allows } from './roles.ts';
 
 export const tokenInput = z.strictObject({
   name: boundedText(100),
-  role: z.enum(ROLES as [string, ...string[]]),
+  role: z.enum(OPERATOR_ROLES),
   expires_in_days: z.number().int().min(1).max(3650).default(90),
 });
 

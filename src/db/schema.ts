@@ -1,6 +1,7 @@
 // Kysely table types for the schema in migrations/. numeric columns are strings (exact decimals),
 // bigint ids are numbers (see the int8 parser in db/index.ts), timestamptz are Dates.
 import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
+import type { Role } from '../config.ts';
 
 type Json = unknown;
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
@@ -624,7 +625,7 @@ export interface AuditLogTable {
 }
 
 // migrations/0230_people_and_tokens.sql (src/db/people.ts; who gets in with which role: src/console/auth.ts)
-export type Role = 'viewer' | 'operator' | 'admin';
+export type { Role };
 export interface PeopleTable {
   id: Generated<number>;
   /** The OpenID provider's `sub`, qualified by its issuer. */

@@ -7,6 +7,7 @@ import { openDatabase } from '../db/index.ts';
 import { ClientState } from '../api/index.ts';
 import { baseUrl, listWebhooks, syncWebhooks } from './subscriptions.ts';
 import { runRoles } from '../process.ts';
+import * as receiverRole from './role.ts';
 
 export interface DeliveryListing {
   delivery_id: string;
@@ -133,7 +134,7 @@ async function webhooks(ctx: CommandContext): Promise<number> {
 export const commands: CommandModule['commands'] = {
   receiver: {
     summary: 'Run the webhook receiver alone: POST /webhooks/:connection, /healthz, /readyz.',
-    run: (ctx) => runRoles(ctx, ['receiver']),
+    run: (ctx) => runRoles(ctx, { receiver: [receiverRole] }),
   },
   deliveries: {
     summary: 'List stored webhook deliveries, newest first, with their state (queued, processed, unhandled, rejected, failed).',

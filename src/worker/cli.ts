@@ -4,6 +4,7 @@ import { UsageError, type CommandModule, sharedOptions } from '../command.ts';
 import { createQueues } from '../queue/queues.ts';
 import { createRuntime } from '../runtime.ts';
 import { runRoles } from '../process.ts';
+import * as workerRole from './role.ts';
 import { runSweep } from '../sync/sweep.ts';
 
 export const commands: CommandModule['commands'] = {
@@ -11,7 +12,7 @@ export const commands: CommandModule['commands'] = {
     summary:
       'Run the sync workers alone (deliveries, drains, sweeps, maintenance); several processes share the work. ' +
       'Serves /healthz, /readyz and /metrics on WORKER_PORT when it is set.',
-    run: (ctx) => runRoles(ctx, ['worker']),
+    run: (ctx) => runRoles(ctx, { worker: workerRole.modules }),
   },
   reconcile: {
     summary: 'Run a reconciliation sweep now: incremental (by updated_at from the last cursor) or --full.',

@@ -8,9 +8,6 @@ import type { Handler } from '../queue/handler.ts';
 import type { SyncDeps } from '../sync/state.ts';
 import { inSpan } from '../telemetry/spans.ts';
 
-/** What a worker process gives its handlers: every handler's deps and what the sweeps need (the widest). */
-export type ProcessDeps = SyncDeps;
-
 export const handlers: readonly Handler<any, any>[] = [
   deliveriesHandler,
   reconcileHandler,
@@ -24,7 +21,7 @@ export const handlers: readonly Handler<any, any>[] = [
  * `pollingIntervalSeconds` caps every queue's polling interval (tests poll faster).
  */
 export async function workQueues(
-  deps: ProcessDeps,
+  deps: SyncDeps,
   which: readonly Handler<any, any>[] = handlers,
   opts: { pollingIntervalSeconds?: number } = {},
 ): Promise<() => Promise<void>> {

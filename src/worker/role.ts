@@ -1,7 +1,9 @@
 // The worker role: every queue's handler (handlers.ts) and the drainer on the shared runtime, then the schedules
-// and the channel rules. Several processes share the work through pg-boss and drain_pairs.
+// and the channel rules; a worker process also evaluates the alerts (src/alerts/role.ts, in `modules`). Several
+// processes share the work through pg-boss and drain_pairs.
+import * as alertsRole from '../alerts/role.ts';
 import { createQueues } from '../queue/queues.ts';
-import type { Runtime } from '../runtime.ts';
+import type { RoleModule, Runtime } from '../runtime.ts';
 import { Drainer } from '../sync/drainer.ts';
 import { applyRules } from '../sync/maintenance.ts';
 import { syncSchedules } from '../sync/schedules.ts';
@@ -18,3 +20,6 @@ export async function mount(rt: Runtime): Promise<void> {
   await syncSchedules(deps.db, deps.boss, deps.config);
   await applyRules(deps);
 }
+
+/** What a process of the worker role mounts: the workers, then the alerts they evaluate. */
+export const modules: RoleModule[] = [{ mount }, alertsRole];

@@ -11,7 +11,7 @@ import { startSandbox, type Sandbox, type SandboxOptions } from '@commerce-sync/
 import { enqueueOperation } from '../../src/push/enqueue.ts';
 import { getOperation } from '../../src/db/operations.ts';
 import type { Runtime } from '../../src/runtime.ts';
-import type { ProcessDeps } from '../../src/worker/handlers.ts';
+import type { SyncDeps } from '../../src/sync/state.ts';
 import { testConfig } from '../support/config.ts';
 import { testDatabase, type TestDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
@@ -24,7 +24,7 @@ export interface Harness {
   tdb: TestDatabase;
   boss: Boss;
   /** What the push job's handler gets (runPushJob). */
-  rt: ProcessDeps;
+  rt: SyncDeps;
   runtime: Runtime;
   config: Config;
   connection: Connection;

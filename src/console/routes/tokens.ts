@@ -2,6 +2,7 @@
 import type Router from '@koa/router';
 import bodyParser from 'koa-bodyparser';
 import { noteAudit, type Actor } from '../../audit.ts';
+import { OPERATOR_ROLES } from '../../config.ts';
 import { deletePerson, listPeople, listTokens, revokeToken, tokenById } from '../../db/people.ts';
 import { idOf } from '../../inputs.ts';
 import { problem } from '../../server.ts';
@@ -10,7 +11,7 @@ import type { ConsoleDeps } from '../web.ts';
 import { z } from 'zod';
 import { documented, timestamp } from '../../openapi/registry.ts';
 
-const role = z.enum(['viewer', 'operator', 'admin']);
+const role = z.enum(OPERATOR_ROLES);
 /** presentToken: never the token itself. */
 const tokenFields = {
   id: z.number().int(),

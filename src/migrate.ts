@@ -1,6 +1,8 @@
-import type { CommandModule } from '../command.ts';
-import { openDatabase } from './index.ts';
-import { startBoss, stopBoss } from '../queue/boss.ts';
+// `commerce-sync migrate`: our migrations (src/db/migrate.ts) and pg-boss's schema, then exit. A command of its own
+// at the top: it drives both the database and the queues.
+import type { CommandModule } from './command.ts';
+import { openDatabase } from './db/index.ts';
+import { startBoss, stopBoss } from './queue/boss.ts';
 
 export const commands: CommandModule['commands'] = {
   migrate: {
@@ -8,7 +10,7 @@ export const commands: CommandModule['commands'] = {
     async run({ config, log, out }) {
       const database = await openDatabase(config, log, { migrate: false });
       try {
-        const { migrate } = await import('./migrate.ts');
+        const { migrate } = await import('./db/migrate.ts');
         const result = await migrate(database.url);
         const boss = await startBoss(database.url, log, { supervise: false, schedule: false, max: 2 });
         await stopBoss(boss, false);
