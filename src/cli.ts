@@ -14,7 +14,7 @@ const migrate: Load = () => import('./migrate.ts');
 const receiver: Load = () => import('./receiver/cli.ts');
 const worker: Load = () => import('./worker/cli.ts');
 const sandbox: Load = () => import('./demo/cli.ts');
-const api: Load = () => import('./api/cli.ts');
+const api: Load = () => import('./connect.ts');
 const stock: Load = () => import('./stock/cli.ts');
 const channels: Load = () => import('./channels/cli.ts');
 const push: Load = () => import('./push/cli.ts');

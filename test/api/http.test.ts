@@ -6,7 +6,7 @@ import { buildUrl, errorDetails, keyFromPath, parseJson, parsePagination, queryS
 import { splitBody, splitIds } from '../../src/api/reads.ts';
 import { decryptToken, encryptToken, tokenKey } from '../../src/api/secrets.ts';
 import { ApiError } from '../../src/api/errors.ts';
-import { splitPathQuery } from '../../src/api/cli.ts';
+import { splitPathQuery } from '../../src/connect.ts';
 
 t.test('query strings: integer lists comma-separated, others name[]', async (t) => {
   t.equal(

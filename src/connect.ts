@@ -1,20 +1,22 @@
-// Commands: `connect` (privileged token or OAuth), `connections` (list), `api` (one call through the budget).
-import { auditCommand } from '../audit.ts';
+// The `connect` (privileged token or OAuth), `connections` (list) and `api` (one call through the budget) commands:
+// at the top, beside the other commands that drive more than one folder (a connection is made with the API client
+// and its webhooks with the receiver's subscriptions).
+import { auditCommand } from './audit.ts';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { formatTable, sharedOptions, UsageError, type CommandContext, type CommandModule } from '../command.ts';
-import { listBudgets } from '../db/budgets.ts';
-import { withDatabase as withOpenDatabase, type OpenDatabase } from '../db/index.ts';
-import type { Connection } from '../db/schema.ts';
-import { ApiError } from './errors.ts';
-import { addOAuthConnection, addTokenConnection, clientFor, listConnections, serviceHostUrl } from './connections.ts';
-import { keyFromPath } from './http.ts';
-import { authorizeUrl, requestToken, type TokenResponse } from './oauth.ts';
-import type { Method, Priority, QueryValue } from './types.ts';
-import { syncWebhooks } from '../receiver/subscriptions.ts';
-import { ClientState } from './client-state.ts';
-import type { ClientDeps } from './transport.ts';
+import { formatTable, sharedOptions, UsageError, type CommandContext, type CommandModule } from './command.ts';
+import { listBudgets } from './db/budgets.ts';
+import { withDatabase as withOpenDatabase, type OpenDatabase } from './db/index.ts';
+import type { Connection } from './db/schema.ts';
+import { ApiError } from './api/errors.ts';
+import { addOAuthConnection, addTokenConnection, clientFor, listConnections, serviceHostUrl } from './api/connections.ts';
+import { keyFromPath } from './api/http.ts';
+import { authorizeUrl, requestToken, type TokenResponse } from './api/oauth.ts';
+import type { Method, Priority, QueryValue } from './api/types.ts';
+import { syncWebhooks } from './receiver/subscriptions.ts';
+import { ClientState } from './api/client-state.ts';
+import type { ClientDeps } from './api/transport.ts';
 
 type Values = CommandContext['values'];
 const str = (v: Values, k: string) => (typeof v[k] === 'string' ? (v[k] as string) : undefined);
