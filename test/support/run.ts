@@ -63,11 +63,13 @@ const code = await new Promise<number>((resolve) => {
 let passed = 0,
   failed = 0,
   skipped = 0;
+const took: [number, string][] = [];
 for (const file of await readdir(resultsDir, { recursive: true }).catch(() => [] as string[])) {
   if (!file.endsWith('.tap')) continue;
   const parser = new Parser();
   const done = new Promise<void>((r) =>
     parser.on('complete', (res) => {
+      took.push([res.time ?? 0, file.replace(/\.tap$/, '')]);
       passed += res.pass - res.skip - res.todo;
       skipped += res.skip + res.todo;
       // A file that crashed before running a test has no failing point of its own: count it as one failure.
@@ -77,6 +79,12 @@ for (const file of await readdir(resultsDir, { recursive: true }).catch(() => []
   );
   parser.end(await readFile(join(resultsDir, file), 'utf8'));
   await done;
+}
+
+// Where the time goes: the slowest files (tap runs `jobs` files at once, package.json; the `serial` folders alone).
+if (took.length > 20) {
+  console.log('slowest test files:');
+  for (const [ms, file] of took.sort((a, b) => b[0] - a[0]).slice(0, 20)) console.log(`  ${(ms / 1000).toFixed(1).padStart(6)} s  ${file}`);
 }
 
 await admin.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`).catch(() => {});
