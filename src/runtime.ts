@@ -2,42 +2,19 @@
 // the config, the logger, the database, pg-boss, the shared Koa app, what the API clients of this runtime share
 // (src/api/client-state.ts) and the sync workers' memory (src/sync/state.ts): nothing of it lives at module level, so
 // two runtimes in one process share nothing by accident. Roles mount onto it (src/process.ts lists them).
-import type Router from '@koa/router';
-import type Koa from 'koa';
 import { ClientState } from './api/index.ts';
 import { publicUrl as publicUrlOf, type Config } from './config.ts';
 import { openDatabase, type OpenDatabase } from './db/index.ts';
 import type { Logger } from './log.ts';
-import { startBoss, stopBoss, type Boss } from './queue/boss.ts';
-import { createApp, listen, type ReadinessCheck, type Server } from './server.ts';
+import { startBoss, stopBoss } from './queue/boss.ts';
+import { createApp, listen, type ProcessRuntime, type ReadinessCheck } from './server.ts';
 import { createSyncState, type SyncState } from './sync/state.ts';
 import type { SyncDeps } from './sync/state.ts';
 
-export interface Runtime {
-  config: Config;
-  log: Logger;
-  database: OpenDatabase;
-  boss: Boss;
-  app: Koa;
-  router: Router;
-  /** What this runtime's API clients share: one budget gate per connection, the token key. */
-  clients: ClientState;
+/** A process's runtime: what every role mounts onto (ProcessRuntime, src/server.ts), and the sync workers' memory. */
+export interface Runtime extends ProcessRuntime {
   /** The sync workers' memory: pacing, connection statuses, the drains' and sweeps' clients. */
   sync: SyncState;
-  /** Set once the server listens: where the service should deliver webhooks. */
-  publicUrl: string;
-  /**
-   * The built-in sandbox when this process runs it (demo mode): where it listens. Without OPERATOR_TOKEN the
-   * console is open on localhost only while that sandbox is the only connection (src/console/auth.ts).
-   */
-  demo: false | { baseUrl: string };
-  readiness: ReadinessCheck[];
-  /** Run after the HTTP server listens (publicUrl is known then). */
-  afterListen: (() => Promise<void>)[];
-  /** Run at shutdown, in reverse order of registration, before pg-boss stops and the database closes. */
-  onStop: (() => Promise<void>)[];
-  /** Serves the app on `port` (0: a free one) and sets publicUrl; the caller runs afterListen then. */
-  listen(port: number): Promise<Server>;
   /** What a queue's handler gets (src/queue/handler.ts), with what the sweeps need. */
   workerDeps(): SyncDeps;
   /** Stops what the runtime started, in reverse order: the server, the roles' steps, pg-boss, the database. */

@@ -4,7 +4,8 @@ import Koa, { type Context, type Next } from 'koa';
 import Router from '@koa/router';
 import type pg from 'pg';
 import type { Config } from './config.ts';
-import { databaseReadiness, type Db } from './db/index.ts';
+import type { ClientState } from './api/client-state.ts';
+import { databaseReadiness, type Db, type OpenDatabase } from './db/index.ts';
 import { refusedBody, refusedPath, refusedQuery } from './inputs.ts';
 import type { Logger } from './log.ts';
 import type { Boss } from './queue/boss.ts';
@@ -25,6 +26,35 @@ export function problem(ctx: Context, status: number, error: string, extra?: Rec
 }
 
 export type ReadinessCheck = () => Promise<string | null>;
+
+/**
+ * What a role mounts onto: the process's config, logger, database, pg-boss, the shared Koa app and what its API
+ * clients share (src/runtime.ts builds it, with the sync workers' memory; a feature's role never imports it).
+ */
+export interface ProcessRuntime {
+  config: Config;
+  log: Logger;
+  database: OpenDatabase;
+  boss: Boss;
+  app: Koa;
+  router: Router;
+  /** What this runtime's API clients share: one budget gate per connection, the token key. */
+  clients: ClientState;
+  /** Set once the server listens: where the service should deliver webhooks. */
+  publicUrl: string;
+  /**
+   * The built-in sandbox when this process runs it (demo mode): where it listens. Without OPERATOR_TOKEN the
+   * console is open on localhost only while that sandbox is the only connection (src/console/auth.ts).
+   */
+  demo: false | { baseUrl: string };
+  readiness: ReadinessCheck[];
+  /** Run after the HTTP server listens (publicUrl is known then). */
+  afterListen: (() => Promise<void>)[];
+  /** Run at shutdown, in reverse order of registration, before pg-boss stops and the database closes. */
+  onStop: (() => Promise<void>)[];
+  /** Serves the app on `port` (0: a free one) and sets publicUrl; the caller runs afterListen then. */
+  listen(port: number): Promise<Server>;
+}
 
 /** What a feature's routes use of a process's runtime (src/runtime.ts builds it): routes never import the runtime. */
 export interface RouteDeps {

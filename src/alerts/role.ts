@@ -1,7 +1,7 @@
 // Alerts in a worker process: every ALERT_EVALUATE_SECONDS evaluate the conditions (one process at a time does,
 // see evaluate.ts), then send the notices due. Rounds never overlap; a failing round is logged and the next one runs
 // as usual. Mounted with the worker role (src/process.ts).
-import type { Runtime } from '../runtime.ts';
+import type { ProcessRuntime } from '../server.ts';
 import type { WorkerDeps } from '../queue/handler.ts';
 import { hostOf } from '../channels/sender.ts';
 import { evaluateAlerts, pruneAlertTables } from './evaluate.ts';
@@ -58,7 +58,7 @@ export function startAlerts(
   };
 }
 
-export async function mount(rt: Runtime): Promise<void> {
+export async function mount(rt: ProcessRuntime): Promise<void> {
   const loop = startAlerts({ db: rt.database.db, config: rt.config, log: rt.log });
   rt.onStop.push(() => loop.stop());
 }

@@ -4,7 +4,7 @@
 import { listConnections } from '../db/connections.ts';
 import { createDb, createPool } from '../db/index.ts';
 import { createQueues } from '../queue/queues.ts';
-import type { Runtime } from '../runtime.ts';
+import type { ProcessRuntime } from '../server.ts';
 import { createReceiver } from './receiver.ts';
 import { rejectionCounter } from './rejections.ts';
 import { syncWebhooks } from './subscriptions.ts';
@@ -12,7 +12,7 @@ import { AnswerChecker, answerCheck } from '../openapi/check.ts';
 import { openApiDocument } from '../openapi/document.ts';
 import { webhookOperation } from '../openapi/webhook.ts';
 
-export async function mount(rt: Runtime): Promise<void> {
+export async function mount(rt: ProcessRuntime): Promise<void> {
   const { config, log } = rt;
   await createQueues(rt.boss);
   const pool = createPool(rt.database.url, config.WEBHOOK_COMMIT_CONCURRENCY + 1, log.child({ pool: 'receiver' }));
@@ -55,7 +55,7 @@ export async function mount(rt: Runtime): Promise<void> {
 }
 
 /** Subscription sync for each active connection; a failure is logged, never fatal to start. */
-export async function syncAllWebhooks(rt: Pick<Runtime, 'config' | 'log' | 'database' | 'publicUrl' | 'clients'>): Promise<void> {
+export async function syncAllWebhooks(rt: Pick<ProcessRuntime, 'config' | 'log' | 'database' | 'publicUrl' | 'clients'>): Promise<void> {
   for (const connection of await listConnections(rt.database.db, 'active')) {
     try {
       await syncWebhooks({ db: rt.database.db, config: rt.config, log: rt.log, clients: rt.clients }, connection, rt.publicUrl);
