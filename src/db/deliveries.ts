@@ -219,8 +219,8 @@ export async function logReceived(db: Executor, jobIds: string[]): Promise<void>
 }
 
 /**
- * Which rows jobs on `deliveries` name: by row id (a replayed delivery, or a job of an older shape, which a dead
- * letter may still hold), or every row whose job_id is the job's id (webhook_deliveries_job).
+ * Which rows jobs on `deliveries` name: by row id (a replayed delivery), or every row whose job_id is the job's id
+ * (webhook_deliveries_job).
  */
 export interface DeliveryRefs {
   rowIds: number[];

@@ -13,14 +13,12 @@ import { defineQueue, type JobSendOptions } from './queue.ts';
 /**
  * The deliveries of one connection stored while this job waited. It owns the rows whose job_id is `jobId`, its own
  * id when the receiver queued it (a delivery id stored before, a retry by the service, keeps its earlier row and
- * job; a dead letter replays under a new id with the same data). A job of an older shape, which a dead letter may
- * still hold, also lists its deliveries (`deliveryIds`); the rows' job_id says the same.
+ * job; a dead letter replays under a new id with the same data).
  */
 export interface DeliveryBatch {
   kind: 'batch';
   connectionId: number;
   jobId: string;
-  deliveryIds?: string[];
 }
 
 /** One stored delivery, as an operator's replay sends it (src/console/replay.ts). */
@@ -33,18 +31,9 @@ export interface DeliveryReplay {
   objectId: number | null;
 }
 
-/**
- * Older job shapes, untagged, that may still arrive (a dead letter keeps its data): a batch by delivery id, a batch
- * by row id, one delivery.
- */
-export type LegacyDeliveriesData =
-  | (Omit<DeliveryBatch, 'kind'> & { deliveryIds: string[] })
-  | { connectionId: number; deliveryRowIds: number[] }
-  | Omit<DeliveryReplay, 'kind'>;
-
 export type DeliveriesData = DeliveryBatch | DeliveryReplay;
 
-export const deliveriesQueue = defineQueue<DeliveriesData | LegacyDeliveriesData>('deliveries', {
+export const deliveriesQueue = defineQueue<DeliveriesData>('deliveries', {
   retryLimit: 8,
   retryDelay: 2,
   retryBackoff: true,
@@ -127,11 +116,9 @@ export type MaintenanceTask =
   | 'order-watch'
   | 'probe-lapsed'
   | 'webhooks';
-/** A task whose work retention does; a job that still names it (a dead letter, say) runs as retention. */
-export type LegacyMaintenanceTask = 'prune-sync-log';
 
 export interface MaintenanceData {
-  task: MaintenanceTask | LegacyMaintenanceTask;
+  task: MaintenanceTask;
 }
 
 export const maintenanceQueue = defineQueue<MaintenanceData>('maintenance', { retryLimit: 2, retryDelay: 60, retryBackoff: false });

@@ -14,10 +14,6 @@ export function queueOf(name: string): Queue<unknown> | undefined {
   return queues.find((q) => q.name === live);
 }
 
-// Queues of earlier versions, deleted with their jobs: `fetch` (a job per drain) is drain_pairs' work now, and
-// migration 0280 made every pair with pending rows due.
-const RETIRED = ['fetch', 'fetch-dead'];
-
 // A running job heartbeats (pg-boss does it for the handler); a worker killed mid-job stops heartbeating and
 // its job is retried within about this long, instead of waiting out expireInSeconds (15 min for a push).
 const HEARTBEAT_SECONDS = 10;
@@ -34,7 +30,6 @@ export type QueueRetention = Pick<Config, 'JOB_RETENTION_HOURS' | 'DEAD_LETTER_R
  */
 export async function createQueues(boss: Boss, retention?: QueueRetention): Promise<void> {
   const existing = new Set((await boss.getQueues()).map((q) => q.name));
-  for (const name of RETIRED) if (existing.has(name)) await boss.deleteQueue(name);
   const jobSeconds = retention ? Math.max(1, Math.round(retention.JOB_RETENTION_HOURS * 3600)) : undefined;
   const finished = jobSeconds ? { deleteAfterSeconds: jobSeconds } : {};
   const letters = retention

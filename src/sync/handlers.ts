@@ -4,14 +4,7 @@ import type { JobWithMetadata } from 'pg-boss';
 import { markFailed } from '../db/deliveries.ts';
 import type { Db } from '../db/index.ts';
 import type { Logger } from '../log.ts';
-import {
-  deliveriesQueue,
-  maintenanceQueue,
-  reconcileQueue,
-  type DeliveriesData,
-  type LegacyDeliveriesData,
-  type ReconcileData,
-} from '../queue/contracts.ts';
+import { deliveriesQueue, maintenanceQueue, reconcileQueue, type DeliveriesData, type ReconcileData } from '../queue/contracts.ts';
 import { defineHandler } from '../queue/handler.ts';
 import type { SyncDeps } from './state.ts';
 import { consumeDeliveries, deliveryRefsOf } from './intake.ts';
@@ -39,12 +32,7 @@ export const deliveriesHandler = defineHandler({
  * The jobs of a failed batch that pg-boss will not retry again go to the dead-letter queue now: their rows
  * still `queued` become `failed` with the error (a dead-letter replay moves them on to `processed`).
  */
-async function failedForGood(
-  db: Db,
-  log: Logger,
-  jobs: JobWithMetadata<DeliveriesData | LegacyDeliveriesData>[],
-  err: Error,
-): Promise<void> {
+async function failedForGood(db: Db, log: Logger, jobs: JobWithMetadata<DeliveriesData>[], err: Error): Promise<void> {
   const last = jobs.filter((j) => j.retryCount >= j.retryLimit);
   if (!last.length) return;
   try {
@@ -77,7 +65,6 @@ export const maintenanceHandler = defineHandler({
   traceRoot: true,
   work: () => ({ batchSize: 1 }),
   async handle(deps, [job]) {
-    const task = job!.data.task;
-    await handleMaintenance(deps, task === 'prune-sync-log' ? 'retention' : task);
+    await handleMaintenance(deps, job!.data.task);
   },
 });

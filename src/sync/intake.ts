@@ -13,25 +13,17 @@ import {
 } from '../db/deliveries.ts';
 import type { Db } from '../db/index.ts';
 import { markPending, type Mark } from '../db/pending.ts';
-import type { DeliveriesData, LegacyDeliveriesData } from '../queue/contracts.ts';
+import type { DeliveriesData, DeliveryBatch } from '../queue/contracts.ts';
 import { inSpan } from '../telemetry/spans.ts';
 
 /** The webhook_deliveries rows jobs on `deliveries` name. */
-export function deliveryRefsOf(jobs: (DeliveriesData | LegacyDeliveriesData)[]): DeliveryRefs {
+export function deliveryRefsOf(jobs: DeliveriesData[]): DeliveryRefs {
   const refs: DeliveryRefs = { rowIds: [], jobIds: [] };
   for (const data of jobs) {
-    const batch = batchOf(data);
-    if (batch) refs.jobIds.push(batch.jobId);
-    else if ('deliveryRowIds' in data) refs.rowIds.push(...data.deliveryRowIds);
-    else if ('deliveryRowId' in data) refs.rowIds.push(data.deliveryRowId);
+    if (data.kind === 'batch') refs.jobIds.push(data.jobId);
+    else refs.rowIds.push(data.deliveryRowId);
   }
   return refs;
-}
-
-/** The job as a batch of a connection's rows (legacy ones are told apart by their fields), else null. */
-function batchOf(data: DeliveriesData | LegacyDeliveriesData): { connectionId: number; jobId: string } | null {
-  if ('kind' in data) return data.kind === 'batch' ? data : null;
-  return 'deliveryIds' in data ? data : null;
 }
 
 /**
@@ -63,14 +55,13 @@ export interface ConsumeResult {
 }
 
 /** Handles the rows of a batch of delivery jobs in one transaction: their marks make their pairs' drains due. */
-export async function consumeDeliveries(db: Db, jobs: (DeliveriesData | LegacyDeliveriesData)[]): Promise<ConsumeResult> {
+export async function consumeDeliveries(db: Db, jobs: DeliveriesData[]): Promise<ConsumeResult> {
   const refs = deliveryRefsOf(jobs);
-  const batches = jobs.map(batchOf).filter((b) => b !== null);
+  const batches = jobs.filter((j): j is DeliveryBatch => j.kind === 'batch');
   // Nothing joins these jobs from now on, and what joined them has committed.
   await startWaitingJobs(db, batches);
-  // Their rows' delivery.received entries are ours to write; a replay's row, or a row of a job that lists its
-  // deliveries (the older shape, whose receiver wrote the entry), has one already.
-  const unlogged = batches.filter((b) => !('deliveryIds' in b)).map((b) => b.jobId);
+  // Their rows' delivery.received entries are ours to write; a replay's row has one already.
+  const unlogged = batches.map((b) => b.jobId);
   const done = await db.transaction().execute(async (tx) => {
     // In arrival order, so drains are asked for (eight at a time) in the order their first delivery came.
     const rows = await deliveriesToConsume(tx, refs);

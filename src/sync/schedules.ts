@@ -52,7 +52,7 @@ export async function syncSchedules(db: Db, boss: Boss, config: Config): Promise
     ['webhooks', everyMinutes(config.WEBHOOK_CHECK_MINUTES)],
   ];
   const have = new Map((await boss.getSchedules(maintenanceQueue.name)).map((s) => [s.key, s.cron]));
-  // A schedule of a task not in this list (prune-sync-log, whose work retention does) is removed.
+  // A schedule of a task not in this list is removed.
   for (const key of have.keys()) if (!housekeeping.some(([task]) => task === key)) await boss.unschedule(maintenanceQueue.name, key);
   for (const [task, cron] of housekeeping) {
     if (have.get(task) !== cron) await boss.schedule(maintenanceQueue.name, cron, { task }, { key: task, tz: 'UTC' });

@@ -92,14 +92,11 @@ export async function startReceiver(t: Teardown, opts: HarnessOptions = {}): Pro
     stop,
     rows: async () => (await tdb.pool.query('SELECT * FROM webhook_deliveries ORDER BY id')).rows,
     jobs: async () => (await tdb.pool.query(`SELECT id, data FROM pgboss.job WHERE name = 'deliveries' ORDER BY created_on`)).rows,
-    // The rows jobs hold: by row id (older jobs, replays), or every row that names the job (its jobId).
+    // The rows jobs hold: every row that names the job (its jobId).
     jobbed: async (c?: number) =>
       (
         await tdb.pool.query(
-          `SELECT x::bigint AS id FROM pgboss.job, jsonb_array_elements_text(data->'deliveryRowIds') AS x
-             WHERE name = 'deliveries' AND ($1::bigint IS NULL OR (data->>'connectionId')::bigint = $1)
-           UNION ALL
-           SELECT w.id FROM pgboss.job j JOIN webhook_deliveries w ON w.job_id = j.data->>'jobId'
+          `SELECT w.id FROM pgboss.job j JOIN webhook_deliveries w ON w.job_id = j.data->>'jobId'
              WHERE j.name = 'deliveries' AND w.connection_id = (j.data->>'connectionId')::bigint
                AND ($1::bigint IS NULL OR w.connection_id = $1)
            ORDER BY 1`,

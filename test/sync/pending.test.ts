@@ -41,6 +41,7 @@ t.test('a burst of deliveries about few records makes few pending rows; unmirror
   for (let i = 0; i < 50; i++) {
     const objectId = 100 + (i % 5);
     jobs.push({
+      kind: 'replay' as const,
       deliveryRowId: await delivery(db, c.id, 'variant', objectId, i),
       connectionId: c.id,
       resource: 'variant',
@@ -49,6 +50,7 @@ t.test('a burst of deliveries about few records makes few pending rows; unmirror
     });
   }
   jobs.push({
+    kind: 'replay' as const,
     deliveryRowId: await delivery(db, c.id, 'order', 7, 50),
     connectionId: c.id,
     resource: 'order',
@@ -56,6 +58,7 @@ t.test('a burst of deliveries about few records makes few pending rows; unmirror
     objectId: 7,
   });
   jobs.push({
+    kind: 'replay' as const,
     deliveryRowId: await delivery(db, c.id, 'payment', 9, 51),
     connectionId: c.id,
     resource: 'payment',
@@ -63,6 +66,7 @@ t.test('a burst of deliveries about few records makes few pending rows; unmirror
     objectId: 9,
   });
   jobs.push({
+    kind: 'replay' as const,
     deliveryRowId: await delivery(db, c.id, 'variant', null, 52),
     connectionId: c.id,
     resource: 'variant',
@@ -115,6 +119,7 @@ t.test('a batch of deliveries about many connections makes their drains due in i
   for (let i = 0; i < 20; i++) {
     const c = await addConnection(db, `shop-${i}`);
     jobs.push({
+      kind: 'replay' as const,
       deliveryRowId: await delivery(db, c.id, 'variant', 100, i),
       connectionId: c.id,
       resource: 'variant',
