@@ -11,7 +11,7 @@ export const priorityRank: Record<Priority, number> = { interactive: 0, outbound
 export interface ConnectionTraits {
   /**
    * It refuses several values of `status` in one read (the spec allows status[]=a&status[]=b but does not show
-   * it for status): reads of every state go one state at a time (src/sync/reader.ts).
+   * it for status): reads of every state go one state at a time (src/api/live.ts).
    */
   singleStatusOnly: boolean;
 }

@@ -8,7 +8,7 @@
 // already; the hold learns the service's order once there is one, and ends when a read shows it committed.
 import { ApiError } from '../api/index.ts';
 import { catalog } from '../catalog/index.ts';
-import { listLive } from '../sync/reader.ts';
+import { listLive } from '../api/live.ts';
 import type { ImportOrderInput } from './input.ts';
 import { hasCurrency } from '../db/mirror-reads.ts';
 import { incompleteImportOrder, mappedOrderId, ordersMappedElsewhere } from '../db/operations.ts';

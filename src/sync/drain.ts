@@ -21,7 +21,7 @@ import {
   type Mark,
 } from '../db/pending.ts';
 import { catalog, composition, readAs } from '../catalog/index.ts';
-import { readLive, readLines, type Reader } from './reader.ts';
+import { readLive, readLines, type Reader } from '../api/live.ts';
 import { readAfterEvent } from '../catalog/clocks.ts';
 import { inSpan } from '../telemetry/spans.ts';
 

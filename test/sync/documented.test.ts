@@ -6,7 +6,7 @@ import { Decimal } from 'decimal.js';
 import { sql } from 'kysely';
 import { catalog, eventsIn, readsFor, SUBSCRIBED_EVENTS } from '../../src/catalog/index.ts';
 import { normaliseEvent } from '../../src/receiver/events.ts';
-import { readLines } from '../../src/sync/reader.ts';
+import { readLines } from '../../src/api/live.ts';
 import { PROFILES } from '../support/sandbox.ts';
 import { startLoop, type Loop } from './harness.ts';
 

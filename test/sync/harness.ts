@@ -13,7 +13,7 @@ import type { ApiClient } from '../../src/api/types.ts';
 import type { Config } from '../../src/config.ts';
 import type { Connection } from '../../src/db/schema.ts';
 import type { Boss } from '../../src/queue/boss.ts';
-import type { Reader } from '../../src/sync/reader.ts';
+import type { Reader } from '../../src/api/live.ts';
 import { mount as mountReceiver } from '../../src/receiver/role.ts';
 import { syncWebhooks } from '../../src/receiver/subscriptions.ts';
 import { startSandbox, type Sandbox, type SandboxOptions } from '@commerce-sync/sandbox';

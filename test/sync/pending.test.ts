@@ -12,7 +12,7 @@ const claimPending = async (db: Db, connectionId: number, resource: string, limi
   (await claimWithStamps(db, connectionId, resource, limit)).claimed;
 import { drainPending } from '../../src/sync/drain.ts';
 import { rulesFrom } from '../../src/stock/rules.ts';
-import type { Reader } from '../../src/sync/reader.ts';
+import type { Reader } from '../../src/api/live.ts';
 import type { Db } from '../../src/db/index.ts';
 import { claimPairs, duePendingPairs, releasePair, renewPairs, type ClaimedPair } from '../../src/db/drain-pairs.ts';
 

@@ -8,7 +8,7 @@ import { startLoop, type Loop } from './harness.ts';
 import { canon } from '../support/mirror.ts';
 import { LIST_ORDERS } from '@commerce-sync/sandbox';
 import { runSweep, sweep } from '../../src/sync/sweep.ts';
-import type { Reader } from '../../src/sync/reader.ts';
+import type { Reader } from '../../src/api/live.ts';
 import { rulesFrom } from '../../src/stock/rules.ts';
 import { captureLogger } from '../support/log.ts';
 import { resources } from '../../src/sync/resources.ts';

@@ -1,7 +1,9 @@
-// What the sync engine needs of the API client (batched reads by id, paginated lists), and the reads of a
-// resource's live records. Tests may hand in any object of this shape; production passes the ApiClient.
-import { earliest, latest, type ApiClient, type ByIds, type Page, type RequestOptions } from '../api/index.ts';
-import type { ResourceSpec } from './resources.ts';
+// The reads of a resource's live records (every state but archived), and what they need of the API client (batched
+// reads by id, paginated lists): the sync engine's drains and sweeps, and a channel order's import looking for an
+// order sent before. Tests may hand in any object of this shape; production passes the ApiClient.
+import type { ResourceSpec } from '../catalog/index.ts';
+import { earliest, latest } from './reads.ts';
+import type { ApiClient, ByIds, Page, RequestOptions } from './types.ts';
 
 export type Reader = Pick<ApiClient, 'getByIds' | 'paginate' | 'traits'> & { readonly connection: { id: number; name: string } };
 
