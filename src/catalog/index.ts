@@ -69,6 +69,11 @@ export interface ResourceSpec {
    * than the row's is never written (src/db/mirror.ts).
    */
   readTimes?: boolean;
+  /**
+   * A field that is true for a record that is a bundle (variants: `composite`): a new or changed bundle is read with
+   * its makeup (the composition read), which its channel quantities are computed from.
+   */
+  bundleField?: string;
 }
 
 export type Freshness = 'stock' | 'documents' | 'reference';
@@ -84,6 +89,24 @@ export interface ServiceRecord {
   created_at?: unknown;
   updated_at?: unknown;
   [field: string]: unknown;
+}
+
+/** Fields of an answer as they came (a record, a line item, a composition row): none of them checked. */
+export type Fields = Readonly<Record<string, unknown>>;
+
+/** Whether a value of an answer is an object whose fields can be read. */
+export const isFields = (v: unknown): v is Fields => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The distinct ids one field of these records holds: the values that are whole numbers (digits only), as numbers. */
+export function idsIn(records: readonly Fields[] | undefined, field: string): number[] {
+  return [
+    ...new Set(
+      (records ?? [])
+        .map((r) => r?.[field])
+        .filter((v) => v !== null && v !== undefined && /^\d+$/.test(String(v)))
+        .map(Number),
+    ),
+  ];
 }
 
 const base = {
@@ -176,6 +199,7 @@ export const catalog: Record<string, ResourceSpec> = {
       max_online: num('max_online'),
     },
     events: { create: ev(both, RECORD), stock_level_update: ev(both, RECORD) },
+    bundleField: 'composite',
   },
   product: {
     name: 'product',

@@ -11,16 +11,19 @@
 // The service announces fulfilments, returns, invoices and payments, but not a void, tracking added later or a
 // return received later: an imported order is read back (watched) a minute after its import, then less often as
 // it ages, and at once when a variant of one of its lines moves (a void releases committed stock).
+import { CHANNEL_ORDER, idsIn, type Fields } from '../catalog/index.ts';
 import type { Executor } from '../db/index.ts';
 import {
   insertOrderEvents,
   lockMappedOrders,
   noteAnnounced,
   orderFacts,
+  watchedOrdersWithVariants,
   type MappedOrder,
   type NewOrderEvent,
   type OrderFacts,
 } from '../db/channel-order-events.ts';
+import type { Mark } from '../db/pending.ts';
 import type { OrderEventType } from '../db/schema.ts';
 
 /** An event as derived, before it has an id. */
@@ -179,6 +182,42 @@ export async function recordOrderEvents(tx: Executor, connectionId: number, orde
     });
   }
   return insertOrderEvents(tx, rows);
+}
+
+// The field of a record of these resources that names the order a write of it may have moved on.
+const ORDER_FIELD: Record<string, string> = { order: 'id', fulfillment: 'order_id', fulfillment_return: 'order_id', invoice: 'order_id' };
+
+/** A write to the mirror, as far as channel orders care. */
+export interface WriteOfOrders {
+  connectionId: number;
+  /** The resource written: its catalogue name. */
+  resource: string;
+  /** What the read returned, written or not. */
+  records: readonly Fields[];
+  /** Ids the write inserted or changed. */
+  applied: number[];
+  /** Ids the service no longer has. */
+  gone: number[];
+  /** Whether the write asks for follow-up reads (drains do; sweeps read everything anyway). */
+  followUps: boolean;
+}
+
+/**
+ * The channels' part after a write to the mirror (src/sync/after-write.ts hands it every write), in the write's
+ * transaction: the order events the orders it touched call for (an order gone from the service is told as voided),
+ * and, for a stock move on a line of a watched channel order, a read of that order (a void releases committed stock
+ * and no webhook tells of it). Answers the channels that got events and the reads it calls for.
+ */
+export async function orderEventsAfterWrite(tx: Executor, w: WriteOfOrders): Promise<{ orderEvents: number[]; followUps: Mark[] }> {
+  const field = ORDER_FIELD[w.resource];
+  const orderIds = [...(field ? idsIn(w.records, field) : []), ...(w.resource === 'order' ? w.gone : [])];
+  const orderEvents = orderIds.length ? await recordOrderEvents(tx, w.connectionId, orderIds) : [];
+  const followUps: Mark[] = [];
+  if (w.resource === 'variant' && w.followUps && w.applied.length) {
+    for (const id of await watchedOrdersWithVariants(tx, w.connectionId, w.applied))
+      followUps.push({ connectionId: w.connectionId, resource: CHANNEL_ORDER, id, reason: 'order.watch' });
+  }
+  return { orderEvents, followUps };
 }
 
 const eventRow = (m: MappedOrder, f: Pick<OrderFacts, 'order_id' | 'order_number'> | null, e: DerivedEvent): NewOrderEvent => ({

@@ -11,7 +11,7 @@
 import { sql } from 'kysely';
 import type { Executor } from './index.ts';
 import type { Part } from './together.ts';
-import { resources, type ChildSpec, type ResourceSpec } from '../catalog/index.ts';
+import { isFields, resources, type ChildSpec, type Fields, type ResourceSpec } from '../catalog/index.ts';
 
 export interface UpsertResult {
   /** Ids whose row was inserted or changed. */
@@ -32,10 +32,10 @@ const ident = (s: string) => {
 };
 
 /** Keeps one record per id, the newest by updated_at (a page shift can return a record twice). */
-function dedupe(records: any[]): any[] {
-  const byId = new Map<string, any>();
+function dedupe(records: readonly unknown[]): Fields[] {
+  const byId = new Map<string, Fields>();
   for (const r of records) {
-    if (!r || typeof r !== 'object' || r.id === null || r.id === undefined || !/^\d+$/.test(String(r.id))) continue;
+    if (!isFields(r) || r.id === null || r.id === undefined || !/^\d+$/.test(String(r.id))) continue;
     const prev = byId.get(String(r.id));
     if (!prev || String(r.updated_at ?? '') >= String(prev.updated_at ?? '')) byId.set(String(r.id), r);
   }
@@ -67,7 +67,7 @@ async function upsertRows(
   db: Executor,
   w: TableWrite,
   connectionId: number,
-  records: any[],
+  records: readonly unknown[],
   params: WriteOptions & { parents?: Record<string, number> } = {},
 ): Promise<UpsertResult> {
   const list = dedupe(records);
@@ -152,7 +152,7 @@ export async function upsertRecords(
   db: Executor,
   spec: ResourceSpec,
   connectionId: number,
-  records: any[],
+  records: readonly unknown[],
   options: WriteOptions = {},
 ): Promise<UpsertResult> {
   const result = await upsertRows(
@@ -175,8 +175,8 @@ export async function upsertChildren(
   db: Executor,
   child: ChildSpec,
   connectionId: number,
-  items: any[],
-  parents: any[] = [],
+  items: readonly unknown[],
+  parents: readonly Fields[] = [],
   replaceFor: number[] = [],
 ): Promise<UpsertResult> {
   const table = child.table;
@@ -184,7 +184,8 @@ export async function upsertChildren(
   const map: Record<string, number> = {};
   for (const p of parents) {
     for (const f of child.parentIdFields) {
-      if (Array.isArray(p?.[f])) for (const cid of p[f]) map[String(cid)] = Number(p.id);
+      const childIds = p?.[f];
+      if (Array.isArray(childIds)) for (const cid of childIds) map[String(cid)] = Number(p.id);
     }
   }
   const parentExpr = `COALESCE(cs_bigint(r->>'${child.parentColumn}'), cs_bigint(p.parents->>(r->>'id')))`;
@@ -208,7 +209,12 @@ export async function upsertChildren(
 }
 
 /** Upserts records of a resource we keep whole only (invoices, users, ...). */
-export async function upsertOther(db: Executor, resource: string, connectionId: number, records: any[]): Promise<UpsertResult> {
+export async function upsertOther(
+  db: Executor,
+  resource: string,
+  connectionId: number,
+  records: readonly unknown[],
+): Promise<UpsertResult> {
   return upsertRows(
     db,
     {
@@ -260,10 +266,15 @@ export async function writeStockLevels(db: Executor, connectionId: number, varia
  * Replaces the composition of the given bundles with what the service answered (bundles absent from
  * the answer have none). Returns the bundles whose makeup changed.
  */
-export async function replaceCompositions(db: Executor, connectionId: number, bundleIds: number[], rows: any[]): Promise<number[]> {
+export async function replaceCompositions(
+  db: Executor,
+  connectionId: number,
+  bundleIds: number[],
+  rows: readonly unknown[],
+): Promise<number[]> {
   if (!bundleIds.length) return [];
   const wanted = new Set(bundleIds.map(Number));
-  const list = rows.filter((r) => r && wanted.has(Number(r.bundle_id)) && r.component_id != null);
+  const list = rows.filter((r) => isFields(r) && wanted.has(Number(r.bundle_id)) && r.component_id != null);
   const before = await sql<{ bundle_id: number; sig: string }>`
     SELECT bundle_id, string_agg(component_id || ':' || quantity::text, ',' ORDER BY component_id) AS sig
     FROM compositions WHERE connection_id = ${connectionId} AND bundle_id = ANY(${bundleIds}::bigint[]) GROUP BY bundle_id`.execute(db);

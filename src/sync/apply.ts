@@ -1,17 +1,15 @@
-// Applies what one read returned to the mirror, in the caller's transaction: records, their sideloaded
-// line items, and the channel quantities of every variant the write touched. Shared by the drain
-// (delivery-driven reads) and the sweeps, so both write the same way.
+// Applies what one read returned to the mirror, in the caller's transaction: records and their sideloaded line
+// items, then the one hook through which the features follow every write (src/sync/after-write.ts: channel
+// quantities, holds, order events). Shared by the drain (delivery-driven reads) and the sweeps, so both write the
+// same way.
 import type { Executor } from '../db/index.ts';
 import { metrics } from '../metrics.ts';
-import { recomputeChannel, settleHolds, type Cause, type NewChange } from '../stock/recompute.ts';
-import type { ChannelRules } from '../stock/rules.ts';
-import { CHANNEL_ORDER, readsFor, type Read, type ResourceSpec } from '../catalog/index.ts';
+import { composition, idsIn, isFields, readsFor, type Fields, type Read, type ResourceSpec } from '../catalog/index.ts';
 import { markGone, replaceCompositions, upsertChildren, upsertOther, upsertRecords, type Ties } from '../db/mirror.ts';
 import { bundlesWithMakeup, variantsOfOrderLines, variantUpdatedAts } from '../db/mirror-reads.ts';
 import type { Mark } from '../db/pending.ts';
-import { watchedOrdersWithVariants } from '../db/channel-order-events.ts';
-import { recordOrderEvents } from '../channels/order-events.ts';
 import { readAfterEvent } from '../catalog/clocks.ts';
+import { afterMirrorWrite, type Cause, type ChannelRules, type NewChange } from './after-write.ts';
 
 export interface Applied {
   applied: number[];
@@ -47,30 +45,13 @@ export interface ApplyContext {
   clockMarginMs?: number;
 }
 
-const ids = (list: any[] | undefined, field: string) => [
-  ...new Set(
-    (list ?? [])
-      .map((r) => r?.[field])
-      .filter((v) => v !== null && v !== undefined && /^\d+$/.test(String(v)))
-      .map(Number),
-  ),
-];
-
-// The orders a write of these resources may have moved on (channel order events).
-const ORDER_OF: Record<string, (records: any[]) => number[]> = {
-  order: (records) => ids(records, 'id'),
-  fulfillment: (records) => ids(records, 'order_id'),
-  fulfillment_return: (records) => ids(records, 'order_id'),
-  invoice: (records) => ids(records, 'order_id'),
-};
-
 /** Writes records (and sideloads) of a mirrored resource; `goneIds`: ids the service no longer has at all. */
 export async function applyRecords(
   tx: Executor,
   ctx: ApplyContext,
   spec: ResourceSpec,
-  records: any[],
-  sideloads: Record<string, any[]> = {},
+  records: readonly Fields[],
+  sideloads: Readonly<Record<string, readonly unknown[]>> = {},
   goneIds: number[] = [],
 ): Promise<Applied> {
   const keptWhole = spec.table === 'other_records';
@@ -79,56 +60,59 @@ export async function applyRecords(
     : await upsertRecords(tx, spec, ctx.connectionId, records, { ties: ctx.ties, readAsOf: ctx.cause.readAsOf, readBy: ctx.cause.readBy });
   const gone = keptWhole ? [] : await markGone(tx, spec, ctx.connectionId, goneIds);
   const followUps: Mark[] = [];
-  let stockTouched: number[] = [];
-  if (spec.include?.table && Array.isArray(sideloads[spec.include.key])) {
+  const lines = spec.include ? sideloads[spec.include.key] : undefined;
+  if (spec.include?.table && Array.isArray(lines)) {
     // Replace the line items of parents we just wrote; items of unchanged parents are upserted (idempotent).
-    await upsertChildren(tx, spec.include, ctx.connectionId, sideloads[spec.include.key]!, records, res.applied);
+    await upsertChildren(tx, spec.include, ctx.connectionId, lines, records, res.applied);
   }
-  if (spec.name === 'variant') {
-    stockTouched = [...res.applied, ...gone];
+  const bundle = spec.bundleField;
+  if (bundle) {
     // A new or changed bundle needs its makeup: read it (coalesced like any other fetch).
-    const composite = records.filter((r) => r && r.composite === true && res.applied.includes(Number(r.id))).map((r) => Number(r.id));
-    if (composite.length) {
-      const have = await bundlesWithMakeup(tx, ctx.connectionId, composite);
-      for (const id of composite) {
+    const bundles = records.filter((r) => r?.[bundle] === true && res.applied.includes(Number(r.id))).map((r) => Number(r.id));
+    if (bundles.length) {
+      const have = await bundlesWithMakeup(tx, ctx.connectionId, bundles);
+      for (const id of bundles) {
         if (!have.has(id) || !ctx.followUps)
-          followUps.push({ connectionId: ctx.connectionId, resource: 'composition', id, reason: `bundle ${id}` });
+          followUps.push({ connectionId: ctx.connectionId, resource: composition.name, id, reason: `bundle ${id}` });
       }
     }
   }
   if (ctx.followUps) followUps.push(...(await followUpsFor(tx, ctx, spec, records, new Set(res.applied), sideloads)));
-  const changes = stockTouched.length ? await recomputeChannel(tx, ctx.rules, ctx.connectionId, stockTouched, ctx.cause) : [];
-  // Stock held for channel orders ends in the write whose read shows the order committed or cancelled (docs/channels.md):
-  // a read of a variant (even one that changed nothing) or of an order.
-  if (spec.name === 'variant' || spec.name === 'order') {
-    const read = records.map((r) => Number(r?.id)).filter(Number.isSafeInteger);
-    const by = spec.name === 'variant' ? { variantIds: read } : { orderIds: read };
-    if (read.length) changes.push(...(await settleHolds(tx, ctx.connectionId, by, ctx.cause)));
-  }
-  // An order gone from the service (deleted) is told as voided.
-  const orderIds = [...(ORDER_OF[spec.name]?.(records) ?? []), ...(spec.name === 'order' ? gone : [])];
-  const orderEvents = orderIds.length ? await recordOrderEvents(tx, ctx.connectionId, orderIds) : [];
-  // A void releases committed stock and no webhook tells of it: a stock move on a line of a watched channel order
-  // reads that order back.
-  if (spec.name === 'variant' && ctx.followUps && res.applied.length) {
-    for (const id of await watchedOrdersWithVariants(tx, ctx.connectionId, res.applied))
-      followUps.push({ connectionId: ctx.connectionId, resource: CHANNEL_ORDER, id, reason: 'order.watch' });
-  }
+  const after = await afterMirrorWrite(tx, {
+    connectionId: ctx.connectionId,
+    rules: ctx.rules,
+    cause: ctx.cause,
+    resource: spec.name,
+    records,
+    applied: res.applied,
+    gone,
+    followUps: ctx.followUps,
+  });
+  followUps.push(...after.followUps);
   if (records.length) metrics.recordsFetched.inc({ connection: ctx.connectionName, resource: spec.name }, records.length);
-  return { ...res, gone, changes, orderEvents, followUps };
+  return { ...res, gone, changes: after.changes, orderEvents: after.orderEvents, followUps };
 }
 
-/** Writes compositions read for the given bundles and recomputes those whose makeup changed. */
+/** Writes compositions read for the given bundles; the hook recomputes those whose makeup changed. */
 export async function applyCompositions(
   tx: Executor,
   ctx: ApplyContext,
   bundleIds: number[],
-  rows: any[],
+  rows: readonly Fields[],
 ): Promise<{ changed: number[]; changes: NewChange[] }> {
   const changed = await replaceCompositions(tx, ctx.connectionId, bundleIds, rows);
-  const changes = changed.length ? await recomputeChannel(tx, ctx.rules, ctx.connectionId, changed, ctx.cause) : [];
-  if (rows.length) metrics.recordsFetched.inc({ connection: ctx.connectionName, resource: 'composition' }, rows.length);
-  return { changed, changes };
+  const after = await afterMirrorWrite(tx, {
+    connectionId: ctx.connectionId,
+    rules: ctx.rules,
+    cause: ctx.cause,
+    resource: composition.name,
+    records: rows,
+    applied: changed,
+    gone: [],
+    followUps: ctx.followUps,
+  });
+  if (rows.length) metrics.recordsFetched.inc({ connection: ctx.connectionName, resource: composition.name }, rows.length);
+  return { changed, changes: after.changes };
 }
 
 // Which other records a read implies we should re-read, as the catalogue says for the event that asked for it
@@ -140,12 +124,12 @@ async function followUpsFor(
   tx: Executor,
   ctx: ApplyContext,
   spec: ResourceSpec,
-  records: any[],
+  records: readonly Fields[],
   applied: Set<number>,
-  sideloads: Record<string, any[]>,
+  sideloads: Readonly<Record<string, readonly unknown[]>>,
 ): Promise<Mark[]> {
   const { connectionId } = ctx;
-  const want: Record<Read, any[]> = { record: [], lines: [], variants: [], order: [], purchase_order: [] };
+  const want: Record<Read, Fields[]> = { record: [], lines: [], variants: [], order: [], purchase_order: [] };
   for (const r of records) {
     const id = Number(r?.id);
     const action = ctx.events?.get(id);
@@ -156,34 +140,42 @@ async function followUpsFor(
   const mark = (resource: string, list: number[], reason: string) => {
     for (const id of list) out.push({ connectionId, resource, id, reason });
   };
-  mark('order', ids(want.order, 'order_id'), `${spec.name} of order`);
-  mark('purchase_order', ids(want.purchase_order, 'purchase_order_id'), `${spec.name} of purchase order`);
+  mark('order', idsIn(want.order, 'order_id'), `${spec.name} of order`);
+  mark('purchase_order', idsIn(want.purchase_order, 'purchase_order_id'), `${spec.name} of purchase order`);
   if (!want.variants.length) return out;
   // Each variant with the parents that name it: a variant is judged against its own parents' last change, not
   // the newest of a whole batch (a burst's batch spans many seconds).
-  const parentsOf = new Map<number, any[]>();
-  const add = (variant: unknown, parent: any) => {
+  const parentsOf = new Map<number, Fields[]>();
+  const add = (variant: unknown, parent: Fields) => {
     const v = Number(variant);
     if (Number.isSafeInteger(v) && v > 0) parentsOf.set(v, [...(parentsOf.get(v) ?? []), parent]);
   };
   const byId = new Map(want.variants.map((r) => [Number(r.id), r]));
   const child = spec.include;
-  const returnLines: { oli: number; parent: any }[] = [];
+  const returnLines: { oli: number; parent: Fields }[] = [];
   if (child) {
-    const listed = new Map<number, any>(); // line id -> the parent whose *_ids lists it (items without a parent id)
+    const listed = new Map<number, Fields>(); // line id -> the parent whose *_ids lists it (items without a parent id)
     for (const p of want.variants)
-      for (const f of child.parentIdFields) if (Array.isArray(p?.[f])) for (const lid of p[f]) listed.set(Number(lid), p);
+      for (const f of child.parentIdFields) {
+        const lineIds = p?.[f];
+        if (Array.isArray(lineIds)) for (const lid of lineIds) listed.set(Number(lid), p);
+      }
     for (const l of sideloads[child.key] ?? []) {
-      const parent = byId.get(Number(l?.[child.parentColumn])) ?? listed.get(Number(l?.id));
+      if (!isFields(l)) continue;
+      const parent = byId.get(Number(l[child.parentColumn])) ?? listed.get(Number(l.id));
       if (!parent) continue;
-      if (l?.variant_id != null) add(l.variant_id, parent);
+      if (l.variant_id != null) add(l.variant_id, parent);
       // Return lines name the order line, not the variant: the mirrored order line knows it.
-      if (l?.order_line_item_id != null && /^\d+$/.test(String(l.order_line_item_id)))
+      if (l.order_line_item_id != null && /^\d+$/.test(String(l.order_line_item_id)))
         returnLines.push({ oli: Number(l.order_line_item_id), parent });
     }
   }
-  if (spec.variantIdsField)
-    for (const r of want.variants) if (Array.isArray(r?.[spec.variantIdsField])) for (const v of r[spec.variantIdsField]) add(v, r);
+  const field = spec.variantIdsField;
+  if (field)
+    for (const r of want.variants) {
+      const variantIds = r?.[field];
+      if (Array.isArray(variantIds)) for (const v of variantIds) add(v, r);
+    }
   if (returnLines.length) {
     const variantOf = await variantsOfOrderLines(
       tx,
@@ -210,16 +202,16 @@ const FRACTION = /T\d\d:\d\d:\d\d[.,]\d/;
  *   event announcing that effect is sent after it. A later event of the parent is read again and judged anew.
  * A parent without a readable timestamp, or read for something else than its own deliveries, is always followed.
  */
-async function notReadSince(tx: Executor, ctx: ApplyContext, parentsOf: Map<number, any[]>): Promise<number[]> {
+async function notReadSince(tx: Executor, ctx: ApplyContext, parentsOf: Map<number, Fields[]>): Promise<number[]> {
   const variants = [...parentsOf.keys()];
   if (!variants.length) return variants;
   const shown = new Set<number>();
   for (const r of await variantUpdatedAts(tx, ctx.connectionId, variants)) {
     const parents = parentsOf.get(r.id)!;
-    const stamps = parents.map((p) => p?.updated_at);
-    if (stamps.every((v) => typeof v === 'string' && !Number.isNaN(Date.parse(v)))) {
-      const since = Math.max(...stamps.map((v: string) => Date.parse(v)));
-      const fine = stamps.every((v: string) => FRACTION.test(v)) && typeof r.updated_at === 'string' && FRACTION.test(r.updated_at);
+    const stamps = parents.map((p) => p?.updated_at).filter((v): v is string => typeof v === 'string' && !Number.isNaN(Date.parse(v)));
+    if (stamps.length === parents.length) {
+      const since = Math.max(...stamps.map((v) => Date.parse(v)));
+      const fine = stamps.every((v) => FRACTION.test(v)) && typeof r.updated_at === 'string' && FRACTION.test(r.updated_at);
       if (typeof r.updated_at === 'string' && Date.parse(r.updated_at) >= since + (fine ? 0 : 1000)) {
         shown.add(r.id);
         continue;
