@@ -94,6 +94,7 @@ export function mountOrderRoutes(rt: RouteDeps, router: Router, routing: Channel
   api.get(
     '/api/channels/:name/holds',
     {
+      role: 'viewer',
       summary: "A channel's holds, newest first",
       params: channelParams,
       query: connectionQuery.extend({
@@ -118,6 +119,7 @@ export function mountOrderRoutes(rt: RouteDeps, router: Router, routing: Channel
   api.post(
     '/api/channels/:name/holds',
     {
+      role: 'operator',
       summary: 'Hold stock for a channel order (once per channel order: the same lines again answer the hold)',
       params: channelParams,
       query: connectionQuery,
@@ -141,6 +143,7 @@ export function mountOrderRoutes(rt: RouteDeps, router: Router, routing: Channel
   api.delete(
     '/api/channels/:name/holds/:order',
     {
+      role: 'operator',
       summary: "End a channel order's hold",
       params: { ...channelParams, order: 'The channel order id.' },
       query: connectionQuery,
@@ -162,6 +165,7 @@ export function mountOrderRoutes(rt: RouteDeps, router: Router, routing: Channel
   api.get(
     '/api/channels/:name/order-events',
     {
+      role: 'viewer',
       summary: "What happens to a channel's orders at the service, after a cursor",
       params: channelParams,
       query: connectionQuery.extend(feedQuery.shape),
@@ -200,6 +204,7 @@ export function mountOrderRoutes(rt: RouteDeps, router: Router, routing: Channel
   api.get(
     '/api/channels/:name/orders/:order',
     {
+      role: 'viewer',
       summary: 'A channel order: the order at the service, its hold, operations and events',
       params: { ...channelParams, order: 'The channel order id.' },
       query: connectionQuery,
@@ -218,6 +223,7 @@ export function mountOrderRoutes(rt: RouteDeps, router: Router, routing: Channel
   api.post(
     '/api/channels/:name/orders/:order/cancel',
     {
+      role: 'operator',
       summary: 'Cancel a channel order: void it at the service when imported, else end its hold',
       params: { ...channelParams, order: 'The channel order id.' },
       query: connectionQuery,

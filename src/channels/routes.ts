@@ -172,6 +172,7 @@ export function mountRoutes(rt: RouteDeps & { clients: ClientState }, router: Ro
   api.get(
     '/api/channel-stock',
     {
+      role: 'viewer',
       summary: "Every channel's quantity changes after a cursor",
       query: feedQuery.extend({ connection: z.string().optional().describe("Only this connection's channels.") }),
       answers: { 200: feedPage },
@@ -186,6 +187,7 @@ export function mountRoutes(rt: RouteDeps & { clients: ClientState }, router: Ro
   api.get(
     '/api/channels',
     {
+      role: 'viewer',
       summary: 'Channels with their rules',
       query: z.object({ connection: z.string().optional().describe('Connection name.') }),
       answers: { 200: z.object({ channels: z.array(channelSchema) }) },
@@ -203,6 +205,7 @@ export function mountRoutes(rt: RouteDeps & { clients: ClientState }, router: Ro
   api.post(
     '/api/channels',
     {
+      role: 'admin',
       summary: 'Add a channel to a connection and compute its quantity of every variant',
       query: connectionQuery,
       body: newChannelInput.extend({ connection: z.string().optional().describe('Connection name (needed when there are several).') }),
@@ -223,6 +226,7 @@ export function mountRoutes(rt: RouteDeps & { clients: ClientState }, router: Ro
   api.get(
     '/api/channels/:name',
     {
+      role: 'viewer',
       summary: 'A channel and a page of its overrides',
       params: channelParams,
       query: connectionQuery.extend(overridesQuery),
@@ -239,6 +243,7 @@ export function mountRoutes(rt: RouteDeps & { clients: ClientState }, router: Ro
   api.patch(
     '/api/channels/:name',
     {
+      role: 'admin',
       summary: "Change a channel's rules (its quantities are computed again)",
       params: channelParams,
       query: connectionQuery,
@@ -260,6 +265,7 @@ export function mountRoutes(rt: RouteDeps & { clients: ClientState }, router: Ro
   api.delete(
     '/api/channels/:name',
     {
+      role: 'admin',
       summary: 'Remove a channel with its quantities, history and overrides',
       params: channelParams,
       query: connectionQuery,
@@ -277,6 +283,7 @@ export function mountRoutes(rt: RouteDeps & { clients: ClientState }, router: Ro
   api.get(
     '/api/channels/:name/overrides',
     {
+      role: 'viewer',
       summary: "A page of a channel's overrides",
       params: channelParams,
       query: connectionQuery.extend(overridesQuery),
@@ -292,6 +299,7 @@ export function mountRoutes(rt: RouteDeps & { clients: ClientState }, router: Ro
   api.put(
     '/api/channels/:name/overrides/:sku',
     {
+      role: 'admin',
       summary: "Set a channel's override of a SKU",
       params: { ...channelParams, sku: 'The SKU.' },
       query: connectionQuery,
@@ -311,6 +319,7 @@ export function mountRoutes(rt: RouteDeps & { clients: ClientState }, router: Ro
   api.delete(
     '/api/channels/:name/overrides/:sku',
     {
+      role: 'admin',
       summary: "Remove a channel's override of a SKU",
       params: { ...channelParams, sku: 'The SKU.' },
       query: connectionQuery,
@@ -331,6 +340,7 @@ export function mountRoutes(rt: RouteDeps & { clients: ClientState }, router: Ro
   api.get(
     '/api/channels/:name/destination',
     {
+      role: 'viewer',
       summary: "A channel's destination: its state and recent POSTs",
       params: channelParams,
       query: connectionQuery,
@@ -349,6 +359,7 @@ export function mountRoutes(rt: RouteDeps & { clients: ClientState }, router: Ro
   api.put(
     '/api/channels/:name/destination',
     {
+      role: 'admin',
       summary: "Set a channel's destination (a secret is made, and shown once, when none is given)",
       params: channelParams,
       query: connectionQuery,
@@ -375,6 +386,7 @@ export function mountRoutes(rt: RouteDeps & { clients: ClientState }, router: Ro
   api.delete(
     '/api/channels/:name/destination',
     {
+      role: 'admin',
       summary: "Remove a channel's destination",
       params: channelParams,
       query: connectionQuery,
@@ -393,6 +405,7 @@ export function mountRoutes(rt: RouteDeps & { clients: ClientState }, router: Ro
   api.post(
     '/api/channels/:name/destination/:action',
     {
+      role: 'operator',
       summary: "Pause or resume a channel's destination",
       params: { ...channelParams, action: 'pause or resume' },
       query: connectionQuery,
@@ -421,6 +434,7 @@ export function mountRoutes(rt: RouteDeps & { clients: ClientState }, router: Ro
   api.get(
     '/api/channels/:name/stock',
     {
+      role: 'viewer',
       summary: "One channel's quantity changes after a cursor",
       params: channelParams,
       query: connectionQuery.extend(feedQuery.shape),

@@ -32,7 +32,12 @@ export type { Streams } from './routes/logs.ts';
 const wantsApi = (ctx: Context) => ctx.path.startsWith('/api/') || ctx.path === '/metrics';
 
 /** Operator auth for every guarded route; refused page requests get the login form instead of JSON. */
-function guard(access: OperatorAccess, { db, config }: Pick<ConsoleDeps, 'db' | 'config'>, routeOf: (ctx: Context) => string) {
+function guard(
+  access: OperatorAccess,
+  { db, config }: Pick<ConsoleDeps, 'db' | 'config'>,
+  router: Router,
+  routeOf: (ctx: Context) => string,
+) {
   const auth = access.guard();
   return async (ctx: Context, next: Next) => {
     // A cookie or an open demo console must not let another site's page trigger an action.
@@ -51,11 +56,11 @@ function guard(access: OperatorAccess, { db, config }: Pick<ConsoleDeps, 'db' | 
     let passed = false;
     await auth(ctx, async () => {
       passed = true;
-      // Each route's least role (roles.ts); a route missing from the table is refused to everyone.
+      // Each route's least role, given where it was mounted (roles.ts); a route mounted without one is refused to everyone.
       const actor = ctx.state.actor as Actor;
       const route = routeOf(ctx);
-      const need = leastRole(ctx.method, route);
-      if (!need) return problem(ctx, 403, `${ctx.method} ${route} is not in the role table (src/console/roles.ts): refused to everyone`);
+      const need = leastRole(router, ctx.method, route);
+      if (!need) return problem(ctx, 403, `${ctx.method} ${route} was mounted without a role (src/console/roles.ts): refused to everyone`);
       if (!allows(actor.role, need))
         return problem(ctx, 403, `${ctx.method} ${route} needs the ${need} role; ${actor.name} has ${actor.role}`, {
           role: actor.role,
@@ -77,7 +82,7 @@ export function consoleRouters(deps: ConsoleDeps): { open: Router; guarded: Rout
   open.use(requireKnownHost(deps.publicUrl));
   sessionRoutes(open, access, deps);
   const guarded = new Router();
-  // The route a request is for: the router's own match (its route layers, not this guard's), for the role table.
+  // The route a request is for: the router's own match (its route layers, not this guard's), for its role.
   const routeOf = (ctx: Context) =>
     guarded
       .match(ctx.path, ctx.method)
@@ -91,10 +96,10 @@ export function consoleRouters(deps: ConsoleDeps): { open: Router; guarded: Rout
   const document = () => (doc ??= openApiDocument(operationsOf(guarded)));
   // First, so it also sees the guard's own answers.
   if (deps.config.OPENAPI_CHECK_ANSWERS) guarded.use(answerCheck(() => (checker ??= new AnswerChecker(document())), routeOf, deps.log));
-  guarded.use(guard(access, deps, routeOf));
+  guarded.use(guard(access, deps, guarded, routeOf));
   documented(guarded).get(
     '/api/openapi.json',
-    { summary: 'This OpenAPI document: every /api route and the webhook endpoint', answers: { 200: openApiAnswer } },
+    { role: 'viewer', summary: 'This OpenAPI document: every /api route and the webhook endpoint', answers: { 200: openApiAnswer } },
     (ctx) => {
       ctx.body = document();
     },

@@ -1,6 +1,7 @@
 // What every console route shares: the one way to answer with a page (security headers; JSON problems use server.ts),
 // query parsing, the page context (access mode, the notice after an action) and the connection lookups.
 import { idOf } from '../inputs.ts';
+import type { RouterContext } from '@koa/router';
 import type { Context } from 'koa';
 import { problem } from '../server.ts';
 import type { Db } from '../db/index.ts';
@@ -103,10 +104,12 @@ export function pageContext(deps: ConsoleDeps, ctx: Context, extra: Partial<Page
     .map(([k, n]) => n.say(q[k]!));
   const template = deps.config.TRACE_URL_TEMPLATE;
   const traceUrl = template ? (id: string) => template.replaceAll('{trace_id}', encodeURIComponent(id)) : undefined;
-  // The actions a page offers are those the person's role may POST to (src/console/roles.ts).
+  // The actions a page offers are those the person's role may POST to (src/console/roles.ts): the roles of the
+  // router serving the page (@koa/router's ctx.router), where the forms are mounted too.
   const actor = ctx.state.actor as Actor | undefined;
+  const router = (ctx as Partial<RouterContext>).router;
   const may = (route: string) => {
-    const need = leastRole('POST', route);
+    const need = router && leastRole(router, 'POST', route);
     return !!actor && !!need && allows(actor.role, need);
   };
   return { access: accessOf(ctx), traceUrl, may, ...Object.assign({}, ...fromQuery), ...extra };

@@ -1,10 +1,14 @@
-// Every /api route is declared through `documented(router)`: the one act that mounts a route also describes it
-// (summary, path and query parameters, body, answers by status) for the OpenAPI document (./document.ts), so a
-// route cannot exist undocumented. Schemas are zod's: request bodies reuse the schemas that validate them, answers
-// are described next to the code that builds them, and the answer check (./check.ts) holds the code to them.
+// Every guarded route is mounted through `documented(router)`: the one act that mounts a route also gives the least
+// role it needs (src/console/roles.ts reads it: the role table is what was mounted) and, for an /api route,
+// describes it (summary, path and query parameters, body, answers by status) for the OpenAPI document
+// (./document.ts): no route without a role, no /api route undocumented. Console pages and forms, and
+// /metrics, are mounted with `.page`: a role, no description, left out of the document. Schemas are zod's:
+// request bodies reuse the schemas that validate them, answers are described next to the code that builds them,
+// and the answer check (./check.ts) holds the code to them.
 import type Router from '@koa/router';
 import type { RouterMiddleware } from '@koa/router';
 import { z } from 'zod';
+import type { Role } from '../config.ts';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -14,7 +18,11 @@ export interface OtherAnswer {
   description: string;
 }
 
-export interface Operation {
+/** A route's answers by status: a JSON answer's schema, or a non-JSON answer. */
+export type Answers = Record<number, z.ZodType | OtherAnswer>;
+
+/** A route as the API document describes it. */
+export interface Operation<A extends Answers = Answers> {
   summary: string;
   description?: string;
   /** Path parameters' meanings (each `:name` of the path is a string parameter). */
@@ -26,7 +34,7 @@ export interface Operation {
   /** The JSON body, with the schema that validates it. */
   body?: z.ZodType;
   /** JSON answers by status (or a non-JSON answer); problems are listed in `problems`. */
-  answers: Record<number, z.ZodType | OtherAnswer>;
+  answers: A;
   /** Statuses answered with a problem (`{error}`); the guard's 401, 403 and 429 are added to every /api route. */
   problems?: number[];
 }
@@ -35,6 +43,16 @@ export interface DescribedOperation extends Operation {
   method: Method;
   /** The route as the router knows it: /api/channels/:name. */
   path: string;
+}
+
+/** What mounts an /api route: the least role it needs (no route is mounted without deciding who may use it), and its description. */
+export interface ApiRoute<A extends Answers = Answers> extends Operation<A> {
+  role: Role;
+}
+
+/** What mounts a console page or form (or /metrics): the least role it needs; it is not in the API document. */
+export interface PageRoute {
+  role: Role;
 }
 
 /**
@@ -52,24 +70,62 @@ export const problemSchema = z
   })
   .meta({ id: 'Problem' });
 
-const described = new WeakMap<Router, DescribedOperation[]>();
+/** What was mounted on one router through the registry. */
+interface Mounted {
+  operations: DescribedOperation[];
+  /** Each route's least role, by `METHOD /path` (GET /api/channels/:name). */
+  roles: Map<string, Role>;
+}
+
+const mounted = new WeakMap<Router, Mounted>();
+const mountedOn = (router: Router): Mounted => {
+  let m = mounted.get(router);
+  if (!m) mounted.set(router, (m = { operations: [], roles: new Map() }));
+  return m;
+};
 
 /** The operations declared on a router, in the order they were mounted. */
-export const operationsOf = (router: Router): readonly DescribedOperation[] => described.get(router) ?? [];
+export const operationsOf = (router: Router): readonly DescribedOperation[] => mounted.get(router)?.operations ?? [];
 
-type Declare = (path: string, op: Operation, ...handlers: RouterMiddleware[]) => void;
+/** The least role of each route mounted on a router through the registry, by `METHOD /path`: the role table. */
+export const rolesOf = (router: Router): ReadonlyMap<string, Role> => mounted.get(router)?.roles ?? new Map();
 
-/** Mounts routes on `router` and records their description: `api.get(path, {summary, answers}, handler)`. */
-export function documented(router: Router): Record<Method, Declare> {
-  let list = described.get(router);
-  if (!list) described.set(router, (list = []));
+type Declare = (path: string, route: ApiRoute, ...handlers: RouterMiddleware[]) => void;
+type DeclarePage = (path: string, page: PageRoute, ...handlers: RouterMiddleware[]) => void;
+
+/**
+ * Mounts routes on `router`, recording each one's role and (for /api) its description:
+ * `api.get(path, {role, summary, answers}, handler)`; a page: `api.page.get(path, {role}, handler)`.
+ */
+export function documented(router: Router): Record<Method, Declare> & { page: Record<'get' | 'post', DeclarePage> } {
+  const m = mountedOn(router);
+  /** Records the route's role (none when a caller without types left it out: the guard refuses such a route to everyone). */
+  const record = (method: Method, path: string, role: Role | undefined) => {
+    const key = `${method.toUpperCase()} ${path}`;
+    if (m.roles.has(key)) throw new Error(`${key} is mounted twice`);
+    if (role) m.roles.set(key, role);
+  };
   const declare =
     (method: Method): Declare =>
-    (path, op, ...handlers) => {
-      list.push({ ...op, method, path });
+    (path, { role, ...op }, ...handlers) => {
+      record(method, path, role);
+      m.operations.push({ ...op, method, path });
       router[method](path, ...handlers);
     };
-  return { get: declare('get'), post: declare('post'), put: declare('put'), patch: declare('patch'), delete: declare('delete') };
+  const page =
+    (method: 'get' | 'post'): DeclarePage =>
+    (path, { role }, ...handlers) => {
+      record(method, path, role);
+      router[method](path, ...handlers);
+    };
+  return {
+    get: declare('get'),
+    post: declare('post'),
+    put: declare('put'),
+    patch: declare('patch'),
+    delete: declare('delete'),
+    page: { get: page('get'), post: page('post') },
+  };
 }
 
 // Pieces answers share. Times are sent as ISO 8601 (a Date's JSON, or PostgreSQL's with an offset).

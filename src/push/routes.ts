@@ -46,6 +46,7 @@ export function mountRoutes(rt: RouteDeps, router: Router): void {
   api.post(
     '/api/operations/:kind',
     {
+      role: 'operator',
       summary: 'Queue an operation at the service (import an order, ship, invoice, pay, void, return, receive, count stock)',
       params: { kind: kinds.join(', ') },
       query: z.object({ connection: z.string().optional().describe('Connection name or id, when the body does not name it.') }),
@@ -90,6 +91,7 @@ export function mountRoutes(rt: RouteDeps, router: Router): void {
   api.get(
     '/api/operations',
     {
+      role: 'viewer',
       summary: 'Operations, newest first',
       query: z.object({
         connection: z.string().optional().describe('Connection name or id.'),
@@ -125,15 +127,19 @@ export function mountRoutes(rt: RouteDeps, router: Router): void {
     },
   );
 
-  api.get('/api/operations/:id', { summary: 'One operation, with its plan', answers: { 200: answer }, problems: [404] }, async (ctx) => {
-    const op = isId(ctx.params.id) ? await getOperation(db, Number(ctx.params.id)) : undefined;
-    if (!op) return problem(ctx, 404, `no operation ${ctx.params.id}`);
-    ctx.body = { operation: present(op, true) };
-  });
+  api.get(
+    '/api/operations/:id',
+    { role: 'viewer', summary: 'One operation, with its plan', answers: { 200: answer }, problems: [404] },
+    async (ctx) => {
+      const op = isId(ctx.params.id) ? await getOperation(db, Number(ctx.params.id)) : undefined;
+      if (!op) return problem(ctx, 404, `no operation ${ctx.params.id}`);
+      ctx.body = { operation: present(op, true) };
+    },
+  );
 
   api.post(
     '/api/operations/:id/retry',
-    { summary: 'Retry a failed operation', answers: { 202: answer }, problems: [404, 409] },
+    { role: 'operator', summary: 'Retry a failed operation', answers: { 202: answer }, problems: [404, 409] },
     async (ctx) => {
       if (!isId(ctx.params.id)) return problem(ctx, 404, `no operation ${ctx.params.id}`);
       try {

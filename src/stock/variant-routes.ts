@@ -27,6 +27,7 @@ export function mountRoutes(rt: { database: { db: Db } }, router: Router): void 
   api.get(
     '/api/variants/:connection/:id/channels',
     {
+      role: 'viewer',
       summary: "A variant's quantity in each channel, and why",
       params: { connection: 'Connection name.', id: 'Variant id.' },
       answers: {

@@ -81,7 +81,7 @@ t.test('the answer check refuses an answer the document does not allow', async (
 
   // Live: a route whose answer drifts is answered 500, naming the route, the status and the mismatch, and logged.
   const router = new Router();
-  documented(router).get('/api/drift', { summary: 'drifts', answers: { 200: z.object({ n: z.number() }) } }, (ctx) => {
+  documented(router).get('/api/drift', { role: 'viewer', summary: 'drifts', answers: { 200: z.object({ n: z.number() }) } }, (ctx) => {
     ctx.body = { n: 'one' };
   });
   const { log, lines } = captureLogger('error');

@@ -6,6 +6,8 @@ import type Koa from 'koa';
 export interface Route {
   method: string;
   path: string;
+  /** The router it is mounted on (whose registry knows its role: src/console/roles.ts leastRole). */
+  router: Router;
 }
 
 /** Every route of every @koa/router mounted on the app (routers carry themselves on their middleware). */
@@ -15,7 +17,7 @@ export function routesOf(app: Koa): Route[] {
     const router = (mw as { router?: Router }).router;
     if (!router) continue;
     for (const layer of router.stack as { path: string; methods: string[] }[]) {
-      for (const method of layer.methods) if (method !== 'OPTIONS') out.push({ method, path: layer.path });
+      for (const method of layer.methods) if (method !== 'OPTIONS') out.push({ method, path: layer.path, router });
     }
   }
   return out;

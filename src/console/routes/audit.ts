@@ -44,8 +44,9 @@ const auditEntry = z
 
 export function auditRoutes(r: Router, deps: ConsoleDeps): void {
   const { db } = deps;
+  const api = documented(r);
 
-  r.get('/audit', async (ctx) => {
+  api.page.get('/audit', { role: 'viewer' }, async (ctx) => {
     const q = flatQuery(ctx);
     const rows = await listAudit(db, {
       actor: q.actor || undefined,
@@ -62,9 +63,10 @@ export function auditRoutes(r: Router, deps: ConsoleDeps): void {
     page(ctx, auditPage(pageContext(deps, ctx), { rows, connections: await connectionNames(db), query: q, older }));
   });
 
-  documented(r).get(
+  api.get(
     '/api/audit',
     {
+      role: 'viewer',
       summary: 'The audit trail, oldest first after a cursor (an export)',
       query: z.object({
         since: z.string().optional().describe('Entries after this id (0, the default: from the first).'),

@@ -9,10 +9,12 @@ import { channelAt, channelOrderPage, channelOrderPath } from '../channel-orders
 import { channelOrderPageHtml } from '../pages/channel-orders.ts';
 import { NOT_FOUND, notFoundPage } from '../pages/layout.ts';
 import { int, page, pageContext, type ConsoleDeps } from '../web.ts';
+import { documented } from '../../openapi/registry.ts';
 
 export function channelOrderRoutes(r: Router, deps: ConsoleDeps): void {
   const { db, boss, log } = deps;
   const ready = queuesOnce(boss);
+  const pages = documented(r).page;
   /** The channel id and channel order id of the path; undefined when malformed. */
   const params = (ctx: Context) => {
     const channelId = int(ctx.params.id);
@@ -20,14 +22,14 @@ export function channelOrderRoutes(r: Router, deps: ConsoleDeps): void {
     return channelId === undefined || !order || order.length > 200 ? undefined : { channelId, order };
   };
 
-  r.get('/channels/:id/orders/:order', async (ctx) => {
+  pages.get('/channels/:id/orders/:order', { role: 'viewer' }, async (ctx) => {
     const at = params(ctx);
     const p = at && (await channelOrderPage(db, at.channelId, at.order));
     if (!p) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.channelOrder), 404);
     page(ctx, channelOrderPageHtml(pageContext(deps, ctx), p));
   });
 
-  r.post('/channels/:id/orders/:order/cancel', async (ctx) => {
+  pages.post('/channels/:id/orders/:order/cancel', { role: 'operator' }, async (ctx) => {
     const at = params(ctx);
     const channel = at && (await channelAt(db, at.channelId));
     if (!at || !channel) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.channelOrder), 404);

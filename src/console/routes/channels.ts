@@ -12,12 +12,14 @@ import { channelsOverview } from '../channels.ts';
 import { channelsPage } from '../pages/channels.ts';
 import { NOT_FOUND, notFoundPage, type PageContext } from '../pages/layout.ts';
 import { connectionNames, flatQuery, int, optionalConnection, page, pageContext, type ConsoleDeps } from '../web.ts';
+import { documented } from '../../openapi/registry.ts';
 
 const OPERATOR_PAUSE = 'paused by an operator from the console';
 
 export function channelRoutes(r: Router, deps: ConsoleDeps): void {
   const { db, boss, log } = deps;
   const form = bodyParser({ enableTypes: ['form'], formLimit: '8kb' });
+  const pages = documented(r).page;
   let queuesReady: Promise<void> | undefined;
   const ready = () =>
     (queuesReady ??= createQueues(boss).catch((err) => {
@@ -38,7 +40,7 @@ export function channelRoutes(r: Router, deps: ConsoleDeps): void {
   const back = (connection: string, what: string, id: number) =>
     `/channels?${new URLSearchParams({ connection, [what]: String(id) })}#channel-${id}`;
 
-  r.get('/channels', async (ctx) => {
+  pages.get('/channels', { role: 'viewer' }, async (ctx) => {
     const q = flatQuery(ctx);
     const connectionId = await optionalConnection(ctx, db, q.connection);
     if (connectionId === null) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.connection), 404);
@@ -57,7 +59,7 @@ export function channelRoutes(r: Router, deps: ConsoleDeps): void {
     page(ctx, channelsPage(pageContext(deps, ctx, notice), { connections: await connectionNames(db), query: q, view }));
   });
 
-  r.post('/channels/:id/destination/pause', form, async (ctx) => {
+  pages.post('/channels/:id/destination/pause', { role: 'operator' }, form, async (ctx) => {
     const channel = await channelAt(ctx);
     if (!channel) return;
     const body = (ctx.request.body ?? {}) as Record<string, unknown>;
@@ -67,7 +69,7 @@ export function channelRoutes(r: Router, deps: ConsoleDeps): void {
     ctx.redirect(back(channel.connection, done ? 'paused' : 'missing', Number(channel.id)));
   });
 
-  r.post('/channels/:id/destination/resume', async (ctx) => {
+  pages.post('/channels/:id/destination/resume', { role: 'operator' }, async (ctx) => {
     const channel = await channelAt(ctx);
     if (!channel) return;
     const done = await resumeDestination(db, Number(channel.id));

@@ -17,9 +17,11 @@ import { accessOf } from '../auth.ts';
 import { connectionPage, connectionsPage, DEMO_CONNECT_REFUSED } from '../pages/connections.ts';
 import { NOT_FOUND, notFoundPage } from '../pages/layout.ts';
 import { flatQuery, page, pageContext, type ConsoleDeps } from '../web.ts';
+import { documented } from '../../openapi/registry.ts';
 
 export function connectionRoutes(r: Router, deps: ConsoleDeps): void {
   const { db } = deps;
+  const pages = documented(r).page;
   const oauthReady = () => Boolean(deps.config.COMMERCE_CLIENT_ID && deps.config.COMMERCE_CLIENT_SECRET);
   const form = bodyParser({ enableTypes: ['form'], formLimit: '16kb' });
   const list = async (ctx: Parameters<Parameters<Router['get']>[1]>[0], problem?: string, status = 200) =>
@@ -27,14 +29,14 @@ export function connectionRoutes(r: Router, deps: ConsoleDeps): void {
       leavesSite: true,
     });
 
-  r.get('/connections', (ctx) => list(ctx));
+  pages.get('/connections', { role: 'viewer' }, (ctx) => list(ctx));
   // Connecting from the open demo console would let anything reaching loopback add an account (and so
   // close demo mode under the operator's feet): the forms are disabled and the routes refuse.
   const notInDemo = async (ctx: Parameters<Parameters<Router['get']>[1]>[0], next: () => Promise<unknown>) => {
     if (accessOf(ctx) === 'open-demo') return list(ctx, DEMO_CONNECT_REFUSED, 403);
     return next();
   };
-  r.post('/connections/oauth', notInDemo, form, async (ctx) => {
+  pages.post('/connections/oauth', { role: 'admin' }, notInDemo, form, async (ctx) => {
     const body = (ctx.request.body ?? {}) as Record<string, string>;
     try {
       const { url, nonce } = startOAuth(deps, { baseUrl: String(body.base_url ?? ''), name: body.name?.trim() || undefined });
@@ -53,7 +55,7 @@ export function connectionRoutes(r: Router, deps: ConsoleDeps): void {
       await list(ctx, err.message, 400);
     }
   });
-  r.get(CALLBACK_PATH, notInDemo, async (ctx) => {
+  pages.get(CALLBACK_PATH, { role: 'admin' }, notInDemo, async (ctx) => {
     try {
       const connection = await finishOAuth(deps, flatQuery(ctx), ctx.cookies.get(OAUTH_COOKIE));
       const { id, name, base_url, account_name, auth_kind } = connection;
@@ -70,7 +72,7 @@ export function connectionRoutes(r: Router, deps: ConsoleDeps): void {
       await list(ctx, err.message, 400);
     }
   });
-  r.post('/connections/token', notInDemo, form, async (ctx) => {
+  pages.post('/connections/token', { role: 'admin' }, notInDemo, form, async (ctx) => {
     const body = (ctx.request.body ?? {}) as Record<string, string>;
     try {
       const connection = await connectWithToken(deps, {
@@ -84,12 +86,12 @@ export function connectionRoutes(r: Router, deps: ConsoleDeps): void {
       await list(ctx, err.message, 400);
     }
   });
-  r.get('/connections/:name', async (ctx) => {
+  pages.get('/connections/:name', { role: 'viewer' }, async (ctx) => {
     const s = await connectionStatus(deps, ctx.params.name!);
     if (!s) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.connection), 404);
     page(ctx, connectionPage(pageContext(deps, ctx), s, oauthReady()), 200, { leavesSite: true });
   });
-  r.post('/connections/:name/disable', async (ctx) => {
+  pages.post('/connections/:name/disable', { role: 'admin' }, async (ctx) => {
     const c = await disableConnection(deps, ctx.params.name!);
     if (!c) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.connection), 404);
     ctx.redirect(`/connections/${encodeURIComponent(c.name)}?disabled=${encodeURIComponent(c.name)}`);

@@ -55,7 +55,7 @@ const deadLetter = z
 export function deliveryRoutes(r: Router, deps: ConsoleDeps): void {
   const { db, boss } = deps;
   const api = documented(r);
-  r.get('/deliveries', async (ctx) => {
+  api.page.get('/deliveries', { role: 'viewer' }, async (ctx) => {
     const q = flatQuery(ctx);
     const connectionId = await optionalConnection(ctx, db, q.connection);
     if (connectionId === null) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.connection), 404);
@@ -73,12 +73,12 @@ export function deliveryRoutes(r: Router, deps: ConsoleDeps): void {
     }
     page(ctx, deliveriesPage(pageContext(deps, ctx), rows, await connectionNames(db), q, older));
   });
-  r.post('/deliveries/:id/replay', async (ctx) => {
+  api.page.post('/deliveries/:id/replay', { role: 'operator' }, async (ctx) => {
     const id = int(ctx.params.id);
     const done = id === undefined ? null : await replayDelivery(db, boss, id);
     ctx.redirect(done ? `/deliveries?replayed=${id}` : '/deliveries?missing=1');
   });
-  r.get('/dead-letters', async (ctx) => {
+  api.page.get('/dead-letters', { role: 'viewer' }, async (ctx) => {
     const q = flatQuery(ctx);
     const [letters, queues] = await Promise.all([listDeadLetters(db, { queue: q.queue || undefined }), queueDepths(db)]);
     page(
@@ -90,7 +90,7 @@ export function deliveryRoutes(r: Router, deps: ConsoleDeps): void {
       ),
     );
   });
-  r.post('/dead-letters/:queue/:id/replay', async (ctx) => {
+  api.page.post('/dead-letters/:queue/:id/replay', { role: 'operator' }, async (ctx) => {
     try {
       const done = await replayDeadLetter(db, boss, ctx.params.queue!, ctx.params.id!);
       ctx.redirect(done ? `/dead-letters?replayed=${encodeURIComponent(ctx.params.id!)}` : '/dead-letters?missing=1');
@@ -103,6 +103,7 @@ export function deliveryRoutes(r: Router, deps: ConsoleDeps): void {
   api.get(
     '/api/deliveries',
     {
+      role: 'viewer',
       summary: 'Stored webhook deliveries, newest first',
       query: z.object({
         connection: z.string().optional().describe('Connection name or id.'),
@@ -135,7 +136,7 @@ export function deliveryRoutes(r: Router, deps: ConsoleDeps): void {
   );
   api.get(
     '/api/deliveries/:id',
-    { summary: 'One delivery, with its body', answers: { 200: z.object({ delivery: deliveryDetail }) }, problems: [404] },
+    { role: 'viewer', summary: 'One delivery, with its body', answers: { 200: z.object({ delivery: deliveryDetail }) }, problems: [404] },
     async (ctx) => {
       const id = int(ctx.params.id);
       const row = id === undefined ? undefined : await deliveryWithConnection(db, id);
@@ -146,6 +147,7 @@ export function deliveryRoutes(r: Router, deps: ConsoleDeps): void {
   api.post(
     '/api/deliveries/:id/replay',
     {
+      role: 'operator',
       summary: 'Queue a delivery again',
       answers: { 202: z.object({ replayed: z.object({ delivery: z.number().int(), jobId: z.string() }) }) },
       problems: [404],
@@ -161,6 +163,7 @@ export function deliveryRoutes(r: Router, deps: ConsoleDeps): void {
   api.get(
     '/api/dead-letters',
     {
+      role: 'viewer',
       summary: 'Jobs waiting in the dead-letter queues, newest first',
       query: z.object({
         queue: z.string().optional().describe('A queue (or its dead-letter queue).'),
@@ -180,6 +183,7 @@ export function deliveryRoutes(r: Router, deps: ConsoleDeps): void {
   api.post(
     '/api/dead-letters/:queue/:id/replay',
     {
+      role: 'operator',
       summary: 'Send a dead letter back to its queue',
       answers: { 202: z.object({ replayed: z.object({ deadLetter: z.string(), queue: z.string(), jobId: z.string() }) }) },
       problems: [400, 404],

@@ -66,10 +66,10 @@ async function logFilter(ctx: Context, deps: ConsoleDeps): Promise<LogFilter | n
 export function logRoutes(r: Router, deps: ConsoleDeps, streams: Streams): void {
   const { db } = deps;
   const api = documented(r);
-  r.get('/tail', (ctx) => {
+  api.page.get('/tail', { role: 'viewer' }, (ctx) => {
     ctx.redirect(`/logs${ctx.querystring ? `?${ctx.querystring}` : ''}`);
   });
-  r.get('/logs', async (ctx) => {
+  api.page.get('/logs', { role: 'viewer' }, async (ctx) => {
     const q = flatQuery(ctx);
     let filter: LogFilter;
     try {
@@ -111,6 +111,7 @@ export function logRoutes(r: Router, deps: ConsoleDeps, streams: Streams): void 
   api.get(
     '/api/logs',
     {
+      role: 'viewer',
       summary: 'Sync-log entries, newest first (or oldest first after a cursor)',
       query: logQuery,
       answers: {
@@ -142,6 +143,7 @@ export function logRoutes(r: Router, deps: ConsoleDeps, streams: Streams): void 
   api.get(
     '/api/tail',
     {
+      role: 'viewer',
       summary: 'The live tail: new sync-log entries as server-sent events',
       description:
         "Each `log` event's data is a LogEntry plus `summary`, the sentence the console shows; its id the largest entry id sent. " +

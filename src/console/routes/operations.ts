@@ -11,6 +11,7 @@ import { NOT_FOUND, notFoundPage } from '../pages/layout.ts';
 import { operationIndexPage, operationPage } from '../pages/operations.ts';
 import { querySyncLog } from '../synclog.ts';
 import { connectionNames, flatQuery, int, optionalConnection, page, pageContext, type ConsoleDeps } from '../web.ts';
+import { documented } from '../../openapi/registry.ts';
 
 const states: readonly PushState[] = ['queued', 'sent', 'confirmed', 'failed'];
 const PAGE_SIZE = 50;
@@ -19,8 +20,9 @@ export function operationRoutes(r: Router, deps: ConsoleDeps): void {
   const { db, boss } = deps;
   const ready = queuesOnce(boss);
   const names = () => connectionNamesById(db);
+  const pages = documented(r).page;
 
-  r.get('/operations', async (ctx) => {
+  pages.get('/operations', { role: 'viewer' }, async (ctx) => {
     const q = flatQuery(ctx);
     const connectionId = await optionalConnection(ctx, db, q.connection);
     if (connectionId === null) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.connection), 404);
@@ -49,7 +51,7 @@ export function operationRoutes(r: Router, deps: ConsoleDeps): void {
       }),
     );
   });
-  r.get('/operations/:id', async (ctx) => {
+  pages.get('/operations/:id', { role: 'viewer' }, async (ctx) => {
     const id = int(ctx.params.id);
     const op = id === undefined ? undefined : await getOperation(db, id);
     if (!op) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.operation), 404);
@@ -59,7 +61,7 @@ export function operationRoutes(r: Router, deps: ConsoleDeps): void {
       operationPage(pageContext(deps, ctx), { ...op, connection: (await names()).get(op.connection_id) ?? String(op.connection_id) }, log),
     );
   });
-  r.post('/operations/:id/retry', async (ctx) => {
+  pages.post('/operations/:id/retry', { role: 'operator' }, async (ctx) => {
     const id = int(ctx.params.id);
     if (id === undefined) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.operation), 404);
     try {

@@ -17,6 +17,8 @@ const PAGE_SIZE = 50;
 
 export function orderRoutes(r: Router, deps: ConsoleDeps): void {
   const { db } = deps;
+  const api = documented(r);
+  const form = bodyParser({ enableTypes: ['form'], formLimit: '8kb' });
   const query = (q: Record<string, string>, connectionId: number) => ({
     connectionId,
     imported: Object.hasOwn(importedWithin, q.imported ?? '') ? (q.imported as ImportedWithin) : undefined,
@@ -25,7 +27,7 @@ export function orderRoutes(r: Router, deps: ConsoleDeps): void {
     page: int(q.page) ?? 1,
     pageSize: Math.min(int(q.limit) ?? PAGE_SIZE, 500),
   });
-  r.get('/orders', async (ctx) => {
+  api.page.get('/orders', { role: 'viewer' }, async (ctx) => {
     const q = flatQuery(ctx);
     const connections = await connectionNames(db);
     const connection = q.connection || connections[0] || null;
@@ -56,12 +58,12 @@ export function orderRoutes(r: Router, deps: ConsoleDeps): void {
       }),
     );
   });
-  r.get('/orders/:connection/:id', async (ctx) => {
+  api.page.get('/orders/:connection/:id', { role: 'viewer' }, async (ctx) => {
     const record = await recordAt(ctx, db, orderRecord);
     if (!record) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.order), 404);
     page(ctx, orderPage(pageContext(deps, ctx), record));
   });
-  r.post('/orders/:connection/:id/ship', bodyParser({ enableTypes: ['form'], formLimit: '8kb' }), async (ctx) => {
+  api.page.post('/orders/:connection/:id/ship', { role: 'operator' }, form, async (ctx) => {
     const record = await recordAt(ctx, db, orderRecord);
     if (!record) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.order), 404);
     const body = (ctx.request.body ?? {}) as Record<string, string>;
@@ -97,10 +99,10 @@ export function orderRoutes(r: Router, deps: ConsoleDeps): void {
     }
   });
 
-  const api = documented(r);
   api.get(
     '/api/orders',
     {
+      role: 'viewer',
       summary: "A connection's mirrored orders, newest first",
       query: z.object({
         connection: z.string().describe('Connection name or id.'),
@@ -131,6 +133,7 @@ export function orderRoutes(r: Router, deps: ConsoleDeps): void {
   api.get(
     '/api/orders/:connection/:id',
     {
+      role: 'viewer',
       summary: "An order's record: lines, fulfilments, returns, the operations on it and its sync log",
       params: { connection: 'Connection name or id.', id: 'Order id.' },
       answers: { 200: orderRecordSchema },

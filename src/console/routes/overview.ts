@@ -108,12 +108,12 @@ const series = z.object({
 export function overviewRoutes(r: Router, deps: ConsoleDeps): void {
   const { db, log } = deps;
   const api = documented(r);
-  r.get('/metrics', async (ctx) => {
+  api.page.get('/metrics', { role: 'viewer' }, async (ctx) => {
     await refreshGauges(db).catch((err) => log.warn({ err }, 'refreshing gauges for /metrics failed'));
     ctx.type = registry.contentType;
     ctx.body = await registry.metrics();
   });
-  r.get('/', async (ctx) => {
+  api.page.get('/', { role: 'viewer' }, async (ctx) => {
     const q = flatQuery(ctx);
     const range = isRange(q.range) ? q.range : '1h';
     const o = await overview(db);
@@ -125,6 +125,7 @@ export function overviewRoutes(r: Router, deps: ConsoleDeps): void {
   api.get(
     '/api/overview',
     {
+      role: 'viewer',
       summary: 'Every connection at a glance, open alerts and queue depths',
       answers: {
         200: z.object({ at: timestamp, alerts: z.array(alertView), connections: z.array(connectionOverview), queues: z.array(queueDepth) }),
@@ -137,6 +138,7 @@ export function overviewRoutes(r: Router, deps: ConsoleDeps): void {
   api.get(
     '/api/alerts',
     {
+      role: 'viewer',
       summary: 'Open alerts, and those opened or resolved in the last 24 hours',
       answers: { 200: z.object({ open: z.array(alertView), recent: z.array(alertView) }) },
     },
@@ -146,7 +148,7 @@ export function overviewRoutes(r: Router, deps: ConsoleDeps): void {
   );
   api.get(
     '/api/queues',
-    { summary: 'Jobs waiting, running and failed per queue', answers: { 200: z.object({ queues: z.array(queueDepth) }) } },
+    { role: 'viewer', summary: 'Jobs waiting, running and failed per queue', answers: { 200: z.object({ queues: z.array(queueDepth) }) } },
     async (ctx) => {
       ctx.body = { queues: await queueDepths(db) };
     },
@@ -154,6 +156,7 @@ export function overviewRoutes(r: Router, deps: ConsoleDeps): void {
   api.get(
     '/api/status',
     {
+      role: 'viewer',
       summary: 'Every connection and the queues (what `commerce-sync status` shows)',
       answers: { 200: z.object({ connections: z.array(connectionOverview), queues: z.array(queueDepth) }) },
     },
@@ -165,6 +168,7 @@ export function overviewRoutes(r: Router, deps: ConsoleDeps): void {
   api.get(
     '/api/connections/:connection/series',
     {
+      role: 'viewer',
       summary: "A connection's chart series over a time range",
       params: { connection: 'Connection name or id.' },
       query: z.object({

@@ -44,7 +44,7 @@ export function tokenRoutes(r: Router, deps: ConsoleDeps): void {
 
   api.get(
     '/api/tokens',
-    { summary: 'Personal tokens (never the tokens themselves)', answers: { 200: z.object({ tokens: z.array(token) }) } },
+    { role: 'admin', summary: 'Personal tokens (never the tokens themselves)', answers: { 200: z.object({ tokens: z.array(token) }) } },
     async (ctx) => {
       ctx.body = { tokens: (await listTokens(db)).map(presentToken) };
     },
@@ -52,6 +52,7 @@ export function tokenRoutes(r: Router, deps: ConsoleDeps): void {
   api.post(
     '/api/tokens',
     {
+      role: 'admin',
       summary: 'Make a personal token (answered once)',
       body: tokenInput,
       answers: { 201: z.object({ token: z.string().describe('The token: shown in this answer only.'), ...tokenFields }) },
@@ -73,7 +74,7 @@ export function tokenRoutes(r: Router, deps: ConsoleDeps): void {
   );
   api.delete(
     '/api/tokens/:id',
-    { summary: 'Revoke a token', answers: { 200: z.object({ revoked: z.literal(true), ...tokenFields }) }, problems: [404] },
+    { role: 'admin', summary: 'Revoke a token', answers: { 200: z.object({ revoked: z.literal(true), ...tokenFields }) }, problems: [404] },
     async (ctx) => {
       const id = idOf(ctx.params.id);
       const before = id === undefined ? undefined : await tokenById(db, id);
@@ -84,7 +85,7 @@ export function tokenRoutes(r: Router, deps: ConsoleDeps): void {
   );
   api.get(
     '/api/people',
-    { summary: 'People who have signed in, and their roles', answers: { 200: z.object({ people: z.array(person) }) } },
+    { role: 'admin', summary: 'People who have signed in, and their roles', answers: { 200: z.object({ people: z.array(person) }) } },
     async (ctx) => {
       ctx.body = { people: await listPeople(db) };
     },
@@ -92,6 +93,7 @@ export function tokenRoutes(r: Router, deps: ConsoleDeps): void {
   api.delete(
     '/api/people/:id',
     {
+      role: 'admin',
       summary: 'Remove a person: their sessions and tokens end now (a later sign-in the provider allows starts afresh)',
       answers: { 200: z.object({ removed: z.literal(true), ...person.shape }) },
       problems: [404],

@@ -69,7 +69,7 @@ function indexQuery(q: Query, connectionId: number, channelId: number | null): V
 export function variantRoutes(r: Router, deps: ConsoleDeps): void {
   const { db } = deps;
   const api = documented(r);
-  r.get('/variants', async (ctx) => {
+  api.page.get('/variants', { role: 'viewer' }, async (ctx) => {
     const q = flatQuery(ctx);
     // A search by key (sku= or id=, which links may still carry): one match opens its record.
     if (q.sku || int(q.id) !== undefined) {
@@ -122,7 +122,7 @@ export function variantRoutes(r: Router, deps: ConsoleDeps): void {
     recordAt(ctx, db, (db, connectionId, id) =>
       variantRecord(db, connectionId, id, { historyChannel: flatQuery(ctx).history || undefined }),
     );
-  r.get('/variants/:connection/:id', async (ctx) => {
+  api.page.get('/variants/:connection/:id', { role: 'viewer' }, async (ctx) => {
     const record = await recordOf(ctx);
     if (!record) return page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.variant), 404);
     page(ctx, variantPage(pageContext(deps, ctx), record));
@@ -132,6 +132,7 @@ export function variantRoutes(r: Router, deps: ConsoleDeps): void {
   api.get(
     '/api/variants',
     {
+      role: 'viewer',
       summary: "Variants: candidates for a SKU or id, or a connection's index with its channel quantities",
       query: z.object({
         connection: z.string().optional().describe('Connection name or id (required for the index).'),
@@ -175,6 +176,7 @@ export function variantRoutes(r: Router, deps: ConsoleDeps): void {
   api.get(
     '/api/variants/:connection/:id',
     {
+      role: 'viewer',
       summary: "A variant's record: stock per location, each channel's quantity and why, and their history",
       params: { connection: 'Connection name or id.', id: 'Variant id.' },
       query: z.object({ history: z.string().optional().describe('Narrow the quantity history to this channel.') }),
