@@ -113,11 +113,12 @@ export const overrideSchema = z
   })
   .meta({ id: 'Override' });
 
-export function presentChannel(c: Channel & { connection?: string; overrides?: number; active_holds?: number }) {
+/** A channel as the API shows it; its `connection` is there when the row has one (the routes' always do). */
+export function presentChannel<C extends Channel & { connection?: string; overrides?: number; active_holds?: number }>(c: C) {
   const rules = rulesOf(c);
   return {
     id: Number(c.id),
-    connection: c.connection,
+    connection: c.connection as C['connection'],
     name: c.name,
     locations: c.location_ids?.length ? c.location_ids.map(Number) : null,
     buffer_units: fmt(dec(c.buffer_units)),

@@ -91,7 +91,7 @@ export function presentHold(h: Awaited<ReturnType<typeof listHolds>>[number]) {
     channel: h.channel,
     channel_order_id: h.channel_order_id,
     source: h.source,
-    state: h.ended_at ? 'ended' : 'active',
+    state: h.ended_at ? ('ended' as const) : ('active' as const),
     lines: h.lines,
     held: h.held.map((l) => ({
       variant_id: Number(l.variant_id),

@@ -53,7 +53,7 @@ export interface VariantRecord {
     deliveryId: string | null;
     deliveryRowId: number | null;
     jobId: string | null;
-    detail: unknown;
+    detail: Record<string, unknown> | null;
   }[];
   /** Changes of the per-location figures, read from the sync log's before/after snapshots, newest first. */
   stockHistory: StockChange[];

@@ -323,7 +323,7 @@ export async function changesOf(db: Executor, connectionId: number, variantId: n
       delivery_id: string | null;
       delivery_row_id: number | null;
       job_id: string | null;
-      detail: unknown;
+      detail: Record<string, unknown> | null;
     }>`
     SELECT c.id, c.at, ch.name AS channel, c.before_quantity::text, c.quantity::text, c.tracked, c.listed, c.cause, c.delivery_id,
       c.delivery_row_id, c.job_id, c.detail

@@ -4,6 +4,8 @@ import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
 import type { Role } from '../config.ts';
 
 type Json = unknown;
+/** A column that holds a JSON object, read as one (written as anything JSON, as `Json`). */
+type JsonObject = ColumnType<Record<string, unknown>, unknown, unknown>;
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
 type Decimal = ColumnType<string, string | number, string | number>;
 type Default<T> = ColumnType<T, T | undefined, T>;
@@ -211,7 +213,7 @@ export interface SyncLogTable {
   duration_ms: number | null;
   outcome: Default<'ok' | 'skipped' | 'error' | 'warning'>;
   error: string | null;
-  detail: Json | null;
+  detail: JsonObject | null;
   /** migrations/0260: the trace the entry was written in, when traced (the console links it to TRACE_URL_TEMPLATE). */
   trace_id: Default<string | null>;
 }
@@ -308,7 +310,7 @@ export interface PushOperationsTable {
   id: Generated<number>;
   connection_id: number;
   kind: PushKind;
-  input: Json;
+  input: JsonObject;
   state: Default<PushState>;
   reason: string | null;
   field_errors: Json | null;
@@ -398,7 +400,7 @@ export interface ChannelQuantityChangesTable {
   delivery_id: string | null;
   delivery_row_id: number | null;
   job_id: string | null;
-  detail: Json | null;
+  detail: JsonObject | null;
 }
 // migrations/0190_channel_change_staging.sql: a change until its transaction commits (then it is in the table above).
 export interface ChannelChangesStagedTable extends Omit<ChannelQuantityChangesTable, 'id' | 'listed'> {
@@ -443,8 +445,8 @@ export interface ChannelHoldsTable {
   channel: string;
   channel_order_id: string;
   source: 'api' | 'cli' | 'import';
-  /** The lines as asked: [{sku, quantity}]. */
-  lines: Json;
+  /** The lines as asked: [{sku, quantity}], each quantity an exact decimal string (createHold). */
+  lines: ColumnType<{ sku: string; quantity: string }[], unknown, unknown>;
   order_id: number | null;
   /** Service clock: its committed stock includes the order from then on. */
   order_at: Timestamp | null;
