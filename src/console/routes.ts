@@ -23,7 +23,7 @@ import { variantRoutes } from './routes/variants.ts';
 import { page, type ConsoleDeps } from './web.ts';
 import { problem } from '../server.ts';
 import { AnswerChecker, answerCheck } from '../openapi/check.ts';
-import { type Json, openApiAnswer, openApiDocument } from '../openapi/document.ts';
+import { type OpenApiDocument, openApiAnswer, openApiDocument } from '../openapi/document.ts';
 import { documented, operationsOf } from '../openapi/registry.ts';
 
 export type { ConsoleDeps } from './web.ts';
@@ -91,7 +91,7 @@ export function consoleRouters(deps: ConsoleDeps): { open: Router; guarded: Rout
       ?.path.toString() ?? ctx.path;
   // The OpenAPI document of every route declared on this router (and the webhook endpoint), built once all are
   // mounted (the stock and push areas mount theirs after this returns, src/console/role.ts).
-  let doc: Json | undefined;
+  let doc: OpenApiDocument | undefined;
   let checker: AnswerChecker | undefined;
   const document = () => (doc ??= openApiDocument(operationsOf(guarded)));
   // First, so it also sees the guard's own answers.

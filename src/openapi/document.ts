@@ -82,11 +82,12 @@ export const openApiAnswer = z
     components: z.object({ schemas: objects, securitySchemes: objects }),
   })
   .describe('An OpenAPI 3.1 document.');
+export type OpenApiDocument = z.output<typeof openApiAnswer>;
 
 const isOther = (a: z.ZodType | OtherAnswer): a is OtherAnswer => !(a instanceof z.ZodType);
 
 /** The document for these operations (the /api routes mounted on the console's router) and the webhook endpoint. */
-export function openApiDocument(operations: readonly DescribedOperation[]): Json {
+export function openApiDocument(operations: readonly DescribedOperation[]): OpenApiDocument {
   const schemas: Json = {};
   const convert = converter(schemas);
   const problem = convert(problemSchema, 'output');

@@ -3,10 +3,12 @@
 // describes it (summary, path and query parameters, body, answers by status) for the OpenAPI document
 // (./document.ts): no route without a role, no /api route undocumented. Console pages and forms, and
 // /metrics, are mounted with `.page`: a role, no description, left out of the document. Schemas are zod's:
-// request bodies reuse the schemas that validate them, answers are described next to the code that builds them,
-// and the answer check (./check.ts) holds the code to them.
+// request bodies reuse the schemas that validate them, answers are described next to the code that builds them;
+// the compiler holds a handler's `ctx.body` to its answers' types (z.output), and the answer check (./check.ts)
+// holds what is sent to the document.
 import type Router from '@koa/router';
 import type { RouterMiddleware } from '@koa/router';
+import type { DefaultContext, DefaultState } from 'koa';
 import { z } from 'zod';
 import type { Role } from '../config.ts';
 
@@ -56,6 +58,31 @@ export interface PageRoute {
 }
 
 /**
+ * What JSON.stringify turns into T: T itself, with a Date wherever T has a plain string (a Date goes out as its ISO
+ * text, which is what `timestamp` describes).
+ */
+export type Sent<T> = T extends string
+  ? string extends T
+    ? T | Date
+    : T
+  : T extends readonly (infer E)[]
+    ? readonly Sent<E>[]
+    : T extends object
+      ? { [K in keyof T]: Sent<T[K]> }
+      : T;
+
+/** What a handler may set as `ctx.body` to answer with schema `S`. */
+export type Answer<S extends z.ZodType> = Sent<z.output<S>>;
+
+/** What a route's handlers may set as `ctx.body`: one of its JSON answers as sent (or text, bytes or a stream). */
+export type AnswerBody<A extends Answers> = {
+  [S in keyof A]: A[S] extends z.ZodType ? Answer<A[S]> : string | Buffer | NodeJS.ReadableStream;
+}[keyof A];
+
+/** A handler of a route answering `A`: its context's `body` is typed by the answers' schemas. */
+export type Handler<A extends Answers = Answers> = RouterMiddleware<DefaultState, DefaultContext, AnswerBody<A>>;
+
+/**
  * Errors answer problem JSON (`problem` in src/server.ts): the error, and for some the details named here
  * (field problems; the role a route needs; a feed cursor's limits).
  */
@@ -90,7 +117,7 @@ export const operationsOf = (router: Router): readonly DescribedOperation[] => m
 /** The least role of each route mounted on a router through the registry, by `METHOD /path`: the role table. */
 export const rolesOf = (router: Router): ReadonlyMap<string, Role> => mounted.get(router)?.roles ?? new Map();
 
-type Declare = (path: string, route: ApiRoute, ...handlers: RouterMiddleware[]) => void;
+type Declare = <A extends Answers>(path: string, route: ApiRoute<A>, ...handlers: Handler<A>[]) => void;
 type DeclarePage = (path: string, page: PageRoute, ...handlers: RouterMiddleware[]) => void;
 
 /**
@@ -110,7 +137,7 @@ export function documented(router: Router): Record<Method, Declare> & { page: Re
     (path, { role, ...op }, ...handlers) => {
       record(method, path, role);
       m.operations.push({ ...op, method, path });
-      router[method](path, ...handlers);
+      router[method](path, ...(handlers as RouterMiddleware[]));
     };
   const page =
     (method: 'get' | 'post'): DeclarePage =>

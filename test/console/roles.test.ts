@@ -111,6 +111,10 @@ t.test('a route without a role: the compiler refuses it (npm run typecheck), and
   app.use(router.routes());
   t.same(withoutRole(app), ['GET /api/no-role', 'POST /no-role', 'GET /around'], 'every route mounted without a role, listed');
   t.equal(leastRole(router, 'HEAD', '/with-role'), 'operator', 'HEAD as GET');
+  api.get('/api/typed', { role: 'viewer', summary: 'typed', answers: { 200: z.object({ ok: z.boolean() }) } }, (ctx) => {
+    // @ts-expect-error: an answer is typed by its schema (z.output): the compiler refuses one that does not match
+    ctx.body = { ok: 'yes' };
+  });
 });
 
 t.test('personal tokens: shown once, hashed, expiring, revocable, from the API and the CLI', async (t) => {

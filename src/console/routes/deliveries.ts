@@ -155,7 +155,7 @@ export function deliveryRoutes(r: Router, deps: ConsoleDeps): void {
     async (ctx) => {
       const id = int(ctx.params.id);
       const done = id === undefined ? null : await replayDelivery(db, boss, id);
-      if (!done) return problem(ctx, 404, `no delivery ${ctx.params.id}`);
+      if (id === undefined || !done) return problem(ctx, 404, `no delivery ${ctx.params.id}`);
       ctx.status = 202;
       ctx.body = { replayed: { delivery: id, jobId: done.jobId } };
     },

@@ -49,7 +49,11 @@ const indexRow = z
 const PAGE_SIZE = 50;
 
 /** The index query from request parameters; a string when a parameter is wrong. */
-function indexQuery(q: Query, connectionId: number, channelId: number | null): VariantQuery | string {
+function indexQuery(
+  q: Query,
+  connectionId: number,
+  channelId: number | null,
+): (VariantQuery & { page: number; pageSize: number }) | string {
   if (q.filter && !Object.hasOwn(variantFilters, q.filter)) return `filter must be one of ${Object.keys(variantFilters).join(', ')}`;
   if (q.sort && !Object.hasOwn(variantSorts, q.sort)) return `sort must be one of ${Object.keys(variantSorts).join(', ')}`;
   if (q.threshold && !/^-?\d+(\.\d+)?$/.test(q.threshold)) return 'threshold must be a number';
