@@ -1,7 +1,7 @@
 // The reads of a resource's live records (every state but archived), and what they need of the API client (batched
 // reads by id, paginated lists): the sync engine's drains and sweeps, and a channel order's import looking for an
 // order sent before. Tests may hand in any object of this shape; production passes the ApiClient.
-import type { ResourceSpec } from '../catalog/index.ts';
+import type { Fields, ResourceSpec, ServiceRecord } from '../catalog/index.ts';
 import { earliest, latest } from './reads.ts';
 import type { ApiClient, ByIds, Page, RequestOptions } from './types.ts';
 
@@ -19,22 +19,22 @@ export async function readLive(
   spec: ResourceSpec,
   ids: number[],
   opts: RequestOptions & { query?: Query },
-): Promise<ByIds<any>> {
+): Promise<ByIds<ServiceRecord>> {
   const states = spec.statuses;
-  if (!states) return client.getByIds(spec.path, ids, opts);
+  if (!states) return client.getByIds<ServiceRecord>(spec.path, ids, opts);
   if (!client.traits.singleStatusOnly) {
     try {
-      return await client.getByIds(spec.path, ids, { ...opts, query: { ...opts.query, status: states } });
+      return await client.getByIds<ServiceRecord>(spec.path, ids, { ...opts, query: { ...opts.query, status: states } });
     } catch (err) {
       if (!refused(err)) throw err;
       client.traits.singleStatusOnly = true;
     }
   }
-  const out: ByIds<any> = { records: [], sideloads: {}, requests: 0, asOf: null };
+  const out: ByIds<ServiceRecord> = { records: [], sideloads: {}, requests: 0, asOf: null };
   const asOfs: (number | null)[] = [];
   const readBys: (number | null | undefined)[] = [];
   for (const status of states) {
-    const r = await client.getByIds(spec.path, ids, { ...opts, query: { ...opts.query, status } });
+    const r = await client.getByIds<ServiceRecord>(spec.path, ids, { ...opts, query: { ...opts.query, status } });
     out.records.push(...r.records);
     for (const [k, v] of Object.entries(r.sideloads)) out.sideloads[k] = [...(out.sideloads[k] ?? []), ...v];
     out.requests += r.requests;
@@ -45,16 +45,20 @@ export async function readLive(
 }
 
 /** Pages of a resource's live records (every state), with the same fallback as readLive. */
-export async function* listLive(client: Reader, spec: ResourceSpec, opts: RequestOptions & { query?: Query }): AsyncIterable<Page<any>> {
+export async function* listLive(
+  client: Reader,
+  spec: ResourceSpec,
+  opts: RequestOptions & { query?: Query },
+): AsyncIterable<Page<ServiceRecord>> {
   const states = spec.statuses;
   if (!states) {
-    yield* client.paginate(spec.path, opts);
+    yield* client.paginate<ServiceRecord>(spec.path, opts);
     return;
   }
   if (!client.traits.singleStatusOnly) {
     let first = true;
     try {
-      for await (const page of client.paginate(spec.path, { ...opts, query: { ...opts.query, status: states } })) {
+      for await (const page of client.paginate<ServiceRecord>(spec.path, { ...opts, query: { ...opts.query, status: states } })) {
         first = false;
         yield page;
       }
@@ -64,7 +68,7 @@ export async function* listLive(client: Reader, spec: ResourceSpec, opts: Reques
       client.traits.singleStatusOnly = true;
     }
   }
-  for (const status of states) yield* client.paginate(spec.path, { ...opts, query: { ...opts.query, status } });
+  for (const status of states) yield* client.paginate<ServiceRecord>(spec.path, { ...opts, query: { ...opts.query, status } });
 }
 
 /**
@@ -76,8 +80,8 @@ export async function* listLive(client: Reader, spec: ResourceSpec, opts: Reques
 export async function readLines(
   client: Reader,
   spec: ResourceSpec,
-  records: any[],
-  sideloads: Record<string, any[]>,
+  records: readonly Fields[],
+  sideloads: Record<string, unknown[]>,
   opts: RequestOptions,
 ): Promise<number> {
   const child = spec.include;

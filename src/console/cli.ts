@@ -182,7 +182,7 @@ async function audit(ctx: CommandContext): Promise<number> {
     // Through a console's API with a personal token: its role decides, as for any request.
     const q = new URLSearchParams({ since: String(since ?? 0), limit: limitRaw });
     for (const k of ['actor', 'action', 'connection']) if (typeof ctx.values[k] === 'string') q.set(k, ctx.values[k] as string);
-    const r = await callApi(ctx, 'GET', `/api/audit?${q}`);
+    const r = await callApi<{ entries: unknown[] }>(ctx, 'GET', `/api/audit?${q}`);
     if (r.status >= 400) {
       process.stderr.write(`commerce-sync audit: ${r.status} ${r.body.error ?? ''}\n`);
       return 1;

@@ -10,8 +10,25 @@ import { createToken, presentToken, TokenRefused } from './tokens.ts';
 
 const VERBS = 'list | create NAME --role viewer|operator|admin [--expires-in-days N] | revoke ID';
 
+/** What /api/tokens answers: the list, or the token just made (its secret shown once). */
+interface TokensAnswer {
+  tokens: ReturnType<typeof presentToken>[];
+  token: string;
+  id: number;
+  person: string;
+  role: string;
+}
+
+/** A JSON answer of a console's API, as the caller expects it (nothing checks it): `error` when refused. */
+export type ApiAnswer<T> = T & { error?: string };
+
 /** A request to a console's JSON API with OPERATOR_API_TOKEN: its status and JSON answer. */
-export async function callApi(ctx: CommandContext, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+export async function callApi<T extends object>(
+  ctx: CommandContext,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: ApiAnswer<T> }> {
   const base = String(ctx.values.url).replace(/\/+$/, '');
   if (!ctx.config.OPERATOR_API_TOKEN)
     throw new UsageError('--url needs OPERATOR_API_TOKEN: a personal token (commerce-sync tokens create)');
@@ -23,7 +40,7 @@ export async function callApi(ctx: CommandContext, method: string, path: string,
     },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-  return { status: res.status, body: await res.json().catch(() => ({})) };
+  return { status: res.status, body: (await res.json().catch(() => ({}))) as ApiAnswer<T> };
 }
 
 function print(ctx: CommandContext, tokens: ReturnType<typeof presentToken>[]): void {
@@ -56,10 +73,10 @@ async function tokens(ctx: CommandContext): Promise<number> {
   if (typeof ctx.values.url === 'string') {
     const r =
       verb === 'list'
-        ? await callApi(ctx, 'GET', '/api/tokens')
+        ? await callApi<TokensAnswer>(ctx, 'GET', '/api/tokens')
         : verb === 'create'
-          ? await callApi(ctx, 'POST', '/api/tokens', input)
-          : await callApi(ctx, 'DELETE', `/api/tokens/${arg}`);
+          ? await callApi<TokensAnswer>(ctx, 'POST', '/api/tokens', input)
+          : await callApi<TokensAnswer>(ctx, 'DELETE', `/api/tokens/${arg}`);
     if (r.status >= 400) {
       process.stderr.write(`commerce-sync tokens: ${r.status} ${r.body.error ?? ''}\n`);
       return r.status === 400 ? 2 : 1;

@@ -28,15 +28,16 @@ export class PreparingClient extends pg.Client {
   #seenOnce = new Set<string>();
 
   // pg's query() has many overloads; only (text, values[], callback?) changes, the rest pass through as given.
+  // biome-ignore lint/suspicious/noExplicitAny: one override stands for every overload of pg's query(), whose arguments and answers differ (a promise, nothing, the submittable given)
   override query(...args: any[]): any {
     const [text, values] = args;
     // (text), (text, values) and (text, values, callback); anything else passes through.
     const params: unknown[] | null = Array.isArray(values) ? values : values === undefined ? [] : null;
     if (typeof text === 'string' && params && (params.length > 0 || ONE_STATEMENT.test(text))) {
       const name = this.#nameOf(text);
-      if (name) return (super.query as any)({ name, text, values: params }, ...args.slice(2));
+      if (name) return Reflect.apply(super.query, this, [{ name, text, values: params }, ...args.slice(2)]);
     }
-    return (super.query as any)(...args);
+    return Reflect.apply(super.query, this, args);
   }
 
   #nameOf(text: string): string | undefined {

@@ -27,7 +27,7 @@ export async function readStock(db: Executor, connectionId: number, targets: num
     comps: comps as { bundle_id: number; component_id: number; quantity: string }[],
     variants: variantRows as VariantStockRow[],
     levels: levels as StockLevelRow[],
-    held: heldOf(holdRows!),
+    held: heldOf(holdRows as Parameters<typeof heldOf>[0]),
     overrides: (overrideRows as ChannelOverride[]).map((o) => ({ ...o, updated_at: new Date(o.updated_at) })),
   };
 }

@@ -226,9 +226,16 @@ export async function sweepDrifts(db: Executor, connectionId: number, w: BinWind
   ).rows;
 }
 
+/** The detail of a `webhooks.repaired` entry (src/receiver/subscriptions.ts): the events it recreated and removed. */
+export interface RepairDetail {
+  created?: string[];
+  removed?: string[];
+  [field: string]: unknown;
+}
+
 /** Per connection, the newest webhook subscription repair (`webhooks.repaired`), for `commerce-sync status`. */
-export async function lastWebhookRepairs(db: Executor): Promise<Map<number, { at: Date; detail: any }>> {
-  const r = await sql<{ connection_id: number; at: Date; detail: any }>`
+export async function lastWebhookRepairs(db: Executor): Promise<Map<number, { at: Date; detail: RepairDetail | null }>> {
+  const r = await sql<{ connection_id: number; at: Date; detail: RepairDetail | null }>`
     SELECT DISTINCT ON (connection_id) connection_id, at, detail FROM sync_log
     WHERE action = 'webhooks.repaired' ORDER BY connection_id, at DESC`.execute(db);
   return new Map(r.rows.map((x) => [Number(x.connection_id), { at: x.at, detail: x.detail }]));
@@ -239,7 +246,7 @@ export async function lastWebhookRepairs(db: Executor): Promise<Map<number, { at
  * when the latest was: the alerts' webhook condition (the partial index sync_log_webhook_repairs serves it).
  */
 export async function recentWebhookRepairs(db: Executor, hours: number): Promise<Map<number, { at: Date; created: string[] }>> {
-  const r = await sql<{ connection_id: number; at: Date; detail: any }>`
+  const r = await sql<{ connection_id: number; at: Date; detail: RepairDetail | null }>`
     SELECT connection_id, at, detail FROM sync_log
     WHERE action = 'webhooks.repaired' AND at > now() - make_interval(hours => ${hours}) ORDER BY at`.execute(db);
   const out = new Map<number, { at: Date; created: string[] }>();

@@ -31,14 +31,15 @@ export async function together(db: Executor, parts: (Part<unknown> | null)[]): P
 /**
  * Reads that need not see each other's results, as one statement: each query's rows come back as a JSON array.
  * So a query reads numerics as text (exact decimals stay strings), and its timestamps come back as ISO strings.
+ * The rows are as JSON gave them: the caller says what each query's rows are.
  */
-export async function readTogether(db: Executor, queries: OperationNodeSource[]): Promise<any[][]> {
+export async function readTogether(db: Executor, queries: OperationNodeSource[]): Promise<unknown[][]> {
   if (!queries.length) return [];
   const columns = sql.join(
     queries.map((q, i) => sql`(SELECT coalesce(json_agg(r), '[]'::json) FROM (${q}) r) AS ${sql.raw(`r${i}`)}`),
     sql`, `,
   );
-  const { rows } = await sql<Record<string, any[]>>`SELECT ${columns}`.execute(db);
+  const { rows } = await sql<Record<string, unknown[]>>`SELECT ${columns}`.execute(db);
   return queries.map((_, i) => rows[0]![`r${i}`]!);
 }
 

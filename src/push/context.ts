@@ -76,7 +76,7 @@ export interface OrderLine {
 
 /** Reads the order fresh with its line items. */
 export async function readOrder(ctx: OpContext, orderId: number): Promise<{ order: Record<string, unknown>; lines: OrderLine[] }> {
-  const res = await ctx.client.request<Record<string, any>>('GET', `/orders/${orderId}`, {
+  const res = await ctx.client.request<Record<string, unknown>>('GET', `/orders/${orderId}`, {
     query: { include: 'order_line_items' },
     ...outbound,
   });

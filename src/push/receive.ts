@@ -22,7 +22,7 @@ export async function receivePurchaseOrder(ctx: OpContext): Promise<Done> {
 }
 
 async function checkWhole(ctx: OpContext, poId: number, lines: NonNullable<ReceiveInput['lines']>): Promise<void> {
-  const res = await ctx.client.request<Record<string, any>>('GET', `/purchase_orders/${poId}`, {
+  const res = await ctx.client.request<Record<string, unknown>>('GET', `/purchase_orders/${poId}`, {
     query: { include: 'purchase_order_line_items' },
     ...outbound,
   });

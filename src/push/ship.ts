@@ -1,6 +1,8 @@
 // Ship: pack (all unpacked lines with the pack action, or the given lines and quantities as one fulfillment),
 // then mark that fulfillment fulfilled with its tracking. Each step has its own idempotency key and its
 // result is saved before the next, so a retry neither packs twice nor loses the fulfillment id.
+import type { OrderActionAnswer } from '../api/index.ts';
+import type { Fields } from '../catalog/index.ts';
 import type { ShipInput } from './input.ts';
 import { OperationFailed } from './errors.ts';
 import { nonEmpty, orderLinesFor, outbound, resolveOrderId, type Done, type OpContext } from './context.ts';
@@ -62,13 +64,13 @@ export async function ship(ctx: OpContext): Promise<Done> {
 }
 
 /** The pack action's answer is not specified: accept a fulfillment, or an order naming its fulfillments. */
-function fulfillmentIdOf(res: any): number | undefined {
+function fulfillmentIdOf(res: OrderActionAnswer | null): number | undefined {
   const f = res?.fulfillment ?? (res && 'order_id' in res && 'id' in res ? res : undefined);
   if (f?.id != null) return Number(f.id);
   const list = res?.fulfillments ?? res?.order?.fulfillment_ids ?? res?.fulfillment_ids;
   if (Array.isArray(list) && list.length) {
-    const last = list[list.length - 1];
-    return Number(typeof last === 'object' ? last.id : last);
+    const last: unknown = list[list.length - 1];
+    return Number(typeof last === 'object' ? (last as Fields).id : last);
   }
   return undefined;
 }

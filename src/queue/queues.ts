@@ -6,7 +6,7 @@ import type { Boss } from './boss.ts';
 import { channelDeliveryQueue, deliveriesQueue, maintenanceQueue, pushQueue, reconcileQueue } from './contracts.ts';
 import { isDeadLetter, liveQueueOf, deadLetterOf, type Queue } from './queue.ts';
 
-export const queues: readonly Queue<any>[] = [deliveriesQueue, reconcileQueue, channelDeliveryQueue, pushQueue, maintenanceQueue];
+export const queues: readonly Queue<unknown>[] = [deliveriesQueue, reconcileQueue, channelDeliveryQueue, pushQueue, maintenanceQueue];
 
 /** The queue of a name (live or dead letter), if it is ours. */
 export function queueOf(name: string): Queue<unknown> | undefined {

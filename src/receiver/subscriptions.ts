@@ -6,7 +6,7 @@
 // src/db/refusals.ts): every process's syncs and checks skip it for a day, then ask once more (the service may
 // have learned the event); `webhooks sync` (retryRefused) asks at once. The address is kept on the connection, so the scheduled check
 // (checkAllWebhooks) repairs subscriptions the service deleted after 3 days of failures, at the same address.
-import { ApiError, type ApiClient, type ClientDeps } from '../api/index.ts';
+import { ApiError, type ApiClient, type ClientDeps, type WebhookRecord } from '../api/index.ts';
 import type { Config } from '../config.ts';
 import { publicUrl as derivedPublicUrl } from '../config.ts';
 import type { Connection } from '../db/schema.ts';
@@ -59,7 +59,7 @@ async function clientOf(deps: SubscriptionDeps, connection: Connection): Promise
   return clientFor(deps, connection);
 }
 
-const asWebhook = (w: any): Webhook => ({ id: Number(w.id), event: String(w.event), address: String(w.address) });
+const asWebhook = (w: WebhookRecord): Webhook => ({ id: Number(w.id), event: String(w.event), address: String(w.address) });
 
 /** The connection name an address of ours delivers to, or null when the address is not ours. */
 function ourConnectionName(base: string, address: string): string | null {

@@ -76,7 +76,7 @@ function canonical(v: unknown): string {
   if (v && typeof v === 'object')
     return `{${Object.keys(v)
       .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((v as any)[k])}`)
+      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
       .join(',')}}`;
   return JSON.stringify(v ?? null);
 }

@@ -20,7 +20,7 @@ import {
   type ClaimStamps,
   type Mark,
 } from '../db/pending.ts';
-import { catalog, composition, readAs } from '../catalog/index.ts';
+import { catalog, composition, readAs, type Fields, type ServiceRecord } from '../catalog/index.ts';
 import { readLive, readLines, type Reader } from '../api/live.ts';
 import { readAfterEvent } from '../catalog/clocks.ts';
 import { inSpan } from '../telemetry/spans.ts';
@@ -241,7 +241,7 @@ async function readClaimed(
   };
 
   if (resource === composition.name) {
-    const read = await client.getByIds(composition.path, ids, { priority: 'webhook', key: composition.key });
+    const read = await client.getByIds<Fields>(composition.path, ids, { priority: 'webhook', key: composition.key });
     requests += read.requests;
     returned = read.records.length;
     await mirrorWrite(db, read.records.length, async (tx) => {
@@ -261,19 +261,19 @@ async function readClaimed(
     const include = spec.include ? { include: spec.include.key } : {};
     const read = await readLive(client, spec, ids, { priority: 'webhook', key: spec.key, query: include });
     requests += read.requests;
-    const found = new Set(read.records.map((r: any) => Number(r?.id)));
+    const found = new Set(read.records.map((r) => Number(r?.id)));
     let records = read.records;
-    const sideloads: Record<string, any[]> = { ...read.sideloads };
+    const sideloads: Record<string, unknown[]> = { ...read.sideloads };
     const missing = ids.filter((id) => !found.has(id));
     let goneIds: number[] = [];
     if (missing.length) {
-      const archived = await client.getByIds(spec.path, missing, {
+      const archived = await client.getByIds<ServiceRecord>(spec.path, missing, {
         priority: 'webhook',
         key: spec.key,
         query: { ...include, status: 'archived' },
       });
       requests += archived.requests;
-      const foundArchived = new Set(archived.records.map((r: any) => Number(r?.id)));
+      const foundArchived = new Set(archived.records.map((r) => Number(r?.id)));
       records = [...records, ...archived.records];
       for (const [k, v] of Object.entries(archived.sideloads)) sideloads[k] = [...(sideloads[k] ?? []), ...v];
       goneIds = missing.filter((id) => !foundArchived.has(id));

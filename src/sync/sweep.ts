@@ -29,6 +29,7 @@ import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';
 import { upsertChildren, upsertOther, type Ties } from '../db/mirror.ts';
 import { allBundles, liveIds } from '../db/mirror-reads.ts';
 import { childCollections, composition, otherResources, resources, type ResourceSpec } from './resources.ts';
+import type { Fields } from '../catalog/index.ts';
 import { listLive, readLive, readLines, type Reader } from '../api/live.ts';
 import { BATCH } from './drain.ts';
 import { planAfterSweep } from './schedules.ts';
@@ -56,7 +57,7 @@ async function explainedDrift(
   db: Db,
   connectionId: number,
   spec: ResourceSpec,
-  records: any[],
+  records: readonly Fields[],
   changed: number[],
   marginMs = 5000,
 ): Promise<number> {
@@ -77,8 +78,12 @@ async function explainedDrift(
   // the hour. A variant whose delivery was lost is drift itself, in the same sweep.
   const field = spec.variantIdsField;
   if (field) {
-    const left = rest.filter((r) => !announced.has(Number(r.id)) && Array.isArray(r?.[field]) && r[field].length);
-    const variantIds = [...new Set(left.flatMap((r) => (r[field] as unknown[]).map(Number).filter(Number.isFinite)))];
+    const variantsOf = (r: Fields): unknown[] => {
+      const list = r?.[field];
+      return Array.isArray(list) ? list : [];
+    };
+    const left = rest.filter((r) => !announced.has(Number(r.id)) && variantsOf(r).length);
+    const variantIds = [...new Set(left.flatMap((r) => variantsOf(r).map(Number).filter(Number.isFinite)))];
     if (variantIds.length) {
       const read = await pendingAmong(db, connectionId, 'variant', variantIds);
       const told = await announcedAmong(
@@ -88,7 +93,7 @@ async function explainedDrift(
         variantIds.filter((id) => !read.has(id)).map((id) => ({ id, updatedAt: new Date(0).toISOString() })),
         0,
       );
-      n += left.filter((r) => (r[field] as unknown[]).some((v) => read.has(Number(v)) || told.has(Number(v)))).length;
+      n += left.filter((r) => variantsOf(r).some((v) => read.has(Number(v)) || told.has(Number(v)))).length;
     }
   }
   return n;
@@ -237,7 +242,7 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
     await sweepCollections(deps, result);
   } else if (bundlesToRead.size) {
     const ids = [...bundlesToRead];
-    const read = await client.getByIds(composition.path, ids, { priority: 'reconcile', key: composition.key });
+    const read = await client.getByIds<Fields>(composition.path, ids, { priority: 'reconcile', key: composition.key });
     const r = await db.transaction().execute((tx) => applyCompositions(tx, ctx, ids, read.records));
     await changed(r.changes);
   }
@@ -303,7 +308,7 @@ async function sweepGone(
     const ids = missing.slice(i, i + BATCH);
     const read = await readLive(deps.client, everyState, ids, { priority: 'reconcile', key: spec.key, query });
     await readLines(deps.client, spec, read.records, read.sideloads, { priority: 'reconcile' });
-    const found = new Set(read.records.map((r: any) => Number(r?.id)));
+    const found = new Set(read.records.map((r) => Number(r?.id)));
     const goneIds = ids.filter((id) => !found.has(id));
     const readCtx = { ...ctx, ties: tiesOf(spec), cause: { ...ctx.cause, readAsOf: read.asOf, readBy: read.readBy } };
     const r = await deps.db.transaction().execute((tx) => applyRecords(tx, readCtx, spec, read.records, read.sideloads, goneIds));
@@ -327,9 +332,9 @@ async function sweepCompositions(
   result: SweepResult,
   changed: (c: NewChange[]) => Promise<void>,
 ): Promise<void> {
-  const rows: any[] = [];
+  const rows: Fields[] = [];
   try {
-    for await (const page of deps.client.paginate(composition.path, { priority: 'reconcile', key: composition.key }))
+    for await (const page of deps.client.paginate<Fields>(composition.path, { priority: 'reconcile', key: composition.key }))
       rows.push(...page.records);
   } catch (err) {
     if (!unavailable(err)) throw err;
@@ -394,8 +399,8 @@ async function sweepCollections(deps: SweepDeps, result: SweepResult): Promise<v
 async function sweepPages(
   result: SweepResult,
   name: string,
-  pages: () => AsyncIterable<Page<any>>,
-  upsert: (records: any[]) => Promise<number>,
+  pages: () => AsyncIterable<Page<unknown>>,
+  upsert: (records: readonly unknown[]) => Promise<number>,
   key = name,
 ): Promise<void> {
   const stat: ResourceSweep = { records: 0, applied: 0, gone: 0, pages: 0 };

@@ -8,7 +8,7 @@ import type { Handler } from '../queue/handler.ts';
 import type { SyncDeps } from '../sync/state.ts';
 import { inSpan } from '../telemetry/spans.ts';
 
-export const handlers: readonly Handler<any, any>[] = [
+export const handlers: readonly Handler<unknown, SyncDeps>[] = [
   deliveriesHandler,
   reconcileHandler,
   channelDeliveryHandler,
@@ -22,7 +22,7 @@ export const handlers: readonly Handler<any, any>[] = [
  */
 export async function workQueues(
   deps: SyncDeps,
-  which: readonly Handler<any, any>[] = handlers,
+  which: readonly Handler<unknown, SyncDeps>[] = handlers,
   opts: { pollingIntervalSeconds?: number } = {},
 ): Promise<() => Promise<void>> {
   const mounted: string[] = [];
