@@ -78,7 +78,7 @@ export function parseInput<T extends z.ZodType>(schema: T, raw: unknown): z.infe
   throw new ChannelInputError(
     r.error.issues.map((i) => {
       let got: unknown = raw;
-      for (const k of i.path) got = (got as any)?.[k as any];
+      for (const k of i.path) got = got == null ? undefined : (got as Record<PropertyKey, unknown>)[k];
       const field = i.path.join('.') || 'input';
       return `${field}: ${i.message}${got !== undefined && i.path.length ? ` (got ${JSON.stringify(got)})` : ''}`;
     }),

@@ -203,14 +203,15 @@ export async function deleteOverride(db: Executor, channelId: number, sku: strin
 
 // ---- quantities and changes
 
-export interface StoredQuantity {
+/** A stored quantity; `Stock`: what the caller knows of its jsonb `stock` (the quantity engine's snapshot). */
+export interface StoredQuantity<Stock = unknown> {
   channel_id: number;
   variant_id: number;
   quantity: string | null;
   tracked: boolean;
   backorderable: boolean;
   listed: boolean;
-  stock: any;
+  stock: Stock;
 }
 
 /**
@@ -219,9 +220,13 @@ export interface StoredQuantity {
  * two writers (a mirror write and a new hold) never overwrite each other with a figure missing the other's part.
  * Locked in key order, so two of them never deadlock.
  */
-export async function lockQuantities(db: Executor, channelIds: number[], variantIds: number[]): Promise<StoredQuantity[]> {
+export async function lockQuantities<Stock = unknown>(
+  db: Executor,
+  channelIds: number[],
+  variantIds: number[],
+): Promise<StoredQuantity<Stock>[]> {
   return (
-    await sql<StoredQuantity>`
+    await sql<StoredQuantity<Stock>>`
     SELECT channel_id, variant_id, quantity::text AS quantity, tracked, backorderable, listed, stock FROM channel_quantities
     WHERE channel_id = ANY(${channelIds}::bigint[]) AND variant_id = ANY(${variantIds}::bigint[])
     ORDER BY channel_id, variant_id FOR UPDATE`.execute(db)
@@ -243,8 +248,23 @@ export async function recordChanges(db: Executor, changes: NewChange[]): Promise
       .execute();
 }
 
+/** A channel quantity as the recomputation writes it (`stock`: what it was computed from, stored as jsonb). */
+export interface QuantityRow {
+  connection_id: number;
+  channel_id: number;
+  variant_id: number;
+  sku: string | null;
+  status: string | null;
+  quantity: string | null;
+  tracked: boolean;
+  backorderable: boolean;
+  listed: boolean;
+  bundle: boolean;
+  stock: unknown;
+}
+
 /** Writes quantities; last_change_id is the feed's to set (recordChanges), at commit. */
-export async function saveQuantities(db: Executor, rows: any[]): Promise<void> {
+export async function saveQuantities(db: Executor, rows: QuantityRow[]): Promise<void> {
   // rows go through jsonb_to_recordset as one JSON document
   await sql`
     INSERT INTO channel_quantities AS c (connection_id, channel_id, variant_id, sku, status, quantity, tracked, backorderable, listed, bundle, stock, computed_at)
@@ -293,6 +313,7 @@ export async function quantitiesOf(db: Executor, connectionId: number, variantId
       backorderable: boolean;
       listed: boolean;
       bundle: boolean;
+      // biome-ignore lint/suspicious/noExplicitAny: the snapshot's shape is the quantity engine's (Snapshot, src/stock/recompute.ts), which this store below it cannot name; its one reader, src/stock/variant-routes.ts, reads its why
       stock: any;
       computed_at: Date;
     }>`

@@ -16,6 +16,7 @@ import {
   type Channel,
   type ChannelOverride,
   type NewChange,
+  type QuantityRow,
   type StoredQuantity,
 } from '../db/channels.ts';
 import { endHeldLines, linesToSettle, type HoldRef, type LinesOf } from '../db/holds.ts';
@@ -68,6 +69,9 @@ interface Snapshot {
   listed: boolean;
   why: Why & { holds: (HoldRef & { variant_id: number })[] };
 }
+
+/** A stored quantity's snapshot, as stored (one stored before a field was added lacks it). */
+type Stored = Partial<Snapshot> | null;
 
 /** JSON with sorted keys: jsonb hands objects back in its own key order. */
 function canonical(v: unknown): string {
@@ -278,7 +282,7 @@ async function recompute(
   const targets = uniq([...ids, ...(await bundlesOf(db, connectionId, ids))]);
   const channelIds = channels.map((c) => Number(c.id));
   // Lock first: what follows reads stock and holds as the last writer of these rows committed them.
-  const before = new Map((await lockQuantities(db, channelIds, targets)).map((r) => [`${r.channel_id}:${r.variant_id}`, r]));
+  const before = new Map((await lockQuantities<Stored>(db, channelIds, targets)).map((r) => [`${r.channel_id}:${r.variant_id}`, r]));
   if (settle) await settleLines(db, connectionId, { variantIds: ids }, cause);
   const read = await readStock(db, connectionId, targets, channelIds);
   const { comps, held } = read;
@@ -295,7 +299,7 @@ async function recompute(
   }
   const named = channels.find((c) => c.name === 'default') ?? channels[0]!;
 
-  const rows: any[] = [];
+  const rows: QuantityRow[] = [];
   const changes: NewChange[] = [];
   const logs: SyncLogInput[] = [];
   for (const id of targets) {
@@ -324,7 +328,7 @@ async function recompute(
     const locations = v.locations.map(withAvailable);
     const dels = cause.deliveriesByVariant?.get(id) ?? cause.deliveries ?? [];
     const last = dels[dels.length - 1];
-    const prevs: (StoredQuantity | undefined)[] = [];
+    const prevs: (StoredQuantity<Stored> | undefined)[] = [];
     const nows: Snapshot[] = [];
     let quantityMoved = false;
     for (const ch of channels) {
