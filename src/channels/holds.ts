@@ -1,5 +1,5 @@
 // Stock held for channel orders (docs/channels.md): a channel that takes an order holds its units at once, in
-// every channel, until the service's committed stock shows the order (src/stock/recompute.ts ends each held line
+// every channel, until the service's committed stock shows the order (src/stock/held-lines.ts ends each held line
 // in the mirror write that shows it), the order is cancelled, or CHANNEL_HOLD_MINUTES pass. Made through the
 // API and the CLI (`POST /api/channels/:name/holds`, `channels holds add`) and by `push import-order`.
 import { z } from 'zod';
@@ -21,7 +21,8 @@ import { compositionsOf, variantStockRows } from '../db/mirror-reads.ts';
 import type { HoldEnd } from '../db/schema.ts';
 import { logSync } from '../db/synclog.ts';
 import { variantIdsBySku } from '../push/skus.ts';
-import { connectionChannels, lockVariants, logHoldEnds, recomputeVariants, settleHolds, type NewChange } from '../stock/recompute.ts';
+import { lockVariants, logHoldEnds } from '../stock/held-lines.ts';
+import { connectionChannels, recomputeVariants, settleHolds, type NewChange } from '../stock/recompute.ts';
 import { COMMITTING_STATUSES, dec, fmt, rulesFrom } from '../stock/rules.ts';
 import { boundedText, channelOrderId, DECIMAL, KEY_LENGTH, wholeNumber } from '../inputs.ts';
 import { decimal, timestamp } from '../openapi/registry.ts';

@@ -1,6 +1,6 @@
 // The holds store: every statement on channel_holds and channel_hold_lines (stock held for channel orders). When a
-// hold is made and when each line ends is src/channels/holds.ts and src/stock/recompute.ts; this module only reads and
-// writes rows.
+// hold is made and when each line ends is src/channels/holds.ts and src/stock/held-lines.ts; this module only reads
+// and writes rows.
 import { sql, type Selectable } from 'kysely';
 import type { Executor } from './index.ts';
 import { among, type Ids } from './together.ts';

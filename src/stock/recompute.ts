@@ -1,7 +1,7 @@
 // Keeps channel_quantities in step with the mirror and the holds: recomputes, in every channel of the
-// connection, the variants a write touched (and every bundle that uses one of them as a component), ends the
-// held lines that write shows committed, records each change of a channel quantity with its cause in
-// channel_quantity_changes, and writes stock changes to the sync log. docs/channels.md.
+// connection, the variants a write touched (and every bundle that uses one of them as a component), first ending
+// the held lines that write shows committed (held-lines.ts), records each change of a channel quantity with its
+// cause in channel_quantity_changes, and writes stock changes to the sync log. docs/channels.md.
 import { withChannelLock } from '../db/locks.ts';
 import type { Db, Executor } from '../db/index.ts';
 import {
@@ -19,16 +19,16 @@ import {
   type QuantityRow,
   type StoredQuantity,
 } from '../db/channels.ts';
-import { endHeldLines, linesToSettle, type HoldRef, type LinesOf } from '../db/holds.ts';
+import { linesToSettle, type HoldRef, type LinesOf } from '../db/holds.ts';
 import type { HoldEnd } from '../db/schema.ts';
 import { bundlesOf, variantIdsOf } from '../db/mirror-reads.ts';
 import { readStock } from '../db/recompute-reads.ts';
 import { logSync, type SyncLogInput } from '../db/synclog.ts';
+import { lockVariants, settleLines } from './held-lines.ts';
 import {
   channelQuantity,
   dec,
   fmt,
-  heldLineEnds,
   rulesFrom,
   withAvailable,
   type ChannelRules,
@@ -136,88 +136,6 @@ const overrideOf = (o: ChannelOverride | undefined): Override | null =>
         : { mode: o.mode };
 
 const uniq = (ids: number[]) => [...new Set(ids.map(Number))];
-const later = (...ms: (number | null | undefined)[]) => {
-  const known = ms.filter((m): m is number => typeof m === 'number' && !Number.isNaN(m));
-  return known.length ? Math.max(...known) : null;
-};
-
-/** Writes a sync-log entry per hold whose lines ended, with its cause. */
-export async function logHoldEnds(
-  db: Executor,
-  connectionId: number,
-  ended: Awaited<ReturnType<typeof endHeldLines>>,
-  cause: HoldEnd,
-  about: Map<number, { channel: string; channel_order_id: string }>,
-  jobId?: string | null,
-): Promise<void> {
-  const whole = new Set(ended.holds.map((h) => Number(h.id)));
-  const holdIds = uniq([...ended.lines.map((l) => l.hold_id), ...whole]);
-  await logSync(
-    db,
-    holdIds.map((id) => ({
-      connectionId,
-      resource: 'hold',
-      recordId: id,
-      action: `hold.${cause}`,
-      jobId: jobId ?? null,
-      detail: {
-        ...about.get(id),
-        cause,
-        hold_ended: whole.has(id),
-        lines: ended.lines
-          .filter((l) => Number(l.hold_id) === id)
-          .map((l) => ({ variant_id: Number(l.variant_id), sku: l.sku, quantity: l.quantity })),
-      },
-    })),
-  );
-}
-
-/**
- * Ends the held lines the mirror now shows committed, or whose order it shows cancelled (src/stock/rules.ts
- * heldLineEnds), with a sync-log entry per hold. The caller holds the lines' variants' quantities locked
- * (lockVariants), so this commits with the mirror write, or the recomputation, that shows it. Returns the
- * variants whose held lines ended.
- */
-async function settleLines(db: Executor, connectionId: number, by: LinesOf, cause: Cause): Promise<number[]> {
-  const lines = await linesToSettle(db, connectionId, by);
-  const due = new Map<HoldEnd, number[]>();
-  const about = new Map<number, { channel: string; channel_order_id: string }>();
-  for (const l of lines) {
-    const end = heldLineEnds({
-      orderStatus: l.order_status,
-      orderUpdatedAt: l.order_updated_at?.getTime() ?? null,
-      orderAt: l.order_at?.getTime() ?? null,
-      marginMs: l.clock_margin_ms,
-      shownAt: later(l.read_as_of?.getTime(), l.variant_updated_at?.getTime(), cause.readAsOf),
-    });
-    if (!end) continue;
-    due.set(end, [...(due.get(end) ?? []), Number(l.id)]);
-    about.set(Number(l.hold_id), { channel: l.channel, channel_order_id: l.channel_order_id });
-  }
-  const variants: number[] = [];
-  for (const [end, lineIds] of due) {
-    const ended = await endHeldLines(db, { lineIds }, end);
-    await logHoldEnds(db, connectionId, ended, end, about, cause.jobId);
-    variants.push(...ended.lines.map((l) => Number(l.variant_id)));
-  }
-  return uniq(variants);
-}
-
-/**
- * Locks the stored quantities of the variants and their bundles in every channel of the connection: what
- * changes holds takes it before it touches a held line, in the same order the recomputation does, so a hold's
- * change and a mirror write of the same variant take turns (neither overwrites the other) and never deadlock.
- */
-export async function lockVariants(db: Executor, connectionId: number, variantIds: number[]): Promise<void> {
-  const ids = uniq(variantIds);
-  if (!ids.length) return;
-  const channels = await channelsOf(db, connectionId);
-  await lockQuantities(
-    db,
-    channels.map((c) => Number(c.id)),
-    uniq([...ids, ...(await bundlesOf(db, connectionId, ids))]),
-  );
-}
 
 /**
  * Ends the held lines a read shows committed (or cancelled) and recomputes their variants: for a read that
