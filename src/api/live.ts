@@ -1,7 +1,8 @@
 // The reads of a resource's live records (every state but archived), and what they need of the API client (batched
 // reads by id, paginated lists): the sync engine's drains and sweeps, and a channel order's import looking for an
 // order sent before. Tests may hand in any object of this shape; production passes the ApiClient.
-import type { Fields, ResourceSpec, ServiceRecord } from '../catalog/index.ts';
+import type { ResourceSpec } from '../catalog/index.ts';
+import type { Fields, ServiceRecord } from '../catalog/records.ts';
 import { earliest, latest } from './reads.ts';
 import type { ApiClient, ByIds, Page, RequestOptions } from './types.ts';
 

@@ -1,5 +1,5 @@
 // The public shapes of the API client (the contract other parts code against).
-import type { ServiceRecord } from '../catalog/index.ts';
+import type { ServiceRecord } from '../catalog/records.ts';
 import type { Connection } from '../db/schema.ts';
 
 /** interactive/outbound first, webhook-driven reads next, reconcile last (it cannot take the reserve). */

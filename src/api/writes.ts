@@ -2,7 +2,7 @@
 // paginate() alone. Large orders are created in parts; the `fulfil` action falls back to `fulfill`; an update
 // that answers without its record (the service's 204) is read back where the caller is given the record.
 import { randomUUID } from 'node:crypto';
-import type { ServiceRecord } from '../catalog/index.ts';
+import type { ServiceRecord } from '../catalog/records.ts';
 import { ApiError } from './errors.ts';
 import { isObject } from './http.ts';
 import type {

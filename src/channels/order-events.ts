@@ -11,7 +11,8 @@
 // The service announces fulfilments, returns, invoices and payments, but not a void, tracking added later or a
 // return received later: an imported order is read back (watched) a minute after its import, then less often as
 // it ages, and at once when a variant of one of its lines moves (a void releases committed stock).
-import { CHANNEL_ORDER, idsIn, type Fields } from '../catalog/index.ts';
+import { CHANNEL_ORDER } from '../catalog/index.ts';
+import { idsIn, type Fields } from '../catalog/records.ts';
 import type { Executor } from '../db/index.ts';
 import {
   insertOrderEvents,

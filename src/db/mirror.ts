@@ -11,7 +11,8 @@
 import { sql } from 'kysely';
 import type { Executor } from './index.ts';
 import type { Part } from './together.ts';
-import { isFields, resources, type ChildSpec, type Fields, type ResourceSpec } from '../catalog/index.ts';
+import { resources, type ChildSpec, type ResourceSpec } from '../catalog/index.ts';
+import { isFields, type Fields } from '../catalog/records.ts';
 
 export interface UpsertResult {
   /** Ids whose row was inserted or changed. */

@@ -2,7 +2,7 @@
 // then mark that fulfillment fulfilled with its tracking. Each step has its own idempotency key and its
 // result is saved before the next, so a retry neither packs twice nor loses the fulfillment id.
 import type { OrderActionAnswer } from '../api/index.ts';
-import type { Fields } from '../catalog/index.ts';
+import type { Fields } from '../catalog/records.ts';
 import type { ShipInput } from './input.ts';
 import { OperationFailed } from './errors.ts';
 import { nonEmpty, orderLinesFor, outbound, resolveOrderId, type Done, type OpContext } from './context.ts';

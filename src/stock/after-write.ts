@@ -2,7 +2,7 @@
 // write's transaction: a write of variants recomputes the channel quantities of those it changed or found gone, a
 // write of bundles' makeup those whose makeup changed; and a read of variants or of orders, even one that changed
 // nothing, ends the held lines it shows committed or cancelled (docs/channels.md).
-import type { Fields } from '../catalog/index.ts';
+import type { Fields } from '../catalog/records.ts';
 import type { Executor } from '../db/index.ts';
 import { recomputeChannel, settleHolds, type Cause, type NewChange } from './recompute.ts';
 import type { ChannelRules } from './rules.ts';

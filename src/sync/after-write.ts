@@ -5,7 +5,7 @@
 // - the channels (src/channels/order-events.ts): record the order events it shows, and read back watched orders
 //   whose lines' stock moved.
 // A feature joins by adding its part to `parts`; what it answers is gathered for the caller.
-import type { Fields } from '../catalog/index.ts';
+import type { Fields } from '../catalog/records.ts';
 import type { Executor } from '../db/index.ts';
 import type { Mark } from '../db/pending.ts';
 import { orderEventsAfterWrite } from '../channels/order-events.ts';

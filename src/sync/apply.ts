@@ -4,7 +4,8 @@
 // same way.
 import type { Executor } from '../db/index.ts';
 import { metrics } from '../metrics.ts';
-import { composition, idsIn, isFields, readsFor, type Fields, type Read, type ResourceSpec } from '../catalog/index.ts';
+import { composition, readsFor, type Read, type ResourceSpec } from '../catalog/index.ts';
+import { idsIn, isFields, type Fields } from '../catalog/records.ts';
 import { markGone, replaceCompositions, upsertChildren, upsertOther, upsertRecords, type Ties } from '../db/mirror.ts';
 import { bundlesWithMakeup, variantsOfOrderLines, variantUpdatedAts } from '../db/mirror-reads.ts';
 import type { Mark } from '../db/pending.ts';

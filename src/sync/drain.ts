@@ -20,7 +20,8 @@ import {
   type ClaimStamps,
   type Mark,
 } from '../db/pending.ts';
-import { catalog, composition, readAs, type Fields, type ServiceRecord } from '../catalog/index.ts';
+import { catalog, composition, readAs } from '../catalog/index.ts';
+import type { Fields, ServiceRecord } from '../catalog/records.ts';
 import { readLive, readLines, type Reader } from '../api/live.ts';
 import { readAfterEvent } from '../catalog/clocks.ts';
 import { inSpan } from '../telemetry/spans.ts';

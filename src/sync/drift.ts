@@ -1,6 +1,7 @@
 // What of a sweep's changes is drift (docs/alerts.md): a record the sweep found changed that a delivery or a queued
 // read explains was about to be read by a drain anyway, and does not count. src/sync/sweep.ts asks, page by page.
-import type { Fields, ResourceSpec } from '../catalog/index.ts';
+import type { ResourceSpec } from '../catalog/index.ts';
+import type { Fields } from '../catalog/records.ts';
 import { announcedAmong } from '../db/delivery-reads.ts';
 import type { Db } from '../db/index.ts';
 import { pendingAmong } from '../db/pending.ts';

@@ -28,7 +28,7 @@ import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';
 import { upsertChildren, upsertOther, type Ties } from '../db/mirror.ts';
 import { allBundles, liveIds } from '../db/mirror-reads.ts';
 import { childCollections, composition, otherResources, resources, type ResourceSpec } from './resources.ts';
-import type { Fields } from '../catalog/index.ts';
+import type { Fields } from '../catalog/records.ts';
 import { listLive, readLive, readLines, type Reader } from '../api/live.ts';
 import { BATCH } from './drain.ts';
 import { explainedDrift } from './drift.ts';
