@@ -1,4 +1,4 @@
-// Issue 27's "done when" for alerts, on the running system: a sandbox over HTTP, the receiver, the sync workers and
+// What the alerts promise, on the running system: a sandbox over HTTP, the receiver, the sync workers and
 // the alert loop (as `start` runs them), a console, the `status` command, and a real HTTP endpoint at
 // ALERT_WEBHOOK_URL whose every POST is verified with the standardwebhooks package.
 // - A wrong COMMERCE_CLIENT_SECRET: the console, `status` and the alert URL say so within a minute, naming the

@@ -1,4 +1,4 @@
-// One quota, many spenders (issue 28): another client of the same application spends the window while three
+// One quota, many spenders: another client of the same application spends the window while three
 // "processes" of ours (a gate each, 4 requests in flight each) want more than it leaves. steady: the script sends
 // one request at a time to the end of its share, so the two race for the last requests of every window; burst: it
 // takes its 80% at the start of each window, 4 at a time. The budget follows the service's Remaining and Reset:

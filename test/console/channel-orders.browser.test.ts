@@ -1,4 +1,4 @@
-// A channel order in the console, in Chromium (issue 43), against the sandbox, the push worker and the channel
+// A channel order in the console, in Chromium, against the sandbox, the push worker and the channel
 // sender: an order the channel imported is packed and shipped in two parts with tracking, paid, and a line
 // returned; its page shows the timeline from hold to import, each shipment with its tracking (linked) and the POST
 // that told the channel; it is reached from a search by channel order id, from the service order's page and from

@@ -1,4 +1,4 @@
-// Channels in the console, in Chromium (issue 26): three channels with different locations and buffers and an
+// Channels in the console, in Chromium: three channels with different locations and buffers and an
 // override show three different quantities of the same variant, each explained on its record page; a hold made
 // through the API lowers all three and the page names it; the variants index shows the channel chosen; the
 // Channels page shows rules, overrides, holds and a destination's state, and pauses and resumes it. Each page is

@@ -1,4 +1,4 @@
-// Writes that answer 204 (issue 28): the service answers every update with 204 and no body
+// Writes that answer 204: the service answers every update with 204 and no body
 // (real-service-notes §7), which proves nothing about what the record now holds. Each push path, run against the
 // documented sandbox behind a proxy that answers every PUT so, must leave behind (in the result it reports) the
 // record as the service holds it afterwards, checked against the sandbox's own snapshot.

@@ -1,4 +1,4 @@
-// A database outage kills no process (issue 27, part 2). PostgreSQL is crashed four times under delivery load
+// A database outage kills no process. PostgreSQL is crashed four times under delivery load
 // (`pg_ctl -m immediate`: every backend is cut in the middle of whatever it was doing) and started again on the
 // same port, while a receiver, a worker (sweeps and pushed stock counts running) and a console (its API in use,
 // a live-tail stream open) run as real processes. While it is down every /readyz answers 503; after each

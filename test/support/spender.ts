@@ -1,4 +1,4 @@
-// Other spenders of the same quota (issue 28, real-service-notes section 7): the service's rate limit belongs to the
+// Other spenders of the same quota (real-service-notes section 7): the service's rate limit belongs to the
 // application and account together, so a script or a second deployment using another token of the same
 // application spends the window commerce-sync spends. `startSpender` is such a script; `recordingProxy` stands
 // between commerce-sync and the sandbox and keeps every request of ours with the rate headers of its answer, so a

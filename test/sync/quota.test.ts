@@ -1,4 +1,4 @@
-// One quota, many spenders (issue 28): the service's rate limit belongs to the application and account together
+// One quota, many spenders: the service's rate limit belongs to the application and account together
 // (real-service-notes section 7), so a script or a second deployment with another token of the same application
 // spends the window commerce-sync spends. Here such a script sets out to spend 80% of every window, one request at
 // a time to the end of its share, while the merchant works and the workers drain deliveries and sweep: the two
