@@ -1,5 +1,6 @@
 // Every file that README.md, docs/ or a source comment names must exist: a path in the docs is a promise to a
-// reader, and one left behind by a move sends them nowhere.
+// reader, and one left behind by a move sends them nowhere. README.md's Guarantees table is held to more: each
+// promise names the tests that check it, and each is a test file npm test runs (or a benchmark run by hand).
 //
 // What counts as a reference:
 // - a path from the repository root, `src/...`, `test/...`, `bench/...`, `docs/...`, `migrations/...`, `config/...`,
@@ -257,4 +258,35 @@ t.test('every path README.md, docs/ and source comments name exists', async (t) 
   t.ok(refs.length > 200, `found ${refs.length} references`);
   const missing = refs.filter((r) => !r.candidates.some(exists)).map((r) => `${r.where} ${r.path}`);
   t.same(missing, [], 'references to files that do not exist');
+});
+
+/** README.md's Guarantees table: each promise (bold, first column) and the files its last column names in backticks. */
+function guaranteesTable(): { promise: string; checkedBy: string[] }[] {
+  const readme = readFileSync(join(root, 'README.md'), 'utf8');
+  const section = readme.split(/^## /m).find((s) => s.startsWith('Guarantees\n')) ?? '';
+  return section
+    .split('\n')
+    .filter((l) => l.startsWith('| **'))
+    .map((row) => {
+      const cells = row.replace(/^\|\s*|\s*\|\s*$/g, '').split(' | ');
+      return {
+        promise: /\*\*(.+?)\*\*/.exec(cells[0]!)?.[1] ?? cells[0]!,
+        checkedBy: [...(cells[cells.length - 1] ?? '').matchAll(/`([^`]+)`/g)].map((m) => m[1]!),
+      };
+    });
+}
+
+t.test("every promise of README's Guarantees table names the tests that check it, and each is a file that runs", async (t) => {
+  const rows = guaranteesTable();
+  t.ok(rows.length >= 10, `found ${rows.length} promises`);
+  const problems: string[] = [];
+  for (const { promise, checkedBy } of rows) {
+    if (!checkedBy.length) problems.push(`${promise}: names no test`);
+    for (const path of checkedBy) {
+      // A test npm test runs (test/**/*.test.ts), or a benchmark run by hand (bench/).
+      if (!/^test\/.+\.test\.ts$/.test(path) && !/^bench\/.+\.ts$/.test(path)) problems.push(`${promise}: ${path} is no test file`);
+      else if (!exists(path)) problems.push(`${promise}: ${path} does not exist`);
+    }
+  }
+  t.same(problems, [], 'Guarantees rows whose tests are missing');
 });
