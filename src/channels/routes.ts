@@ -9,7 +9,7 @@
 //   DELETE /api/channels/:name/overrides/:sku
 //   GET|PUT|DELETE /api/channels/:name/destination, POST /api/channels/:name/destination/pause|resume
 //   GET    /api/channels/:name/stock?since=CURSOR[&limit=N]                  one channel's changes after the cursor
-// and, from order-routes.ts, its holds and orders. A channel name that exists on several connections needs
+// and, from destination-routes.ts and order-routes.ts, its destination and its holds and orders. A channel name that exists on several connections needs
 // ?connection=NAME (400 otherwise). The feeds answer {changes, next, has_more}, and 410 when changes after the
 // cursor were deleted by retention. A variant's quantity in each channel: src/stock/variant-routes.ts.
 import type Router from '@koa/router';
@@ -21,10 +21,9 @@ import { noteAudit } from '../audit.ts';
 import { listChannels, listOverrides, OVERRIDES_PAGE } from '../db/channels.ts';
 import { connectionByName } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
-import { isId, note } from '../inputs.ts';
+import { isId } from '../inputs.ts';
 import { type Answer, decimal, documented, timestamp } from '../openapi/registry.ts';
 import { problem, type RouteDeps } from '../server.ts';
-import { parseAllowedHosts } from './address-guard.ts';
 import {
   addChannel,
   ChannelChoiceError,
@@ -41,22 +40,12 @@ import {
   removeOverride,
   setOverride,
 } from './channels.ts';
-import {
-  destinationInput,
-  pauseDestination,
-  removeDestination,
-  resumeDestination,
-  setDestination,
-  viewDestination,
-} from './destinations.ts';
 import { channelFeed, type FeedExpired, type FeedPage } from './feed.ts';
+import { mountDestinationRoutes } from './destination-routes.ts';
 import { mountOrderRoutes } from './order-routes.ts';
 import { answering, body, channelParams, channelRouting, connectionQuery, feedParams, feedQuery, query } from './requests.ts';
 
-/** As the console's form allows. */
-const PAUSE_REASON_LENGTH = 200;
-
-// The answers, as feed.ts, destinations.ts and src/db/channels.ts build them.
+// The answers, as feed.ts and src/db/channels.ts build them.
 const feedPage = z
   .object({
     changes: z.array(
@@ -82,45 +71,6 @@ const feedPage = z
     has_more: z.boolean(),
   })
   .meta({ id: 'StockFeedPage' });
-const destinationView = z
-  .object({
-    channel_id: z.number().int(),
-    channel: z.string(),
-    connection_id: z.number().int(),
-    connection: z.string(),
-    kinds: z.array(z.enum(['stock', 'orders'])),
-    cursor: z.number().int(),
-    order_cursor: z.number().int(),
-    behind: z.number().int(),
-    paused_at: timestamp.nullable(),
-    paused_reason: z.string().nullable(),
-    next_attempt_at: timestamp.nullable(),
-    failing_since: timestamp.nullable(),
-    failures: z.number().int(),
-    last_status: z.number().int().nullable(),
-    last_error: z.string().nullable(),
-    last_success_at: timestamp.nullable(),
-    host: z.string().describe('The URL is shown by its host only.'),
-    state: z.enum(['caught up', 'behind', 'failing', 'paused']),
-    posts: z.array(
-      z.object({
-        id: z.number().int(),
-        channel_id: z.number().int(),
-        webhook_id: z.string(),
-        first_change: z.number().int(),
-        last_change: z.number().int(),
-        changes: z.number().int(),
-        ok: z.boolean(),
-        status: z.number().int().nullable(),
-        error: z.string().nullable(),
-        attempts: z.number().int(),
-        ms: z.number().int(),
-        kind: z.enum(['stock', 'orders']),
-        at: timestamp,
-      }),
-    ),
-  })
-  .meta({ id: 'Destination' });
 
 function answerFeed(ctx: Context & { body: Answer<typeof feedPage> }, page: FeedPage | FeedExpired): void {
   if ('expired' in page) {
@@ -335,105 +285,6 @@ export function mountRoutes(rt: RouteDeps & { clients: ClientState }, router: Ro
       }),
   );
 
-  // A channel's destination: its state and recent POSTs; set (a secret is made and shown once when none is given),
-  // removed, paused, resumed.
-  api.get(
-    '/api/channels/:name/destination',
-    {
-      role: 'viewer',
-      summary: "A channel's destination: its state and recent POSTs",
-      params: channelParams,
-      query: connectionQuery,
-      answers: { 200: z.object({ destination: destinationView }) },
-      problems: [400, 404],
-    },
-    (ctx) =>
-      answering(ctx, async () => {
-        const ch = await channel(ctx);
-        const view = await viewDestination(db, Number(ch.id));
-        if (!view) return problem(ctx, 404, `channel ${ch.connection}/${ch.name} has no destination`);
-        ctx.body = { destination: view };
-      }),
-  );
-
-  api.put(
-    '/api/channels/:name/destination',
-    {
-      role: 'admin',
-      summary: "Set a channel's destination (a secret is made, and shown once, when none is given)",
-      params: channelParams,
-      query: connectionQuery,
-      body: destinationInput,
-      answers: {
-        200: z.object({
-          destination: destinationView,
-          secret: z.string().optional().describe('The signing secret made: in this answer only.'),
-        }),
-      },
-      problems: [400, 404],
-    },
-    json,
-    (ctx) =>
-      answering(ctx, async () => {
-        const ch = await channel(ctx);
-        const allow = parseAllowedHosts(rt.config.OUTBOUND_ALLOWED_HOSTS);
-        const set = await setDestination(db, rt.clients.key(rt.config), Number(ch.id), body(ctx), allow);
-        await announce([{ channel_id: Number(ch.id) }]);
-        ctx.body = { destination: set.view, ...(set.secret ? { secret: set.secret } : {}) };
-      }),
-  );
-
-  api.delete(
-    '/api/channels/:name/destination',
-    {
-      role: 'admin',
-      summary: "Remove a channel's destination",
-      params: channelParams,
-      query: connectionQuery,
-      answers: { 200: z.object({ removed: z.literal(true) }) },
-      problems: [400, 404],
-    },
-    (ctx) =>
-      answering(ctx, async () => {
-        const ch = await channel(ctx);
-        if (!(await removeDestination(db, Number(ch.id))))
-          return problem(ctx, 404, `channel ${ch.connection}/${ch.name} has no destination`);
-        ctx.body = { removed: true };
-      }),
-  );
-
-  api.post(
-    '/api/channels/:name/destination/:action',
-    {
-      role: 'operator',
-      summary: "Pause or resume a channel's destination",
-      params: { ...channelParams, action: 'pause or resume' },
-      query: connectionQuery,
-      body: z.object({ reason: z.string().max(PAUSE_REASON_LENGTH).optional().describe('Why it is paused.') }),
-      answers: { 200: z.object({ destination: destinationView }) },
-      problems: [400, 404],
-    },
-    json,
-    (ctx) =>
-      answering(ctx, async () => {
-        const ch = await channel(ctx);
-        const action = ctx.params.action;
-        if (action !== 'pause' && action !== 'resume') return problem(ctx, 404, 'the actions are pause and resume');
-        noteAudit(ctx, { before: { destination: await viewDestination(db, Number(ch.id)) } });
-        const given = (ctx.request.body as { reason?: unknown } | undefined)?.reason;
-        if (given !== undefined && (typeof given !== 'string' || !note(PAUSE_REASON_LENGTH).safeParse(given).success))
-          throw new ChannelInputError([`reason: text of at most ${PAUSE_REASON_LENGTH} characters without control characters`]);
-        const reason = typeof given === 'string' && given.trim() ? given.trim() : 'paused by an operator';
-        const done = action === 'pause' ? await pauseDestination(db, Number(ch.id), reason) : await resumeDestination(db, Number(ch.id));
-        if (!done) return problem(ctx, 404, `channel ${ch.connection}/${ch.name} has no destination`);
-        if (action === 'resume') await announce([{ channel_id: Number(ch.id) }]);
-        // Removed since (a DELETE at the same moment): gone, as the schema has no destination of null.
-        const view = await viewDestination(db, Number(ch.id));
-        if (!view) return problem(ctx, 404, `channel ${ch.connection}/${ch.name} has no destination`);
-        ctx.body = { destination: view };
-      }),
-  );
-
   api.get(
     '/api/channels/:name/stock',
     {
@@ -452,5 +303,6 @@ export function mountRoutes(rt: RouteDeps & { clients: ClientState }, router: Ro
       }),
   );
 
+  mountDestinationRoutes(rt, router, routing);
   mountOrderRoutes(rt, router, routing);
 }

@@ -1,0 +1,170 @@
+// A channel's destination over the JSON API, mounted by src/channels/routes.ts (docs/channels.md):
+//   GET|PUT|DELETE /api/channels/:name/destination, POST /api/channels/:name/destination/pause|resume
+// its state and recent POSTs; set (a secret is made and shown once when none is given), removed, paused, resumed.
+import type Router from '@koa/router';
+import { z } from 'zod';
+import type { ClientState } from '../api/client-state.ts';
+import { noteAudit } from '../audit.ts';
+import { note } from '../inputs.ts';
+import { documented, timestamp } from '../openapi/registry.ts';
+import { problem, type RouteDeps } from '../server.ts';
+import { parseAllowedHosts } from './address-guard.ts';
+import { ChannelInputError } from './channels.ts';
+import {
+  destinationInput,
+  pauseDestination,
+  removeDestination,
+  resumeDestination,
+  setDestination,
+  viewDestination,
+} from './destinations.ts';
+import { answering, body, channelParams, type ChannelRouting, connectionQuery } from './requests.ts';
+
+/** As the console's form allows. */
+const PAUSE_REASON_LENGTH = 200;
+
+// The answer, as destinations.ts builds it.
+const destinationView = z
+  .object({
+    channel_id: z.number().int(),
+    channel: z.string(),
+    connection_id: z.number().int(),
+    connection: z.string(),
+    kinds: z.array(z.enum(['stock', 'orders'])),
+    cursor: z.number().int(),
+    order_cursor: z.number().int(),
+    behind: z.number().int(),
+    paused_at: timestamp.nullable(),
+    paused_reason: z.string().nullable(),
+    next_attempt_at: timestamp.nullable(),
+    failing_since: timestamp.nullable(),
+    failures: z.number().int(),
+    last_status: z.number().int().nullable(),
+    last_error: z.string().nullable(),
+    last_success_at: timestamp.nullable(),
+    host: z.string().describe('The URL is shown by its host only.'),
+    state: z.enum(['caught up', 'behind', 'failing', 'paused']),
+    posts: z.array(
+      z.object({
+        id: z.number().int(),
+        channel_id: z.number().int(),
+        webhook_id: z.string(),
+        first_change: z.number().int(),
+        last_change: z.number().int(),
+        changes: z.number().int(),
+        ok: z.boolean(),
+        status: z.number().int().nullable(),
+        error: z.string().nullable(),
+        attempts: z.number().int(),
+        ms: z.number().int(),
+        kind: z.enum(['stock', 'orders']),
+        at: timestamp,
+      }),
+    ),
+  })
+  .meta({ id: 'Destination' });
+
+export function mountDestinationRoutes(rt: RouteDeps & { clients: ClientState }, router: Router, routing: ChannelRouting): void {
+  const { db } = rt.database;
+  const { announce, channel, json } = routing;
+  const api = documented(router);
+
+  // A channel's destination: its state and recent POSTs; set (a secret is made and shown once when none is given),
+  // removed, paused, resumed.
+  api.get(
+    '/api/channels/:name/destination',
+    {
+      role: 'viewer',
+      summary: "A channel's destination: its state and recent POSTs",
+      params: channelParams,
+      query: connectionQuery,
+      answers: { 200: z.object({ destination: destinationView }) },
+      problems: [400, 404],
+    },
+    (ctx) =>
+      answering(ctx, async () => {
+        const ch = await channel(ctx);
+        const view = await viewDestination(db, Number(ch.id));
+        if (!view) return problem(ctx, 404, `channel ${ch.connection}/${ch.name} has no destination`);
+        ctx.body = { destination: view };
+      }),
+  );
+
+  api.put(
+    '/api/channels/:name/destination',
+    {
+      role: 'admin',
+      summary: "Set a channel's destination (a secret is made, and shown once, when none is given)",
+      params: channelParams,
+      query: connectionQuery,
+      body: destinationInput,
+      answers: {
+        200: z.object({
+          destination: destinationView,
+          secret: z.string().optional().describe('The signing secret made: in this answer only.'),
+        }),
+      },
+      problems: [400, 404],
+    },
+    json,
+    (ctx) =>
+      answering(ctx, async () => {
+        const ch = await channel(ctx);
+        const allow = parseAllowedHosts(rt.config.OUTBOUND_ALLOWED_HOSTS);
+        const set = await setDestination(db, rt.clients.key(rt.config), Number(ch.id), body(ctx), allow);
+        await announce([{ channel_id: Number(ch.id) }]);
+        ctx.body = { destination: set.view, ...(set.secret ? { secret: set.secret } : {}) };
+      }),
+  );
+
+  api.delete(
+    '/api/channels/:name/destination',
+    {
+      role: 'admin',
+      summary: "Remove a channel's destination",
+      params: channelParams,
+      query: connectionQuery,
+      answers: { 200: z.object({ removed: z.literal(true) }) },
+      problems: [400, 404],
+    },
+    (ctx) =>
+      answering(ctx, async () => {
+        const ch = await channel(ctx);
+        if (!(await removeDestination(db, Number(ch.id))))
+          return problem(ctx, 404, `channel ${ch.connection}/${ch.name} has no destination`);
+        ctx.body = { removed: true };
+      }),
+  );
+
+  api.post(
+    '/api/channels/:name/destination/:action',
+    {
+      role: 'operator',
+      summary: "Pause or resume a channel's destination",
+      params: { ...channelParams, action: 'pause or resume' },
+      query: connectionQuery,
+      body: z.object({ reason: z.string().max(PAUSE_REASON_LENGTH).optional().describe('Why it is paused.') }),
+      answers: { 200: z.object({ destination: destinationView }) },
+      problems: [400, 404],
+    },
+    json,
+    (ctx) =>
+      answering(ctx, async () => {
+        const ch = await channel(ctx);
+        const action = ctx.params.action;
+        if (action !== 'pause' && action !== 'resume') return problem(ctx, 404, 'the actions are pause and resume');
+        noteAudit(ctx, { before: { destination: await viewDestination(db, Number(ch.id)) } });
+        const given = (ctx.request.body as { reason?: unknown } | undefined)?.reason;
+        if (given !== undefined && (typeof given !== 'string' || !note(PAUSE_REASON_LENGTH).safeParse(given).success))
+          throw new ChannelInputError([`reason: text of at most ${PAUSE_REASON_LENGTH} characters without control characters`]);
+        const reason = typeof given === 'string' && given.trim() ? given.trim() : 'paused by an operator';
+        const done = action === 'pause' ? await pauseDestination(db, Number(ch.id), reason) : await resumeDestination(db, Number(ch.id));
+        if (!done) return problem(ctx, 404, `channel ${ch.connection}/${ch.name} has no destination`);
+        if (action === 'resume') await announce([{ channel_id: Number(ch.id) }]);
+        // Removed since (a DELETE at the same moment): gone, as the schema has no destination of null.
+        const view = await viewDestination(db, Number(ch.id));
+        if (!view) return problem(ctx, 404, `channel ${ch.connection}/${ch.name} has no destination`);
+        ctx.body = { destination: view };
+      }),
+  );
+}
