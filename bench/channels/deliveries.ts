@@ -1,4 +1,4 @@
-// What a full sweep that changes every quantity costs the channels' destinations (issue 26): --variants mirrored
+// What a full sweep that changes every quantity costs the channels' destinations: --variants mirrored
 // variants (two stock locations each), three channels with different rules, each with a destination on a local
 // endpoint that verifies every POST with the `standardwebhooks` package. Then the sweep: every variant's stock moves,
 // written and recomputed 250 variants a transaction as a sweep's pages are, each page's changes announced as the

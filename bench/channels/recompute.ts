@@ -1,4 +1,4 @@
-// How long a channel's recomputation takes (issue 26): --variants mirrored variants (two stock locations each,
+// How long a channel's recomputation takes: --variants mirrored variants (two stock locations each,
 // one in 20 a bundle of two others), then: the default channel's first computation, a channel added, a change of
 // its rules that moves every quantity, and one that moves none; each in batches of 1000 variants a transaction
 // (src/stock/channel.ts recomputeWholeChannel). Then a hold of 10 SKUs in three channels, and a mirror write of

@@ -778,5 +778,5 @@ if (withOrders.length) {
       "fulfilment's created_at; imported: from the import's enqueueing. open: not heard within the grace after the load stopped. at off: the event's " +
       "`at` more than 1 s from the service's record.",
   );
-  console.log('targets (issue 43, at 10/s): shipped p95 <= 5 s and max <= 30 s; voided p95 <= 120 s; stock p95 within 1 s of the anchor.');
+  console.log('targets (at 10/s): shipped p95 <= 5 s and max <= 30 s; voided p95 <= 120 s; stock p95 within 1 s of the anchor.');
 }
