@@ -5,13 +5,20 @@
 // Ports: a process with the receiver or the console serves on PORT; one running only workers serves health,
 // readiness and metrics on WORKER_PORT, or nothing when that is empty, so workers and receivers on one host
 // never fight over a port.
+// Start order: the server listens first (/healthz 200, /readyz 503 "starting: ..." until the roles are mounted); a
+// start that fails because an external database is away (not up yet, restarting, crashed half-way through) is
+// undone and tried again with backoff until it answers (src/db/wait.ts), so processes and their database start in
+// any order. Any other failure (a wrong password, a missing database, a migration) still ends the start at once.
 import type { CommandContext } from './command.ts';
 import { OperatorAccess } from './console/auth.ts';
 import * as demo from './demo/index.ts';
+import { errorSummary } from './db/index.ts';
+import { whileDatabaseAway } from './db/wait.ts';
 import { guardProcess } from './guard.ts';
 import { serveMetrics } from './metrics.ts';
-import { createRuntime, type RoleModule } from './runtime.ts';
-import { handleShutdown, Interrupted } from './shutdown.ts';
+import { createRuntime, type RoleModule, type Runtime } from './runtime.ts';
+import { listenStarting, type StartingServer } from './server.ts';
+import { handleShutdown, Interrupted, type Shutdown } from './shutdown.ts';
 
 /** The roles a process can run (ROLES in the settings). */
 export type RoleName = 'receiver' | 'worker' | 'console';
@@ -40,25 +47,26 @@ export async function runRoles(ctx: CommandContext, mounted: Roles, opts: { demo
   guardProcess(log);
   const shutdown = handleShutdown(log);
   try {
-    const worker = roles.includes('worker');
-    const rt = await createRuntime(config, log, { shutdown, boss: { supervise: worker, schedule: worker } });
-    // The demo sandbox goes first so the roles find a connection to work on.
-    if (opts.demo && runsDemo(config, roles)) await demo.mount(rt);
-    for (const role of roles) {
-      for (const mod of mounted[role]!) {
-        shutdown.check();
-        await mod.mount(rt);
-      }
-    }
-    // The console serves /metrics with its database-wide gauges; other processes serve their own counters.
-    if (!roles.includes('console'))
-      rt.router.get(
-        '/metrics',
-        new OperatorAccess({ config, db: rt.database.db, demo: () => rt.demo, publicUrl: () => rt.publicUrl }).guard(),
-        serveMetrics,
-      );
-    shutdown.check();
+    // Listening from the start: /healthz answers while the process starts, /readyz says 503 and why.
     const port = portFor(config, roles);
+    let starting = 'starting';
+    const early =
+      port === null
+        ? undefined
+        : await listenStarting(port, config.HOST, () => starting, { requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS });
+    if (early) shutdown.add(() => early.close());
+    const attempt = () => startRoles(ctx, mounted, shutdown, { demo: opts.demo, server: early });
+    // An external database that is away (not up yet, restarting) is waited for; the embedded one is this process's own.
+    const rt = config.DATABASE_URL
+      ? await whileDatabaseAway(config.DATABASE_URL, log, attempt, {
+          onWait: (reason) => {
+            starting = reason ?? 'starting';
+          },
+          stopping: shutdown.done,
+          check: () => shutdown.check(),
+        })
+      : await attempt();
+    shutdown.check();
     const server = port === null ? null : await rt.listen(port);
     for (const step of rt.afterListen) await step();
     ctx.out(
@@ -77,4 +85,57 @@ export async function runRoles(ctx: CommandContext, mounted: Roles, opts: { demo
   }
   await shutdown.done;
   return 0;
+}
+
+/**
+ * One try at starting: the runtime, the demo sandbox, the roles' mounts. What it starts stops with the process, or
+ * at once when the try fails (a database that went away meanwhile: src/db/wait.ts tries again from the start).
+ */
+async function startRoles(
+  ctx: CommandContext,
+  mounted: Roles,
+  shutdown: Shutdown,
+  opts: { demo?: boolean; server?: StartingServer },
+): Promise<Runtime> {
+  const { config, log } = ctx;
+  const roles = Object.keys(mounted) as RoleName[];
+  const steps: (() => Promise<void>)[] = [];
+  let stopped = false;
+  const stop = async (failed: boolean) => {
+    stopped = true;
+    for (const step of steps.splice(0).reverse()) {
+      await step().catch((err) =>
+        // A failed start stops its parts with the database likely away: expected to fail, not an error.
+        failed
+          ? log.warn({ err: errorSummary(err) }, 'a part of a failed start did not stop cleanly')
+          : log.error({ err }, 'error during shutdown'),
+      );
+    }
+  };
+  shutdown.add(() => stop(false));
+  // Once stopped (a signal), a part that starts after stops at once.
+  const part = { add: (step: () => Promise<void>) => (stopped ? shutdown.add(step) : void steps.push(step)), check: shutdown.check };
+  try {
+    const worker = roles.includes('worker');
+    const rt = await createRuntime(config, log, { shutdown: part, server: opts.server, boss: { supervise: worker, schedule: worker } });
+    // The demo sandbox goes first so the roles find a connection to work on.
+    if (opts.demo && runsDemo(config, roles)) await demo.mount(rt);
+    for (const role of roles) {
+      for (const mod of mounted[role]!) {
+        shutdown.check();
+        await mod.mount(rt);
+      }
+    }
+    // The console serves /metrics with its database-wide gauges; other processes serve their own counters.
+    if (!roles.includes('console'))
+      rt.router.get(
+        '/metrics',
+        new OperatorAccess({ config, db: rt.database.db, demo: () => rt.demo, publicUrl: () => rt.publicUrl }).guard(),
+        serveMetrics,
+      );
+    return rt;
+  } catch (err) {
+    await stop(true);
+    throw err;
+  }
 }

@@ -7,7 +7,7 @@ import { publicUrl as publicUrlOf, type Config } from './config.ts';
 import { openDatabase, type OpenDatabase } from './db/index.ts';
 import type { Logger } from './log.ts';
 import { startBoss, stopBoss } from './queue/boss.ts';
-import { createApp, listen, type ProcessRuntime, type ReadinessCheck } from './server.ts';
+import { createApp, listen, type ProcessRuntime, type ReadinessCheck, type StartingServer } from './server.ts';
 import { createSyncState, type SyncState } from './sync/state.ts';
 import type { SyncDeps } from './sync/state.ts';
 
@@ -39,6 +39,8 @@ export interface RuntimeOptions {
    * `check` is called between the parts. Without, stop() runs them.
    */
   shutdown?: { add(step: () => Promise<void>): void; check(): void };
+  /** A server already listening while the process started (src/process.ts): listen() serves the app on it. */
+  server?: StartingServer;
 }
 
 export async function createRuntime(config: Config, log: Logger, opts: RuntimeOptions = {}): Promise<Runtime> {
@@ -84,7 +86,8 @@ export async function createRuntime(config: Config, log: Logger, opts: RuntimeOp
       afterListen: [],
       onStop,
       async listen(port) {
-        const server = await listen(app, port, rt.config.HOST, { requestTimeoutMs: rt.config.HTTP_REQUEST_TIMEOUT_MS });
+        const server = opts.server ?? (await listen(app, port, rt.config.HOST, { requestTimeoutMs: rt.config.HTTP_REQUEST_TIMEOUT_MS }));
+        opts.server?.serve(app);
         add(() => server.close());
         rt.publicUrl = publicUrlOf(rt.config, server.port);
         return server;

@@ -119,9 +119,60 @@ export function createApp(pool: pg.Pool, log: Logger, extraChecks: ReadinessChec
   return { app, router };
 }
 
+/** A server that listens before its app exists: see listenStarting. */
+export interface StartingServer extends Server {
+  /** Every request from now on goes to `app`. */
+  serve(app: Koa): void;
+}
+
+/**
+ * Listens at once, before the app exists (a process starting, its database maybe away): until `serve(app)`,
+ * /healthz answers 200, /readyz 503 with `reason()`, and anything else 503 with Retry-After, so a delivery that
+ * arrives meanwhile is retried by its sender, never refused for good.
+ */
+export async function listenStarting(
+  port: number,
+  host: string,
+  reason: () => string,
+  opts: { requestTimeoutMs?: number } = {},
+): Promise<StartingServer> {
+  let handle: http.RequestListener = (req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    const [status, body] =
+      path === '/healthz'
+        ? [200, { ok: true }]
+        : path === '/readyz'
+          ? [503, { ok: false, reasons: [reason()] }]
+          : [503, { error: reason() }];
+    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...(status === 503 ? { 'retry-after': '5' } : {}) });
+    res.end(JSON.stringify(body));
+  };
+  const server = await listenWith(new Koa(), (req, res) => handle(req, res), port, host, opts);
+  let closing: Promise<void> | undefined;
+  const close = server.close;
+  return Object.assign(server, {
+    serve(app: Koa) {
+      server.app = app;
+      handle = app.callback();
+    },
+    // Closed by whichever comes first: the runtime that serves on it, or the process's shutdown.
+    close: (graceMs?: number) => (closing ??= close(graceMs)),
+  });
+}
+
 export function listen(app: Koa, port: number, host: string, opts: { requestTimeoutMs?: number } = {}): Promise<Server> {
+  return listenWith(app, app.callback(), port, host, opts);
+}
+
+function listenWith(
+  app: Koa,
+  handler: http.RequestListener,
+  port: number,
+  host: string,
+  opts: { requestTimeoutMs?: number },
+): Promise<Server> {
   // Node checks request timeouts every connectionsCheckingInterval (30 s by default): check every second.
-  const server = http.createServer({ connectionsCheckingInterval: 1000 }, app.callback());
+  const server = http.createServer({ connectionsCheckingInterval: 1000 }, handler);
   // Longer than the idle timeout of the senders in front of us, so a sender never reuses a socket we have just
   // closed (a reset, and a delivery waiting for its retry): AWS load balancers 60 s, nginx upstreams 75 s, Go's
   // http.Transport 90 s; Node's undici 4 s and the sandbox 30 s.

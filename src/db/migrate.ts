@@ -26,7 +26,9 @@ export async function listMigrations(dir = migrationsDir): Promise<string[]> {
 }
 
 export async function migrate(databaseUrl: string, dir = migrationsDir): Promise<MigrationResult> {
-  const client = new pg.Client({ connectionString: databaseUrl });
+  // A server that drops packets instead of refusing fails the connect after 10 s (as pg-boss's pool does), so a
+  // process waiting for its database at start tries again and says so (src/db/wait.ts), not after minutes.
+  const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 10_000 });
   // A server lost mid-migration fails the statement awaited below (start-up then fails with its message);
   // unlistened, pg's 'error' event would end the process with a stack trace instead.
   client.on('error', () => {});

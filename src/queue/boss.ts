@@ -88,7 +88,14 @@ export async function startBoss(
     log.warn({ err: errorSummary(err), suppressed }, 'pg-boss lost its database connection; it retries by itself');
     suppressed = 0;
   });
-  await boss.start();
+  try {
+    await boss.start();
+  } catch (err) {
+    // What it opened before failing (its pool, its timers) goes with it: a process waiting for its database starts
+    // a new one on its next try (src/db/wait.ts).
+    await boss.stop({ graceful: false }).catch(() => {});
+    throw err;
+  }
   return boss;
 }
 
