@@ -98,6 +98,9 @@ async function upsertRows(
     SELECT ${connectionId}::bigint, ${sql.raw([...consts.map((c) => w.constants![c]!), ...cols.map((c) => w.columns[c]!)].join(', '))}, r, now()${read.value}
     FROM jsonb_array_elements(${JSON.stringify(list)}::jsonb) AS x(r), (SELECT ${parents}::jsonb AS parents) p
     WHERE cs_bigint(r->>'id') IS NOT NULL ${sql.raw(w.filter ? `AND (${w.filter})` : '')}
+    -- In key order: two writers of overlapping rows (a sweep's page, a drain's read) then lock them in the same
+    -- order, where the order of their answers made them wait on each other (a deadlock, 40P01).
+    ORDER BY cs_bigint(r->>'id')
     ON CONFLICT (${sql.raw(w.conflict.join(', '))}) DO UPDATE SET
       ${sql.raw([...setCols, 'raw', 'synced_at'].map((c) => `${c} = excluded.${c}`).join(', '))}${sql.raw(w.readTimes ? ', read_as_of = excluded.read_as_of, read_by = excluded.read_by' : '')}
     WHERE (t.updated_at IS NULL OR excluded.updated_at IS NULL OR excluded.updated_at > t.updated_at
