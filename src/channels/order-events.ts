@@ -19,6 +19,7 @@ import {
   lockMappedOrders,
   noteAnnounced,
   orderFacts,
+  unknownDocumentsOf,
   watchedOrdersWithVariants,
   type MappedOrder,
   type NewOrderEvent,
@@ -217,6 +218,14 @@ export async function orderEventsAfterWrite(tx: Executor, w: WriteOfOrders): Pro
   if (w.resource === 'variant' && w.followUps && w.applied.length) {
     for (const id of await watchedOrdersWithVariants(tx, w.connectionId, w.applied))
       followUps.push({ connectionId: w.connectionId, resource: CHANNEL_ORDER, id, reason: 'order.watch' });
+  }
+  // A channel order read (by its watch, or a delivery) names its fulfilments and returns: those the mirror has not
+  // seen are read too, so a shipment or a return reaches the channel with no webhook about it.
+  if ((w.resource === CHANNEL_ORDER || w.resource === 'order') && w.followUps) {
+    const ids = (r: Fields, f: string) => (Array.isArray(r[f]) ? (r[f] as unknown[]).map(Number).filter(Number.isSafeInteger) : []);
+    const named = w.records.map((r) => ({ orderId: Number(r.id), fulfillments: ids(r, 'fulfillment_ids'), returns: ids(r, 'return_ids') }));
+    for (const d of await unknownDocumentsOf(tx, w.connectionId, named))
+      followUps.push({ connectionId: w.connectionId, resource: d.resource, id: d.id, reason: `${d.resource}.of-order` });
   }
   return { orderEvents, followUps };
 }

@@ -222,3 +222,30 @@ export async function lastOrderEventId(db: Executor, channelId: number): Promise
     .executeTakeFirst();
   return Number(row?.id ?? 0);
 }
+
+/**
+ * Of the fulfilments and returns that channel orders name (an order's `fulfillment_ids`, `return_ids`), those the
+ * mirror does not have yet: with no webhook about them (lost, or no subscription), reading the order is how they
+ * are learnt. Orders that are no channel's are left out.
+ */
+export async function unknownDocumentsOf(
+  db: Executor,
+  connectionId: number,
+  named: { orderId: number; fulfillments: number[]; returns: number[] }[],
+): Promise<{ resource: 'fulfillment' | 'fulfillment_return'; id: number }[]> {
+  const fulfillments = named.flatMap((n) => n.fulfillments.map((id) => [n.orderId, id]));
+  const returns = named.flatMap((n) => n.returns.map((id) => [n.orderId, id]));
+  if (!fulfillments.length && !returns.length) return [];
+  const { rows } = await sql<{ resource: 'fulfillment' | 'fulfillment_return'; id: number }>`
+    WITH n AS (
+      SELECT 'fulfillment' AS resource, x.o, x.id FROM jsonb_to_recordset(${JSON.stringify(fulfillments.map(([o, id]) => ({ o, id })))}::jsonb) AS x(o bigint, id bigint)
+      UNION ALL
+      SELECT 'fulfillment_return', x.o, x.id FROM jsonb_to_recordset(${JSON.stringify(returns.map(([o, id]) => ({ o, id })))}::jsonb) AS x(o bigint, id bigint)
+    )
+    SELECT DISTINCT n.resource, n.id FROM n
+      JOIN channel_orders co ON co.connection_id = ${connectionId} AND co.order_id = n.o
+     WHERE (n.resource = 'fulfillment' AND NOT EXISTS (SELECT 1 FROM fulfillments f WHERE f.connection_id = ${connectionId} AND f.id = n.id))
+        OR (n.resource = 'fulfillment_return'
+            AND NOT EXISTS (SELECT 1 FROM fulfillment_returns r WHERE r.connection_id = ${connectionId} AND r.id = n.id))`.execute(db);
+  return rows.map((r) => ({ resource: r.resource, id: Number(r.id) }));
+}

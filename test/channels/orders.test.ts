@@ -14,6 +14,7 @@ import { setDestination } from '../../src/channels/destinations.ts';
 import { orderEventsFeed } from '../../src/channels/order-feed.ts';
 import { cancelChannelOrder, channelOrderView } from '../../src/channels/orders.ts';
 import { announceChanges } from '../../src/channels/dispatch.ts';
+import { CHANNEL_ORDER } from '../../src/catalog/index.ts';
 import { markPending } from '../../src/db/pending.ts';
 import { addChannel } from '../../src/channels/channels.ts';
 import { rulesFrom } from '../../src/stock/rules.ts';
@@ -98,10 +99,20 @@ async function world(t: Teardown) {
       );
     }
   };
+  /** The drains of these resources, reading whatever is due (marked by an earlier read's follow-ups). */
+  const drainDue = async (resources: string[]) => {
+    for (const resource of resources) {
+      const out = await drainPending({ db, log: h.rt.log, client, rules: rulesFrom(h.config), clockMarginMs: 0 }, resource);
+      await announceChanges(
+        h.rt,
+        out.orderEvents.map((id) => ({ channel_id: id })),
+      );
+    }
+  };
   const variants = plainVariants(await h.snapshot('variants'));
   const companies = await h.snapshot('companies');
   const [company] = companies.filter((c: any) => c.status !== 'archived');
-  return { h, db, connectionId, channel, ep, drain, variants, company, api: merchantApi(h.sb) };
+  return { h, db, connectionId, channel, ep, drain, drainDue, variants, company, api: merchantApi(h.sb) };
 }
 
 t.test('imported, packed and shipped in two parts with tracking, a line returned: each event once, in order', async (t) => {
@@ -246,4 +257,46 @@ t.test('a void no webhook announces reaches the channel; a cancel asked twice vo
   }
   const voids = await w.db.selectFrom('push_operations').select('id').where('kind', '=', 'void').execute();
   t.equal(voids.length, 1);
+});
+
+t.test('a channel order read back names its fulfilments and returns: those the mirror lacks are read, with no webhook', async (t) => {
+  const w = await world(t);
+  const [a] = w.variants;
+  const op = await w.h.run('import-order', orderInput(w.company.id, 'webshop', 'W-9', [{ sku: a.sku, quantity: '2' }]));
+  t.equal(op.state, 'confirmed', op.reason ?? '');
+  const orderId = (op.result as any).order_id as number;
+  const [line] = (await w.h.snapshot('orders')).find((o: any) => o.id === orderId).order_line_item_ids as number[];
+  await w.drain([{ resource: 'order', id: orderId }]);
+
+  // Shipped with tracking and a line returned at the service; no delivery about either reaches us.
+  const f = (
+    await w.api('POST', '/fulfillments', {
+      fulfillment: { order_id: orderId, fulfillment_line_items: [{ order_line_item_id: line, quantity: '2' }] },
+    })
+  ).fulfillment;
+  await w.api('PUT', `/fulfillments/${f.id}`, { fulfillment: { status: 'fulfilled', tracking_company: 'DHL', tracking_number: 'T-900' } });
+  const ret = (
+    await w.api('POST', '/fulfillment_returns', {
+      fulfillment_return: { order_id: orderId, fulfillment_return_line_items: [{ order_line_item_id: line, quantity: '1' }] },
+    })
+  ).fulfillment_return;
+
+  // The order's watch reads the order alone; what it names and the mirror lacks is marked due.
+  await w.drain([{ resource: CHANNEL_ORDER, id: orderId }]);
+  const due = await sql<{ resource: string; id: number }>`SELECT resource, id FROM pending_fetches
+    WHERE connection_id = ${w.connectionId} AND resource IN ('fulfillment', 'fulfillment_return') ORDER BY resource`.execute(w.db);
+  t.same(
+    due.rows.map((r) => [r.resource, Number(r.id)]),
+    [
+      ['fulfillment', f.id],
+      ['fulfillment_return', ret.id],
+    ],
+    'the fulfilment and the return the order names are due',
+  );
+  await w.drainDue(['fulfillment', 'fulfillment_return']);
+  await until('the shipment and the return reached the channel', () =>
+    ['order.shipped', 'order.returned'].every((type) => w.ep.state.told.some((e) => e.channel_order_id === 'W-9' && e.type === type)),
+  );
+  const shipped = w.ep.state.told.find((e) => e.channel_order_id === 'W-9' && e.type === 'order.shipped')!;
+  t.match(shipped.data, { tracking_company: 'DHL', tracking_number: 'T-900' }, 'with its tracking');
 });
