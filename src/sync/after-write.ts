@@ -3,35 +3,19 @@
 // - the quantity engine (src/stock/after-write.ts): recomputes the channel quantities of the variants a write
 //   touched, and ends the held lines it shows committed or cancelled;
 // - the channels (src/channels/order-events.ts): record the order events it shows, and read back watched orders
-//   whose lines' stock moved.
+//   whose lines' stock moved, and the fulfilments and returns a read channel order names that the mirror lacks.
 // A feature joins by adding its part to `parts`; what it answers is gathered for the caller.
-import type { Fields } from '../catalog/records.ts';
 import type { Executor } from '../db/index.ts';
 import type { Mark } from '../db/pending.ts';
-import { orderEventsAfterWrite } from '../channels/order-events.ts';
-import { quantitiesAfterWrite } from '../stock/after-write.ts';
+import { orderEventsAfterWrite, type WriteOfOrders } from '../channels/order-events.ts';
+import { quantitiesAfterWrite, type WriteOfStock } from '../stock/after-write.ts';
 import type { Cause, NewChange } from '../stock/recompute.ts';
 import type { ChannelRules } from '../stock/rules.ts';
 
 export type { Cause, ChannelRules, NewChange };
 
-/** One write to the mirror: what was read, what the write changed, and why. */
-export interface MirrorWrite {
-  connectionId: number;
-  /** The settings' rules, which a connection's first channel starts with. */
-  rules: ChannelRules;
-  cause: Cause;
-  /** The resource written: its catalogue name (`composition` for bundles' makeup). */
-  resource: string;
-  /** What the read returned, written or not. */
-  records: readonly Fields[];
-  /** Ids the write inserted or changed (bundle ids for makeup). */
-  applied: number[];
-  /** Ids the service no longer has, marked gone by this write. */
-  gone: number[];
-  /** Whether the write asks for follow-up reads (drains do; sweeps read everything anyway). */
-  followUps: boolean;
-}
+/** One write to the mirror: what was read, what the write changed, and why; each feature's part reads its share. */
+export type MirrorWrite = WriteOfStock & WriteOfOrders;
 
 /** What a part did: channel quantity changes, channels that got order events, reads it calls for. */
 export interface AfterWrite {
