@@ -1,7 +1,8 @@
 // What happens to a channel's orders at the service, as events the channel is told (its feed and destination):
 // order.imported / order.import_failed (from the push operation), order.packed and order.shipped (one per
 // fulfilment; tracking changed on a shipped one later is order.tracking_updated), order.invoiced (one per
-// invoice), order.paid, order.voided and order.returned (one per return), from what the mirror shows.
+// invoice), order.paid, order.voided, order.returned and order.return_received (one per return), from what the
+// mirror shows.
 //
 // Each event has a key within its order (packed:<fulfilment id>, ...) kept on the channel order's mapping, so
 // however often a write, a replay or a sweep tells of the same state, it becomes an event once; all of it happens in
@@ -19,6 +20,8 @@ import {
   lockMappedOrders,
   noteAnnounced,
   orderFacts,
+  eventTimeKey,
+  latestEventTimes,
   unknownDocumentsOf,
   watchedOrdersWithVariants,
   type MappedOrder,
@@ -46,7 +49,8 @@ const RANK: Record<OrderEventType, number> = {
   'order.invoiced': 4,
   'order.paid': 5,
   'order.returned': 6,
-  'order.voided': 7,
+  'order.return_received': 7,
+  'order.voided': 8,
 };
 
 const time = (...candidates: (string | Date | null | undefined)[]): Date => {
@@ -130,12 +134,38 @@ export function dueEvents(f: OrderFacts, announced: readonly string[]): { events
         lines: ret.lines.map((l) => ({ sku: l.sku, quantity: l.quantity })),
       },
     });
+    // The goods came back to a location (a return received later, no webhook says so: the watch reads it).
+    if (ret.status === 'received')
+      add({
+        type: 'order.return_received',
+        key: `return_received:${ret.id}`,
+        at: time(ret.received_at),
+        data: {
+          return_id: Number(ret.id),
+          location_id: ret.location_id,
+          received_at: ret.received_at,
+          lines: ret.lines.map((l) => ({ sku: l.sku, quantity: l.quantity })),
+        },
+      });
   }
   // A deleted order (the service allows it before shipping) is as good as voided for the channel.
   if (ENDED.includes(f.status ?? '')) add({ type: 'order.voided', key: 'voided', at: time(f.updated_at), data: { status: f.status } });
   const order = events.map((e, i) => ({ e, i }));
   order.sort((a, b) => a.e.at.getTime() - b.e.at.getTime() || RANK[a.e.type] - RANK[b.e.type] || a.i - b.i);
   return { events: order.map((o) => o.e), keys };
+}
+
+/**
+ * An order's events never go back in time: one learnt by a later write, stamped earlier than what the channel was
+ * already told of the order (the service's clocks differ, a record read late), is told at that latest time instead.
+ */
+export function notBefore(events: DerivedEvent[], told: Date | null): DerivedEvent[] {
+  let last = told?.getTime() ?? Number.NEGATIVE_INFINITY;
+  return events.map((e) => {
+    const at = Math.max(e.at.getTime(), last);
+    last = at;
+    return at === e.at.getTime() ? e : { ...e, at: new Date(at) };
+  });
 }
 
 const ENDED = ['void', 'deleted', 'gone'];
@@ -169,12 +199,13 @@ export async function recordOrderEvents(tx: Executor, connectionId: number, orde
   );
   const rows: NewOrderEvent[] = [];
   const now = new Date();
+  const toldUntil = await latestEventTimes(tx, connectionId, mapped);
   for (const m of mapped) {
     const f = facts.get(m.order_id);
     if (!f || m.channel_id === null) continue;
     const due = dueEvents(f, m.announced);
     if (!due.keys.length) continue;
-    rows.push(...due.events.map((e) => eventRow(m, f, e)));
+    rows.push(...notBefore(due.events, toldUntil.get(eventTimeKey(m)) ?? null).map((e) => eventRow(m, f, e)));
     await noteAnnounced(tx, {
       connectionId,
       channel: m.channel,

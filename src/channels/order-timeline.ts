@@ -86,6 +86,8 @@ function describe(e: ChannelOrderView['events'][number]): Pick<TimelineEntry, 'w
         detail: joined(linesText(d.lines), str(d.credit_note_number) && `credit note ${d.credit_note_number}`),
         tracking: null,
       };
+    case 'order.return_received':
+      return { what: `Return received (return ${d.return_id})`, detail: linesText(d.lines), tracking: null };
     case 'order.voided':
       return { what: 'Voided', detail: '', tracking: null };
     default:

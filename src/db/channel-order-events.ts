@@ -249,3 +249,22 @@ export async function unknownDocumentsOf(
             AND NOT EXISTS (SELECT 1 FROM fulfillment_returns r WHERE r.connection_id = ${connectionId} AND r.id = n.id))`.execute(db);
   return rows.map((r) => ({ resource: r.resource, id: Number(r.id) }));
 }
+
+/** A channel order's key in latestEventTimes' answer. */
+export const eventTimeKey = (o: { channel_id: number | null; channel_order_id: string }) => `${o.channel_id}\u0000${o.channel_order_id}`;
+
+/** The latest `at` each of these channel orders was told (none yet: absent), keyed by `eventTimeKey`. */
+export async function latestEventTimes(
+  db: Executor,
+  connectionId: number,
+  orders: { channel_id: number | null; channel_order_id: string }[],
+): Promise<Map<string, Date>> {
+  const keys = orders.filter((o) => o.channel_id !== null).map((o) => ({ c: o.channel_id, o: o.channel_order_id }));
+  if (!keys.length) return new Map();
+  const { rows } = await sql<{ channel_id: number; channel_order_id: string; at: Date }>`
+    SELECT e.channel_id, e.channel_order_id, max(e.at) AS at FROM channel_order_events e
+      JOIN jsonb_to_recordset(${JSON.stringify(keys)}::jsonb) AS k(c bigint, o text) ON e.channel_id = k.c AND e.channel_order_id = k.o
+     WHERE e.connection_id = ${connectionId}
+     GROUP BY e.channel_id, e.channel_order_id`.execute(db);
+  return new Map(rows.map((r) => [eventTimeKey(r), new Date(r.at)]));
+}

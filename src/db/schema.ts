@@ -589,7 +589,8 @@ export type OrderEventType =
   | 'order.invoiced'
   | 'order.paid'
   | 'order.voided'
-  | 'order.returned';
+  | 'order.returned'
+  | 'order.return_received';
 export interface ChannelOrderEventsTable {
   id: Generated<number>;
   connection_id: number;

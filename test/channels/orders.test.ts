@@ -14,6 +14,7 @@ import { setDestination } from '../../src/channels/destinations.ts';
 import { orderEventsFeed } from '../../src/channels/order-feed.ts';
 import { cancelChannelOrder, channelOrderView } from '../../src/channels/orders.ts';
 import { announceChanges } from '../../src/channels/dispatch.ts';
+import { dueEvents, notBefore } from '../../src/channels/order-events.ts';
 import { CHANNEL_ORDER } from '../../src/catalog/index.ts';
 import { markPending } from '../../src/db/pending.ts';
 import { addChannel } from '../../src/channels/channels.ts';
@@ -32,6 +33,7 @@ interface Told {
   type: string;
   key: string;
   channel_order_id: string;
+  at: string;
   data: any;
 }
 
@@ -61,6 +63,7 @@ async function endpoint(t: Teardown, secret: string) {
               type: e.type,
               key: `${e.type}:${e.data?.fulfillment_id ?? e.data?.return_id ?? ''}`,
               channel_order_id: e.channel_order_id,
+              at: e.at,
               data: e.data,
             });
         }
@@ -299,4 +302,70 @@ t.test('a channel order read back names its fulfilments and returns: those the m
   );
   const shipped = w.ep.state.told.find((e) => e.channel_order_id === 'W-9' && e.type === 'order.shipped')!;
   t.match(shipped.data, { tracking_company: 'DHL', tracking_number: 'T-900' }, 'with its tracking');
+
+  // The goods come back later: no webhook says so; the watch's read of the return tells the channel.
+  await w.api('PUT', `/fulfillment_returns/${ret.id}`, { fulfillment_return: { status: 'received' } });
+  await w.drain([{ resource: 'fulfillment_return', id: ret.id }]);
+  await until('the return received reached the channel', () =>
+    w.ep.state.told.some((e) => e.channel_order_id === 'W-9' && e.type === 'order.return_received'),
+  );
+  const told = w.ep.state.told.filter((e) => e.channel_order_id === 'W-9');
+  t.same(
+    told.map((e) => e.type),
+    ['order.imported', 'order.packed', 'order.shipped', 'order.returned', 'order.return_received'],
+    'each once, in order',
+  );
+  t.match(told.at(-1)!.data, { return_id: ret.id, lines: [{ sku: a.sku, quantity: '1' }] }, 'with its lines');
+  const times = told.map((e) => Date.parse(e.at));
+  t.same(
+    times,
+    [...times].sort((x, y) => x - y),
+    'at never goes back within the order',
+  );
+});
+
+t.test('events of one order: a return received follows its return; at never goes back across writes', async (t) => {
+  const at = (s: string) => new Date(s);
+  const facts = {
+    order_id: 1,
+    order_number: 'SO1',
+    status: 'fulfilled',
+    created_at: '2026-11-27T10:00:00Z',
+    updated_at: '2026-11-27T10:00:00Z',
+    invoice_status: null,
+    invoice_numbers: {},
+    payment_status: null,
+    fulfillments: [],
+    returns: [
+      {
+        id: 7,
+        status: 'received',
+        credit_note_number: null,
+        location_id: 3,
+        created_at: '2026-11-27T11:00:00Z',
+        received_at: '2026-11-27T11:00:00Z',
+        lines: [{ sku: 'A', quantity: '1' }],
+      },
+    ],
+  } as unknown as Parameters<typeof dueEvents>[0];
+  const due = dueEvents(facts, ['imported']);
+  t.same(
+    due.events.map((e) => e.type),
+    ['order.returned', 'order.return_received'],
+    'received in the same second as its return: told after it',
+  );
+  t.same(due.keys, ['returned:7', 'return_received:7']);
+  t.same(dueEvents(facts, ['imported', 'returned:7', 'return_received:7']).events, [], 'nothing twice');
+
+  // The channel was told something at 12:00 already: what a later write learns, stamped 11:00, is told at 12:00.
+  const later = notBefore(due.events, at('2026-11-27T12:00:00Z'));
+  t.same(
+    later.map((e) => e.at.toISOString()),
+    ['2026-11-27T12:00:00.000Z', '2026-11-27T12:00:00.000Z'],
+  );
+  t.same(
+    notBefore(due.events, null).map((e) => e.at.toISOString()),
+    ['2026-11-27T11:00:00.000Z', '2026-11-27T11:00:00.000Z'],
+    'nothing told before: the service time stands',
+  );
 });

@@ -178,6 +178,7 @@ const EVENT_WORDS: Record<string, string> = {
   'order.invoiced': 'invoiced',
   'order.paid': 'paid',
   'order.returned': 'returned',
+  'order.return_received': 'return received',
   'order.voided': 'voided',
 };
 
