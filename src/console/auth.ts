@@ -214,7 +214,7 @@ export class OperatorAccess {
     const cookie = ctx.cookies.get(SESSION_COOKIE);
     if (!cookie) return null;
     const person = await personSession(this.deps.db, sessionId(cookie));
-    // The lower of the sign-in's role and the person's now: a later sign-in in a lower role lowers this session too.
+    // The lower of the sign-in's role and the person's now: a later sign-in in a lower role lowers a session opened earlier too.
     if (person && isRole(person.role) && isRole(person.person_role))
       return {
         name: person.email,
