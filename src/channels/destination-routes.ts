@@ -2,6 +2,7 @@
 //   GET|PUT|DELETE /api/channels/:name/destination, POST /api/channels/:name/destination/pause|resume
 // its state and recent POSTs; set (a secret is made and shown once when none is given), removed, paused, resumed.
 import type Router from '@koa/router';
+import type { Context } from 'koa';
 import { z } from 'zod';
 import type { ClientState } from '../api/client-state.ts';
 import { noteAudit } from '../audit.ts';
@@ -64,6 +65,10 @@ const destinationView = z
   })
   .meta({ id: 'Destination' });
 
+/** The 404 of a channel without a destination (none set, or removed meanwhile). */
+const noDestination = (ctx: Context, ch: { connection: string; name: string }) =>
+  problem(ctx, 404, `channel ${ch.connection}/${ch.name} has no destination`);
+
 export function mountDestinationRoutes(rt: RouteDeps & { clients: ClientState }, router: Router, routing: ChannelRouting): void {
   const { db } = rt.database;
   const { announce, channel, json } = routing;
@@ -85,7 +90,7 @@ export function mountDestinationRoutes(rt: RouteDeps & { clients: ClientState },
       answering(ctx, async () => {
         const ch = await channel(ctx);
         const view = await viewDestination(db, Number(ch.id));
-        if (!view) return problem(ctx, 404, `channel ${ch.connection}/${ch.name} has no destination`);
+        if (!view) return noDestination(ctx, ch);
         ctx.body = { destination: view };
       }),
   );
@@ -130,8 +135,7 @@ export function mountDestinationRoutes(rt: RouteDeps & { clients: ClientState },
     (ctx) =>
       answering(ctx, async () => {
         const ch = await channel(ctx);
-        if (!(await removeDestination(db, Number(ch.id))))
-          return problem(ctx, 404, `channel ${ch.connection}/${ch.name} has no destination`);
+        if (!(await removeDestination(db, Number(ch.id)))) return noDestination(ctx, ch);
         ctx.body = { removed: true };
       }),
   );
@@ -159,11 +163,11 @@ export function mountDestinationRoutes(rt: RouteDeps & { clients: ClientState },
           throw new ChannelInputError([`reason: text of at most ${PAUSE_REASON_LENGTH} characters without control characters`]);
         const reason = typeof given === 'string' && given.trim() ? given.trim() : 'paused by an operator';
         const done = action === 'pause' ? await pauseDestination(db, Number(ch.id), reason) : await resumeDestination(db, Number(ch.id));
-        if (!done) return problem(ctx, 404, `channel ${ch.connection}/${ch.name} has no destination`);
+        if (!done) return noDestination(ctx, ch);
         if (action === 'resume') await announce([{ channel_id: Number(ch.id) }]);
         // Removed since (a DELETE at the same moment): gone, as the schema has no destination of null.
         const view = await viewDestination(db, Number(ch.id));
-        if (!view) return problem(ctx, 404, `channel ${ch.connection}/${ch.name} has no destination`);
+        if (!view) return noDestination(ctx, ch);
         ctx.body = { destination: view };
       }),
   );
