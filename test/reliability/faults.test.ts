@@ -58,6 +58,8 @@ t.test('500/503 storms, slow answers, a lapsed subscription and a revoked token:
   await until('the connection to be marked lapsed', async () => (await status(world)).status === 'lapsed', 20_000);
   const lapsed = await status(world);
   t.match(lapsed.status_reason, /402/, `the reason says what happened: ${lapsed.status_reason}`);
+  // The status commits before the worker's log line crosses its stdout pipe to us: wait for the line, briefly.
+  await until('the worker log to say so', () => /subscription lapsed \(402\)/.test(reads()), 5_000);
   t.match(reads(), /subscription lapsed \(402\)/, 'the worker log says so');
   const ackedWhileLapsed = world.proxy.acked.size;
   await until('deliveries still acknowledged while lapsed', () => world.proxy.acked.size >= ackedWhileLapsed + 10, 20_000);
