@@ -51,7 +51,8 @@ function mainHelp(): string {
     'Commands:',
     ...available.map(([n, , s]) => `  ${n.padEnd(width)}  ${s}`),
     '',
-    "Run `commerce-sync <command> --help` for a command's options. Settings come from config/default.json and",
+    "Run `commerce-sync <command> --help` for a command's options, `commerce-sync --version` for the release and",
+    'the schema version (its latest migration). Settings come from config/default.json and',
     'environment variables (see README.md).',
   ].join('\n');
 }
@@ -75,11 +76,24 @@ export function commandHelp(name: string, spec: CommandSpec): string {
   ].join('\n');
 }
 
+/** The release (package.json) and the schema it migrates to (its latest migration): `0.2.0 (schema 0340_...)`. */
+async function version(): Promise<string> {
+  const { readFile } = await import('node:fs/promises');
+  const { listMigrations } = await import('./db/migrate.ts');
+  const pkg = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+  const schema = (await listMigrations()).at(-1)?.replace(/\.sql$/, '') ?? 'none';
+  return `commerce-sync ${pkg.version} (schema ${schema})`;
+}
+
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     console.log(mainHelp());
     return name ? 0 : 2;
+  }
+  if (name === '--version' || name === '-v') {
+    console.log(await version());
+    return 0;
   }
   const entry = available.find(([n]) => n === name);
   if (!entry) {
