@@ -14,7 +14,6 @@ const root = new URL('../../', import.meta.url).pathname;
 const base = join(root, 'deploy/kubernetes');
 const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
 
-// biome-ignore lint/suspicious/noExplicitAny: manifests are checked against the schemas below, not typed here
 type Obj = any;
 const docs = (text: string): Obj[] =>
   parseAllDocuments(text)
