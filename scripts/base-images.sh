@@ -4,7 +4,9 @@
 #
 #   localhost/commerce-sync-node:24      stands for the public node:24 image: Debian 12 (minbase, ca-certificates),
 #                                        Node 24 at /usr/local/bin/node (the binary the project's `node`
-#                                        package brings), npm, a user `node` (1000:1000), CMD node
+#                                        package brings), npm, a user `node` (1000:1000), CMD node; and the
+#                                        machine's own extra CA certificates (/usr/local/share/ca-certificates),
+#                                        trusted by Node too, as a company's base image would carry its proxy's
 #   localhost/commerce-sync-postgres:15  Debian's postgresql package, run as the public postgres image runs
 #                                        (POSTGRES_USER, POSTGRES_PASSWORD, POSTGRES_DB; deploy/postgres/entrypoint.sh)
 #
@@ -52,10 +54,12 @@ for image in "${wanted[@]}"; do
         --customize-hook='install -m 755 "$NODE_BIN" "$1/usr/local/bin/node"' \
         --customize-hook='mkdir -p "$1/usr/local/lib/node_modules" && cp -a "$NPM_DIR" "$1/usr/local/lib/node_modules/npm"' \
         --customize-hook='ln -s ../lib/node_modules/npm/bin/npm-cli.js "$1/usr/local/bin/npm" && ln -s ../lib/node_modules/npm/bin/npx-cli.js "$1/usr/local/bin/npx"' \
+        --customize-hook='if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then cp /usr/local/share/ca-certificates/*.crt "$1/usr/local/share/ca-certificates/" && chroot "$1" update-ca-certificates >/dev/null; fi' \
         --customize-hook='chroot "$1" groupadd --gid 1000 node && chroot "$1" useradd --uid 1000 --gid node --create-home --shell /bin/bash node' \
         --customize-hook="$clean" \
         bookworm "$out/node.tar" "$sources"
       podman import --change 'CMD ["node"]' --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+        --change 'ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt' \
         --message "Debian 12 with Node $("$node" --version) (scripts/base-images.sh)" "$out/node.tar" "$tag"
       ;;
     postgres)
