@@ -19,9 +19,8 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
   rm -f "$pw"
   echo "host all all all scram-sha-256" >> "$PGDATA/pg_hba.conf"
   if [ "$POSTGRES_DB" != postgres ]; then
-    postgres -D "$PGDATA" --single -j postgres <<SQL >/dev/null
-CREATE DATABASE "$POSTGRES_DB" OWNER "$POSTGRES_USER";
-SQL
+    echo "CREATE DATABASE \"$POSTGRES_DB\" OWNER \"$POSTGRES_USER\";" | postgres --single -j -D "$PGDATA" postgres >/dev/null \
+      || { echo "postgres: could not create database $POSTGRES_DB" >&2; exit 1; }
   fi
   echo "postgres: made a cluster in $PGDATA with database $POSTGRES_DB"
 fi
