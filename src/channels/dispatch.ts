@@ -28,7 +28,7 @@ import {
   type ChannelDestination,
 } from '../db/channel-destinations.ts';
 import type { Db, Executor } from '../db/index.ts';
-import { orderEventsAfter } from '../db/channel-order-events.ts';
+import { orderEventsAfter, orderEventTraceparents } from '../db/channel-order-events.ts';
 import type { DestinationKind } from '../db/schema.ts';
 import { orderEventsBody, presentOrderEvent } from './order-feed.ts';
 import { metrics } from '../metrics.ts';
@@ -231,8 +231,13 @@ async function postNext(
   // The same range of the same kind carries the same id on every retry (receivers deduplicate by it).
   const id = `${kind === 'stock' ? 'chd' : 'cho'}_${channelId}_${cursor}_${through}`;
   const started = Date.now();
-  // Traced, the POST continues the stock moves it carries (their deliveries' traces), and tells the channel so.
-  const from = kind === 'stock' && tracing() ? await changeTraceparents(db, channelId, range.first, through) : [];
+  // Traced, the POST continues the trace of the write that made its first change or event (a drain's mirror write
+  // or a push outcome) and links the others', and tells the channel so.
+  const from = !tracing()
+    ? []
+    : kind === 'stock'
+      ? await changeTraceparents(db, channelId, range.first, through)
+      : await orderEventTraceparents(db, channelId, range.first, through);
   const attributes = {
     'server.address': hostOf(dest.url),
     'commerce.channel_id': channelId,

@@ -12,6 +12,7 @@
 // The service announces fulfilments, returns, invoices and payments, but not a void, tracking added later or a
 // return received later: an imported order is read back (watched) a minute after its import, then less often as
 // it ages, and at once when a variant of one of its lines moves (a void releases committed stock).
+import { Decimal } from 'decimal.js';
 import { CHANNEL_ORDER } from '../catalog/index.ts';
 import { idsIn, type Fields } from '../catalog/records.ts';
 import type { Executor } from '../db/index.ts';
@@ -29,6 +30,7 @@ import {
   type OrderFacts,
 } from '../db/channel-order-events.ts';
 import type { Mark } from '../db/pending.ts';
+import { deliveriesFlowing } from '../db/deliveries.ts';
 import type { OrderEventType } from '../db/schema.ts';
 
 /** An event as derived, before it has an id. */
@@ -65,11 +67,40 @@ const time = (...candidates: (string | Date | null | undefined)[]): Date => {
 const LIVE = (status: string | null) => status !== 'void' && status !== 'deleted' && status !== 'gone';
 
 /**
+ * How long an event waits for the shipments that came before it to be read (a return for the shipment of its goods,
+ * an invoice or a payment for the shipments the order says it has) before it is told anyway: goods shipped before the
+ * import, or a fulfilment the service never lets us read. Within it, the follow-up reads and the watch find them.
+ */
+export const WAITS_FOR_SHIPMENTS_MS = 10 * 60_000;
+
+/**
+ * Whether the shipments told (or told in this derivation) carry a return's goods: each of its lines' quantity is
+ * within what fulfilled fulfilments shipped of that order line (a line without its order line: any shipment).
+ */
+function shipmentsCover(ret: OrderFacts['returns'][number], shipped: OrderFacts['fulfillments']): boolean {
+  if (!shipped.length) return false;
+  const byLine = new Map<number, Decimal>();
+  for (const f of shipped)
+    for (const l of f.lines)
+      if (l.order_line_item_id !== null)
+        byLine.set(l.order_line_item_id, (byLine.get(l.order_line_item_id) ?? new Decimal(0)).plus(l.quantity));
+  return ret.lines.every((l) => l.order_line_item_id === null || (byLine.get(l.order_line_item_id) ?? new Decimal(0)).gte(l.quantity));
+}
+
+/**
  * The events an order's mirrored state calls for that `announced` has not told yet, in the order they happened,
  * and the keys to remember with them (a shipment's tracking is remembered so that a later change of it is told).
- * Pure: the mirror's state in, events out.
+ * Events learnt ahead of the shipments that came before them wait for those (`waiting`: the fulfilments to read,
+ * and when the events are told anyway, WAITS_FOR_SHIPMENTS_MS on), so that across writes a channel hears them in
+ * the order they happened: a return whose goods no known shipment carries, and the order's own invoice and payment
+ * while the order names fulfilments the mirror lacks or calls itself shipped with some not shipped in the mirror.
+ * Pure: the mirror's state and the time in, events out.
  */
-export function dueEvents(f: OrderFacts, announced: readonly string[]): { events: DerivedEvent[]; keys: string[] } {
+export function dueEvents(
+  f: OrderFacts,
+  announced: readonly string[],
+  now: Date = new Date(),
+): { events: DerivedEvent[]; keys: string[]; waiting: { fulfillments: number[]; until: Date } | null } {
   const told = new Set(announced);
   const events: DerivedEvent[] = [];
   const keys: string[] = [];
@@ -109,7 +140,23 @@ export function dueEvents(f: OrderFacts, announced: readonly string[]): { events
       });
     }
   }
-  const invoices = Object.entries(f.invoice_numbers ?? {});
+  let waiting: { fulfillments: number[]; until: Date } | null = null;
+  /** Whether events made at `at` wait for these fulfilments' reads (noted in `waiting`), or are told now. */
+  const waitsFor = (fulfillments: number[], at: Date): boolean => {
+    const until = new Date(at.getTime() + WAITS_FOR_SHIPMENTS_MS);
+    if (now >= until) return false;
+    const earlier: Date | undefined = (waiting as { until: Date } | null)?.until;
+    waiting = {
+      fulfillments: [...new Set([...((waiting as { fulfillments: number[] } | null)?.fulfillments ?? []), ...fulfillments])],
+      until: earlier && earlier < until ? earlier : until,
+    };
+    return true;
+  };
+  const known = new Set(f.fulfillments.map((ful) => Number(ful.id)));
+  const unshipped = f.fulfillments.filter((ful) => LIVE(ful.status) && ful.status !== 'fulfilled').map((ful) => Number(ful.id));
+  const unread = [...(f.fulfillment_ids ?? []).filter((id) => !known.has(id)), ...(f.status === 'fulfilled' ? unshipped : [])];
+  const orderWaits = unread.length > 0 && waitsFor(unread, time(f.updated_at));
+  const invoices = orderWaits ? [] : Object.entries(f.invoice_numbers ?? {});
   for (const [id, number] of invoices)
     add({
       type: 'order.invoiced',
@@ -117,15 +164,21 @@ export function dueEvents(f: OrderFacts, announced: readonly string[]): { events
       at: time(f.updated_at),
       data: { invoice_id: Number(id), invoice_number: number },
     });
-  if (!invoices.length && f.invoice_status && f.invoice_status !== 'uninvoiced')
+  if (!orderWaits && !invoices.length && f.invoice_status && f.invoice_status !== 'uninvoiced')
     add({ type: 'order.invoiced', key: 'invoiced', at: time(f.updated_at), data: { invoice_status: f.invoice_status } });
-  if (f.payment_status === 'paid') add({ type: 'order.paid', key: 'paid', at: time(f.updated_at), data: {} });
+  if (!orderWaits && f.payment_status === 'paid') add({ type: 'order.paid', key: 'paid', at: time(f.updated_at), data: {} });
+  const shipped = f.fulfillments.filter((ful) => ful.status === 'fulfilled');
   for (const ret of f.returns) {
     if (!LIVE(ret.status)) continue;
+    if (!told.has(`returned:${ret.id}`) && !shipmentsCover(ret, shipped) && waitsFor(unshipped, time(ret.created_at))) continue;
+    // Told after the shipments it returns goods of, whatever the service's clocks say.
+    const lines = new Set(ret.lines.map((l) => l.order_line_item_id));
+    const from = shipped.filter((ful) => lines.has(null) || ful.lines.some((l) => lines.has(l.order_line_item_id)));
+    const at = new Date(Math.max(time(ret.created_at).getTime(), ...from.map((ful) => time(ful.shipped_at, ful.updated_at).getTime())));
     add({
       type: 'order.returned',
       key: `returned:${ret.id}`,
-      at: time(ret.created_at),
+      at,
       data: {
         return_id: Number(ret.id),
         status: ret.status,
@@ -139,7 +192,7 @@ export function dueEvents(f: OrderFacts, announced: readonly string[]): { events
       add({
         type: 'order.return_received',
         key: `return_received:${ret.id}`,
-        at: time(ret.received_at),
+        at: new Date(Math.max(time(ret.received_at).getTime(), at.getTime())),
         data: {
           return_id: Number(ret.id),
           location_id: ret.location_id,
@@ -152,7 +205,7 @@ export function dueEvents(f: OrderFacts, announced: readonly string[]): { events
   if (ENDED.includes(f.status ?? '')) add({ type: 'order.voided', key: 'voided', at: time(f.updated_at), data: { status: f.status } });
   const order = events.map((e, i) => ({ e, i }));
   order.sort((a, b) => a.e.at.getTime() - b.e.at.getTime() || RANK[a.e.type] - RANK[b.e.type] || a.i - b.i);
-  return { events: order.map((o) => o.e), keys };
+  return { events: order.map((o) => o.e), keys, waiting };
 }
 
 /**
@@ -174,24 +227,36 @@ const ENDED = ['void', 'deleted', 'gone'];
  * When a channel order imported at `importedAt` is read back next, by its state: one not shipped yet (a void may
  * come) each minute in its first hour, every 5 minutes in its first day, then every 30; a shipped one (tracking
  * or a return may follow) every 30 minutes in its first day, then every 2 hours; none after 30 days or once it
- * is voided or deleted.
+ * is voided or deleted. While deliveries flow (`flowing`), the service's own announcements bring a shipment or a
+ * return when it happens, and a void shows in the stock of the order's lines, which is announced (a drain reads the
+ * order then): a first hour's read-back every 5 minutes is enough. Every read of the order, by any road, counts as
+ * its read-back.
  */
-export function nextWatch(importedAt: Date, now: Date, order: { status: string | null }): Date | null {
+export function nextWatch(importedAt: Date, now: Date, order: { status: string | null }, flowing = false): Date | null {
   const age = now.getTime() - new Date(importedAt).getTime();
   if (ENDED.includes(order.status ?? '') || age > 30 * 86_400_000) return null;
   const hour = 3_600_000;
-  const minutes = order.status === 'fulfilled' ? (age < 24 * hour ? 30 : 120) : age < hour ? 1 : age < 24 * hour ? 5 : 30;
+  const minutes = order.status === 'fulfilled' ? (age < 24 * hour ? 30 : 120) : age < hour && !flowing ? 1 : age < 24 * hour ? 5 : 30;
   return new Date(now.getTime() + minutes * 60_000);
 }
 
 /**
  * Records the events the mirror's state of these orders calls for, for those that are channel orders, in the
- * caller's transaction (the one that wrote the mirror). Answers the channels that got events (to wake their senders).
+ * caller's transaction (the one that wrote the mirror). Answers the channels that got events (to wake their senders)
+ * and the reads a waiting return calls for: the order's fulfilments not shipped in the mirror, or the order itself
+ * (which names them) when the mirror knows none. `orderRead`: the write read the orders themselves, which is what
+ * their watch would do, so their next read-back moves on from now (by any road, an order is read once per interval).
  */
-export async function recordOrderEvents(tx: Executor, connectionId: number, orderIds: number[]): Promise<number[]> {
+export async function recordOrderEvents(
+  tx: Executor,
+  connectionId: number,
+  orderIds: number[],
+  orderRead = false,
+): Promise<{ channels: number[]; followUps: Mark[] }> {
   const ids = [...new Set(orderIds.filter(Number.isSafeInteger))];
   const mapped = await lockMappedOrders(tx, connectionId, ids);
-  if (!mapped.length) return [];
+  const followUps: Mark[] = [];
+  if (!mapped.length) return { channels: [], followUps };
   const facts = await orderFacts(
     tx,
     connectionId,
@@ -200,21 +265,30 @@ export async function recordOrderEvents(tx: Executor, connectionId: number, orde
   const rows: NewOrderEvent[] = [];
   const now = new Date();
   const toldUntil = await latestEventTimes(tx, connectionId, mapped);
+  const flowing = await deliveriesFlowing(tx, connectionId);
   for (const m of mapped) {
     const f = facts.get(m.order_id);
     if (!f || m.channel_id === null) continue;
-    const due = dueEvents(f, m.announced);
-    if (!due.keys.length) continue;
+    const due = dueEvents(f, m.announced, now);
+    if (due.waiting) {
+      const reads = due.waiting.fulfillments.length
+        ? due.waiting.fulfillments.map((id) => ({ resource: 'fulfillment', id }))
+        : [{ resource: CHANNEL_ORDER, id: m.order_id }];
+      for (const r of reads) followUps.push({ connectionId, ...r, reason: 'order.return-waits-for-shipment' });
+    }
+    if (!due.keys.length && !due.waiting && !orderRead) continue;
     rows.push(...notBefore(due.events, toldUntil.get(eventTimeKey(m)) ?? null).map((e) => eventRow(m, f, e)));
+    // A waiting return is read back by the time it is told anyway, at the latest.
+    const next = nextWatch(m.created_at, now, f, flowing);
     await noteAnnounced(tx, {
       connectionId,
       channel: m.channel,
       channelOrderId: m.channel_order_id,
       keys: due.keys,
-      watchAt: nextWatch(m.created_at, now, f),
+      watchAt: due.waiting && (!next || due.waiting.until < next) ? due.waiting.until : next,
     });
   }
-  return insertOrderEvents(tx, rows);
+  return { channels: await insertOrderEvents(tx, rows), followUps };
 }
 
 // The field of a record of these resources that names the order a write of it may have moved on.
@@ -244,8 +318,10 @@ export interface WriteOfOrders {
 export async function orderEventsAfterWrite(tx: Executor, w: WriteOfOrders): Promise<{ orderEvents: number[]; followUps: Mark[] }> {
   const field = ORDER_FIELD[w.resource];
   const orderIds = [...(field ? idsIn(w.records, field) : []), ...(w.resource === 'order' ? w.gone : [])];
-  const orderEvents = orderIds.length ? await recordOrderEvents(tx, w.connectionId, orderIds) : [];
-  const followUps: Mark[] = [];
+  const orderRead = w.resource === 'order' || w.resource === CHANNEL_ORDER;
+  const recorded = orderIds.length ? await recordOrderEvents(tx, w.connectionId, orderIds, orderRead) : { channels: [], followUps: [] };
+  const orderEvents = recorded.channels;
+  const followUps: Mark[] = w.followUps ? [...recorded.followUps] : [];
   if (w.resource === 'variant' && w.followUps && w.applied.length) {
     for (const id of await watchedOrdersWithVariants(tx, w.connectionId, w.applied))
       followUps.push({ connectionId: w.connectionId, resource: CHANNEL_ORDER, id, reason: 'order.watch' });
@@ -297,10 +373,10 @@ export async function recordImported(
       channel: m.channel,
       channelOrderId: m.channel_order_id,
       keys: ['imported'],
-      watchAt: nextWatch(m.created_at, new Date(), { status: null }),
+      watchAt: nextWatch(m.created_at, new Date(), { status: null }, await deliveriesFlowing(tx, o.connectionId)),
     });
   }
-  return [...new Set([...touched, ...(await recordOrderEvents(tx, o.connectionId, [o.orderId]))])];
+  return [...new Set([...touched, ...(await recordOrderEvents(tx, o.connectionId, [o.orderId])).channels])];
 }
 
 /** An import of a channel order failed for good: order.import_failed with the reason and the field problems. */

@@ -30,7 +30,7 @@ const orderEvent = z.object({
   data: blob.describe("The event's particulars (docs/channels.md)."),
 });
 const serviceTime = z.string().nullable();
-const factLines = z.array(z.object({ sku: z.string().nullable(), quantity: decimal }));
+const factLines = z.array(z.object({ sku: z.string().nullable(), quantity: decimal, order_line_item_id: z.number().int().nullable() }));
 const channelOrderAnswer = z.object({
   channel: z.string(),
   channel_order_id: z.string(),

@@ -5,6 +5,7 @@ import { type Insertable, type Selectable, sql } from 'kysely';
 import { ORDER_EVENTS, prunedThroughOf, prunePrefix } from './feed-retention.ts';
 import type { Executor } from './index.ts';
 import type { ChannelOrderEventsTable } from './schema.ts';
+import { traceparentOf } from '../telemetry/spans.ts';
 
 export type OrderEventRow = Selectable<ChannelOrderEventsTable>;
 export type NewOrderEvent = Insertable<ChannelOrderEventsTable>;
@@ -45,6 +46,8 @@ export interface OrderFacts {
   invoice_status: string | null;
   /** invoice id -> number, as the order carries them. */
   invoice_numbers: Record<string, unknown> | null;
+  /** The fulfilments the order names (its `fulfillment_ids`), null when it names none or is not mirrored. */
+  fulfillment_ids: number[] | null;
   created_at: Date | null;
   updated_at: Date | null;
   fulfillments: {
@@ -58,7 +61,7 @@ export interface OrderFacts {
     tracking_company: string | null;
     tracking_number: string | null;
     tracking_url: string | null;
-    lines: { sku: string | null; quantity: string }[];
+    lines: { sku: string | null; quantity: string; order_line_item_id: number | null }[];
   }[];
   returns: {
     id: number;
@@ -67,7 +70,7 @@ export interface OrderFacts {
     location_id: number | null;
     created_at: string | null;
     received_at: string | null;
-    lines: { sku: string | null; quantity: string }[];
+    lines: { sku: string | null; quantity: string; order_line_item_id: number | null }[];
   }[];
 }
 
@@ -81,12 +84,15 @@ export async function orderFacts(db: Executor, connectionId: number, orderIds: n
   const { rows } = await sql<OrderFacts>`
     SELECT i.id AS order_id, o.order_number, o.status, o.raw->>'payment_status' AS payment_status,
            o.raw->>'invoice_status' AS invoice_status, o.raw->'invoice_numbers' AS invoice_numbers,
+           CASE WHEN jsonb_typeof(o.raw->'fulfillment_ids') = 'array'
+                THEN ARRAY(SELECT cs_bigint(x) FROM jsonb_array_elements_text(o.raw->'fulfillment_ids') x) END AS fulfillment_ids,
            o.created_at, o.updated_at,
            coalesce((SELECT jsonb_agg(jsonb_build_object(
                 'id', f.id, 'status', f.status, 'packed_at', f.packed_at, 'shipped_at', f.raw->>'shipped_at',
                 'created_at', f.created_at, 'updated_at', f.updated_at, 'stock_location_id', f.stock_location_id,
                 'tracking_company', f.tracking_company, 'tracking_number', f.tracking_number, 'tracking_url', f.tracking_url,
-                'lines', coalesce((SELECT jsonb_agg(jsonb_build_object('sku', fl.variant_sku, 'quantity', trim_scale(fl.quantity)::text) ORDER BY fl.id)
+                'lines', coalesce((SELECT jsonb_agg(jsonb_build_object('sku', fl.variant_sku, 'quantity', trim_scale(fl.quantity)::text,
+                                                          'order_line_item_id', fl.order_line_item_id) ORDER BY fl.id)
                                      FROM fulfillment_line_items fl
                                     WHERE fl.connection_id = f.connection_id AND fl.fulfillment_id = f.id), '[]'))
                 ORDER BY f.id)
@@ -94,7 +100,8 @@ export async function orderFacts(db: Executor, connectionId: number, orderIds: n
            coalesce((SELECT jsonb_agg(jsonb_build_object(
                 'id', r.id, 'status', r.status, 'credit_note_number', r.credit_note_number, 'location_id', r.location_id,
                 'created_at', r.created_at, 'received_at', r.raw->>'received_at',
-                'lines', coalesce((SELECT jsonb_agg(jsonb_build_object('sku', v.sku, 'quantity', trim_scale(rl.quantity)::text) ORDER BY rl.id)
+                'lines', coalesce((SELECT jsonb_agg(jsonb_build_object('sku', v.sku, 'quantity', trim_scale(rl.quantity)::text,
+                                                          'order_line_item_id', rl.order_line_item_id) ORDER BY rl.id)
                                      FROM fulfillment_return_line_items rl
                                      LEFT JOIN order_line_items li ON li.connection_id = rl.connection_id AND li.id = rl.order_line_item_id
                                      LEFT JOIN variants v ON v.connection_id = li.connection_id AND v.id = li.variant_id
@@ -103,7 +110,12 @@ export async function orderFacts(db: Executor, connectionId: number, orderIds: n
               FROM fulfillment_returns r WHERE r.connection_id = ${connectionId} AND r.order_id = i.id), '[]') AS returns
       FROM unnest(${orderIds}::bigint[]) AS i(id)
       LEFT JOIN orders o ON o.connection_id = ${connectionId} AND o.id = i.id`.execute(db);
-  return new Map(rows.map((r) => [Number(r.order_id), { ...r, order_id: Number(r.order_id) }]));
+  return new Map(
+    rows.map((r) => [
+      Number(r.order_id),
+      { ...r, order_id: Number(r.order_id), fulfillment_ids: r.fulfillment_ids?.filter((x) => x !== null).map(Number) ?? null },
+    ]),
+  );
 }
 
 /**
@@ -114,13 +126,27 @@ export async function insertOrderEvents(tx: Executor, events: NewOrderEvent[]): 
   if (!events.length) return [];
   const channels = [...new Set(events.map((e) => Number(e.channel_id)))].sort((a, b) => a - b);
   await sql`SELECT pg_advisory_xact_lock(727031, (c % 2147483647)::int) FROM unnest(${channels}::bigint[]) AS c ORDER BY c`.execute(tx);
+  // Each keeps the trace context of the write (or push outcome) recording it: its POST continues that trace.
+  const traceparent = traceparentOf();
   const rows = await tx
     .insertInto('channel_order_events')
-    .values(events)
+    .values(events.map((e) => ({ traceparent, ...e })))
     .onConflict((oc) => oc.columns(['channel_id', 'channel_order_id', 'key']).doNothing())
     .returning('channel_id')
     .execute();
   return [...new Set(rows.map((r) => Number(r.channel_id)))];
+}
+
+/**
+ * The trace contexts of the writes that recorded a range of a channel's order events, oldest first (at most 33: a
+ * span's parent and its links). Read only when tracing: the POST carrying them continues the first.
+ */
+export async function orderEventTraceparents(db: Executor, channelId: number, first: number, through: number): Promise<string[]> {
+  const r = await sql<{ traceparent: string }>`
+    SELECT traceparent FROM channel_order_events
+     WHERE channel_id = ${channelId} AND id BETWEEN ${first} AND ${through} AND traceparent IS NOT NULL
+     GROUP BY traceparent ORDER BY min(id) LIMIT 33`.execute(db);
+  return r.rows.map((x) => x.traceparent);
 }
 
 /** Adds the keys told and sets when the order is read back next (null: no longer). */
@@ -196,6 +222,20 @@ export async function setWatches(db: Executor, rows: { connection_id: number; or
       FROM unnest(${rows.map((r) => r.connection_id)}::bigint[], ${rows.map((r) => r.order_id)}::bigint[],
                   ${rows.map((r) => r.watch_at)}::timestamptz[]) AS w(connection_id, order_id, watch_at)
      WHERE co.connection_id = w.connection_id AND co.order_id = w.order_id AND co.watch_at IS NOT NULL`.execute(db);
+}
+
+/**
+ * Whether the connection has a channel order imported in the last day that is not shipped or ended yet: its
+ * shipment is what the channel waits for, so fulfilments are read sooner (src/sync/pacing.ts).
+ */
+export async function awaitingShipment(db: Executor, connectionId: number): Promise<boolean> {
+  const { rows } = await sql<{ open: boolean }>`
+    SELECT EXISTS (
+      SELECT 1 FROM channel_orders co
+        LEFT JOIN orders o ON o.connection_id = co.connection_id AND o.id = co.order_id
+       WHERE co.connection_id = ${connectionId} AND co.watch_at IS NOT NULL AND co.created_at > now() - interval '1 day'
+         AND (o.status IS NULL OR o.status NOT IN ('fulfilled', 'void', 'deleted', 'gone'))) AS open`.execute(db);
+  return rows[0]?.open ?? false;
 }
 
 /**

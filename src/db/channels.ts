@@ -6,6 +6,7 @@ import { type RawBuilder, sql, type Selectable } from 'kysely';
 import { prunedThroughOf, prunePrefix, QUANTITY_CHANGES } from './feed-retention.ts';
 import type { Executor } from './index.ts';
 import type { ChannelOverridesTable, ChannelQuantityChangesTable, ChannelsTable } from './schema.ts';
+import { traceparentOf } from '../telemetry/spans.ts';
 
 /** A recorded change of a channel quantity, as the feeds and the channel deliveries carry it (`at` as ISO text). */
 export type ChannelChange = Pick<
@@ -233,7 +234,11 @@ export async function lockQuantities<Stock = unknown>(
   ).rows;
 }
 
-export type NewChange = Omit<ChannelChange, 'id' | 'at'> & { delivery_row_id: number | null; job_id: string | null; detail: string };
+export type NewChange = Omit<ChannelChange, 'id' | 'at' | 'traceparent'> & {
+  delivery_row_id: number | null;
+  job_id: string | null;
+  detail: string;
+};
 
 /**
  * Records changes in the caller's transaction. They enter the feed (channel_quantity_changes, with their ids) when
@@ -244,7 +249,7 @@ export async function recordChanges(db: Executor, changes: NewChange[]): Promise
   if (changes.length)
     await db
       .insertInto('channel_changes_staged')
-      .values(changes.map(({ channel: _, ...c }) => c))
+      .values(changes.map(({ channel: _, ...c }) => ({ ...c, traceparent: traceparentOf() })))
       .execute();
 }
 
@@ -395,13 +400,17 @@ export async function channelNames(db: Executor, channelId: number): Promise<{ c
 }
 
 /**
- * The traceparents of the deliveries behind a range of a channel's changes, oldest first (at most 33: a span's parent
- * and its links). Read only when tracing: the channel's POST continues the trace of the stock move that caused it.
+ * The trace contexts of the writes that made a range of a channel's changes, oldest first (at most 33: a span's
+ * parent and its links). Read only when tracing: the channel's POST continues the trace of the mirror write that
+ * made its first change, which holds the delivery, the drain and its read. A change made before migration 0350
+ * kept only its delivery's.
  */
 export async function changeTraceparents(db: Executor, channelId: number, first: number, through: number): Promise<string[]> {
-  const r = await sql<{ traceparent: string }>`SELECT d.traceparent FROM channel_quantity_changes c
-    JOIN webhook_deliveries d ON d.id = c.delivery_row_id
-    WHERE c.channel_id = ${channelId} AND c.id BETWEEN ${first} AND ${through} AND d.traceparent IS NOT NULL
-    GROUP BY d.traceparent ORDER BY min(c.id) LIMIT 33`.execute(db);
+  const r = await sql<{ traceparent: string }>`
+    SELECT tp AS traceparent FROM (
+      SELECT coalesce(c.traceparent, d.traceparent) AS tp, c.id FROM channel_quantity_changes c
+        LEFT JOIN webhook_deliveries d ON d.id = c.delivery_row_id AND c.traceparent IS NULL
+       WHERE c.channel_id = ${channelId} AND c.id BETWEEN ${first} AND ${through}) x
+    WHERE tp IS NOT NULL GROUP BY tp ORDER BY min(id) LIMIT 33`.execute(db);
   return r.rows.map((x) => x.traceparent);
 }

@@ -305,3 +305,14 @@ export async function pruneDeliveries(
     AND state = ANY(${states}::text[]) AND ${settledBefore}`.execute(db);
   return Number(r.numAffectedRows ?? 0);
 }
+
+/**
+ * Whether deliveries reach us for this connection: one received in the last two minutes. While they do, what the
+ * service announces is read when it happens, and the order watch reads less often (src/channels/order-events.ts).
+ */
+export async function deliveriesFlowing(db: Executor, connectionId: number): Promise<boolean> {
+  const { rows } = await sql<{ flowing: boolean }>`
+    SELECT coalesce(max(received_at) > now() - interval '2 minutes', false) AS flowing
+      FROM webhook_deliveries WHERE connection_id = ${connectionId}`.execute(db);
+  return rows[0]?.flowing ?? false;
+}

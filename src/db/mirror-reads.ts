@@ -20,6 +20,18 @@ export function variantsBySku(db: Executor, connectionId: number, skus: string[]
 }
 
 /** Whether the mirror holds a currency with this ISO code (upper case), not archived. */
+/** The mirror's live orders carrying this reference number (migration 0360 indexes it). */
+export async function ordersByReference(db: Executor, connectionId: number, reference: string): Promise<number[]> {
+  const rows = await db
+    .selectFrom('orders')
+    .select('id')
+    .where('connection_id', '=', connectionId)
+    .where(sql<boolean>`raw->>'reference_number' = ${reference}`)
+    .where((eb) => eb.or([eb('status', 'is', null), eb('status', 'not in', ['void', 'deleted', 'gone'])]))
+    .execute();
+  return rows.map((r) => Number(r.id));
+}
+
 export async function hasCurrency(db: Executor, connectionId: number, iso: string): Promise<boolean> {
   const row = await db
     .selectFrom('currencies')

@@ -127,6 +127,26 @@ async function upsertRows(
 }
 
 /**
+ * Of these records, those the mirror has at the same updated_at, so with the line items it read with them: a read
+ * of such an order (its watch, mostly, finding nothing new) need not read its lines again.
+ */
+export async function unchangedRecords(
+  db: Executor,
+  spec: ResourceSpec,
+  connectionId: number,
+  records: readonly Fields[],
+): Promise<Set<number>> {
+  const stamped = dedupe(records).filter((r) => typeof r.updated_at === 'string');
+  if (!stamped.length || !spec.table || spec.table === 'other_records') return new Set();
+  const { rows } = await sql<{ id: number }>`
+    SELECT t.id FROM ${sql.raw(ident(spec.table))} t
+      JOIN unnest(${stamped.map((r) => Number(r.id))}::bigint[], ${stamped.map((r) => String(r.updated_at))}::text[]) AS x(id, updated_at)
+        ON t.id = x.id AND t.updated_at = cs_timestamptz(x.updated_at)
+     WHERE t.connection_id = ${connectionId}`.execute(db);
+  return new Set(rows.map((r) => Number(r.id)));
+}
+
+/**
  * Notes when a drain's read of these variants reached the service (its Date less the round trip): a part of the
  * drain's last statement (src/db/together.ts). Null: nothing to note.
  */

@@ -401,6 +401,8 @@ export interface ChannelQuantityChangesTable {
   delivery_row_id: number | null;
   job_id: string | null;
   detail: JsonObject | null;
+  /** migrations/0350: the trace context of the write that made it (its POST continues that trace). */
+  traceparent: Default<string | null>;
 }
 // migrations/0190_channel_change_staging.sql: a change until its transaction commits (then it is in the table above).
 export interface ChannelChangesStagedTable extends Omit<ChannelQuantityChangesTable, 'id' | 'listed'> {
@@ -603,6 +605,8 @@ export interface ChannelOrderEventsTable {
   at: Timestamp;
   data: Json;
   recorded_at: DefaultTimestamp;
+  /** migrations/0350: the trace context of the write (or push outcome) that recorded it. */
+  traceparent: Default<string | null>;
 }
 
 // migrations/0210_login_failures.sql (src/db/login-failures.ts)

@@ -1,16 +1,19 @@
 // Import a channel order. The idempotency key comes from (connection, channel, channel order id) and the
 // mapping to the service's order id is kept, so the same channel order never becomes two orders: within the
 // key's 24 hours the service replays its answer, after that the mapping answers without calling it. The channel
-// order id goes into the order's reference_number, and before creating, the order is looked up by it
-// (GET /orders?reference_number=, real-service-notes §6): an import whose mapping was lost, or whose first
-// attempt's answer was lost more than 24 hours ago, finds the order instead of creating a second one.
+// order id goes into the order's reference_number, and before creating, the order is looked up by it: in the
+// mirror always (free: an import whose mapping was lost, by a restored database say, finds the order there once a
+// sweep has read it), and at the service (GET /orders?reference_number=, real-service-notes §6) only on a retry,
+// whose earlier attempt may have created the order and lost the answer, maybe more than 24 hours ago. A first
+// attempt costs no lookup: within 24 hours the key answers for any earlier send (it is derived from the channel
+// order, so a restored database sends the same one), and after that the mirror does.
 // Before any of that, the order's stock is held in every channel (src/channels/holds.ts), unless the channel held it
 // already; the hold learns the service's order once there is one, and ends when a read shows it committed.
 import { ApiError } from '../api/index.ts';
 import { catalog } from '../catalog/index.ts';
 import { listLive } from '../api/live.ts';
 import type { ImportOrderInput } from './input.ts';
-import { hasCurrency } from '../db/mirror-reads.ts';
+import { hasCurrency, ordersByReference } from '../db/mirror-reads.ts';
 import { incompleteImportOrder, mappedOrderId, ordersMappedElsewhere } from '../db/operations.ts';
 import { OperationFailed } from './errors.ts';
 import { variantIdsBySku } from './skus.ts';
@@ -130,15 +133,18 @@ async function noteRefusal(ctx: OpContext, err: unknown): Promise<void> {
 }
 
 /**
- * The order on the service carrying this channel order id as its reference_number, in any live state. An order
- * mapped to another channel's order with the same id (reference numbers are per channel) is not this one.
+ * The order carrying this channel order id as its reference_number, in any live state: the mirror's, or on a retry
+ * the service's. An order mapped to another channel's order with the same id (reference numbers are per channel)
+ * is not this one.
  */
 async function orderByReference(ctx: OpContext, channel: string, channelOrderId: string): Promise<number | undefined> {
-  const candidates: number[] = [];
-  const spec = catalog.order!;
-  for await (const page of listLive(ctx.client, spec, { ...outbound, key: spec.key, query: { reference_number: channelOrderId } })) {
-    for (const o of page.records as { id?: unknown; reference_number?: unknown }[]) {
-      if (o.reference_number === channelOrderId && Number.isSafeInteger(Number(o.id))) candidates.push(Number(o.id));
+  const candidates = await ordersByReference(ctx.db, ctx.op.connection_id, channelOrderId);
+  if (ctx.op.attempts > 1) {
+    const spec = catalog.order!;
+    for await (const page of listLive(ctx.client, spec, { ...outbound, key: spec.key, query: { reference_number: channelOrderId } })) {
+      for (const o of page.records as { id?: unknown; reference_number?: unknown }[]) {
+        if (o.reference_number === channelOrderId && Number.isSafeInteger(Number(o.id))) candidates.push(Number(o.id));
+      }
     }
   }
   if (!candidates.length) return undefined;

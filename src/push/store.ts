@@ -26,8 +26,6 @@ import {
 import type { PushKind, PushOperation } from '../db/schema.ts';
 import { metrics } from '../metrics.ts';
 import { requestDelivery, sendPushJob } from '../queue/contracts.ts';
-import { CHANNEL_ORDER } from '../catalog/index.ts';
-import { markPending } from '../db/pending.ts';
 import { z } from 'zod';
 import { blob, timestamp } from '../openapi/registry.ts';
 import { kinds } from './input.ts';
@@ -240,9 +238,7 @@ export async function finishOperation(
 async function tellImportOutcome(tx: Executor, op: PushOperation, outcome: Outcome): Promise<number[]> {
   if (outcome.state === 'confirmed' && outcome.mapping) {
     const result = (outcome.result ?? {}) as Record<string, unknown>;
-    await markPending(tx, [
-      { connectionId: op.connection_id, resource: CHANNEL_ORDER, id: outcome.mapping.orderId, reason: 'order.imported' },
-    ]);
+    // Not read back now: the order's delivery reads it, or else its watch a minute from now (channel_orders.watch_at).
     return recordImported(tx, {
       connectionId: op.connection_id,
       orderId: outcome.mapping.orderId,

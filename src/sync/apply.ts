@@ -46,7 +46,10 @@ export interface ApplyContext {
   clockMarginMs?: number;
 }
 
-/** Writes records (and sideloads) of a mirrored resource; `goneIds`: ids the service no longer has at all. */
+/**
+ * Writes records (and sideloads) of a mirrored resource; `goneIds`: ids the service no longer has at all;
+ * `linesOf`: the records whose line items the sideloads hold (default: all), whose lines are replaced when written.
+ */
 export async function applyRecords(
   tx: Executor,
   ctx: ApplyContext,
@@ -54,6 +57,7 @@ export async function applyRecords(
   records: readonly Fields[],
   sideloads: Readonly<Record<string, readonly unknown[]>> = {},
   goneIds: number[] = [],
+  linesOf?: ReadonlySet<number>,
 ): Promise<Applied> {
   const keptWhole = spec.table === 'other_records';
   const res = keptWhole
@@ -64,7 +68,8 @@ export async function applyRecords(
   const lines = spec.include ? sideloads[spec.include.key] : undefined;
   if (spec.include?.table && Array.isArray(lines)) {
     // Replace the line items of parents we just wrote; items of unchanged parents are upserted (idempotent).
-    await upsertChildren(tx, spec.include, ctx.connectionId, lines, records, res.applied);
+    const replace = linesOf ? res.applied.filter((id) => linesOf.has(id)) : res.applied;
+    await upsertChildren(tx, spec.include, ctx.connectionId, lines, records, replace);
   }
   const bundle = spec.bundleField;
   if (bundle) {

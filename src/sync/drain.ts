@@ -7,7 +7,7 @@ import { logging, logSync } from '../db/synclog.ts';
 import type { ChannelRules } from '../stock/rules.ts';
 import type { NewChange } from '../stock/recompute.ts';
 import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';
-import { rowsRead, variantsRead } from '../db/mirror.ts';
+import { rowsRead, unchangedRecords, variantsRead } from '../db/mirror.ts';
 import { together } from '../db/together.ts';
 import {
   claimWithStamps,
@@ -279,7 +279,10 @@ async function readClaimed(
       for (const [k, v] of Object.entries(archived.sideloads)) sideloads[k] = [...(sideloads[k] ?? []), ...v];
       goneIds = missing.filter((id) => !foundArchived.has(id));
     }
-    requests += await readLines(client, spec, records, sideloads, { priority: 'webhook' });
+    // Lines only of what changed: an order the mirror has at the same updated_at has them already.
+    const unchanged = spec.include?.table ? await unchangedRecords(db, spec, connectionId, records) : new Set<number>();
+    const withLines = unchanged.size ? records.filter((r) => !unchanged.has(Number(r?.id))) : records;
+    requests += await readLines(client, spec, withLines, sideloads, { priority: 'webhook' });
     returned = records.length;
     // The event that asked for each record decides what else is read (catalog readsFor).
     for (const c of claimed) {
@@ -289,7 +292,7 @@ async function readClaimed(
     // What the read shows of held orders dates from the service's clock at the read (src/channels/holds.ts).
     ctx.cause = { ...ctx.cause, readAsOf: read.asOf, readBy: read.readBy };
     await mirrorWrite(db, records.length, async (tx) => {
-      const r = await applyRecords(tx, ctx, spec, records, sideloads, goneIds);
+      const r = await applyRecords(tx, ctx, spec, records, sideloads, goneIds, new Set(withLines.map((x) => Number(x?.id))));
       applied = r.applied.length;
       gone = r.gone.length;
       changes.push(...r.changes);

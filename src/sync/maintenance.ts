@@ -18,6 +18,7 @@ import { expireHolds } from '../channels/holds.ts';
 import { requestDueSweeps, requestFullSweeps, syncSchedules } from './schedules.ts';
 import { webhookChecksDue } from '../db/sweep-plans.ts';
 import { dueWatches, setWatches } from '../db/channel-order-events.ts';
+import { deliveriesFlowing } from '../db/deliveries.ts';
 import { nextWatch } from '../channels/order-events.ts';
 import { CHANNEL_ORDER } from '../catalog/index.ts';
 
@@ -108,11 +109,17 @@ async function watchChannelOrders(deps: WorkerDeps): Promise<number> {
     })),
   ]);
   const now = new Date();
+  const flowing = new Map<number, boolean>();
+  for (const id of new Set(due.map((o) => o.connection_id))) flowing.set(id, await deliveriesFlowing(deps.db, id));
   await deps.db.transaction().execute(async (tx) => {
     await markPending(tx, marks);
     await setWatches(
       tx,
-      due.map((o) => ({ connection_id: o.connection_id, order_id: o.order_id, watch_at: nextWatch(o.created_at, now, o) })),
+      due.map((o) => ({
+        connection_id: o.connection_id,
+        order_id: o.order_id,
+        watch_at: nextWatch(o.created_at, now, o, flowing.get(o.connection_id)),
+      })),
     );
   });
   return due.length;

@@ -83,7 +83,7 @@ async function channelOrder(
     .insertInto('channel_orders')
     .values({ connection_id: connectionId, channel: o.channel, channel_order_id: o.channelOrderId, order_id: o.id })
     .execute();
-  return db.transaction().execute((tx) => recordOrderEvents(tx, connectionId, [o.id]));
+  return (await db.transaction().execute((tx) => recordOrderEvents(tx, connectionId, [o.id]))).channels;
 }
 
 t.test('channels orders show|cancel: the timeline with each POST, --json, refusals and exit codes', async (t) => {

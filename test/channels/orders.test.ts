@@ -262,57 +262,65 @@ t.test('a void no webhook announces reaches the channel; a cancel asked twice vo
   t.equal(voids.length, 1);
 });
 
-t.test('a channel order read back names its fulfilments and returns: those the mirror lacks are read, with no webhook', async (t) => {
+t.test('with no webhook at all, the watch carries the road: packed, shipped with tracking, invoiced, returned, received', async (t) => {
   const w = await world(t);
   const [a] = w.variants;
   const op = await w.h.run('import-order', orderInput(w.company.id, 'webshop', 'W-9', [{ sku: a.sku, quantity: '2' }]));
   t.equal(op.state, 'confirmed', op.reason ?? '');
   const orderId = (op.result as any).order_id as number;
   const [line] = (await w.h.snapshot('orders')).find((o: any) => o.id === orderId).order_line_item_ids as number[];
-  await w.drain([{ resource: 'order', id: orderId }]);
+  const pending = async () =>
+    (await sql<{ resource: string }>`SELECT resource FROM pending_fetches WHERE connection_id = ${w.connectionId}`.execute(w.db)).rows
+      .length;
+  t.equal(await pending(), 0, 'the import reads nothing back at once: its watch will');
 
-  // Shipped with tracking and a line returned at the service; no delivery about either reaches us.
+  // No delivery reaches us about anything that follows; only the order's watch (each minute while unshipped,
+  // made due here rather than waited for) and the reads of what it finds.
+  const watch = async () => {
+    await sql`UPDATE channel_orders SET watch_at = now() - interval '1 second' WHERE watch_at IS NOT NULL`.execute(w.db);
+    await handleMaintenance(w.h.rt, 'order-watch');
+    // The order first: what it names and the mirror lacks is then due too.
+    await w.drainDue([CHANNEL_ORDER, 'fulfillment', 'fulfillment_return']);
+  };
+  await watch();
+  t.ok(
+    (await w.db.selectFrom('orders').select('id').where('id', '=', orderId).executeTakeFirst()) !== undefined,
+    'the first watch mirrors the order',
+  );
+
+  // Packed, then shipped with tracking, invoiced, one unit returned.
   const f = (
     await w.api('POST', '/fulfillments', {
       fulfillment: { order_id: orderId, fulfillment_line_items: [{ order_line_item_id: line, quantity: '2' }] },
     })
   ).fulfillment;
+  await watch();
   await w.api('PUT', `/fulfillments/${f.id}`, { fulfillment: { status: 'fulfilled', tracking_company: 'DHL', tracking_number: 'T-900' } });
+  await w.api('POST', `/orders/${orderId}/actions/invoice`, {});
   const ret = (
     await w.api('POST', '/fulfillment_returns', {
       fulfillment_return: { order_id: orderId, fulfillment_return_line_items: [{ order_line_item_id: line, quantity: '1' }] },
     })
   ).fulfillment_return;
-
-  // The order's watch reads the order alone; what it names and the mirror lacks is marked due.
-  await w.drain([{ resource: CHANNEL_ORDER, id: orderId }]);
-  const due = await sql<{ resource: string; id: number }>`SELECT resource, id FROM pending_fetches
-    WHERE connection_id = ${w.connectionId} AND resource IN ('fulfillment', 'fulfillment_return') ORDER BY resource`.execute(w.db);
-  t.same(
-    due.rows.map((r) => [r.resource, Number(r.id)]),
-    [
-      ['fulfillment', f.id],
-      ['fulfillment_return', ret.id],
-    ],
-    'the fulfilment and the return the order names are due',
-  );
-  await w.drainDue(['fulfillment', 'fulfillment_return']);
-  await until('the shipment and the return reached the channel', () =>
-    ['order.shipped', 'order.returned'].every((type) => w.ep.state.told.some((e) => e.channel_order_id === 'W-9' && e.type === type)),
+  await watch();
+  await until('the shipment, the invoice and the return reached the channel', () =>
+    ['order.packed', 'order.shipped', 'order.invoiced', 'order.returned'].every((type) =>
+      w.ep.state.told.some((e) => e.channel_order_id === 'W-9' && e.type === type),
+    ),
   );
   const shipped = w.ep.state.told.find((e) => e.channel_order_id === 'W-9' && e.type === 'order.shipped')!;
   t.match(shipped.data, { tracking_company: 'DHL', tracking_number: 'T-900' }, 'with its tracking');
 
-  // The goods come back later: no webhook says so; the watch's read of the return tells the channel.
+  // The goods come back later: no webhook says so either; the watch's read of the open return tells the channel.
   await w.api('PUT', `/fulfillment_returns/${ret.id}`, { fulfillment_return: { status: 'received' } });
-  await w.drain([{ resource: 'fulfillment_return', id: ret.id }]);
+  await watch();
   await until('the return received reached the channel', () =>
     w.ep.state.told.some((e) => e.channel_order_id === 'W-9' && e.type === 'order.return_received'),
   );
   const told = w.ep.state.told.filter((e) => e.channel_order_id === 'W-9');
   t.same(
     told.map((e) => e.type),
-    ['order.imported', 'order.packed', 'order.shipped', 'order.returned', 'order.return_received'],
+    ['order.imported', 'order.packed', 'order.shipped', 'order.invoiced', 'order.returned', 'order.return_received'],
     'each once, in order',
   );
   t.match(told.at(-1)!.data, { return_id: ret.id, lines: [{ sku: a.sku, quantity: '1' }] }, 'with its lines');
@@ -322,6 +330,8 @@ t.test('a channel order read back names its fulfilments and returns: those the m
     [...times].sort((x, y) => x - y),
     'at never goes back within the order',
   );
+  const deliveries = await w.db.selectFrom('webhook_deliveries').select('id').execute();
+  t.equal(deliveries.length, 0, 'and not one delivery was received');
 });
 
 t.test('events of one order: a return received follows its return; at never goes back across writes', async (t) => {
@@ -367,5 +377,71 @@ t.test('events of one order: a return received follows its return; at never goes
     notBefore(due.events, null).map((e) => e.at.toISOString()),
     ['2026-11-27T11:00:00.000Z', '2026-11-27T11:00:00.000Z'],
     'nothing told before: the service time stands',
+  );
+});
+
+t.test('a return waits for the shipment of its goods: never told before it, across writes', async (t) => {
+  const line = (id: number, quantity: string) => ({ sku: `SKU-${id}`, quantity, order_line_item_id: id });
+  type Fulfilment = Parameters<typeof dueEvents>[0]['fulfillments'][number];
+  const packed: Fulfilment = {
+    id: 11,
+    status: 'packed',
+    packed_at: '2026-11-27T10:01:00Z',
+    shipped_at: null,
+    created_at: '2026-11-27T10:01:00Z',
+    updated_at: '2026-11-27T10:01:00Z',
+    stock_location_id: 1,
+    tracking_company: null,
+    tracking_number: null,
+    tracking_url: null,
+    lines: [line(5, '2')],
+  };
+  const ret = {
+    id: 7,
+    status: 'returning',
+    credit_note_number: null,
+    location_id: 1,
+    // The service's clocks differ: the return is stamped before the shipment it returns goods of.
+    created_at: '2026-11-27T10:04:00Z',
+    received_at: null,
+    lines: [line(5, '1')],
+  };
+  const facts = (fulfillment: Fulfilment) =>
+    ({
+      order_id: 1,
+      order_number: 'SO1',
+      status: 'active',
+      created_at: '2026-11-27T10:00:00Z',
+      updated_at: '2026-11-27T10:00:00Z',
+      invoice_status: null,
+      invoice_numbers: {},
+      payment_status: null,
+      fulfillments: [fulfillment],
+      returns: [ret],
+    }) as unknown as Parameters<typeof dueEvents>[0];
+  const told = ['imported', 'packed:11'];
+
+  // The return is mirrored while its fulfilment is still packed in the mirror (its shipment not read yet).
+  const early = dueEvents(facts(packed), told, new Date('2026-11-27T10:05:00Z'));
+  t.same(early.events, [], 'the return is not told before its shipment');
+  t.same(early.waiting, { fulfillments: [11], until: new Date('2026-11-27T10:14:00Z') }, 'its fulfilment is read again, by then');
+
+  // The fulfilment's read shows it shipped: the shipment, then the return, stamped no earlier than the shipment.
+  const shipped: Fulfilment = { ...packed, status: 'fulfilled', shipped_at: '2026-11-27T10:04:30Z', tracking_number: 'T-1' };
+  const later = dueEvents(facts(shipped), told, new Date('2026-11-27T10:06:00Z'));
+  t.same(
+    later.events.map((e) => [e.type, e.at.toISOString()]),
+    [
+      ['order.shipped', '2026-11-27T10:04:30.000Z'],
+      ['order.returned', '2026-11-27T10:04:30.000Z'],
+    ],
+  );
+  t.equal(later.waiting, null);
+
+  // A shipment never learnt (goods shipped before the import, say): the return is told once its wait is over.
+  const overdue = dueEvents(facts(packed), told, new Date('2026-11-27T10:14:01Z'));
+  t.same(
+    overdue.events.map((e) => e.type),
+    ['order.returned'],
   );
 });

@@ -6,6 +6,9 @@ import { Decimal } from 'decimal.js';
 import { PROFILES } from '../support/sandbox.ts';
 import { harness, onHand, orderInput, plainVariants } from './harness.ts';
 import { ClientState } from '../../src/api/client-state.ts';
+import { markPending } from '../../src/db/pending.ts';
+import { rulesFrom } from '../../src/stock/rules.ts';
+import { drainPending } from '../../src/sync/drain.ts';
 
 for (const profile of PROFILES) {
   t.test(`${profile}: push operations as a new user runs them`, async (t) => {
@@ -49,11 +52,20 @@ for (const profile of PROFILES) {
 
     await t.test('a re-import after the idempotency key expired finds the order by reference number', async (t) => {
       const input = orderInput(companies[0].id, 'webshop', `R-${profile}`, [{ sku: v1.sku, quantity: '1' }]);
+      const routes = async () => (await h.admin('stats')).requests.by_route as Record<string, number>;
+      const before = await routes();
       const op = await h.run('import-order', input);
       t.equal(op.state, 'confirmed', op.reason ?? '');
+      const after = await routes();
+      t.equal((after['GET /orders'] ?? 0) - (before['GET /orders'] ?? 0), 0, 'a first import looks for no order at the service');
       // 25 hours later, with our mapping gone (a restored backup, another installation): the key is forgotten too.
+      // The mirror has the order, as the sweep after a restore reads it.
       await h.admin('clock', { advance_seconds: 25 * 3600 });
       await h.tdb.db.deleteFrom('channel_orders').where('channel_order_id', '=', `R-${profile}`).execute();
+      const connectionId = Number(h.connection.id);
+      await markPending(h.tdb.db, [{ connectionId, resource: 'order', id: (op.result as any).order_id, reason: 'sweep' }]);
+      const client = await h.rt.sync.drainClient(connectionId);
+      await drainPending({ db: h.tdb.db, log: h.rt.log, client, rules: rulesFrom(h.config), clockMarginMs: 0 }, 'order');
       const again = await h.run('import-order', input);
       t.equal(again.state, 'confirmed', again.reason ?? '');
       t.match(again.result, { order_id: (op.result as any).order_id, already_imported: true, found_by: 'reference_number' });

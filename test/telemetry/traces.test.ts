@@ -170,6 +170,11 @@ t.test('one stock move is one trace from the delivery to the channel POST, which
     'and its statements are spans of their own (instrumentation-pg)',
   );
   t.equal(named('POST channel destination').kind, 3);
+  t.equal(
+    named('POST channel destination').parentSpanId,
+    named('mirror write').spanId,
+    'the POST continues the mirror write that made its change',
+  );
   t.equal(traceparent.split('-')[2], named('POST channel destination').spanId, "the channel's traceparent names our POST span");
   const forbidden = spans
     .flatMap((s) => (s.attributes ?? []).map((a) => JSON.stringify(a.value)))
@@ -181,6 +186,71 @@ t.test('one stock move is one trace from the delivery to the channel POST, which
     logged.some((e) => e.action === 'fetch'),
     `the sync log's entries of the drain carry the trace id (${logged.map((e) => e.action).join(', ')})`,
   );
+
+  // Five moves made at once: their deliveries are coalesced into a drain or two, and each POST carrying them
+  // continues the trace of the mirror write that made its first change, which holds a delivery, the drain and its read.
+  // Five variants the channel lists with a tracked quantity and no cap (max_online), so that stock added moves each one's.
+  const tracked = new Set(
+    (
+      await db
+        .selectFrom('channel_quantities')
+        .select('variant_id')
+        .where('channel_id', '=', channelId)
+        .where('tracked', '=', true)
+        .where('listed', '=', true)
+        .execute()
+    ).map((q) => Number(q.variant_id)),
+  );
+  const five = (await shop!.snapshot('variants'))
+    .filter((v) => v.sku && tracked.has(Number(v.id)) && v.max_online == null && v.id !== variant.id)
+    .slice(0, 5);
+  t.equal(five.length, 5, 'five tracked variants to move');
+  const mark = posts.length;
+  await Promise.all(
+    five.map((v) =>
+      merchantApi(shop!.sandbox)('POST', '/stock_adjustments', {
+        // Stock added: a channel's quantity moves whatever the variant had (taken from none, it would stay 0).
+        stock_adjustment: {
+          stock_location_id: location,
+          reason: 'supplier',
+          stock_adjustment_line_items: [{ variant_id: v.id, quantity: 5, price: '1.00' }],
+        },
+      }),
+    ),
+  );
+  const carrying = () => posts.slice(mark).filter((p) => p.skus.some((sku) => five.some((v) => v.sku === sku)));
+  await until(
+    'the POSTs of the five moves',
+    () =>
+      five.every((v) => carrying().some((p) => p.skus.includes(v.sku))) ||
+      `${carrying().length} POSTs so far, without ${five
+        .filter((v) => !carrying().some((p) => p.skus.includes(v.sku)))
+        .map((v) => v.sku)
+        .join(', ')}`,
+    60_000,
+  );
+  for (const p of carrying()) {
+    const id = (p.traceparent ?? '').split('-')[1]!;
+    const trace = () => otlp.spans.filter((x) => x.traceId === id);
+    await until(
+      `the trace of the POST carrying ${p.skus.join(', ')}`,
+      () => wanted.every((n) => trace().some((x) => x.name === n)) || `has ${[...new Set(trace().map((x) => x.name))].join(', ')}`,
+      30_000,
+    );
+    const post = trace().find((x) => x.name === 'POST channel destination' && x.spanId === p.traceparent!.split('-')[2])!;
+    const write = trace().find((x) => x.spanId === post.parentSpanId);
+    t.equal(write?.name, 'mirror write', `the POST of ${p.skus.length} change(s) continues a mirror write`);
+    const drain = trace().find((x) => x.spanId === write?.parentSpanId);
+    t.equal(drain?.name, 'drain variant', 'of a drain');
+    t.ok(
+      trace().some((x) => x.name === 'GET /variants' && x.parentSpanId === drain?.spanId),
+      "whose API read is in the POST's trace",
+    );
+    t.ok(
+      trace().some((x) => x.name === 'POST /webhooks/:connection'),
+      'as is a delivery the drain read for',
+    );
+  }
 
   // The console links the traced entries to the team's backend.
   const operator = 'an-operator-token-for-the-trace-test';
