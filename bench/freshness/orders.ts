@@ -19,6 +19,10 @@
 //       [--profile spec|documented] [--clock-skew=SECONDS] [--no-orders | --anchor] [--variants 500]
 //       [--sweep-minutes 5] [--grace-seconds 180] [--list-order created|updated] [--seed 1]
 //
+// --webhooks-lost drops every delivery from the moment the channel is set up (the subscriptions stay in place):
+// what the watch carries alone. A third of the orders shipped whole get a unit returned 5 to 15 s later, so that
+// returns are measured too (from the return's created_at).
+//
 // --imports-per-minute gives one rate of channel orders for every operations rate (or one for all). The last table
 // holds the issue's targets: the stock p95 beside orders against the anchor's, shipment and void to the channel's
 // POST, and the requests a channel order costs the account over its life: the order-related requests of the run
@@ -57,6 +61,7 @@ const { values: args } = parseArgs({
     'imports-per-minute': { type: 'string', default: '6,2' },
     'grace-seconds': { type: 'string', default: '180' },
     'no-orders': { type: 'boolean', default: false },
+    'webhooks-lost': { type: 'boolean', default: false },
     anchor: { type: 'boolean', default: false },
     seed: { type: 'string', default: '1' },
   },
@@ -87,7 +92,7 @@ console.log(
   `freshness of orders: ${minutes} min per rate, rates ${rates.join(', ')} operations/s, ${args.variants} variants, ` +
     `300 requests / 300 s, time scale 1${args.profile ? `, sandbox profile ${args.profile}` : ''}` +
     `, API clock ${clockSkew >= 0 ? '+' : ''}${clockSkew} s${args['list-order'] ? `, lists by ${args['list-order']}` : ''}` +
-    `, ${modes.includes('orders') ? `${rates.map((r) => `${importsPerMinuteAt(r)} imports/min at ${r}/s`).join(', ')}` : 'no orders'}${modes.length > 1 ? ' (and the anchor without)' : ''}`,
+    `${args['webhooks-lost'] ? ', every delivery lost' : ''}, ${modes.includes('orders') ? `${rates.map((r) => `${importsPerMinuteAt(r)} imports/min at ${r}/s`).join(', ')}` : 'no orders'}${modes.length > 1 ? ' (and the anchor without)' : ''}`,
 );
 console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, ${(totalmem() / 2 ** 30).toFixed(1)} GB, node ${process.version}`);
 
@@ -227,6 +232,13 @@ function warehouse(account: Account, token: string) {
     async shipPacked(fulfillmentId: number): Promise<boolean> {
       return (await call('PUT', `/fulfillments/${fulfillmentId}`, { fulfillment: { status: 'fulfilled', ...label() } })) !== null;
     },
+    /** One unit of a line returned (the goods on their way back). */
+    async returnOne(orderId: number, lineId: number): Promise<number | null> {
+      const r = await call('POST', '/fulfillment_returns', {
+        fulfillment_return: { order_id: orderId, fulfillment_return_line_items: [{ order_line_item_id: lineId, quantity: '1' }] },
+      });
+      return r ? Number(r.fulfillment_return.id) : null;
+    },
     async void(orderId: number): Promise<boolean> {
       return (await call('POST', `/orders/${orderId}/actions/void`, {})) !== null;
     },
@@ -262,7 +274,7 @@ async function channelTraffic(world: World, rate: number, stopped: () => boolean
   const boss = await startBoss(world.database.url, log, { supervise: false, schedule: false, max: 2 });
   const imports: Imported[] = [];
   const tasks: { due: number; run: () => Promise<void> }[] = [];
-  const mine = { shipments: new Set<number>(), voids: new Set<number>(), dropped: 0 };
+  const mine = { shipments: new Set<number>(), voids: new Set<number>(), returns: new Set<number>(), dropped: 0 };
   const later = (ms: number, run: () => Promise<void>) => tasks.push({ due: Date.now() + ms, run });
 
   const plan = (o: Imported) => {
@@ -276,7 +288,13 @@ async function channelTraffic(world: World, rate: number, stopped: () => boolean
       });
     else if (r < 0.6 || lines.length < 2)
       later(delay, async () => {
-        for (const id of await wh.shipWhole(orderId)) mine.shipments.add(id);
+        const shipped = await wh.shipWhole(orderId);
+        for (const id of shipped) mine.shipments.add(id);
+        if (shipped.length && rng.next() < 1 / 3)
+          later(5000 + rng.next() * 10_000, async () => {
+            const id = await wh.returnOne(orderId, lines[0]!.id);
+            if (id !== null) mine.returns.add(id);
+          });
       });
     else
       later(delay, async () => {
@@ -478,7 +496,7 @@ interface Result {
   elapsed: number;
   requests: number;
   byRoute: Map<string, number>;
-  orders?: { shipped: Lags; voided: Lags; packed: Lags; imported: Lags; notes: string[]; confirmed: number };
+  orders?: { shipped: Lags; voided: Lags; returned: Lags; packed: Lags; imported: Lags; notes: string[]; confirmed: number };
 }
 
 /** Routes of order work: orders, their line items, fulfilments, returns, invoices, payments. */
@@ -521,6 +539,8 @@ async function run(rate: number, mode: Mode): Promise<Result> {
       },
       ['127.0.0.1'],
     );
+    // Every delivery lost from now on, the subscriptions in place: the watch alone carries the orders' road.
+    if (args['webhooks-lost']) await account.admin('POST', 'faults', { deliveries: { drop: 1 } });
     let stopped = false;
     const traffic = mode === 'orders' ? await channelTraffic(world, rate, () => stopped) : null;
     const stats0 = await account.admin('GET', 'stats');
@@ -606,6 +626,18 @@ async function run(rate: number, mode: Mode): Promise<Result> {
             at: Date.parse(f.shipped_at),
           });
       }
+      const { fulfillment_returns: returns } = await account.admin('GET', 'snapshot?resource=fulfillment_returns');
+      for (const r of returns as any[])
+        if (confirmed.has(Number(r.order_id)) && r.status !== 'void' && r.status !== 'deleted')
+          expect.push({
+            what: 'return',
+            key: eventKey('order.returned', r.order_id, r.id),
+            row: `${r.order_id}:returned:${r.id}`,
+            orderId: Number(r.order_id),
+            at: Date.parse(r.created_at),
+            resource: 'fulfillment_return',
+            objectId: Number(r.id),
+          });
       for (const o of orders as any[])
         if (confirmed.has(Number(o.id)) && o.status === 'void')
           expect.push({
@@ -695,6 +727,7 @@ async function run(rate: number, mode: Mode): Promise<Result> {
       const of = (what: string) => expect.filter((e) => e.what === what);
       const shipped = summarise(of('shipment'), rows, true);
       const voided = summarise(of('void'), rows, true);
+      const returned = summarise(of('return'), rows, false);
       const packed = summarise(of('packing'), rows, false);
       const imported = summarise(of('import'), rows, false);
       const ships = of('shipment');
@@ -724,6 +757,7 @@ async function run(rate: number, mode: Mode): Promise<Result> {
       result.orders = {
         shipped,
         voided,
+        returned,
         packed,
         imported,
         notes,
@@ -783,6 +817,7 @@ if (withOrders.length) {
     for (const [what, l] of [
       ['shipped', r.orders!.shipped],
       ['voided', r.orders!.voided],
+      ['returned', r.orders!.returned],
       ['packed', r.orders!.packed],
       ['imported', r.orders!.imported],
     ] as const)
@@ -805,7 +840,7 @@ if (withOrders.length) {
   );
   console.log(
     "shipped: from the fulfilment's shipped_at at the service; voided: from the order's updated_at (no event announces a void); packed: from the " +
-      "fulfilment's created_at; imported: from the import's enqueueing. open: not heard within the grace after the load stopped. at off: the event's " +
+      "fulfilment's created_at; returned: from the return's created_at; imported: from the import's enqueueing. open: not heard within the grace after the load stopped. at off: the event's " +
       "`at` more than 1 s from the service's record.",
   );
 }
@@ -827,7 +862,8 @@ for (const r of withOrders) {
     anchor ? `${((100 * (r.stockP95 - anchor.stockP95)) / anchor.stockP95).toFixed(0)}%` : '-',
     `${s(percentile(o.shipped.sorted, 95))} / ${s(o.shipped.sorted.at(-1) ?? NaN)}`,
     s(percentile(o.voided.sorted, 95)),
-    String(o.shipped.open + o.voided.open + o.packed.open + o.imported.open),
+    `${s(percentile(o.returned.sorted, 95))} / ${s(o.returned.sorted.at(-1) ?? NaN)}`,
+    String(o.shipped.open + o.voided.open + o.returned.open + o.packed.open + o.imported.open),
     anchor
       ? `${perMinute(anchor.requests, anchor).toFixed(1)} / ${perMinute(r.requests, r).toFixed(1)}`
       : perMinute(r.requests, r).toFixed(1),
@@ -858,6 +894,7 @@ if (targets.length) {
       'vs anchor',
       'shipped p95/max s',
       'voided p95 s',
+      'returned p95/max s',
       'open',
       'req/min anchor / orders',
       'req per channel order',

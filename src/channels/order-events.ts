@@ -227,16 +227,18 @@ const ENDED = ['void', 'deleted', 'gone'];
  * When a channel order imported at `importedAt` is read back next, by its state: one not shipped yet (a void may
  * come) each minute in its first hour, every 5 minutes in its first day, then every 30; a shipped one (tracking
  * or a return may follow) every 30 minutes in its first day, then every 2 hours; none after 30 days or once it
- * is voided or deleted. While deliveries flow (`flowing`), the service's own announcements bring a shipment or a
- * return when it happens, and a void shows in the stock of the order's lines, which is announced (a drain reads the
- * order then): a first hour's read-back every 5 minutes is enough. Every read of the order, by any road, counts as
- * its read-back.
+ * is voided or deleted. While deliveries flow (`flowing`) and the mirror has the order, the service's own
+ * announcements bring a shipment or a return when it happens, and a void shows in the stock of the order's lines,
+ * which is announced (a drain that writes those variants reads the order then, which needs the order and its lines
+ * mirrored): a first hour's read-back every 5 minutes is enough. Every read of the order, by any road, counts as its
+ * read-back.
  */
 export function nextWatch(importedAt: Date, now: Date, order: { status: string | null }, flowing = false): Date | null {
   const age = now.getTime() - new Date(importedAt).getTime();
   if (ENDED.includes(order.status ?? '') || age > 30 * 86_400_000) return null;
   const hour = 3_600_000;
-  const minutes = order.status === 'fulfilled' ? (age < 24 * hour ? 30 : 120) : age < hour && !flowing ? 1 : age < 24 * hour ? 5 : 30;
+  const relaxed = flowing && order.status !== null;
+  const minutes = order.status === 'fulfilled' ? (age < 24 * hour ? 30 : 120) : age < hour && !relaxed ? 1 : age < 24 * hour ? 5 : 30;
   return new Date(now.getTime() + minutes * 60_000);
 }
 

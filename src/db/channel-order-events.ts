@@ -225,20 +225,6 @@ export async function setWatches(db: Executor, rows: { connection_id: number; or
 }
 
 /**
- * Whether the connection has a channel order imported in the last day that is not shipped or ended yet: its
- * shipment is what the channel waits for, so fulfilments are read sooner (src/sync/pacing.ts).
- */
-export async function awaitingShipment(db: Executor, connectionId: number): Promise<boolean> {
-  const { rows } = await sql<{ open: boolean }>`
-    SELECT EXISTS (
-      SELECT 1 FROM channel_orders co
-        LEFT JOIN orders o ON o.connection_id = co.connection_id AND o.id = co.order_id
-       WHERE co.connection_id = ${connectionId} AND co.watch_at IS NOT NULL AND co.created_at > now() - interval '1 day'
-         AND (o.status IS NULL OR o.status NOT IN ('fulfilled', 'void', 'deleted', 'gone'))) AS open`.execute(db);
-  return rows[0]?.open ?? false;
-}
-
-/**
  * Watched channel orders not shipped or ended with a line on one of these variants: a stock move there may be the
  * void of one (it releases committed stock), so they are read back.
  */

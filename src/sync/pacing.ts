@@ -14,7 +14,6 @@
 import { CHANNEL_ORDER, freshnessOf, type Freshness } from '../catalog/index.ts';
 import { effectiveReserve } from '../api/index.ts';
 import { budgetWindow } from '../db/budgets.ts';
-import { awaitingShipment } from '../db/channel-order-events.ts';
 import type { Db } from '../db/index.ts';
 
 /**
@@ -89,8 +88,6 @@ export class Pacing {
   readonly #recent = new Map<number, Map<string, { at: number; cost?: number }>>();
   readonly #budgets = new Map<number, { at: number; until: number; budget: Budget | null }>();
   readonly #seen: BudgetSeen | undefined;
-  /** Per connection, whether a channel order awaits its shipment (looked at every SHIPMENT_CACHE_MS). */
-  readonly #shipments = new Map<number, { at: number; open: boolean }>();
 
   /** `seen`: what a drain's own requests just showed of the budget, which spares the read after a drain. */
   constructor(db: Db, seen?: BudgetSeen) {
@@ -149,31 +146,9 @@ export class Pacing {
 
   /** The coalescing window of (connection, resource) now, in seconds. */
   async windowSeconds(connectionId: number, resource: string): Promise<number> {
-    const state = await this.state(connectionId);
-    const window = drainWindow(state, resource);
-    if (resource !== 'fulfillment' || window <= SHIPMENT_WINDOW || !spare(state)) return window;
-    return (await this.#awaitingShipment(connectionId)) ? SHIPMENT_WINDOW : window;
-  }
-
-  async #awaitingShipment(connectionId: number): Promise<boolean> {
-    const now = Date.now();
-    const hit = this.#shipments.get(connectionId);
-    if (hit && now - hit.at < SHIPMENT_CACHE_MS) return hit.open;
-    if (this.#shipments.size > 10_000) this.#shipments.clear();
-    const open = await awaitingShipment(this.#db, connectionId);
-    this.#shipments.set(connectionId, { at: now, open });
-    return open;
+    return drainWindow(await this.state(connectionId), resource);
   }
 }
-
-// A channel waits for its orders' shipments as it waits for stock: while the connection has a channel order not
-// shipped yet and the budget has to spare, fulfilments are read within SHIPMENT_WINDOW seconds of their delivery
-// instead of in the documents' share of a variant's pace (13-20 s when half the window is spent). What that costs
-// is a fulfilment read every few seconds while shipments come, which the account can spare above a third of its
-// window; below that the pacing above decides, and stock keeps its place.
-const SHIPMENT_WINDOW = 3;
-const SHIPMENT_CACHE_MS = 30_000;
-const spare = (state: PacingState) => state.toReset !== null && state.limit > 0 && state.remaining >= state.limit / 3;
 
 // The reserve is for what channel quantities are made of: variants and a bundle's makeup. Fulfilments and channel
 // orders are paced with stock but leave the reserve alone: spending it, they starved the variants' reads until the
