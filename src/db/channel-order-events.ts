@@ -226,16 +226,21 @@ export async function setWatches(db: Executor, rows: { connection_id: number; or
 
 /**
  * Watched channel orders not shipped or ended with a line on one of these variants: a stock move there may be the
- * void of one (it releases committed stock), so they are read back.
+ * void of one (it releases committed stock), so they are read back. An order not mirrored yet is known by the
+ * lines its import held (channel_hold_lines), so a void soon after the import is caught the same way.
  */
 export async function watchedOrdersWithVariants(db: Executor, connectionId: number, variantIds: number[]): Promise<number[]> {
   if (!variantIds.length) return [];
   const { rows } = await sql<{ order_id: number }>`
-    SELECT DISTINCT co.order_id FROM channel_orders co
-      JOIN order_line_items li ON li.connection_id = co.connection_id AND li.order_id = co.order_id
-      JOIN orders o ON o.connection_id = co.connection_id AND o.id = co.order_id
-     WHERE co.connection_id = ${connectionId} AND co.watch_at IS NOT NULL AND li.variant_id = ANY(${variantIds}::bigint[])
-       AND o.status IN ('draft', 'active', 'finalized')`.execute(db);
+    SELECT co.order_id FROM channel_orders co
+      LEFT JOIN orders o ON o.connection_id = co.connection_id AND o.id = co.order_id
+     WHERE co.connection_id = ${connectionId} AND co.watch_at IS NOT NULL
+       AND (o.id IS NULL OR o.status IN ('draft', 'active', 'finalized'))
+       AND (EXISTS (SELECT 1 FROM order_line_items li
+                     WHERE li.connection_id = co.connection_id AND li.order_id = co.order_id AND li.variant_id = ANY(${variantIds}::bigint[]))
+         OR EXISTS (SELECT 1 FROM channel_holds h JOIN channel_hold_lines l ON l.hold_id = h.id
+                     WHERE h.connection_id = co.connection_id AND h.channel = co.channel AND h.channel_order_id = co.channel_order_id
+                       AND l.variant_id = ANY(${variantIds}::bigint[])))`.execute(db);
   return rows.map((r) => Number(r.order_id));
 }
 
