@@ -52,6 +52,8 @@ else
   sed -i "s/^\(    newTag: \).*/\1$version/" deploy/kubernetes/kustomization.yaml
   sed -i "s|^COMMERCE_SYNC_IMAGE=.*|COMMERCE_SYNC_IMAGE=localhost/commerce-sync:$version|" deploy/.env
   sed -i "s|localhost/commerce-sync:[0-9][^}]*}|localhost/commerce-sync:$version}|" deploy/compose.yaml
+  # The first release also records what the version before it (tagged below) shipped.
+  [ -n "$newest" ] || "$node" lint/migrations.ts --record "$current"
   "$node" lint/migrations.ts --record "$version"
   git add -- "${files[@]}"
   git commit -q -m "Release $version" -- "${files[@]}"
