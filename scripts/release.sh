@@ -74,6 +74,8 @@ rm -rf "$work"
 mkdir -p "$work"
 git archive "$release_commit" | tar -x -C "$work"
 ln -s "$repo/node_modules" "$work/node_modules"
+# Tests read the shared spec and fixtures beside the checkout (../shared): the export gets the same neighbour.
+[ -d "$repo/../shared" ] && ln -sfn "$(cd "$repo/.." && pwd)/shared" "$(dirname "$work")/shared"
 log=$repo/.build/release/$version.log
 echo "release: checking $version in $work (log: $log)"
 started=$(date +%s)
@@ -94,7 +96,7 @@ started=$(date +%s)
 echo "release: checks passed in $(($(date +%s) - started)) s: $(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tr '\n' ' ')"
 
 # 3. The tag, its message the CHANGELOG section.
-notes=$(awk -v v="$version" '$0 ~ "^## "v" " {on=1; next} on && /^## / {exit} on' CHANGELOG.md)
+notes=$(git show "$release_commit:CHANGELOG.md" | awk -v v="$version" '$0 ~ "^## "v" " {on=1; next} on && /^## / {exit} on')
 printf 'commerce-sync %s\n\n%s\n' "$version" "$notes" | git tag -a "$tag" -F - "$release_commit"
 echo "release: tagged $tag ($(git rev-parse --short "$release_commit")); image localhost/commerce-sync:$version"
 echo "release: publish with git push origin $newest $tag"
