@@ -97,6 +97,6 @@ echo "release: checks passed in $(($(date +%s) - started)) s: $(grep -E '^[0-9]+
 
 # 3. The tag, its message the CHANGELOG section.
 notes=$(git show "$release_commit:CHANGELOG.md" | awk -v v="$version" '$0 ~ "^## "v" " {on=1; next} on && /^## / {exit} on')
-printf 'commerce-sync %s\n\n%s\n' "$version" "$notes" | git tag -a "$tag" -F - "$release_commit"
+printf 'commerce-sync %s\n\n%s\n' "$version" "$notes" | git tag -a --cleanup=verbatim "$tag" -F - "$release_commit"
 echo "release: tagged $tag ($(git rev-parse --short "$release_commit")); image localhost/commerce-sync:$version"
 echo "release: publish with git push origin $newest $tag"
