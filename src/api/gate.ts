@@ -7,7 +7,8 @@
 // The budget in slices: the gate leases what its waiters need plus one (a connection's drains come in runs; the
 // spare only far from the window's end) in one statement, at most SLICE, and settles later: the answers of its requests and the slots it did not use go back
 // in the statement that takes the next slice, or SETTLE_MS after the last answer. Until then they count as in
-// flight for every process, so no process ever spends past the service's limit; a 429 is settled at once.
+// flight for every process, so no process ever spends past the service's limit; a 429, or an answer near the
+// window's end, is settled at once.
 import { randomUUID } from 'node:crypto';
 import PQueue from 'p-queue';
 import type { Db } from '../db/index.ts';
@@ -160,7 +161,9 @@ export class BudgetGate {
   /**
    * Takes a request's answer (status null: none) and rate headers. Any answer goes back with the next slice, or
    * within SETTLE_MS; a 429 at once, and so does a 401 or 402 with the slots held, so the next request asks the
-   * row, which knows whether the connection is still active.
+   * row, which knows whether the connection is still active. So does an answer near the window's end (what is left
+   * within 3 x lastSlots): there the row's count decides whether requests may go together (decide in budget.ts),
+   * and one settled 250 ms late let two go together into a window another spender had just emptied (two 429s).
    */
   async release(
     leaseId: number,
@@ -168,7 +171,9 @@ export class BudgetGate {
     headers: RateHeaders | null,
   ): Promise<{ available: number; accountingError: boolean }> {
     this.#answers.push({ leaseId, status, headers });
-    if (status !== 429 && status !== 401 && status !== 402) {
+    const limit = headers?.limit ?? this.#memo.row?.request_limit;
+    const nearEnd = headers?.remaining != null && limit != null && headers.remaining <= 3 * lastSlots(limit);
+    if (status !== 429 && status !== 401 && status !== 402 && !nearEnd) {
       this.#settleSoon();
       return { available: this.#available, accountingError: false };
     }
