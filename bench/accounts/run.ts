@@ -7,7 +7,7 @@
 //   node_modules/.bin/node bench/accounts/run.ts [--accounts 10,100,500] [--rate 0.05 | 0.05,0.05,0.01] [--idle-minutes 3]
 //       [--minutes 5] [--variants 20] [--profile spec|documented] [--workers 1|1,2] [--fresh-plans] [--cpu-prof DIR] [--pg-sample]
 //       [--pg-statements]
-//       [--worker-env KEY=VALUE ...]
+//       [--worker-env KEY=VALUE ...] [--baseline REF] [--explain-ms MS]
 //
 // --workers 1,2 measures each N with one worker process, then starts a second one and measures again (the same
 // accounts and database): the work spreads when each worker's CPU about halves.
@@ -21,6 +21,10 @@
 // --pg-statements loads pg_stat_statements into the database and prints, for the active phase, the statements by
 // their total execution time per merchant operation, with their calls per operation (where PostgreSQL's time per
 // operation goes; execution time is wall time in the server, so a statement that waited on a lock counts its wait).
+// --baseline REF runs the same arguments first on REF (a worktree of that commit), then on this tree, and prints
+// both rows and the ratios (bench/accounts/baseline.ts).
+// --explain-ms MS logs the plan of every statement slower than MS (auto_explain with ANALYZE and BUFFERS, triggers
+// and nested statements; an embedded server only) and keeps the server's log, named at the end.
 // --cpu-prof DIR writes a V8 CPU profile of the worker process into DIR when it stops (open it in Chrome's
 // DevTools, or summarise it with bench/support/profile.ts).
 import { cpus, totalmem } from 'node:os';
@@ -29,6 +33,7 @@ import { sql } from 'kysely';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { StockLag } from '../freshness/lag.ts';
+import { HEAD, rowLine, runWithBaseline, statementsLine } from './baseline.ts';
 import { cpuSeconds, percentile, postgresCpuSeconds, settled, startWorld, takeMoves, type World } from '../freshness/world.ts';
 
 const { values: args } = parseArgs({
@@ -45,8 +50,20 @@ const { values: args } = parseArgs({
     workers: { type: 'string', default: '1' },
     'fresh-plans': { type: 'boolean', default: false },
     'worker-env': { type: 'string', multiple: true, default: [] },
+    baseline: { type: 'string' },
+    'explain-ms': { type: 'string' },
   },
 });
+if (args.baseline) {
+  // Everything but --baseline goes to both runs (bench/accounts/baseline.ts).
+  const argv = process.argv.slice(2);
+  const at = argv.findIndex((a) => a === '--baseline' || a.startsWith('--baseline='));
+  await runWithBaseline(
+    args.baseline,
+    argv.filter((_, i) => i !== at && !(i === at + 1 && argv[at] === '--baseline')),
+  );
+  process.exit(0);
+}
 // --worker-env KEY=VALUE (repeatable): settings of the worker processes, e.g. WORKER_CONCURRENCY=8.
 const workerSettings = Object.fromEntries(
   args['worker-env']!.map((kv) => {
@@ -101,28 +118,7 @@ async function measureCpu(
   return { worker: pct(w0, w1), receiver: pct(r0, r1), pg: p0 === null || p1 === null ? null : pct(p0, p1), bench, ms };
 }
 
-const head = [
-  'connections',
-  'workers',
-  'idle worker %',
-  'idle pg %',
-  'idle % per conn',
-  'active worker %',
-  'receiver %',
-  'active pg %',
-  'bench %',
-  'ops/s',
-  'pg ms/op',
-  'worker ms/op',
-  'moves',
-  'p95 lag median s',
-  'p95 lag worst s',
-  'p95 all s',
-  'open',
-  '429',
-  'db MB',
-  'KB/op',
-];
+const head = HEAD;
 const rows: string[][] = [];
 const idleTotals: [number, number][] = [];
 const config = loadConfig({ DATABASE_URL: 'postgres://unused', LOG_LEVEL: 'silent' });
@@ -159,6 +155,7 @@ async function printStatements(
   label: string,
   operations: number,
   cpu0: Awaited<ReturnType<typeof postgresCpuByKind>>,
+  unit = 'operation',
 ): Promise<void> {
   const per = (n: number) => (operations ? n / operations : 0);
   const cpu1 = await postgresCpuByKind(world);
@@ -168,7 +165,7 @@ async function printStatements(
   const live = [...byKind.values()].reduce((s, x) => s + x, 0);
   byKind.set('exited meanwhile (autovacuum workers, closed connections)', cpu1.total - cpu0.total - live);
   console.log(
-    `  ${label}: PostgreSQL CPU ms per operation by process: ${[...byKind]
+    `  ${label}: PostgreSQL CPU ms per ${unit} by process: ${[...byKind]
       .sort((a, b) => b[1] - a[1])
       .map(([k, s]) => `${k} ${per(s * 1000).toFixed(2)}`)
       .join(', ')}`,
@@ -178,9 +175,12 @@ async function printStatements(
     ORDER BY total_exec_time + total_plan_time DESC`.execute(world.db);
   const sum = (f: (x: (typeof r.rows)[number]) => number) => r.rows.reduce((s, x) => s + f(x), 0);
   console.log(
-    `  ${label}: PostgreSQL execution + planning time per operation ${per(sum((x) => x.ms)).toFixed(2)} + ${per(sum((x) => x.plan)).toFixed(2)} ms ` +
-      `over ${r.rows.length} statements, ${per(sum((x) => Number(x.calls))).toFixed(1)} calls per operation; the largest ` +
-      '(execution ms/op, planning ms/op, calls/op, mean execution ms, statement):',
+    statementsLine(label, unit, {
+      execMs: per(sum((x) => x.ms)),
+      planMs: per(sum((x) => x.plan)),
+      statements: r.rows.length,
+      calls: per(sum((x) => Number(x.calls))),
+    }),
   );
   const line = (x: (typeof r.rows)[number]) =>
     console.log(
@@ -210,7 +210,11 @@ async function measure(world: World, n: number, workers: number, cursors: Map<nu
   const label = `${n} connections, ${workers} worker${workers > 1 ? 's' : ''}`;
   const stats0 = await Promise.all(world.accounts.map((a) => a.admin('GET', 'stats')));
 
+  // With --pg-statements the idle phase's statements too, per connection and minute: what an idle connection costs.
+  const idleCpu0 = args['pg-statements'] ? await postgresCpuByKind(world) : null;
+  if (idleCpu0) await sql`SELECT pg_stat_statements_reset()`.execute(world.db);
   const idle = await measureCpu(world, new Promise((r) => setTimeout(r, idleMinutes * 60_000)));
+  if (idleCpu0) await printStatements(world, `${label}, idle`, n * idleMinutes, idleCpu0, 'connection-minute');
   const perConnection = (idle.worker + (idle.pg ?? 0)) / n;
   if (workers === workerCounts[0]) idleTotals.push([n, idle.worker + (idle.pg ?? 0)]);
   const intervals = await sql<{ minutes: number; n: number }>`SELECT interval_minutes AS minutes, count(*)::int AS n
@@ -403,7 +407,7 @@ async function measure(world: World, n: number, workers: number, cursors: Map<nu
     (size / 2 ** 20).toFixed(0),
     operations ? ((size - sizeBefore) / operations / 1024).toFixed(1) : '-',
   ]);
-  console.log(`  ${label}: ${rows.at(-1)!.join(' | ')}`);
+  console.log(rowLine(label, rows.at(-1)!));
   // For a CPU profile: the active phase is the last this many seconds of the worker's life.
   if (args['cpu-prof'])
     console.log(`  ${label}: active phase began ${((Date.now() - activeFrom) / 1000).toFixed(0)} s before the worker stops`);
@@ -417,6 +421,7 @@ for (const n of counts) {
     variants: Number(args.variants),
     profile: args.profile,
     statements: args['pg-statements'],
+    explainMs: args['explain-ms'] === undefined ? undefined : Number(args['explain-ms']),
     workerEnv: {
       ...workerSettings,
       ...(args['cpu-prof'] ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${args['cpu-prof']}` } : {}),

@@ -50,6 +50,8 @@ export interface WorldOptions {
   workerEnv?: Record<string, string>;
   /** pg_stat_statements in the database (bench/support/database.ts). */
   statements?: boolean;
+  /** auto_explain of statements slower than this (bench/support/database.ts). */
+  explainMs?: number;
   log: Logger;
 }
 
@@ -57,7 +59,7 @@ const SECRET = 'bench-client-secret';
 const KEY = Buffer.alloc(32, 4).toString('base64');
 
 export async function startWorld(o: WorldOptions): Promise<World> {
-  const database = await scratchDatabase(o.name, o.log, { statements: o.statements });
+  const database = await scratchDatabase(o.name, o.log, { statements: o.statements, explainMs: o.explainMs });
   await stopBoss(await startBoss(database.url, o.log, { supervise: false, schedule: false, max: 2 }), false);
   const db = createDb(createPool(database.url, 4));
   const config = loadConfig({ DATABASE_URL: database.url, TOKEN_ENCRYPTION_KEY: KEY, COMMERCE_CLIENT_SECRET: SECRET, LOG_LEVEL: 'silent' });

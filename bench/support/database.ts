@@ -2,6 +2,7 @@
 // temporary folder. close() drops it and stops what it started.
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
+import { copyFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
 import { startEmbedded } from '../../src/db/embedded.ts';
@@ -25,6 +26,11 @@ export interface ScratchOptions {
    * must have it in shared_preload_libraries already).
    */
   statements?: boolean;
+  /**
+   * auto_explain on an embedded server: every statement of the scratch database slower than this many ms is logged
+   * with its plan (ANALYZE, BUFFERS, triggers, nested statements); close() keeps the server's log and names it.
+   */
+  explainMs?: number;
 }
 
 export async function scratchDatabase(name: string, log: Logger, opts: ScratchOptions = {}): Promise<ScratchDatabase> {
@@ -34,7 +40,8 @@ export async function scratchDatabase(name: string, log: Logger, opts: ScratchOp
   let postmaster: number | undefined;
   if (!adminUrl) {
     dataDir = await mkdtemp(join(os.tmpdir(), `cs-bench-${name}-`));
-    const embedded = await startEmbedded(dataDir, log, 'postgres', opts.statements ? { preload: ['pg_stat_statements'] } : {});
+    const preload = [...(opts.statements ? ['pg_stat_statements'] : []), ...(opts.explainMs !== undefined ? ['auto_explain'] : [])];
+    const embedded = await startEmbedded(dataDir, log, 'postgres', { preload });
     adminUrl = embedded.adminUrl;
     stopDb = embedded.stop;
     postmaster = embedded.pid;
@@ -45,6 +52,17 @@ export async function scratchDatabase(name: string, log: Logger, opts: ScratchOp
   await admin.query(`CREATE DATABASE ${dbName}`);
   if (opts.synchronousCommit) await admin.query(`ALTER DATABASE ${dbName} SET synchronous_commit = ${opts.synchronousCommit}`);
   if (opts.statements) await admin.query(`ALTER DATABASE ${dbName} SET pg_stat_statements.track_planning = on`);
+  if (opts.explainMs !== undefined) {
+    if (!dataDir) throw new Error('explainMs: an embedded server only (unset DATABASE_URL)');
+    for (const [k, v] of Object.entries({
+      log_min_duration: opts.explainMs,
+      log_analyze: 'on',
+      log_buffers: 'on',
+      log_triggers: 'on',
+      log_nested_statements: 'on',
+    }))
+      await admin.query(`ALTER DATABASE ${dbName} SET auto_explain.${k} = ${typeof v === 'number' ? v : `'${v}'`}`);
+  }
   const url = new URL(adminUrl);
   url.pathname = `/${dbName}`;
   if (opts.statements) {
@@ -60,6 +78,11 @@ export async function scratchDatabase(name: string, log: Logger, opts: ScratchOp
       await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => {});
       await admin.end();
       await stopDb();
+      if (dataDir && opts.explainMs !== undefined) {
+        const kept = join(os.tmpdir(), `cs-bench-${name}-${process.pid}-postgres.log`);
+        await copyFile(join(dataDir, 'postgres.log'), kept);
+        log.warn({ log: kept }, "the embedded server's log, with auto_explain plans, is kept");
+      }
       if (dataDir) await rm(dataDir, { recursive: true, force: true });
     },
   };
