@@ -291,7 +291,13 @@ export const channelDeliveryHandler = defineHandler({
   queue: channelDeliveryQueue,
   // With jobs waiting, a slot takes the next at once: after a short job (caught up, or another sender has the
   // channel) pg-boss would otherwise pause half a second, and two slots would take four jobs a second at most.
-  work: () => ({ batchSize: 1, localConcurrency: 2, pollingIntervalSeconds: 0.5, burstWhenReadyExceeds: 1 }),
+  work: () => ({
+    batchSize: 1,
+    localConcurrency: 2,
+    pollingIntervalSeconds: 0.5,
+    notifyPollingIntervalSeconds: 5,
+    burstWhenReadyExceeds: 1,
+  }),
   async handle(deps, [job]) {
     await deliverChannel(deps, job!.data.channelId);
   },

@@ -112,8 +112,11 @@ export const pushHandler = defineHandler({
       perJobResults: true,
       batchSize,
       burstWhenBatchFull: true,
+      // At a batch of one (WORKER_CONCURRENCY 1) pg-boss ignores burstWhenBatchFull: a backlog bursts by its count.
+      burstWhenReadyExceeds: 1,
       localConcurrency: Math.ceil(config.WORKER_CONCURRENCY / batchSize),
       pollingIntervalSeconds: 1,
+      notifyPollingIntervalSeconds: 5,
     };
   },
   handle: (deps, jobs) =>

@@ -40,7 +40,7 @@ export async function insertStatement(boss: PgBoss, queue: string, jobs: JobInse
 export async function startBoss(
   url: string,
   log: Logger,
-  opts: { supervise?: boolean; schedule?: boolean; max?: number } = {},
+  opts: { supervise?: boolean; schedule?: boolean; max?: number; listen?: boolean } = {},
 ): Promise<PgBoss> {
   const boss = new PgBoss({
     connectionString: url,
@@ -51,8 +51,14 @@ export async function startBoss(
     // call, for plans that do not depend on the values: its parameters are job ids and outputs; everything that
     // picks rows (queue, state, limit) is in the text.
     ...({ Client: PreparingClient, options: '-c plan_cache_mode=force_generic_plan' } satisfies pg.PoolConfig),
-    // Only processes that run workers maintain queues and fire schedules.
+    // Only processes that run workers maintain queues and fire schedules, and listen: a job put on a queue with
+    // notify on (all but deliveries, src/queue/queues.ts) wakes their workers at once, so those poll only as a
+    // backstop (notifyPollingIntervalSeconds, 30 s unless a handler says less) for jobs that come due later
+    // (retries, delays). Polling every queue's workers at their base intervals was ~18 fetches a second for an
+    // idle deployment, the largest share of its statements (bench/accounts --pg-statements, idle). The listener
+    // has one connection of its own, outside the pool.
     supervise: opts.supervise ?? true,
+    useListenNotify: opts.listen ?? opts.supervise ?? true,
     schedule: opts.schedule ?? true,
     migrate: true,
     // How often a supervising process fails jobs whose worker stopped heartbeating (see src/queue/queues.ts).

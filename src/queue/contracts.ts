@@ -37,6 +37,8 @@ export const deliveriesQueue = defineQueue<DeliveriesData>('deliveries', {
   retryLimit: 8,
   retryDelay: 2,
   retryBackoff: true,
+  // The receiver's job insert is a part of its one statement (src/db/deliveries.ts): its workers poll instead.
+  notify: false,
 });
 
 // reconcile: one sweep of a connection (incremental or full), on the schedules src/sync/schedules.ts keeps, at a

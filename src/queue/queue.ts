@@ -14,6 +14,11 @@ export interface QueuePolicy {
   expireInSeconds?: number;
   /** How long a job nobody takes waits (pg-boss's default 14 days; JOB_RETENTION_HOURS where set, see queues.ts). */
   retentionSeconds?: number;
+  /**
+   * Whether a job put on the queue wakes the listening workers (pg-boss notify; default on, src/queue/queues.ts).
+   * Off where the insert must be a part of a statement of ours, which a notifying insert (a WITH of its own) cannot.
+   */
+  notify?: boolean;
 }
 
 /** Send options, with `tx` for a job that must commit (or roll back) with the caller's transaction. */

@@ -39,7 +39,8 @@ export async function createQueues(boss: Boss, retention?: QueueRetention): Prom
     const dead = deadLetterOf(name);
     if (!existing.has(dead)) await boss.createQueue(dead, letters).catch(ignoreExists);
     else if (retention) await boss.updateQueue(dead, letters);
-    const options = { ...policy, ...finished, heartbeatSeconds: HEARTBEAT_SECONDS, deadLetter: dead };
+    // notify: a job put on the queue wakes the workers listening (src/queue/boss.ts), so they poll seldom.
+    const options = { notify: true, ...policy, ...finished, heartbeatSeconds: HEARTBEAT_SECONDS, deadLetter: dead };
     // A job nobody took waits as long as a finished job is kept.
     if (policy.retentionSeconds && jobSeconds) options.retentionSeconds = jobSeconds;
     if (!existing.has(name)) await boss.createQueue(name, options).catch(ignoreExists);

@@ -53,7 +53,10 @@ export const reconcileHandler = defineHandler<ReconcileData, SyncDeps>({
   traceRoot: true,
   // Sweeps mostly wait on the API and hold no database connection while they do (their lock is a lease,
   // src/db/locks.ts), so like drains they get twice WORKER_CONCURRENCY slots.
-  work: (config) => ({ batchSize: 1, localConcurrency: config.WORKER_CONCURRENCY * 2, localGroupConcurrency: 1 }),
+  // While jobs are ready, a worker that got one fetches again at once (burstWhenReadyExceeds; pg-boss ignores
+  // burstWhenBatchFull at a batch of one): woken by notifications, an idle one polls every 30 s only, and a backlog
+  // of first sweeps must not wait that long between jobs.
+  work: (config) => ({ batchSize: 1, localConcurrency: config.WORKER_CONCURRENCY * 2, localGroupConcurrency: 1, burstWhenReadyExceeds: 1 }),
   async handle(deps, [job]) {
     if (!(await deps.sync.statuses.active(job!.data.connectionId))) return;
     await handleReconcile(deps, await deps.sync.sweepClient(job!.data.connectionId), job!);
@@ -63,7 +66,7 @@ export const reconcileHandler = defineHandler<ReconcileData, SyncDeps>({
 export const maintenanceHandler = defineHandler({
   queue: maintenanceQueue,
   traceRoot: true,
-  work: () => ({ batchSize: 1 }),
+  work: () => ({ batchSize: 1, burstWhenReadyExceeds: 1 }),
   async handle(deps, [job]) {
     await handleMaintenance(deps, job!.data.task);
   },

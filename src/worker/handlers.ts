@@ -18,7 +18,8 @@ export const handlers: readonly Handler<unknown, SyncDeps>[] = [
 
 /**
  * Mounts the workers of `which` handlers; they stop with the function it answers, at shutdown.
- * `pollingIntervalSeconds` caps every queue's polling interval (tests poll faster).
+ * `pollingIntervalSeconds` caps every queue's polling intervals, the backstop beside notifications too (tests poll
+ * faster).
  */
 export async function workQueues(
   deps: SyncDeps,
@@ -28,8 +29,10 @@ export async function workQueues(
   const mounted: string[] = [];
   for (const handler of which) {
     const options = { ...handler.work(deps.config), includeMetadata: true as const };
-    if (opts.pollingIntervalSeconds !== undefined)
+    if (opts.pollingIntervalSeconds !== undefined) {
       options.pollingIntervalSeconds = Math.min(options.pollingIntervalSeconds ?? 2, opts.pollingIntervalSeconds);
+      options.notifyPollingIntervalSeconds = Math.min(options.notifyPollingIntervalSeconds ?? 30, opts.pollingIntervalSeconds);
+    }
     // pg-boss types a handler by its options; every handler takes its batch with metadata (handler.ts).
     const name = handler.queue.name;
     const handle = handler.traceRoot
