@@ -40,7 +40,7 @@ export async function insertStatement(boss: PgBoss, queue: string, jobs: JobInse
 export async function startBoss(
   url: string,
   log: Logger,
-  opts: { supervise?: boolean; schedule?: boolean; max?: number; listen?: boolean } = {},
+  opts: { supervise?: boolean; schedule?: boolean; max?: number } = {},
 ): Promise<PgBoss> {
   const boss = new PgBoss({
     connectionString: url,
@@ -58,7 +58,7 @@ export async function startBoss(
     // idle deployment, the largest share of its statements (bench/accounts --pg-statements, idle). The listener
     // has one connection of its own, outside the pool.
     supervise: opts.supervise ?? true,
-    useListenNotify: opts.listen ?? opts.supervise ?? true,
+    useListenNotify: opts.supervise ?? true,
     schedule: opts.schedule ?? true,
     migrate: true,
     // How often a supervising process fails jobs whose worker stopped heartbeating (see src/queue/queues.ts).
