@@ -87,3 +87,18 @@ t.test('an error leaves the connection usable: a failed parse, a failed run, an 
   t.same((await c.query(text, [1])).rows, [{ n: 10 }], 'after the rollback, as before');
   t.same(await prepared(c), [text]);
 });
+
+t.test("our pool's named statements keep one generic plan from their first run (plan_cache_mode)", async (t) => {
+  const { pool } = await testDatabase(t);
+  const c = await pool.connect();
+  t.teardown(() => c.release());
+  t.equal((await c.query('SHOW plan_cache_mode')).rows[0].plan_cache_mode, 'force_generic_plan');
+  const text = 'SELECT count(*)::int AS n FROM pg_class WHERE relname = $1';
+  for (const name of ['pg_class', 'pg_type', 'pg_proc', 'pg_attribute']) await c.query(text, [name]);
+  const plans = await c.query('SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1', [text]);
+  t.same(
+    plans.rows,
+    [{ generic_plans: '3', custom_plans: '0' }],
+    'named on its second run; every run since on the generic plan, none planned afresh',
+  );
+});
