@@ -247,13 +247,15 @@ export function nextWatch(importedAt: Date, now: Date, order: { status: string |
  * caller's transaction (the one that wrote the mirror). Answers the channels that got events (to wake their senders)
  * and the reads a waiting return calls for: the order's fulfilments not shipped in the mirror, or the order itself
  * (which names them) when the mirror knows none. `orderRead`: the write read the orders themselves, which is what
- * their watch would do, so their next read-back moves on from now (by any road, an order is read once per interval).
+ * their watch would do, so their next read-back moves on from now (by any road, an order is read once per interval). `knownFlowing`: deliveriesFlowing for the connection, when the
+ * caller asked it already in this transaction.
  */
 export async function recordOrderEvents(
   tx: Executor,
   connectionId: number,
   orderIds: number[],
   orderRead = false,
+  knownFlowing?: boolean,
 ): Promise<{ channels: number[]; followUps: Mark[] }> {
   const ids = [...new Set(orderIds.filter(Number.isSafeInteger))];
   const mapped = await lockMappedOrders(tx, connectionId, ids);
@@ -267,7 +269,8 @@ export async function recordOrderEvents(
   const rows: NewOrderEvent[] = [];
   const now = new Date();
   const toldUntil = await latestEventTimes(tx, connectionId, mapped);
-  const flowing = await deliveriesFlowing(tx, connectionId);
+  // Whether deliveries flow (the watch's interval) is asked only for an order that has something to note, once.
+  let flowing = knownFlowing;
   for (const m of mapped) {
     const f = facts.get(m.order_id);
     if (!f || m.channel_id === null) continue;
@@ -280,6 +283,7 @@ export async function recordOrderEvents(
     }
     if (!due.keys.length && !due.waiting && !orderRead) continue;
     rows.push(...notBefore(due.events, toldUntil.get(eventTimeKey(m)) ?? null).map((e) => eventRow(m, f, e)));
+    flowing ??= await deliveriesFlowing(tx, connectionId);
     // A waiting return is read back by the time it is told anyway, at the latest.
     const next = nextWatch(m.created_at, now, f, flowing);
     await noteAnnounced(tx, {
@@ -361,6 +365,7 @@ export async function recordImported(
 ): Promise<number[]> {
   const [m] = await lockMappedOrders(tx, o.connectionId, [o.orderId]);
   const touched: number[] = [];
+  let flowing: boolean | undefined;
   if (m && m.channel_id !== null && !m.announced.includes('imported')) {
     const e: DerivedEvent = {
       type: 'order.imported',
@@ -375,10 +380,10 @@ export async function recordImported(
       channel: m.channel,
       channelOrderId: m.channel_order_id,
       keys: ['imported'],
-      watchAt: nextWatch(m.created_at, new Date(), { status: null }, await deliveriesFlowing(tx, o.connectionId)),
+      watchAt: nextWatch(m.created_at, new Date(), { status: null }, (flowing = await deliveriesFlowing(tx, o.connectionId))),
     });
   }
-  return [...new Set([...touched, ...(await recordOrderEvents(tx, o.connectionId, [o.orderId])).channels])];
+  return [...new Set([...touched, ...(await recordOrderEvents(tx, o.connectionId, [o.orderId], false, flowing)).channels])];
 }
 
 /** An import of a channel order failed for good: order.import_failed with the reason and the field problems. */
