@@ -295,7 +295,8 @@ export const channelDeliveryHandler = defineHandler({
     batchSize: 1,
     localConcurrency: 2,
     pollingIntervalSeconds: 0.5,
-    notifyPollingIntervalSeconds: 5,
+    // A POST's latency: a job that came while both slots were busy waits for this poll at most.
+    notifyPollingIntervalSeconds: 1,
     burstWhenReadyExceeds: 1,
   }),
   async handle(deps, [job]) {

@@ -116,7 +116,7 @@ export const pushHandler = defineHandler({
       burstWhenReadyExceeds: 1,
       localConcurrency: Math.ceil(config.WORKER_CONCURRENCY / batchSize),
       pollingIntervalSeconds: 1,
-      notifyPollingIntervalSeconds: 5,
+      notifyPollingIntervalSeconds: 2,
     };
   },
   handle: (deps, jobs) =>

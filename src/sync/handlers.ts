@@ -66,7 +66,9 @@ export const reconcileHandler = defineHandler<ReconcileData, SyncDeps>({
 export const maintenanceHandler = defineHandler({
   queue: maintenanceQueue,
   traceRoot: true,
-  work: () => ({ batchSize: 1, burstWhenReadyExceeds: 1 }),
+  // Its tasks come five at once every minute, one notification wakes the worker for the first, and the ready count a
+  // burst reads is up to 15 s old: the rest are fetched by the poll, every 2 s as before notifications.
+  work: () => ({ batchSize: 1, notifyPollingIntervalSeconds: 2 }),
   async handle(deps, [job]) {
     await handleMaintenance(deps, job!.data.task);
   },
