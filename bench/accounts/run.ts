@@ -118,7 +118,6 @@ async function measureCpu(
   return { worker: pct(w0, w1), receiver: pct(r0, r1), pg: p0 === null || p1 === null ? null : pct(p0, p1), bench, ms };
 }
 
-const head = HEAD;
 const rows: string[][] = [];
 const idleTotals: [number, number][] = [];
 const config = loadConfig({ DATABASE_URL: 'postgres://unused', LOG_LEVEL: 'silent' });
@@ -448,8 +447,8 @@ console.log(
 console.log(
   'pg ms/op, worker ms/op: CPU milliseconds per merchant operation while active (idle work included); KB/op: database growth per operation.',
 );
-const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-console.log(head.map((h, i) => h.padStart(widths[i]!)).join('  '));
+const widths = HEAD.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+console.log(HEAD.map((h, i) => h.padStart(widths[i]!)).join('  '));
 for (const r of rows) console.log(r.map((c, i) => c.padStart(widths[i]!)).join('  '));
 // What one more idle connection costs, without the fixed cost of a running worker and database.
 for (let i = 1; i < idleTotals.length; i++) {

@@ -247,8 +247,8 @@ export function nextWatch(importedAt: Date, now: Date, order: { status: string |
  * caller's transaction (the one that wrote the mirror). Answers the channels that got events (to wake their senders)
  * and the reads a waiting return calls for: the order's fulfilments not shipped in the mirror, or the order itself
  * (which names them) when the mirror knows none. `orderRead`: the write read the orders themselves, which is what
- * their watch would do, so their next read-back moves on from now (by any road, an order is read once per interval). `knownFlowing`: deliveriesFlowing for the connection, when the
- * caller asked it already in this transaction.
+ * their watch would do, so their next read-back moves on from now (by any road, an order is read once per interval).
+ * `knownFlowing`: deliveriesFlowing for the connection, when the caller asked it already in this transaction.
  */
 export async function recordOrderEvents(
   tx: Executor,
