@@ -53,7 +53,7 @@ export async function startBoss(
     ...({ Client: PreparingClient, options: '-c plan_cache_mode=force_generic_plan' } satisfies pg.PoolConfig),
     // Only processes that run workers maintain queues and fire schedules, and listen: a job put on a queue with
     // notify on (all but deliveries, src/queue/queues.ts) wakes their workers at once, so those poll only as a
-    // backstop (notifyPollingIntervalSeconds: 30 s for sweeps, 2 s for pushes and maintenance, 1 s for channel
+    // backstop (notifyPollingIntervalSeconds: 5 s for sweeps, 2 s for pushes and maintenance, 1 s for channel
     // deliveries) for jobs that come due later (retries, delays) or came while every worker was busy. Polling every
     // queue's workers at their base intervals was ~18 fetches a second for an idle deployment, the largest share of
     // its statements (bench/accounts --pg-statements, idle). The listener has one connection of its own.

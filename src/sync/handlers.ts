@@ -54,9 +54,16 @@ export const reconcileHandler = defineHandler<ReconcileData, SyncDeps>({
   // Sweeps mostly wait on the API and hold no database connection while they do (their lock is a lease,
   // src/db/locks.ts), so like drains they get twice WORKER_CONCURRENCY slots.
   // While jobs are ready, a worker that got one fetches again at once (burstWhenReadyExceeds; pg-boss ignores
-  // burstWhenBatchFull at a batch of one): woken by notifications, an idle one polls every 30 s only, and a backlog
-  // of first sweeps must not wait that long between jobs.
-  work: (config) => ({ batchSize: 1, localConcurrency: config.WORKER_CONCURRENCY * 2, localGroupConcurrency: 1, burstWhenReadyExceeds: 1 }),
+  // burstWhenBatchFull at a batch of one): woken by notifications, an idle one polls every 5 s (a sweep asked for
+  // while the listener reconnects after a database restart waits that long at most), and a backlog of first sweeps
+  // must not wait that long between jobs.
+  work: (config) => ({
+    batchSize: 1,
+    localConcurrency: config.WORKER_CONCURRENCY * 2,
+    localGroupConcurrency: 1,
+    burstWhenReadyExceeds: 1,
+    notifyPollingIntervalSeconds: 5,
+  }),
   async handle(deps, [job]) {
     if (!(await deps.sync.statuses.active(job!.data.connectionId))) return;
     await handleReconcile(deps, await deps.sync.sweepClient(job!.data.connectionId), job!);

@@ -1,6 +1,6 @@
 // Workers are woken by pg-boss's notifications, not by polling (src/queue/boss.ts, src/queue/queues.ts): a process
-// that supervises listens, every queue but deliveries notifies, and an idle sweep worker, whose backstop poll is
-// 30 s, takes a job sent to it at once.
+// that supervises listens, every queue but deliveries notifies, and an idle sweep worker, polling every 30 s here,
+// takes a job sent to it at once.
 import t from 'tap';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';
 import { deliveriesQueue, reconcileQueue, requestSweep } from '../../src/queue/contracts.ts';
@@ -20,9 +20,9 @@ t.test('an idle worker takes a job sent to its queue at once, long before its ba
   const notifying = Object.fromEntries((await boss.getQueues()).map((q) => [q.name, q.notify]));
   for (const q of queues) t.equal(notifying[q.name], q !== deliveriesQueue, `${q.name}: notify ${q !== deliveriesQueue}`);
 
-  // The sweep workers' own options, but polling every 30 s even without notifications: only a notification can
+  // The sweep workers' own options, but polling every 30 s, with notifications or without: only a notification can
   // bring the job sooner.
-  const options = { ...reconcileHandler.work(testConfig()), pollingIntervalSeconds: 30 };
+  const options = { ...reconcileHandler.work(testConfig()), pollingIntervalSeconds: 30, notifyPollingIntervalSeconds: 30 };
   const taken: number[] = [];
   await boss.work(reconcileQueue.name, options, async () => {
     taken.push(Date.now());
