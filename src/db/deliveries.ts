@@ -74,8 +74,8 @@ const insertRows = `
     INSERT INTO delivery_waits (job_id, connection_id) SELECT j, c FROM waiting WHERE existing IS NULL
   ), ins AS (
     INSERT INTO webhook_deliveries
-      (connection_id, delivery_id, event, resource, action, object_id, event_at, resource_url, body, state, error, job_id, body_digest, traceparent)
-    SELECT v.c, d, e, r, a, o, t, u, b, s, x, coalesce(waiting.existing, v.j), h, p
+      (connection_id, delivery_id, event, resource, action, object_id, event_at, resource_url, body, state, error, job_id, body_sha256, traceparent)
+    SELECT v.c, d, e, r, a, o, t, u, b, s, x, coalesce(waiting.existing, v.j), decode(h, 'hex'), p
     FROM v LEFT JOIN waiting ON waiting.c = v.c AND v.j IS NOT NULL
     ON CONFLICT DO NOTHING
     RETURNING id, connection_id, delivery_id, event, resource, object_id, state, error, job_id
@@ -278,9 +278,12 @@ export async function deliveryForUpdate(tx: Executor, id: number): Promise<Selec
  * comes after the replay's, so the row is left as it is and the job finds nothing of its own to do).
  */
 export async function requeueDelivery(tx: Executor, id: number, jobId: string): Promise<boolean> {
-  const r = await sql`UPDATE webhook_deliveries d SET state = 'queued', error = NULL, job_id = ${jobId}, processed_at = NULL
+  // A row stored before migration 0370 has only the hex digest: it gets its bytes as it waits again.
+  const r = await sql`UPDATE webhook_deliveries d SET state = 'queued', error = NULL, job_id = ${jobId}, processed_at = NULL,
+      body_sha256 = x.sha256
+    FROM (SELECT coalesce(body_sha256, decode(body_digest, 'hex')) AS sha256 FROM webhook_deliveries WHERE id = ${id}) AS x
     WHERE d.id = ${id} AND NOT EXISTS (SELECT 1 FROM webhook_deliveries w WHERE w.connection_id = d.connection_id
-      AND w.body_digest = d.body_digest AND w.state = 'queued' AND w.id <> d.id)`.execute(tx);
+      AND w.body_sha256 = x.sha256 AND w.state = 'queued' AND w.id <> d.id)`.execute(tx);
   return Number(r.numAffectedRows ?? 0) > 0;
 }
 

@@ -23,6 +23,22 @@ export type DeliveryRow = Pick<
   | 'processed_at'
 > & { connection: string };
 
+const rowColumns = [
+  'd.id',
+  'd.connection_id',
+  'c.name as connection',
+  'd.delivery_id',
+  'd.event',
+  'd.resource',
+  'd.action',
+  'd.object_id',
+  'd.state',
+  'd.error',
+  'd.job_id',
+  'd.received_at',
+  'd.processed_at',
+] as const;
+
 export interface DeliveryFilter {
   connectionId?: number;
   state?: string;
@@ -38,24 +54,7 @@ export interface DeliveryFilter {
  * `maxLimit` (1000: the console's pages; the `deliveries` command lists as many as asked).
  */
 export async function listDeliveries(db: Executor, f: DeliveryFilter = {}, maxLimit = 1000): Promise<DeliveryRow[]> {
-  let q = db
-    .selectFrom('webhook_deliveries as d')
-    .innerJoin('connections as c', 'c.id', 'd.connection_id')
-    .select([
-      'd.id',
-      'd.connection_id',
-      'c.name as connection',
-      'd.delivery_id',
-      'd.event',
-      'd.resource',
-      'd.action',
-      'd.object_id',
-      'd.state',
-      'd.error',
-      'd.job_id',
-      'd.received_at',
-      'd.processed_at',
-    ]);
+  let q = db.selectFrom('webhook_deliveries as d').innerJoin('connections as c', 'c.id', 'd.connection_id').select(rowColumns);
   if (f.connectionId !== undefined) q = q.where('d.connection_id', '=', f.connectionId);
   if (f.state) q = q.where('d.state', '=', f.state as DeliveryRow['state']);
   if (f.resource) q = q.where('d.resource', '=', f.resource);
@@ -67,13 +66,16 @@ export async function listDeliveries(db: Executor, f: DeliveryFilter = {}, maxLi
 
 /** One stored delivery, body included, with its connection's name. */
 export async function deliveryWithConnection(db: Executor, id: number) {
-  return db
-    .selectFrom('webhook_deliveries as d')
-    .innerJoin('connections as c', 'c.id', 'd.connection_id')
-    .selectAll('d')
-    .select('c.name as connection')
-    .where('d.id', '=', id)
-    .executeTakeFirst();
+  return (
+    db
+      .selectFrom('webhook_deliveries as d')
+      .innerJoin('connections as c', 'c.id', 'd.connection_id')
+      .select([...rowColumns, 'd.event_at', 'd.resource_url', 'd.body', 'd.traceparent'])
+      // The body's SHA-256 as hex, from the bytes (migration 0370) or, in a row written before them, the hex kept.
+      .select(sql<string | null>`coalesce(encode(d.body_sha256, 'hex'), d.body_digest)`.as('body_digest'))
+      .where('d.id', '=', id)
+      .executeTakeFirst()
+  );
 }
 
 export interface DeliveryCounts {

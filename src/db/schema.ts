@@ -52,7 +52,9 @@ export interface WebhookDeliveriesTable {
   job_id: string | null;
   received_at: DefaultTimestamp;
   processed_at: Timestamp | null;
-  /** SHA-256 (hex) of the body: a copy of a waiting delivery under a new delivery id is not stored (migration 0330). */
+  /** SHA-256 of the body: a copy of a waiting delivery under a new delivery id is not stored (migrations 0330, 0370). */
+  body_sha256: Buffer | null;
+  /** The same as hex, written before migration 0370 (and by the release before it during an upgrade); read only. */
   body_digest: string | null;
   /** migrations/0260: the traceparent of the request that brought it, when traced. */
   traceparent: string | null;

@@ -1,10 +1,14 @@
 import t from 'tap';
+import { createHash } from 'node:crypto';
 import { cp, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { deliveryWithConnection } from '../../src/db/delivery-reads.ts';
+import { requeueDelivery } from '../../src/db/deliveries.ts';
+import { createDb, createPool } from '../../src/db/index.ts';
 import { listMigrations, migrate, migrationsDir, MigrationError } from '../../src/db/migrate.ts';
-import { emptyDatabase } from '../support/db.ts';
+import { addConnection, emptyDatabase } from '../support/db.ts';
 
 async function tables(url: string): Promise<string[]> {
   const c = new pg.Client({ connectionString: url });
@@ -85,4 +89,54 @@ t.test('a broken migration rolls back and leaves the schema as it was', async (t
   const applied = (await c.query('SELECT name FROM schema_migrations')).rows.map((r) => r.name);
   await c.end();
   t.notOk(applied.includes('9999_broken.sql'));
+});
+
+t.test('0370: the waiting rows get their body SHA-256 as bytes, a handled row gets them when it waits again', async (t) => {
+  const { url } = await emptyDatabase(t);
+  const dir = await mkdtemp(join(tmpdir(), 'migr-'));
+  t.teardown(() => import('node:fs/promises').then((fs) => fs.rm(dir, { recursive: true, force: true })));
+  await cp(migrationsDir, dir, { recursive: true });
+  // The schema of release 0.2.0, and rows its receiver wrote: the body's digest as hex.
+  const { rm } = await import('node:fs/promises');
+  for (const name of await listMigrations(dir)) if (name >= '0370') await rm(join(dir, name));
+  await migrate(url, dir);
+  const pool = createPool(url, 2);
+  const db = createDb(pool);
+  t.teardown(() => db.destroy());
+  const { id: connectionId } = await addConnection(db);
+  const hex = (body: string) => createHash('sha256').update(body).digest('hex');
+  const row = (deliveryId: string, body: string, state: string) =>
+    pool.query(
+      `INSERT INTO webhook_deliveries (connection_id, delivery_id, body, state, body_digest) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
+      [connectionId, deliveryId, body, state, hex(body)],
+    );
+  await row('waits', '{"object_id":1}', 'queued');
+  const handled = Number((await row('handled', '{"object_id":2}', 'processed')).rows[0].id);
+
+  t.same((await migrate(url)).applied, ['0370_body_sha256.sql']);
+  const bytes = async (deliveryId: string) =>
+    (await pool.query(`SELECT body_sha256 FROM webhook_deliveries WHERE delivery_id = $1`, [deliveryId])).rows[0].body_sha256;
+  t.same(await bytes('waits'), Buffer.from(hex('{"object_id":1}'), 'hex'), 'a waiting row has its 32 bytes');
+  t.equal(await bytes('handled'), null, 'a handled row is left as it was');
+  const copy = await pool.query(
+    `INSERT INTO webhook_deliveries (connection_id, delivery_id, body, state, body_sha256)
+     VALUES ($1, 'copy', '{"object_id":1}', 'queued', decode($2, 'hex')) ON CONFLICT DO NOTHING`,
+    [connectionId, hex('{"object_id":1}')],
+  );
+  t.equal(copy.rowCount, 0, "a copy of the waiting row's body is not stored");
+  const indexes = (await pool.query(`SELECT indexname FROM pg_indexes WHERE tablename = 'webhook_deliveries'`)).rows.map(
+    (r) => r.indexname,
+  );
+  t.ok(indexes.includes('webhook_deliveries_waiting_sha256'));
+  t.notOk(indexes.includes('webhook_deliveries_waiting_digest'), 'the hex index is gone');
+
+  t.match(await deliveryWithConnection(db, handled), { body_digest: hex('{"object_id":2}') }, 'the console shows the hex it has');
+  t.ok(await db.transaction().execute((tx) => requeueDelivery(tx, handled, 'job-1')), 'a replay makes it wait');
+  t.same(await bytes('handled'), Buffer.from(hex('{"object_id":2}'), 'hex'), 'and it has its bytes');
+  await row('later', '{"object_id":2}', 'processed');
+  const again = await db.transaction().execute(async (tx) => {
+    const [later] = (await pool.query(`SELECT id FROM webhook_deliveries WHERE delivery_id = 'later'`)).rows;
+    return requeueDelivery(tx, Number(later.id), 'job-2');
+  });
+  t.notOk(again, 'a replay of an old row whose body waits leaves it as it is');
 });

@@ -145,9 +145,9 @@ export async function unprocessedAcked(
   const copies = missing.length
     ? new Set(
         (
-          await sql<{ body_digest: string }>`SELECT body_digest FROM webhook_deliveries
-            WHERE body_digest = ANY(${missing.map((id) => wanted.get(id) ?? '')}::text[])`.execute(db)
-        ).rows.map((r) => r.body_digest),
+          await sql<{ digest: string }>`SELECT encode(body_sha256, 'hex') AS digest FROM webhook_deliveries
+            WHERE body_sha256 = ANY(${missing.map((id) => Buffer.from(wanted.get(id) ?? '', 'hex'))}::bytea[])`.execute(db)
+        ).rows.map((r) => r.digest),
       )
     : new Set<string>();
   return {
