@@ -1,13 +1,14 @@
 // Summarises a V8 CPU profile (node --cpu-prof, e.g. bench/accounts/run.ts --cpu-prof DIR): self time per
-// function and per file, and total (inclusive) time per function, optionally over the last N seconds only.
+// function and per file, and total (inclusive) time per function, optionally over the last N seconds only, or
+// up to M seconds before the end (--last 200 --until 125: an idle minute followed by a two-minute active phase).
 //
-//   node_modules/.bin/node bench/accounts/profile.ts FILE.cpuprofile [--last SECONDS] [--top 30]
+//   node_modules/.bin/node bench/accounts/profile.ts FILE.cpuprofile [--last SECONDS] [--until SECONDS] [--top 30]
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
 const { values: args, positionals } = parseArgs({
   allowPositionals: true,
-  options: { last: { type: 'string' }, top: { type: 'string', default: '30' } },
+  options: { last: { type: 'string' }, until: { type: 'string' }, top: { type: 'string', default: '30' } },
 });
 interface Node {
   id: number;
@@ -31,6 +32,7 @@ const times: number[] = [];
 let t = prof.startTime;
 for (const d of prof.timeDeltas) times.push((t += d));
 const from = args.last ? prof.endTime - Number(args.last) * 1e6 : prof.startTime;
+const to = args.until ? prof.endTime - Number(args.until) * 1e6 : prof.endTime;
 const short = (url: string) => url.replace(/^file:\/\/.*?\/(src|node_modules|bench|packages)\//, '$1/');
 const label = (n: Node) => `${n.callFrame.functionName || '(anonymous)'} ${short(n.callFrame.url)}:${n.callFrame.lineNumber + 1}`;
 
@@ -39,7 +41,7 @@ const total = new Map<string, number>();
 const files = new Map<string, number>();
 let counted = 0;
 for (let i = 0; i < prof.samples.length; i++) {
-  if (times[i]! < from) continue;
+  if (times[i]! < from || times[i]! > to) continue;
   const dt = (prof.timeDeltas[i + 1] ?? 0) / 1000; // ms until the next sample
   const leaf = byId.get(prof.samples[i]!)!;
   counted += dt;

@@ -26,7 +26,7 @@
 // --explain-ms MS logs the plan of every statement slower than MS (auto_explain with ANALYZE and BUFFERS, triggers
 // and nested statements; an embedded server only) and keeps the server's log, named at the end.
 // --cpu-prof DIR writes a V8 CPU profile of the worker process into DIR when it stops (open it in Chrome's
-// DevTools, or summarise it with bench/support/profile.ts).
+// DevTools, or summarise it with bench/accounts/profile.ts).
 import { cpus, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
@@ -407,9 +407,18 @@ async function measure(world: World, n: number, workers: number, cursors: Map<nu
     operations ? ((size - sizeBefore) / operations / 1024).toFixed(1) : '-',
   ]);
   console.log(rowLine(label, rows.at(-1)!));
+  console.log(`  ${label}: ${logProblems(world)}`);
   // For a CPU profile: the active phase is the last this many seconds of the worker's life.
   if (args['cpu-prof'])
     console.log(`  ${label}: active phase began ${((Date.now() - activeFrom) / 1000).toFixed(0)} s before the worker stops`);
+}
+
+// What the processes logged as warnings and errors so far (LOG_LEVEL warn), and of them the pool's timeouts: a
+// set-up that ran out of database connections says so here.
+function logProblems(world: World): string {
+  const lines = [world.receiver, world.worker, ...world.moreWorkers].flatMap((p) => p.output().split('\n'));
+  const count = (re: RegExp) => lines.filter((l) => re.test(l)).length;
+  return `logs so far: ${count(/"level":40/)} warnings, ${count(/"level":(50|60)/)} errors, ${count(/timeout exceeded when trying to connect/i)} pool timeouts`;
 }
 
 for (const n of counts) {
@@ -428,7 +437,7 @@ for (const n of counts) {
     log,
   });
   await settled(world, 3_600_000);
-  console.log(`  ${n} connections: set up and first sweeps done in ${sec(Date.now() - t0)} s`);
+  console.log(`  ${n} connections: set up and first sweeps done in ${sec(Date.now() - t0)} s; ${logProblems(world)}`);
   if (!args['fresh-plans']) await steadyPlans(world);
   // Moves of the set-up are not the measure's.
   const cursors = new Map<number, number>();
