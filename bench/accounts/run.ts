@@ -418,7 +418,17 @@ async function measure(world: World, n: number, workers: number, cursors: Map<nu
 function logProblems(world: World): string {
   const lines = [world.receiver, world.worker, ...world.moreWorkers].flatMap((p) => p.output().split('\n'));
   const count = (re: RegExp) => lines.filter((l) => re.test(l)).length;
-  return `logs so far: ${count(/"level":40/)} warnings, ${count(/"level":(50|60)/)} errors, ${count(/timeout exceeded when trying to connect/i)} pool timeouts`;
+  // The distinct messages, most frequent first: what to look at.
+  const messages = new Map<string, number>();
+  for (const l of lines.filter((l) => /"level":(40|50|60)/.test(l))) {
+    const msg = /"msg":"((?:[^"\\]|\\.)*)"/.exec(l)?.[1] ?? l.slice(0, 80);
+    messages.set(msg, (messages.get(msg) ?? 0) + 1);
+  }
+  const top = [...messages].sort((a, b) => b[1] - a[1]).slice(0, 3);
+  return (
+    `logs so far: ${count(/"level":40/)} warnings, ${count(/"level":(50|60)/)} errors, ` +
+    `${count(/timeout exceeded when trying to connect/i)} pool timeouts${top.map(([m, n]) => `; ${n} x ${m}`).join('')}`
+  );
 }
 
 for (const n of counts) {
