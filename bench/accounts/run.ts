@@ -21,6 +21,8 @@
 // --pg-statements loads pg_stat_statements into the database and prints, for the active phase, the statements by
 // their total execution time per merchant operation, with their calls per operation (where PostgreSQL's time per
 // operation goes; execution time is wall time in the server, so a statement that waited on a lock counts its wait).
+// It also prints, per table, the rows inserted, updated and deleted per operation and autovacuum's runs (where
+// the rows of an operation go, and what vacuum follows them).
 // --baseline REF runs the same arguments first on REF (a worktree of that commit), then on this tree, and prints
 // both rows and the ratios (bench/accounts/baseline.ts).
 // --explain-ms MS logs the plan of every statement slower than MS (auto_explain with ANALYZE and BUFFERS, triggers
@@ -149,6 +151,37 @@ async function postgresCpuByKind(world: World): Promise<{ total: number; pids: M
  * The active phase's statements by total execution and planning time per merchant operation, and PostgreSQL's CPU
  * by kind of process (--pg-statements).
  */
+/** Rows written per table so far, and autovacuum's and autoanalyze's runs (pg_stat_user_tables, pgboss included). */
+async function tableWrites(world: World): Promise<Map<string, number[]>> {
+  const r = await sql<{ t: string; v: string[] }>`SELECT schemaname || '.' || relname AS t,
+      ARRAY[n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del, autovacuum_count, autoanalyze_count]::text[] AS v
+    FROM pg_stat_user_tables`.execute(world.db);
+  return new Map(r.rows.map((x) => [x.t, x.v.map(Number)]));
+}
+
+/**
+ * Where the rows of a merchant operation go: per table, rows inserted, updated (of them HOT) and deleted per
+ * operation, and the autovacuum and autoanalyze runs of the phase. The tables writing most first.
+ */
+async function printTableWrites(world: World, label: string, operations: number, before: Map<string, number[]>): Promise<void> {
+  // The statistics reach the shared counters within a second of each transaction's end.
+  await new Promise((r) => setTimeout(r, 1500));
+  const after = await tableWrites(world);
+  const rows = [...after]
+    .map(([t, v]) => [t, v.map((x, i) => x - (before.get(t)?.[i] ?? 0))] as const)
+    .filter(([, d]) => d.some((x) => x > 0))
+    .sort((a, b) => b[1][0]! + b[1][1]! + b[1][3]! - (a[1][0]! + a[1][1]! + a[1][3]!));
+  const per = (x: number) => (x / Math.max(operations, 1)).toFixed(2).padStart(6);
+  const total = rows.reduce((s, [, d]) => s + d[0]! + d[1]! + d[3]!, 0);
+  console.log(
+    `  ${label}: rows written per operation, ${per(total).trim()} in all (inserted, updated, of them HOT, deleted; autovacuum and autoanalyze runs in the phase):`,
+  );
+  for (const [t, d] of rows.slice(0, 20))
+    console.log(
+      `    ${per(d[0]!)} ${per(d[1]!)} ${per(d[2]!)} ${per(d[3]!)}  ${String(d[4]).padStart(3)} ${String(d[5]).padStart(3)}  ${t}`,
+    );
+}
+
 async function printStatements(
   world: World,
   label: string,
@@ -283,9 +316,11 @@ async function measure(world: World, n: number, workers: number, cursors: Map<nu
   })();
   const cpu0 = args['pg-statements'] ? await postgresCpuByKind(world) : null;
   if (cpu0) await sql`SELECT pg_stat_statements_reset()`.execute(world.db);
+  const tables0 = cpu0 ? await tableWrites(world) : null;
   const active = await measureCpu(world, new Promise((r) => setTimeout(r, minutes * 60_000)));
   stopped = true;
   if (cpu0) await printStatements(world, label, operations, cpu0);
+  if (tables0) await printTableWrites(world, label, operations, tables0);
   await load;
   await checker;
   await sampler;
