@@ -258,32 +258,43 @@ export async function upsertOther(
 }
 
 /**
- * Rewrites the per-location stock rows of variants from their stored raw record: `locations` (current
+ * Brings the per-location stock rows of variants in line with their stored raw record: `locations` (current
  * revision) or the older `stock_levels` / `committed_stock_levels` / `incoming_stock_levels` maps.
- * Missing quantities (committed: null, no incoming) count as 0.
+ * Missing quantities (committed: null, no incoming) count as 0. One statement: a row whose location is still
+ * there is updated in place (no key changes, so a HOT update: no index entries written), a location gone is
+ * deleted. Deleting every row and inserting them again cost two row versions and two index entries per location.
  */
 export async function writeStockLevels(db: Executor, connectionId: number, variantIds: number[]): Promise<void> {
-  await sql`DELETE FROM stock_levels WHERE connection_id = ${connectionId} AND variant_id = ANY(${variantIds}::bigint[])`.execute(db);
   await sql`
-    INSERT INTO stock_levels (connection_id, variant_id, location_id, on_hand, committed, incoming, bin_location, reorder_point, raw, updated_at)
-    SELECT DISTINCT ON (variant_id, location_id) ${connectionId}::bigint, variant_id, location_id,
-      COALESCE(on_hand, 0), COALESCE(committed, 0), COALESCE(incoming, 0), bin_location, reorder_point, raw, updated_at
-    FROM (
-      SELECT v.id AS variant_id, cs_bigint(l->>'location_id') AS location_id, cs_numeric(l->>'stock_on_hand') AS on_hand,
-        cs_numeric(l->>'committed') AS committed, cs_numeric(l->>'incoming') AS incoming, l->>'bin_location' AS bin_location,
-        cs_numeric(l->>'reorder_point') AS reorder_point, l AS raw, v.updated_at
-      FROM variants v, jsonb_array_elements(v.raw->'locations') l
-      WHERE v.connection_id = ${connectionId} AND v.id = ANY(${variantIds}::bigint[]) AND jsonb_typeof(v.raw->'locations') = 'array'
-      UNION ALL
-      SELECT v.id, cs_bigint(s.key), cs_numeric(s.value), cs_numeric(v.raw->'committed_stock_levels'->>s.key),
-        cs_numeric(v.raw->'incoming_stock_levels'->>s.key), NULL, NULL,
-        jsonb_build_object('location_id', s.key, 'stock_on_hand', s.value), v.updated_at
-      FROM variants v, jsonb_each_text(v.raw->'stock_levels') s
-      WHERE v.connection_id = ${connectionId} AND v.id = ANY(${variantIds}::bigint[])
-        AND jsonb_typeof(v.raw->'locations') IS DISTINCT FROM 'array' AND jsonb_typeof(v.raw->'stock_levels') = 'object'
-    ) s
-    WHERE location_id IS NOT NULL
-    ORDER BY variant_id, location_id`.execute(db);
+    WITH s AS (
+      SELECT DISTINCT ON (variant_id, location_id) variant_id, location_id,
+        COALESCE(on_hand, 0) AS on_hand, COALESCE(committed, 0) AS committed, COALESCE(incoming, 0) AS incoming,
+        bin_location, reorder_point, raw, updated_at
+      FROM (
+        SELECT v.id AS variant_id, cs_bigint(l->>'location_id') AS location_id, cs_numeric(l->>'stock_on_hand') AS on_hand,
+          cs_numeric(l->>'committed') AS committed, cs_numeric(l->>'incoming') AS incoming, l->>'bin_location' AS bin_location,
+          cs_numeric(l->>'reorder_point') AS reorder_point, l AS raw, v.updated_at
+        FROM variants v, jsonb_array_elements(v.raw->'locations') l
+        WHERE v.connection_id = ${connectionId} AND v.id = ANY(${variantIds}::bigint[]) AND jsonb_typeof(v.raw->'locations') = 'array'
+        UNION ALL
+        SELECT v.id, cs_bigint(s.key), cs_numeric(s.value), cs_numeric(v.raw->'committed_stock_levels'->>s.key),
+          cs_numeric(v.raw->'incoming_stock_levels'->>s.key), NULL, NULL,
+          jsonb_build_object('location_id', s.key, 'stock_on_hand', s.value), v.updated_at
+        FROM variants v, jsonb_each_text(v.raw->'stock_levels') s
+        WHERE v.connection_id = ${connectionId} AND v.id = ANY(${variantIds}::bigint[])
+          AND jsonb_typeof(v.raw->'locations') IS DISTINCT FROM 'array' AND jsonb_typeof(v.raw->'stock_levels') = 'object'
+      ) s
+      WHERE location_id IS NOT NULL
+      ORDER BY variant_id, location_id
+    ), gone AS (
+      DELETE FROM stock_levels t WHERE t.connection_id = ${connectionId} AND t.variant_id = ANY(${variantIds}::bigint[])
+        AND NOT EXISTS (SELECT 1 FROM s WHERE s.variant_id = t.variant_id AND s.location_id = t.location_id)
+    )
+    INSERT INTO stock_levels AS t (connection_id, variant_id, location_id, on_hand, committed, incoming, bin_location, reorder_point, raw, updated_at)
+    SELECT ${connectionId}::bigint, variant_id, location_id, on_hand, committed, incoming, bin_location, reorder_point, raw, updated_at FROM s
+    ON CONFLICT (connection_id, variant_id, location_id) DO UPDATE SET on_hand = excluded.on_hand, committed = excluded.committed,
+      incoming = excluded.incoming, bin_location = excluded.bin_location, reorder_point = excluded.reorder_point, raw = excluded.raw,
+      updated_at = excluded.updated_at, synced_at = now()`.execute(db);
 }
 
 /**

@@ -66,6 +66,50 @@ t.test('monotonic and idempotent', async (t) => {
   t.same(await markGone(db, resources.variant!, c.id, [v.id]), [], 'gone twice changes nothing');
 });
 
+t.test("a variant's stock rows follow its locations: changed in place, added, and a location gone deleted", async (t) => {
+  const { db } = await testDatabase(t);
+  const c = await addConnection(db);
+  const [v] = fixture('variants');
+  const levels = async () =>
+    (
+      await sql<{ location_id: string; on_hand: string; committed: string }>`SELECT location_id::text, on_hand::text, committed::text
+        FROM stock_levels WHERE connection_id = ${c.id} AND variant_id = ${v.id} ORDER BY location_id`.execute(db)
+    ).rows.map((r) => [r.location_id, r.on_hand, r.committed]);
+  const at = (updated: string, locations: unknown[]) => ({ ...v, updated_at: updated, locations });
+  await upsertRecords(db, resources.variant!, c.id, [
+    at('2016-01-01T00:00:00Z', [
+      { location_id: 1, stock_on_hand: '3', committed: '0' },
+      { location_id: 2, stock_on_hand: '5', committed: '1' },
+    ]),
+  ]);
+  t.same(await levels(), [
+    ['1', '3', '0'],
+    ['2', '5', '1'],
+  ]);
+  await upsertRecords(db, resources.variant!, c.id, [
+    at('2016-01-02T00:00:00Z', [
+      { location_id: 2, stock_on_hand: '4', committed: null },
+      { location_id: 3, stock_on_hand: '7' },
+    ]),
+  ]);
+  t.same(
+    await levels(),
+    [
+      ['2', '4', '0'],
+      ['3', '7', '0'],
+    ],
+    'location 1 gone, 2 changed, 3 added',
+  );
+  // The older revision's maps instead of `locations`.
+  const { locations: _, ...bare } = v;
+  await upsertRecords(db, resources.variant!, c.id, [
+    { ...bare, updated_at: '2016-01-03T00:00:00Z', stock_levels: { '3': '6.5' }, committed_stock_levels: { '3': '2' } },
+  ]);
+  t.same(await levels(), [['3', '6.5', '2']], 'from the maps: location 2 gone, 3 changed');
+  await upsertRecords(db, resources.variant!, c.id, [at('2016-01-04T00:00:00Z', [])]);
+  t.same(await levels(), [], 'no location left: no row');
+});
+
 t.test('every recorded record of a mirrored resource lands in its table with raw intact', async (t) => {
   const { db } = await testDatabase(t);
   const c = await addConnection(db);
