@@ -261,8 +261,9 @@ export async function upsertOther(
  * Brings the per-location stock rows of variants in line with their stored raw record: `locations` (current
  * revision) or the older `stock_levels` / `committed_stock_levels` / `incoming_stock_levels` maps.
  * Missing quantities (committed: null, no incoming) count as 0. One statement: a row whose location is still
- * there is updated in place (no key changes, so a HOT update: no index entries written), a location gone is
- * deleted. Deleting every row and inserting them again cost two row versions and two index entries per location.
+ * there is updated in place (no key changes: a HOT update, no index entries, where its page has room), a location
+ * gone is deleted. Deleting every row and inserting them again cost two row versions and two index entries per
+ * location. Rows go in key order, so two writers of the same variants lock them in the same order.
  */
 export async function writeStockLevels(db: Executor, connectionId: number, variantIds: number[]): Promise<void> {
   await sql`
