@@ -278,12 +278,12 @@ export async function deliveryForUpdate(tx: Executor, id: number): Promise<Selec
  * comes after the replay's, so the row is left as it is and the job finds nothing of its own to do).
  */
 export async function requeueDelivery(tx: Executor, id: number, jobId: string): Promise<boolean> {
-  // A row stored before migration 0370 has only the hex digest: it gets its bytes as it waits again.
+  // A row stored before migration 0370 has only the hex digest: it gets its bytes as it waits again (SET and WHERE
+  // both read the row as it was).
   const r = await sql`UPDATE webhook_deliveries d SET state = 'queued', error = NULL, job_id = ${jobId}, processed_at = NULL,
-      body_sha256 = x.sha256
-    FROM (SELECT coalesce(body_sha256, decode(body_digest, 'hex')) AS sha256 FROM webhook_deliveries WHERE id = ${id}) AS x
+      body_sha256 = coalesce(d.body_sha256, decode(d.body_digest, 'hex'))
     WHERE d.id = ${id} AND NOT EXISTS (SELECT 1 FROM webhook_deliveries w WHERE w.connection_id = d.connection_id
-      AND w.body_sha256 = x.sha256 AND w.state = 'queued' AND w.id <> d.id)`.execute(tx);
+      AND w.body_sha256 = coalesce(d.body_sha256, decode(d.body_digest, 'hex')) AND w.state = 'queued' AND w.id <> d.id)`.execute(tx);
   return Number(r.numAffectedRows ?? 0) > 0;
 }
 
