@@ -147,10 +147,6 @@ async function postgresCpuByKind(world: World): Promise<{ total: number; pids: M
   };
 }
 
-/**
- * The active phase's statements by total execution and planning time per merchant operation, and PostgreSQL's CPU
- * by kind of process (--pg-statements).
- */
 /** Rows written per table so far, and autovacuum's and autoanalyze's runs (pg_stat_user_tables, pgboss included). */
 async function tableWrites(world: World): Promise<Map<string, number[]>> {
   const r = await sql<{ t: string; v: string[] }>`SELECT schemaname || '.' || relname AS t,
@@ -167,12 +163,14 @@ async function printTableWrites(world: World, label: string, operations: number,
   // The statistics reach the shared counters within a second of each transaction's end.
   await new Promise((r) => setTimeout(r, 1500));
   const after = await tableWrites(world);
+  // Row versions written: inserted, updated and deleted.
+  const written = (d: number[]) => d[0]! + d[1]! + d[3]!;
   const rows = [...after]
     .map(([t, v]) => [t, v.map((x, i) => x - (before.get(t)?.[i] ?? 0))] as const)
     .filter(([, d]) => d.some((x) => x > 0))
-    .sort((a, b) => b[1][0]! + b[1][1]! + b[1][3]! - (a[1][0]! + a[1][1]! + a[1][3]!));
+    .sort((a, b) => written(b[1]) - written(a[1]));
   const per = (x: number) => (x / Math.max(operations, 1)).toFixed(2).padStart(6);
-  const total = rows.reduce((s, [, d]) => s + d[0]! + d[1]! + d[3]!, 0);
+  const total = rows.reduce((s, [, d]) => s + written(d), 0);
   console.log(
     `  ${label}: rows written per operation, ${per(total).trim()} in all (inserted, updated, of them HOT, deleted; autovacuum and autoanalyze runs in the phase):`,
   );
@@ -182,6 +180,10 @@ async function printTableWrites(world: World, label: string, operations: number,
     );
 }
 
+/**
+ * The active phase's statements by total execution and planning time per merchant operation, and PostgreSQL's CPU
+ * by kind of process (--pg-statements).
+ */
 async function printStatements(
   world: World,
   label: string,

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { createHash } from 'node:crypto';
-import { cp, mkdtemp, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -94,10 +94,9 @@ t.test('a broken migration rolls back and leaves the schema as it was', async (t
 t.test('0370: the waiting rows get their body SHA-256 as bytes, a handled row gets them when it waits again', async (t) => {
   const { url } = await emptyDatabase(t);
   const dir = await mkdtemp(join(tmpdir(), 'migr-'));
-  t.teardown(() => import('node:fs/promises').then((fs) => fs.rm(dir, { recursive: true, force: true })));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
   await cp(migrationsDir, dir, { recursive: true });
   // The schema of release 0.2.0, and rows its receiver wrote: the body's digest as hex.
-  const { rm } = await import('node:fs/promises');
   for (const name of await listMigrations(dir)) if (name >= '0370') await rm(join(dir, name));
   await migrate(url, dir);
   const pool = createPool(url, 2);
