@@ -72,5 +72,6 @@ export async function createToken(db: Db, by: Actor, raw: unknown): Promise<{ to
   const asked = Date.now() + expires_in_days * 86_400_000;
   const expiresAt = new Date(by.grant.kind === 'token' ? Math.min(asked, by.grant.expiresAt.getTime()) : asked);
   const row = await insertToken(db, { name, person: by.name, role: role as Actor['role'], digest: tokenDigest(token), expiresAt, origin });
+  if (!row) throw new TokenRefused('the token this request was made with has been revoked or has expired', 403);
   return { token, row };
 }

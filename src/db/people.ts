@@ -47,41 +47,51 @@ export interface TokenOriginValues {
   parentId?: number | null;
 }
 
+/**
+ * A token and each token it was made with, up to the first made by no token: its chain of rights. Parents exist
+ * before their children, so the chain ends.
+ */
+const chainOf = (start: ReturnType<typeof sql>) => sql`
+  WITH RECURSIVE chain AS (
+    SELECT id, parent_id, revoked_at, expires_at FROM api_tokens WHERE ${start}
+    UNION ALL
+    SELECT p.id, p.parent_id, p.revoked_at, p.expires_at FROM api_tokens p JOIN chain c ON p.id = c.parent_id
+  )`;
+
+/**
+ * A token is live only while every token of its chain is neither revoked nor expired. Judged when it is used, not
+ * when it is made: a child minted while its parent's revocation commits escapes the recursive revoke (that sees
+ * only rows committed when it runs), but not this.
+ */
+const chainLive = sql`NOT EXISTS (SELECT 1 FROM chain WHERE revoked_at IS NOT NULL OR expires_at <= now())`;
+
+/** Stores a token; undefined when its parent is no longer live (revoked or expired since the request was let in). */
 export async function insertToken(
   db: Executor,
   t: { name: string; person: string; role: Role; digest: string; expiresAt: Date; origin: TokenOriginValues },
-): Promise<ApiToken> {
-  return db
-    .insertInto('api_tokens')
-    .values({
-      name: t.name,
-      person: t.person,
-      role: t.role,
-      digest: t.digest,
-      expires_at: t.expiresAt,
-      made_by: t.origin.madeBy,
-      person_id: t.origin.personId ?? null,
-      operator_mac: t.origin.operatorMac ?? null,
-      parent_id: t.origin.parentId ?? null,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
+): Promise<ApiToken | undefined> {
+  const parentId = t.origin.parentId ?? null;
+  const { rows } = await sql<ApiToken>`
+    ${chainOf(sql`id = ${parentId}`)}
+    INSERT INTO api_tokens (name, person, role, digest, expires_at, made_by, person_id, operator_mac, parent_id)
+    SELECT ${t.name}, ${t.person}, ${t.role}, ${t.digest}, ${t.expiresAt}, ${t.origin.madeBy}, ${t.origin.personId ?? null},
+      ${t.origin.operatorMac ?? null}, ${parentId}::bigint
+    WHERE ${parentId}::bigint IS NULL OR ${chainLive}
+    RETURNING *`.execute(db);
+  return rows[0];
 }
 
 /** A token that is neither revoked nor expired, with its person's role now (null: no person, or disabled). */
 export type LiveToken = ApiToken & { person_role: Role | null };
 
-/** The token of this digest if neither revoked nor expired; whether its origin still holds is the caller's to judge. */
+/** The token of this digest if it and every ancestor are live; whether its origin still holds is the caller's to judge. */
 export async function liveToken(db: Executor, digest: string): Promise<LiveToken | undefined> {
-  return db
-    .selectFrom('api_tokens as t')
-    .leftJoin('people as p', (j) => j.onRef('p.id', '=', 't.person_id').on('p.disabled_at', 'is', null))
-    .selectAll('t')
-    .select('p.role as person_role')
-    .where('t.digest', '=', digest)
-    .where('t.revoked_at', 'is', null)
-    .where('t.expires_at', '>', sql<Date>`now()`)
-    .executeTakeFirst();
+  const { rows } = await sql<LiveToken>`
+    ${chainOf(sql`digest = ${digest}`)}
+    SELECT t.*, p.role AS person_role
+    FROM api_tokens t LEFT JOIN people p ON p.id = t.person_id AND p.disabled_at IS NULL
+    WHERE t.digest = ${digest} AND ${chainLive}`.execute(db);
+  return rows[0];
 }
 
 /** Notes a token's use (after it was let in). */
@@ -89,8 +99,24 @@ export async function tokenUsed(db: Executor, id: number): Promise<void> {
   await db.updateTable('api_tokens').set({ last_used_at: sql`now()` }).where('id', '=', id).execute();
 }
 
+/**
+ * Every token, as its chain makes it: revoked when it or an ancestor is (at the earliest of them), expiring when the
+ * first of them does. So a child that escaped its parent's revocation is listed as revoked, as it is refused.
+ */
 export async function listTokens(db: Executor): Promise<ApiToken[]> {
-  return db.selectFrom('api_tokens').selectAll().orderBy('id', 'desc').execute();
+  const { rows } = await sql<ApiToken>`
+    WITH RECURSIVE chain AS (
+      SELECT id AS token_id, id, parent_id, revoked_at, expires_at FROM api_tokens
+      UNION ALL
+      SELECT c.token_id, p.id, p.parent_id, p.revoked_at, p.expires_at FROM api_tokens p JOIN chain c ON p.id = c.parent_id
+    ), effective AS (
+      SELECT token_id, min(revoked_at) AS revoked_at, min(expires_at) AS expires_at FROM chain GROUP BY token_id
+    )
+    SELECT t.id, t.name, t.person, t.role, t.digest, t.created_at, e.expires_at, e.revoked_at, t.last_used_at, t.made_by,
+      t.person_id, t.operator_mac, t.parent_id
+    FROM api_tokens t JOIN effective e ON e.token_id = t.id
+    ORDER BY t.id DESC`.execute(db);
+  return rows;
 }
 
 export async function tokenById(db: Executor, id: number): Promise<ApiToken | undefined> {

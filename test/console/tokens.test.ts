@@ -3,6 +3,7 @@
 // token is replaced, and a token made by a token ends with it (revoked with it, expiring no later). A person's
 // tokens and their current role: test/console/oidc.test.ts.
 import t from 'tap';
+import { insertToken, listTokens, liveToken, revokeToken } from '../../src/db/people.ts';
 import { testConfig } from '../support/config.ts';
 import { testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
@@ -68,4 +69,73 @@ t.test('a token made by a token ends with it: revoked with it, and expiring no l
   t.equal((await call(child.body.token, 'GET', '/api/overview')).status, 401, 'and so does its child');
   const rows = await tdb.db.selectFrom('api_tokens').select(['name', 'revoked_at']).orderBy('id').execute();
   t.ok(rows.length === 2 && rows.every((r) => r.revoked_at), 'both are listed revoked');
+});
+
+t.test('no token outlives a revoked ancestor, however minting and revoking interleave', async (t) => {
+  const tdb = await testDatabase(t);
+  const { server } = await testConsole(t, tdb, testConfig({ OPERATOR_TOKEN: FIRST, DATABASE_URL: tdb.url }), captureLogger('error').log);
+  const call = caller(`http://127.0.0.1:${server.port}`);
+  for (let round = 0; round < 3; round++) {
+    const parent = (await call(FIRST, 'POST', '/api/tokens', { name: `parent ${round}`, role: 'admin' })).body;
+    const made: { id: number; token: string }[] = [];
+    // Four loops mint with the parent, or with the last token they made (grandchildren), until refused.
+    const loop = async () => {
+      let using = parent.token as string;
+      for (let i = 0; i < 200; i++) {
+        const child = await call(using, 'POST', '/api/tokens', { name: `child ${round}.${i}`, role: 'admin' });
+        if (child.status !== 201) return;
+        made.push(child.body);
+        using = i % 2 ? parent.token : child.body.token;
+      }
+    };
+    const loops = [loop(), loop(), loop(), loop()];
+    while (made.length < 8) await new Promise((r) => setTimeout(r, 5));
+    t.equal((await call(FIRST, 'DELETE', `/api/tokens/${parent.id}`)).status, 200, `round ${round}: the parent is revoked mid-minting`);
+    await Promise.all(loops);
+    // Refused is 401, or 429 once this address has sent OPERATOR_LOGIN_FAILURES refused tokens.
+    const live = [];
+    for (const m of made) if ((await call(m.token, 'GET', '/api/tokens')).status === 200) live.push(m.id);
+    t.same(live, [], `round ${round}: none of its ${made.length} descendants is let in`);
+    const listed = (await call(FIRST, 'GET', '/api/tokens')).body.tokens as { id: number; revoked_at: string | null }[];
+    const ids = new Set([parent.id, ...made.map((m) => m.id)]);
+    t.same(
+      listed.filter((l) => ids.has(l.id) && !l.revoked_at).map((l) => l.id),
+      [],
+      `round ${round}: the list shows every one of them revoked`,
+    );
+  }
+});
+
+t.test('a child committed after its parent was revoked is refused (the interleaving the recursive revoke misses)', async (t) => {
+  const tdb = await testDatabase(t);
+  const token = (name: string, parentId: number | null, digest: string) => ({
+    name,
+    person: 'ops',
+    role: 'admin' as const,
+    digest,
+    expiresAt: new Date(Date.now() + 86_400_000),
+    origin: { madeBy: 'cli' as const, parentId },
+  });
+  const parent = (await insertToken(tdb.db, token('parent', null, 'p'.repeat(64))))!;
+  // The child's transaction has inserted but not committed when the revoke runs: the revoke cannot see it.
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  let inserted!: () => void;
+  const ready = new Promise<void>((r) => (inserted = r));
+  const child = tdb.db.transaction().execute(async (tx) => {
+    const row = await insertToken(tx, token('child', parent.id, 'c'.repeat(64)));
+    inserted();
+    await held;
+    return row;
+  });
+  await ready;
+  t.ok(await revokeToken(tdb.db, parent.id), 'the parent is revoked');
+  release();
+  t.ok(await child, 'the child was committed after the revoke');
+  t.equal(await liveToken(tdb.db, 'c'.repeat(64)), undefined, 'the child is not live: its parent is revoked');
+  t.ok(
+    (await listTokens(tdb.db)).every((r) => r.revoked_at),
+    'and it is listed revoked',
+  );
+  t.equal(await insertToken(tdb.db, token('late', parent.id, 'l'.repeat(64))), undefined, 'a revoked parent makes no more');
 });
