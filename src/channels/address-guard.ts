@@ -5,35 +5,73 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
 
-// Loopback, "this network", private, CGNAT, link-local (the metadata service), benchmarking, multicast and
-// reserved; IPv6 unspecified, loopback, IPv4-compatible, 6to4, unique-local, link-local and multicast. IPv4-mapped
-// and NAT64 forms are judged by the IPv4 address they carry. IPv4-compatible (::a.b.c.d, ::/96, which holds the
-// unspecified and loopback addresses too) and 6to4 (2002:aabb:ccdd::/48, 2002::/16) are refused whole instead: both
-// are deprecated (RFC 4291, RFC 7526) and no real destination has one, while a host that still tunnels them would
-// carry the POST to the IPv4 address inside: refusing the prefix needs no judging of that address.
-const internal = new BlockList();
-for (const [net, bits] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const)
-  internal.addSubnet(net, bits, 'ipv4');
-for (const [net, bits] of [
-  ['::', 96],
-  ['2002::', 16],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-] as const)
-  internal.addSubnet(net, bits, 'ipv6');
+/**
+ * IANA's special-purpose address registries (IPv4: RFC 6890 and its updates; IPv6: the same), with multicast and
+ * the reserved ranges beside them: each block and whether its addresses are globally reachable. An address is
+ * judged by the longest block that holds it, so a reachable block inside a refused one (an anycast address in
+ * 2001::/23) is let through. Every address no block holds is global unicast.
+ */
+export const SPECIAL_BLOCKS: readonly { block: string; name: string; reachable: boolean }[] = [
+  { block: '0.0.0.0/8', name: '"this network"', reachable: false },
+  { block: '10.0.0.0/8', name: 'private-use', reachable: false },
+  { block: '100.64.0.0/10', name: 'shared address space (CGNAT)', reachable: false },
+  { block: '127.0.0.0/8', name: 'loopback', reachable: false },
+  { block: '169.254.0.0/16', name: 'link-local (the metadata service)', reachable: false },
+  { block: '172.16.0.0/12', name: 'private-use', reachable: false },
+  { block: '192.0.0.0/24', name: 'IETF protocol assignments', reachable: false },
+  { block: '192.0.0.9/32', name: 'port control protocol anycast', reachable: true },
+  { block: '192.0.0.10/32', name: 'traversal using relays around NAT anycast', reachable: true },
+  { block: '192.0.2.0/24', name: 'documentation (TEST-NET-1)', reachable: false },
+  { block: '192.88.99.0/24', name: 'deprecated 6to4 relay anycast', reachable: false },
+  { block: '192.168.0.0/16', name: 'private-use', reachable: false },
+  { block: '198.18.0.0/15', name: 'benchmarking', reachable: false },
+  { block: '198.51.100.0/24', name: 'documentation (TEST-NET-2)', reachable: false },
+  { block: '203.0.113.0/24', name: 'documentation (TEST-NET-3)', reachable: false },
+  { block: '224.0.0.0/4', name: 'multicast', reachable: false },
+  { block: '240.0.0.0/4', name: 'reserved (and the limited broadcast address)', reachable: false },
+  // IPv6. ::/8 is reserved by the IETF whole: it holds the unspecified and loopback addresses, IPv4-compatible
+  // (::/96, deprecated by RFC 4291) and IPv4-translated (::ffff:0:0:0/96) addresses. Only IPv4-mapped addresses
+  // and the well-known NAT64 prefix are judged by the IPv4 address they carry (internalAddress).
+  { block: '::/8', name: 'reserved by the IETF (unspecified, loopback, IPv4-compatible, IPv4-translated)', reachable: false },
+  { block: '64:ff9b:1::/48', name: 'local-use IPv4/IPv6 translation', reachable: false },
+  { block: '100::/64', name: 'discard-only', reachable: false },
+  { block: '100:0:0:1::/64', name: 'dummy IPv6 prefix', reachable: false },
+  { block: '2001::/23', name: 'IETF protocol assignments', reachable: false },
+  { block: '2001::/32', name: 'Teredo', reachable: false },
+  { block: '2001:1::1/128', name: 'port control protocol anycast', reachable: true },
+  { block: '2001:1::2/128', name: 'traversal using relays around NAT anycast', reachable: true },
+  { block: '2001:1::3/128', name: 'DNS-SD service registration protocol anycast', reachable: true },
+  { block: '2001:2::/48', name: 'benchmarking', reachable: false },
+  { block: '2001:3::/32', name: 'automatic multicast tunneling', reachable: true },
+  { block: '2001:4:112::/48', name: 'AS112-v6', reachable: true },
+  { block: '2001:10::/28', name: 'deprecated ORCHID', reachable: false },
+  { block: '2001:20::/28', name: 'ORCHIDv2', reachable: true },
+  { block: '2001:30::/28', name: 'drone remote ID protocol entity tags', reachable: true },
+  { block: '2001:db8::/32', name: 'documentation', reachable: false },
+  // 6to4 carries the POST to the IPv4 address inside it through whatever relay; deprecated (RFC 7526): refused whole.
+  { block: '2002::/16', name: '6to4', reachable: false },
+  { block: '3fff::/20', name: 'documentation', reachable: false },
+  { block: '5f00::/16', name: 'segment routing SIDs', reachable: false },
+  { block: 'fc00::/7', name: 'unique-local', reachable: false },
+  { block: 'fe80::/10', name: 'link-local', reachable: false },
+  { block: 'fec0::/10', name: 'deprecated site-local', reachable: false },
+  { block: 'ff00::/8', name: 'multicast', reachable: false },
+];
+
+const blocks = SPECIAL_BLOCKS.map(({ block, reachable }) => {
+  const [net, bits] = block.split('/') as [string, string];
+  const family = isIP(net) === 4 ? ('ipv4' as const) : ('ipv6' as const);
+  const list = new BlockList();
+  list.addSubnet(net, Number(bits), family);
+  return { list, family, bits: Number(bits), reachable };
+});
+
+/** Whether the longest special-purpose block holding this address (of its family) is not globally reachable. */
+function special(ip: string, family: 'ipv4' | 'ipv6'): boolean {
+  let best: (typeof blocks)[number] | undefined;
+  for (const b of blocks) if (b.family === family && (!best || b.bits > best.bits) && b.list.check(ip, family)) best = b;
+  return best !== undefined && !best.reachable;
+}
 
 /** The IPv4 address an IPv4-mapped (::ffff:a.b.c.d) or NAT64 (64:ff9b::a.b.c.d) IPv6 address carries. */
 function embeddedIpv4(ip: string): string | null {
@@ -45,14 +83,14 @@ function embeddedIpv4(ip: string): string | null {
   return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
 }
 
-/** Whether an IP address is internal (see above). Anything that is not an IP address counts as internal. */
+/** Whether an IP address is internal (not globally reachable, SPECIAL_BLOCKS). Anything that is not an IP address counts as internal. */
 export function internalAddress(address: string): boolean {
   const ip = address.replace(/^\[|\]$/g, '');
   const v4 = isIP(ip) === 6 ? embeddedIpv4(ip.toLowerCase()) : null;
-  if (v4) return internal.check(v4, 'ipv4');
+  if (v4) return special(v4, 'ipv4');
   const family = isIP(ip);
-  if (family === 4) return internal.check(ip, 'ipv4');
-  if (family === 6) return internal.check(ip, 'ipv6');
+  if (family === 4) return special(ip, 'ipv4');
+  if (family === 6) return special(ip, 'ipv6');
   return true;
 }
 

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { listenLocal } from '../support/http.ts';
 import { Webhook } from 'standardwebhooks';
-import { checkDestination, internalAddress, parseAllowedHosts } from '../../src/channels/address-guard.ts';
+import { checkDestination, internalAddress, parseAllowedHosts, SPECIAL_BLOCKS } from '../../src/channels/address-guard.ts';
 import { isSlackUrl, parseSecrets, sendWebhook, validSecret } from '../../src/channels/sender.ts';
 import type { Teardown } from '../support/teardown.ts';
 
@@ -147,6 +147,21 @@ t.test('without secrets (a Slack-style URL) no signature header is sent; secrets
   t.ok(validSecret(secret()));
   t.notOk(validSecret('whsec_short'));
   t.notOk(validSecret(randomBytes(32).toString('base64')), 'the whsec_ prefix is required');
+});
+
+t.test("every block of IANA's special-purpose registries is judged by whether it is globally reachable", async (t) => {
+  for (const { block, name, reachable } of SPECIAL_BLOCKS) {
+    const [net, bits] = block.split('/') as [string, string];
+    // The block's first address, and one further in where the block has room.
+    const inside = net.includes(':') ? `${net.replace(/::$/, ':')}:1`.replace(/^:::1$/, '::1') : net.replace(/\.0$/, '.1');
+    for (const ip of Number(bits) < (net.includes(':') ? 120 : 30) ? [net, inside] : [net])
+      t.equal(internalAddress(ip), !reachable, `${ip} (${block}, ${name}) is ${reachable ? 'reachable' : 'refused'}`);
+  }
+  // The review's gaps: local-use NAT64, IPv4-translated, Teredo, discard-only and site-local.
+  for (const ip of ['64:ff9b:1::a9fe:a9fe', '::ffff:0:a9fe:a9fe', '2001:0:4136:e378:8000:63bf:3fff:fdd2', '100::1', 'fec0::1'])
+    t.ok(internalAddress(ip), `${ip} is internal`);
+  for (const ip of ['64:ff9b::5db8:d822', '2001:4860:4860::8888', '2001:1::1']) t.notOk(internalAddress(ip), `${ip} is globally reachable`);
+  await t.rejects(checkDestination('http://[64:ff9b:1::a9fe:a9fe]/', []), /internal address/, 'refused when set');
 });
 
 t.test('internal addresses are refused in every spelling, before anything is sent, unless allowed by name', async (t) => {
