@@ -7,7 +7,10 @@ import { z } from 'zod';
 
 export const MAX_ID = Number.MAX_SAFE_INTEGER;
 
-/** Whether a path or query value is an id (or cursor): digits only, at most MAX_ID. */
+/**
+ * Whether a path or query value is an id (or cursor): digits only, at most MAX_ID. Nothing else is taken as an id:
+ * more digits, a sign, a point or an exponent would be refused by PostgreSQL or read as another number.
+ */
 export const isId = (v: unknown): v is string => typeof v === 'string' && /^\d{1,16}$/.test(v) && Number(v) <= MAX_ID;
 
 /** The id a path or query value is, if it is one. */

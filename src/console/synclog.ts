@@ -1,7 +1,7 @@
 // The sync log as the console, its API, the live tail and the CLI filter it: query parameters parsed into a
 // filter, and the same filter applied in memory. The queries are the sync log store's (db/synclog.ts).
 import { isId, MAX_ID } from '../inputs.ts';
-import { connectionIdByNameOrId } from '../db/connections.ts';
+import { getConnection } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
 import type { LogFilter, LogRow } from '../db/synclog.ts';
 import { z } from 'zod';
@@ -94,7 +94,7 @@ export async function parseLogFilter(db: Db, q: Record<string, string | string[]
 
 /** A connection by name or numeric id; FilterError when there is none. */
 export async function connectionIdOf(db: Db, nameOrId: string): Promise<number> {
-  const id = await connectionIdByNameOrId(db, nameOrId);
-  if (id === undefined) throw new FilterError(`no connection named ${JSON.stringify(nameOrId)}`);
-  return id;
+  const row = await getConnection(db, nameOrId);
+  if (!row) throw new FilterError(`no connection named ${JSON.stringify(nameOrId)}`);
+  return row.id;
 }

@@ -2,16 +2,20 @@
 // (fetching the account, naming it) and tokens are api/connections.ts and api/tokens.ts; this module only reads
 // and writes rows.
 import { sql, type Updateable } from 'kysely';
+import { idOf } from '../inputs.ts';
 import type { Executor } from './index.ts';
 import type { Connection, ConnectionsTable, NewConnection } from './schema.ts';
 
 type Status = Connection['status'];
 
-/** By id (a number or a string of digits) first, else by name. */
+/**
+ * By id (a number, or text that is an id: idOf) first, else by name. Text that is no id (a run of digits beyond
+ * bigint, `-1`, `1e3`) is only a name: no such connection, rather than a value PostgreSQL refuses.
+ */
 export async function getConnection(db: Executor, idOrName: number | string): Promise<Connection | undefined> {
   const q = db.selectFrom('connections').selectAll();
-  const byId = typeof idOrName === 'number' || /^\d+$/.test(idOrName);
-  const row = byId ? await q.where('id', '=', Number(idOrName)).executeTakeFirst() : undefined;
+  const id = typeof idOrName === 'number' ? idOrName : idOf(idOrName);
+  const row = id !== undefined ? await q.where('id', '=', id).executeTakeFirst() : undefined;
   return row ?? (typeof idOrName === 'string' ? q.where('name', '=', idOrName).executeTakeFirst() : undefined);
 }
 
@@ -124,18 +128,6 @@ export async function setConnectionStatus(
   let q = db.updateTable('connections').set({ status, status_reason: reason, updated_at: sql<Date>`now()` }).where('id', '=', id);
   if (from) q = q.where('status', '=', from);
   return q.returningAll().executeTakeFirst();
-}
-
-/** A connection's id by name or numeric id (either matches); undefined when there is none. */
-export async function connectionIdByNameOrId(db: Executor, nameOrId: string): Promise<number | undefined> {
-  const row = await db
-    .selectFrom('connections')
-    .select('id')
-    .where((eb) =>
-      /^\d+$/.test(nameOrId) ? eb.or([eb('id', '=', Number(nameOrId)), eb('name', '=', nameOrId)]) : eb('name', '=', nameOrId),
-    )
-    .executeTakeFirst();
-  return row?.id;
 }
 
 /** What the overview shows of each connection (or of one), by name. */

@@ -3,13 +3,14 @@
 import { chooseConnection } from '../api/connections.ts';
 import type { Db } from '../db/index.ts';
 import type { PushKind, PushOperation } from '../db/schema.ts';
+import { idOf } from '../inputs.ts';
 import type { Boss } from '../queue/boss.ts';
 import { parseInput } from './input.ts';
 import { createOperation } from './store.ts';
 
-/** How push names a connection: digits are its id, anything else its name. */
+/** How push names a connection: an id (idOf) is its id, anything else its name. */
 export const connectionRef = (connection?: string | number | null) =>
-  typeof connection === 'string' && /^\d+$/.test(connection) ? Number(connection) : connection;
+  typeof connection === 'string' ? (idOf(connection) ?? connection) : connection;
 
 export async function enqueueOperation(
   deps: { db: Db; boss: Boss },

@@ -1,9 +1,11 @@
 // One boundary for every string from outside (src/server.ts, src/inputs.ts): a NUL byte or another control
 // character in a path or a query, a NUL byte in a form or a JSON body, or a query or form field given twice is
 // refused with a 400 naming where it was, before any handler sees it (PostgreSQL text cannot hold a NUL byte:
-// 22021 and 22P05 were 500s; a repeated field was an array where code expected a string). A walk over every
-// route of the OpenAPI document and every console route mounted with a role, with such values and over-long ones,
-// finds no 500.
+// 22021 and 22P05 were 500s; a repeated field was an array where code expected a string). An id is digits within
+// bigint and JavaScript's safe integers: a longer run of digits named a connection as an id PostgreSQL refused
+// (22003, and 22P02 for the `1e+30` JavaScript made of 30 digits). A walk over every route of the OpenAPI document
+// and every console route mounted with a role, with such values, ids no table holds and over-long values, finds
+// no 500.
 import t from 'tap';
 import { leastRole } from '../../src/console/roles.ts';
 import type { Db } from '../../src/db/index.ts';
@@ -14,12 +16,14 @@ const TOKEN = 'op-secret-token-for-the-input-boundary';
 const auth = { authorization: `Bearer ${TOKEN}` };
 const NUL = 'a\u0000b';
 const LONG = 'x'.repeat(8000);
+/** No ids: beyond bigint (20 digits, and 30), beyond JavaScript's safe integers, negative, fractional, an exponent. */
+const IDS = ['99999999999999999999', `1${'0'.repeat(29)}`, '9007199254740993', '-1', '1.5', '1e3'];
 
-/** A path of the route with each `:param` a value that names something there, `bad` for the one in `at`. */
+/** A path of the route with each `:param` a value that names something there, `bad` (URL-encoded) for the one in `at`. */
 const pathOf = (route: string, at?: string, bad?: string) =>
   route.replace(/:(\w+)/g, (_, p: string) =>
     p === at
-      ? encodeURIComponent(bad!)
+      ? bad!
       : ({ connection: 'shop', name: 'default', queue: 'fetch', kind: 'import-order', action: 'pause', sku: 'SKU-1' }[p] ?? '1'),
   );
 
@@ -99,6 +103,19 @@ t.test('NUL bytes and repeated fields are a 400 naming the field, not a 500', as
     t.equal(status, 400, `${what}: 400 (${text.slice(0, 200)})`);
     t.match(status === 400 ? JSON.parse(text).error : text, names, `${what}: names the field`);
   }
+  // A connection is named by name or id: a value that is no id is a name, answered as any name no connection has.
+  const routes = [
+    (c: string) => `/api/logs?connection=${c}`,
+    (c: string) => `/api/operations?connection=${c}`,
+    (c: string) => `/api/connections/${c}/series`,
+    (c: string) => `/connections/${c}`,
+  ];
+  for (const path of routes) {
+    const unknown = await call('GET', path('nosuch'));
+    t.match(unknown, { status: /^40[04]$/, text: /no connection/i }, `${path('nosuch')}: no such connection`);
+    for (const id of IDS)
+      t.match(await call('GET', path(id)), { status: unknown.status, text: /no connection/i }, `${path(id)}: no such connection`);
+  }
   // Not the boundary's: a time JavaScript reads that PostgreSQL did not (a 500 too).
   t.equal((await call('GET', '/api/logs?to=1')).status, 200, 'a sync log `to` of "1" is a time');
   t.match(await call('GET', '/api/logs?to=10000-01-01'), { status: 400, text: /to must be an ISO timestamp/ }, 'a year beyond 9999 is not');
@@ -109,7 +126,7 @@ t.test('NUL bytes and repeated fields are a 400 naming the field, not a 500', as
   );
 });
 
-t.test('every route, with NUL bytes, over-long values and repeated fields: no 500', async (t) => {
+t.test('every route, with NUL bytes, ids no table holds, over-long values and repeated fields: no 500', async (t) => {
   const { base, db, rt, logLines } = await consoleServer(t, { token: TOKEN, receiver: true });
   await anOrder(db, (await threeChannels(db, base, TOKEN)).shop);
   const doc = (await (await fetch(`${base}/api/openapi.json`, { headers: auth })).json()) as {
@@ -174,13 +191,13 @@ t.test('every route, with NUL bytes, over-long values and repeated fields: no 50
   for (const r of routes) {
     if (r.route === '/api/tail') continue; // a stream that never ends
     const emptyBody = r.method === 'GET' || r.method === 'DELETE' ? undefined : r.form ? '' : '{}';
-    for (const bad of [NUL, LONG]) {
+    for (const bad of [NUL, LONG, ...IDS]) {
       const refused = bad === NUL;
-      for (const p of r.route.match(/:(\w+)/g) ?? []) await send(r.method, pathOf(r.route, p.slice(1), bad), emptyBody, r.form, refused);
-      for (const q of r.query) await send(r.method, `${pathOf(r.route)}?${q}=${encodeURIComponent(bad)}`, emptyBody, r.form, refused);
+      const url = encodeURIComponent(bad);
+      for (const p of r.route.match(/:(\w+)/g) ?? []) await send(r.method, pathOf(r.route, p.slice(1), url), emptyBody, r.form, refused);
+      for (const q of r.query) await send(r.method, `${pathOf(r.route)}?${q}=${url}`, emptyBody, r.form, refused);
       // Bodies: only where the route reads one (the webhook endpoint checks its signature first).
-      for (const f of r.fields)
-        await send(r.method, pathOf(r.route), r.form ? `${f}=${encodeURIComponent(bad)}` : JSON.stringify({ [f]: bad }), r.form);
+      for (const f of r.fields) await send(r.method, pathOf(r.route), r.form ? `${f}=${url}` : JSON.stringify({ [f]: bad }), r.form);
     }
     for (const q of r.query) await send(r.method, `${pathOf(r.route)}?${q}=1&${q}=2`, emptyBody, r.form, true);
     if (r.form) for (const f of r.fields) await send(r.method, pathOf(r.route), `${f}=1&${f}=2`, true);
