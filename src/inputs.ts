@@ -2,7 +2,8 @@
 // field, never passed on to fail deeper down (a 500 from PostgreSQL, a quantity of a thousand digits published to
 // a channel). Ids are whole numbers both PostgreSQL's bigint and JavaScript's safe integers hold; decimals have at
 // most 15 digits before the point and 8 after; text has a length cap and no control characters. Before any of these,
-// every request passes one boundary (refusedPath, refusedQuery, refusedBody; src/server.ts applies them).
+// every request passes one boundary (refusedPath, refusedQuery, refusedBody; src/server.ts applies them), which
+// refuses text PostgreSQL cannot store (unstorable) wherever it is.
 import { z } from 'zod';
 
 export const MAX_ID = Number.MAX_SAFE_INTEGER;
@@ -22,6 +23,16 @@ export const DECIMAL = /^\d{1,15}(\.\d{1,8})?$/;
 export const SIGNED_DECIMAL = /^-?\d{1,15}(\.\d{1,8})?$/;
 /** A whole JSON number a decimal may be given as. */
 export const wholeNumber = z.number().int().min(-1e15).max(1e15);
+
+/**
+ * What in the text PostgreSQL cannot store, if anything: a NUL byte (text and jsonb refuse it), or a lone UTF-16
+ * surrogate (half of a pair, from a JSON escape such as `\ud800`: it has no UTF-8 form, jsonb refuses its escape).
+ */
+export function unstorable(v: string): string | undefined {
+  if (v.includes('\u0000')) return 'a NUL byte';
+  if (!v.isWellFormed()) return 'a lone surrogate';
+  return undefined;
+}
 
 /** Whether the text has a control character (tabs and line breaks allowed where `breaks`). */
 function hasControl(v: string, breaks = false): boolean {
@@ -70,41 +81,53 @@ const decoded = (segment: string) => {
   }
 };
 
-/** Why a request path is refused, if it is: a segment with a control character (names, ids and SKUs have none). */
+/** What a path segment or a query field has that none of ours may: a control character, or text PostgreSQL cannot store. */
+const urlRefusal = (v: string) => (hasControl(v) ? 'a control character' : unstorable(v));
+
+/** Why a request path is refused, if it is: a segment with a control character or a lone surrogate (names, ids and SKUs have none). */
 export function refusedPath(path: string): string | undefined {
   const segments = path.split('/');
-  for (let i = 1; i < segments.length; i++) if (hasControl(decoded(segments[i]!))) return `path segment ${i} has a control character`;
-  return undefined;
-}
-
-/**
- * Why a request query is refused, if it is: a field given more than once (code reading it expects one string),
- * or a control character (queries carry names, filters, searches and cursors, none of which has one).
- */
-export function refusedQuery(query: Record<string, string | string[] | undefined>): string | undefined {
-  for (const [k, v] of Object.entries(query)) {
-    if (hasControl(k)) return 'a query field name has a control character';
-    if (Array.isArray(v)) return `query field ${named(k)} is given more than once`;
-    if (v !== undefined && hasControl(v)) return `query field ${named(k)} has a control character`;
+  for (let i = 1; i < segments.length; i++) {
+    const refused = urlRefusal(decoded(segments[i]!));
+    if (refused) return `path segment ${i} has ${refused}`;
   }
   return undefined;
 }
 
 /**
- * Why a parsed request body is refused, if it is: a NUL byte in any string or field name (PostgreSQL text and
- * jsonb cannot hold one; other control characters are for each field's own check, as a note may have line
- * breaks), nesting deeper than MAX_DEPTH, and in a form a field given more than once or with brackets (an array
- * or object where every reader expects a string).
+ * Why a request query is refused, if it is: a field given more than once (code reading it expects one string),
+ * or a control character or a lone surrogate (queries carry names, filters, searches and cursors, none of which has one).
+ */
+export function refusedQuery(query: Record<string, string | string[] | undefined>): string | undefined {
+  for (const [k, v] of Object.entries(query)) {
+    const inName = urlRefusal(k);
+    if (inName) return `a query field name has ${inName}`;
+    if (Array.isArray(v)) return `query field ${named(k)} is given more than once`;
+    const refused = v === undefined ? undefined : urlRefusal(v);
+    if (refused) return `query field ${named(k)} has ${refused}`;
+  }
+  return undefined;
+}
+
+/**
+ * Why a parsed request body is refused, if it is: a string or field name PostgreSQL cannot store (unstorable; other
+ * control characters are for each field's own check, as a note may have line breaks), nesting deeper than
+ * MAX_DEPTH, and in a form a field given more than once or with brackets (an array or object where every reader
+ * expects a string).
  */
 export function refusedBody(body: unknown, form: boolean): string | undefined {
   const where = (at: string) => (at ? `${form ? 'form' : 'body'} field ${named(at)}` : 'the body');
   const check = (v: unknown, at: string, depth: number): string | undefined => {
-    if (typeof v === 'string') return v.includes('\u0000') ? `${where(at)} has a NUL byte` : undefined;
+    if (typeof v === 'string') {
+      const refused = unstorable(v);
+      return refused && `${where(at)} has ${refused}`;
+    }
     if (!v || typeof v !== 'object') return undefined;
     if (form && at) return `${where(at)} is given more than once or with brackets: give it once`;
     if (depth >= MAX_DEPTH) return `${where(at)} nests deeper than ${MAX_DEPTH} levels`;
     for (const [k, x] of Object.entries(v)) {
-      if (k.includes('\u0000')) return `${where(at)} has a field name with a NUL byte`;
+      const inName = unstorable(k);
+      if (inName) return `${where(at)} has a field name with ${inName}`;
       const refused = check(x, Array.isArray(v) ? `${at}[${k}]` : at ? `${at}.${k}` : k, depth + 1);
       if (refused) return refused;
     }

@@ -1,11 +1,11 @@
 // One boundary for every string from outside (src/server.ts, src/inputs.ts): a NUL byte or another control
-// character in a path or a query, a NUL byte in a form or a JSON body, or a query or form field given twice is
-// refused with a 400 naming where it was, before any handler sees it (PostgreSQL text cannot hold a NUL byte:
-// 22021 and 22P05 were 500s; a repeated field was an array where code expected a string). An id is digits within
-// bigint and JavaScript's safe integers: a longer run of digits named a connection as an id PostgreSQL refused
-// (22003, and 22P02 for the `1e+30` JavaScript made of 30 digits). A walk over every route of the OpenAPI document
-// and every console route mounted with a role, with such values, ids no table holds and over-long values, finds
-// no 500.
+// character in a path or a query, a NUL byte or a lone UTF-16 surrogate in a form or a JSON body, or a query or
+// form field given twice is refused with a 400 naming where it was, before any handler sees it (PostgreSQL text
+// cannot hold a NUL byte, jsonb no lone surrogate: 22021 and 22P05 were 500s; a repeated field was an array where
+// code expected a string). An id is digits within bigint and JavaScript's safe integers: a longer run of digits
+// named a connection as an id PostgreSQL refused (22003, and 22P02 for the `1e+30` JavaScript made of 30 digits).
+// A walk over every route of the OpenAPI document and every console route mounted with a role, with such values,
+// ids no table holds and over-long values, finds no 500.
 import t from 'tap';
 import { leastRole } from '../../src/console/roles.ts';
 import type { Db } from '../../src/db/index.ts';
@@ -16,6 +16,10 @@ const TOKEN = 'op-secret-token-for-the-input-boundary';
 const auth = { authorization: `Bearer ${TOKEN}` };
 const NUL = 'a\u0000b';
 const LONG = 'x'.repeat(8000);
+/** A lone surrogate: JSON.stringify writes it as the escape `\ud800`, which JSON.parse reads back alone. */
+const LONE = 'a\ud800b';
+/** The same in a URL: the UTF-8 bytes of U+D800 (WTF-8), which no decoder turns into a string of ours. */
+const LONE_URL = 'a%ED%A0%80b';
 /** No ids: beyond bigint (20 digits, and 30), beyond JavaScript's safe integers, negative, fractional, an exponent. */
 const IDS = ['99999999999999999999', `1${'0'.repeat(29)}`, '9007199254740993', '-1', '1.5', '1e3'];
 
@@ -34,7 +38,7 @@ const anOrder = (db: Db, connectionId: number) =>
     .values({ connection_id: connectionId, id: 1, order_number: 'SO1', status: 'active', raw: JSON.stringify({ id: 1 }) })
     .execute();
 
-t.test('NUL bytes and repeated fields are a 400 naming the field, not a 500', async (t) => {
+t.test('NUL bytes, lone surrogates and repeated fields are a 400 naming the field, not a 500', async (t) => {
   const { base, db, logLines } = await consoleServer(t, { token: TOKEN, receiver: true });
   const { shop, channel } = await threeChannels(db, base, TOKEN);
   await anOrder(db, shop);
@@ -97,6 +101,21 @@ t.test('NUL bytes and repeated fields are a 400 naming the field, not a 500', as
       () => importOrder('N-2', '{"name":"Ada"}', JSON.stringify({ freeform: true, label: 'Wrap', quantity: '1', gift: NUL })),
       /body field "lines\[0\]\.gift" has a NUL byte/,
     ],
+    [
+      'import-order: a lone surrogate in the company name',
+      () => importOrder('N-3', '{"name":"Co\\ud800"}'),
+      /body field "customer\.company\.name" has a lone surrogate/,
+    ],
+    [
+      'ship: a lone surrogate in the tracking company',
+      () => call('POST', '/api/operations/ship?connection=shop', JSON.stringify({ order_id: 1, tracking: { company: LONE } })),
+      /body field "tracking\.company" has a lone surrogate/,
+    ],
+    [
+      'a lone surrogate in a field name',
+      () => call('POST', '/api/operations/ship?connection=shop', `{"order_id":1,"tracking":{"\\udc00":"x"}}`),
+      /body field "tracking" has a field name with a lone surrogate/,
+    ],
   ];
   for (const [what, answer, names] of cases) {
     const { status, text } = await answer();
@@ -126,7 +145,7 @@ t.test('NUL bytes and repeated fields are a 400 naming the field, not a 500', as
   );
 });
 
-t.test('every route, with NUL bytes, ids no table holds, over-long values and repeated fields: no 500', async (t) => {
+t.test('every route, with NUL bytes, lone surrogates, ids no table holds, over-long values and repeated fields: no 500', async (t) => {
   const { base, db, rt, logLines } = await consoleServer(t, { token: TOKEN, receiver: true });
   await anOrder(db, (await threeChannels(db, base, TOKEN)).shop);
   const doc = (await (await fetch(`${base}/api/openapi.json`, { headers: auth })).json()) as {
@@ -191,9 +210,10 @@ t.test('every route, with NUL bytes, ids no table holds, over-long values and re
   for (const r of routes) {
     if (r.route === '/api/tail') continue; // a stream that never ends
     const emptyBody = r.method === 'GET' || r.method === 'DELETE' ? undefined : r.form ? '' : '{}';
-    for (const bad of [NUL, LONG, ...IDS]) {
+    // Values as they go in a URL (a lone surrogate has no encoding of its own: LONE_URL) and in a JSON body.
+    for (const [bad, inUrl] of [[NUL], [LONG], [LONE, LONE_URL], ...IDS.map((id) => [id])] as [string, string?][]) {
       const refused = bad === NUL;
-      const url = encodeURIComponent(bad);
+      const url = inUrl ?? encodeURIComponent(bad);
       for (const p of r.route.match(/:(\w+)/g) ?? []) await send(r.method, pathOf(r.route, p.slice(1), url), emptyBody, r.form, refused);
       for (const q of r.query) await send(r.method, `${pathOf(r.route)}?${q}=${url}`, emptyBody, r.form, refused);
       // Bodies: only where the route reads one (the webhook endpoint checks its signature first).
