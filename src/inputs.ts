@@ -34,6 +34,9 @@ export function unstorable(v: string): string | undefined {
   return undefined;
 }
 
+/** The text with what PostgreSQL cannot store replaced by U+FFFD: for a record of what was refused. */
+export const storable = (v: string): string => v.replaceAll('\u0000', '\uFFFD').toWellFormed();
+
 /** Whether the text has a control character (tabs and line breaks allowed where `breaks`). */
 function hasControl(v: string, breaks = false): boolean {
   for (let i = 0; i < v.length; i++) {

@@ -1,6 +1,9 @@
 // What a delivery body must be: a JSON object with `event` (string) and `object_id` (integer), per the
 // spec's Events section. `timestamp` (seconds) and `resource_url` are kept when they have the right type and
-// ignored otherwise: refusing a real delivery over an optional field would get the subscription deleted.
+// ignored otherwise: refusing a real delivery over an optional field would get the subscription deleted. What is
+// kept must be text PostgreSQL can store: an `event` with a NUL or a lone surrogate (JSON escapes `\u0000`,
+// `\ud800`) is refused like any malformed one (the body itself is stored as it came: valid UTF-8 text).
+import { unstorable } from '../inputs.ts';
 import { normaliseEvent, type NormalisedEvent } from './events.ts';
 
 export interface DeliveryPayload extends NormalisedEvent {
@@ -33,11 +36,13 @@ export function parseDelivery(raw: Buffer): ParseResult {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return { ok: false, reason: 'not a JSON object' };
   const b = body as Record<string, unknown>;
   if (typeof b.event !== 'string' || !b.event.trim() || b.event.length > 200) return { ok: false, reason: 'event missing or not a string' };
+  const unfit = unstorable(b.event);
+  if (unfit) return { ok: false, reason: `event has ${unfit}` };
   const objectId = integer(b.object_id);
   if (objectId === null || objectId < 0) return { ok: false, reason: 'object_id missing or not an integer' };
   const seconds = integer(b.timestamp);
   const eventAt = seconds === null || seconds > 8_640_000_000_000 ? null : new Date(seconds * 1000);
-  const resourceUrl = typeof b.resource_url === 'string' ? b.resource_url : null;
+  const resourceUrl = typeof b.resource_url === 'string' && !unstorable(b.resource_url) ? b.resource_url : null;
   return { ok: true, payload: { event: b.event, objectId, eventAt, resourceUrl, ...normaliseEvent(b.event) }, text };
 }
 

@@ -6,6 +6,7 @@ import type { Config } from '../config.ts';
 import type pg from 'pg';
 import { connectionByName } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
+import { storable } from '../inputs.ts';
 import type { Logger } from '../log.ts';
 import { metrics } from '../metrics.ts';
 import type { Boss } from '../queue/boss.ts';
@@ -231,9 +232,11 @@ export function createReceiver(deps: ReceiverDeps): Receiver {
             objectId: null,
             eventAt: null,
             resourceUrl: null,
-            body: raw.toString('utf8').replaceAll('\u0000', '\uFFFD'),
+            // A body that is not JSON may be no UTF-8 or hold a NUL byte, which JSON.parse's message (the reason)
+            // quotes: both are recorded with U+FFFD in their place.
+            body: storable(raw.toString('utf8')),
             state: 'rejected',
-            error: parsed.reason,
+            error: storable(parsed.reason),
           };
       let outcome: StoreOutcome;
       try {

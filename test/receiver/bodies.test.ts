@@ -1,6 +1,7 @@
 import t from 'tap';
 import http from 'node:http';
 import { deliver, payload, sign, startReceiver } from './harness.ts';
+import { metrics } from '../../src/metrics.ts';
 import { consumeDeliveries } from '../../src/sync/intake.ts';
 
 t.test('a body over WEBHOOK_BODY_LIMIT gets 413 and nothing is stored', async (t) => {
@@ -52,6 +53,52 @@ t.test('valid signature but not the payload the spec describes: 400, recorded as
   t.equal((await h.jobs()).length, 0);
   const rejected = await h.tdb.pool.query(`SELECT count(*)::int AS n FROM sync_log WHERE action = 'delivery.rejected'`);
   t.equal(rejected.rows[0].n, bodies.length, 'and in the sync log');
+});
+
+t.test('signed, but with text PostgreSQL cannot store: stored as received, rejected with its reason, 400, counted', async (t) => {
+  const h = await startReceiver(t);
+  const rejected = async () => (await metrics.deliveriesRejected.get()).values.find((v) => v.labels.reason === 'malformed')?.value ?? 0;
+  const before = await rejected();
+  // JSON escapes of a NUL and of a lone surrogate (valid JSON, valid UTF-8), and a NUL byte itself (not JSON,
+  // and JSON.parse's message quotes it).
+  const refused: [string, RegExp][] = [
+    ['{"object_id":1,"event":"variants.create\\u0000"}', /^event has a NUL byte$/],
+    ['{"object_id":2,"event":"variants.create\\ud800"}', /^event has a lone surrogate$/],
+    ['{"object_id":3,"event":\u0000}', /^not JSON/],
+  ];
+  for (const [body, reason] of refused) {
+    const res = await deliver(h.url(), body);
+    t.equal(res.status, 400, `${JSON.stringify(body)}: 400, not 503`);
+    t.match(await res.json(), { error: reason });
+  }
+  const rows = await h.rows();
+  t.equal(rows.length, refused.length, 'each one recorded');
+  t.match(
+    rows.map((r) => ({ state: r.state, error: r.error, body: r.body, job_id: r.job_id })),
+    refused.map(([body, reason], i) => ({
+      state: 'rejected',
+      error: reason,
+      body: i < 2 ? body : body.replace('\u0000', '\uFFFD'),
+      job_id: null,
+    })),
+    'rejected, with the reason; the body as received (a NUL byte as U+FFFD)',
+  );
+  t.equal((await rejected()) - before, refused.length, 'counted as rejections');
+  const lines = h.logs.lines();
+  t.equal(
+    lines.filter((l) => l.msg === 'delivery refused: malformed payload (recorded as rejected)').length,
+    refused.length,
+    'logged as rejections',
+  );
+  t.same(
+    lines.filter((l) => (l.level as number) >= 50 || l.msg === 'rejected delivery could not be recorded'),
+    [],
+    'no error, nothing unrecorded',
+  );
+  // An optional field the mirror cannot keep is left out, as one of the wrong type is: the delivery is used.
+  const res = await deliver(h.url(), '{"object_id":4,"event":"variants.create","resource_url":"http://x/\\u0000"}');
+  t.equal(res.status, 200, 'a resource_url with a NUL is ignored');
+  t.match((await h.rows()).at(-1), { state: 'queued', object_id: 4, resource_url: null });
 });
 
 t.test('unknown connection: 404, nothing stored', async (t) => {
