@@ -99,6 +99,8 @@ t.test('a Deployment per role, probed, sized, non-root, read-only, DATA_DIR on a
       t.equal(pod.securityContext.runAsNonRoot, true);
       t.equal(c.securityContext.readOnlyRootFilesystem, true);
       t.equal(c.securityContext.allowPrivilegeEscalation, false);
+      t.same(c.securityContext.capabilities, { drop: ['ALL'] }, 'no capability');
+      t.equal(pod.automountServiceAccountToken, false, 'no service account token: it has no use for the Kubernetes API');
       t.same(c.volumeMounts.map((m: Obj) => m.mountPath).sort(), ['/data', '/tmp']);
       t.same(
         c.envFrom.map((e: Obj) => e.configMapRef?.name ?? e.secretRef?.name),
@@ -112,8 +114,14 @@ t.test('a Deployment per role, probed, sized, non-root, read-only, DATA_DIR on a
 
 t.test('the migrate Job, the secrets, Services and disruption budgets fit the Deployments', async (t) => {
   const [job] = byKind('Job');
-  t.same(job.spec.template.spec.containers[0].args, ['migrate']);
-  t.equal(job.spec.template.spec.restartPolicy, 'Never');
+  const pod = job.spec.template.spec;
+  t.same(pod.containers[0].args, ['migrate']);
+  t.equal(pod.restartPolicy, 'Never');
+  t.same(
+    [pod.automountServiceAccountToken, pod.containers[0].securityContext],
+    [false, { readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } }],
+    'the Job as least privileged as the Deployments',
+  );
   const [secret] = byKind('Secret');
   for (const k of ['DATABASE_URL', 'COMMERCE_CLIENT_SECRET', 'TOKEN_ENCRYPTION_KEY', 'OPERATOR_TOKEN'])
     t.ok(secret.stringData[k], `the Secret holds ${k}`);
