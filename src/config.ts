@@ -34,6 +34,7 @@ export const settings = {
   DATABASE_URL: {
     schema: z.string().refine((v) => v === '' || /^postgres(ql)?:\/\//.test(v), 'a postgres:// URL, or empty'),
     doc: 'PostgreSQL to use. Empty: start an embedded PostgreSQL under DATA_DIR.',
+    make: 'a URL with the password of your database user (openssl rand -hex 24 makes one)',
   },
   DATABASE_POOL_SIZE: {
     schema: int(2, 1000),
@@ -115,6 +116,7 @@ export const settings = {
     schema: z.string(),
     doc: 'OAuth client secret; also the webhook signing key. Empty: generated under DATA_DIR (demo only).',
     secret: true,
+    make: 'the client secret the service issued your application (for a sandbox, any: openssl rand -hex 24)',
   },
   COMMERCE_CLIENT_SECRET_PREVIOUS: {
     schema: z.string(),
@@ -127,6 +129,7 @@ export const settings = {
       .refine((v) => v === '' || Buffer.from(v, 'base64').length === 32, '32 bytes in base64 (openssl rand -base64 32), or empty'),
     doc: 'AES-256-GCM key for tokens at rest. Empty: generated into DATA_DIR/secret.key.',
     secret: true,
+    make: 'a key of your own, and keep it: openssl rand -base64 32',
   },
   IDEMPOTENCY_HEADER: {
     schema: z.string().regex(/^[A-Za-z0-9_-]+$/, 'an HTTP header name'),
@@ -206,6 +209,7 @@ export const settings = {
     schema: whsecList,
     doc: 'Standard Webhooks secret(s) CHANNEL_WEBHOOK_URL posts are signed with (whsec_ + base64 of 24-64 bytes), several separated by a space while one rotates.',
     secret: true,
+    make: 'a secret of your own: echo whsec_$(openssl rand -base64 32)',
   },
   ALLOW_CREATE_CURRENCY: { schema: bool, doc: 'Order import may create a missing currency.' },
   STOCK_ADJUSTMENT_REASON: {
@@ -250,6 +254,7 @@ export const settings = {
       .describe('empty, or at least 24 characters (openssl rand -hex 24 makes one)'),
     doc: 'Bearer token (or password) for the console and /api, at least 24 characters. Empty: open on localhost in demo mode only.',
     secret: true,
+    make: 'a token of your own: openssl rand -hex 24',
   },
   TRACE_URL_TEMPLATE: {
     schema: z.string().refine((v) => v === '' || (/^https?:\/\//.test(v) && v.includes('{trace_id}')), {
@@ -299,6 +304,7 @@ export const settings = {
     schema: whsecList,
     doc: 'Standard Webhooks secret(s) ALERT_WEBHOOK_URL posts are signed with (whsec_ + base64 of 24-64 bytes: echo whsec_$(openssl rand -base64 32)); while one rotates, both separated by a space, the new first.',
     secret: true,
+    make: 'a secret of your own: echo whsec_$(openssl rand -base64 32)',
   },
   ALERT_WEBHOOK_FORMAT: {
     schema: z.enum(['auto', 'standard', 'slack']),
@@ -350,6 +356,26 @@ function allowed(schema: z.ZodType, issue: z.core.$ZodIssue): string {
   return issue.message;
 }
 
+/**
+ * What deploy/ ships in place of each secret (deploy/.env, the Kubernetes Secret), and the secrets deploy/.env of
+ * 0.2.0 published: a deployment that left one in place must not start on a value everyone has.
+ */
+const PLACEHOLDER = /replace-me/i;
+const PUBLISHED = new Set(['lEzQip2Xcf8B+nsMS2NhksO8KWV2P8qc+wDNeyL19qw=', 'whsec_6NMuqwFRYFJKZ12dBwMsZcFwvYFdBPZAVlm/WgUsbU8=']);
+
+/** The problem with a setting that holds a placeholder or a published secret, naming how to make a good one. */
+function notASecret(key: SettingName, raw: unknown): string | null {
+  if (typeof raw !== 'string') return null;
+  const what = PLACEHOLDER.test(raw)
+    ? 'holds the placeholder replace-me'
+    : raw.split(/[\s,]+/).some((v) => PUBLISHED.has(v))
+      ? "is a secret published in 0.2.0's deploy/.env"
+      : null;
+  if (!what) return null;
+  const spec = settings[key];
+  return `${key} ${what}: set it to ${'make' in spec ? spec.make : 'a value of your own'}`;
+}
+
 /** Loads defaults, applies env overrides, validates; throws ConfigError listing every problem. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, defaults = readDefaults()): Config {
   const problems: string[] = [];
@@ -364,6 +390,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, defaults = read
       continue;
     }
     const raw = fromEnv !== undefined ? fromEnv : defaults[key];
+    const unsafe = notASecret(key, raw);
+    if (unsafe) {
+      problems.push(unsafe);
+      continue;
+    }
     const input = typeof raw === 'string' && fromEnv !== undefined && raw.trim() === '' && typeof defaults[key] === 'number' ? NaN : raw;
     const result = (spec.schema as z.ZodType).safeParse(input);
     if (result.success) out[key] = result.data;

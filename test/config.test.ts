@@ -63,6 +63,30 @@ t.test('secrets are never echoed back', async (t) => {
   t.notMatch(p.join('\n'), /sekrit/);
 });
 
+t.test('a placeholder or a published secret is refused, naming the setting and how to make one', async (t) => {
+  // The secrets of deploy/kubernetes/secret.yaml and of 0.2.0's deploy/.env, as shipped.
+  const p = problems({
+    DATABASE_URL: 'postgres://commerce_sync:replace-me@postgres:5432/commerce_sync',
+    COMMERCE_CLIENT_SECRET: 'replace-me',
+    TOKEN_ENCRYPTION_KEY: 'lEzQip2Xcf8B+nsMS2NhksO8KWV2P8qc+wDNeyL19qw=',
+    OPERATOR_TOKEN: 'demo-operator-token-replace-me',
+    CHANNEL_WEBHOOK_SECRET: 'whsec_6NMuqwFRYFJKZ12dBwMsZcFwvYFdBPZAVlm/WgUsbU8=',
+    ALERT_WEBHOOK_SECRET: 'REPLACE-ME',
+  });
+  t.same(p, [
+    'DATABASE_URL holds the placeholder replace-me: set it to a URL with the password of your database user (openssl rand -hex 24 makes one)',
+    'COMMERCE_CLIENT_SECRET holds the placeholder replace-me: set it to the client secret the service issued your application (for a sandbox, any: openssl rand -hex 24)',
+    "TOKEN_ENCRYPTION_KEY is a secret published in 0.2.0's deploy/.env: set it to a key of your own, and keep it: openssl rand -base64 32",
+    "CHANNEL_WEBHOOK_SECRET is a secret published in 0.2.0's deploy/.env: set it to a secret of your own: echo whsec_$(openssl rand -base64 32)",
+    'OPERATOR_TOKEN holds the placeholder replace-me: set it to a token of your own: openssl rand -hex 24',
+    'ALERT_WEBHOOK_SECRET holds the placeholder replace-me: set it to a secret of your own: echo whsec_$(openssl rand -base64 32)',
+  ]);
+  t.match(problems({ OIDC_CLIENT_SECRET: 'replace-me' }), [
+    'OIDC_CLIENT_SECRET holds the placeholder replace-me: set it to a value of your own',
+  ]);
+  t.same(problems({ OPERATOR_TOKEN: 'x'.repeat(48), COMMERCE_CLIENT_SECRET: 'replace' }), [], 'a value of ones own passes');
+});
+
 t.test('all problems are reported together', async (t) => {
   t.equal(problems({ PORT: 'x', LOG_LEVEL: 'y', WORKER_CONCURRENCY: '0' }).length, 3);
 });
