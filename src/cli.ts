@@ -30,6 +30,7 @@ const available: [string, Load, string][] = [
   ['sandbox', sandbox, 'run the simulator of the Commerce Operations Service'],
   ['connect', api, 'add a connection to a merchant account (privileged token or OAuth)'],
   ['connections', api, 'list connections and their status'],
+  ['reset-mirror', api, "start a connection's mirror afresh from the account it reaches now"],
   ['api', api, 'call the service through the rate-budgeted client and print the JSON answer'],
   ['webhooks', receiver, 'list or sync webhook subscriptions (webhooks list, webhooks sync)'],
   ['deliveries', receiver, 'list stored webhook deliveries and their state'],

@@ -15,6 +15,9 @@ import { keyFromPath } from './api/http.ts';
 import { authorizeUrl, requestToken, type TokenResponse } from './api/oauth.ts';
 import type { Method, Priority, QueryValue } from './api/types.ts';
 import { syncWebhooks } from './receiver/subscriptions.ts';
+import { createQueues } from './queue/queues.ts';
+import { createRuntime } from './runtime.ts';
+import { resetMirror } from './sync/account.ts';
 import { ClientState } from './api/client-state.ts';
 import type { ClientDeps } from './api/transport.ts';
 
@@ -153,6 +156,32 @@ async function connect(ctx: CommandContext): Promise<number> {
     if (!values['skip-webhooks']) await registerWebhooks(ctx, deps, connection);
     return 0;
   });
+}
+
+async function resetMirrorCommand(ctx: CommandContext): Promise<number> {
+  const [name, ...rest] = ctx.positionals;
+  if (!name || rest.length) throw new UsageError('give one connection: commerce-sync reset-mirror NAME (see commerce-sync connections)');
+  const rt = await createRuntime(ctx.config, ctx.log, { poolSize: 2, boss: { supervise: false, schedule: false, max: 2 } });
+  try {
+    await createQueues(rt.boss);
+    const deps = rt.workerDeps();
+    let reset: Awaited<ReturnType<typeof resetMirror>>;
+    try {
+      reset = await resetMirror(deps, name);
+    } catch (err) {
+      if (err instanceof ApiError) throw new UsageError(`${name}: the service did not answer for its account: ${err.message}`);
+      throw new UsageError((err as Error).message);
+    }
+    const { connection, deleted } = reset;
+    await auditCommand(deps.db, { action: 'cli reset-mirror', connection, after: { account_id: connection.account_id, deleted } });
+    const counts = Object.entries(deleted).map(([table, n]) => `${table} ${n}`);
+    ctx.out(`${name}: mirror forgotten (${counts.join(', ') || 'nothing was mirrored'}); account ${connection.account_id} is its own now`);
+    ctx.out(`${name}: its first full sweep is queued; a running worker loads the mirror afresh (commerce-sync status shows it)`);
+    await registerWebhooks(ctx, deps, connection);
+    return 0;
+  } finally {
+    await rt.stop();
+  }
 }
 
 async function connections(ctx: CommandContext): Promise<number> {
@@ -328,6 +357,15 @@ export const commands: CommandModule['commands'] = {
     summary: 'List connections: status, account, auth kind and rate budget.',
     options: { json: sharedOptions.json() },
     run: connections,
+  },
+  'reset-mirror': {
+    summary:
+      "Start a connection's mirror afresh from the account its token reaches now (after `status` says its account " +
+      'is not the one its mirror was made from): forgets its records and the orders pushed to that account, keeps its ' +
+      'channels and their settings, and queues a first full sweep.',
+    args: 'NAME',
+    positionals: true,
+    run: resetMirrorCommand,
   },
   api: {
     summary: 'Call the service through the rate-budgeted client and print the JSON answer (like gh api).',

@@ -68,9 +68,9 @@ export const signature: Check = {
   },
 };
 
-/** A connection the service no longer accepts: unauthorized (401) or lapsed (402). */
+/** A connection the service no longer accepts (401, 402), or whose account is not its mirror's (src/sync/account.ts). */
 export const connectionStatus: Check = {
-  conditions: ['unauthorized', 'lapsed'],
+  conditions: ['unauthorized', 'lapsed', 'mismatched'],
   async run({ connections }) {
     const out: Finding[] = [];
     for (const c of connections) {
@@ -92,6 +92,15 @@ export const connectionStatus: Check = {
           severity: 'critical',
           count: 1,
           message: `The account of connection ${c.name} has lapsed${why}: the service answers 402 to every call and nothing syncs. Renew the account's subscription with the service; commerce-sync tries it every 5 minutes and resumes by itself.`,
+        });
+      else if (c.status === 'mismatched')
+        out.push({
+          key: `mismatched:${c.name}`,
+          condition: 'mismatched',
+          connectionId: c.id,
+          severity: 'critical',
+          count: 1,
+          message: `Connection ${c.name} stopped before sending anything: ${c.status_reason ?? 'its service answers for another account than its mirror was made from'}. Nothing syncs until then; channels keep what they were last told.`,
         });
     }
     return out;

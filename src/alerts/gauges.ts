@@ -11,8 +11,8 @@ import { oldestPendingOf } from '../db/pending.ts';
 import { metrics } from '../metrics.ts';
 import { freshnessOf } from '../catalog/index.ts';
 
-const STATUSES = ['active', 'unauthorized', 'lapsed', 'disabled'] as const;
-const CONDITIONS = ['signature', 'unauthorized', 'lapsed', 'dead-letters', 'drift', 'webhooks', 'budget', 'destination'];
+const STATUSES = ['active', 'unauthorized', 'lapsed', 'disabled', 'mismatched'] as const;
+const CONDITIONS = ['signature', 'unauthorized', 'lapsed', 'mismatched', 'dead-letters', 'drift', 'webhooks', 'budget', 'destination'];
 
 export async function refreshAlertGauges(db: Db): Promise<void> {
   const stock = Object.values(catalog)

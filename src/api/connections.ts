@@ -141,6 +141,25 @@ export interface Account {
 }
 
 /**
+ * What tells one account from another: its id alone does not (an account restored or reset, a sandbox started
+ * anew keep theirs), its id with its creation time does. Null parts where the record has none.
+ */
+export function accountIdentity(raw: unknown): { id: number | null; created_at: string | null } {
+  const a = isObject(raw) ? raw : {};
+  return { id: typeof a.id === 'number' ? a.id : null, created_at: typeof a.created_at === 'string' ? a.created_at : null };
+}
+
+/** Why the account `now` is not the one `kept` was made from; null when it is, or when `kept` cannot tell. */
+export function otherAccount(kept: unknown, now: unknown): string | null {
+  const k = accountIdentity(kept);
+  const n = accountIdentity(now);
+  if (k.id !== null && n.id !== null && k.id !== n.id) return `account ${n.id}, not ${k.id}`;
+  if (k.created_at && n.created_at && Date.parse(k.created_at) !== Date.parse(n.created_at))
+    return `account ${n.id} created ${n.created_at}, not the one created ${k.created_at}`;
+  return null;
+}
+
+/**
  * GET /accounts/current with a token. It is sent before the connection (and so its budget) exists: one
  * request at connect time.
  */
@@ -215,6 +234,13 @@ async function saveConnection(db: Db, baseUrl: string, account: Account, creds: 
       if (taken) target = `${target.slice(0, 50)}-${account.id}`;
     }
   }
+  // The same id at the same address is not enough: a mirror is never applied to another account (src/sync/account.ts).
+  const other = otherAccount((await connectionByName(db, target))?.raw, account.raw);
+  if (other)
+    throw new Error(
+      `connection ${target}'s mirror was made from another account than this token reaches (${other}): ` +
+        `choose another --name, or start its mirror afresh with commerce-sync reset-mirror ${target}`,
+    );
   const row = await upsertConnection(db, { name: target, ...values });
   await ensureBudget(db, row.id);
   return row;

@@ -24,8 +24,10 @@ export interface ConnectionsTable {
   token_expires_at: Timestamp | null;
   /** When the current access token was issued (migration 0020). */
   token_refreshed_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
-  status: Default<'active' | 'unauthorized' | 'lapsed' | 'disabled'>;
+  /** mismatched: its service answers for another account than its mirror's (migration 0380, src/sync/account.ts). */
+  status: Default<'active' | 'unauthorized' | 'lapsed' | 'disabled' | 'mismatched'>;
   status_reason: string | null;
+  /** The account record as GET /accounts/current answered when connected: its id and created_at identify it. */
   raw: Json | null;
   created_at: DefaultTimestamp;
   updated_at: DefaultTimestamp;

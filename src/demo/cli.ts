@@ -1,6 +1,7 @@
 // `commerce-sync sandbox`: runs the simulator until Ctrl-C. Every option has an environment variable
 // (config/default.json); a flag beats the environment.
 import { stringOption, UsageError, type CommandSpec } from '../command.ts';
+import { untilStopped } from '../shutdown.ts';
 import { PROFILES, startSandbox, type Profile } from '@commerce-sync/sandbox';
 
 const num = (name: string, v: string | undefined, fallback: number, min: number, integer: boolean): number => {
@@ -29,6 +30,7 @@ export const commands: Record<string, CommandSpec> = {
       'rate-window': stringOption('w', 'S', 'rate window in sandbox seconds (SANDBOX_RATE_WINDOW)'),
       profile: stringOption('P', 'spec|documented', 'behave as the spec says or as the real service is documented (SANDBOX_PROFILE)'),
       activity: stringOption('A', 'PER_SECOND', 'merchant operations per second (SANDBOX_ACTIVITY)'),
+      state: stringOption('f', 'FILE', 'keep the account in FILE: resumed from it at start, written while running and at stop'),
     },
     details: 'The admin API lives under <url>/__sandbox/ (Authorization: Bearer <admin token>); see docs/sandbox.md.',
     async run({ values, config, log, out }) {
@@ -51,20 +53,13 @@ export const commands: Record<string, CommandSpec> = {
         rateWindowSeconds: num('rate-window', s('rate-window'), config.SANDBOX_RATE_WINDOW, 1, true),
         profile: profile as Profile,
         activity: num('activity', s('activity'), config.SANDBOX_ACTIVITY, 0, false),
+        stateFile: s('state'),
         log: log.child({ role: 'sandbox' }),
       });
       out(`sandbox listening at ${sandbox.url}`);
       out(`privileged token: ${sandbox.token}`);
       out(`admin API: ${sandbox.url}/__sandbox/ (Authorization: Bearer <admin token>)`);
-      await new Promise<void>((resolve) => {
-        const stop = () => {
-          process.off('SIGINT', stop);
-          process.off('SIGTERM', stop);
-          resolve();
-        };
-        process.on('SIGINT', stop);
-        process.on('SIGTERM', stop);
-      });
+      await untilStopped();
       await sandbox.close();
     },
   },

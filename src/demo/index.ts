@@ -1,5 +1,6 @@
 // The out-of-the-box demo for `npm start`: with no account connected (or SANDBOX=on) it starts the sandbox
-// in-process with a seeded catalog and merchant activity, and connects to it as connection `demo`.
+// in-process with a seeded catalog and merchant activity, and connects to it as connection `demo`. The sandbox's
+// account is kept in DATA_DIR/demo-sandbox.json, so a restarted demo resumes the account its mirror was made from.
 // With COMMERCE_BASE_URL and COMMERCE_TOKEN set, it connects that account instead and runs no sandbox.
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -58,6 +59,8 @@ export async function mount(rt: Runtime): Promise<void> {
     clientId: config.COMMERCE_CLIENT_ID,
     clientSecret: config.COMMERCE_CLIENT_SECRET,
     adminToken: await persistentSecret(config.DATA_DIR, 'demo-sandbox-admin-token'),
+    // The account outlives a restart, as a real one does: the mirror in the database goes on with the same records.
+    stateFile: join(config.DATA_DIR, 'demo-sandbox.json'),
     log: log.child({ role: 'sandbox' }),
   });
   rt.onStop.push(() => sandbox.close());

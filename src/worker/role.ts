@@ -5,12 +5,15 @@ import * as alertsRole from '../alerts/role.ts';
 import { createQueues } from '../queue/queues.ts';
 import type { RoleModule, Runtime } from '../runtime.ts';
 import { Drainer } from '../sync/drainer.ts';
+import { checkAccounts } from '../sync/account.ts';
 import { applyRules } from '../sync/maintenance.ts';
 import { syncSchedules } from '../sync/schedules.ts';
 import { workQueues } from './handlers.ts';
 
 export async function mount(rt: Runtime): Promise<void> {
   const deps = rt.workerDeps();
+  // Before any queue works: a connection whose account is not its mirror's must not send a thing.
+  await checkAccounts(deps);
   await createQueues(rt.boss, rt.config);
   rt.onStop.push(await workQueues(deps));
   // Drains mostly wait on the API, so there are twice WORKER_CONCURRENCY of them at once.

@@ -56,6 +56,15 @@ export class Activity {
     this.rng = rng;
   }
 
+  /** Where its random choices and tracking labels are, to be kept between runs (state.ts). */
+  dump(): { rng: number; labels: number } {
+    return { rng: this.rng.state, labels: this.labels };
+  }
+  restore(kept: { rng: number; labels: number }, gap: number): void {
+    this.rng.state = kept.rng;
+    this.labels = kept.labels + gap;
+  }
+
   private pickKind(kinds?: readonly ActivityKind[]): ActivityKind {
     const pool = ACTIVITY_KINDS.filter((k) => !kinds || kinds.includes(k));
     const total = pool.reduce((s, k) => s + KINDS[k][0], 0);

@@ -6,7 +6,8 @@ import type { AddressInfo } from 'node:net';
 import { pino, type Logger } from 'pino';
 import { Clock } from './clock.ts';
 import { Random } from './random.ts';
-import { ApiFail, type Store } from './store.ts';
+import { ApiFail, Store } from './store.ts';
+import { readState, STATE_GAP, STATE_VERSION, stateText, writeState, type SandboxState } from './state.ts';
 import { Service } from './service.ts';
 import { newStore, seed } from './seed.ts';
 import { Api, type ApiAnswer, type Caller } from './api.ts';
@@ -46,6 +47,11 @@ export interface SandboxOptions {
    * records (negative: behind). Real-service-notes section 7: the two are different machines.
    */
   clockSkewSeconds?: number;
+  /**
+   * A file the account is kept in (state.ts): read at start when it exists (seed and variants then play no part),
+   * written every few seconds and at close. Unset: a new account each start, kept nowhere.
+   */
+  stateFile?: string;
   log?: Logger;
 }
 
@@ -78,7 +84,11 @@ export const DEFAULTS = {
   tokenExpiresIn: 7200,
   listOrder: 'created' as ListOrder,
   clockSkewSeconds: 0,
+  stateFile: '',
 };
+
+/** How often a sandbox with a state file writes it while it runs (when something changed). */
+const STATE_SAVE_MS = 5000;
 
 const IDEMPOTENCY_LIFETIME_MS = 24 * 3600_000;
 const MAX_BODY = 20 * 1024 * 1024;
@@ -100,6 +110,13 @@ interface Answer {
   contentType?: string;
 }
 
+/** The answer kept for an idempotency key, and until when (sandbox ms). */
+interface Idempotent {
+  fingerprint: string;
+  answer: Answer;
+  expires: number;
+}
+
 class SandboxServer {
   readonly o: typeof DEFAULTS & { log: Logger };
   readonly clock: Clock;
@@ -115,9 +132,12 @@ class SandboxServer {
   private routesRe: RegExp | null = null;
   private faultRng: Random;
   private windows = new Map<string, { start: number; count: number }>();
-  private idempotent = new Map<string, { fingerprint: string; answer: Answer; expires: number }>();
+  private idempotent = new Map<string, Idempotent>();
   stats = { total: 0, by_status: {} as Record<string, number>, by_route: {} as Record<string, number>, rate_limited: 0 };
   private activityTimer: NodeJS.Timeout | null = null;
+  private saveTimer: NodeJS.Timeout | null = null;
+  /** The state last written (less its clock). */
+  private savedText = '';
 
   constructor(opts: SandboxOptions) {
     const clean = Object.fromEntries(Object.entries(opts).filter(([, v]) => v !== undefined));
@@ -142,23 +162,65 @@ class SandboxServer {
       rng: new Random(this.o.seed * 104729 + 3),
       log: this.o.log,
     });
-    this.reset(this.o.seed, this.o.variants);
+    const kept = this.o.stateFile ? readState(this.o.stateFile) : null;
+    if (kept) this.resume(kept);
+    else this.reset(this.o.seed, this.o.variants);
   }
 
   reset(seedValue: number, variants: number): void {
-    this.deliveries.clear();
-    this.store = newStore(this.clock.now());
-    this.service = new Service(this.store, this.clock, this.o.profile, (event, id) => this.deliveries.enqueue(event, id));
+    this.use(newStore(this.clock.now()), new Random(seedValue * 31 + 17));
     this.service.muted = true;
     try {
       seed(this.store, this.service, { seed: seedValue, variants, locations: this.o.locations });
     } finally {
       this.service.muted = false;
     }
+  }
+
+  /** The account of a state file, as it was saved (state.ts says why ids jump after an unclean stop). */
+  private resume(kept: SandboxState): void {
+    const gap = kept.clean ? 0 : STATE_GAP;
+    if (kept.clock > this.clock.now()) this.clock.set(kept.clock);
+    const store = Store.load(kept.store, gap);
+    this.use(store, new Random(0));
+    this.activity.restore(kept.activity, gap);
+    for (const [key, entry] of kept.idempotent) this.idempotent.set(key, entry as Idempotent);
+    this.o.log[gap ? 'warn' : 'info'](
+      { file: this.o.stateFile, variants: store.variants.order.length, orders: store.orders.order.length, gap },
+      gap
+        ? 'sandbox: resumed the account of a state saved while running (not at a stop): ids and numbers go on from further, so none is given twice'
+        : 'sandbox: resumed the account of its state file',
+    );
+  }
+
+  /** Makes `store` the account: its service, API and activity; what belonged to the last one goes. */
+  private use(store: Store, activityRng: Random): void {
+    this.deliveries.clear();
+    this.store = store;
+    this.service = new Service(store, this.clock, this.o.profile, (event, id) => this.deliveries.enqueue(event, id));
     this.api = new Api(this.service, this.o.profile, this.o.listOrder);
-    this.activity = new Activity(this.service, new Random(seedValue * 31 + 17));
+    this.activity = new Activity(this.service, activityRng);
     this.windows.clear();
     this.idempotent.clear();
+    this.savedText = '';
+  }
+
+  /** Writes the state file when the account changed since the last write; `clean` at close. */
+  save(clean: boolean): void {
+    if (!this.o.stateFile) return;
+    const text = stateText({
+      version: STATE_VERSION,
+      clean,
+      clock: this.clock.now(),
+      store: this.store.dump(),
+      activity: this.activity.dump(),
+      idempotent: [...this.idempotent],
+    });
+    // The clock always moves: compare without it.
+    const same = text.replace(/"clock":\d+,/, '');
+    if (same === this.savedText) return;
+    writeState(this.o.stateFile, text);
+    this.savedText = same;
   }
 
   startActivity(): void {
@@ -173,9 +235,24 @@ class SandboxServer {
     this.activityTimer.unref();
   }
 
+  startSaving(): void {
+    if (!this.o.stateFile) return;
+    this.save(false);
+    this.saveTimer = setInterval(() => {
+      try {
+        this.save(false);
+      } catch (err) {
+        this.o.log.error({ err, file: this.o.stateFile }, 'sandbox: could not write its state file; the account is kept in memory only');
+      }
+    }, STATE_SAVE_MS);
+    this.saveTimer.unref();
+  }
+
   stop(): void {
     if (this.activityTimer) clearInterval(this.activityTimer);
+    if (this.saveTimer) clearInterval(this.saveTimer);
     this.deliveries.close();
+    this.save(true);
   }
 
   // ---- HTTP ----------------------------------------------------------------------------------------------
@@ -514,6 +591,7 @@ export async function startSandbox(opts: SandboxOptions = {}): Promise<Sandbox> 
   const host = sb.o.host === '0.0.0.0' || sb.o.host === '::' ? '127.0.0.1' : sb.o.host;
   sb.url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   sb.startActivity();
+  sb.startSaving();
   sb.o.log.info({ url: sb.url, variants: sb.o.variants, seed: sb.o.seed }, 'sandbox listening');
   return {
     url: sb.url,

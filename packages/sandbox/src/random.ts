@@ -1,6 +1,7 @@
 // A small seeded PRNG (mulberry32) so a seed always yields the same catalog and the same activity.
 export class Random {
-  private state: number;
+  /** Where the sequence is: kept between runs (state.ts), so a sandbox resumed goes on rather than repeating. */
+  state: number;
   constructor(seed: number) {
     this.state = seed >>> 0 || 0x9e3779b9;
   }

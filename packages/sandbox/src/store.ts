@@ -21,6 +21,18 @@ export class Table<R extends Row = Row> {
   get(id: number): R | undefined {
     return this.rows.get(id);
   }
+  /** Its rows and next id, to be kept between runs (state.ts). */
+  dump(): { nextId: number; rows: R[] } {
+    return { nextId: this.nextId, rows: this.order };
+  }
+  /** Takes back what dump() gave; ids go on `gap` further (a state saved while running may miss the last ones). */
+  load(kept: { nextId: number; rows: R[] }, gap: number): void {
+    this.nextId = kept.nextId + gap;
+    for (const row of kept.rows) {
+      this.rows.set(row.id, row);
+      this.order.push(row);
+    }
+  }
   /** Permanent deletion (the few resources the spec says are deleted for good). */
   remove(id: number): void {
     const row = this.rows.get(id);
@@ -146,6 +158,16 @@ export class Ring<T> {
   }
 }
 
+/** What Store.dump() keeps (Maps and Decimals inside: state.ts encodes them). */
+export interface StoreState {
+  account: Row;
+  tables: Record<string, { nextId: number; rows: Row[] }>;
+  compositions: Store['compositions'];
+  bundlesOf: Store['bundlesOf'];
+  moveSeq: number;
+  counters: Store['counters'];
+}
+
 /** Every table of one account. */
 export class Store {
   account!: Row;
@@ -198,6 +220,35 @@ export class Store {
       committed: (stock.committed ?? 0).toString(),
       incoming: (stock.incoming ?? 0).toString(),
     });
+  }
+
+  /**
+   * Everything of the account worth keeping between runs (state.ts), but the stock moves' log itself: a measuring
+   * aid of the admin API, only its sequence goes on so that an `after=` cursor never meets a number twice.
+   */
+  dump(): StoreState {
+    const tables: Record<string, ReturnType<Table['dump']>> = {};
+    for (const [name, value] of Object.entries(this)) if (value instanceof Table) tables[name] = value.dump();
+    return {
+      account: this.account,
+      tables,
+      compositions: this.compositions,
+      bundlesOf: this.bundlesOf,
+      moveSeq: this.moveSeq,
+      counters: this.counters,
+    };
+  }
+
+  /** A store as dump() left it; `gap` as in Table.load, for ids, document numbers and move sequence alike. */
+  static load(kept: StoreState, gap: number): Store {
+    const store = new Store();
+    store.account = kept.account;
+    for (const [name, table] of Object.entries(kept.tables)) store.table(name)?.load(table, gap);
+    for (const [k, v] of kept.compositions) store.compositions.set(k, v);
+    for (const [k, v] of kept.bundlesOf) store.bundlesOf.set(k, v);
+    store.moveSeq = kept.moveSeq + gap;
+    store.counters = Object.fromEntries(Object.entries(kept.counters).map(([k, v]) => [k, v + gap])) as Store['counters'];
+    return store;
   }
 
   table(plural: string): Table | undefined {
