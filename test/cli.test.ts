@@ -1,5 +1,5 @@
 import t from 'tap';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 
 const cli = (args: string[], env: NodeJS.ProcessEnv = {}) =>
   spawnSync(process.execPath, ['src/cli.ts', ...args], { encoding: 'utf8', env: { ...process.env, LOG_LEVEL: 'silent', ...env } });
@@ -51,4 +51,23 @@ t.test('migrate against DATABASE_URL applies the schema', async (t) => {
   const r = cli(['migrate'], { DATABASE_URL: url });
   t.equal(r.status, 0, r.stderr);
   t.match(r.stdout, /schema is up to date/);
+});
+
+t.test('migrate waits for a database that is away, then applies the schema', async (t) => {
+  const { testDatabase } = await import('./support/db.ts');
+  const { startTcpProxy } = await import('./support/tcp-proxy.ts');
+  const { until } = await import('./support/processes.ts');
+  const { url } = await testDatabase(t);
+  const tcp = await startTcpProxy(t, { host: new URL(url).hostname, port: Number(new URL(url).port) });
+  await tcp.close();
+  const child = spawn(process.execPath, ['src/cli.ts', 'migrate'], {
+    env: { ...process.env, LOG_LEVEL: 'warn', DATABASE_URL: tcp.wrap(url) },
+  });
+  let output = '';
+  for (const s of [child.stdout, child.stderr]) s.on('data', (d) => (output += d));
+  const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+  await until('migrate waiting', () => /waiting for PostgreSQL at 127\.0\.0\.1:\d+/.test(output) || output, 10_000);
+  await tcp.reopen();
+  t.equal(await exited, 0, output);
+  t.match(output, /schema is up to date/);
 });
