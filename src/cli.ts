@@ -7,6 +7,7 @@ import { ConfigError, loadConfig } from './config.ts';
 import { createLogger } from './log.ts';
 import { UsageError, type CommandModule, type CommandSpec } from './command.ts';
 import { tracesWanted } from './telemetry/tracing.ts';
+import { watchEnds, writerTo } from './shutdown.ts';
 
 type Load = () => Promise<CommandModule>;
 const start: Load = () => import('./start.ts');
@@ -156,7 +157,8 @@ async function run(name: string, rest: string[], module: CommandModule): Promise
     }
     throw err;
   }
-  const log = createLogger(config.LOG_LEVEL, { destination: process.stderr, pretty: process.stderr.isTTY });
+  const log = createLogger(config.LOG_LEVEL, { destination: writerTo(process.stderr), pretty: process.stderr.isTTY });
+  const stdout = writerTo(process.stdout);
   try {
     const code = await spec.run({
       name,
@@ -164,7 +166,7 @@ async function run(name: string, rest: string[], module: CommandModule): Promise
       positionals: parsed.positionals,
       config,
       log,
-      out: (line) => process.stdout.write(`${line}\n`),
+      out: (line) => stdout.write(`${line}\n`),
     });
     return code ?? 0;
   } catch (err) {
@@ -177,6 +179,8 @@ async function run(name: string, rest: string[], module: CommandModule): Promise
   }
 }
 
+// A closed output or (under npm) a parent gone ends the command quietly: src/shutdown.ts.
+watchEnds();
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;

@@ -34,7 +34,7 @@ function traceFields(): Record<string, string> {
   return { trace_id: traceId, span_id: spanId };
 }
 
-export function createLogger(level: string, opts: { pretty?: boolean; destination?: NodeJS.WritableStream } = {}): Logger {
+export function createLogger(level: string, opts: { pretty?: boolean; destination?: pino.DestinationStream } = {}): Logger {
   const pretty = opts.pretty ?? (process.stdout.isTTY === true && !opts.destination);
   if (pretty) {
     return pino({
@@ -44,5 +44,5 @@ export function createLogger(level: string, opts: { pretty?: boolean; destinatio
       transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } },
     });
   }
-  return pino({ level, redact, mixin: traceFields }, (opts.destination ?? process.stdout) as pino.DestinationStream);
+  return pino({ level, redact, mixin: traceFields }, opts.destination ?? process.stdout);
 }

@@ -77,7 +77,8 @@ export async function runRoles(ctx: CommandContext, mounted: Roles, opts: { demo
         (config.DATABASE_URL ? '' : ` (embedded PostgreSQL in ${rt.database.embedded?.dataDir})`),
     );
   } catch (err) {
-    if (!(err instanceof Interrupted)) {
+    // Stopped while starting, a part still starting fails on what the stop closed under it: not a failed start.
+    if (!(err instanceof Interrupted) && !shutdown.stopping) {
       // Undo what started before failing (the embedded PostgreSQL above all), then report.
       await shutdown.stop('start-up failed');
       throw err;

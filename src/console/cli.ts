@@ -13,6 +13,7 @@ import { FilterError, parseLogFilter, querySyncLog, type LogRow } from './synclo
 import { SyncLogTail } from './tail.ts';
 import { lastWebhookRepairs } from '../db/synclog.ts';
 import type { AlertView } from '../db/alerts.ts';
+import { untilStopped } from '../shutdown.ts';
 
 const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
 
@@ -86,10 +87,7 @@ async function logs(ctx: CommandContext): Promise<number> {
     history = false;
     for (const r of early) if (!seen.has(r.id)) print(r);
     if (!tail) return 0;
-    await new Promise<void>((resolve) => {
-      process.once('SIGINT', resolve);
-      process.once('SIGTERM', resolve);
-    });
+    await untilStopped();
     unsubscribe?.();
     await tail.stop();
     return 0;
