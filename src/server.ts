@@ -46,7 +46,7 @@ export interface ProcessRuntime {
    * The built-in sandbox when this process runs it (demo mode): where it listens. Without OPERATOR_TOKEN the
    * console is open on localhost only while that sandbox is the only connection (src/console/auth.ts).
    */
-  demo: false | { baseUrl: string };
+  demo: false | { baseUrl: string; channel?: { url: string; posts(): DemoPost[] } | null };
   readiness: ReadinessCheck[];
   /** Run after the HTTP server listens (publicUrl is known then). */
   afterListen: (() => Promise<void>)[];
@@ -54,6 +54,18 @@ export interface ProcessRuntime {
   onStop: (() => Promise<void>)[];
   /** Serves the app on `port` (0: a free one) and sets publicUrl; the caller runs afterListen then. */
   listen(port: number): Promise<Server>;
+}
+
+/** A POST the demo's channel endpoint received (src/demo/channel-endpoint.ts), for the console's Demo channel page. */
+export interface DemoPost {
+  at: string;
+  /** Its webhook-id header. */
+  id: string;
+  type: string;
+  /** Whether the `standardwebhooks` package verified its signature; `problem` says why not. */
+  verified: boolean;
+  problem: string | null;
+  payload: unknown;
 }
 
 /** What a feature's routes use of a process's runtime (src/runtime.ts builds it): routes never import the runtime. */

@@ -98,7 +98,10 @@ export class DestinationRefused extends Error {
   readonly code = 'EDESTINATION';
 }
 
-/** Hosts allowed to be internal: names or addresses, lower-case, as OUTBOUND_ALLOWED_HOSTS lists them. */
+/**
+ * Hosts allowed to be internal, as OUTBOUND_ALLOWED_HOSTS lists them, lower-case: a name or address (any port), or
+ * one with its port (`127.0.0.1:4010`, `[::1]:4010`: that port only, as the demo allows its own channel endpoint).
+ */
 export type AllowedHosts = readonly string[];
 
 export const parseAllowedHosts = (setting: string): AllowedHosts =>
@@ -108,11 +111,16 @@ export const parseAllowedHosts = (setting: string): AllowedHosts =>
       h
         .trim()
         .toLowerCase()
-        .replace(/^\[|\]$/g, ''),
+        .replace(/^\[([^\]]*)\]$/, '$1'),
     )
     .filter(Boolean);
 
-const allowed = (hostname: string, allow: AllowedHosts) => allow.includes(hostname.toLowerCase().replace(/^\[|\]$/g, ''));
+/** Whether the URL's host, or its host and port, is allowed. */
+function allowed(url: URL, allow: AllowedHosts): boolean {
+  const host = url.hostname.toLowerCase();
+  const port = url.port || (url.protocol === 'https:' ? '443' : '80');
+  return allow.includes(host.replace(/^\[|\]$/g, '')) || allow.includes(`${host}:${port}`);
+}
 
 const refusal = (host: string) =>
   new DestinationRefused(
@@ -124,8 +132,9 @@ const refusal = (host: string) =>
  * the sender checks every connection again (guardedLookup).
  */
 export async function checkDestination(url: string, allow: AllowedHosts): Promise<void> {
-  const { hostname } = new URL(url);
-  if (allowed(hostname, allow)) return;
+  const target = new URL(url);
+  const { hostname } = target;
+  if (allowed(target, allow)) return;
   const host = hostname.replace(/^\[|\]$/g, '');
   if (isIP(host)) {
     if (internalAddress(host)) throw refusal(hostname);
@@ -145,15 +154,15 @@ export async function checkDestination(url: string, allow: AllowedHosts): Promis
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 /**
- * A `lookup` for http.request: resolves the name and refuses it when any of its addresses is internal (unless
- * allowed), so the address connected to is the one checked.
+ * A `lookup` for http.request to `target`: resolves the name and refuses it when any of its addresses is internal
+ * (unless allowed), so the address connected to is the one checked.
  */
-export function guardedLookup(allow: AllowedHosts) {
+export function guardedLookup(allow: AllowedHosts, target: URL) {
   return (hostname: string, options: { all?: boolean; family?: number }, callback: LookupCallback): void => {
     dnsLookup(hostname, { all: true, family: options.family ?? 0 }, (err, addresses) => {
       if (err) return callback(err, []);
       const list = addresses as LookupAddress[];
-      if (!allowed(hostname, allow) && list.some((a) => internalAddress(a.address))) return callback(refusal(hostname), []);
+      if (!allowed(target, allow) && list.some((a) => internalAddress(a.address))) return callback(refusal(hostname), []);
       if (options.all) return callback(null, list);
       callback(null, list[0]!.address, list[0]!.family);
     });
@@ -163,5 +172,5 @@ export function guardedLookup(allow: AllowedHosts) {
 /** For an IP literal the lookup is not called: its address is checked here before connecting. */
 export function checkLiteral(url: URL, allow: AllowedHosts): void {
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (isIP(host) && !allowed(url.hostname, allow) && internalAddress(host)) throw refusal(url.hostname);
+  if (isIP(host) && !allowed(url, allow) && internalAddress(host)) throw refusal(url.hostname);
 }

@@ -123,7 +123,7 @@ function post(url: string, body: string, headers: Record<string, string>, timeou
       {
         method: 'POST',
         headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
-        lookup: guardedLookup(allow) as never,
+        lookup: guardedLookup(allow, target) as never,
         signal: AbortSignal.timeout(timeoutMs),
       },
       (res) => {

@@ -14,6 +14,7 @@ import { channelOrderRoutes } from './routes/channel-orders.ts';
 import { channelRoutes } from './routes/channels.ts';
 import { connectionRoutes } from './routes/connections.ts';
 import { deliveryRoutes } from './routes/deliveries.ts';
+import { demoChannelRoutes } from './routes/demo-channel.ts';
 import { logRoutes, watchStreams, type Streams } from './routes/logs.ts';
 import { operationRoutes } from './routes/operations.ts';
 import { orderRoutes } from './routes/orders.ts';
@@ -115,5 +116,6 @@ export function consoleRouters(deps: ConsoleDeps): { open: Router; guarded: Rout
   connectionRoutes(guarded, deps);
   auditRoutes(guarded, deps);
   tokenRoutes(guarded, deps);
+  demoChannelRoutes(guarded, deps);
   return { open, guarded, streams, stop: () => clearInterval(watcher) };
 }

@@ -112,7 +112,9 @@ export function pageContext(deps: ConsoleDeps, ctx: Context, extra: Partial<Page
     const need = router && leastRole(router, 'POST', route);
     return !!actor && !!need && allows(actor.role, need);
   };
-  return { access: accessOf(ctx), traceUrl, may, ...Object.assign({}, ...fromQuery), ...extra };
+  const demo = deps.demo();
+  const demoChannel = !!(demo && demo.channel);
+  return { access: accessOf(ctx), traceUrl, may, demoChannel, ...Object.assign({}, ...fromQuery), ...extra };
 }
 
 /** Only local paths: a login must not redirect to another site. */

@@ -216,6 +216,15 @@ t.test('internal addresses are refused in every spelling, before anything is sen
     (await sendWebhook({ url: ep.url, id: 'a', body: '{}' }, { allowHosts: parseAllowedHosts('localhost, 127.0.0.1') })).ok,
     'allowed by name',
   );
+  t.ok(
+    (await sendWebhook({ url: ep.url, id: 'p', body: '{}' }, { allowHosts: parseAllowedHosts(`127.0.0.1:${port}`) })).ok,
+    'allowed with its port',
+  );
+  const otherPort = await sendWebhook(
+    { url: ep.url, id: 'q', body: '{}' },
+    { allowHosts: parseAllowedHosts(`127.0.0.1:${Number(port) + 1}`) },
+  );
+  t.match(otherPort.error, /internal address/, 'an entry with a port allows that port only');
   const byName = await sendWebhook({ url: `http://localhost:${port}/hook`, id: 'n', body: '{}' }, { allowHosts: ['localhost'] });
   t.ok(byName.ok, 'a name allowed reaches the address it resolves to');
   await t.rejects(checkDestination('http://169.254.169.254/latest/meta-data', []), /internal address/);

@@ -17,6 +17,8 @@ export interface PageContext {
    * a page leaves out the forms of actions the role cannot use. Unset: every action is offered.
    */
   may?: (route: string) => boolean;
+  /** The demo runs its own channel endpoint: the navigation links its page. */
+  demoChannel?: boolean;
 }
 
 /** Whether the page offers the action at `route` (a POST route's pattern, as the role table names it). */
@@ -82,7 +84,7 @@ export function layout(pc: PageContext, title: string, here: string, body: Html,
 <body>
 <a class="skip" href="#main">Skip to content</a>
 <header><span class="brand">commerce-sync</span>
-<nav aria-label="Console">${nav.map(([href, label]) => html`<a href="${href}" ${href === here ? html`class="here" aria-current="page"` : ''}>${label}</a>`)}</nav>
+<nav aria-label="Console">${[...nav, ...(pc.demoChannel ? [['/demo-channel', 'Demo channel'] as const] : [])].map(([href, label]) => html`<a href="${href}" ${href === here ? html`class="here" aria-current="page"` : ''}>${label}</a>`)}</nav>
 ${pc.access === 'token' ? html`<form method="post" action="/logout" class="inline"><button>Log out</button></form>` : ''}
 </header>
 ${pc.access === 'open-demo' ? html`<div class="banner" id="demo-banner"><strong>Demo mode:</strong> this console is open without a password to anyone on this machine (localhost), because the built-in sandbox is the account and no OPERATOR_TOKEN is set. Set OPERATOR_TOKEN to protect it.</div>` : ''}

@@ -1,0 +1,16 @@
+// The demo's channel page (pages/demo-channel.ts): only while this process runs the demo with its own endpoint.
+import type Router from '@koa/router';
+import { documented } from '../../openapi/registry.ts';
+import { problem } from '../../server.ts';
+import { demoChannelPage } from '../pages/demo-channel.ts';
+import { page, pageContext, type ConsoleDeps } from '../web.ts';
+
+export function demoChannelRoutes(r: Router, deps: ConsoleDeps): void {
+  documented(r).page.get('/demo-channel', { role: 'viewer' }, (ctx) => {
+    const demo = deps.demo();
+    const channel = demo ? demo.channel : null;
+    if (!channel)
+      return problem(ctx, 404, 'no demo channel: this process runs no demo, or CHANNEL_WEBHOOK_URL names a channel of your own');
+    page(ctx, demoChannelPage(pageContext(deps, ctx), { url: channel.url, posts: channel.posts() }));
+  });
+}
