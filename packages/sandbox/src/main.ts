@@ -24,6 +24,7 @@ const FLAGS = {
   activity: ['SANDBOX_ACTIVITY', 'number', 0],
   'list-order': ['SANDBOX_LIST_ORDER', 'string', 0],
   'clock-skew': ['SANDBOX_CLOCK_SKEW', 'number', -86400],
+  state: ['SANDBOX_STATE_FILE', 'string', 0],
 } as const;
 type Flag = keyof typeof FLAGS;
 
@@ -86,6 +87,7 @@ const sandbox = await startSandbox({
   profile: o.profile as Profile | undefined,
   listOrder: o['list-order'] as ListOrder | undefined,
   clockSkewSeconds: o['clock-skew'] as number | undefined,
+  stateFile: o.state as string | undefined,
   activity: (o.activity as number | undefined) ?? 2,
   log: pino({ level: process.env.LOG_LEVEL ?? 'info' }),
 });
