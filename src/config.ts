@@ -203,7 +203,7 @@ export const settings = {
   },
   OUTBOUND_ALLOWED_HOSTS: {
     schema: z.string(),
-    doc: 'Hosts (names or addresses, comma-separated; host:port for that port only) our webhooks may reach although they are internal: every address IANA's special-purpose registries say is not globally reachable (loopback, private, link-local, CGNAT, documentation, reserved...) is refused otherwise, for channel destinations, CHANNEL_WEBHOOK_URL and ALERT_WEBHOOK_URL, at setting and at every connection.',
+    doc: 'Hosts (names or addresses, comma-separated; host:port for that port only) our webhooks may reach although they are internal: every address that the IANA special-purpose registries call not globally reachable (loopback, private, link-local, CGNAT, documentation, reserved...) is refused otherwise, for channel destinations, CHANNEL_WEBHOOK_URL and ALERT_WEBHOOK_URL, at setting and at every connection.',
   },
   CHANNEL_WEBHOOK_SECRET: {
     schema: whsecList,
