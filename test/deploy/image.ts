@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { freePort } from '../../src/db/embedded.ts';
 import { ackedProcessed, converged, drainSandbox, startWorld, steadyLoad, until } from '../reliability/harness.ts';
-import { BASE, buildImage, hasPodman, IMAGE, podman, version } from './podman.ts';
+import { BASE, buildImage, extraCas, hasPodman, IMAGE, podman, version } from './podman.ts';
 
 const TOKEN = 'image-test-operator-token-0123456789';
 const run = `cs-image-${randomBytes(3).toString('hex')}`;
@@ -34,6 +34,36 @@ t.test('the image is built, and its containers take signed deliveries and mirror
   );
   const dev = await podman(['run', '--rm', '--entrypoint', 'sh', IMAGE, '-c', 'ls node_modules/tap node_modules/typescript 2>&1; id -u']);
   t.match(dev.out, /No such file[\s\S]*No such file[\s\S]*\n1000\n/, 'no development dependencies; uid 1000');
+  const setuid = await podman([
+    'run',
+    '--rm',
+    '--user',
+    'root',
+    '--entrypoint',
+    'find',
+    IMAGE,
+    '/',
+    '-xdev',
+    '-type',
+    'f',
+    '-perm',
+    '/6000',
+  ]);
+  t.same([setuid.code, setuid.out], [0, ''], 'no setuid or setgid program');
+  // The build took this machine's extra CAs for npm ci alone (a build secret): a released image must not trust them.
+  t.notOk(
+    (inspect.Config.Env as string[]).some((e) => e.startsWith('NODE_EXTRA_CA_CERTS=')),
+    'Node is given no extra CA file',
+  );
+  const body = (pem: string) => pem.replace(/-----[A-Z ]+-----|\s/g, '');
+  const bundle = body((await podman(['run', '--rm', '--entrypoint', 'cat', IMAGE, '/etc/ssl/certs/ca-certificates.crt'])).out);
+  const certs = extraCas().flatMap((pem) => pem.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? []);
+  t.ok(bundle.length > 10_000, "Debian's CA bundle is there");
+  t.same(
+    certs.filter((c) => bundle.includes(body(c))).length,
+    0,
+    `none of this machine's ${certs.length} extra CA certificates is trusted (scripts/base-images.sh --extra-ca opts in)`,
+  );
 
   const world = await startWorld(t, { shops: 1 });
   const [shop] = world.shops;
