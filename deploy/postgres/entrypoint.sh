@@ -9,10 +9,12 @@ export PATH="$bin:$PATH"
 : "${POSTGRES_USER:=postgres}"
 : "${POSTGRES_DB:=$POSTGRES_USER}"
 if [ ! -s "$PGDATA/PG_VERSION" ]; then
-  if [ -z "${POSTGRES_PASSWORD:-}" ]; then
-    echo "postgres: set POSTGRES_PASSWORD (the password of $POSTGRES_USER)" >&2
-    exit 2
-  fi
+  case "${POSTGRES_PASSWORD:-replace-me}" in
+    *replace-me*)
+      echo "postgres: set POSTGRES_PASSWORD, the password of $POSTGRES_USER, to one of your own (openssl rand -hex 24), the same in DATABASE_URL" >&2
+      exit 2
+      ;;
+  esac
   pw=$(mktemp)
   printf '%s\n' "$POSTGRES_PASSWORD" > "$pw"
   initdb -D "$PGDATA" -U "$POSTGRES_USER" --pwfile="$pw" --auth-local=trust --auth-host=scram-sha-256 -E UTF8 --locale=C.UTF-8 >/dev/null
