@@ -159,7 +159,7 @@ export const commands: CommandModule['commands'] = {
       '  commerce-sync push ship --order-id 42 --line SKU-1=2 --pack-only',
       '  commerce-sync push pay --order-id 42',
       '  commerce-sync push receive --purchase-order-id 7',
-      '  commerce-sync push stock-count --count SKU-1@1=10 --count SKU-2@1=0',
+      '  commerce-sync push stock-count --count SKU-000001@1=10 --count SKU-000002@1=0',
       '  commerce-sync push list --state failed;  push show 12;  push retry 12',
       'Exit status: 0 confirmed, 1 failed, 3 still queued or sent when --timeout ran out. Input formats: docs/push.md.',
     ].join('\n'),

@@ -1,5 +1,6 @@
 // The two ways in: the JSON API (routes.ts) and the CLI (cli.ts), with the worker running in this process.
 import t from 'tap';
+import { readFileSync } from 'node:fs';
 import { writeFile, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -109,6 +110,17 @@ t.test('API and CLI', async (t) => {
     t.match(listed.stdout, /ship\s+confirmed/);
     const shown = await cli(['push', 'show', String(op.id)], env);
     t.equal(JSON.parse(shown.stdout).id, op.id);
+    // The stock counts README, docs/push.md and `push --help` show are the demo's SKUs: they are confirmed as given.
+    const examples = ['../../README.md', '../../docs/push.md', '../../src/push/cli.ts'].flatMap((f) =>
+      [...readFileSync(new URL(f, import.meta.url), 'utf8').matchAll(/push stock-count((?: --count [\w@=.-]+)+)/g)].flatMap((m) =>
+        [...m[1]!.matchAll(/--count ([\w@=.-]+)/g)].map((c) => c[1]!),
+      ),
+    );
+    t.ok(examples.length >= 6, 'found the examples');
+    const counted = await cli(['push', 'stock-count', ...[...new Set(examples)].flatMap((c) => ['--count', c])], env);
+    t.equal(counted.status, 0, counted.stderr);
+    const count = JSON.parse(counted.stdout);
+    t.equal(count.state, 'confirmed', count.reason ?? 'the examples are counted');
     const bad = await cli(['push', 'stock-count', '--count', 'nonsense'], env);
     t.equal(bad.status, 2);
     t.match(bad.stderr, /expected SKU@LOCATION_ID=QUANTITY/);
