@@ -96,7 +96,7 @@ async function takeLock(root: string, log: Logger, waitMs: number): Promise<() =
             'if no commerce-sync process runs on this DATA_DIR, remove that file and start again',
         );
       }
-      if (!waiting) log.info({ pid }, 'another process is starting or stopping the embedded PostgreSQL: waiting for it');
+      if (!waiting) log.info({ holder: pid }, 'another process is starting or stopping the embedded PostgreSQL: waiting for it');
       waiting = true;
       await new Promise((r) => setTimeout(r, 100));
       continue;
@@ -111,7 +111,7 @@ async function takeLock(root: string, log: Logger, waitMs: number): Promise<() =
       throw err;
     }
     const moved = await readFile(aside, 'utf8').catch(() => '');
-    if (moved === held) log.warn({ pid }, 'taking over the embedded PostgreSQL lock of a process that is gone');
+    if (moved === held) log.warn({ holder: pid }, 'taking over the embedded PostgreSQL lock of a process that is gone');
     else await link(aside, lockFile).catch(() => {}); // a live process's lock: put it back
     await unlink(aside).catch(() => {});
   }
@@ -132,7 +132,8 @@ async function runningServer(pgData: string): Promise<Running | null> {
 
 // A server left behind by a process killed with SIGKILL still holds the data folder: stop it first.
 async function stopOrphan(pid: number, pgData: string, log: Logger): Promise<void> {
-  log.warn({ pid }, 'stopping a PostgreSQL left running by an earlier process');
+  // Another process's pid never goes under `pid`: pino writes this process's there, and the line would have two.
+  log.warn({ postmaster: pid }, 'stopping a PostgreSQL left running by an earlier process');
   process.kill(pid, 'SIGINT');
   for (let i = 0; i < 300 && alive(pid); i++) await new Promise((r) => setTimeout(r, 100));
   if (alive(pid)) throw new Error(`PostgreSQL (pid ${pid}) still holds ${pgData}; stop it and start again`);

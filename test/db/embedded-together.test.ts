@@ -168,6 +168,9 @@ for (const used of [false, true]) {
     const { log, text } = captureLogger();
     const next = await startEmbedded(dir, log);
     t.match(text(), /left running by an earlier process/, 'the server left behind was recognised');
+    // pino writes each process's own pid on its lines: another process's pid goes under another name.
+    for (const line of [...pair.map((c) => c.log()), text()].join('\n').split('\n').filter(Boolean))
+      t.equal(line.match(/"pid":/g)?.length, 1, `one pid in ${line.slice(0, 160)}`);
     t.not(next.port, ports[0], 'and replaced');
     t.notOk(await answers(dir, ports[0]), 'the left one is gone');
     t.ok(await answers(dir, next.port), 'the new one answers');
