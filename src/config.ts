@@ -1,10 +1,13 @@
 // Settings: config/default.json holds every default, environment variables override it.
 // Validation reports every bad value at once, one line each, so a deploy is fixed in one go.
 import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 
 const defaultsPath = fileURLToPath(new URL('../config/default.json', import.meta.url));
+/** The project's folder (the package's), which a relative path in config/default.json is relative to. */
+const projectRoot = fileURLToPath(new URL('..', import.meta.url));
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max).describe(`an integer from ${min} to ${max}`);
 const bool = z
@@ -41,7 +44,11 @@ export const settings = {
     doc: 'Most connections a long-running process opens for its own queries (one pool per process; docs/deploy.md counts them all).',
   },
   QUEUE_POOL_SIZE: { schema: int(2, 1000), doc: 'Most connections a long-running process opens for pg-boss.' },
-  DATA_DIR: { schema: z.string().min(1, 'a folder path'), doc: 'Where local state lives (embedded database, generated keys).' },
+  DATA_DIR: {
+    schema: z.string().min(1, 'a folder path'),
+    doc: "Where local state lives (embedded database, generated keys). The default is the project's `data` folder wherever a command runs; a relative path set in the environment is relative to the working directory.",
+    path: true,
+  },
   HOST: {
     schema: z.string().min(1, 'a host name or address'),
     doc: 'Address the HTTP server binds to; 0.0.0.0 to accept deliveries from outside.',
@@ -397,7 +404,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, defaults = read
     }
     const input = typeof raw === 'string' && fromEnv !== undefined && raw.trim() === '' && typeof defaults[key] === 'number' ? NaN : raw;
     const result = (spec.schema as z.ZodType).safeParse(input);
-    if (result.success) out[key] = result.data;
+    // The project's own default belongs to the project, not to the folder a command happens to run in.
+    if (result.success) out[key] = 'path' in spec && fromEnv === undefined ? resolve(projectRoot, result.data as string) : result.data;
     else {
       const shown = 'secret' in spec && spec.secret ? '(hidden)' : JSON.stringify(raw);
       problems.push(`${key} = ${shown} is not valid: expected ${allowed(spec.schema as z.ZodType, result.error.issues[0]!)}`);

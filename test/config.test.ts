@@ -1,4 +1,5 @@
 import t from 'tap';
+import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig, publicUrl, readDefaults, settings } from '../src/config.ts';
 
 const problems = (env: NodeJS.ProcessEnv, defaults?: Record<string, unknown>): string[] => {
@@ -15,7 +16,8 @@ t.test('defaults load and are typed', async (t) => {
   const c = loadConfig({});
   t.equal(c.PORT, 3000);
   t.equal(c.DATABASE_URL, '');
-  t.equal(c.DATA_DIR, './data');
+  t.equal(c.DATA_DIR, fileURLToPath(new URL('../data', import.meta.url)), "the project's data folder, wherever the process runs");
+  t.equal(loadConfig({ DATA_DIR: './mine' }).DATA_DIR, './mine', 'one set in the environment stays relative to the working directory');
   t.equal(c.ALLOW_CREATE_CURRENCY, false);
   t.equal(c.CHANNEL_SAFETY_BUFFER, '0', 'decimals stay strings');
 });

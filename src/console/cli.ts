@@ -1,5 +1,6 @@
 // `commerce-sync logs` and `commerce-sync status`: the console's answers in a terminal. Both open the
-// database like every command (the embedded PostgreSQL of a running `start` is reused).
+// database like every command (the embedded PostgreSQL of a running `start` is reused), but make none: on a
+// database never set up they say there is nothing yet.
 import { listAudit } from '../db/audit.ts';
 import { idOf } from '../inputs.ts';
 import { presentAudit } from './routes/audit.ts';
@@ -54,7 +55,7 @@ async function logs(ctx: CommandContext): Promise<number> {
   const v = ctx.values;
   const limitRaw = str(v.limit) ?? '50';
   if (!/^\d+$/.test(limitRaw) || Number(limitRaw) < 1) throw new UsageError('--limit takes a positive whole number');
-  const database = await openDatabase(ctx.config, ctx.log, { poolSize: 3 });
+  const database = await openDatabase(ctx.config, ctx.log, { poolSize: 3, existing: true });
   try {
     let filter;
     try {
@@ -143,7 +144,7 @@ export function formatStatus(conns: ConnectionOverview[], queues: QueueDepth[]):
 }
 
 async function status(ctx: CommandContext): Promise<number> {
-  const database = await openDatabase(ctx.config, ctx.log, { poolSize: 3 });
+  const database = await openDatabase(ctx.config, ctx.log, { poolSize: 3, existing: true });
   try {
     const o = await overview(database.db);
     if (ctx.values.json) ctx.out(JSON.stringify(o, null, 2));

@@ -139,6 +139,11 @@ async function stopOrphan(pid: number, pgData: string, log: Logger): Promise<voi
   if (alive(pid)) throw new Error(`PostgreSQL (pid ${pid}) still holds ${pgData}; stop it and start again`);
 }
 
+/** Whether DATA_DIR holds an embedded database (a command that only reads makes none: src/db/index.ts). */
+export function embeddedExists(dataDir: string): boolean {
+  return existsSync(join(resolve(dataDir), 'postgres', 'PG_VERSION'));
+}
+
 /**
  * `preload`: server libraries to load at start (`shared_preload_libraries`), e.g. pg_stat_statements for a
  * benchmark's statement profile; only for a server this call starts.

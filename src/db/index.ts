@@ -4,7 +4,7 @@ import { Kysely, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
-import { startEmbedded, type EmbeddedDatabase } from './embedded.ts';
+import { embeddedExists, startEmbedded, type EmbeddedDatabase } from './embedded.ts';
 import { migrate, pendingMigrations } from './migrate.ts';
 import { PreparingClient } from './prepared.ts';
 import type { Database } from './schema.ts';
@@ -97,7 +97,6 @@ export function createDb(pool: pg.Pool): Db {
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }
 
-/** Opens (and for the embedded database, starts) PostgreSQL; applies migrations unless told not to. */
 /** Runs `fn` on a database opened for it (a CLI command's), closed however `fn` ends. */
 export async function withDatabase<T>(ctx: { config: Config; log: Logger }, fn: (database: OpenDatabase) => Promise<T>): Promise<T> {
   const database = await openDatabase(ctx.config, ctx.log);
@@ -108,18 +107,27 @@ export async function withDatabase<T>(ctx: { config: Config; log: Logger }, fn: 
   }
 }
 
+/**
+ * Opens (and for the embedded database, starts) PostgreSQL; applies migrations unless told not to. `existing`: for a
+ * command that only reads (status, logs), a database never set up is not made (a cluster of 49 MB in whatever
+ * DATA_DIR, our schema without pg-boss's, then a failure on a missing relation): it says there is nothing yet.
+ */
 export async function openDatabase(
   config: Config,
   log: Logger,
-  opts: { migrate?: boolean; poolSize?: number } = {},
+  opts: { migrate?: boolean; poolSize?: number; existing?: boolean } = {},
 ): Promise<OpenDatabase> {
+  const nothing = (what: string) =>
+    new Error(`nothing here yet: ${what}; \`commerce-sync start\` sets one up (the demo), \`commerce-sync migrate\` an empty one`);
   let embedded: EmbeddedDatabase | undefined;
   let url = config.DATABASE_URL;
   if (!url) {
+    if (opts.existing && !embeddedExists(config.DATA_DIR)) throw nothing(`no database in ${config.DATA_DIR} (DATA_DIR)`);
     embedded = await startEmbedded(config.DATA_DIR, log);
     url = embedded.url;
   }
   try {
+    if (opts.existing && !(await hasSchema(url))) throw nothing('the database has no schema');
     if (opts.migrate !== false) {
       const result = await migrate(url);
       if (result.applied.length) log.info({ applied: result.applied }, 'migrations applied');
@@ -140,6 +148,21 @@ export async function openDatabase(
       await embedded?.stop();
     },
   };
+}
+
+/** Whether our schema and pg-boss's are there (`migrate`, or a start, made them). */
+async function hasSchema(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url });
+  client.on('error', () => {}); // a lost connection fails the query awaited below
+  await client.connect();
+  try {
+    const { rows } = await client.query(
+      `SELECT to_regclass('schema_migrations') IS NOT NULL AND to_regclass('pgboss.job') IS NOT NULL AS ready`,
+    );
+    return rows[0].ready === true;
+  } finally {
+    await client.end();
+  }
 }
 
 /** Readiness: the database answers and every migration on disk is applied. Returns a reason when not ready. */
