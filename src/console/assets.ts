@@ -161,3 +161,6 @@ const tailJs = `
 `;
 
 export const js = refreshJs + tailJs;
+
+/** The console's icon (two arrows in a circle: sync), at /favicon.ico, where browsers look for one unasked. */
+export const favicon = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="7" fill="#1d2330"/><g fill="none" stroke="#6fa0ff" stroke-width="3" stroke-linecap="round"><path d="M8 15a8 8 0 0 1 14-5"/><path d="M24 17a8 8 0 0 1-14 5"/></g><path d="M23 5v6h-6zM9 27v-6h6z" fill="#6fa0ff"/></svg>`;

@@ -21,6 +21,7 @@ export async function mount(rt: Runtime): Promise<void> {
   const {
     open,
     guarded,
+    notFound,
     streams,
     stop: stopRouters,
   } = consoleRouters({
@@ -41,6 +42,7 @@ export async function mount(rt: Runtime): Promise<void> {
       rt.log.error({ err, area }, 'could not mount API routes; the console runs without them');
     }
   }
+  rt.app.use(notFound);
   rt.app.use(open.routes()).use(open.allowedMethods());
   rt.app.use(guarded.routes()).use(guarded.allowedMethods());
 

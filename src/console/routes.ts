@@ -6,8 +6,8 @@ import type { Context, Next } from 'koa';
 import type { Actor } from '../audit.ts';
 import { auditRequest } from './audit.ts';
 import { allows, leastRole } from './roles.ts';
-import { accessOf, OperatorAccess, requireKnownHost } from './auth.ts';
-import { closedPage, loginPage } from './pages/layout.ts';
+import { accessMode, accessOf, OperatorAccess, requireKnownHost } from './auth.ts';
+import { closedPage, loginPage, NOT_FOUND, notFoundPage } from './pages/layout.ts';
 import { auditRoutes } from './routes/audit.ts';
 import { tokenRoutes } from './routes/tokens.ts';
 import { channelOrderRoutes } from './routes/channel-orders.ts';
@@ -75,7 +75,26 @@ function guard(
   };
 }
 
-export function consoleRouters(deps: ConsoleDeps): { open: Router; guarded: Router; streams: Streams; stop: () => void } {
+/**
+ * What no route answered (Koa's own answer is a bare "Not Found"): a JSON problem for /api, /metrics and a client
+ * that takes no HTML, else a console page with a way back. Mounted before the routers, it sees what they leave.
+ */
+function notFound(deps: ConsoleDeps) {
+  return async (ctx: Context, next: Next) => {
+    await next();
+    if (ctx.status !== 404 || ctx.body != null) return;
+    if (wantsApi(ctx) || !ctx.accepts('html')) return problem(ctx, 404, `no route for ${ctx.method} ${ctx.path}`);
+    page(ctx, notFoundPage({ access: await accessMode(deps) }, NOT_FOUND.page), 404);
+  };
+}
+
+export function consoleRouters(deps: ConsoleDeps): {
+  open: Router;
+  guarded: Router;
+  notFound: (ctx: Context, next: Next) => Promise<void>;
+  streams: Streams;
+  stop: () => void;
+} {
   const streams: Streams = new Map();
   const watcher = watchStreams(streams);
   const access = new OperatorAccess(deps);
@@ -117,5 +136,5 @@ export function consoleRouters(deps: ConsoleDeps): { open: Router; guarded: Rout
   auditRoutes(guarded, deps);
   tokenRoutes(guarded, deps);
   demoChannelRoutes(guarded, deps);
-  return { open, guarded, streams, stop: () => clearInterval(watcher) };
+  return { open, guarded, notFound: notFound(deps), streams, stop: () => clearInterval(watcher) };
 }

@@ -1,6 +1,6 @@
 // The console in a real browser (Debian's chromium through playwright-core): it loads behind the login
 // form, the live tail shows new entries as they are written, a filter narrows it, a replay works, the record
-// page shows a variant's history, and markup in data stays text.
+// page shows a variant's history, markup in data stays text, and nothing a page asks for (its icon) is missing.
 import t from 'tap';
 import { sql } from 'kysely';
 import { logSync } from '../../src/db/synclog.ts';
@@ -29,6 +29,11 @@ if (chromiumMissing) {
     });
     await addBudget(db, shop, { remaining: 211, resetAt: new Date(Date.now() + 120_000) });
     const { page, dialogs } = await openBrowser(t);
+    // Whatever a page asks for is there (its icon among them); only the address made up below is not.
+    const missing: string[] = [];
+    page.on('response', (r) => {
+      if (r.status() === 404 && !r.url().endsWith('/no-such-page')) missing.push(r.url());
+    });
 
     await t.test('loads behind the login form', async (t) => {
       const res = await page.goto(`${base}/`);
@@ -149,6 +154,15 @@ if (chromiumMissing) {
       t.notMatch(history, /CAP-43/);
     });
 
+    await t.test('an address the console has no page for shows its 404 page, with a way back', async (t) => {
+      const res = await page.goto(`${base}/no-such-page`);
+      t.equal(res?.status(), 404);
+      await page.getByRole('heading', { name: 'Not found' }).waitFor();
+      await page.getByRole('link', { name: 'Back to the overview' }).click();
+      await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    });
+
+    t.same(missing, [], 'no page asked for anything that is not there');
     t.same(dialogs, [], 'no markup from data ran as script');
   });
 }

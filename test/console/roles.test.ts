@@ -22,7 +22,7 @@ import { testConsole } from '../support/runtime.ts';
 
 const OPERATOR = 'operator-token-for-roles-test-0123456789';
 // Open on purpose (test/reliability/access.test.ts says why), and the live tail, a stream that never ends.
-const PUBLIC = /^(GET|HEAD|POST) \/(healthz|readyz|webhooks\/|login|logout|assets\/|auth\/oidc\/)/;
+const PUBLIC = /^(GET|HEAD|POST) \/(healthz|readyz|webhooks\/|login|logout|assets\/|favicon\.ico|auth\/oidc\/)/;
 
 /** The guarded routes of an app (not PUBLIC) that were mounted without a role: the guard refuses them to everyone. */
 const withoutRole = (app: Koa) =>

@@ -22,8 +22,9 @@ import type { Teardown } from '../support/teardown.ts';
 const OPERATOR = 'operator-token-for-access-test';
 
 // Open on purpose: health probes (load balancers), webhook deliveries (authenticated by their signature), the
-// login form and its two static assets, logout (it only clears the cookie), and sign-in through the OpenID provider
-// (its start only redirects there; its callback opens a session only for a code the provider vouches for).
+// login form and its static assets (stylesheet, script, icon), logout (it only clears the cookie), and sign-in
+// through the OpenID provider (its start only redirects there; its callback opens a session only for a code the
+// provider vouches for).
 const PUBLIC = new Set([
   'GET /healthz',
   'GET /readyz',
@@ -37,11 +38,13 @@ const PUBLIC = new Set([
   'HEAD /auth/oidc/callback',
   'GET /assets/console.css',
   'GET /assets/console.js',
+  'GET /favicon.ico',
   'HEAD /healthz',
   'HEAD /readyz',
   'HEAD /login',
   'HEAD /assets/console.css',
   'HEAD /assets/console.js',
+  'HEAD /favicon.ico',
 ]);
 
 const sample = (path: string) =>

@@ -73,14 +73,18 @@ export function pager(path: string, query: Record<string, string>, page: number,
 ${page < pages ? html`<a href="${withQuery(path, query, { page: String(page + 1) })}" rel="next">Next page</a>` : ''}</nav>`;
 }
 
+/** Every page's head: its title, the stylesheet and the icon (served at /favicon.ico, src/console/routes/session.ts). */
+const head = (title: string, extra: Html | string = '') =>
+  html`<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">${extra}
+<title>${title} · commerce-sync</title><link rel="icon" href="/favicon.ico" type="image/svg+xml"><link rel="stylesheet" href="/assets/console.css"></head>`;
+
 /**
  * `refreshSeconds`: the page reloads itself (console.js) while its checkbox stays ticked; a meta refresh
  * could not be paused, which fails WCAG 2.2.1 (axe's meta-refresh rule).
  */
 export function layout(pc: PageContext, title: string, here: string, body: Html, opts: { refreshSeconds?: number } = {}): Html {
   return html`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · commerce-sync</title><link rel="stylesheet" href="/assets/console.css"></head>
+<html lang="en">${head(title)}
 <body>
 <a class="skip" href="#main">Skip to content</a>
 <header><span class="brand">commerce-sync</span>
@@ -108,7 +112,7 @@ export function loginPage(problem?: string, next = '/', issuer = ''): Html {
   const tokenForm = html`<form method="post" action="/login"><input type="hidden" name="next" value="${next}">
 <label>Token <input type="password" name="token" autocomplete="current-password" ${issuerHost ? '' : 'autofocus'}></label> <button>Log in</button></form>`;
   return html`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Log in · commerce-sync</title><link rel="stylesheet" href="/assets/console.css"></head>
+<html lang="en">${head('Log in')}
 <body><header><span class="brand">commerce-sync</span></header><main>
 ${problem ? html`<div class="problem" role="alert">${problem}</div>` : ''}
 ${
@@ -133,7 +137,7 @@ ${tokenForm}`
  */
 export function signedInPage(next: string, who: string, role: string): Html {
   return html`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=${next}"><title>Signed in · commerce-sync</title><link rel="stylesheet" href="/assets/console.css"></head>
+<html lang="en">${head('Signed in', html`<meta http-equiv="refresh" content="0;url=${next}">`)}
 <body><header><span class="brand">commerce-sync</span></header><main>
 <h1>Signed in</h1>
 <p>Signed in as ${who} (${role}). <a id="continue" href="${next}">Continue</a></p>
@@ -141,7 +145,7 @@ export function signedInPage(next: string, who: string, role: string): Html {
 }
 
 export function closedPage(): Html {
-  return html`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Console closed · commerce-sync</title><link rel="stylesheet" href="/assets/console.css"></head>
+  return html`<!doctype html><html lang="en">${head('Console closed')}
 <body><main><h1>Operator console closed</h1><p>Set OPERATOR_TOKEN to use the console and the API.</p></main></body></html>`;
 }
 
@@ -150,7 +154,7 @@ export function closedPage(): Html {
  * otherwise make the page say anything. A 404 follows no action, so it shows no notice either.
  */
 export function notFoundPage(pc: PageContext, what: string): Html {
-  return layout({ access: pc.access }, 'Not found', '', html`<p>${what}</p>`);
+  return layout({ access: pc.access }, 'Not found', '', html`<p>${what}</p><p><a href="/" id="back">Back to the overview</a></p>`);
 }
 
 export const NOT_FOUND = {
@@ -160,6 +164,7 @@ export const NOT_FOUND = {
   operation: 'No such operation.',
   channel: 'No such channel.',
   channelOrder: 'No such channel order: the channel has not imported, held or been told of an order with that id.',
+  page: 'The console has no page at this address.',
 } as const;
 
 export function queueTable(queues: QueueDepth[]): Html {

@@ -1,8 +1,8 @@
-// Public routes: the two static assets, the login form, logout, and sign-in through the OpenID provider (its start
-// and the provider's redirect back, src/console/oidc.ts).
+// Public routes: the static assets (stylesheet, script, icon), the login form, logout, and sign-in through the
+// OpenID provider (its start and the provider's redirect back, src/console/oidc.ts).
 import type Router from '@koa/router';
 import bodyParser from 'koa-bodyparser';
-import { css, js } from '../assets.ts';
+import { css, favicon, js } from '../assets.ts';
 import type { OperatorAccess } from '../auth.ts';
 import { CALLBACK_PATH, type OidcDeps, OidcSignIn, START_PATH } from '../oidc.ts';
 import { loginPage, signedInPage } from '../pages/layout.ts';
@@ -21,6 +21,11 @@ export function sessionRoutes(r: Router, access: OperatorAccess, deps: OidcDeps)
     ctx.type = 'application/javascript';
     ctx.set('Cache-Control', 'max-age=300');
     ctx.body = js;
+  });
+  r.get('/favicon.ico', (ctx) => {
+    ctx.type = 'image/svg+xml';
+    ctx.set('Cache-Control', 'max-age=86400');
+    ctx.body = favicon;
   });
   r.get('/login', (ctx) => page(ctx, loginPage(undefined, safeNext(ctx.query.next), issuer)));
   r.post('/login', bodyParser({ enableTypes: ['form'], formLimit: '8kb' }), async (ctx) => {
