@@ -41,6 +41,8 @@ export interface OrderRow {
   channel: string | null;
   channelOrderId: string | null;
   importedAt: Date | null;
+  /** When the service made it: the list's order, newest first. */
+  createdAt: Date | null;
   updatedAt: Date | null;
 }
 
@@ -59,6 +61,7 @@ export const orderRowSchema = z
     channel: z.string().nullable(),
     channelOrderId: z.string().nullable(),
     importedAt: timestamp.nullable(),
+    createdAt: timestamp.nullable().describe('When the service made the order: the list is newest first by it, then by id.'),
     updatedAt: timestamp.nullable(),
   })
   .meta({ id: 'Order' });
@@ -85,6 +88,7 @@ const present = (r: OrderRowRaw): OrderRow => ({
   channel: r.channel,
   channelOrderId: r.channel_order_id,
   importedAt: r.imported_at,
+  createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
 

@@ -233,12 +233,13 @@ export type OrderRowRaw = {
   channel: string | null;
   channel_order_id: string | null;
   imported_at: Date | null;
+  created_at: Date | null;
   updated_at: Date | null;
 };
 
 const orderSelect = sql`o.id, o.order_number, o.status, o.raw, o.issued_at, o.total::text AS total, o.currency_iso, co.name AS company,
   (SELECT count(*)::int FROM order_line_items li WHERE li.connection_id = o.connection_id AND li.order_id = o.id AND li.status IS DISTINCT FROM 'gone') AS lines,
-  ch.channel, ch.channel_order_id, ch.created_at AS imported_at, o.updated_at
+  ch.channel, ch.channel_order_id, ch.created_at AS imported_at, o.created_at, o.updated_at
   FROM orders o
   LEFT JOIN companies co ON co.connection_id = o.connection_id AND co.id = o.company_id
   LEFT JOIN channel_orders ch ON ch.connection_id = o.connection_id AND ch.order_id = o.id`;
@@ -252,7 +253,10 @@ export interface OrderFilter {
   search?: string;
 }
 
-/** A page of orders, imported ones first, then by last change; with the count of all that match. */
+/**
+ * A page of orders, newest first: by when the service made them, then by id, so a page holds the same orders
+ * however often they change (by last change they moved between pages). With the count of all that match.
+ */
 export async function orderRows(
   db: Executor,
   q: OrderFilter,
@@ -270,7 +274,7 @@ export async function orderRows(
     );
   const cond = sql.join(where, sql` AND `);
   const [rows, total] = await Promise.all([
-    sql<OrderRowRaw>`SELECT ${orderSelect} WHERE ${cond} ORDER BY ch.created_at DESC NULLS LAST, o.updated_at DESC NULLS LAST, o.id DESC LIMIT ${pageSize} OFFSET ${offset}`.execute(
+    sql<OrderRowRaw>`SELECT ${orderSelect} WHERE ${cond} ORDER BY o.created_at DESC NULLS LAST, o.id DESC LIMIT ${pageSize} OFFSET ${offset}`.execute(
       db,
     ),
     sql<{

@@ -112,7 +112,7 @@ t.test('0370: the waiting rows get their body SHA-256 as bytes, a handled row ge
   await row('waits', '{"object_id":1}', 'queued');
   const handled = Number((await row('handled', '{"object_id":2}', 'processed')).rows[0].id);
 
-  t.same((await migrate(url)).applied, ['0370_body_sha256.sql']);
+  t.same((await migrate(url)).applied.slice(0, 1), ['0370_body_sha256.sql'], '0370 runs first of what came after 0.2.0');
   const bytes = async (deliveryId: string) =>
     (await pool.query(`SELECT body_sha256 FROM webhook_deliveries WHERE delivery_id = $1`, [deliveryId])).rows[0].body_sha256;
   t.same(await bytes('waits'), Buffer.from(hex('{"object_id":1}'), 'hex'), 'a waiting row has its 32 bytes');

@@ -62,16 +62,16 @@ ${channelOrderRows('channel-orders', `Channel orders with the id ${q.q ?? ''}`, 
     : ''
 }
 <p role="status">${input.total} order${input.total === 1 ? '' : 's'}${q.imported ? ` ${importedWithin[q.imported as keyof typeof importedWithin] ?? ''}` : ''} on ${input.connection}.</p>
-<table id="orders"><thead><tr><th scope="col">Order</th><th scope="col">Status</th><th scope="col">Packed, shipped, invoiced, paid</th><th scope="col">Company</th><th scope="col" class="num">Lines</th><th scope="col" class="num">Total</th><th scope="col">Channel order</th><th scope="col">Imported (UTC)</th></tr></thead><tbody>
+<table id="orders"><thead><tr><th scope="col">Order</th><th scope="col">Status</th><th scope="col">Packed, shipped, invoiced, paid</th><th scope="col">Company</th><th scope="col" class="num">Lines</th><th scope="col" class="num">Total</th><th scope="col">Channel order</th><th scope="col">Created (UTC)</th><th scope="col">Imported (UTC)</th></tr></thead><tbody>
 ${
   input.rows.length
     ? input.rows.map(
         (
           o,
         ) => html`<tr data-id="${o.id}"><td><a href="/orders/${enc(input.connection!)}/${o.id}">${o.orderNumber ?? `order ${o.id}`}</a></td><td>${o.status ?? ''}</td><td>${subs(o)}</td>
-<td>${o.company ?? ''}</td><td class="num">${o.lines}</td><td class="num">${o.total ?? ''} ${o.currency ?? ''}</td><td>${o.channel ? channelOrderCell(o.channel, o.channelOrderId, input.channelIds.get(o.channel)) : ''}</td><td class="mono at">${when(o.importedAt)}</td></tr>`,
+<td>${o.company ?? ''}</td><td class="num">${o.lines}</td><td class="num">${o.total ?? ''} ${o.currency ?? ''}</td><td>${o.channel ? channelOrderCell(o.channel, o.channelOrderId, input.channelIds.get(o.channel)) : ''}</td><td class="mono at">${when(o.createdAt)}</td><td class="mono at">${when(o.importedAt)}</td></tr>`,
       )
-    : html`<tr><td colspan="8" class="muted">No order matches.</td></tr>`
+    : html`<tr><td colspan="9" class="muted">No order matches.</td></tr>`
 }
 </tbody></table>
 ${pager('/orders', q, input.page, pages)}`
