@@ -13,6 +13,12 @@ import { z } from 'zod';
 import { decimal, timestamp } from '../openapi/registry.ts';
 import { operationRowSchema } from '../push/store.ts';
 
+/** A field of a mirrored record as the service gave it (raw), when it is text. */
+const serviceText = (raw: unknown, field: string) => {
+  const v = (raw as Record<string, unknown> | null)?.[field];
+  return typeof v === 'string' ? v : null;
+};
+
 /** A quantity as the rest of the console shows it: `3`, not the mirror's `3.0`. */
 const qty = (v: string | null) => (v === null ? null : fmt(dec(v)));
 
@@ -115,7 +121,8 @@ export interface OrderRecord {
   fulfillments: {
     id: number;
     status: string | null;
-    packedAt: Date | null;
+    /** As the service gives it: often a day alone (YYYY-MM-DD), which the mirror's column keeps as a midnight. */
+    packedAt: string | null;
     tracking: string | null;
     lines: { sku: string | null; quantity: string | null }[];
   }[];
@@ -148,7 +155,7 @@ export const orderRecordSchema = z.object({
     z.object({
       id: z.number().int(),
       status: z.string().nullable(),
-      packedAt: timestamp.nullable(),
+      packedAt: z.string().nullable().describe('As the service gives it: a day (YYYY-MM-DD) or a time.'),
       tracking: z.string().nullable(),
       lines: z.array(z.object({ sku: z.string().nullable(), quantity: decimal.nullable() })),
     }),
@@ -186,7 +193,7 @@ export async function orderRecord(db: Db, connectionId: number, orderId: number)
     fulfillments: fulfillments.map((f) => ({
       id: f.id,
       status: f.status,
-      packedAt: f.packed_at as Date | null,
+      packedAt: serviceText(f.raw, 'packed_at'),
       tracking: [f.tracking_company, f.tracking_number].filter(Boolean).join(' ') || null,
       lines: fLines.filter((l) => l.fulfillment_id === f.id).map((l) => ({ sku: l.variant_sku, quantity: qty(l.quantity) })),
     })),

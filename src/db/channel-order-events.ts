@@ -53,6 +53,7 @@ export interface OrderFacts {
   fulfillments: {
     id: number;
     status: string | null;
+    /** As the service gives them (raw): a day alone stays a day, not its midnight in the database's time zone. */
     packed_at: string | null;
     shipped_at: string | null;
     created_at: string | null;
@@ -88,7 +89,7 @@ export async function orderFacts(db: Executor, connectionId: number, orderIds: n
                 THEN ARRAY(SELECT cs_bigint(x) FROM jsonb_array_elements_text(o.raw->'fulfillment_ids') x) END AS fulfillment_ids,
            o.created_at, o.updated_at,
            coalesce((SELECT jsonb_agg(jsonb_build_object(
-                'id', f.id, 'status', f.status, 'packed_at', f.packed_at, 'shipped_at', f.raw->>'shipped_at',
+                'id', f.id, 'status', f.status, 'packed_at', f.raw->>'packed_at', 'shipped_at', f.raw->>'shipped_at',
                 'created_at', f.created_at, 'updated_at', f.updated_at, 'stock_location_id', f.stock_location_id,
                 'tracking_company', f.tracking_company, 'tracking_number', f.tracking_number, 'tracking_url', f.tracking_url,
                 'lines', coalesce((SELECT jsonb_agg(jsonb_build_object('sku', fl.variant_sku, 'quantity', trim_scale(fl.quantity)::text,

@@ -1,5 +1,7 @@
-// The console's orders: the list in an order a reader can follow (newest first, the page and its API alike).
+// The console's orders: the list in an order a reader can follow (newest first, the page and its API alike), and
+// the service's days shown as days.
 import t from 'tap';
+import { sql } from 'kysely';
 import type { Db } from '../../src/db/index.ts';
 import { addConnection, consoleServer } from './harness.ts';
 
@@ -63,4 +65,44 @@ t.test('the orders list is newest first by when the service made each order, the
     second.orders.map((o) => o.id),
     [11, 12],
   );
+});
+
+t.test("a day the service gives alone (packed_at) is shown as that day, whatever the database's time zone", async (t) => {
+  const { base, db } = await consoleServer(t, { demo: true });
+  const shop = await addConnection(db, 'shop');
+  await addOrder(db, shop, { id: 20, createdAt: new Date(), updatedAt: new Date() });
+  // The service's packed_at "2026-11-21" as a database in Auckland keeps it: its midnight there, 11:00 UTC the day before.
+  await db
+    .insertInto('fulfillments')
+    .values({
+      connection_id: shop,
+      id: 201,
+      order_id: 20,
+      status: 'packed',
+      created_at: new Date(),
+      updated_at: new Date(),
+      packed_at: new Date('2026-11-20T11:00:00Z'),
+      stock_location_id: 1,
+      raw: JSON.stringify({ id: 201, packed_at: '2026-11-21', shipped_at: null }),
+    })
+    .execute();
+  const channel = (
+    await sql<{ id: number }>`INSERT INTO channels (connection_id, name) VALUES (${shop}, 'webshop') RETURNING id`.execute(db)
+  ).rows[0]!.id;
+  await db
+    .insertInto('channel_orders')
+    .values({ connection_id: shop, channel: 'webshop', channel_order_id: 'W-20', order_id: 20 })
+    .execute();
+
+  const record = (await (await fetch(`${base}/api/orders/shop/20`)).json()) as { fulfillments: { packedAt: string }[] };
+  t.equal(record.fulfillments[0]!.packedAt, '2026-11-21', 'the API gives the day');
+  const cells = (html: string, table: string) =>
+    [...(new RegExp(`<table id="${table}">[\\s\\S]*?</table>`).exec(html)?.[0] ?? '').matchAll(/<td class="mono at">([^<]*)<\/td>/g)].map(
+      (m) => m[1],
+    );
+  const orderHtml = await (await fetch(`${base}/orders/shop/20`)).text();
+  t.same(cells(orderHtml, 'fulfillments'), ['2026-11-21'], "the order's page shows the day");
+  t.match(orderHtml, /<dt>Issued<\/dt><dd>2026-11-21<\/dd>/);
+  const channelHtml = await (await fetch(`${base}/channels/${channel}/orders/W-20`)).text();
+  t.equal(cells(channelHtml, 'shipments')[0], '2026-11-21', "the channel order's page too");
 });

@@ -7,7 +7,7 @@ import type { TimelineEntry, Told, Tracking } from '../../channels/order-timelin
 import { channelOrderPath, type ChannelOrderPage, type ChannelOrderSummary } from '../channel-orders.ts';
 import { orderAllowsRetry } from '../orders.ts';
 import { html, type Html } from '../html.ts';
-import { enc, layout, offers, when, type PageContext } from './layout.ts';
+import { enc, layout, offers, serviceWhen, when, type PageContext } from './layout.ts';
 import { OPERATION_HEAD, operationRows } from './operations.ts';
 
 /** A link only to a web page: a tracking URL comes from the service and could be any scheme. */
@@ -52,17 +52,6 @@ ${entries.map(
 )}
 </ol>`;
 }
-
-/**
- * A service time as the console shows times. A fulfilment's packed_at is a day at the service, kept as its
- * midnight: a day alone, or midnight UTC exactly, shows as the day.
- */
-const time = (v: string | null) => {
-  if (!v) return '';
-  if (/^\d{4}-\d{2}-\d{2}$/.test(v)) return v;
-  const at = when(v);
-  return at.endsWith(' 00:00:00') ? at.slice(0, 10) : at;
-};
 
 const linesText = (lines: { sku: string | null; quantity: string }[]) => lines.map((l) => `${l.sku ?? '?'} × ${l.quantity}`).join(', ');
 
@@ -127,7 +116,7 @@ ${
   v.fulfillments.length
     ? v.fulfillments.map(
         (f) =>
-          html`<tr data-id="${f.id}"><td>${f.id}</td><td>${f.status ?? ''}</td><td class="mono at">${time(f.packed_at)}</td><td class="mono at">${time(f.shipped_at)}</td><td>${trackingHtml({ company: f.tracking_company, number: f.tracking_number, url: f.tracking_url })}</td><td>${linesText(f.lines)}</td></tr>`,
+          html`<tr data-id="${f.id}"><td>${f.id}</td><td>${f.status ?? ''}</td><td class="mono at">${serviceWhen(f.packed_at)}</td><td class="mono at">${serviceWhen(f.shipped_at)}</td><td>${trackingHtml({ company: f.tracking_company, number: f.tracking_number, url: f.tracking_url })}</td><td>${linesText(f.lines)}</td></tr>`,
       )
     : html`<tr><td colspan="6" class="muted">Nothing packed yet.</td></tr>`
 }
@@ -138,7 +127,7 @@ ${
   v.returns.length
     ? v.returns.map(
         (r) =>
-          html`<tr data-id="${r.id}"><td>${r.id}</td><td>${r.status ?? ''}</td><td>${r.credit_note_number ?? ''}</td><td class="mono at">${time(r.created_at)}</td><td class="mono at">${time(r.received_at)}</td><td>${linesText(r.lines)}</td></tr>`,
+          html`<tr data-id="${r.id}"><td>${r.id}</td><td>${r.status ?? ''}</td><td>${r.credit_note_number ?? ''}</td><td class="mono at">${serviceWhen(r.created_at)}</td><td class="mono at">${serviceWhen(r.received_at)}</td><td>${linesText(r.lines)}</td></tr>`,
       )
     : html`<tr><td colspan="6" class="muted">No returns.</td></tr>`
 }

@@ -21,7 +21,15 @@ function summary(p: DemoPost): string {
   return '';
 }
 
-export function demoChannelPage(pc: PageContext, channel: { url: string; posts: DemoPost[] }): Html {
+/** `channel` null: this process runs no demo channel, and the page says where a channel's POSTs are seen instead. */
+export function demoChannelPage(pc: PageContext, channel: { url: string; posts: DemoPost[] } | null): Html {
+  if (!channel)
+    return layout(
+      pc,
+      'Demo channel',
+      '/demo-channel',
+      html`<p>This process runs no demo channel: it runs only with the demo (<code>npm start</code> with no account connected) when CHANNEL_WEBHOOK_URL is not set. What each channel's destination was sent is on the <a href="/channels">Channels</a> page (its recent POSTs).</p>`,
+    );
   const body = html`
 <p>The demo's sales channel: an endpoint in this process at <code>${channel.url}</code> (CHANNEL_WEBHOOK_URL), to which the demo connection's <code>default</code> channel sends its quantities and what becomes of its orders, as signed <a href="https://www.standardwebhooks.com/">Standard Webhooks</a> POSTs. Each is verified with the <code>standardwebhooks</code> package, as a channel would. The newest ${String(channel.posts.length)} received since the demo started:</p>
 <table class="demo-posts"><thead><tr><th>When (UTC)</th><th>Type</th><th>Signature</th><th>What it said</th><th>Body</th></tr></thead>

@@ -38,6 +38,11 @@ const nav: [string, string][] = [
 ];
 
 export const when = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString().replace('T', ' ').slice(0, 19) : '');
+/**
+ * A time as the service gave it (issued_at, packed_at): the service gives some as a day alone, which stays a day,
+ * not a midnight in some time zone.
+ */
+export const serviceWhen = (v: Date | string | null | undefined) => (typeof v === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(v) ? v : when(v));
 export const json = (v: unknown) => (v === null || v === undefined ? '' : JSON.stringify(v));
 export const ago = (d: Date | null) => {
   if (!d) return 'never';

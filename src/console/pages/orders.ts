@@ -5,7 +5,7 @@ import { channelOrderPath, type ChannelOrderSummary } from '../channel-orders.ts
 import { importedWithin, orderAllowsRetry, shipChoice, type OrderRecord, type OrderRow } from '../orders.ts';
 import { channelOrderRows } from './channel-orders.ts';
 import { LOG_COLUMNS, logHead, logRowsHtml } from './history.ts';
-import { enc, layout, offers, pager, select, when, type PageContext } from './layout.ts';
+import { enc, layout, offers, pager, select, serviceWhen, when, type PageContext } from './layout.ts';
 import { operationRows, OPERATION_HEAD } from './operations.ts';
 
 const subs = (o: OrderRow) =>
@@ -91,7 +91,7 @@ export function orderPage(pc: PageContext, r: OrderRecord): Html {
 <dl class="facts" id="order-facts">
 <dt>Connection</dt><dd>${r.connection.name}</dd><dt>Order id</dt><dd>${o.id}</dd>
 <dt>Status</dt><dd>${o.status ?? ''}${subs(o) ? ` (${subs(o)})` : ''}</dd>
-<dt>Company</dt><dd>${o.company ?? ''}</dd><dt>Issued</dt><dd>${o.issuedAt ?? ''}</dd><dt>Total</dt><dd>${o.total ?? ''} ${o.currency ?? ''}</dd>
+<dt>Company</dt><dd>${o.company ?? ''}</dd><dt>Issued</dt><dd>${serviceWhen(o.issuedAt)}</dd><dt>Total</dt><dd>${o.total ?? ''} ${o.currency ?? ''}</dd>
 <dt>Channel order</dt><dd>${
       o.channel
         ? html`${o.channel} ${
@@ -136,12 +136,12 @@ ${
 <p class="muted">Queues a ship operation (${ship.packed.length ? 'mark the packed fulfilment chosen fulfilled, or pack and fulfil the lines not yet packed' : 'pack and fulfil the lines not yet packed'}) sent through the rate-budgeted client; it shows under Operations below.</p>`
 }
 <h2>Fulfilments</h2>
-<table id="fulfillments"><thead><tr><th scope="col">Fulfilment</th><th scope="col">Status</th><th scope="col">Packed (UTC)</th><th scope="col">Tracking</th><th scope="col">Lines</th></tr></thead><tbody>
+<table id="fulfillments"><thead><tr><th scope="col">Fulfilment</th><th scope="col">Status</th><th scope="col">Packed</th><th scope="col">Tracking</th><th scope="col">Lines</th></tr></thead><tbody>
 ${
   r.fulfillments.length
     ? r.fulfillments.map(
         (f) =>
-          html`<tr><td>${f.id}</td><td>${f.status ?? ''}</td><td class="mono at">${when(f.packedAt)}</td><td>${f.tracking ?? ''}</td><td>${f.lines.map((l) => `${l.sku ?? '?'} × ${l.quantity ?? '?'}`).join(', ')}</td></tr>`,
+          html`<tr><td>${f.id}</td><td>${f.status ?? ''}</td><td class="mono at">${serviceWhen(f.packedAt)}</td><td>${f.tracking ?? ''}</td><td>${f.lines.map((l) => `${l.sku ?? '?'} × ${l.quantity ?? '?'}`).join(', ')}</td></tr>`,
       )
     : html`<tr><td colspan="5" class="muted">No fulfilments.</td></tr>`
 }

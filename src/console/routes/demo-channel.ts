@@ -1,7 +1,6 @@
-// The demo's channel page (pages/demo-channel.ts): only while this process runs the demo with its own endpoint.
+// The demo's channel page (pages/demo-channel.ts): its POSTs while this process runs the demo with its own endpoint.
 import type Router from '@koa/router';
 import { documented } from '../../openapi/registry.ts';
-import { problem } from '../../server.ts';
 import { demoChannelPage } from '../pages/demo-channel.ts';
 import { page, pageContext, type ConsoleDeps } from '../web.ts';
 
