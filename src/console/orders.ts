@@ -8,7 +8,7 @@ import { operationsOfOrder } from '../db/operations.ts';
 import type { PushOperation } from '../db/schema.ts';
 import { dec, fmt } from '../stock/rules.ts';
 import { channelIds } from './channel-orders.ts';
-import { logEntry, querySyncLog, type LogRow } from './synclog.ts';
+import { logEntry, recordHistory, type LogRow } from './synclog.ts';
 import { z } from 'zod';
 import { decimal, timestamp } from '../openapi/registry.ts';
 import { operationRowSchema } from '../push/store.ts';
@@ -181,7 +181,7 @@ export async function orderRecord(db: Db, connectionId: number, orderId: number)
   const [{ lines, fulfillments, fLines, returns, rLines }, operations, log, channels] = await Promise.all([
     orderParts(db, connectionId, orderId),
     operationsOfOrder(db, connectionId, orderId, channelKey),
-    querySyncLog(db, { connectionId, resource: 'order', recordId: orderId, limit: 100 }),
+    recordHistory(db, { connectionId, resource: 'order', recordId: orderId, limit: 100 }),
     order.channel ? channelIds(db, connectionId) : new Map<string, number>(),
   ]);
   return {

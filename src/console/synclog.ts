@@ -3,7 +3,7 @@
 import { isId, MAX_ID } from '../inputs.ts';
 import { getConnection } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
-import type { LogFilter, LogRow } from '../db/synclog.ts';
+import { type LogFilter, type LogRow, querySyncLog, readsOfRecord } from '../db/synclog.ts';
 import { z } from 'zod';
 import { timestamp } from '../openapi/registry.ts';
 
@@ -34,6 +34,22 @@ export const logEntry = z
     trace_id: z.string().nullable().describe('The trace the entry was written in, when traced.'),
   })
   .meta({ id: 'LogEntry' });
+
+/**
+ * A record's history, newest first: the entries about it, and the reads that brought it (a drain's read is one
+ * entry per batch, naming the record only in its detail). Without them a delivery's "a read is queued" never
+ * met its read. The reads count from the oldest entry shown: a read answers something there.
+ */
+export async function recordHistory(
+  db: Db,
+  f: { connectionId: number; resource: string; recordId: number; limit: number },
+): Promise<LogRow[]> {
+  const own = await querySyncLog(db, f);
+  const oldest = own.at(-1)?.at;
+  if (!oldest) return own;
+  const reads = await readsOfRecord(db, { ...f, from: new Date(oldest) });
+  return [...own, ...reads].sort((a, b) => new Date(b.at).getTime() - new Date(a.at).getTime() || b.id - a.id).slice(0, f.limit);
+}
 
 /** The same filter as querySyncLog, applied to a row in memory (the live tail filters what it fans out). */
 export function matchesFilter(row: LogRow, f: LogFilter): boolean {

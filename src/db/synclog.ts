@@ -165,6 +165,28 @@ export async function querySyncLog(db: Executor, f: LogFilter): Promise<LogRow[]
   return (await q.orderBy('l.at', 'desc').orderBy('l.id', 'desc').limit(limit).execute()) as LogRow[];
 }
 
+/**
+ * The drains' reads of a record, newest first, from `from` on: `fetch` entries are one per batch read (no record id
+ * of their own) and name the ids they read in `detail.record_ids`. The record index bounds the scan to the
+ * resource's reads of the connection since `from`.
+ */
+export async function readsOfRecord(
+  db: Executor,
+  f: { connectionId: number; resource: string; recordId: number; from: Date; limit: number },
+): Promise<LogRow[]> {
+  return (await selectRows(db)
+    .where('l.connection_id', '=', f.connectionId)
+    .where('l.resource', '=', f.resource)
+    .where('l.record_id', 'is', null)
+    .where('l.at', '>=', f.from)
+    .where('l.action', '=', 'fetch')
+    .where(sql<boolean>`l.detail->'record_ids' @> ${JSON.stringify([f.recordId])}::jsonb`)
+    .orderBy('l.at', 'desc')
+    .orderBy('l.id', 'desc')
+    .limit(f.limit)
+    .execute()) as LogRow[];
+}
+
 /** Rows after `afterId` plus the given older ids (gaps left by transactions still open), oldest first. */
 export async function syncLogAfter(db: Executor, afterId: number, alsoIds: number[] = [], limit = 1000): Promise<LogRow[]> {
   return (await selectRows(db)

@@ -149,7 +149,7 @@ export async function drainPending(deps: DrainDeps, resource: string, maxBatches
         error: (err as Error).message,
         jobId: deps.jobId ?? null,
         durationMs: Date.now() - started,
-        detail: { ids: claimed.length },
+        detail: { ids: claimed.length, record_ids: claimed.map((c) => c.id) },
       }).catch(() => {});
       throw err;
     }
@@ -225,6 +225,8 @@ async function readClaimed(
     deliveryId: allDeliveries[allDeliveries.length - 1]?.deliveryId ?? null,
     detail: {
       ids: ids.length,
+      // Which: a record's history shows the read its delivery queued (src/console/synclog.ts recordHistory).
+      record_ids: ids,
       returned,
       requests,
       applied,

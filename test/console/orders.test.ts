@@ -1,8 +1,17 @@
-// The console's orders: the list in an order a reader can follow (newest first, the page and its API alike), and
-// the service's days shown as days.
+// The console's orders: the list in an order a reader can follow (newest first, the page and its API alike), an
+// order's history showing the read its delivery queued, and the service's days shown as days.
 import t from 'tap';
 import { sql } from 'kysely';
+import { logSync } from '../../src/db/synclog.ts';
+import { markPending } from '../../src/db/pending.ts';
+import { rulesFrom } from '../../src/stock/rules.ts';
+import { drainPending } from '../../src/sync/drain.ts';
+import { orderRecord } from '../../src/console/orders.ts';
+import { recordHistory } from '../../src/console/synclog.ts';
+import { describe } from '../../src/console/pages/history.ts';
+import { orderPage } from '../../src/console/pages/orders.ts';
 import type { Db } from '../../src/db/index.ts';
+import { harness } from '../push/harness.ts';
 import { addConnection, consoleServer } from './harness.ts';
 
 const HOUR = 3600_000;
@@ -105,4 +114,44 @@ t.test("a day the service gives alone (packed_at) is shown as that day, whatever
   t.match(orderHtml, /<dt>Issued<\/dt><dd>2026-11-21<\/dd>/);
   const channelHtml = await (await fetch(`${base}/channels/${channel}/orders/W-20`)).text();
   t.equal(cells(channelHtml, 'shipments')[0], '2026-11-21', "the channel order's page too");
+});
+
+t.test("an order's history shows the read its delivery queued, once the drain has read it", async (t) => {
+  const h = await harness(t);
+  const db = h.tdb.db;
+  const connectionId = Number(h.connection.id);
+  const [first, second] = (await h.snapshot('orders')).map((o) => Number(o.id));
+  const drain = async () =>
+    drainPending(
+      { db, log: h.rt.log, client: await h.rt.sync.drainClient(connectionId), rules: rulesFrom(h.config), clockMarginMs: 0 },
+      'order',
+    );
+  // As the receiver does for a delivery: its entry, and the record marked to read.
+  const delivered = async (id: number) => {
+    await logSync(db, { connectionId, resource: 'order', recordId: id, action: 'delivery.received', detail: { event: 'orders.update' } });
+    await markPending(db, [{ connectionId, resource: 'order', id, reason: 'order.update' }]);
+  };
+  await delivered(first!);
+  const history = (id: number) => recordHistory(db, { connectionId, resource: 'order', recordId: id, limit: 100 });
+  t.same(
+    (await history(first!)).map((e) => e.action),
+    ['delivery.received'],
+    'queued, not read yet',
+  );
+  await drain();
+  await delivered(second!);
+  await drain(); // another read, of another order: not in the first one's history
+
+  const record = (await orderRecord(db, connectionId, first!))!;
+  t.same(
+    record.log.map((e) => e.action),
+    ['fetch', 'delivery.received'],
+    'the read, after the delivery that queued it',
+  );
+  t.match(describe(record.log[0]!), /^Read back from the service: 1 order in \d+ requests?, 1 changed in the mirror\.$/);
+  t.match(orderPage({ access: 'open-demo' }, record).value, /Read back from the service: 1 order/);
+  t.same(
+    (await history(second!)).map((e) => e.action),
+    ['fetch', 'delivery.received'],
+  );
 });

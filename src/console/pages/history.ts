@@ -27,7 +27,14 @@ export function describe(r: LogRow): string {
   const a = r.action;
   let s: string;
   if (a === 'delivery.received') s = `Webhook received for ${what}${d.event ? ` (${text(d.event)})` : ''}; a read is queued.`;
-  else if (a === 'delivery.replay' || a === 'dead-letter.replay')
+  else if (a === 'fetch') {
+    const n = Number(d.ids ?? 0);
+    const records = `${n} ${label(r.resource ?? 'record')}${n === 1 ? '' : 's'}`;
+    s =
+      r.outcome === 'error'
+        ? `Reading ${records} back from the service failed; they stay queued.`
+        : `Read back from the service: ${records} in ${text(d.requests ?? 0)} request${d.requests === 1 ? '' : 's'}, ${text(d.applied ?? 0)} changed in the mirror${d.gone ? `, ${text(d.gone)} gone` : ''}.`;
+  } else if (a === 'delivery.replay' || a === 'dead-letter.replay')
     s = `An operator replayed ${a.startsWith('delivery') ? 'a delivery' : 'a dead letter'} about ${what}.`;
   else if (a.startsWith('mirror.'))
     s = `The mirror of ${what} was ${a.slice(7) === 'insert' ? 'created' : a.slice(7) === 'delete' || a.slice(7) === 'gone' ? 'marked gone' : 'updated'} from the service.`;
