@@ -34,7 +34,11 @@ export const metrics = {
   budgetRemaining: gauge('commerce_sync_api_budget_remaining', 'Requests left in the current rate window', ['connection']),
   queueDepth: gauge('commerce_sync_queue_depth', 'Jobs waiting per queue', ['queue']),
   mirrorLag: gauge('commerce_sync_mirror_lag_seconds', 'Age of the oldest unprocessed change per connection', ['connection']),
-  driftFound: counter('commerce_sync_drift_found_total', 'Records a sweep found wrong in the mirror', ['connection', 'resource']),
+  driftFound: counter(
+    'commerce_sync_drift_found_total',
+    'Records a sweep found changed that an event should have announced and no delivery did (missed webhooks)',
+    ['connection', 'resource'],
+  ),
   recordsFetched: counter('commerce_sync_records_fetched_total', 'Records read from the service', ['connection', 'resource']),
   pushOperations: counter('commerce_sync_push_operations_total', 'Outbound operations by final state', [
     'connection',
@@ -45,13 +49,20 @@ export const metrics = {
   alertsOpen: gauge('commerce_sync_alerts_open', 'Open alerts (condition, severity)', ['condition', 'severity']),
   alertNotifications: counter('commerce_sync_alert_notifications_total', 'Alert notices sent to ALERT_WEBHOOK_URL', ['kind', 'result']),
   connectionStatus: gauge('commerce_sync_connection_status', '1 for the status each connection is in', ['connection', 'status']),
-  sweepDrift: gauge('commerce_sync_sweep_drift', 'Records the latest sweeps found wrong that no delivery or queued read explained', [
-    'connection',
-  ]),
+  sweepDrift: gauge(
+    'commerce_sync_sweep_drift',
+    'Drift of the latest sweeps: changes an event should have announced that no delivery or queued read explained',
+    ['connection'],
+  ),
   driftExplained: counter('commerce_sync_drift_explained_total', 'Records a sweep changed that a delivery or a queued read explained', [
     'connection',
     'resource',
   ]),
+  driftUnannounced: counter(
+    'commerce_sync_drift_unannounced_total',
+    'Records a sweep changed in a way no event the service sends announces (an order voided, a price): expected, not drift',
+    ['connection', 'resource'],
+  ),
   stockReadWait: gauge('commerce_sync_stock_read_wait_seconds', 'Age of the oldest stock read waiting', ['connection']),
   budgetWaiting: gauge('commerce_sync_api_budget_waiting', 'Processes waiting for API budget for webhook-driven reads', ['connection']),
   destinationFailures: gauge('commerce_sync_destination_failures', 'POSTs to a destination that failed in a row', ['destination']),

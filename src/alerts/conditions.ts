@@ -124,7 +124,10 @@ export const deadLetters: Check = {
   },
 };
 
-/** Records the latest sweeps found wrong that no delivery or queued read explains, above ALERT_DRIFT_THRESHOLD. */
+/**
+ * Changes the latest sweeps found that an event should have announced and no delivery or queued read explains,
+ * above ALERT_DRIFT_THRESHOLD. Changes the service sends no event for are not counted (src/sync/drift.ts).
+ */
 export const drift: Check = {
   conditions: ['drift'],
   async run({ db, config, connections }) {
@@ -140,7 +143,7 @@ export const drift: Check = {
           connectionId: c.id,
           severity: 'warning',
           count: n,
-          message: `The latest sweeps of ${c.name} found ${plural(n, 'record')} wrong in the mirror that no delivery or queued read explained (ALERT_DRIFT_THRESHOLD is ${config.ALERT_DRIFT_THRESHOLD}): webhooks are being missed. Check the subscriptions (commerce-sync webhooks list) and that PUBLIC_URL reaches the receiver.`,
+          message: `The latest sweeps of ${c.name} found ${plural(n, 'change')} that an event should have announced and no delivery did (ALERT_DRIFT_THRESHOLD is ${config.ALERT_DRIFT_THRESHOLD}; changes the service sends no event for, such as an order voided or a variant's price, are not counted): webhooks are being missed. Check the subscriptions (commerce-sync webhooks list) and that PUBLIC_URL reaches the receiver.`,
         });
     }
     return out;

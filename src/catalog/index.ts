@@ -7,6 +7,7 @@
 // Mirrored columns are SQL expressions over the record `r` (jsonb). The record itself always goes into `raw`
 // whole; the lenient casts (cs_numeric, cs_timestamptz, ... in migrations/0030_sync.sql) turn values the service
 // sends oddly (null, "", "-0.0") into NULL or exact numerics instead of failing.
+import { canonical, type Fields } from './records.ts';
 
 /** Where an event exists: in the spec's list, in the service's published list, or both. */
 export type Profile = 'spec' | 'documented';
@@ -404,6 +405,35 @@ export function readsFor(resource: string, action: string | null | undefined): r
   const events = Object.values(spec.events);
   if (!events.length) return [];
   return (action && spec.events[action]?.reads) || events[0]!.reads;
+}
+
+/** Where a variant record carries its stock: per location (current revision), or the older per-location maps. */
+const STOCK_FIELDS = ['locations', 'stock_levels', 'committed_stock_levels', 'incoming_stock_levels'];
+/** The statuses a soft deletion leaves (a `destroy` event announces them). */
+const DELETED = ['archived', 'deleted'];
+
+/**
+ * Whether an event of `action` announces a record's change from `before` (the mirror's copy; undefined: new to
+ * it) to `after` (as read; undefined: gone from the service). Events tell of a record created or destroyed, of a
+ * variant's stock levels, of any change (`update`, where one exists), and of a status reached, named after it
+ * (order.finalized, fulfillment.fulfilled, purchase_order.received). Most changes have none: an order voided or
+ * paid, a variant's price, a shipment's tracking, a product disabled (real-service-notes section 2).
+ */
+export function announces(action: string, before: Fields | undefined, after: Fields | undefined): boolean {
+  if (!before) return action === 'create';
+  if (!after) return action === 'destroy';
+  switch (action) {
+    case 'create':
+      return false;
+    case 'update':
+      return true;
+    case 'destroy':
+      return DELETED.includes(String(after.status)) && !DELETED.includes(String(before.status));
+    case 'stock_level_update':
+      return STOCK_FIELDS.some((f) => canonical(before[f]) !== canonical(after[f]));
+    default:
+      return after.status === action && before.status !== action;
+  }
 }
 
 /** Accepts the plural and singular spellings deliveries use (fulfillments, fulfillment). */

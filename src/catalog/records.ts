@@ -31,3 +31,15 @@ export function idsIn(records: readonly Fields[] | undefined, field: string): nu
     ),
   ];
 }
+
+/** JSON with sorted keys, to compare values: jsonb hands objects back in its own key order. */
+export function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (v instanceof Date) return JSON.stringify(v.toISOString());
+  if (v && typeof v === 'object')
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  return JSON.stringify(v ?? null);
+}

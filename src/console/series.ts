@@ -51,7 +51,7 @@ export interface ConnectionSeries {
   queuedDeliveries: Point[];
   /** Jobs waiting in the work queues, the highest sample of each bucket. */
   queuedJobs: Point[];
-  /** Records each sweep found wrong in the mirror, one point per sweep. */
+  /** Drift each sweep found (changes an event should have announced, none did), one point per sweep. */
   drift: Point[];
 }
 

@@ -123,9 +123,10 @@ export async function latestReceived(db: Executor, connectionIds: number[]): Pro
 /**
  * Which of these records (id and the updated_at a sweep read) a delivery about them announced: one received for the
  * same record whose event time (its `timestamp`, else when it arrived) is no more than `marginMs` before the
- * updated_at the sweep read (both are the service's clock), in any state. Such a change was on its way to the mirror
- * through the drain anyway, so it is not drift (docs/alerts.md). Only deliveries received within `lookBackSeconds`
- * are looked at (an index range on received_at); an older one left a pending row if its read still waits.
+ * updated_at the sweep read (both are the service's clock), in any state; or one still queued, whatever its time,
+ * whose read is still to come. Such a change was on its way to the mirror through the drain anyway, so it is not
+ * drift (docs/alerts.md). Only deliveries received within `lookBackSeconds` are looked at (an index range on
+ * received_at); an older one left a pending row if its read still waits.
  */
 export async function announcedAmong(
   db: Executor,
@@ -139,7 +140,8 @@ export async function announcedAmong(
   const json = JSON.stringify(records.map((r) => ({ id: r.id, u: r.updatedAt })));
   const r = await sql<{ id: number }>`
     SELECT DISTINCT x.id FROM jsonb_to_recordset(${json}::jsonb) AS x(id bigint, u timestamptz)
-    JOIN webhook_deliveries d ON d.object_id = x.id AND coalesce(d.event_at, d.received_at) >= x.u - make_interval(secs => ${marginMs / 1000})
+    JOIN webhook_deliveries d ON d.object_id = x.id
+      AND (d.state = 'queued' OR coalesce(d.event_at, d.received_at) >= x.u - make_interval(secs => ${marginMs / 1000}))
     WHERE d.connection_id = ${connectionId} AND d.resource = ${resource}
       AND d.received_at > now() - make_interval(secs => ${lookBackSeconds})`.execute(db);
   return new Set(r.rows.map((x) => Number(x.id)));

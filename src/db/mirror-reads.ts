@@ -1,10 +1,11 @@
 // Reads of the mirror tables (variants, stock_levels, compositions, currencies, orders and their children):
-// push's lookups, the channel recomputation's inputs, the console's pages and the `stock` command. The
-// writers are mirror.ts; this module never writes.
+// push's lookups, the channel recomputation's inputs, the console's pages, the `stock` command and what a sweep
+// compares its reads with. The writers are mirror.ts; this module never writes.
 import { type RawBuilder, type Selectable, sql } from 'kysely';
 import type { Executor } from './index.ts';
 import { among, type Ids } from './together.ts';
 import type { VariantsTable } from './schema.ts';
+import type { Fields } from '../catalog/records.ts';
 
 /** Variants holding any of the SKUs, not gone, newest first (push resolves SKUs to ids from these). */
 export function variantsBySku(db: Executor, connectionId: number, skus: string[]) {
@@ -53,6 +54,14 @@ export async function liveIds(db: Executor, table: string, connectionId: number)
   const rows = await sql<{ id: number }>`SELECT id FROM ${sql.raw(table)}
     WHERE connection_id = ${connectionId} AND status IS DISTINCT FROM 'gone'`.execute(db);
   return rows.rows.map((r) => Number(r.id));
+}
+
+/** The mirror's copy (raw) of each of these records it holds: what a sweep compares its read with before writing it. */
+export async function mirroredRecords(db: Executor, table: string, connectionId: number, ids: number[]): Promise<Map<number, Fields>> {
+  if (!ids.length) return new Map();
+  const rows = await sql<{ id: number; raw: Fields }>`SELECT id, raw FROM ${sql.raw(table)}
+    WHERE connection_id = ${connectionId} AND id = ANY(${ids}::bigint[])`.execute(db);
+  return new Map(rows.rows.map((r) => [Number(r.id), r.raw]));
 }
 
 /** The service's `updated_at` (as it wrote it) of each of the variants the mirror holds. */

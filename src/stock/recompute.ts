@@ -2,6 +2,7 @@
 // connection, the variants a write touched (and every bundle that uses one of them as a component), first ending
 // the held lines that write shows committed (held-lines.ts), records each change of a channel quantity with its
 // cause in channel_quantity_changes, and writes stock changes to the sync log. docs/channels.md.
+import { canonical } from '../catalog/records.ts';
 import { withChannelLock } from '../db/locks.ts';
 import type { Db, Executor } from '../db/index.ts';
 import {
@@ -72,18 +73,6 @@ interface Snapshot {
 
 /** A stored quantity's snapshot, as stored (one stored before a field was added lacks it). */
 type Stored = Partial<Snapshot> | null;
-
-/** JSON with sorted keys: jsonb hands objects back in its own key order. */
-function canonical(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
-  if (v instanceof Date) return JSON.stringify(v.toISOString());
-  if (v && typeof v === 'object')
-    return `{${Object.keys(v)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
-  return JSON.stringify(v ?? null);
-}
 
 /** A channel row's rules. */
 export function rulesOf(c: Pick<Channel, 'location_ids' | 'buffer_units' | 'buffer_percent' | 'cap_max_online'>): ChannelRules {

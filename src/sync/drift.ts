@@ -1,26 +1,71 @@
-// What of a sweep's changes is drift (docs/alerts.md): a record the sweep found changed that a delivery or a queued
-// read explains was about to be read by a drain anyway, and does not count. src/sync/sweep.ts asks, page by page.
-import type { ResourceSpec } from '../catalog/index.ts';
+// What of a sweep's changes is drift (docs/alerts.md): a change an event should have announced and no delivery did.
+// Of the records a sweep changed, one is
+// - explained when a delivery or a queued read was bringing it: the drain was about to read it anyway;
+// - unannounced when no event the connection's service sends tells of such a change: it sends none for most
+//   updates (real-service-notes section 2: an order voided or paid, a variant's price, a product disabled), so a
+//   sweep is how those arrive, as expected;
+// - drift otherwise: a webhook was missed.
+// src/sync/sweep.ts asks, page by page.
+import { announces, type ResourceSpec } from '../catalog/index.ts';
 import type { Fields } from '../catalog/records.ts';
 import { announcedAmong } from '../db/delivery-reads.ts';
 import type { Db } from '../db/index.ts';
 import { pendingAmong } from '../db/pending.ts';
+import { webhookCoverage } from '../db/refusals.ts';
+
+/** What a page (or a read by id) of a sweep changed, and what the mirror held before. */
+export interface SweptChanges {
+  records: readonly Fields[];
+  /** Ids of `records` the sweep changed: written, or left to a drain. */
+  changed: number[];
+  /** Ids the service no longer has. */
+  gone?: number[];
+  /** The mirror's copy of the records before the sweep wrote them (absent: new to it). */
+  before: ReadonlyMap<number, Fields>;
+}
+
+export interface Judged {
+  explained: number;
+  unannounced: number;
+}
+
+/** The events the connection's service refused to subscribe: it sends those to nobody, so they announce nothing. */
+export async function refusedEvents(db: Db, connectionId: number): Promise<ReadonlySet<string>> {
+  return new Set((await webhookCoverage(db, connectionId))?.events ?? []);
+}
+
+/** Of the changes, how many are explained and how many unannounced (the module comment); the rest is drift. */
+export async function judgeChanges(
+  db: Db,
+  connectionId: number,
+  spec: ResourceSpec,
+  c: SweptChanges,
+  refused: ReadonlySet<string>,
+  marginMs = 5000,
+): Promise<Judged> {
+  const explained = await explainedAmong(db, connectionId, spec, c.records, c.changed, marginMs);
+  const read = new Map(c.records.map((r) => [Number(r?.id), r]));
+  const actions = Object.keys(spec.events).filter((a) => !refused.has(`${spec.name}.${a}`));
+  const announced = (id: number, after: Fields | undefined) => actions.some((a) => announces(a, c.before.get(id), after));
+  const unexplained = c.changed.filter((id) => !explained.has(id));
+  const unannounced =
+    unexplained.filter((id) => !announced(id, read.get(id))).length + (c.gone ?? []).filter((id) => !announced(id, undefined)).length;
+  return { explained: explained.size, unannounced };
+}
 
 /**
- * Of the records a page changed, how many a delivery or a queued read explains: a pending row for the record, or a
- * delivery about it whose event time is at or after the updated_at read (less the clock margin); for a record that
- * sums its variants' stock, one of its variants'. The drain was about to read those; they are not drift
- * (docs/alerts.md).
+ * Of the records a page changed, those a delivery or a queued read explains: a pending row for the record, or a
+ * delivery about it whose event time is at or after the updated_at read (less the clock margin).
  */
-export async function explainedDrift(
+async function explainedAmong(
   db: Db,
   connectionId: number,
   spec: ResourceSpec,
   records: readonly Fields[],
   changed: number[],
-  marginMs = 5000,
-): Promise<number> {
-  if (!changed.length) return 0;
+  marginMs: number,
+): Promise<Set<number>> {
+  if (!changed.length) return new Set();
   const ids = new Set(changed);
   const pending = await pendingAmong(db, connectionId, spec.name, changed);
   const rest = records.filter((r) => ids.has(Number(r?.id)) && !pending.has(Number(r?.id)));
@@ -31,29 +76,5 @@ export async function explainedDrift(
     rest.filter((r) => typeof r?.updated_at === 'string').map((r) => ({ id: Number(r.id), updatedAt: r.updated_at as string })),
     marginMs,
   );
-  let n = pending.size + announced.size;
-  // A record that sums its variants' stock (a product's `quantity`) changes with them, its updated_at unmoved and no
-  // event of its own: explained when a read of one of its variants is queued, or a delivery about one arrived within
-  // the hour. A variant whose delivery was lost is drift itself, in the same sweep.
-  const field = spec.variantIdsField;
-  if (field) {
-    const variantsOf = (r: Fields): unknown[] => {
-      const list = r?.[field];
-      return Array.isArray(list) ? list : [];
-    };
-    const left = rest.filter((r) => !announced.has(Number(r.id)) && variantsOf(r).length);
-    const variantIds = [...new Set(left.flatMap((r) => variantsOf(r).map(Number).filter(Number.isFinite)))];
-    if (variantIds.length) {
-      const read = await pendingAmong(db, connectionId, 'variant', variantIds);
-      const told = await announcedAmong(
-        db,
-        connectionId,
-        'variant',
-        variantIds.filter((id) => !read.has(id)).map((id) => ({ id, updatedAt: new Date(0).toISOString() })),
-        0,
-      );
-      n += left.filter((r) => variantsOf(r).some((v) => read.has(Number(v)) || told.has(Number(v)))).length;
-    }
-  }
-  return n;
+  return new Set([...pending, ...announced]);
 }

@@ -1,8 +1,9 @@
 // When sweeps run. No schedule per connection: the maintenance task `sweeps` asks every minute, in one statement,
 // for the incremental sweeps that are due (src/db/sweep-plans.ts), and `full-sweeps` on FULL_SWEEP_CRON for a full
 // sweep of every active connection. How often a connection is swept follows what its sweeps find: each sweep that
-// found no drift while its webhooks are in place (subscriptions made, none of the swept resources' events refused)
-// doubles its interval, from RECONCILE_INTERVAL_MINUTES up to RECONCILE_MAX_INTERVAL_MINUTES; drift sets it back,
+// found nothing only a sweep brings (drift, or changes the service sends no event for) while its webhooks are in
+// place (subscriptions made, none of the swept resources' events refused) doubles its interval, from
+// RECONCILE_INTERVAL_MINUTES up to RECONCILE_MAX_INTERVAL_MINUTES; what it found sets it back,
 // and deliveries that stop (some arrived after its last sweep, then none for RECONCILE_INTERVAL_MINUTES) make the
 // next one due at once. An idle account whose webhooks work is swept hourly; a busy one, or one whose webhooks miss
 // changes, every RECONCILE_INTERVAL_MINUTES.
@@ -103,9 +104,9 @@ export async function webhooksInPlace(db: Executor, connectionId: number): Promi
   return !row.events.some((e) => swept.has(normaliseEvent(e).resource ?? ''));
 }
 
-/** After a sweep: the next one's interval (see the top of this file). */
-export async function planAfterSweep(db: Db, config: Config, connectionId: number, drift: number): Promise<number> {
-  const quiet = drift === 0 && (await webhooksInPlace(db, connectionId));
+/** After a sweep that found `found` changes only a sweep brings: the next one's interval (see the top of this file). */
+export async function planAfterSweep(db: Db, config: Config, connectionId: number, found: number): Promise<number> {
+  const quiet = found === 0 && (await webhooksInPlace(db, connectionId));
   const { intervalMinutes } = await planNextSweep(
     db,
     connectionId,

@@ -1,9 +1,10 @@
 // Reconciliation sweeps. Incremental: every mirrored resource listed by updated_at_min (the cursor less an
 // overlap), live and archived in one listing, 250 a page. Full: every record, active and archived, plus compositions,
 // line-item collections and the resources kept whole in other_records; mirror rows the service no longer
-// has at all are marked gone, once a read by id confirms it. Whatever a sweep changes in the mirror is drift:
-// counted per resource in the sync log, metrics and sync_cursors. Reads run at the 'reconcile' priority, below
-// webhook reads.
+// has at all are marked gone, once a read by id confirms it. What a sweep changes in the mirror is explained (a
+// delivery was bringing it), unannounced (the service sends no event for such a change) or drift (an event should
+// have told us: src/sync/drift.ts), counted per resource in the sync log and metrics, drift in sync_cursors too.
+// Reads run at the 'reconcile' priority, below webhook reads.
 //
 // Lists are paged by offset while the merchant works, and "most recent first" may mean by update
 // (real-service-notes section 7): a record updated after its page was read would move to a page already read.
@@ -26,12 +27,12 @@ import { rulesFrom, type ChannelRules } from '../stock/rules.ts';
 import { announceChanges } from '../channels/dispatch.ts';
 import { applyCompositions, applyRecords, type ApplyContext } from './apply.ts';
 import { upsertChildren, upsertOther, type Ties } from '../db/mirror.ts';
-import { allBundles, liveIds } from '../db/mirror-reads.ts';
+import { allBundles, liveIds, mirroredRecords } from '../db/mirror-reads.ts';
 import { childCollections, composition, otherResources, resources, type ResourceSpec } from './resources.ts';
 import type { Fields } from '../catalog/records.ts';
 import { listLive, readLive, readLines, type Reader } from '../api/live.ts';
 import { BATCH } from './drain.ts';
-import { explainedDrift } from './drift.ts';
+import { judgeChanges, refusedEvents, type Judged, type SweptChanges } from './drift.ts';
 import { planAfterSweep } from './schedules.ts';
 
 export interface SweepDeps {
@@ -54,8 +55,10 @@ export interface ResourceSweep {
   pages: number;
   /** Records that differ from the mirror at the same updated_at: left to a drain's read, not written (docs/sync.md). */
   queued?: number;
-  /** Of `applied` and `queued`, records a delivery or a queued read explained (not drift). */
+  /** Of `applied`, `queued` and `gone`, records a delivery or a queued read explained (not drift). */
   explained?: number;
+  /** Of them, records changed in a way no event the service sends announces (not drift: src/sync/drift.ts). */
+  unannounced?: number;
 }
 
 export interface SweepResult {
@@ -64,6 +67,11 @@ export interface SweepResult {
   drift: number;
   /** Records the sweep changed that a delivery or a queued read explained: left out of `drift`. */
   explained: number;
+  /**
+   * Records the sweep changed in a way no event the service sends announces (an order voided or paid, a variant's
+   * price): expected, left out of `drift`.
+   */
+  unannounced: number;
   channelChanges: number;
   resources: Record<string, ResourceSweep>;
   /** Collections the service does not offer (404): left out. */
@@ -97,6 +105,7 @@ const emptyResult = (full: boolean): SweepResult => ({
   records: 0,
   drift: 0,
   explained: 0,
+  unannounced: 0,
   channelChanges: 0,
   resources: {},
   unavailable: [],
@@ -126,9 +135,11 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
     if (touched.length && deps.onChanges) await deps.onChanges(touched);
   };
   const bundlesToRead = new Set<number>();
+  const refused = await refusedEvents(db, connectionId);
+  const judge = (spec: ResourceSpec, changes: SweptChanges) => judgeChanges(db, connectionId, spec, changes, refused, deps.clockMarginMs);
 
   for (const spec of swept) {
-    const stat: ResourceSweep = { records: 0, applied: 0, gone: 0, pages: 0, queued: 0, explained: 0 };
+    const stat: ResourceSweep = { records: 0, applied: 0, gone: 0, pages: 0, queued: 0, explained: 0, unannounced: 0 };
     const loading = !cursors.has(spec.name);
     const cursor = cursors.get(spec.name);
     const since = !full && cursor ? new Date(new Date(cursor).getTime() - deps.overlapSeconds * 1000) : null;
@@ -151,13 +162,12 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
         }
         await readLines(client, spec, page.records, page.sideloads, { priority: 'reconcile' });
         const pageCtx = { ...ctx, ties: tiesOf(spec), cause: { ...ctx.cause, readAsOf: page.asOf, readBy: page.readBy } };
+        // What the mirror held, to tell what changed (a first load's records are all new: not judged).
+        const before = loading ? new Map() : await mirroredRecords(db, spec.table, connectionId, idsOf(page.records));
         const applied = await db.transaction().execute((tx) => applyRecords(tx, pageCtx, spec, page.records, page.sideloads));
         stat.applied += applied.applied.length;
         stat.queued = (stat.queued ?? 0) + applied.tied.length;
-        if (!loading)
-          stat.explained =
-            (stat.explained ?? 0) +
-            (await explainedDrift(db, connectionId, spec, page.records, [...applied.applied, ...applied.tied], deps.clockMarginMs));
+        if (!loading) add(stat, await judge(spec, { records: page.records, changed: [...applied.applied, ...applied.tied], before }));
         await leaveToDrain(deps, spec, applied.tied);
         for (const m of applied.followUps) if (m.resource === 'composition') bundlesToRead.add(m.id);
         await changed(applied.changes, applied.orderEvents);
@@ -168,19 +178,25 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
       if (!result.unavailable.includes(spec.name)) result.unavailable.push(spec.name);
     }
     if (full && ok) {
-      const confirmed = await sweepGone(deps, ctx, spec, seen, changed);
+      const confirmed = await sweepGone(deps, ctx, spec, seen, changed, loading ? null : judge);
       stat.gone = confirmed.gone;
       stat.applied += confirmed.applied;
       stat.queued = (stat.queued ?? 0) + confirmed.queued;
+      add(stat, confirmed);
     }
     result.resources[spec.name] = stat;
     result.records += stat.records;
-    // Drift is what no delivery or queued read explains (docs/alerts.md): those the drain was about to read anyway.
-    const drift = loading ? 0 : Math.max(0, stat.applied + stat.gone + (stat.queued ?? 0) - (stat.explained ?? 0));
+    // Drift is what an event should have announced and no delivery or queued read explains (docs/alerts.md).
+    const drift = loading
+      ? 0
+      : Math.max(0, stat.applied + stat.gone + (stat.queued ?? 0) - (stat.explained ?? 0) - (stat.unannounced ?? 0));
     result.drift += drift;
     result.explained += stat.explained ?? 0;
-    if (drift) metrics.driftFound.inc({ connection: client.connection.name, resource: spec.name }, drift);
-    if (stat.explained) metrics.driftExplained.inc({ connection: client.connection.name, resource: spec.name }, stat.explained);
+    result.unannounced += stat.unannounced ?? 0;
+    const labels = { connection: client.connection.name, resource: spec.name };
+    if (drift) metrics.driftFound.inc(labels, drift);
+    if (stat.explained) metrics.driftExplained.inc(labels, stat.explained);
+    if (stat.unannounced) metrics.driftUnannounced.inc(labels, stat.unannounced);
     if (ok) await saveCursor(db, connectionId, spec.name, newest, full, drift);
     if (ok && loading) result.initial = true;
   }
@@ -205,6 +221,7 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
     detail: {
       drift: result.drift,
       explained: result.explained,
+      unannounced: result.unannounced,
       records: result.records,
       channel_changes: result.channelChanges,
       resources: result.resources,
@@ -212,6 +229,14 @@ async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult>
     },
   });
   return result;
+}
+
+const idsOf = (records: readonly Fields[]) => records.map((r) => Number(r?.id)).filter(Number.isSafeInteger);
+
+/** Adds what a judge found to a resource's counts. */
+function add(stat: ResourceSweep, j: Partial<Judged>): void {
+  stat.explained = (stat.explained ?? 0) + (j.explained ?? 0);
+  stat.unannounced = (stat.unannounced ?? 0) + (j.unannounced ?? 0);
 }
 
 /**
@@ -247,11 +272,12 @@ async function sweepGone(
   spec: ResourceSpec,
   seen: Set<number>,
   changed: (c: NewChange[], orderEvents?: number[]) => Promise<void>,
-): Promise<{ gone: number; applied: number; queued: number }> {
+  judge: ((spec: ResourceSpec, changes: SweptChanges) => Promise<Judged>) | null,
+): Promise<{ gone: number; applied: number; queued: number } & Partial<Judged>> {
   const missing = (await liveIds(deps.db, spec.table, ctx.connectionId)).filter((id) => !seen.has(id));
   const everyState = { ...spec, statuses: [...(spec.statuses ?? ['active']), 'archived'] };
   const query = spec.include ? { include: spec.include.key } : {};
-  const out = { gone: 0, applied: 0, queued: 0 };
+  const out = { gone: 0, applied: 0, queued: 0, explained: 0, unannounced: 0 };
   for (let i = 0; i < missing.length; i += BATCH) {
     const ids = missing.slice(i, i + BATCH);
     const read = await readLive(deps.client, everyState, ids, { priority: 'reconcile', key: spec.key, query });
@@ -259,7 +285,13 @@ async function sweepGone(
     const found = new Set(read.records.map((r) => Number(r?.id)));
     const goneIds = ids.filter((id) => !found.has(id));
     const readCtx = { ...ctx, ties: tiesOf(spec), cause: { ...ctx.cause, readAsOf: read.asOf, readBy: read.readBy } };
+    const before = judge ? await mirroredRecords(deps.db, spec.table, ctx.connectionId, ids) : new Map();
     const r = await deps.db.transaction().execute((tx) => applyRecords(tx, readCtx, spec, read.records, read.sideloads, goneIds));
+    if (judge) {
+      const j = await judge(spec, { records: read.records, changed: [...r.applied, ...r.tied], gone: r.gone, before });
+      out.explained += j.explained;
+      out.unannounced += j.unannounced;
+    }
     await leaveToDrain(deps, spec, r.tied);
     out.gone += r.gone.length;
     out.applied += r.applied.length;
@@ -291,7 +323,7 @@ async function sweepCompositions(
   }
   const bundles = await allBundles(deps.db, ctx.connectionId);
   const ids = [...new Set([...bundles, ...rows.map((r) => Number(r?.bundle_id)).filter(Number.isFinite)])];
-  let drift = 0;
+  let changedMakeups = 0;
   for (let i = 0; i < ids.length; i += 1000) {
     const part = ids.slice(i, i + 1000);
     const set = new Set(part);
@@ -303,14 +335,15 @@ async function sweepCompositions(
         rows.filter((c) => set.has(Number(c?.bundle_id))),
       ),
     );
-    drift += r.changed.length;
+    changedMakeups += r.changed.length;
     await changed(r.changes);
   }
-  result.resources[composition.name] = { records: rows.length, applied: drift, gone: 0, pages: 0 };
+  // No event tells of a bundle's makeup: what changed is unannounced, never drift.
+  const unannounced = result.initial ? 0 : changedMakeups;
+  result.resources[composition.name] = { records: rows.length, applied: changedMakeups, gone: 0, pages: 0, unannounced };
   result.records += rows.length;
-  if (result.initial) return;
-  result.drift += drift;
-  if (drift) metrics.driftFound.inc({ connection: deps.client.connection.name, resource: composition.name }, drift);
+  result.unannounced += unannounced;
+  if (unannounced) metrics.driftUnannounced.inc({ connection: deps.client.connection.name, resource: composition.name }, unannounced);
 }
 
 /**
@@ -396,10 +429,20 @@ export async function handleReconcile(
 ): Promise<void> {
   const { connectionId, full } = job.data;
   const r = await runSweep(deps, client, { full, jobId: job.id });
-  // A first sweep is the initial load: the next comes after the base interval.
-  const next = r.busy ? null : await planAfterSweep(deps.db, deps.config, connectionId, r.initial ? 1 : r.drift);
+  // A first sweep is the initial load: the next comes after the base interval. Changes the service announces no
+  // event for reach us only by sweeps, and keep them as frequent as drift does.
+  const next = r.busy ? null : await planAfterSweep(deps.db, deps.config, connectionId, r.initial ? 1 : r.drift + r.unannounced);
   deps.log.info(
-    { connectionId, full, drift: r.drift, records: r.records, busy: r.busy ?? false, ms: r.durationMs, nextInMinutes: next },
+    {
+      connectionId,
+      full,
+      drift: r.drift,
+      unannounced: r.unannounced,
+      records: r.records,
+      busy: r.busy ?? false,
+      ms: r.durationMs,
+      nextInMinutes: next,
+    },
     'sweep done',
   );
 }

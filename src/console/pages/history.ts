@@ -51,7 +51,10 @@ export function describe(r: LogRow): string {
         ? `The channel quantities of ${what} went: ${moved.map((k) => `${k} ${text(bc?.[k])} → ${text(nc[k])}`).join(', ')}${because}.`
         : `The channel quantity of ${what} went from ${text(b?.channel_quantity)} to ${text(n?.channel_quantity)}${because}.`;
   } else if (a.startsWith('sweep')) {
-    s = `${a === 'sweep.full' ? 'A full sweep' : a === 'sweep.initial' ? 'The first full sweep' : 'An incremental sweep'} read ${text(d.records ?? 0)} records and found ${text(d.drift ?? 0)} wrong in the mirror.`;
+    s =
+      a === 'sweep.initial'
+        ? `The first full sweep read ${text(d.records ?? 0)} records and loaded the mirror.`
+        : `${a === 'sweep.full' ? 'A full sweep' : 'An incremental sweep'} read ${text(d.records ?? 0)} records. Of what it changed in the mirror, ${text(d.drift ?? 0)} an event should have announced and no delivery did (drift), ${text(d.unannounced ?? 0)} the service sends no event for, ${text(d.explained ?? 0)} a delivery was already bringing.`;
   } else if (a.startsWith('push.')) {
     const [, kind, state] = a.split('.');
     const sent = Array.isArray(d.requests) ? d.requests.length : 0;

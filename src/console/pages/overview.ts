@@ -23,7 +23,7 @@ ${timeChart('Deliveries per minute', s.throughput, w, { kind: 'bars', id: id('de
 ${timeChart('Stock lag (oldest change not yet mirrored)', s.lag, w, { unit: ' s', id: id('lag') })}
 ${timeChart(`API budget used per rate window (limit ${c.budget?.limit ?? '?'})`, s.budgetUsed, w, { id: id('budget') })}
 ${timeChart('Queue depth (jobs waiting)', s.queuedJobs, w, { id: id('queues') })}
-${timeChart('Drift found per sweep (records)', s.drift, w, { kind: 'dots', id: id('drift') })}
+${timeChart('Drift per sweep (changes an event should have announced, none did)', s.drift, w, { kind: 'dots', id: id('drift') })}
 ${timeChart('Sync log entries per minute', s.syncEvents, w, { kind: 'bars', id: id('log') })}
 </div>`;
 }

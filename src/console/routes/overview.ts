@@ -102,7 +102,7 @@ const series = z.object({
   budgetUsed: points.describe('API requests used of the rate window, the highest sample of each bucket.'),
   queuedDeliveries: points.describe('Deliveries waiting to be processed, the highest sample of each bucket.'),
   queuedJobs: points.describe('Jobs waiting in the work queues, the highest sample of each bucket.'),
-  drift: points.describe('Records each sweep found wrong in the mirror, one point per sweep.'),
+  drift: points.describe('Drift each sweep found (changes an event should have announced and no delivery did), one point per sweep.'),
 });
 
 export function overviewRoutes(r: Router, deps: ConsoleDeps): void {
