@@ -5,8 +5,6 @@
 // events. And a connection whose service answers for another account than its mirror's (the sandbox's file gone: a
 // new account of the same id) stops before it sends anything, with an alert, until `reset-mirror` starts it afresh.
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,17 +12,8 @@ import { sql } from 'kysely';
 import t from 'tap';
 import { testDatabase } from '../support/db.ts';
 import { channelEndpoint, type VerifiedPost } from '../support/channel-endpoint.ts';
-import { listenLocal } from '../support/http.ts';
+import { freePort, listenLocal } from '../support/http.ts';
 import { runNode, spawnCli, until, type CliProcess } from '../support/processes.ts';
-
-/** A port nothing listens on now. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 const OPERATOR = 'operator-token-of-the-restart-test';
 const KEY = Buffer.alloc(32, 0x3c).toString('base64');

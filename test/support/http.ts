@@ -1,5 +1,5 @@
 // A test's own HTTP endpoint on 127.0.0.1 (a receiver, a channel's destination, a fake service host).
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Teardown } from './teardown.ts';
 
@@ -14,4 +14,13 @@ export async function listenLocal(t: Teardown, server: Server): Promise<string> 
     return new Promise<void>((r) => server.close(() => r()));
   });
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** A port of 127.0.0.1 nothing listens on now: for a process that must listen on the same port again after a restart. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }
