@@ -171,10 +171,12 @@ export function clearing(connectionId: number, resource: string, claimed: Claime
 
 /**
  * After `clearing` deleted `gone` of the claimed rows: the re-marked ones are unclaimed, keeping only the marks made
- * since the claim. A statement of its own, not a part of the DELETE's: a mark committing while the DELETE waits for
- * its row lock is seen by the DELETE's recheck (seq moved: kept) but not by a sibling UPDATE in the same statement
- * (one snapshot), which would leave the re-marked row claimed until the lease ends. This one's fresh snapshot sees it.
- * Answers `gone`.
+ * since the claim, and first marked when the claim began: what was marked before was read. The lag counts from the
+ * oldest change not yet read, not from a row's first mark, which a record marked again during each read would keep
+ * for ever (a mark that freed the claim left no start: the first mark stays). A statement of its own, not a part of
+ * the DELETE's: a mark committing while the DELETE waits for its row lock is seen by the DELETE's recheck (seq
+ * moved: kept) but not by a sibling UPDATE in the same statement (one snapshot), which would leave the re-marked row
+ * claimed until the lease ends. This one's fresh snapshot sees it. Answers `gone`.
  */
 export async function keepRemarked(
   db: Executor,
@@ -185,6 +187,7 @@ export async function keepRemarked(
 ): Promise<number> {
   if (gone < claimed.length)
     await sql`UPDATE pending_fetches p SET marks = greatest(p.marks - x.marks, 1), claimed_until = NULL,
+        first_marked_at = greatest(p.first_marked_at, p.claimed_until - make_interval(secs => ${LEASE_SECONDS})),
         delivery_row_ids = ARRAY(SELECT d FROM unnest(p.delivery_row_ids) WITH ORDINALITY u(d, o) WHERE d <> ALL(x.rows) ORDER BY o)
       FROM ${readRows(claimed)} WHERE p.connection_id = ${connectionId} AND p.resource = ${resource} AND p.id = x.id AND p.seq <> x.seq`.execute(
       db,

@@ -224,6 +224,7 @@ t.test('claims are disjoint; a clear keeps rows re-marked while they were being 
     db,
     Array.from({ length: 10 }, (_, i) => ({ connectionId: c.id, resource: 'variant', id: i + 1 })),
   );
+  await sql`UPDATE pending_fetches SET first_marked_at = now() - interval '1 hour'`.execute(db);
   const [a, b] = await Promise.all([claimPending(db, c.id, 'variant', 6), claimPending(db, c.id, 'variant', 6)]);
   t.equal(a!.length + b!.length, 10, 'together they took everything');
   t.same(
@@ -236,10 +237,11 @@ t.test('claims are disjoint; a clear keeps rows re-marked while they were being 
   t.equal(await clearPending(db, c.id, 'variant', a!), a!.length - 1, 'the re-marked row stays');
   const left = await db
     .selectFrom('pending_fetches')
-    .select(['id', 'claimed_until', 'marks', 'delivery_row_ids'])
+    .select(['id', 'claimed_until', 'marks', 'delivery_row_ids', sql<number>`extract(epoch FROM now() - first_marked_at)`.as('age')])
     .where('id', '=', a![0]!.id)
     .executeTakeFirstOrThrow();
   t.equal(left.claimed_until, null, 'and is claimable again');
+  t.ok(Number(left.age) < 60, `its lag counts from the claim, not from its first mark an hour before, read since (${left.age} s)`);
   // A claim held past a minute (a drain waiting for the budget, or one that died) is freed by the next mark.
   const [held] = await claimPending(db, c.id, 'variant', 1);
   await sql`UPDATE pending_fetches SET claimed_until = now() + interval '200 seconds' WHERE id = ${held!.id}`.execute(db);
