@@ -33,7 +33,17 @@ export const metrics = {
   ]),
   budgetRemaining: gauge('commerce_sync_api_budget_remaining', 'Requests left in the current rate window', ['connection']),
   queueDepth: gauge('commerce_sync_queue_depth', 'Jobs waiting per queue', ['queue']),
-  mirrorLag: gauge('commerce_sync_mirror_lag_seconds', 'Age of the oldest unprocessed change per connection', ['connection']),
+  mirrorLag: gauge(
+    'commerce_sync_mirror_lag_seconds',
+    'Age of the oldest change of any kind not yet mirrored, documents too (they wait in their windows by design): stock_lag is what channels feel',
+    ['connection'],
+  ),
+  stockLag: gauge('commerce_sync_stock_lag_seconds', 'Stock lag: age of the oldest change of stock not yet mirrored', ['connection']),
+  documentsLag: gauge(
+    'commerce_sync_documents_lag_seconds',
+    'Documents lag: age of the oldest other change not yet mirrored (orders, purchase orders...: they wait up to 120 s by design)',
+    ['connection'],
+  ),
   driftFound: counter(
     'commerce_sync_drift_found_total',
     'Records a sweep found changed that an event should have announced and no delivery did (missed webhooks)',

@@ -35,6 +35,7 @@ const destinationView = z
     cursor: z.number().int(),
     order_cursor: z.number().int(),
     behind: z.number().int(),
+    lag_seconds: z.number().describe('Seconds since the oldest change not acknowledged yet was recorded: the channel lag (0: caught up).'),
     paused_at: timestamp.nullable(),
     paused_reason: z.string().nullable(),
     next_attempt_at: timestamp.nullable(),

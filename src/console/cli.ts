@@ -8,7 +8,7 @@ import { callApi } from './tokens-cli.ts';
 import type { CommandContext, CommandModule } from '../command.ts';
 import { formatTable, sharedOptions, stringOption, UsageError } from '../command.ts';
 import { openDatabase, withDatabase } from '../db/index.ts';
-import { overview, type ConnectionOverview } from './overview.ts';
+import { documentsLag, overview, STOCK_LAG, type ConnectionOverview } from './overview.ts';
 import type { QueueDepth } from '../queue/depths.ts';
 import { FilterError, parseLogFilter, querySyncLog, type LogRow } from './synclog.ts';
 import { SyncLogTail } from './tail.ts';
@@ -120,7 +120,8 @@ export function formatStatus(conns: ConnectionOverview[], queues: QueueDepth[]):
     lines.push(
       `  deliveries  ${c.deliveriesPerMinute}/min over 5 min, ${c.deliveriesLastHour} in the last hour; ${c.queuedDeliveries} queued, ${c.failedDeliveries} failed`,
     );
-    lines.push(`  lag         ${c.lagSeconds} s (oldest change not yet in the mirror)`);
+    lines.push(`  ${STOCK_LAG}: ${c.stockLagSeconds} s, the oldest change of stock not yet in the mirror (what channels are told)`);
+    lines.push(`  ${documentsLag(c.documentsWindowSeconds)}: ${c.documentsLagSeconds} s`);
     lines.push(
       `  budget      ${c.budget ? `${c.budget.remaining} of ${c.budget.limit} requests left, window resets ${c.budget.resetAt.toISOString()}` : 'no request made yet'}`,
     );
@@ -129,7 +130,7 @@ export function formatStatus(conns: ConnectionOverview[], queues: QueueDepth[]):
     );
     for (const d of c.destinations)
       lines.push(
-        `  channel     ${d.channel} -> ${d.host}: ${d.state}${d.behind ? `, ${d.behind} changes behind` : ''}` +
+        `  channel     ${d.channel} -> ${d.host}: ${d.state}${d.behind ? `, ${d.behind} changes behind, lag ${d.lagSeconds} s` : ''}` +
           (d.failingSince ? `, failing since ${new Date(d.failingSince).toISOString()} (${d.failures} POSTs, last ${d.lastError})` : '') +
           (d.pausedReason ? `; paused: ${d.pausedReason}` : ''),
       );
@@ -250,7 +251,7 @@ export const commands: CommandModule['commands'] = {
   },
   status: {
     summary:
-      'Open alerts, then per connection: health, sync lag, API budget left, last sweep and drift, errors; queue depths. ' +
+      'Open alerts, then per connection: health, stock lag and documents lag, API budget left, last sweep and drift, errors; queue depths. ' +
       'Exits 1 while an alert is open, a connection is not healthy or dead letters wait.',
     options: { json: { type: 'boolean', description: 'print what GET /api/overview answers, as JSON' } },
     run: status,

@@ -9,16 +9,18 @@ import { connectionOverviews, type ConnectionOverview } from './overview.ts';
 import { isDeadLetter } from '../queue/queue.ts';
 import { queueDepths } from '../queue/depths.ts';
 
-/** Sets queue depth, budget remaining and mirror lag from what the database says now. */
+/** Sets queue depth, budget remaining and the lags from what the database says now. */
 export async function refreshGauges(db: Db): Promise<void> {
   const [depths, conns] = await Promise.all([queueDepths(db), connectionOverviews(db)]);
   metrics.queueDepth.reset();
   for (const q of depths) metrics.queueDepth.set({ queue: q.queue }, q.queued);
   metrics.budgetRemaining.reset();
-  metrics.mirrorLag.reset();
+  for (const g of [metrics.mirrorLag, metrics.stockLag, metrics.documentsLag]) g.reset();
   for (const c of conns) {
     if (c.budget) metrics.budgetRemaining.set({ connection: c.name }, c.budget.remaining);
     metrics.mirrorLag.set({ connection: c.name }, c.lagSeconds);
+    metrics.stockLag.set({ connection: c.name }, c.stockLagSeconds);
+    metrics.documentsLag.set({ connection: c.name }, c.documentsLagSeconds);
   }
   await refreshAlertGauges(db);
 }
@@ -40,7 +42,8 @@ export async function sampleOnce(db: Db, opts: { conns?: ConnectionOverview[]; n
       at: minute,
       budget_remaining: c.budget?.remaining ?? null,
       budget_limit: c.budget?.limit ?? null,
-      lag_seconds: c.lagSeconds,
+      // The lag chart is stock's, what channels feel (samples of 0.2.0 and before hold the oldest change of any kind).
+      lag_seconds: c.stockLagSeconds,
       queued_deliveries: c.queuedDeliveries,
       queued_jobs: queuedJobs,
     })),

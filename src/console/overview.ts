@@ -12,6 +12,7 @@ import type { Db } from '../db/index.ts';
 import { errorCountsLastHour, recentErrors } from '../db/synclog.ts';
 import { openAlerts, type AlertView } from '../db/alerts.ts';
 import { queueDepths, type QueueDepth } from '../queue/depths.ts';
+import { LONGEST_WINDOW_SECONDS } from '../sync/pacing.ts';
 
 /** A connection's budget as the console shows it (the model itself is src/api/budget.ts BudgetState). */
 export interface BudgetView {
@@ -38,13 +39,25 @@ export interface ConnectionOverview {
   baseUrl: string;
   status: string;
   statusReason: string | null;
-  /** ok | degraded (errors or lag) | down (connection not active). */
+  /** ok | degraded (errors, or stock or documents behind) | down (connection not active). */
   health: 'ok' | 'degraded' | 'down';
   deliveriesPerMinute: number;
   deliveriesLastHour: number;
   queuedDeliveries: number;
   failedDeliveries: number;
-  /** Age in seconds of the oldest change not yet in the mirror (a queued delivery or a pending fetch); 0 when none waits. */
+  /**
+   * Stock lag, what a channel feels: seconds since the oldest change of stock (a variant and its stock levels, a
+   * bundle's makeup, a shipment, a channel's order) not yet in the mirror, a queued delivery or a pending read; 0
+   * when none waits.
+   */
+  stockLagSeconds: number;
+  /**
+   * Documents lag: the same for everything else (orders, purchase orders, customers...), whose reads wait in their
+   * coalescing windows by design, up to `documentsWindowSeconds` (src/sync/pacing.ts).
+   */
+  documentsLagSeconds: number;
+  documentsWindowSeconds: number;
+  /** The greater of the two, the oldest change of any kind: kept for a release for those who read it (CHANGELOG). */
   lagSeconds: number;
   budget: BudgetView | null;
   /** Its channels' destinations: caught up, behind by N, failing since, paused. */
@@ -64,6 +77,8 @@ export interface DestinationSummary {
   host: string;
   state: DestinationStatus;
   behind: number;
+  /** The channel's lag: seconds since the oldest change it has not acknowledged was made (0: caught up). */
+  lagSeconds: number;
   failingSince: Date | null;
   failures: number;
   lastError: string | null;
@@ -78,7 +93,11 @@ export interface Overview {
   queues: QueueDepth[];
 }
 
-/** Seconds behind after which a connection counts as degraded. */
+/** The names of the two lags on the overview and in `status`, the same in both (tests look for them). */
+export const STOCK_LAG = 'Stock lag';
+export const documentsLag = (windowSeconds: number) => `Documents lag (orders, purchase orders: wait up to ${windowSeconds} s by design)`;
+
+/** Seconds behind after which a connection counts as degraded (documents: beyond their window). */
 const LAG_DEGRADED_SECONDS = 120;
 
 export async function connectionOverviews(db: Db, onlyId?: number): Promise<ConnectionOverview[]> {
@@ -107,7 +126,9 @@ export async function connectionOverviews(db: Db, onlyId?: number): Promise<Conn
     const b = budgetOf.get(c.id);
     const s = sweepsOf.get(c.id) ?? [];
     const errorsLastHour = errorsOf.get(c.id)?.n ?? 0;
-    const lagSeconds = Math.round(Number(d?.lag ?? 0));
+    const stockLagSeconds = Math.round(Number(d?.stock_lag ?? 0));
+    const documentsLagSeconds = Math.round(Number(d?.documents_lag ?? 0));
+    const behind = stockLagSeconds > LAG_DEGRADED_SECONDS || documentsLagSeconds > LAG_DEGRADED_SECONDS + LONGEST_WINDOW_SECONDS;
     const latest = (xs: (Date | null)[]) => xs.reduce<Date | null>((m, x) => (x && (!m || x > m) ? x : m), null);
     let budget: BudgetView | null = null;
     if (b) {
@@ -132,12 +153,15 @@ export async function connectionOverviews(db: Db, onlyId?: number): Promise<Conn
       baseUrl: c.base_url,
       status: c.status,
       statusReason: c.status_reason,
-      health: c.status !== 'active' ? 'down' : errorsLastHour > 0 || lagSeconds > LAG_DEGRADED_SECONDS ? 'degraded' : 'ok',
+      health: c.status !== 'active' ? 'down' : errorsLastHour > 0 || behind ? 'degraded' : 'ok',
       deliveriesPerMinute: Math.round(((d?.last5 ?? 0) / 5) * 10) / 10,
       deliveriesLastHour: d?.last60 ?? 0,
       queuedDeliveries: d?.queued ?? 0,
       failedDeliveries: d?.failed ?? 0,
-      lagSeconds,
+      stockLagSeconds,
+      documentsLagSeconds,
+      documentsWindowSeconds: LONGEST_WINDOW_SECONDS,
+      lagSeconds: Math.max(stockLagSeconds, documentsLagSeconds),
       budget,
       lastSweepAt: latest(s.map((r) => r.last_sweep_at as Date | null)),
       lastFullSweepAt: latest(s.map((r) => r.last_full_sweep_at as Date | null)),
@@ -155,6 +179,7 @@ export async function connectionOverviews(db: Db, onlyId?: number): Promise<Conn
         host: hostOf(d.url),
         state: destinationStatus(d),
         behind: d.behind,
+        lagSeconds: Math.round(d.lag_seconds),
         failingSince: d.failing_since,
         failures: d.failures,
         lastError: d.last_error,

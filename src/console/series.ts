@@ -41,7 +41,7 @@ export interface ConnectionSeries {
   throughput: Point[];
   /** Sync-log entries per minute; one point per bucket. */
   syncEvents: Point[];
-  /** Stock lag in seconds (age of the oldest change not yet mirrored), the worst sample of each bucket. */
+  /** Stock lag in seconds (the oldest change of stock not yet mirrored: ConnectionOverview.stockLagSeconds), the worst sample of each bucket. */
   lag: Point[];
   /** API budget left, the lowest sample of each bucket. */
   budget: Point[];

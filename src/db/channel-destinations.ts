@@ -21,6 +21,8 @@ export interface DestinationState {
   order_cursor: number;
   /** Changes (and order events, for a destination that wants them) after the cursors: 0 is caught up. */
   behind: number;
+  /** Seconds since the oldest of those was recorded (0: caught up): the channel's lag. */
+  lag_seconds: number;
   paused_at: Date | null;
   paused_reason: string | null;
   next_attempt_at: Date | null;
@@ -243,6 +245,11 @@ export async function destinationStates(
              + CASE WHEN 'orders' = ANY(d.kinds)
                   THEN (SELECT count(*)::int FROM channel_order_events e WHERE e.channel_id = d.channel_id AND e.id > d.order_cursor) ELSE 0 END
                AS behind,
+             coalesce(extract(epoch FROM now() - least(
+               CASE WHEN 'stock' = ANY(d.kinds) THEN (SELECT c.at FROM channel_quantity_changes c
+                 WHERE c.channel_id = d.channel_id AND c.id > d.cursor ORDER BY c.id LIMIT 1) END,
+               CASE WHEN 'orders' = ANY(d.kinds) THEN (SELECT e.recorded_at FROM channel_order_events e
+                 WHERE e.channel_id = d.channel_id AND e.id > d.order_cursor ORDER BY e.id LIMIT 1) END))::float8, 0) AS lag_seconds,
              d.paused_at, d.paused_reason, d.next_attempt_at,
              d.failing_since, d.failures, d.last_status, d.last_error, d.last_success_at
         FROM channel_destinations d
@@ -257,6 +264,7 @@ export async function destinationStates(
     connection_id: Number(r.connection_id),
     cursor: Number(r.cursor),
     order_cursor: Number(r.order_cursor),
+    lag_seconds: Number(r.lag_seconds),
   }));
 }
 

@@ -3,7 +3,7 @@
 import { type Selectable, sql } from 'kysely';
 import { type BinWindow, countsPerBin } from './bins.ts';
 import type { Executor } from './index.ts';
-import { pendingLag } from './pending.ts';
+import { pendingLag, tierOf } from './pending.ts';
 import type { WebhookDeliveriesTable } from './schema.ts';
 
 /** A stored delivery as the console lists it, with its connection's name. */
@@ -85,12 +85,20 @@ export interface DeliveryCounts {
   last60: number;
   queued: number;
   failed: number;
-  /** Seconds since the oldest change not yet in the mirror: a queued delivery or a pending fetch (0: none). */
-  lag: number;
+  /**
+   * Seconds since the oldest change not yet in the mirror (a queued delivery or a pending fetch; 0: none) of stock,
+   * what channel quantities are made of (claim tier 0: src/db/pending.ts tierOf), and of everything else.
+   */
+  stock_lag: number;
+  documents_lag: number;
 }
 
-/** Per connection: deliveries received lately, waiting and failed, and the lag (the overview). */
+/** Per connection: deliveries received lately, waiting and failed, and the lags (the overview). */
 export async function deliveryCounts(db: Executor, connectionIds: number[]): Promise<DeliveryCounts[]> {
+  const lag = (tier: 0 | 1) => sql`greatest(
+      coalesce((SELECT extract(epoch FROM now() - min(d.received_at))::float8 FROM webhook_deliveries d
+                 WHERE d.connection_id = c.id AND d.state = 'queued' AND ${tierOf('d.resource')} = ${tier}), 0),
+      coalesce(${pendingLag('c.id', tier)}, 0))`;
   return (
     await sql<DeliveryCounts>`
       SELECT c.id AS connection_id,
@@ -98,10 +106,7 @@ export async function deliveryCounts(db: Executor, connectionIds: number[]): Pro
              (SELECT count(*)::int FROM webhook_deliveries d WHERE d.connection_id = c.id AND d.received_at > now() - interval '1 hour') AS last60,
              (SELECT count(*)::int FROM webhook_deliveries d WHERE d.connection_id = c.id AND d.state = 'queued') AS queued,
              (SELECT count(*)::int FROM webhook_deliveries d WHERE d.connection_id = c.id AND d.state = 'failed') AS failed,
-             greatest(
-               coalesce((SELECT extract(epoch FROM now() - min(d.received_at))::float8 FROM webhook_deliveries d
-                          WHERE d.connection_id = c.id AND d.state = 'queued'), 0),
-               coalesce(${pendingLag('c.id')}, 0)) AS lag
+             ${lag(0)} AS stock_lag, ${lag(1)} AS documents_lag
         FROM connections c WHERE c.id = ANY(${connectionIds})`.execute(db)
   ).rows;
 }

@@ -203,19 +203,23 @@ export async function releasePending(db: Executor, connectionId: number, resourc
 }
 
 /**
- * Seconds since the oldest mark still pending for the connection whose id is the column `connectionIdColumn` of
- * the enclosing statement (NULL: none pending): a correlated subquery, so a read of another store can show the
- * lag in its own statement (db/delivery-reads.ts deliveryCounts).
+ * Seconds since the oldest mark still pending of claim tier `tier` (tierOf: 0 stock, 1 the rest) for the connection
+ * whose id is the column `connectionIdColumn` of the enclosing statement (NULL: none pending): a correlated subquery,
+ * so a read of another store can show the lag in its own statement (db/delivery-reads.ts deliveryCounts).
  */
-export function pendingLag(connectionIdColumn: string): RawBuilder<number | null> {
+export function pendingLag(connectionIdColumn: string, tier: 0 | 1): RawBuilder<number | null> {
   return sql<number | null>`(SELECT extract(epoch FROM now() - min(p.first_marked_at))::float8 FROM pending_fetches p
-    WHERE p.connection_id = ${sql.ref(connectionIdColumn)})`;
+    WHERE p.connection_id = ${sql.ref(connectionIdColumn)} AND ${tierOf('p.resource')} = ${tier})`;
 }
 
-/** Per connection name, seconds since its oldest pending mark (0: none pending): the mirror lag metric. */
-export async function pendingLagByConnection(db: Executor): Promise<{ name: string; lag: number }[]> {
-  const rows = await sql<{ name: string; lag: number | null }>`SELECT n.name, ${pendingLag('n.id')} AS lag FROM connections n`.execute(db);
-  return rows.rows.map((r) => ({ name: r.name, lag: r.lag ?? 0 }));
+/** Per connection name, seconds since its oldest pending mark of stock and of the rest (0: none pending): the lag metrics. */
+export async function pendingLagByConnection(db: Executor): Promise<{ name: string; stock: number; documents: number }[]> {
+  const age = (tier: 0 | 1) =>
+    sql<number>`coalesce(extract(epoch FROM now() - min(p.first_marked_at) FILTER (WHERE ${tierOf('p.resource')} = ${tier}))::float8, 0)`;
+  const rows = await sql<{ name: string; stock: number; documents: number }>`
+    SELECT n.name, ${age(0)} AS stock, ${age(1)} AS documents
+      FROM connections n LEFT JOIN pending_fetches p ON p.connection_id = n.id GROUP BY n.id, n.name`.execute(db);
+  return rows.rows.map((r) => ({ name: r.name, stock: Number(r.stock), documents: Number(r.documents) }));
 }
 
 /** Per connection with any pending, seconds since the oldest mark of these resources (the alerts' stock-read wait). */

@@ -139,7 +139,11 @@ export async function applyRules(deps: WorkerDeps): Promise<void> {
   }
 }
 
-/** commerce_sync_mirror_lag_seconds: age of the oldest change still waiting to be read, per connection. */
+/** The lag gauges from the reads still waiting, per connection: stock's, the rest's, and the older of the two. */
 async function updateLag(db: Db): Promise<void> {
-  for (const r of await pendingLagByConnection(db)) metrics.mirrorLag.set({ connection: r.name }, r.lag);
+  for (const r of await pendingLagByConnection(db)) {
+    metrics.stockLag.set({ connection: r.name }, r.stock);
+    metrics.documentsLag.set({ connection: r.name }, r.documents);
+    metrics.mirrorLag.set({ connection: r.name }, Math.max(r.stock, r.documents));
+  }
 }

@@ -34,6 +34,8 @@ const weightOf = (resource: string) => (LIGHT_STOCK.has(resource) ? 2 : WEIGHTS[
 // pg-boss debounces per time slot of the given length: a length that changed with every call (7 s, 8 s, 7 s)
 // would open a new slot, and so a new drain, each time. A few fixed steps keep the slots stable.
 export const WINDOW_STEPS = [1, 2, 3, 4, 5, 8, 13, 20, 30, 45, 60, 90, 120];
+/** The longest a coalescing window is: what a document's read may wait by design (the overview's documents lag). */
+export const LONGEST_WINDOW_SECONDS = WINDOW_STEPS.at(-1)!;
 
 /** What pacing looks at for one connection: its budget window and the resources sharing it. */
 export interface PacingState {
@@ -62,7 +64,7 @@ export function drainWindow(state: PacingState, resource: string): number {
   const cost = Math.max(state.costs?.[resource] ?? 1, 1);
   // Never longer than the time to the reset: the budget is whole again then.
   const wanted = Math.min(cost / Math.max(rate * share, 1e-3), state.toReset);
-  return WINDOW_STEPS.find((s) => s >= wanted) ?? WINDOW_STEPS.at(-1)!;
+  return WINDOW_STEPS.find((s) => s >= wanted) ?? LONGEST_WINDOW_SECONDS;
 }
 
 // Resources this runtime asked drains for or drained lately, per connection: they share the budget for five

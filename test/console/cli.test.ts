@@ -114,7 +114,7 @@ t.test('status: per connection health, lag, budget, queues; exit 1 when somethin
   t.equal(ok.status, 0, ok.stderr);
   t.match(ok.stdout, /shop \(shop account\): OK, connection active/);
   t.match(ok.stdout, /budget +250 of 300 requests left/);
-  t.match(ok.stdout, /lag +0 s/);
+  t.match(ok.stdout, /Stock lag: 0 s/);
   t.match(ok.stdout, /deliveries-dead +0 \/ 0 \/ 0/);
 
   await addDelivery(db, shop, { state: 'queued' });

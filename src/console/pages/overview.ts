@@ -2,7 +2,7 @@
 import { timeChart } from '../charts.ts';
 import { html, type Html } from '../html.ts';
 import type { AlertView } from '../../db/alerts.ts';
-import type { ConnectionOverview } from '../overview.ts';
+import { documentsLag, STOCK_LAG, type ConnectionOverview } from '../overview.ts';
 import type { QueueDepth } from '../../queue/depths.ts';
 import { ranges, type ConnectionSeries, type RangeName } from '../series.ts';
 import { ago, enc, layout, queueTable, when, type PageContext } from './layout.ts';
@@ -20,7 +20,7 @@ function charts(c: ConnectionOverview, s: ConnectionSeries): Html {
   const id = (x: string) => `chart-${c.name}-${x}`;
   return html`<div class="charts">
 ${timeChart('Deliveries per minute', s.throughput, w, { kind: 'bars', id: id('deliveries') })}
-${timeChart('Stock lag (oldest change not yet mirrored)', s.lag, w, { unit: ' s', id: id('lag') })}
+${timeChart(`${STOCK_LAG} (oldest change of stock not yet mirrored)`, s.lag, w, { unit: ' s', id: id('lag') })}
 ${timeChart(`API budget used per rate window (limit ${c.budget?.limit ?? '?'})`, s.budgetUsed, w, { id: id('budget') })}
 ${timeChart('Queue depth (jobs waiting)', s.queuedJobs, w, { id: id('queues') })}
 ${timeChart('Drift per sweep (changes an event should have announced, none did)', s.drift, w, { kind: 'dots', id: id('drift') })}
@@ -72,7 +72,9 @@ export function overviewPage(
 <dt>Status</dt><dd>${c.status}${c.statusReason ? html` (${c.statusReason})` : ''}</dd>
 <dt>Deliveries</dt><dd>${c.deliveriesPerMinute}/min (last 5 min), ${c.deliveriesLastHour} in the last hour</dd>
 <dt>Waiting</dt><dd>${c.queuedDeliveries} deliveries queued, <a href="/deliveries?connection=${name}&amp;state=failed">${c.failedDeliveries} failed</a></dd>
-<dt>Sync lag</dt><dd class="lag">${c.lagSeconds} s</dd>
+<dt>${STOCK_LAG}</dt><dd class="lag stock-lag">${c.stockLagSeconds} s <span class="muted">(the oldest change of stock not yet in the mirror: what channels are told)</span></dd>
+<dt>${documentsLag(c.documentsWindowSeconds)}</dt><dd class="documents-lag">${c.documentsLagSeconds} s</dd>
+${c.destinations.map((d) => html`<dt>Channel ${d.channel} lag</dt><dd class="channel-lag">${d.lagSeconds} s <span class="muted">(${d.state}${d.behind ? `: ${d.behind} not acknowledged` : ''} by ${d.host})</span></dd>`)}
 <dt>API budget</dt><dd class="budget">${c.budget ? `${c.budget.remaining} of ${c.budget.limit} left (window resets ${when(c.budget.resetAt)} UTC)` : 'not used yet'}</dd>
 <dt>Last sweep</dt><dd>${ago(c.lastSweepAt)}${c.lastSweepAt ? `, drift found: ${c.lastDrift}` : ''}${c.lastFullSweepAt ? html` <span class="muted">(full sweep ${ago(c.lastFullSweepAt)})</span>` : ''}</dd>
 <dt>Errors</dt><dd><a href="/logs?connection=${name}&amp;outcome=error">${c.errorsLastHour} in the last hour</a></dd>

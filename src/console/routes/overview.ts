@@ -51,7 +51,23 @@ const connectionOverview = z
     deliveriesLastHour: z.number().int(),
     queuedDeliveries: z.number().int(),
     failedDeliveries: z.number().int(),
-    lagSeconds: z.number().int(),
+    stockLagSeconds: z
+      .number()
+      .int()
+      .describe(
+        'Stock lag, the headline: seconds since the oldest change of stock (variants and their stock levels, bundle makeup, shipments, channel orders) not yet in the mirror; 0 when none waits.',
+      ),
+    documentsLagSeconds: z
+      .number()
+      .int()
+      .describe(
+        'Documents lag: the same for everything else (orders, purchase orders, customers...), which waits in its coalescing window by design, up to documentsWindowSeconds.',
+      ),
+    documentsWindowSeconds: z.number().int().describe('The longest a document read waits for more changes by design.'),
+    lagSeconds: z
+      .number()
+      .int()
+      .describe('Deprecated (kept for a release): the greater of stockLagSeconds and documentsLagSeconds, the oldest change of any kind.'),
     budget: z
       .object({
         limit: z.number().int(),
@@ -67,6 +83,7 @@ const connectionOverview = z
         host: z.string(),
         state: z.enum(['caught up', 'behind', 'failing', 'paused']),
         behind: z.number().int(),
+        lagSeconds: z.number().int().describe("The channel's lag: seconds since the oldest change it has not acknowledged was recorded."),
         failingSince: timestamp.nullable(),
         failures: z.number().int(),
         lastError: z.string().nullable(),
@@ -97,7 +114,7 @@ const series = z.object({
   window: z.object({ start: timestamp, end: timestamp, stepMinutes: z.number().int() }),
   throughput: points.describe('Deliveries received per minute, one point per bucket.'),
   syncEvents: points.describe('Sync-log entries per minute, one point per bucket.'),
-  lag: points.describe('Stock lag in seconds, the worst sample of each bucket.'),
+  lag: points.describe('Stock lag in seconds (stockLagSeconds), the worst sample of each bucket.'),
   budget: points.describe('API budget left, the lowest sample of each bucket.'),
   budgetUsed: points.describe('API requests used of the rate window, the highest sample of each bucket.'),
   queuedDeliveries: points.describe('Deliveries waiting to be processed, the highest sample of each bucket.'),
