@@ -261,7 +261,8 @@ if (which.has('loss')) {
     console.log(`\nloss: ${ops} merchant operations (all kinds), deliveries 20% dropped, 5% duplicated, 5% reordered`);
     console.log(
       `  records wrong before the sweep: ${wrongBefore}; after one incremental sweep: ${wrongAfter} (target 0); ` +
-        `the sweep repaired ${r.drift} records in ${secs(ms)}`,
+        `the sweep changed ${r.drift + r.unannounced + r.explained} records in ${secs(ms)} (drift ${r.drift}, ` +
+        `no event ${r.unannounced}, explained ${r.explained}: src/sync/drift.ts)`,
     );
   });
 }
