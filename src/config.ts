@@ -168,7 +168,7 @@ export const settings = {
   WORKER_CONCURRENCY: { schema: int(1, 64), doc: 'Jobs a worker process runs at once per queue.' },
   RECONCILE_INTERVAL_MINUTES: {
     schema: int(1, 1440),
-    doc: 'Minutes between incremental sweeps of a connection while its sweeps find drift or its webhooks are not all in place (and the first interval after any sweep that did).',
+    doc: 'Minutes between incremental sweeps of a connection while its sweeps find drift or changes the service sends no event for, or its webhooks are not all in place (and the first interval after any sweep that did).',
   },
   RECONCILE_MAX_INTERVAL_MINUTES: {
     schema: int(1, 1440),
@@ -329,7 +329,7 @@ export const settings = {
   },
   ALERT_DRIFT_THRESHOLD: {
     schema: int(0, 1_000_000_000),
-    doc: "Records a connection's latest sweeps found wrong, that no delivery or queued read explained, above which an alert opens.",
+    doc: "Changes a connection's latest sweeps found that an event should have announced and no delivery or queued read explained (drift: changes the service sends no event for are not counted), above which an alert opens.",
   },
   ALERT_STOCK_WAIT_SECONDS: {
     schema: int(10, 86400),
