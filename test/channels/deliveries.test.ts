@@ -175,7 +175,7 @@ t.test('a destination failing too long is paused with its reason; resumed throug
   t.ok(shown.body.destination.behind > 0, 'its changes wait');
   t.match(
     formatStatus(await connectionOverviews(w.db), []).join('\n'),
-    /channel {5}default -> 127\.0\.0\.1:\d+: paused, \d+ changes behind, failing since .*answered 503\); paused: failing since/,
+    /channel {5}default -> 127\.0\.0\.1:\d+: paused, \d+ changes behind, lag \d+ s, failing since .*answered 503\); paused: failing since/,
     '`status` says so',
   );
   await moveStock(w, 3, 2, 50);
