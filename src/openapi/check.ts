@@ -6,7 +6,7 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import type { Context, Next } from 'koa';
 import type { Logger } from '../log.ts';
 import { problem } from '../server.ts';
-import { type Json, openApiPath } from './document.ts';
+import { type Json, openApiPath, undocumentedPaths } from './document.ts';
 
 /** Validates answers against one document; the validators are compiled on first use. */
 export class AnswerChecker {
@@ -15,11 +15,14 @@ export class AnswerChecker {
   readonly #validators = new Map<string, ValidateFunction | null>();
 
   constructor(doc: Json) {
-    this.#doc = doc;
+    // The routes the document leaves out are held to their descriptions too (built beside it, never sent).
+    const paths = { ...(doc.paths as Record<string, Json>) };
+    for (const [path, item] of Object.entries(undocumentedPaths(doc))) paths[path] = { ...paths[path], ...item };
+    this.#doc = { ...doc, paths };
     // Formats (date-time) are documentation; zod's patterns carry the checks that matter. OpenAPI's own keywords
     // beside the schemas (paths, responses) are not JSON Schema: not strict.
     this.#ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true, validateSchema: false });
-    this.#ajv.addSchema(doc, 'openapi.json');
+    this.#ajv.addSchema(this.#doc, 'openapi.json');
   }
 
   /** Why `body` is not what the document says `method route` answers with `status`; null when it is. */

@@ -13,8 +13,11 @@ export const SESSION_COOKIE = 'cs_operator';
 
 export type Json = Record<string, unknown>;
 
-const version = (JSON.parse(readFileSync(fileURLToPath(new URL('../../package.json', import.meta.url)), 'utf8')) as { version: string })
-  .version;
+/** The package's version and licence (an SPDX identifier) are the document's. */
+const { version, license } = JSON.parse(readFileSync(fileURLToPath(new URL('../../package.json', import.meta.url)), 'utf8')) as {
+  version: string;
+  license: string;
+};
 
 /** Answered by the operator guard on every /api route (src/console/routes.ts, auth.ts). */
 const GUARD_PROBLEMS = [401, 403, 429];
@@ -73,7 +76,12 @@ const objects = z.record(z.string(), z.unknown());
 export const openApiAnswer = z
   .object({
     openapi: z.literal('3.1.0'),
-    info: z.object({ title: z.string(), version: z.string(), description: z.string() }),
+    info: z.object({
+      title: z.string(),
+      version: z.string(),
+      description: z.string(),
+      license: z.object({ name: z.string(), identifier: z.string() }),
+    }),
     jsonSchemaDialect: z.string(),
     servers: z.array(z.object({ url: z.string() })),
     tags: z.array(z.object({ name: z.string(), description: z.string() })),
@@ -86,12 +94,18 @@ export type OpenApiDocument = z.output<typeof openApiAnswer>;
 
 const isOther = (a: z.ZodType | OtherAnswer): a is OtherAnswer => !(a instanceof z.ZodType);
 
+/** Each document's undocumented routes, described as its paths are (for the answer check, ./check.ts): never sent. */
+const undocumented = new WeakMap<OpenApiDocument, Record<string, Json>>();
+/** The path items of the routes a document leaves out (`undocumented` in ./registry.ts), as its own would be. */
+export const undocumentedPaths = (doc: object): Record<string, Json> => undocumented.get(doc as OpenApiDocument) ?? {};
+
 /** The document for these operations (the /api routes mounted on the console's router) and the webhook endpoint. */
 export function openApiDocument(operations: readonly DescribedOperation[]): OpenApiDocument {
   const schemas: Json = {};
   const convert = converter(schemas);
   const problem = convert(problemSchema, 'output');
   const paths: Record<string, Json> = {};
+  const hidden: Record<string, Json> = {};
   for (const op of [...operations, webhookOperation]) {
     const guarded = op !== webhookOperation;
     const parameters: Json[] = paramsOf(op.path).map((name) => ({
@@ -126,8 +140,9 @@ export function openApiDocument(operations: readonly DescribedOperation[]): Open
     for (const status of [...(op.problems ?? []), ...INPUT_PROBLEMS, ...(guarded ? GUARD_PROBLEMS : [])].sort((a, b) => a - b))
       responses[status] ??= { description: STATUS_CODES[status] ?? String(status), content: { 'application/json': { schema: problem } } };
     const path = openApiPath(op.path);
-    paths[path] ??= {};
-    paths[path][op.method] = {
+    const items = op.undocumented ? hidden : paths;
+    items[path] ??= {};
+    items[path][op.method] = {
       operationId: operationId(op),
       summary: op.summary,
       ...(op.description ? { description: op.description } : {}),
@@ -138,11 +153,12 @@ export function openApiDocument(operations: readonly DescribedOperation[]): Open
       ...(guarded ? {} : { security: [{ signature: [] }] }),
     };
   }
-  return {
+  const doc: OpenApiDocument = {
     openapi: '3.1.0',
     info: {
       title: 'commerce-sync',
       version,
+      license: { name: license, identifier: license },
       description:
         'The JSON API of the commerce-sync console, and the webhook endpoint the service delivers to. Every /api ' +
         'route takes a Bearer token (OPERATOR_TOKEN, or a personal token) or the console session cookie; each needs ' +
@@ -181,4 +197,6 @@ export function openApiDocument(operations: readonly DescribedOperation[]): Open
       },
     },
   };
+  undocumented.set(doc, hidden);
+  return doc;
 }

@@ -39,6 +39,11 @@ export interface Operation<A extends Answers = Answers> {
   answers: A;
   /** Statuses answered with a problem (`{error}`); the guard's 401, 403 and 429 are added to every /api route. */
   problems?: number[];
+  /**
+   * Why the route is left out of the document: it answers, its answers are checked as described here, but a client
+   * is not told of it (a fallback beside paths the document lists one by one, a path kept a release after it moved).
+   */
+  undocumented?: string;
 }
 
 export interface DescribedOperation extends Operation {
@@ -111,7 +116,7 @@ const mountedOn = (router: Router): Mounted => {
   return m;
 };
 
-/** The operations declared on a router, in the order they were mounted. */
+/** The operations declared on a router (the undocumented ones too), in the order they were mounted. */
 export const operationsOf = (router: Router): readonly DescribedOperation[] => mounted.get(router)?.operations ?? [];
 
 /** The least role of each route mounted on a router through the registry, by `METHOD /path`: the role table. */

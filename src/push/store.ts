@@ -294,7 +294,7 @@ const operationFields = {
   field_errors: blob.describe("The service's field errors of a refused request."),
   status_code: z.number().int().nullable(),
   request_id: z.string().nullable(),
-  input: z.record(z.string(), z.unknown()).describe("The operation's input as validated (the body of POST /api/operations/{kind})."),
+  input: z.record(z.string(), z.unknown()).describe("The operation's input as validated (the body of POST /api/operations/<kind>)."),
   result: blob.describe('What the service answered, as it answered it.'),
   idempotency_key: z.string(),
   order_key: z.string(),

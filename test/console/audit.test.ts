@@ -51,7 +51,7 @@ t.test('changes through the API and the CLI are audited with who, what, before a
   t.same(
     entries.map((e) => e.action),
     [
-      'POST /api/operations/:kind',
+      'POST /api/operations/void',
       'PATCH /api/channels/:name',
       'POST /api/channels/:name/destination/:action',
       'PUT /api/channels/:name/destination',
