@@ -30,6 +30,8 @@ export interface Actor {
 
 /** What a route adds to its entry: the values before, and the connection and record it changed. */
 export interface AuditNote {
+  /** An operation wrote the request's entry itself (auditChange): the guard writes none. */
+  written?: boolean;
   before?: unknown;
   /** The values after, where the answer is not them (a redirect). */
   after?: unknown;
@@ -78,22 +80,57 @@ export const auditJson = (v: unknown) => (v === undefined ? null : JSON.stringif
 /** The actor of a command run at this machine's shell. */
 export const cliActor = (): Actor => ({ name: `cli:${userInfo().username}`, role: 'admin', grant: { kind: 'cli' } });
 
-/** A changing CLI command's entry. */
-export async function auditCommand(
-  db: Db,
-  entry: { action: string; connection?: { id: number; name: string } | null; target?: string | null; before?: unknown; after?: unknown },
-): Promise<void> {
-  const actor = cliActor();
+/** Who acts and through which door: what an audit entry says besides the change. */
+export interface Caller {
+  actor: Actor;
+  source: 'api' | 'console' | 'cli';
+  /** The client's address (a request's), null for a command at this machine's shell. */
+  address: string | null;
+}
+
+/** A command run at this machine's shell. */
+export const cliCaller = (): Caller => ({ actor: cliActor(), source: 'cli', address: null });
+
+/**
+ * The caller of a request the operator guard let in (it leaves `ctx.state.caller`): the operation called with it
+ * writes the request's entry itself, the same entry whichever door, so the guard writes none.
+ */
+export function callerOf(ctx: Context): Caller {
+  noteAudit(ctx, { written: true });
+  // Only a route mounted outside the guard (a test's bare router) has none: its entry says so rather than guess.
+  return (
+    (ctx.state.caller as Caller | undefined) ?? {
+      actor: { name: 'unknown (no operator guard)', role: 'viewer', grant: { kind: 'demo' } },
+      source: ctx.path.startsWith('/api/') ? 'api' : 'console',
+      address: ctx.ip || null,
+    }
+  );
+}
+
+/** An operator's change, as one entry: the same shape whichever door (API, console, CLI) it came through. */
+export interface Change {
+  /** What was done, named by the operation (`channels.override.set`), not by a door's route or verb. */
+  action: string;
+  connection?: { id: number; name: string } | null;
+  target?: string | null;
+  before?: unknown;
+  after?: unknown;
+}
+
+export async function auditChange(db: Db, caller: Caller, change: Change): Promise<void> {
   await insertAudit(db, {
-    actor: actor.name,
-    role: actor.role,
-    action: entry.action,
-    connection_id: entry.connection?.id ?? null,
-    connection: entry.connection?.name ?? null,
-    target: entry.target ?? null,
-    before: auditJson(entry.before),
-    after: auditJson(entry.after),
-    source: 'cli',
-    address: null,
+    actor: caller.actor.name,
+    role: caller.actor.role,
+    action: change.action,
+    connection_id: change.connection?.id ?? null,
+    connection: change.connection?.name ?? null,
+    target: change.target ?? null,
+    before: auditJson(change.before),
+    after: auditJson(change.after),
+    source: caller.source,
+    address: caller.address,
   });
 }
+
+/** A changing CLI command's entry (a command not yet an operation of its feature). */
+export const auditCommand = (db: Db, change: Change): Promise<void> => auditChange(db, cliCaller(), change);

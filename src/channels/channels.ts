@@ -148,7 +148,10 @@ export function presentOverride(o: ChannelOverride) {
  * The channel a name means: on the named connection, or on the only connection that has a channel by that
  * name. Several: 400 asking for the connection; none: 404.
  */
-export async function findChannel(db: Db, name: string, connection?: string | null): Promise<Channel & { connection: string }> {
+/** A channel as the doors find it: with its connection's name. */
+export type FoundChannel = Channel & { connection: string };
+
+export async function findChannel(db: Db, name: string, connection?: string | null): Promise<FoundChannel> {
   const found = (await listChannels(db, { name })).filter((c) => !connection || c.connection === connection);
   if (found.length === 1) return found[0]!;
   if (!found.length)

@@ -2,7 +2,7 @@
 // about channel orders (holds, orders): order-cli.ts.
 import { ClientState } from '../api/client-state.ts';
 import { chooseConnection, ConnectionChoiceError } from '../api/connections.ts';
-import { auditCommand } from '../audit.ts';
+import { auditCommand, cliCaller } from '../audit.ts';
 import { formatTable, sharedOptions, stringOption, UsageError, type CommandContext, type CommandModule } from '../command.ts';
 import { listChannels, listOverrides } from '../db/channels.ts';
 import { openDatabase, type Db } from '../db/index.ts';
@@ -17,19 +17,31 @@ import {
   presentChannel,
   presentOverride,
   removeChannel,
-  removeOverride,
-  setOverride,
 } from './channels.ts';
-import { pauseDestination, removeDestination, resumeDestination, setDestination, viewDestination } from './destinations.ts';
+import { removeDestination, setDestination, viewDestination } from './destinations.ts';
+import { destinationPause, destinationResume, NotThere, type OperationDeps, overrideRemove, overrideSet } from './operations.ts';
+import { startBoss, stopBoss } from '../queue/boss.ts';
+import { createQueues } from '../queue/queues.ts';
 import { HoldConflict } from './holds.ts';
 import { runHolds, runOrders, type Verb } from './order-cli.ts';
 import { CancelRefused } from './orders.ts';
 
-/** A pause's reason as the API takes it: 200 characters at most. */
-function pauseReason(given: string | undefined): string {
-  if (given !== undefined && given.length > 200) throw new UsageError('--reason takes at most 200 characters');
-  return given?.trim() || 'paused by an operator';
+/**
+ * Runs channel operations (operations.ts) with a queue to tell a channel's destination at once, as the API's do:
+ * a change made here reaches the channel without waiting for anything else to move.
+ */
+async function withOperations<T>(ctx: CommandContext, db: Db, databaseUrl: string, run: (ops: OperationDeps) => Promise<T>): Promise<T> {
+  const boss = await startBoss(databaseUrl, ctx.log, { supervise: false, schedule: false, max: 2 });
+  try {
+    await createQueues(boss);
+    return await run({ db, boss, config: ctx.config });
+  } finally {
+    await stopBoss(boss);
+  }
 }
+
+/** Verbs that are operations: each writes its own audit entry (operations.ts), so the command writes none. */
+const OPERATIONS = ['override set', 'override remove', 'destination pause', 'destination resume'];
 
 const VERBS =
   'list | show NAME | add NAME | change NAME | remove NAME | override set NAME SKU MODE | override remove NAME SKU | holds list [NAME] | holds add NAME ORDER_ID --line SKU=QTY | holds cancel NAME ORDER_ID | orders show|cancel NAME CHANNEL_ORDER_ID | destination show|set|pause|resume|remove NAME';
@@ -79,6 +91,10 @@ async function refusing(ctx: CommandContext, run: () => Promise<number | undefin
     return (await run()) ?? 0;
   } catch (err) {
     if (err instanceof ChannelInputError) throw new UsageError(err.problems.join('\n  '));
+    if (err instanceof NotThere) {
+      console.error(`commerce-sync ${ctx.name}: ${err.message}`);
+      return 1;
+    }
     if (err instanceof OperationFailed) throw new UsageError(err.message);
     if (err instanceof ConnectionChoiceError || (err instanceof ChannelChoiceError && err.status !== 409))
       throw new UsageError(err.message);
@@ -170,23 +186,17 @@ async function runChannels(ctx: CommandContext, db: Db, databaseUrl: string): Pr
         if (text(v, 'quantity') !== undefined) input.quantity = text(v, 'quantity');
         if (text(v, 'buffer') !== undefined) input.buffer_units = text(v, 'buffer');
         if (text(v, 'buffer-percent') !== undefined) input.buffer_percent = text(v, 'buffer-percent')!.replace(/%$/, '');
-        const set = await setOverride(db, ch, sku!, input);
-        print({ override: set.override, changes: set.changes.length }, () => [
-          `${ch.name}: ${sku} ${set.override.mode}${set.override.quantity !== null ? ` ${set.override.quantity}` : ''}; ${set.changes.length} quantities changed`,
+        const set = await withOperations(ctx, db, databaseUrl, (ops) => overrideSet(ops, cliCaller(), ch, sku!, input));
+        print(set, () => [
+          `${ch.name}: ${sku} ${set.override.mode}${set.override.quantity !== null ? ` ${set.override.quantity}` : ''}; ${set.changes} quantities changed`,
         ]);
         return 0;
       }
       if (sub === 'remove') {
         if (args.length !== 3) throw new UsageError('channels override remove takes NAME SKU');
         const ch = await findChannel(db, name!, connection);
-        const changes = await removeOverride(db, ch, sku!);
-        if (!changes) {
-          console.error(`commerce-sync channels: channel ${ch.name} has no override of SKU ${sku}`);
-          return 1;
-        }
-        print({ removed: sku, changes: changes.length }, () => [
-          `${ch.name}: override of ${sku} removed; ${changes.length} quantities changed`,
-        ]);
+        const removed = await withOperations(ctx, db, databaseUrl, (ops) => overrideRemove(ops, cliCaller(), ch, sku!));
+        print(removed, () => [`${ch.name}: override of ${sku} removed; ${removed.changes} quantities changed`]);
         return 0;
       }
       throw new UsageError('channels override takes set NAME SKU MODE, or remove NAME SKU');
@@ -213,21 +223,17 @@ async function runChannels(ctx: CommandContext, db: Db, databaseUrl: string): Pr
         const allow = parseAllowedHosts(ctx.config.OUTBOUND_ALLOWED_HOSTS);
         const set = await setDestination(db, new ClientState().key(ctx.config), id, input, allow);
         secret = set.secret;
-      } else if (sub === 'pause' || sub === 'resume' || sub === 'remove') {
-        const done =
-          sub === 'pause'
-            ? await pauseDestination(db, id, pauseReason(text(v, 'reason')))
-            : sub === 'resume'
-              ? await resumeDestination(db, id)
-              : await removeDestination(db, id);
-        if (!done) {
+      } else if (sub === 'pause' || sub === 'resume') {
+        await withOperations(ctx, db, databaseUrl, (ops) =>
+          sub === 'pause' ? destinationPause(ops, cliCaller(), ch, { reason: text(v, 'reason') }) : destinationResume(ops, cliCaller(), ch),
+        );
+      } else if (sub === 'remove') {
+        if (!(await removeDestination(db, id))) {
           console.error(`commerce-sync channels: channel ${ch.connection}/${ch.name} has no destination`);
           return 1;
         }
-        if (sub === 'remove') {
-          print({ removed: true }, () => ['destination removed']);
-          return 0;
-        }
+        print({ removed: true }, () => ['destination removed']);
+        return 0;
       }
       const view = await viewDestination(db, id);
       if (!view) {
@@ -312,7 +318,7 @@ commands.channels = {
       // A change made here is in the audit trail like one made in the console (list and show change nothing).
       const [verb, sub] = ctx.positionals;
       const reads = verb === 'list' || verb === 'show' || sub === 'list' || sub === 'show';
-      if (code === 0 && verb && !reads)
+      if (code === 0 && verb && !reads && !OPERATIONS.includes(`${verb} ${sub}`))
         await auditCommand(database.db, {
           action: `cli channels ${verb}${sub && ['override', 'holds', 'destination', 'orders'].includes(verb) ? ` ${sub}` : ''}`,
           target: ctx.positionals.slice(1).join(' ') || null,

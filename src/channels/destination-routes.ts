@@ -5,24 +5,13 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import type { ClientState } from '../api/client-state.ts';
-import { noteAudit } from '../audit.ts';
-import { note } from '../inputs.ts';
+import { callerOf } from '../audit.ts';
 import { documented, timestamp } from '../openapi/registry.ts';
 import { problem, type RouteDeps } from '../server.ts';
 import { parseAllowedHosts } from './address-guard.ts';
-import { ChannelInputError } from './channels.ts';
-import {
-  destinationInput,
-  pauseDestination,
-  removeDestination,
-  resumeDestination,
-  setDestination,
-  viewDestination,
-} from './destinations.ts';
+import { destinationInput, removeDestination, setDestination, viewDestination } from './destinations.ts';
+import { destinationPause, destinationResume, pauseInput } from './operations.ts';
 import { answering, body, channelParams, type ChannelRouting, connectionQuery } from './requests.ts';
-
-/** As the console's form allows. */
-const PAUSE_REASON_LENGTH = 200;
 
 // The answer, as destinations.ts builds it.
 const destinationView = z
@@ -148,7 +137,7 @@ export function mountDestinationRoutes(rt: RouteDeps & { clients: ClientState },
       summary: "Pause or resume a channel's destination",
       params: { ...channelParams, action: 'pause or resume' },
       query: connectionQuery,
-      body: z.object({ reason: z.string().max(PAUSE_REASON_LENGTH).optional().describe('Why it is paused.') }),
+      body: pauseInput,
       answers: { 200: z.object({ destination: destinationView }) },
       problems: [400, 404],
     },
@@ -158,18 +147,14 @@ export function mountDestinationRoutes(rt: RouteDeps & { clients: ClientState },
         const ch = await channel(ctx);
         const action = ctx.params.action;
         if (action !== 'pause' && action !== 'resume') return problem(ctx, 404, 'the actions are pause and resume');
-        noteAudit(ctx, { before: { destination: await viewDestination(db, Number(ch.id)) } });
-        const given = (ctx.request.body as { reason?: unknown } | undefined)?.reason;
-        if (given !== undefined && (typeof given !== 'string' || !note(PAUSE_REASON_LENGTH).safeParse(given).success))
-          throw new ChannelInputError([`reason: text of at most ${PAUSE_REASON_LENGTH} characters without control characters`]);
-        const reason = typeof given === 'string' && given.trim() ? given.trim() : 'paused by an operator';
-        const done = action === 'pause' ? await pauseDestination(db, Number(ch.id), reason) : await resumeDestination(db, Number(ch.id));
-        if (!done) return noDestination(ctx, ch);
-        if (action === 'resume') await announce([{ channel_id: Number(ch.id) }]);
-        // Removed since (a DELETE at the same moment): gone, as the schema has no destination of null.
-        const view = await viewDestination(db, Number(ch.id));
-        if (!view) return noDestination(ctx, ch);
-        ctx.body = { destination: view };
+        await routing.ready();
+        const ops = { db, boss: rt.boss, config: rt.config };
+        ctx.body = {
+          destination:
+            action === 'pause'
+              ? await destinationPause(ops, callerOf(ctx), ch, ctx.request.body)
+              : await destinationResume(ops, callerOf(ctx), ch),
+        };
       }),
   );
 }

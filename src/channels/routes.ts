@@ -17,7 +17,7 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import type { ClientState } from '../api/client-state.ts';
 import { chooseConnection } from '../api/connections.ts';
-import { noteAudit } from '../audit.ts';
+import { callerOf, noteAudit } from '../audit.ts';
 import { listChannels, listOverrides, OVERRIDES_PAGE } from '../db/channels.ts';
 import { connectionByName } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
@@ -37,12 +37,11 @@ import {
   presentChannel,
   presentOverride,
   removeChannel,
-  removeOverride,
-  setOverride,
 } from './channels.ts';
 import { channelFeed, type FeedExpired, type FeedPage } from './feed.ts';
 import { mountDestinationRoutes } from './destination-routes.ts';
 import { mountOrderRoutes } from './order-routes.ts';
+import { overrideRemove, overrideSet } from './operations.ts';
 import { answering, body, channelParams, channelRouting, connectionQuery, feedParams, feedQuery, query } from './requests.ts';
 
 // The answers, as feed.ts and src/db/channels.ts build them.
@@ -117,6 +116,7 @@ export function mountRoutes(rt: RouteDeps & { clients: ClientState }, router: Ro
   const { db } = rt.database;
   const routing = channelRouting(rt);
   const { announce, channel, json } = routing;
+  const ops = { db, boss: rt.boss, config: rt.config };
   const api = documented(router);
 
   api.get(
@@ -260,9 +260,8 @@ export function mountRoutes(rt: RouteDeps & { clients: ClientState }, router: Ro
     json,
     (ctx) =>
       answering(ctx, async () => {
-        const set = await setOverride(db, await channel(ctx), ctx.params.sku!, body(ctx));
-        await announce(set.changes);
-        ctx.body = { override: set.override, changes: set.changes.length };
+        await routing.ready();
+        ctx.body = await overrideSet(ops, callerOf(ctx), await channel(ctx), ctx.params.sku!, body(ctx));
       }),
   );
 
@@ -278,10 +277,8 @@ export function mountRoutes(rt: RouteDeps & { clients: ClientState }, router: Ro
     },
     (ctx) =>
       answering(ctx, async () => {
-        const changes = await removeOverride(db, await channel(ctx), ctx.params.sku!);
-        if (!changes) return problem(ctx, 404, `channel "${ctx.params.name}" has no override of SKU "${ctx.params.sku}"`);
-        await announce(changes);
-        ctx.body = { removed: ctx.params.sku, changes: changes.length };
+        await routing.ready();
+        ctx.body = await overrideRemove(ops, callerOf(ctx), await channel(ctx), ctx.params.sku!);
       }),
   );
 

@@ -10,6 +10,7 @@ import { clientAddress } from './auth.ts';
 /** After a changing request the guard let in: its entry, when it succeeded. */
 export async function auditRequest(ctx: Context, db: Db, config: Pick<Config, 'TRUST_PROXY'>): Promise<void> {
   const note = (ctx.state.audit as AuditNote | undefined) ?? {};
+  if (note.written) return;
   if (((ctx.method === 'GET' || ctx.method === 'HEAD') && !note.changedOnGet) || ctx.status >= 400) return;
   const actor = ctx.state.actor as Actor | undefined;
   if (!actor) return;

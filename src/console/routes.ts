@@ -3,10 +3,10 @@
 // static assets). Pages and API share the query functions, so the console shows nothing the API cannot answer.
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
-import type { Actor } from '../audit.ts';
+import type { Actor, Caller } from '../audit.ts';
 import { auditRequest } from './audit.ts';
 import { allows, leastRole } from './roles.ts';
-import { accessMode, accessOf, OperatorAccess, requireKnownHost } from './auth.ts';
+import { accessMode, accessOf, clientAddress, OperatorAccess, requireKnownHost } from './auth.ts';
 import { closedPage, loginPage, NOT_FOUND, notFoundPage } from './pages/layout.ts';
 import { auditRoutes } from './routes/audit.ts';
 import { tokenRoutes } from './routes/tokens.ts';
@@ -59,6 +59,11 @@ function guard(
       passed = true;
       // Each route's least role, given where it was mounted (roles.ts); a route mounted without one is refused to everyone.
       const actor = ctx.state.actor as Actor;
+      ctx.state.caller = {
+        actor,
+        source: ctx.path.startsWith('/api/') ? 'api' : 'console',
+        address: clientAddress(ctx, config.TRUST_PROXY),
+      } satisfies Caller;
       const route = routeOf(ctx);
       const need = leastRole(router, ctx.method, route);
       if (!need) return problem(ctx, 403, `${ctx.method} ${route} was mounted without a role (src/console/roles.ts): refused to everyone`);

@@ -48,7 +48,7 @@ t.test('channels: list, add, change, overrides and holds; --json; exit 2 naming 
   });
   t.same(await quantities(db, c.id, 1), { default: '15', market: '3' });
   t.equal((await run('override', 'remove', 'market', 'SKU-1')).code, 0);
-  t.match(await run('override', 'remove', 'market', 'SKU-1'), { code: 1, err: /no override of SKU SKU-1/ });
+  t.match(await run('override', 'remove', 'market', 'SKU-1'), { code: 1, err: /no override of SKU "SKU-1"/ });
 
   t.match(await run('holds', 'add', 'market', 'M-1', '--line', 'SKU-1=2'), {
     code: 0,

@@ -138,7 +138,7 @@ t.test('the Channels page and its Pause and Resume are guarded like every consol
     .where('channel_id', '=', channel.marketplace)
     .executeTakeFirstOrThrow();
   t.ok(row.paused_at);
-  t.equal(row.paused_reason, 'paused by an operator from the console');
+  t.equal(row.paused_reason, 'paused by an operator', 'the same default whichever door');
   t.match(
     await (await fetch(`${base}${paused.headers.get('location')}`, { headers: auth })).text(),
     /Paused the destination of marketplace: nothing is sent until it is resumed/,

@@ -4,20 +4,20 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import bodyParser from 'koa-bodyparser';
 import { channelById } from '../../db/channels.ts';
-import { pauseDestination, resumeDestination } from '../../db/channel-destinations.ts';
 import { connectionNamesById } from '../../db/connections.ts';
 import { createQueues } from '../../queue/queues.ts';
-import { requestDelivery } from '../../queue/contracts.ts';
+import { callerOf, type Caller } from '../../audit.ts';
+import { ChannelChoiceError, ChannelInputError, type FoundChannel } from '../../channels/channels.ts';
+import { destinationPause, destinationResume } from '../../channels/operations.ts';
 import { channelsOverview } from '../channels.ts';
 import { channelsPage } from '../pages/channels.ts';
-import { NOT_FOUND, notFoundPage, type PageContext } from '../pages/layout.ts';
+import { html } from '../html.ts';
+import { layout, NOT_FOUND, notFoundPage, type PageContext } from '../pages/layout.ts';
 import { connectionNames, flatQuery, int, optionalConnection, page, pageContext, type ConsoleDeps } from '../web.ts';
 import { documented } from '../../openapi/registry.ts';
 
-const OPERATOR_PAUSE = 'paused by an operator from the console';
-
 export function channelRoutes(r: Router, deps: ConsoleDeps): void {
-  const { db, boss, log } = deps;
+  const { db, boss } = deps;
   const form = bodyParser({ enableTypes: ['form'], formLimit: '8kb' });
   const pages = documented(r).page;
   let queuesReady: Promise<void> | undefined;
@@ -59,30 +59,41 @@ export function channelRoutes(r: Router, deps: ConsoleDeps): void {
     page(ctx, channelsPage(pageContext(deps, ctx, notice), { connections: await connectionNames(db), query: q, view }));
   });
 
-  pages.post('/channels/:id/destination/pause', { role: 'operator' }, form, async (ctx) => {
-    const channel = await channelAt(ctx);
-    if (!channel) return;
-    const body = (ctx.request.body ?? {}) as Record<string, unknown>;
-    const reason = (typeof body.reason === 'string' ? body.reason.trim().slice(0, 200) : '') || OPERATOR_PAUSE;
-    const done = await pauseDestination(db, Number(channel.id), reason);
-    if (done) log.info({ channel: channel.name, connection: channel.connection, reason }, 'channel destination paused from the console');
-    ctx.redirect(back(channel.connection, done ? 'paused' : 'missing', Number(channel.id)));
-  });
-
-  pages.post('/channels/:id/destination/resume', { role: 'operator' }, async (ctx) => {
-    const channel = await channelAt(ctx);
-    if (!channel) return;
-    const done = await resumeDestination(db, Number(channel.id));
-    if (done) {
-      log.info({ channel: channel.name, connection: channel.connection }, 'channel destination resumed from the console');
-      // Sent at once; should the request not go out, the maintenance run finds the changes waiting and asks again.
+  const ops = { db, boss, config: deps.config };
+  /** A destination's Pause or Resume: the operation the API and the CLI call too (src/channels/operations.ts). */
+  const act =
+    (done: 'paused' | 'resumed', run: (ch: FoundChannel, caller: Caller, form: unknown) => Promise<unknown>) => async (ctx: Context) => {
+      const channel = await channelAt(ctx);
+      if (!channel) return;
       try {
         await ready();
-        await requestDelivery(boss, Number(channel.id));
+        await run(channel, callerOf(ctx), ctx.request.body ?? {});
       } catch (err) {
-        log.warn({ err, channel: channel.name }, 'resumed, but requesting the delivery failed: the maintenance run requests it');
+        if (err instanceof ChannelChoiceError) return ctx.redirect(back(channel.connection, 'missing', Number(channel.id)));
+        if (err instanceof ChannelInputError)
+          return page(
+            ctx,
+            layout(
+              pageContext(deps, ctx, { problem: err.message }),
+              `Not ${done}`,
+              '/channels',
+              html`<p><a href="${back(channel.connection, 'channel', Number(channel.id))}">Back to ${channel.name}</a></p>`,
+            ),
+            400,
+          );
+        throw err;
       }
-    }
-    ctx.redirect(back(channel.connection, done ? 'resumed' : 'missing', Number(channel.id)));
-  });
+      ctx.redirect(back(channel.connection, done, Number(channel.id)));
+    };
+  pages.post(
+    '/channels/:id/destination/pause',
+    { role: 'operator' },
+    form,
+    act('paused', (ch, caller, body) => destinationPause(ops, caller, ch, body)),
+  );
+  pages.post(
+    '/channels/:id/destination/resume',
+    { role: 'operator' },
+    act('resumed', (ch, caller) => destinationResume(ops, caller, ch)),
+  );
 }

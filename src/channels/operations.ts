@@ -1,0 +1,109 @@
+// A channel's operator operations, each one function whichever door calls it (the JSON API in routes.ts and
+// destination-routes.ts, the console's forms in src/console/routes/channels.ts, the CLI's verbs in cli.ts): its input
+// checked by the one schema the API declares, the write, the channel told at once of what changed (announceChanges),
+// and one audit entry (auditChange) of the same shape. A door only finds the channel, parses, calls and renders.
+import { z } from 'zod';
+import { auditChange, type Caller } from '../audit.ts';
+import { overridesOf } from '../db/channels.ts';
+import type { Db } from '../db/index.ts';
+import { note } from '../inputs.ts';
+import { announceChanges, type Announcer } from './dispatch.ts';
+import { ChannelChoiceError, ChannelInputError, presentOverride, removeOverride, setOverride, type FoundChannel } from './channels.ts';
+import { pauseDestination, resumeDestination, viewDestination, type DestinationView } from './destinations.ts';
+
+/** Nothing to act on: no override of that SKU, no destination (404; the CLI's refusal, exit 1). */
+export class NotThere extends ChannelChoiceError {
+  constructor(message: string) {
+    super(404, message);
+  }
+}
+
+/** What the operations need: the database, and the queue that tells a channel's destination to send. */
+export type OperationDeps = Announcer & { db: Db };
+
+const PAUSE_REASON_LENGTH = 200;
+/** A pause's input, whichever door: an optional reason, at most 200 characters; none says an operator paused it. */
+export const pauseInput = z.object({
+  reason: note(PAUSE_REASON_LENGTH).optional().describe(`Why it is paused (at most ${PAUSE_REASON_LENGTH} characters).`),
+});
+const OPERATOR_PAUSE = 'paused by an operator';
+
+const where = (ch: FoundChannel) => ({ connection: { id: ch.connection_id, name: ch.connection }, target: `channel ${ch.name}` });
+
+function parsed<T extends z.ZodType>(schema: T, raw: unknown): z.output<T> {
+  const r = schema.safeParse(raw ?? {});
+  if (!r.success) throw new ChannelInputError(r.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`));
+  return r.data;
+}
+
+/** Sets a channel's override of a SKU; the channel hears the quantities it changed at once. */
+export async function overrideSet(deps: OperationDeps, caller: Caller, ch: FoundChannel, sku: string, raw: unknown) {
+  const [before] = await overridesOf(deps.db, [ch.id], [sku]);
+  const set = await setOverride(deps.db, ch, sku, raw);
+  await announceChanges(deps, set.changes);
+  const result = { override: set.override, changes: set.changes.length };
+  await auditChange(deps.db, caller, {
+    action: 'channels.override.set',
+    ...where(ch),
+    target: `channel ${ch.name} sku ${sku}`,
+    before: before ? { override: presentOverride(before) } : null,
+    after: result,
+  });
+  return result;
+}
+
+/** Removes a channel's override of a SKU (404 when it has none); the channel hears the quantities it changed. */
+export async function overrideRemove(deps: OperationDeps, caller: Caller, ch: FoundChannel, sku: string) {
+  const [before] = await overridesOf(deps.db, [ch.id], [sku]);
+  const changes = await removeOverride(deps.db, ch, sku);
+  if (!changes) throw new NotThere(`channel "${ch.name}" has no override of SKU "${sku}"`);
+  await announceChanges(deps, changes);
+  const result = { removed: sku, changes: changes.length };
+  await auditChange(deps.db, caller, {
+    action: 'channels.override.remove',
+    ...where(ch),
+    target: `channel ${ch.name} sku ${sku}`,
+    before: before ? { override: presentOverride(before) } : null,
+    after: result,
+  });
+  return result;
+}
+
+async function destinationOrMissing(db: Db, ch: FoundChannel): Promise<DestinationView> {
+  const view = await viewDestination(db, ch.id);
+  if (!view) throw new NotThere(`channel ${ch.connection}/${ch.name} has no destination`);
+  return view;
+}
+
+/** Pauses a channel's destination: nothing is POSTed until it is resumed, nothing is lost. */
+export async function destinationPause(deps: OperationDeps, caller: Caller, ch: FoundChannel, raw: unknown): Promise<DestinationView> {
+  const input = parsed(pauseInput, raw);
+  const before = await destinationOrMissing(deps.db, ch);
+  const reason = input.reason?.trim() || OPERATOR_PAUSE;
+  if (!(await pauseDestination(deps.db, ch.id, reason)))
+    throw new NotThere(`channel ${ch.connection}/${ch.name} has no destination`);
+  const view = await destinationOrMissing(deps.db, ch);
+  await auditChange(deps.db, caller, {
+    action: 'channels.destination.pause',
+    ...where(ch),
+    before: { destination: before },
+    after: { destination: view },
+  });
+  return view;
+}
+
+/** Resumes a channel's destination; what waits is sent at once, from where it stopped. */
+export async function destinationResume(deps: OperationDeps, caller: Caller, ch: FoundChannel): Promise<DestinationView> {
+  const before = await destinationOrMissing(deps.db, ch);
+  if (!(await resumeDestination(deps.db, ch.id)))
+    throw new NotThere(`channel ${ch.connection}/${ch.name} has no destination`);
+  await announceChanges(deps, [{ channel_id: ch.id }]);
+  const view = await destinationOrMissing(deps.db, ch);
+  await auditChange(deps.db, caller, {
+    action: 'channels.destination.resume',
+    ...where(ch),
+    before: { destination: before },
+    after: { destination: view },
+  });
+  return view;
+}
