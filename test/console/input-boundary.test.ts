@@ -216,8 +216,10 @@ t.test('every route, with NUL bytes, lone surrogates, ids no table holds, over-l
       const url = inUrl ?? encodeURIComponent(bad);
       for (const p of r.route.match(/:(\w+)/g) ?? []) await send(r.method, pathOf(r.route, p.slice(1), url), emptyBody, r.form, refused);
       for (const q of r.query) await send(r.method, `${pathOf(r.route)}?${q}=${url}`, emptyBody, r.form, refused);
-      // Bodies: only where the route reads one (the webhook endpoint checks its signature first).
-      for (const f of r.fields) await send(r.method, pathOf(r.route), r.form ? `${f}=${url}` : JSON.stringify({ [f]: bad }), r.form);
+      // Bodies: only where the route reads one (the webhook endpoint checks its signature first). Ids in a body are
+      // numbers its schema checks: the id forms are tried in paths and queries, where one parser reads them.
+      if (!IDS.includes(bad))
+        for (const f of r.fields) await send(r.method, pathOf(r.route), r.form ? `${f}=${url}` : JSON.stringify({ [f]: bad }), r.form);
     }
     for (const q of r.query) await send(r.method, `${pathOf(r.route)}?${q}=1&${q}=2`, emptyBody, r.form, true);
     if (r.form) for (const f of r.fields) await send(r.method, pathOf(r.route), `${f}=1&${f}=2`, true);
