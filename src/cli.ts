@@ -35,6 +35,7 @@ const available: [string, Load, string][] = [
   ['api', api, 'call the service through the rate-budgeted client and print the JSON answer'],
   ['webhooks', receiver, 'list or sync webhook subscriptions (webhooks list, webhooks sync)'],
   ['deliveries', receiver, 'list stored webhook deliveries and their state'],
+  ['replay', receiver, 'queue a stored delivery again, or send a dead letter back to its queue'],
   ['reconcile', worker, 'run a reconciliation sweep now'],
   ['stock', stock, 'print mirrored stock per location and the channel quantity'],
   ['channels', channels, 'manage sales channels: rules, overrides, stock held for channel orders, deliveries'],

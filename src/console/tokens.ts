@@ -13,7 +13,11 @@ import { allows } from './roles.ts';
 
 export const tokenInput = z.strictObject({
   name: boundedText(100),
-  role: z.enum(OPERATOR_ROLES),
+  // Named whichever door leaves it out or mistypes it (the CLI said only "Invalid option").
+  role: z.enum(OPERATOR_ROLES, {
+    error: (iss) =>
+      `one of ${OPERATOR_ROLES.join(', ')}${iss.input === undefined ? ' (none given)' : `, not ${JSON.stringify(iss.input)}`}`,
+  }),
   expires_in_days: z.number().int().min(1).max(3650).default(90),
 });
 

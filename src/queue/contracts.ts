@@ -21,7 +21,7 @@ export interface DeliveryBatch {
   jobId: string;
 }
 
-/** One stored delivery, as an operator's replay sends it (src/console/replay.ts). */
+/** One stored delivery, as an operator's replay sends it (src/receiver/replay.ts). */
 export interface DeliveryReplay {
   kind: 'replay';
   deliveryRowId: number;

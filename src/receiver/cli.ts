@@ -7,9 +7,16 @@ import { openDatabase } from '../db/index.ts';
 import { ClientState } from '../api/index.ts';
 import { baseUrl, listWebhooks, syncWebhooks } from './subscriptions.ts';
 import { runRoles } from '../process.ts';
+import { cliCaller } from '../audit.ts';
+import { idOf } from '../inputs.ts';
+import { startBoss, stopBoss } from '../queue/boss.ts';
+import { createQueues } from '../queue/queues.ts';
+import { deadLetterReplay, deliveryReplay, ReplayError } from './replay.ts';
 import * as receiverRole from './role.ts';
 
 export interface DeliveryListing {
+  /** The stored row's id: what `replay ID` and the API's replay take. */
+  id: number;
   delivery_id: string;
   connection: string;
   event: string | null;
@@ -40,6 +47,7 @@ async function deliveries(ctx: CommandContext): Promise<number> {
     // Newest first, as many as asked (the console's 1000 a page does not apply to the command).
     const rows = await listDeliveries(database.db, { connectionId, limit }, Number.POSITIVE_INFINITY);
     const listing: DeliveryListing[] = rows.map((r) => ({
+      id: r.id,
       delivery_id: r.delivery_id,
       connection: r.connection,
       event: r.event,
@@ -56,8 +64,9 @@ async function deliveries(ctx: CommandContext): Promise<number> {
       return 0;
     }
     const table = [
-      ['RECEIVED', 'CONNECTION', 'EVENT', 'OBJECT', 'STATE', 'DELIVERY'],
+      ['ID', 'RECEIVED', 'CONNECTION', 'EVENT', 'OBJECT', 'STATE', 'DELIVERY'],
       ...listing.map((d, i) => [
+        String(d.id),
         d.received_at,
         d.connection,
         d.event ?? '-',
@@ -131,6 +140,42 @@ async function webhooks(ctx: CommandContext): Promise<number> {
   }
 }
 
+/** `replay DELIVERY_ROW_ID` or `replay --dead QUEUE JOB_ID`: what the console's Replay buttons and the API do. */
+async function replay(ctx: CommandContext): Promise<number> {
+  const dead = typeof ctx.values.dead === 'string' ? ctx.values.dead : undefined;
+  const [id, ...extra] = ctx.positionals;
+  if (!id || extra.length)
+    throw new UsageError(
+      dead
+        ? "give the dead letter: commerce-sync replay --dead QUEUE JOB_ID (the console's Dead letters page, or GET /api/dead-letters, lists them)"
+        : 'give a stored delivery: commerce-sync replay ID (its row id, as `deliveries --json` lists it), or --dead QUEUE JOB_ID',
+    );
+  const row = dead ? undefined : idOf(id);
+  if (!dead && row === undefined) throw new UsageError(`a delivery is replayed by its row id (a number), not "${id}"`);
+  const database = await openDatabase(ctx.config, ctx.log);
+  const boss = await startBoss(database.url, ctx.log, { supervise: false, schedule: false, max: 2 });
+  try {
+    await createQueues(boss);
+    const deps = { db: database.db, boss };
+    let done: Awaited<ReturnType<typeof deliveryReplay>>;
+    try {
+      done = dead ? await deadLetterReplay(deps, cliCaller(), dead, id) : await deliveryReplay(deps, cliCaller(), row!);
+    } catch (err) {
+      if (err instanceof ReplayError) throw new UsageError(err.message);
+      throw err;
+    }
+    if (!done) {
+      console.error(`commerce-sync replay: ${dead ? `no dead letter ${id} waiting in ${dead}` : `no delivery ${id}`}`);
+      return 1;
+    }
+    ctx.out(dead ? `dead letter ${id} is back on its queue as job ${done.jobId}` : `delivery ${id} is queued again as job ${done.jobId}`);
+    return 0;
+  } finally {
+    await stopBoss(boss);
+    await database.close();
+  }
+}
+
 export const commands: CommandModule['commands'] = {
   receiver: {
     summary: 'Run the webhook receiver alone: POST /webhooks/:connection, /healthz, /readyz.',
@@ -145,10 +190,25 @@ export const commands: CommandModule['commands'] = {
         multiple: false,
         type: 'boolean',
         short: 'j',
-        description: 'print a JSON array of {delivery_id, connection, event, object_id, state, received_at}',
+        description: 'print a JSON array of {id, delivery_id, connection, event, object_id, state, received_at}',
       },
     },
     run: deliveries,
+  },
+  replay: {
+    summary: "Queue a stored delivery again, or send a dead letter back to its queue (the console's Replay buttons).",
+    args: 'ID | --dead QUEUE JOB_ID',
+    positionals: true,
+    options: {
+      dead: {
+        multiple: false,
+        type: 'string',
+        short: 'd',
+        value: 'QUEUE',
+        description: 'replay a dead letter of this dead-letter queue (e.g. deliveries-dead)',
+      },
+    },
+    run: replay,
   },
   webhooks: {
     summary:

@@ -5,6 +5,7 @@
 import t from 'tap';
 import { insertToken, listTokens, liveToken, revokeToken } from '../../src/db/people.ts';
 import { testConfig } from '../support/config.ts';
+import { runNode } from '../support/processes.ts';
 import { testDatabase } from '../support/db.ts';
 import { captureLogger } from '../support/log.ts';
 import { testConsole } from '../support/runtime.ts';
@@ -138,4 +139,26 @@ t.test('a child committed after its parent was revoked is refused (the interleav
     'and it is listed revoked',
   );
   t.equal(await insertToken(tdb.db, token('late', parent.id, 'l'.repeat(64))), undefined, 'a revoked parent makes no more');
+});
+
+t.test('a token asked for with no role, or another one, is told what the role may be, whichever door', async (t) => {
+  const tdb = await testDatabase(t);
+  const { server } = await testConsole(t, tdb, testConfig({ OPERATOR_TOKEN: FIRST, DATABASE_URL: tdb.url }), captureLogger('error').log);
+  const call = caller(`http://127.0.0.1:${server.port}`);
+  const api = await call(FIRST, 'POST', '/api/tokens', { name: 'bob' });
+  t.equal(api.status, 400);
+  t.match(api.body.error, /role: one of viewer, operator, admin \(none given\)/, 'the API names the roles');
+  const env = {
+    PATH: process.env.PATH,
+    DATABASE_URL: tdb.url,
+    LOG_LEVEL: 'error',
+    TOKEN_ENCRYPTION_KEY: Buffer.alloc(32, 3).toString('base64'),
+  };
+  const cli = await runNode(['src/cli.ts', 'tokens', 'create', 'bob'], env);
+  t.equal(cli.code, 2, 'the CLI: a usage error');
+  t.match(cli.err, /role: one of viewer, operator, admin \(none given\)/, 'naming the roles');
+  t.match(
+    (await runNode(['src/cli.ts', 'tokens', 'create', 'bob', '--role', 'boss'], env)).err,
+    /role: one of viewer, operator, admin, not "boss"/,
+  );
 });

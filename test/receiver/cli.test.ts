@@ -39,7 +39,7 @@ t.test('deliveries and webhooks commands', async (t) => {
   t.equal(json.code, 0, json.stderr);
   const list = JSON.parse(json.stdout);
   t.equal(list.length, 2, '--limit');
-  t.same(Object.keys(list[0]).sort(), ['connection', 'delivery_id', 'event', 'object_id', 'received_at', 'state']);
+  t.same(Object.keys(list[0]).sort(), ['connection', 'delivery_id', 'event', 'id', 'object_id', 'received_at', 'state']);
   t.match(list[0], { delivery_id: 'cli-4', connection: 'shop', event: 'payments.create', object_id: 4, state: 'unhandled' });
   t.ok(!Number.isNaN(Date.parse(list[0].received_at)));
 
@@ -50,6 +50,17 @@ t.test('deliveries and webhooks commands', async (t) => {
   t.equal((await cli(['deliveries', '--connection', 'acme', '--json'], env)).stdout.trim(), '[]');
   t.equal((await cli(['deliveries', '--connection', 'nobody'], env)).code, 1);
   t.equal((await cli(['deliveries', '--limit', 'many'], env)).code, 2);
+
+  // `replay`: the console's Replay button and POST /api/deliveries/:id/replay, from the shell, with the same entry.
+  const replayed = await cli(['replay', String(list[0].id)], env);
+  t.equal(replayed.code, 0, replayed.stderr);
+  t.match(replayed.stdout, new RegExp(`delivery ${list[0].id} is queued again as job [0-9a-f-]{36}`));
+  const audited = await h.tdb.db.selectFrom('audit_log').selectAll().orderBy('id', 'desc').limit(1).executeTakeFirstOrThrow();
+  t.match(audited, { action: 'deliveries.replay', source: 'cli', connection: 'shop', target: `delivery ${list[0].id}` });
+  t.match(await cli(['replay', '999999'], env), { code: 1, stderr: /no delivery 999999/ });
+  t.match(await cli(['replay', 'cli-4'], env), { code: 2, stderr: /by its row id \(a number\), not "cli-4"/ });
+  t.match(await cli(['replay'], env), { code: 2, stderr: /give a stored delivery: commerce-sync replay ID/ });
+  t.match(await cli(['replay', '--dead', 'deliveries-dead', 'x'], env), { code: 2, stderr: /a dead letter id is a UUID/ });
 
   const synced = await cli(['webhooks', 'sync', '--connection', 'acme'], env);
   t.equal(synced.code, 0, synced.stderr);

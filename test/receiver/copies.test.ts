@@ -4,7 +4,7 @@
 // The same event resent under a new delivery id is a copy too while the first still waits; once that one is handled,
 // the same body may be a second change in the same second, and is stored and read again.
 import t from 'tap';
-import { replayDelivery } from '../../src/console/replay.ts';
+import { replayDelivery } from '../../src/receiver/replay.ts';
 import { startLoop } from '../sync/harness.ts';
 import { deliver, payload, startReceiver } from './harness.ts';
 

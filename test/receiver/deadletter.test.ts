@@ -4,7 +4,7 @@ import { deliveriesHandler } from '../../src/sync/handlers.ts';
 import t from 'tap';
 import { deliver, payload, startReceiver } from './harness.ts';
 import { workQueues } from '../../src/worker/handlers.ts';
-import { replayDeadLetter } from '../../src/console/replay.ts';
+import { replayDeadLetter } from '../../src/receiver/replay.ts';
 import { deadLetterOf } from '../../src/queue/queue.ts';
 import { deliveriesQueue } from '../../src/queue/contracts.ts';
 

@@ -4,7 +4,7 @@ import t from 'tap';
 import { deliver, payload, startReceiver } from './harness.ts';
 import { consumeDeliveries } from '../../src/sync/intake.ts';
 import type { DeliveryBatch } from '../../src/queue/contracts.ts';
-import { replayDelivery } from '../../src/console/replay.ts';
+import { replayDelivery } from '../../src/receiver/replay.ts';
 
 t.test('deliveries in separate commits join the job that waits: one job, every row handled', async (t) => {
   const h = await startReceiver(t);

@@ -10,7 +10,7 @@ import { merchantApi } from '../support/sandbox.ts';
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { setDestination } from '../../src/channels/destinations.ts';
-import { replayDelivery } from '../../src/console/replay.ts';
+import { replayDelivery } from '../../src/receiver/replay.ts';
 import { pauseDestination, resumeDestination } from '../../src/db/channel-destinations.ts';
 import { enqueueOperation } from '../../src/push/enqueue.ts';
 import { startBoss, stopBoss } from '../../src/queue/boss.ts';

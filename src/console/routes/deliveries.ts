@@ -5,7 +5,8 @@ import { deliveryStates } from '../deliveries.ts';
 import { deadLettersPage, deliveriesPage } from '../pages/deliveries.ts';
 import { NOT_FOUND, notFoundPage } from '../pages/layout.ts';
 import { listDeadLetters, queueDepths } from '../../queue/depths.ts';
-import { replayDeadLetter, replayDelivery, ReplayError } from '../replay.ts';
+import { callerOf } from '../../audit.ts';
+import { deadLetterReplay, deliveryReplay, ReplayError } from '../../receiver/replay.ts';
 import { connectionNames, flatQuery, int, optionalConnection, page, pageContext, type ConsoleDeps } from '../web.ts';
 import { problem } from '../../server.ts';
 import { z } from 'zod';
@@ -75,7 +76,7 @@ export function deliveryRoutes(r: Router, deps: ConsoleDeps): void {
   });
   api.page.post('/deliveries/:id/replay', { role: 'operator' }, async (ctx) => {
     const id = int(ctx.params.id);
-    const done = id === undefined ? null : await replayDelivery(db, boss, id);
+    const done = id === undefined ? null : await deliveryReplay({ db, boss }, callerOf(ctx), id);
     ctx.redirect(done ? `/deliveries?replayed=${id}` : '/deliveries?missing=1');
   });
   api.page.get('/dead-letters', { role: 'viewer' }, async (ctx) => {
@@ -92,7 +93,7 @@ export function deliveryRoutes(r: Router, deps: ConsoleDeps): void {
   });
   api.page.post('/dead-letters/:queue/:id/replay', { role: 'operator' }, async (ctx) => {
     try {
-      const done = await replayDeadLetter(db, boss, ctx.params.queue!, ctx.params.id!);
+      const done = await deadLetterReplay({ db, boss }, callerOf(ctx), ctx.params.queue!, ctx.params.id!);
       ctx.redirect(done ? `/dead-letters?replayed=${encodeURIComponent(ctx.params.id!)}` : '/dead-letters?missing=1');
     } catch (err) {
       if (!(err instanceof ReplayError)) throw err;
@@ -154,7 +155,7 @@ export function deliveryRoutes(r: Router, deps: ConsoleDeps): void {
     },
     async (ctx) => {
       const id = int(ctx.params.id);
-      const done = id === undefined ? null : await replayDelivery(db, boss, id);
+      const done = id === undefined ? null : await deliveryReplay({ db, boss }, callerOf(ctx), id);
       if (id === undefined || !done) return problem(ctx, 404, `no delivery ${ctx.params.id}`);
       ctx.status = 202;
       ctx.body = { replayed: { delivery: id, jobId: done.jobId } };
@@ -190,7 +191,7 @@ export function deliveryRoutes(r: Router, deps: ConsoleDeps): void {
     },
     async (ctx) => {
       try {
-        const done = await replayDeadLetter(db, boss, ctx.params.queue!, ctx.params.id!);
+        const done = await deadLetterReplay({ db, boss }, callerOf(ctx), ctx.params.queue!, ctx.params.id!);
         if (!done) return problem(ctx, 404, `no dead letter ${ctx.params.id} waiting in ${ctx.params.queue}`);
         ctx.status = 202;
         ctx.body = { replayed: { deadLetter: ctx.params.id, queue: ctx.params.queue, jobId: done.jobId } };

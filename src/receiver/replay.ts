@@ -1,6 +1,10 @@
 // Operator replays. A stored delivery goes back on `deliveries` as a new job (a DeliveryReplay naming its row)
 // and its row returns to `queued`; a dead letter moves back to its live queue with its data. Each
-// replay commits together with its sync-log entry (pg-boss runs inside our transaction via `db`).
+// replay commits together with its sync-log entry (pg-boss runs inside our transaction via `db`). The operations
+// (deliveryReplay, deadLetterReplay) are what every door calls (the API, the console's buttons, `commerce-sync
+// replay`), each writing one audit entry.
+import { auditChange, type Caller } from '../audit.ts';
+import { connectionName } from '../db/connections.ts';
 import { deliveryForUpdate, requeueDelivery } from '../db/deliveries.ts';
 import type { Db } from '../db/index.ts';
 import { bossDb, type Boss } from '../queue/boss.ts';
@@ -69,4 +73,37 @@ export async function replayDeadLetter(db: Db, boss: Boss, deadQueue: string, id
     });
     return { jobId };
   });
+}
+
+/** Replays a stored delivery for an operator: null when there is no such row. */
+export async function deliveryReplay(deps: { db: Db; boss: Boss }, caller: Caller, deliveryRowId: number): Promise<ReplayResult | null> {
+  const done = await replayDelivery(deps.db, deps.boss, deliveryRowId);
+  if (done) {
+    const row = await deps.db.selectFrom('webhook_deliveries').select('connection_id').where('id', '=', deliveryRowId).executeTakeFirst();
+    const name = row && (await connectionName(deps.db, row.connection_id));
+    await auditChange(deps.db, caller, {
+      action: 'deliveries.replay',
+      connection: row && name ? { id: row.connection_id, name } : null,
+      target: `delivery ${deliveryRowId}`,
+      after: { replayed: { delivery: deliveryRowId, jobId: done.jobId } },
+    });
+  }
+  return done;
+}
+
+/** Moves a dead letter back to its live queue for an operator: null when it no longer waits there. */
+export async function deadLetterReplay(
+  deps: { db: Db; boss: Boss },
+  caller: Caller,
+  deadQueue: string,
+  id: string,
+): Promise<ReplayResult | null> {
+  const done = await replayDeadLetter(deps.db, deps.boss, deadQueue, id);
+  if (done)
+    await auditChange(deps.db, caller, {
+      action: 'dead-letters.replay',
+      target: `${deadQueue} ${id}`,
+      after: { replayed: { queue: deadQueue, id, jobId: done.jobId } },
+    });
+  return done;
 }
