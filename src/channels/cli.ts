@@ -8,18 +8,19 @@ import { listChannels, listOverrides } from '../db/channels.ts';
 import { openDatabase, type Db } from '../db/index.ts';
 import { OperationFailed } from '../push/errors.ts';
 import { parseAllowedHosts } from './address-guard.ts';
-import {
-  addChannel,
-  ChannelChoiceError,
-  ChannelInputError,
-  changeChannel,
-  findChannel,
-  presentChannel,
-  presentOverride,
-  removeChannel,
-} from './channels.ts';
+import { ChannelChoiceError, ChannelInputError, findChannel, presentChannel, presentOverride } from './channels.ts';
 import { removeDestination, setDestination, viewDestination } from './destinations.ts';
-import { destinationPause, destinationResume, NotThere, type OperationDeps, overrideRemove, overrideSet } from './operations.ts';
+import {
+  channelAdd,
+  channelUpdate,
+  channelRemove,
+  destinationPause,
+  destinationResume,
+  NotThere,
+  type OperationDeps,
+  overrideRemove,
+  overrideSet,
+} from './operations.ts';
 import { startBoss, stopBoss } from '../queue/boss.ts';
 import { createQueues } from '../queue/queues.ts';
 import { HoldConflict } from './holds.ts';
@@ -41,7 +42,7 @@ async function withOperations<T>(ctx: CommandContext, db: Db, databaseUrl: strin
 }
 
 /** Verbs that are operations: each writes its own audit entry (operations.ts), so the command writes none. */
-const OPERATIONS = ['override set', 'override remove', 'destination pause', 'destination resume'];
+const OPERATIONS = ['add', 'change', 'remove', 'override set', 'override remove', 'destination pause', 'destination resume'];
 
 const VERBS =
   'list | show NAME | add NAME | change NAME | remove NAME | override set NAME SKU MODE | override remove NAME SKU | holds list [NAME] | holds add NAME ORDER_ID --line SKU=QTY | holds cancel NAME ORDER_ID | orders show|cancel NAME CHANNEL_ORDER_ID | destination show|set|pause|resume|remove NAME';
@@ -119,8 +120,7 @@ async function runChannels(ctx: CommandContext, db: Db, databaseUrl: string): Pr
   };
   const verbContext: Verb = { ctx, db, databaseUrl, connection, text: (k) => text(v, k), print };
   // A channel as it is after a change of its rules, and what the recomputation did.
-  const printChannel = (channel: Parameters<typeof presentChannel>[0], r: { changes: number; ms: number }) => {
-    const row = presentChannel(channel);
+  const printChannel = (row: ReturnType<typeof presentChannel>, r: { changes: number; ms: number }) => {
     print({ channel: row, recomputed: r }, () => [...channelLines([row]), `recomputed: ${r.changes} quantities changed in ${r.ms} ms`]);
   };
   switch (verb) {
@@ -159,22 +159,24 @@ async function runChannels(ctx: CommandContext, db: Db, databaseUrl: string): Pr
     case 'add': {
       want(1, 'the new channel name');
       const conn = await chooseConnection(db, connection);
-      const made = await addChannel(db, conn.id, { name: args[0], ...rulesFromOptions(v) });
-      printChannel({ ...made.channel, connection: conn.name }, made.recomputed);
+      const made = await withOperations(ctx, db, databaseUrl, (ops) =>
+        channelAdd(ops, cliCaller(), conn, { name: args[0], ...rulesFromOptions(v) }),
+      );
+      printChannel(made.channel, made.recomputed);
       return 0;
     }
     case 'change': {
       want(1, 'the channel name and the options to change');
       const ch = await findChannel(db, args[0]!, connection);
-      const done = await changeChannel(db, ch, rulesFromOptions(v));
-      printChannel({ ...done.channel, connection: ch.connection }, done.recomputed);
+      const done = await withOperations(ctx, db, databaseUrl, (ops) => channelUpdate(ops, cliCaller(), ch, rulesFromOptions(v)));
+      printChannel(done.channel, done.recomputed);
       return 0;
     }
     case 'remove': {
       want(1, 'the channel name');
       const ch = await findChannel(db, args[0]!, connection);
-      await removeChannel(db, ch);
-      print({ removed: presentChannel(ch) }, () => [`removed channel ${ch.name} of ${ch.connection}`]);
+      const removed = await channelRemove({ db }, cliCaller(), ch);
+      print(removed, () => [`removed channel ${ch.name} of ${ch.connection}`]);
       return 0;
     }
     case 'override': {
@@ -318,7 +320,7 @@ commands.channels = {
       // A change made here is in the audit trail like one made in the console (list and show change nothing).
       const [verb, sub] = ctx.positionals;
       const reads = verb === 'list' || verb === 'show' || sub === 'list' || sub === 'show';
-      if (code === 0 && verb && !reads && !OPERATIONS.includes(`${verb} ${sub}`))
+      if (code === 0 && verb && !reads && !OPERATIONS.includes(verb) && !OPERATIONS.includes(`${verb} ${sub}`))
         await auditCommand(database.db, {
           action: `cli channels ${verb}${sub && ['override', 'holds', 'destination', 'orders'].includes(verb) ? ` ${sub}` : ''}`,
           target: ctx.positionals.slice(1).join(' ') || null,

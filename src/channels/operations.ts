@@ -8,7 +8,18 @@ import { overridesOf } from '../db/channels.ts';
 import type { Db } from '../db/index.ts';
 import { note } from '../inputs.ts';
 import { announceChanges, type Announcer } from './dispatch.ts';
-import { ChannelChoiceError, ChannelInputError, presentOverride, removeOverride, setOverride, type FoundChannel } from './channels.ts';
+import {
+  addChannel,
+  ChannelChoiceError,
+  ChannelInputError,
+  changeChannel,
+  type FoundChannel,
+  presentChannel,
+  presentOverride,
+  removeChannel,
+  removeOverride,
+  setOverride,
+} from './channels.ts';
 import { pauseDestination, resumeDestination, viewDestination, type DestinationView } from './destinations.ts';
 
 /** Nothing to act on: no override of that SKU, no destination (404; the CLI's refusal, exit 1). */
@@ -80,8 +91,7 @@ export async function destinationPause(deps: OperationDeps, caller: Caller, ch: 
   const input = parsed(pauseInput, raw);
   const before = await destinationOrMissing(deps.db, ch);
   const reason = input.reason?.trim() || OPERATOR_PAUSE;
-  if (!(await pauseDestination(deps.db, ch.id, reason)))
-    throw new NotThere(`channel ${ch.connection}/${ch.name} has no destination`);
+  if (!(await pauseDestination(deps.db, ch.id, reason))) throw new NotThere(`channel ${ch.connection}/${ch.name} has no destination`);
   const view = await destinationOrMissing(deps.db, ch);
   await auditChange(deps.db, caller, {
     action: 'channels.destination.pause',
@@ -95,8 +105,7 @@ export async function destinationPause(deps: OperationDeps, caller: Caller, ch: 
 /** Resumes a channel's destination; what waits is sent at once, from where it stopped. */
 export async function destinationResume(deps: OperationDeps, caller: Caller, ch: FoundChannel): Promise<DestinationView> {
   const before = await destinationOrMissing(deps.db, ch);
-  if (!(await resumeDestination(deps.db, ch.id)))
-    throw new NotThere(`channel ${ch.connection}/${ch.name} has no destination`);
+  if (!(await resumeDestination(deps.db, ch.id))) throw new NotThere(`channel ${ch.connection}/${ch.name} has no destination`);
   await announceChanges(deps, [{ channel_id: ch.id }]);
   const view = await destinationOrMissing(deps.db, ch);
   await auditChange(deps.db, caller, {
@@ -106,4 +115,30 @@ export async function destinationResume(deps: OperationDeps, caller: Caller, ch:
     after: { destination: view },
   });
   return view;
+}
+
+/** Adds a channel to a connection; its quantities are computed at once and its destination, if any, told. */
+export async function channelAdd(deps: OperationDeps, caller: Caller, connection: { id: number; name: string }, raw: unknown) {
+  const made = await addChannel(deps.db, connection.id, raw);
+  await announceChanges(deps, [{ channel_id: made.channel.id }]);
+  const result = { channel: presentChannel({ ...made.channel, connection: connection.name }), recomputed: made.recomputed };
+  await auditChange(deps.db, caller, { action: 'channels.add', connection, target: `channel ${made.channel.name}`, after: result });
+  return result;
+}
+
+/** Changes a channel's rules; its quantities are computed again and the channel hears what changed at once. */
+export async function channelUpdate(deps: OperationDeps, caller: Caller, ch: FoundChannel, raw: unknown) {
+  const done = await changeChannel(deps.db, ch, raw);
+  await announceChanges(deps, [{ channel_id: ch.id }]);
+  const result = { channel: presentChannel({ ...done.channel, connection: ch.connection }), recomputed: done.recomputed };
+  await auditChange(deps.db, caller, { action: 'channels.change', ...where(ch), before: { channel: presentChannel(ch) }, after: result });
+  return result;
+}
+
+/** Removes a channel with its quantities, history and overrides (409 for a connection's last channel). */
+export async function channelRemove(deps: { db: Db }, caller: Caller, ch: FoundChannel) {
+  await removeChannel(deps.db, ch);
+  const result = { removed: presentChannel(ch) };
+  await auditChange(deps.db, caller, { action: 'channels.remove', ...where(ch), before: { channel: presentChannel(ch) } });
+  return result;
 }

@@ -17,7 +17,7 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import type { ClientState } from '../api/client-state.ts';
 import { chooseConnection } from '../api/connections.ts';
-import { callerOf, noteAudit } from '../audit.ts';
+import { callerOf } from '../audit.ts';
 import { listChannels, listOverrides, OVERRIDES_PAGE } from '../db/channels.ts';
 import { connectionByName } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
@@ -25,10 +25,8 @@ import { isId } from '../inputs.ts';
 import { type Answer, decimal, documented, timestamp } from '../openapi/registry.ts';
 import { problem, type RouteDeps } from '../server.ts';
 import {
-  addChannel,
   ChannelChoiceError,
   ChannelInputError,
-  changeChannel,
   channelChange,
   channelSchema,
   newChannelInput,
@@ -36,12 +34,11 @@ import {
   overrideSchema,
   presentChannel,
   presentOverride,
-  removeChannel,
 } from './channels.ts';
 import { channelFeed, type FeedExpired, type FeedPage } from './feed.ts';
 import { mountDestinationRoutes } from './destination-routes.ts';
 import { mountOrderRoutes } from './order-routes.ts';
-import { overrideRemove, overrideSet } from './operations.ts';
+import { channelAdd, channelRemove, channelUpdate, overrideRemove, overrideSet } from './operations.ts';
 import { answering, body, channelParams, channelRouting, connectionQuery, feedParams, feedQuery, query } from './requests.ts';
 
 // The answers, as feed.ts and src/db/channels.ts build them.
@@ -115,7 +112,7 @@ const overridesPageFields = {
 export function mountRoutes(rt: RouteDeps & { clients: ClientState }, router: Router): void {
   const { db } = rt.database;
   const routing = channelRouting(rt);
-  const { announce, channel, json } = routing;
+  const { channel, json } = routing;
   const ops = { db, boss: rt.boss, config: rt.config };
   const api = documented(router);
 
@@ -167,9 +164,10 @@ export function mountRoutes(rt: RouteDeps & { clients: ClientState }, router: Ro
       answering(ctx, async () => {
         const { connection, ...input } = body(ctx);
         const c = await chooseConnection(db, (connection as string | undefined) ?? query(ctx, 'connection'));
-        const made = await addChannel(db, c.id, input);
+        await routing.ready();
+        const made = await channelAdd(ops, callerOf(ctx), c, input);
         ctx.status = 201;
-        ctx.body = { channel: presentChannel({ ...made.channel, connection: c.name }), recomputed: made.recomputed };
+        ctx.body = made;
       }),
   );
 
@@ -204,11 +202,8 @@ export function mountRoutes(rt: RouteDeps & { clients: ClientState }, router: Ro
     json,
     (ctx) =>
       answering(ctx, async () => {
-        const ch = await channel(ctx);
-        noteAudit(ctx, { before: { channel: presentChannel(ch) } });
-        const done = await changeChannel(db, ch, body(ctx));
-        await announce([{ channel_id: Number(ch.id) }]);
-        ctx.body = { channel: presentChannel({ ...done.channel, connection: ch.connection }), recomputed: done.recomputed };
+        await routing.ready();
+        ctx.body = await channelUpdate(ops, callerOf(ctx), await channel(ctx), body(ctx));
       }),
   );
 
@@ -224,9 +219,7 @@ export function mountRoutes(rt: RouteDeps & { clients: ClientState }, router: Ro
     },
     (ctx) =>
       answering(ctx, async () => {
-        const ch = await channel(ctx);
-        await removeChannel(db, ch);
-        ctx.body = { removed: presentChannel(ch) };
+        ctx.body = await channelRemove(ops, callerOf(ctx), await channel(ctx));
       }),
   );
 

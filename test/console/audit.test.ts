@@ -52,8 +52,8 @@ t.test('changes through the API and the CLI are audited with who, what, before a
     entries.map((e) => e.action),
     [
       'POST /api/operations/void',
-      'PATCH /api/channels/:name',
       // An operation's entry is named by the operation, the same whichever door (src/channels/operations.ts).
+      'channels.change',
       'channels.destination.pause',
       'PUT /api/channels/:name/destination',
     ],
@@ -93,7 +93,8 @@ t.test('changes through the API and the CLI are audited with who, what, before a
   const cli = channelsCommand(s.tdb.url);
   t.equal((await cli('change', 'default', '--buffer', '4')).code, 0);
   const [last] = await listAudit(db, { limit: 1 });
-  t.match(last, { action: 'cli channels change', target: 'default', source: 'cli', role: 'admin' });
+  t.match(last, { action: 'channels.change', target: 'channel default', source: 'cli', role: 'admin' });
+  t.equal((await listAudit(db, { limit: 2 }))[1]!.action, 'PUT /api/channels/:name/destination', 'one entry for the change, not two');
   t.match(last!.actor, /^cli:/);
 
   // A destination's URL may carry its credential in the path (a Slack-style hook): kept by host only, from the CLI
