@@ -70,7 +70,9 @@ export async function destinationOf(db: Executor, channelId: number): Promise<Ch
 
 /**
  * Takes the sender's lease of a channel for `seconds`: only when no other sender holds it, the destination is not
- * paused and no retry is scheduled later. Undefined when any of those says no.
+ * paused, no retry is scheduled later and its connection is not stopped as mismatched (its mirror another
+ * account's: src/sync/account.ts; a change staged before the stop waits for reset-mirror). Undefined when any of
+ * those says no.
  */
 export async function claimDestination(db: Executor, channelId: number, seconds: number): Promise<ChannelDestination | undefined> {
   return (
@@ -79,6 +81,8 @@ export async function claimDestination(db: Executor, channelId: number, seconds:
        WHERE channel_id = ${channelId} AND paused_at IS NULL
          AND (claimed_until IS NULL OR claimed_until < now())
          AND (next_attempt_at IS NULL OR next_attempt_at <= now())
+         AND NOT EXISTS (SELECT 1 FROM channels ch JOIN connections c ON c.id = ch.connection_id
+                          WHERE ch.id = ${channelId} AND c.status = 'mismatched')
       RETURNING *`.execute(db)
   ).rows[0];
 }

@@ -204,6 +204,8 @@ t.test('a restarted demo resumes its account; a connection to another account st
     issued_at: '2026-11-21',
     lines: [{ sku: level.sku, quantity: '1' }],
   });
+  // A change staged now (an operator's override, announced at once) waits: no POST leaves for a stopped connection.
+  t.equal((await call('PUT', `/api/channels/default/overrides/${level.sku}?connection=demo`, { mode: 'zero' })).status, 200);
   await new Promise((r) => setTimeout(r, 3000));
   t.same(
     posts.slice(postsBefore).map((p) => p.payload),
