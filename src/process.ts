@@ -53,7 +53,17 @@ export async function runRoles(ctx: CommandContext, mounted: Roles, opts: { demo
     const early =
       port === null
         ? undefined
-        : await listenStarting(port, config.HOST, () => starting, { requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS });
+        : await listenStarting(port, config.HOST, () => starting, { requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS }).catch(
+            (err: NodeJS.ErrnoException) => {
+              // A second `npm start`, or another program on 3000: say which setting moves it.
+              if (err.code !== 'EADDRINUSE' && err.code !== 'EACCES') throw err;
+              const setting = roles.some((r) => r !== 'worker') ? 'PORT' : 'WORKER_PORT';
+              throw new Error(
+                `${setting} ${port} on ${config.HOST}: ${err.code === 'EACCES' ? 'not allowed to listen there' : 'another program listens there'}; ` +
+                  `stop it, or set ${setting} to another port (${setting}=0 picks a free one)`,
+              );
+            },
+          );
     if (early) shutdown.add(() => early.close());
     const attempt = () => startRoles(ctx, mounted, shutdown, { demo: opts.demo, server: early });
     // An external database that is away (not up yet, restarting) is waited for; the embedded one is this process's own.

@@ -1,5 +1,9 @@
 import t from 'tap';
 import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 const cli = (args: string[], env: NodeJS.ProcessEnv = {}) =>
   spawnSync(process.execPath, ['src/cli.ts', ...args], { encoding: 'utf8', env: { ...process.env, LOG_LEVEL: 'silent', ...env } });
@@ -70,4 +74,21 @@ t.test('migrate waits for a database that is away, then applies the schema', asy
   await tcp.reopen();
   t.equal(await exited, 0, output);
   t.match(output, /schema is up to date/);
+});
+
+t.test('a port another program holds: one line naming the setting that moves it', async (t) => {
+  const taken = createServer();
+  await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => taken.close(() => r())));
+  const port = (taken.address() as { port: number }).port;
+  const dataDir = mkdtempSync(join(tmpdir(), 'cs-port-'));
+  const r = cli(['start'], { PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir });
+  t.equal(r.status, 1);
+  t.match(
+    r.stderr,
+    new RegExp(
+      `PORT ${port} on 127\\.0\\.0\\.1: another program listens there; stop it, or set PORT to another port \\(PORT=0 picks a free one\\)`,
+    ),
+  );
+  t.notMatch(r.stderr, /EADDRINUSE|\n\s+at /, 'no stack trace');
 });
