@@ -159,7 +159,12 @@ export function closedPage(): Html {
  * otherwise make the page say anything. A 404 follows no action, so it shows no notice either.
  */
 export function notFoundPage(pc: PageContext, what: string): Html {
-  return layout({ access: pc.access }, 'Not found', '', html`<p>${what}</p><p><a href="/" id="back">Back to the overview</a></p>`);
+  return layout(
+    { access: pc.access, demoChannel: pc.demoChannel },
+    'Not found',
+    '',
+    html`<p>${what}</p><p><a href="/" id="back">Back to the overview</a></p>`,
+  );
 }
 
 export const NOT_FOUND = {
