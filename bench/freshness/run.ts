@@ -6,7 +6,11 @@
 //
 //   node_modules/.bin/node bench/freshness/run.ts [--rates 1,2,5,10] [--minutes 5] [--variants 500]
 //       [--profile spec|documented] [--sweep-minutes 5] [--clock-skew=SECONDS] [--list-order created|updated]
+//       [--spender SHARE]
 //
+// --spender: a script with another token of the same application (the quota is the application's and account's,
+// real-service-notes section 7) spends SHARE (0.5: half) of every window, one request at a time over its first
+// 85% (test/support/spender.ts); the 429 column counts ours and its own apart.
 // --clock-skew: the sandbox's Date header runs that many seconds ahead of its webhooks' clock (negative: behind).
 // The moves slower than 15 s (at most 20) are explained from the database: bench/freshness/tail.ts.
 //
@@ -19,6 +23,7 @@ import { sql } from 'kysely';
 import { createLogger } from '../../src/log.ts';
 import type { ListOrder } from '@commerce-sync/sandbox';
 import { channelEndpoint } from '../../test/support/channel-endpoint.ts';
+import { startSpender, type Spender } from '../../test/support/spender.ts';
 import { floorLags, postLags, StockLag, type StockArrivals } from './lag.ts';
 import { explainTail } from './tail.ts';
 import { cpuSeconds, percentile, postgresCpuSeconds, settled, startWorld, takeMoves } from './world.ts';
@@ -32,6 +37,7 @@ const { values: args } = parseArgs({
     'sweep-minutes': { type: 'string', default: '5' },
     'clock-skew': { type: 'string', default: '0' },
     'list-order': { type: 'string' },
+    spender: { type: 'string', default: '0' },
   },
 });
 const rates = args.rates!.split(',').map(Number);
@@ -39,6 +45,8 @@ const minutes = Number(args.minutes);
 const sweepMinutes = Number(args['sweep-minutes']);
 const clockSkew = Number(args['clock-skew']);
 if (!Number.isFinite(clockSkew)) throw new Error('--clock-skew takes a number of seconds');
+const spenderShare = Number(args.spender);
+if (!(spenderShare >= 0 && spenderShare < 1)) throw new Error('--spender takes a share of the window, from 0 to below 1');
 if (rates.some((r) => !(r > 0)) || !(minutes > 0)) throw new Error('--rates takes positive numbers, --minutes a positive number');
 const log = createLogger('warn', { destination: process.stderr, pretty: false });
 const WINDOW_S = 300,
@@ -48,7 +56,8 @@ const s = (ms: number) => (Number.isFinite(ms) ? (ms / 1000).toFixed(1) : '-');
 console.log(
   `freshness: ${minutes} min per rate, rates ${rates.join(', ')} operations/s, ${args.variants} variants, ` +
     `${LIMIT} requests / ${WINDOW_S} s, time scale 1${args.profile ? `, sandbox profile ${args.profile}` : ''}` +
-    `, API clock ${clockSkew >= 0 ? '+' : ''}${clockSkew} s${args['list-order'] ? `, lists by ${args['list-order']}` : ''}`,
+    `, API clock ${clockSkew >= 0 ? '+' : ''}${clockSkew} s${args['list-order'] ? `, lists by ${args['list-order']}` : ''}` +
+    (spenderShare ? `, another client of the application spending ${Math.round(spenderShare * 100)}% of every window` : ''),
 );
 console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? '?'}, ${(totalmem() / 2 ** 30).toFixed(1)} GB, node ${process.version}`);
 const rows: string[][] = [];
@@ -104,6 +113,11 @@ for (const rate of rates) {
   });
   const [account] = world.accounts;
   await settled(world);
+  let spender: Spender | null = null;
+  if (spenderShare) {
+    const { token } = await account!.admin('POST', 'tokens', { application_id: 1 });
+    spender = startSpender(account!.sandbox.url, token, { limit: LIMIT, windowMs: WINDOW_S * 1000, share: spenderShare, mode: 'steady' });
+  }
   const stats0 = await account!.admin('GET', 'stats');
   const start = Date.now();
   const cpu0 = { worker: cpuSeconds(world.worker.pid), pg: postgresCpuSeconds(world.database.postmaster) };
@@ -141,7 +155,12 @@ for (const rate of rates) {
   stopped = true;
   await load;
   const elapsed = Date.now() - start;
+  await spender?.stop();
   const stats1 = await account!.admin('GET', 'stats');
+  const spent = [...(spender?.byWindow.values() ?? [])].reduce((a, w) => ({ ok: a.ok + w.ok, limited: a.limited + w.limited }), {
+    ok: 0,
+    limited: 0,
+  });
   const cpu1 = { worker: cpuSeconds(world.worker.pid), pg: postgresCpuSeconds(world.database.postmaster) };
   // Moves made near the end still count: give them a minute to be caught up.
   for (const end = Date.now() + 60_000; lag.open && Date.now() < end; ) {
@@ -154,7 +173,7 @@ for (const rate of rates) {
   const expectedSweeps = Math.floor(minutes / sweepMinutes);
   const sorted = lag.all();
   const floor = floorLags(lag.times, (WINDOW_S / LIMIT) * 1000, start).sort((a, b) => a - b);
-  const requests = stats1.requests.total - stats0.requests.total;
+  const requests = stats1.requests.total - stats0.requests.total - spent.ok - spent.limited;
   const byRoute = Object.entries(stats1.requests.by_route as Record<string, number>)
     .map(([r, n]) => [r, n - (stats0.requests.by_route[r] ?? 0)] as const)
     .filter(([, n]) => n > 0)
@@ -171,11 +190,14 @@ for (const rate of rates) {
     String(lag.open),
     (requests / (elapsed / 60_000)).toFixed(1),
     lag.variants.size ? (requests / lag.variants.size).toFixed(3) : '-',
-    String(stats1.rate_limited - stats0.rate_limited),
+    spender
+      ? `${stats1.rate_limited - stats0.rate_limited - spent.limited} (+${spent.limited})`
+      : String(stats1.rate_limited - stats0.rate_limited),
     `${sweeps}/${expectedSweeps}`,
     ((100 * (cpu1.worker - cpu0.worker)) / (elapsed / 1000)).toFixed(1),
     cpu1.pg === null || cpu0.pg === null ? '-' : ((100 * (cpu1.pg - cpu0.pg)) / (elapsed / 1000)).toFixed(1),
   ]);
+  if (spender) console.log(`  ${rate}/s the other client: ${spent.ok} requests answered, ${spent.limited} refused (429)`);
   console.log(`  ${rate}/s requests by route: ${byRoute.map(([r, n]) => `${r} ${n}`).join(', ')}`);
   console.log(`  ${rate}/s the moves at or above p95, by the operation that made them: ${lag.tailCauses(percentile(sorted, 95))}`);
   const slow = lag.slowest(20).filter((m) => m.lag >= 15_000);

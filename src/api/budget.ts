@@ -11,7 +11,8 @@
 // their requests until our next answer. So where requests spent elsewhere since our last answer may have taken
 // what is left (the end of a window, a count grown old, a new window before its first answer), requests go one
 // at a time: a race lost there costs one 429, not one per request in flight, and the window is then spent
-// until its reset.
+// until its reset. How fast the others spend is measured from the counts themselves (applyAnswer: the drop between
+// two of our answers, less our own requests counted in between), not assumed.
 import { deleteWaiter, readBudget, writeBudget, type BudgetRecord, type BudgetWrite, type Lease } from '../db/budgets.ts';
 import type { Db } from '../db/index.ts';
 import { priorityRank } from './types.ts';
@@ -25,6 +26,20 @@ export interface BudgetState {
   resetKnown: boolean;
   /** Epoch ms at which the service's count (`remaining`) was last heard; absent: just now. */
   countedAt?: number;
+  /**
+   * Requests per ms the other clients of the application spent at the last measurement (absent: not measured yet).
+   * Kept across windows: a script's pace outlives the window it was measured in.
+   */
+  others?: number;
+  /** The count of this window the next measurement runs from (absent: none yet, see applyAnswer). */
+  sample?: Sample;
+}
+
+/** A count heard (remaining at epoch ms `at`) and how many of our answers were counted below it since (`own`). */
+export interface Sample {
+  remaining: number;
+  at: number;
+  own: number;
 }
 
 export interface RateHeaders {
@@ -77,17 +92,52 @@ export function lastSlots(limit: number): number {
 }
 
 /**
+ * The pace the others' measured rate is planned at: a script's pace wavers (its requests' own latency, a pause, a
+ * burst), and what it took since our count is only known at our next answer.
+ */
+export const OTHERS_MARGIN = 2;
+
+/**
+ * The shortest time a measurement of the others' rate spans, as a part of the time from its first count to the
+ * reset (a twentieth: 15 s of a fresh 300-second window, 1 s of its last 20 s; timed by the window, it holds for
+ * a window of any length); and the count must have fallen by a window's last slots (30 of 300) since. Our requests
+ * counted by the service but not yet answered look like the others' in the drop; over a longer span and a larger
+ * drop those few weigh little, and their answers, once in, are counted as ours.
+ */
+export const SAMPLE_PART = 1 / 20;
+
+/**
  * What the service may still have left now, for deciding whether requests may go together: the last count heard,
- * less what other spenders may have taken since. We plan for a spender taking what was left twice as fast as
- * spending it evenly until the reset would, so the count is worth nothing once half the time from it to the
- * reset has passed. Timed by the window itself (not in seconds), it holds for a window of any length: a count
- * heard 30 s ago is fresh 4 minutes before a reset and stale 40 s before it.
+ * less what other spenders may have taken since, at OTHERS_MARGIN times the rate measured from the counts (`others`,
+ * applyAnswer). Until a first measurement we plan for a spender taking what was left twice as fast as spending it
+ * evenly until the reset would. So a count is worth nothing once the others, at the pace they were seen spending,
+ * would have taken it: a count heard 30 s ago is fresh while nobody else spends, and stale when a script takes
+ * what is left at five times the even pace.
  */
 export function expectedRemaining(s: BudgetState, now: number): number {
   const countedAt = s.countedAt ?? now;
+  const age = Math.max(0, now - countedAt);
+  if (s.others !== undefined) return Math.max(0, s.remaining - OTHERS_MARGIN * s.others * age);
   const span = s.resetAt - countedAt;
   if (span <= 0) return s.remaining;
-  return s.remaining * Math.max(0, 1 - (2 * Math.max(0, now - countedAt)) / span);
+  return s.remaining * Math.max(0, 1 - (2 * age) / span);
+}
+
+/**
+ * A count heard at `now` (`remaining`, of the window the sample is of) measured against the sample: what fell since
+ * the sample's count less what of it was ours is what the others took, over the time between. Measured only once
+ * SAMPLE_PART of the time from the sample to the reset has passed and the count fell by lastSlots, and then the next
+ * measurement runs from this count; before that, the sample stays (and the rate measured before it).
+ */
+function measure(s: BudgetState, remaining: number, now: number): Pick<BudgetState, 'others' | 'sample'> {
+  const kept = s.others === undefined ? {} : { others: s.others };
+  const sample = s.sample;
+  if (!sample) return { ...kept, sample: { remaining, at: now, own: 0 } };
+  const span = now - sample.at;
+  const short = span <= 0 || span < SAMPLE_PART * (s.resetAt - sample.at) || sample.remaining - remaining < lastSlots(s.limit);
+  if (short) return { ...kept, sample };
+  const taken = Math.max(0, sample.remaining - remaining - sample.own);
+  return { others: taken / span, sample: { remaining, at: now, own: 0 } };
 }
 
 /**
@@ -138,7 +188,18 @@ export function applyAnswer(s: BudgetState, status: number | null, h: RateHeader
   const limit = h?.limit && h.limit > 0 ? h.limit : s.limit;
   if (status === 429) {
     const reset = h?.reset ?? now + 5000;
-    return { limit, remaining: 0, resetAt: s.resetKnown ? Math.max(s.resetAt, reset) : reset, resetKnown: true, countedAt: now };
+    // Refused in the window we follow: the others took all it had left since the sample (a measurement, if long
+    // enough). A refusal naming a later window starts nothing to measure from: its count is not heard.
+    const same = s.resetKnown && reset <= s.resetAt;
+    const measured = same ? measure(s, 0, now) : s.others === undefined ? {} : { others: s.others };
+    return {
+      limit,
+      remaining: 0,
+      resetAt: s.resetKnown ? Math.max(s.resetAt, reset) : reset,
+      resetKnown: true,
+      countedAt: now,
+      ...measured,
+    };
   }
   // A refused token is not the account's caller: its headers may describe some other window.
   if (!h || h.remaining === null || h.reset === null || status === 401) {
@@ -146,11 +207,26 @@ export function applyAnswer(s: BudgetState, status: number | null, h: RateHeader
     return { ...s, limit, remaining: Math.max(0, s.remaining - 1) };
   }
   if (h.reset <= now) return { ...s, limit };
-  if (!s.resetKnown || h.reset > s.resetAt)
-    return { limit, remaining: Math.max(0, h.remaining), resetAt: h.reset, resetKnown: true, countedAt: now };
+  const remaining = Math.max(0, h.remaining);
+  // A new window: its first count is where the next measurement of the others runs from; their rate stays.
+  if (!s.resetKnown || h.reset > s.resetAt) {
+    const next: BudgetState = {
+      limit,
+      remaining,
+      resetAt: h.reset,
+      resetKnown: true,
+      countedAt: now,
+      sample: { remaining, at: now, own: 0 },
+    };
+    return s.others === undefined ? next : { ...next, others: s.others };
+  }
+  if (h.reset !== s.resetAt) return { ...s, limit };
+  // An answer of ours counted after the sample's count, whatever order the answers came in: its request is ours in
+  // the drop the next measurement sees, not the others'.
+  const sample = s.sample && remaining < s.sample.remaining ? { ...s.sample, own: s.sample.own + 1 } : s.sample;
   // A higher count of the same window was counted before the one we hold: it tells nothing newer.
-  if (h.reset === s.resetAt && h.remaining <= s.remaining) return { ...s, limit, remaining: Math.max(0, h.remaining), countedAt: now };
-  return { ...s, limit };
+  if (remaining > s.remaining) return { ...s, limit, ...(sample ? { sample } : {}) };
+  return { ...s, limit, remaining, countedAt: now, ...measure({ ...s, sample }, remaining, now) };
 }
 
 // ---- database side ----
@@ -171,6 +247,10 @@ const toState = (r: BudgetRecord): BudgetState => ({
   resetAt: r.reset_at.getTime(),
   resetKnown: r.reset_known,
   countedAt: r.counted_at.getTime(),
+  ...(r.others_rate === null ? {} : { others: r.others_rate / 1000 }),
+  ...(r.sample_remaining === null || r.sample_at === null
+    ? {}
+    : { sample: { remaining: r.sample_remaining, at: r.sample_at.getTime(), own: r.sample_own } }),
 });
 
 const stateWrite = (s: BudgetState, r: BudgetRecord): Omit<BudgetWrite, 'leases' | 'waiters'> => ({
@@ -179,6 +259,8 @@ const stateWrite = (s: BudgetState, r: BudgetRecord): Omit<BudgetWrite, 'leases'
   resetAt: new Date(s.resetAt),
   resetKnown: s.resetKnown,
   countedAt: s.countedAt === undefined ? null : new Date(s.countedAt),
+  othersRate: s.others === undefined ? null : s.others * 1000,
+  sample: s.sample ? { remaining: s.sample.remaining, at: new Date(s.sample.at), own: s.sample.own } : null,
   leaseSeq: r.lease_seq,
 });
 
@@ -213,6 +295,10 @@ function written(row: BudgetRecord, w: BudgetWrite, now: Date): BudgetRecord {
     reset_at: w.resetAt,
     reset_known: w.resetKnown,
     counted_at: w.countedAt ?? row.counted_at,
+    others_rate: w.othersRate,
+    sample_remaining: w.sample?.remaining ?? null,
+    sample_at: w.sample?.at ?? null,
+    sample_own: w.sample?.own ?? 0,
     leases: w.leases,
     waiters: w.waiters,
     lease_seq: w.leaseSeq,

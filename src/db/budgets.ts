@@ -32,6 +32,11 @@ export interface BudgetRecord {
   reset_known: boolean;
   /** When the service's count was last heard (the row's updated_at). */
   counted_at: Date;
+  /** The other spenders' rate, requests a second (null: not measured), and the count it is measured from (api/budget.ts). */
+  others_rate: number | null;
+  sample_remaining: number | null;
+  sample_at: Date | null;
+  sample_own: number;
   now: Date;
   status: Connection['status'];
   status_reason: string | null;
@@ -55,7 +60,8 @@ export async function ensureBudget(db: Executor, connectionId: number): Promise<
 export async function readBudget(db: Executor, connectionId: number): Promise<BudgetRecord> {
   const load = () =>
     sql<BudgetRecord>`
-    SELECT b.request_limit, b.remaining, b.reset_at, b.reset_known, b.updated_at AS counted_at, now() AS now, c.status,
+    SELECT b.request_limit, b.remaining, b.reset_at, b.reset_known, b.updated_at AS counted_at, b.others_rate, b.sample_remaining,
+      b.sample_at, b.sample_own, now() AS now, c.status,
       c.status_reason, b.leases, b.waiters, b.lease_seq, b.version
     FROM api_budgets b JOIN connections c ON c.id = b.connection_id
     WHERE b.connection_id = ${connectionId}`.execute(db);
@@ -75,6 +81,9 @@ export interface BudgetWrite {
   resetKnown: boolean;
   /** When the count was heard (null: keep the stored time). */
   countedAt: Date | null;
+  /** The other spenders' rate, requests a second (null: not measured), and the count it is measured from (null: none). */
+  othersRate: number | null;
+  sample: { remaining: number; at: Date; own: number } | null;
   leases: Record<string, Lease>;
   waiters: Record<string, BudgetWaiter>;
   leaseSeq: number;
@@ -100,7 +109,9 @@ export async function writeBudget(
       leases = ${JSON.stringify(w.leases)}::jsonb, waiters = ${JSON.stringify(w.waiters)}::jsonb, lease_seq = ${w.leaseSeq},
       version = version + 1, requests_total = requests_total + ${w.sent ?? 0},
       accounting_errors = accounting_errors + ${w.accountingError ? 1 : 0},
-      updated_at = COALESCE(${w.countedAt}::timestamptz, updated_at)
+      updated_at = COALESCE(${w.countedAt}::timestamptz, updated_at), others_rate = ${w.othersRate}::double precision,
+      sample_remaining = ${w.sample?.remaining ?? null}::integer, sample_at = ${w.sample?.at ?? null}::timestamptz,
+      sample_own = ${w.sample?.own ?? 0}
     WHERE connection_id = ${connectionId} AND version = ${version}
       AND (SELECT c.status FROM connections c WHERE c.id = ${connectionId}) = ${status}
     RETURNING now() AS now`.execute(db);

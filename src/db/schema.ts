@@ -238,6 +238,11 @@ export interface ApiBudgetsTable {
   waiters: Default<Json>;
   lease_seq: Default<number>;
   version: Default<number>;
+  /** Migration 0390: the other spenders' rate (requests a second) and the count it is measured from (src/api/budget.ts). */
+  others_rate: number | null;
+  sample_remaining: number | null;
+  sample_at: Timestamp | null;
+  sample_own: Default<number>;
 }
 
 // migrations/0160_sweep_plans.sql (src/db/sweep-plans.ts)

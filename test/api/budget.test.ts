@@ -99,6 +99,111 @@ t.test('another spender took most of the window: the service count rules, and a 
   t.ok(!d.ok && d.reason === 'spent' && d.waitMs >= 60_000, 'nothing more is sent before the reset');
 });
 
+t.test("the others' rate: the drop between two of our counts less our own requests, whatever order the answers came in", async (t) => {
+  const h = (remaining: number) => ({ limit: 300, remaining, reset: now + 60_000 });
+  let s = applyAnswer(state({ resetKnown: false, resetAt: now - 1 }), 200, h(200), now);
+  t.same(s.sample, { remaining: 200, at: now, own: 0 }, "a window's first count is where the measurement runs from");
+  t.equal(s.others, undefined, 'nothing measured yet');
+  // Three of ours, answered out of order; a fourth, 5 s later, says 160: 40 fell, 4 of them ours, 36 the others'.
+  for (const [r, at] of [
+    [197, 100],
+    [199, 120],
+    [198, 130],
+  ] as const)
+    s = applyAnswer(s, 200, h(r), now + at);
+  t.equal(s.remaining, 197, 'the lowest count');
+  t.equal(s.sample?.own, 3, 'the late answers are ours too');
+  t.equal(
+    applyAnswer(s, 200, h(190), now + 1000).others,
+    undefined,
+    'too short a span (a twentieth of the time to the reset) measures nothing',
+  );
+  s = applyAnswer(s, 200, h(160), now + 5000);
+  t.equal(s.others, 36 / 5000, '36 requests in 5 s');
+  t.same(s.sample, { remaining: 160, at: now + 5000, own: 0 }, 'the next measurement runs from this count');
+  t.equal(
+    expectedRemaining(s, now + 6000),
+    160 - 2 * 36 * (1000 / 5000),
+    'a count a second old: less twice what the others took in a second',
+  );
+  // The next window keeps the rate and measures again from its first count.
+  const next = applyAnswer(s, 200, { limit: 300, remaining: 290, reset: now + 360_000 }, now + 61_000);
+  t.equal(next.others, s.others);
+  t.same(next.sample, { remaining: 290, at: now + 61_000, own: 0 });
+});
+
+/**
+ * One window of the service on a clock of whole milliseconds, every step decided by the test: another client of
+ * the application starts at `spenderFrom` and spends at `pace` times the even rate of what is left then (what is
+ * left / the time to the reset), one request whenever its rate has made one; ours are counted 10 ms after they
+ * are sent and answered 10 ms later; we want one request every 100 ms until `steadyUntil`, then nothing, then
+ * `slice` at once at `sliceAt` (a drain after a quiet spell). Our budget folds each answer and decides each request
+ * as the gate does (applyAnswer, decide). No timer, no race: the same run every time.
+ */
+function quotaRace(o: { pace: number; spenderFrom: number; steadyUntil: number; sliceAt: number; slice: number }) {
+  const LIMIT = 100;
+  const WINDOW = 5000;
+  const reset = now + WINDOW;
+  let left = LIMIT;
+  let s: BudgetState = rollover(state({ limit: LIMIT, remaining: 0, resetAt: now - 1 }), now);
+  let rate = 0;
+  let owed = 0;
+  let wanted = 0;
+  let inFlight = 0;
+  const ours: { sent: number; status?: number; remaining?: number }[] = [];
+  let atSlice: BudgetState | null = null;
+  for (let ms = 0; ms < WINDOW; ms++) {
+    if (ms === o.spenderFrom) rate = (o.pace * left) / (WINDOW - ms);
+    for (owed += rate; owed >= 1; owed--) if (left > 0) left--;
+    for (const r of ours) {
+      if (r.sent + 10 === ms) {
+        r.status = left > 0 ? 200 : 429;
+        if (left > 0) left--;
+        r.remaining = left;
+      }
+      if (r.sent + 20 === ms) {
+        s = applyAnswer(s, r.status!, { limit: LIMIT, remaining: r.remaining!, reset }, now + ms);
+        inFlight--;
+      }
+    }
+    if (ms % 100 === 0 && ms < o.steadyUntil) wanted++;
+    if (ms === o.sliceAt) {
+      wanted += o.slice;
+      atSlice = s;
+    }
+    while (wanted > 0 && decide(s, inFlight, 1, 10, false, now + ms).ok) {
+      ours.push({ sent: ms });
+      inFlight++;
+      wanted--;
+    }
+  }
+  return { ours, rate, atSlice: atSlice!, limited: ours.filter((r) => r.status === 429).length };
+}
+
+t.test('another client taking what is left at five times the even pace: its rate read from the counts, one 429 at most', async (t) => {
+  // It starts at 1 s, when 90 of 100 are left and 4 s to the reset: 0.1125 requests a ms, all that is left in 0.8 s.
+  // We send one request every 100 ms until 1.4 s, then nothing until a drain wants four at 1.75 s: the last count
+  // (1.42 s) said 39 were left, and by the time the four are counted the other client has taken them all. Planned
+  // as a client at twice the even pace, that count was still worth 32, and the four went together: four 429s.
+  const run = quotaRace({ pace: 5, spenderFrom: 1000, steadyUntil: 1500, sliceAt: 1750, slice: 4 });
+  const others = run.atSlice.others ?? 0;
+  t.ok(
+    Math.abs(others - run.rate) / run.rate < 0.2,
+    `the other client's rate measured: ${others.toFixed(4)} of ${run.rate.toFixed(4)} a ms`,
+  );
+  t.ok(run.ours.filter((r) => r.sent >= 1750).length >= 1, 'the slice was sent (one at a time)');
+  t.ok(run.limited <= 1, `at most one 429 in the window (${run.limited})`);
+  // Nobody else: nothing measured against us, and a count does not grow old; the same quiet spell and slice go together.
+  const alone = quotaRace({ pace: 0, spenderFrom: 1000, steadyUntil: 1500, sliceAt: 1750, slice: 4 });
+  t.equal(alone.atSlice.others, 0, 'no other client: a rate of 0');
+  t.same(
+    alone.ours.filter((r) => r.sent >= 1750).map((r) => r.sent),
+    [1750, 1750, 1750, 1750],
+    'alone, the four go together',
+  );
+  t.equal(alone.limited, 0);
+});
+
 t.test('reconcile cannot take the reserve; interactive and webhook can', async (t) => {
   const s = state({ remaining: 30 });
   t.equal(decide(s, 0, 0, 30, false, now).ok, true);
@@ -142,7 +247,14 @@ t.test('answers: same window keeps the lowest count, a newer window is adopted, 
   );
   t.equal(applyAnswer(s, 200, { limit: 300, remaining: 40, reset: s.resetAt }, now).remaining, 40);
   const next = applyAnswer(s, 200, { limit: 300, remaining: 299, reset: s.resetAt + 300_000 }, now);
-  t.same(next, { limit: 300, remaining: 299, resetAt: s.resetAt + 300_000, resetKnown: true, countedAt: now });
+  t.same(next, {
+    limit: 300,
+    remaining: 299,
+    resetAt: s.resetAt + 300_000,
+    resetKnown: true,
+    countedAt: now,
+    sample: { remaining: 299, at: now, own: 0 },
+  });
   t.same(applyAnswer(s, 200, { limit: 300, remaining: 10, reset: now - 1000 }, now), s, 'answer of an ended window');
   const unknown = state({ resetKnown: false, resetAt: now - 5000 });
   t.equal(applyAnswer(unknown, 200, { limit: 300, remaining: 250, reset: now + 1000 }, now).remaining, 250);
