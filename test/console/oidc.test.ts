@@ -210,7 +210,7 @@ t.test('people sign in through the OpenID provider in the role their groups map 
     t.equal(audit.status, 200);
     t.match(audit.body.entries, [
       { actor: 'ada@example.com', role: 'admin', action: 'sign-in', after: { how: 'oidc' } },
-      { actor: 'ada@example.com', role: 'admin', action: 'PATCH /api/channels/:name', connection: 'shop' },
+      { actor: 'ada@example.com', role: 'admin', action: 'channels.change', connection: 'shop' },
     ]);
     t.match(audit.body.entries[1], { before: { channel: { buffer_units: '0' } }, after: { channel: { buffer_units: '3' } } });
 
