@@ -7,15 +7,16 @@ import { formatTable, sharedOptions, stringOption, UsageError, type CommandConte
 import { listChannels, listOverrides } from '../db/channels.ts';
 import { openDatabase, type Db } from '../db/index.ts';
 import { OperationFailed } from '../push/errors.ts';
-import { parseAllowedHosts } from './address-guard.ts';
 import { ChannelChoiceError, ChannelInputError, findChannel, presentChannel, presentOverride } from './channels.ts';
-import { removeDestination, setDestination, viewDestination } from './destinations.ts';
+import { viewDestination } from './destinations.ts';
 import {
   channelAdd,
   channelUpdate,
   channelRemove,
   destinationPause,
+  destinationRemove,
   destinationResume,
+  destinationSet,
   NotThere,
   type OperationDeps,
   overrideRemove,
@@ -42,7 +43,7 @@ async function withOperations<T>(ctx: CommandContext, db: Db, databaseUrl: strin
 }
 
 /** Verbs that are operations: each writes its own audit entry (operations.ts), so the command writes none. */
-const OPERATIONS = ['add', 'change', 'remove', 'override set', 'override remove', 'destination pause', 'destination resume'];
+const OPERATIONS = ['add', 'change', 'remove', 'override', 'destination'];
 
 const VERBS =
   'list | show NAME | add NAME | change NAME | remove NAME | override set NAME SKU MODE | override remove NAME SKU | holds list [NAME] | holds add NAME ORDER_ID --line SKU=QTY | holds cancel NAME ORDER_ID | orders show|cancel NAME CHANNEL_ORDER_ID | destination show|set|pause|resume|remove NAME';
@@ -222,19 +223,15 @@ async function runChannels(ctx: CommandContext, db: Db, databaseUrl: string): Pr
           ...(text(v, 'from') ? { from: text(v, 'from') } : {}),
           ...(text(v, 'kinds') ? { kinds: text(v, 'kinds') } : {}),
         };
-        const allow = parseAllowedHosts(ctx.config.OUTBOUND_ALLOWED_HOSTS);
-        const set = await setDestination(db, new ClientState().key(ctx.config), id, input, allow);
-        secret = set.secret;
+        const key = new ClientState().key(ctx.config);
+        secret =
+          (await withOperations(ctx, db, databaseUrl, (ops) => destinationSet({ ...ops, key }, cliCaller(), ch, input))).secret ?? null;
       } else if (sub === 'pause' || sub === 'resume') {
         await withOperations(ctx, db, databaseUrl, (ops) =>
           sub === 'pause' ? destinationPause(ops, cliCaller(), ch, { reason: text(v, 'reason') }) : destinationResume(ops, cliCaller(), ch),
         );
       } else if (sub === 'remove') {
-        if (!(await removeDestination(db, id))) {
-          console.error(`commerce-sync channels: channel ${ch.connection}/${ch.name} has no destination`);
-          return 1;
-        }
-        print({ removed: true }, () => ['destination removed']);
+        print(await destinationRemove({ db }, cliCaller(), ch), () => ['destination removed']);
         return 0;
       }
       const view = await viewDestination(db, id);

@@ -8,9 +8,8 @@ import type { ClientState } from '../api/client-state.ts';
 import { callerOf } from '../audit.ts';
 import { documented, timestamp } from '../openapi/registry.ts';
 import { problem, type RouteDeps } from '../server.ts';
-import { parseAllowedHosts } from './address-guard.ts';
-import { destinationInput, removeDestination, setDestination, viewDestination } from './destinations.ts';
-import { destinationPause, destinationResume, pauseInput } from './operations.ts';
+import { destinationInput, viewDestination } from './destinations.ts';
+import { destinationPause, destinationRemove, destinationResume, destinationSet, pauseInput } from './operations.ts';
 import { answering, body, channelParams, type ChannelRouting, connectionQuery } from './requests.ts';
 
 // The answer, as destinations.ts builds it.
@@ -61,7 +60,7 @@ const noDestination = (ctx: Context, ch: { connection: string; name: string }) =
 
 export function mountDestinationRoutes(rt: RouteDeps & { clients: ClientState }, router: Router, routing: ChannelRouting): void {
   const { db } = rt.database;
-  const { announce, channel, json } = routing;
+  const { channel, json } = routing;
   const api = documented(router);
 
   // A channel's destination: its state and recent POSTs; set (a secret is made and shown once when none is given),
@@ -104,11 +103,9 @@ export function mountDestinationRoutes(rt: RouteDeps & { clients: ClientState },
     json,
     (ctx) =>
       answering(ctx, async () => {
-        const ch = await channel(ctx);
-        const allow = parseAllowedHosts(rt.config.OUTBOUND_ALLOWED_HOSTS);
-        const set = await setDestination(db, rt.clients.key(rt.config), Number(ch.id), body(ctx), allow);
-        await announce([{ channel_id: Number(ch.id) }]);
-        ctx.body = { destination: set.view, ...(set.secret ? { secret: set.secret } : {}) };
+        await routing.ready();
+        const ops = { db, boss: rt.boss, config: rt.config, key: rt.clients.key(rt.config) };
+        ctx.body = await destinationSet(ops, callerOf(ctx), await channel(ctx), body(ctx));
       }),
   );
 
@@ -124,9 +121,7 @@ export function mountDestinationRoutes(rt: RouteDeps & { clients: ClientState },
     },
     (ctx) =>
       answering(ctx, async () => {
-        const ch = await channel(ctx);
-        if (!(await removeDestination(db, Number(ch.id)))) return noDestination(ctx, ch);
-        ctx.body = { removed: true };
+        ctx.body = await destinationRemove({ db }, callerOf(ctx), await channel(ctx));
       }),
   );
 

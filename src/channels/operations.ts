@@ -4,6 +4,7 @@
 // and one audit entry (auditChange) of the same shape. A door only finds the channel, parses, calls and renders.
 import { z } from 'zod';
 import { auditChange, type Caller } from '../audit.ts';
+import type { Config } from '../config.ts';
 import { overridesOf } from '../db/channels.ts';
 import type { Db } from '../db/index.ts';
 import { note } from '../inputs.ts';
@@ -20,7 +21,15 @@ import {
   removeOverride,
   setOverride,
 } from './channels.ts';
-import { pauseDestination, resumeDestination, viewDestination, type DestinationView } from './destinations.ts';
+import { parseAllowedHosts } from './address-guard.ts';
+import {
+  pauseDestination,
+  removeDestination,
+  resumeDestination,
+  setDestination,
+  viewDestination,
+  type DestinationView,
+} from './destinations.ts';
 
 /** Nothing to act on: no override of that SKU, no destination (404; the CLI's refusal, exit 1). */
 export class NotThere extends ChannelChoiceError {
@@ -30,7 +39,7 @@ export class NotThere extends ChannelChoiceError {
 }
 
 /** What the operations need: the database, and the queue that tells a channel's destination to send. */
-export type OperationDeps = Announcer & { db: Db };
+export type OperationDeps = Announcer & { db: Db; config: Pick<Config, 'CHANNEL_WEBHOOK_URL' | 'OUTBOUND_ALLOWED_HOSTS'> };
 
 const PAUSE_REASON_LENGTH = 200;
 /** A pause's input, whichever door: an optional reason, at most 200 characters; none says an operator paused it. */
@@ -141,4 +150,29 @@ export async function channelRemove(deps: { db: Db }, caller: Caller, ch: FoundC
   const result = { removed: presentChannel(ch) };
   await auditChange(deps.db, caller, { action: 'channels.remove', ...where(ch), before: { channel: presentChannel(ch) } });
   return result;
+}
+
+/**
+ * Sets a channel's destination (a secret is made, and answered once, when none is given); what waits is sent at
+ * once. The entry keeps the destination as it is shown (its host), never the URL's path or the secret.
+ */
+export async function destinationSet(deps: OperationDeps & { key: Buffer }, caller: Caller, ch: FoundChannel, raw: unknown) {
+  const before = await viewDestination(deps.db, ch.id);
+  const set = await setDestination(deps.db, deps.key, ch.id, raw, parseAllowedHosts(deps.config.OUTBOUND_ALLOWED_HOSTS));
+  await announceChanges(deps, [{ channel_id: ch.id }]);
+  await auditChange(deps.db, caller, {
+    action: 'channels.destination.set',
+    ...where(ch),
+    before: { destination: before },
+    after: { destination: set.view },
+  });
+  return { destination: set.view, ...(set.secret ? { secret: set.secret } : {}) };
+}
+
+/** Removes a channel's destination (404 when it has none): its changes are kept for its feed. */
+export async function destinationRemove(deps: { db: Db }, caller: Caller, ch: FoundChannel) {
+  const before = await destinationOrMissing(deps.db, ch);
+  if (!(await removeDestination(deps.db, ch.id))) throw new NotThere(`channel ${ch.connection}/${ch.name} has no destination`);
+  await auditChange(deps.db, caller, { action: 'channels.destination.remove', ...where(ch), before: { destination: before } });
+  return { removed: true as const };
 }

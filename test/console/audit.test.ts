@@ -55,7 +55,7 @@ t.test('changes through the API and the CLI are audited with who, what, before a
       // An operation's entry is named by the operation, the same whichever door (src/channels/operations.ts).
       'channels.change',
       'channels.destination.pause',
-      'PUT /api/channels/:name/destination',
+      'channels.destination.set',
     ],
     'each change once, nothing for the read or the refused change',
   );
@@ -94,7 +94,7 @@ t.test('changes through the API and the CLI are audited with who, what, before a
   t.equal((await cli('change', 'default', '--buffer', '4')).code, 0);
   const [last] = await listAudit(db, { limit: 1 });
   t.match(last, { action: 'channels.change', target: 'channel default', source: 'cli', role: 'admin' });
-  t.equal((await listAudit(db, { limit: 2 }))[1]!.action, 'PUT /api/channels/:name/destination', 'one entry for the change, not two');
+  t.equal((await listAudit(db, { limit: 2 }))[1]!.action, 'channels.destination.set', 'one entry for the change, not two');
   t.match(last!.actor, /^cli:/);
 
   // A destination's URL may carry its credential in the path (a Slack-style hook): kept by host only, from the CLI
@@ -105,8 +105,9 @@ t.test('changes through the API and the CLI are audited with who, what, before a
   const both = await listAudit(db, { limit: 2 });
   t.same(
     both.map((e) => e.action),
-    ['PUT /api/channels/:name/destination', 'cli channels destination set'],
+    ['channels.destination.set', 'channels.destination.set'],
   );
   for (const e of both) t.notMatch(JSON.stringify(e), /SECRETPATH|QUERYSECRET|services\/T000/, `${e.action}: no path or query of the URL`);
-  t.match(both[1]!.after, { url: 'https://hooks.example.com/[redacted]' }, 'the CLI entry keeps the host');
+  t.match(both, [{ source: 'api' }, { source: 'cli' }], 'one from each door');
+  t.match(both[1]!.after, { destination: { host: 'hooks.example.com' } }, 'the CLI entry keeps the host');
 });
