@@ -12,9 +12,9 @@ import { announceChanges, type Announcer } from './dispatch.ts';
 import {
   addChannel,
   ChannelChoiceError,
-  ChannelInputError,
   changeChannel,
   type FoundChannel,
+  parseInput,
   presentChannel,
   presentOverride,
   removeChannel,
@@ -49,12 +49,6 @@ export const pauseInput = z.object({
 const OPERATOR_PAUSE = 'paused by an operator';
 
 const where = (ch: FoundChannel) => ({ connection: { id: ch.connection_id, name: ch.connection }, target: `channel ${ch.name}` });
-
-function parsed<T extends z.ZodType>(schema: T, raw: unknown): z.output<T> {
-  const r = schema.safeParse(raw ?? {});
-  if (!r.success) throw new ChannelInputError(r.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`));
-  return r.data;
-}
 
 /** Sets a channel's override of a SKU; the channel hears the quantities it changed at once. */
 export async function overrideSet(deps: OperationDeps, caller: Caller, ch: FoundChannel, sku: string, raw: unknown) {
@@ -97,7 +91,7 @@ async function destinationOrMissing(db: Db, ch: FoundChannel): Promise<Destinati
 
 /** Pauses a channel's destination: nothing is POSTed until it is resumed, nothing is lost. */
 export async function destinationPause(deps: OperationDeps, caller: Caller, ch: FoundChannel, raw: unknown): Promise<DestinationView> {
-  const input = parsed(pauseInput, raw);
+  const input = parseInput(pauseInput, raw ?? {});
   const before = await destinationOrMissing(deps.db, ch);
   const reason = input.reason?.trim() || OPERATOR_PAUSE;
   if (!(await pauseDestination(deps.db, ch.id, reason))) throw new NotThere(`channel ${ch.connection}/${ch.name} has no destination`);
