@@ -204,7 +204,7 @@ export async function destinationOutcomes(db: Executor): Promise<DestinationOutc
         JOIN connections n ON n.id = ch.connection_id
        WHERE d.last_attempt_at IS NOT NULL
        ORDER BY 1`.execute(db)
-  ).rows.map((r) => ({ ...r, channel_id: Number(r.channel_id), connection_id: Number(r.connection_id) }));
+  ).rows;
 }
 
 export async function recordPost(db: Executor, post: Insertable<ChannelPostsTable>): Promise<void> {
@@ -264,8 +264,8 @@ export async function destinationStates(
        ORDER BY n.name, ch.name`.execute(db)
   ).rows.map((r) => ({
     ...r,
-    channel_id: Number(r.channel_id),
-    connection_id: Number(r.connection_id),
+    channel_id: r.channel_id,
+    connection_id: r.connection_id,
     cursor: Number(r.cursor),
     order_cursor: Number(r.order_cursor),
     lag_seconds: Number(r.lag_seconds),
@@ -278,7 +278,7 @@ export async function channelsSending(db: Executor, channelIds: number[]): Promi
   return (
     await sql<{ channel_id: number }>`SELECT channel_id FROM channel_destinations
       WHERE channel_id = ANY(${channelIds}::bigint[]) AND paused_at IS NULL`.execute(db)
-  ).rows.map((r) => Number(r.channel_id));
+  ).rows.map((r) => r.channel_id);
 }
 
 /** Channels whose destination has changes after its cursor and may be sent to now (the maintenance safety net). */
@@ -293,5 +293,5 @@ export async function destinationsDue(db: Executor, channelId?: number): Promise
            OR ('orders' = ANY(d.kinds) AND EXISTS (SELECT 1 FROM channel_order_events e WHERE e.channel_id = d.channel_id AND e.id > d.order_cursor)))`.execute(
       db,
     )
-  ).rows.map((r) => Number(r.channel_id));
+  ).rows.map((r) => r.channel_id);
 }

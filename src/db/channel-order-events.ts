@@ -34,7 +34,7 @@ export async function lockMappedOrders(tx: Executor, connectionId: number, order
      WHERE co.connection_id = ${connectionId} AND co.order_id = ANY(${orderIds}::bigint[])
      ORDER BY co.channel, co.channel_order_id
        FOR UPDATE OF co`.execute(tx);
-  return rows.map((r) => ({ ...r, order_id: Number(r.order_id), channel_id: r.channel_id === null ? null : Number(r.channel_id) }));
+  return rows;
 }
 
 /** What the mirror knows of an order, as order events need it. Times are the service's. */
@@ -112,10 +112,7 @@ export async function orderFacts(db: Executor, connectionId: number, orderIds: n
       FROM unnest(${orderIds}::bigint[]) AS i(id)
       LEFT JOIN orders o ON o.connection_id = ${connectionId} AND o.id = i.id`.execute(db);
   return new Map(
-    rows.map((r) => [
-      Number(r.order_id),
-      { ...r, order_id: Number(r.order_id), fulfillment_ids: r.fulfillment_ids?.filter((x) => x !== null).map(Number) ?? null },
-    ]),
+    rows.map((r) => [r.order_id, { ...r, fulfillment_ids: r.fulfillment_ids?.filter((x) => x !== null).map(Number) ?? null }]),
   );
 }
 
@@ -125,7 +122,7 @@ export async function orderFacts(db: Executor, connectionId: number, orderIds: n
  */
 export async function insertOrderEvents(tx: Executor, events: NewOrderEvent[]): Promise<number[]> {
   if (!events.length) return [];
-  const channels = [...new Set(events.map((e) => Number(e.channel_id)))].sort((a, b) => a - b);
+  const channels = [...new Set(events.map((e) => e.channel_id))].sort((a, b) => a - b);
   await sql`SELECT pg_advisory_xact_lock(727031, (c % 2147483647)::int) FROM unnest(${channels}::bigint[]) AS c ORDER BY c`.execute(tx);
   // Each keeps the trace context of the write (or push outcome) recording it: its POST continues that trace.
   const traceparent = traceparentOf();
@@ -135,7 +132,7 @@ export async function insertOrderEvents(tx: Executor, events: NewOrderEvent[]): 
     .onConflict((oc) => oc.columns(['channel_id', 'channel_order_id', 'key']).doNothing())
     .returning('channel_id')
     .execute();
-  return [...new Set(rows.map((r) => Number(r.channel_id)))];
+  return [...new Set(rows.map((r) => r.channel_id))];
 }
 
 /**
@@ -209,8 +206,8 @@ export async function dueWatches(db: Executor, limit: number): Promise<WatchedOr
      LIMIT ${limit}`.execute(db);
   return rows.map((r) => ({
     ...r,
-    connection_id: Number(r.connection_id),
-    order_id: Number(r.order_id),
+    connection_id: r.connection_id,
+    order_id: r.order_id,
     fulfillment_ids: r.fulfillment_ids.map(Number),
     return_ids: r.return_ids.map(Number),
   }));
@@ -242,7 +239,7 @@ export async function watchedOrdersWithVariants(db: Executor, connectionId: numb
          OR EXISTS (SELECT 1 FROM channel_holds h JOIN channel_hold_lines l ON l.hold_id = h.id
                      WHERE h.connection_id = co.connection_id AND h.channel = co.channel AND h.channel_order_id = co.channel_order_id
                        AND l.variant_id = ANY(${variantIds}::bigint[])))`.execute(db);
-  return rows.map((r) => Number(r.order_id));
+  return rows.map((r) => r.order_id);
 }
 
 /** The newest order event id of a channel (0: none), for a destination set to start from now. */
@@ -279,7 +276,7 @@ export async function unknownDocumentsOf(
      WHERE (n.resource = 'fulfillment' AND NOT EXISTS (SELECT 1 FROM fulfillments f WHERE f.connection_id = ${connectionId} AND f.id = n.id))
         OR (n.resource = 'fulfillment_return'
             AND NOT EXISTS (SELECT 1 FROM fulfillment_returns r WHERE r.connection_id = ${connectionId} AND r.id = n.id))`.execute(db);
-  return rows.map((r) => ({ resource: r.resource, id: Number(r.id) }));
+  return rows.map((r) => ({ resource: r.resource, id: r.id }));
 }
 
 /** A channel order's key in latestEventTimes' answer. */

@@ -52,11 +52,7 @@ async function summaries(db: Executor, connectionId: number, keys: Key[]): Promi
          WHERE x.connection_id = ${connectionId} AND x.channel_order_id = k.channel_order_id AND x.channel_id = k.channel_id
          ORDER BY x.id DESC LIMIT 1) e ON true
      ORDER BY touched_at DESC NULLS LAST, k.channel, k.channel_order_id`.execute(db);
-  return rows.map((r) => ({
-    ...r,
-    channel_id: Number(r.channel_id),
-    order_id: r.order_id === null ? null : Number(r.order_id),
-  }));
+  return rows;
 }
 
 /**
@@ -97,6 +93,6 @@ export async function channelOrdersMatching(db: Executor, connectionId: number, 
   return summaries(
     db,
     connectionId,
-    rows.map((r) => ({ channel_id: Number(r.channel_id), channel: r.channel, channel_order_id: channelOrderId, touched_at: null })),
+    rows.map((r) => ({ channel_id: r.channel_id, channel: r.channel, channel_order_id: channelOrderId, touched_at: null })),
   );
 }

@@ -123,7 +123,7 @@ export async function insertChannel(db: Executor, connectionId: number, name: st
     })
     .returning('id')
     .executeTakeFirstOrThrow();
-  return (await channelById(db, Number(row.id)))!;
+  return (await channelById(db, row.id))!;
 }
 
 export async function channelById(db: Executor, id: number): Promise<Channel | undefined> {

@@ -79,7 +79,7 @@ export async function subscribedConnectionIds(db: Executor): Promise<number[]> {
     .where('webhook_address', 'is not', null)
     .orderBy('id')
     .execute();
-  return rows.map((r) => Number(r.id));
+  return rows.map((r) => r.id);
 }
 
 /** Where the connection's subscriptions deliver to; updated_at is left alone (not a change of the connection). */

@@ -8,7 +8,7 @@ export type SyncCursor = Selectable<SyncCursorsTable>;
 
 /** The ids of connections swept at least once. */
 export async function sweptConnections(db: Executor): Promise<Set<number>> {
-  return new Set((await db.selectFrom('sync_cursors').select('connection_id').distinct().execute()).map((r) => Number(r.connection_id)));
+  return new Set((await db.selectFrom('sync_cursors').select('connection_id').distinct().execute()).map((r) => r.connection_id));
 }
 
 /** The cursors of these connections, by resource. */
@@ -29,7 +29,7 @@ export async function driftByConnection(db: Executor): Promise<Map<number, numbe
     .groupBy('connection_id')
     .having(sql`sum(last_drift)`, '>', 0)
     .execute();
-  return new Map(rows.map((r) => [Number(r.connection_id), Number(r.drift)]));
+  return new Map(rows.map((r) => [r.connection_id, Number(r.drift)]));
 }
 
 /** Records a sweep of a resource; the cursor only moves forward. */

@@ -191,7 +191,7 @@ export async function insertDeliveries(pool: pg.Pool, rows: NewDelivery[], jobs?
 export async function startWaitingJobs(db: Db, jobs: { connectionId: number; jobId: string }[]): Promise<void> {
   if (!jobs.length) return;
   await db.transaction().execute(async (tx) => {
-    await sql.raw(connectionLocks('pg_advisory_xact_lock', `'{${jobs.map((j) => Number(j.connectionId)).join(',')}}'`)).execute(tx);
+    await sql.raw(connectionLocks('pg_advisory_xact_lock', `'{${jobs.map((j) => j.connectionId).join(',')}}'`)).execute(tx);
     await sql`DELETE FROM delivery_waits WHERE job_id = ANY(${jobs.map((j) => j.jobId)}::text[])`.execute(tx);
   });
 }

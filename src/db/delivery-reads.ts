@@ -122,7 +122,7 @@ export async function latestReceived(db: Executor, connectionIds: number[]): Pro
   const r = await sql<{ id: number; at: Date }>`SELECT c.id, d.at FROM unnest(${connectionIds}::bigint[]) AS c(id)
     CROSS JOIN LATERAL (SELECT received_at AS at FROM webhook_deliveries w WHERE w.connection_id = c.id
       ORDER BY received_at DESC LIMIT 1) d`.execute(db);
-  return new Map(r.rows.map((x) => [Number(x.id), new Date(x.at)]));
+  return new Map(r.rows.map((x) => [x.id, new Date(x.at)]));
 }
 
 /**
@@ -149,5 +149,5 @@ export async function announcedAmong(
       AND (d.state = 'queued' OR coalesce(d.event_at, d.received_at) >= x.u - make_interval(secs => ${marginMs / 1000}))
     WHERE d.connection_id = ${connectionId} AND d.resource = ${resource}
       AND d.received_at > now() - make_interval(secs => ${lookBackSeconds})`.execute(db);
-  return new Set(r.rows.map((x) => Number(x.id)));
+  return new Set(r.rows.map((x) => x.id));
 }

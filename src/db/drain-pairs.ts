@@ -50,7 +50,7 @@ export async function claimPairs(db: Executor, worker: string, limit: number): P
     FROM due
     WHERE d.connection_id = due.connection_id AND d.resource = due.resource
     RETURNING d.connection_id, d.resource, d.claimed_seq`.execute(db);
-  return rows.map((r) => ({ connectionId: Number(r.connection_id), resource: r.resource, claimedSeq: Number(r.claimed_seq) }));
+  return rows.map((r) => ({ connectionId: r.connection_id, resource: r.resource, claimedSeq: Number(r.claimed_seq) }));
 }
 
 /** Renews `worker`'s claims of these pairs (their drains run on); answers how many it still held. */

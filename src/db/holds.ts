@@ -67,7 +67,7 @@ export async function listHolds(
     SELECT id, hold_id, connection_id, variant_id, sku, ordered_sku, quantity::text AS quantity, ended_at, end_cause
     FROM channel_hold_lines WHERE hold_id = ANY(${holds.map((h) => h.id)}::bigint[]) ORDER BY id`.execute(db)
   ).rows;
-  return holds.map((h) => ({ ...h, held: lines.filter((l) => Number(l.hold_id) === Number(h.id)) }));
+  return holds.map((h) => ({ ...h, held: lines.filter((l) => l.hold_id === h.id) }));
 }
 
 /** A hold that holds a variant, as a quantity's explanation names it. */
@@ -96,10 +96,10 @@ export function heldOf(
 ): Map<number, { held: string; holds: HoldRef[] }> {
   const out = new Map<number, { held: string; holds: HoldRef[] }>();
   for (const r of rows) {
-    const v = Number(r.variant_id);
+    const v = r.variant_id;
     const entry = out.get(v) ?? { held: r.held, holds: [] };
     entry.holds.push({
-      hold_id: Number(r.hold_id),
+      hold_id: r.hold_id,
       channel: r.channel,
       channel_order_id: r.channel_order_id,
       quantity: r.quantity,
@@ -171,7 +171,7 @@ export async function endHeldLines(
     WHERE ended_at IS NULL AND ${filter}
     RETURNING id, hold_id, variant_id, sku, quantity::text AS quantity`.execute(db)
   ).rows;
-  const holdIds = [...new Set([...lines.map((l) => Number(l.hold_id)), ...(by.holdIds ?? [])])];
+  const holdIds = [...new Set([...lines.map((l) => l.hold_id), ...(by.holdIds ?? [])])];
   const holds = holdIds.length
     ? (
         await sql<Hold>`

@@ -30,7 +30,7 @@ export async function ordersByReference(db: Executor, connectionId: number, refe
     .where(sql<boolean>`raw->>'reference_number' = ${reference}`)
     .where((eb) => eb.or([eb('status', 'is', null), eb('status', 'not in', ['void', 'deleted', 'gone'])]))
     .execute();
-  return rows.map((r) => Number(r.id));
+  return rows.map((r) => r.id);
 }
 
 export async function hasCurrency(db: Executor, connectionId: number, iso: string): Promise<boolean> {
@@ -46,14 +46,14 @@ export async function hasCurrency(db: Executor, connectionId: number, iso: strin
 
 /** Every mirrored variant id of a connection. */
 export async function variantIdsOf(db: Executor, connectionId: number): Promise<number[]> {
-  return (await db.selectFrom('variants').select('id').where('connection_id', '=', connectionId).execute()).map((r) => Number(r.id));
+  return (await db.selectFrom('variants').select('id').where('connection_id', '=', connectionId).execute()).map((r) => r.id);
 }
 
 /** The ids of a mirror table's rows of a connection not marked gone (a full sweep's candidates for gone). */
 export async function liveIds(db: Executor, table: string, connectionId: number): Promise<number[]> {
   const rows = await sql<{ id: number }>`SELECT id FROM ${sql.raw(table)}
     WHERE connection_id = ${connectionId} AND status IS DISTINCT FROM 'gone'`.execute(db);
-  return rows.rows.map((r) => Number(r.id));
+  return rows.rows.map((r) => r.id);
 }
 
 /** The mirror's copy (raw) of each of these records it holds: what a sweep compares its read with before writing it. */
@@ -61,7 +61,7 @@ export async function mirroredRecords(db: Executor, table: string, connectionId:
   if (!ids.length) return new Map();
   const rows = await sql<{ id: number; raw: Fields }>`SELECT id, raw FROM ${sql.raw(table)}
     WHERE connection_id = ${connectionId} AND id = ANY(${ids}::bigint[])`.execute(db);
-  return new Map(rows.rows.map((r) => [Number(r.id), r.raw]));
+  return new Map(rows.rows.map((r) => [r.id, r.raw]));
 }
 
 /** The service's `updated_at` (as it wrote it) of each of the variants the mirror holds. */
@@ -73,14 +73,14 @@ export async function variantUpdatedAts(
   const rows = await sql<{ id: number; updated_at: string | null; read_as_of: Date | null }>`SELECT id,
     raw->>'updated_at' AS updated_at, read_as_of FROM variants
     WHERE connection_id = ${connectionId} AND id = ANY(${ids}::bigint[])`.execute(db);
-  return rows.rows.map((r) => ({ id: Number(r.id), updated_at: r.updated_at, read_as_of: r.read_as_of }));
+  return rows.rows.map((r) => ({ id: r.id, updated_at: r.updated_at, read_as_of: r.read_as_of }));
 }
 
 /** The variant of each mirrored order line (return lines name the order line, not the variant). */
 export async function variantsOfOrderLines(db: Executor, connectionId: number, lineIds: number[]): Promise<Map<number, number>> {
   const rows = await sql<{ id: number; variant_id: number }>`SELECT id, variant_id FROM order_line_items
     WHERE connection_id = ${connectionId} AND id = ANY(${lineIds}::bigint[]) AND variant_id IS NOT NULL`.execute(db);
-  return new Map(rows.rows.map((r) => [Number(r.id), Number(r.variant_id)]));
+  return new Map(rows.rows.map((r) => [r.id, r.variant_id]));
 }
 
 /** What the channel quantity of a variant is computed from; max_online stays an exact decimal string. */
@@ -114,21 +114,21 @@ export const stockLevelQuery = (connectionId: number, ids: Ids) => sql<StockLeve
 export async function bundlesOf(db: Executor, connectionId: number, componentIds: number[]): Promise<number[]> {
   const rows = await sql<{ bundle_id: number }>`SELECT DISTINCT bundle_id FROM compositions
     WHERE connection_id = ${connectionId} AND component_id = ANY(${componentIds}::bigint[])`.execute(db);
-  return rows.rows.map((r) => Number(r.bundle_id));
+  return rows.rows.map((r) => r.bundle_id);
 }
 
 /** Those of the bundles whose makeup the mirror holds. */
 export async function bundlesWithMakeup(db: Executor, connectionId: number, bundleIds: number[]): Promise<Set<number>> {
   const rows = await sql<{ bundle_id: number }>`SELECT DISTINCT bundle_id FROM compositions
     WHERE connection_id = ${connectionId} AND bundle_id = ANY(${bundleIds}::bigint[])`.execute(db);
-  return new Set(rows.rows.map((r) => Number(r.bundle_id)));
+  return new Set(rows.rows.map((r) => r.bundle_id));
 }
 
 /** Every bundle of a connection: variants marked composite and bundles with a mirrored makeup. */
 export async function allBundles(db: Executor, connectionId: number): Promise<number[]> {
   const rows = await sql<{ id: number }>`SELECT id FROM variants WHERE connection_id = ${connectionId} AND composite
     UNION SELECT DISTINCT bundle_id FROM compositions WHERE connection_id = ${connectionId}`.execute(db);
-  return rows.rows.map((r) => Number(r.id));
+  return rows.rows.map((r) => r.id);
 }
 
 /** The makeup of the bundles: one row per component, quantity an exact decimal string. */
@@ -459,5 +459,5 @@ export async function locationNames(db: Executor, connectionId: number): Promise
     SELECT id, coalesce(name, raw->>'label', raw->>'name') AS name FROM locations WHERE connection_id = ${connectionId} ORDER BY id`.execute(
     db,
   );
-  return new Map(rows.rows.map((r) => [Number(r.id), r.name ?? `location ${r.id}`]));
+  return new Map(rows.rows.map((r) => [r.id, r.name ?? `location ${r.id}`]));
 }

@@ -108,7 +108,7 @@ async function upsertRows(
       AND (t.raw IS DISTINCT FROM excluded.raw ${sql.raw(differs)})
     RETURNING t.id, (xmax = 0) AS inserted`;
   const rows = (await query.execute(db)).rows;
-  const applied = rows.map((r) => Number(r.id));
+  const applied = rows.map((r) => r.id);
   const seen = list.map((r) => Number(r.id));
   let tied: number[] = [];
   if (ties === 'leave' && applied.length < seen.length) {
@@ -121,9 +121,9 @@ async function upsertRows(
       WHERE t.connection_id = ${connectionId} AND t.id = cs_bigint(r->>'id') AND t.updated_at = cs_timestamptz(r->>'updated_at')
         AND (t.raw IS DISTINCT FROM r ${sql.raw(cols.includes('status') ? `OR t.status IS DISTINCT FROM (${w.columns.status})` : '')})
         AND NOT ${earlier}`.execute(db);
-    tied = found.rows.map((r) => Number(r.id));
+    tied = found.rows.map((r) => r.id);
   }
-  return { applied, inserted: rows.filter((r) => r.inserted).map((r) => Number(r.id)), seen, tied };
+  return { applied, inserted: rows.filter((r) => r.inserted).map((r) => r.id), seen, tied };
 }
 
 /**
@@ -143,7 +143,7 @@ export async function unchangedRecords(
       JOIN unnest(${stamped.map((r) => Number(r.id))}::bigint[], ${stamped.map((r) => String(r.updated_at))}::text[]) AS x(id, updated_at)
         ON t.id = x.id AND t.updated_at = cs_timestamptz(x.updated_at)
      WHERE t.connection_id = ${connectionId}`.execute(db);
-  return new Set(rows.map((r) => Number(r.id)));
+  return new Set(rows.map((r) => r.id));
 }
 
 /**
@@ -327,8 +327,8 @@ export async function replaceCompositions(
   const after = await sql<{ bundle_id: number; sig: string }>`
     SELECT bundle_id, string_agg(component_id || ':' || quantity::text, ',' ORDER BY component_id) AS sig
     FROM compositions WHERE connection_id = ${connectionId} AND bundle_id = ANY(${bundleIds}::bigint[]) GROUP BY bundle_id`.execute(db);
-  const b = new Map(before.rows.map((r) => [Number(r.bundle_id), r.sig]));
-  const a = new Map(after.rows.map((r) => [Number(r.bundle_id), r.sig]));
+  const b = new Map(before.rows.map((r) => [r.bundle_id, r.sig]));
+  const a = new Map(after.rows.map((r) => [r.bundle_id, r.sig]));
   return bundleIds.map(Number).filter((id) => b.get(id) !== a.get(id));
 }
 
@@ -342,7 +342,7 @@ export async function markGone(db: Executor, spec: ResourceSpec, connectionId: n
     UPDATE ${sql.raw(ident(spec.table))} SET status = 'gone', synced_at = now()
     WHERE connection_id = ${connectionId} AND id = ANY(${ids}::bigint[]) AND status IS DISTINCT FROM 'gone'
     RETURNING id`.execute(db);
-  return rows.rows.map((r) => Number(r.id));
+  return rows.rows.map((r) => r.id);
 }
 
 export function specOf(name: string): ResourceSpec {

@@ -305,7 +305,7 @@ export async function channelOrderMapping(
         : eb.and([eb('channel', '=', key.channel), eb('channel_order_id', '=', key.channelOrderId)]),
     )
     .executeTakeFirst();
-  return row && { ...row, order_id: Number(row.order_id) };
+  return row;
 }
 
 /** The service's order id of an imported channel order, if known. */
@@ -326,7 +326,7 @@ export async function ordersMappedElsewhere(
     .where('order_id', 'in', candidates)
     .where('channel', '!=', channel)
     .execute();
-  return new Set(rows.map((r) => Number(r.order_id)));
+  return new Set(rows.map((r) => r.order_id));
 }
 
 /**

@@ -53,7 +53,7 @@ export async function markPending(db: Executor, marks: Mark[]): Promise<{ connec
       reason: null,
     };
     f.marks += 1;
-    if (m.deliveryRowId != null) f.delivery_row_ids.push(Number(m.deliveryRowId));
+    if (m.deliveryRowId != null) f.delivery_row_ids.push(m.deliveryRowId);
     f.reason = m.reason ?? f.reason;
     folded.set(k, f);
   }
@@ -88,7 +88,7 @@ const HELD_SECONDS = 60;
 type ClaimedRow = { id: number; seq: number; delivery_row_ids: number[]; reason: string | null; marks: number };
 
 const claimedOf = (r: ClaimedRow): Claimed => ({
-  id: Number(r.id),
+  id: r.id,
   seq: Number(r.seq),
   deliveryRowIds: (r.delivery_row_ids ?? []).map(Number),
   reason: r.reason,
@@ -136,8 +136,8 @@ export async function claimWithStamps(
   const out: { claimed: Claimed[] } & ClaimStamps = { claimed: [], deliveries: [], variants: [] };
   for (const r of rows) {
     if (r.kind === 'c') out.claimed.push(claimedOf({ ...r, reason: r.text }));
-    else if (r.kind === 'd') out.deliveries.push({ id: Number(r.id), delivery_id: r.text, event_at: r.at, traceparent: r.tp });
-    else out.variants.push({ id: Number(r.id), updated_at: r.text, read_as_of: r.at });
+    else if (r.kind === 'd') out.deliveries.push({ id: r.id, delivery_id: r.text, event_at: r.at, traceparent: r.tp });
+    else out.variants.push({ id: r.id, updated_at: r.text, read_as_of: r.at });
   }
   return out;
 }
@@ -227,7 +227,7 @@ export async function oldestPendingOf(db: Executor, resources: string[]): Promis
   const rows = await sql<{ connection_id: number; seconds: number }>`
     SELECT connection_id, extract(epoch FROM now() - min(first_marked_at))::float8 AS seconds FROM pending_fetches
     WHERE resource = ANY(${resources}::text[]) GROUP BY connection_id`.execute(db);
-  return rows.rows.map((r) => ({ connectionId: Number(r.connection_id), seconds: Number(r.seconds) }));
+  return rows.rows.map((r) => ({ connectionId: r.connection_id, seconds: Number(r.seconds) }));
 }
 
 /**
@@ -238,5 +238,5 @@ export async function pendingAmong(db: Executor, connectionId: number, resource:
   if (!ids.length) return new Set();
   const rows = await sql<{ id: number }>`SELECT id FROM pending_fetches
     WHERE connection_id = ${connectionId} AND resource = ${resource} AND id = ANY(${ids}::bigint[])`.execute(db);
-  return new Set(rows.rows.map((r) => Number(r.id)));
+  return new Set(rows.rows.map((r) => r.id));
 }

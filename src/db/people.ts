@@ -134,5 +134,5 @@ export async function revokeToken(db: Executor, id: number): Promise<boolean> {
       UNION SELECT c.id FROM api_tokens c JOIN tree ON c.parent_id = tree.id
     )
     UPDATE api_tokens SET revoked_at = now() WHERE id IN (SELECT id FROM tree) AND revoked_at IS NULL RETURNING id`.execute(db);
-  return rows.some((r) => Number(r.id) === id);
+  return rows.some((r) => r.id === id);
 }

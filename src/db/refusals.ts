@@ -55,7 +55,7 @@ export async function refusalsByConnection(db: Executor, maxAgeSeconds: number):
     .orderBy('r.event')
     .execute();
   const out = new Map<number, WebhookRefusal[]>();
-  for (const r of rows) out.set(Number(r.connection_id), [...(out.get(Number(r.connection_id)) ?? []), r]);
+  for (const r of rows) out.set(r.connection_id, [...(out.get(r.connection_id) ?? []), r]);
   return out;
 }
 

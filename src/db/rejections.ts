@@ -37,7 +37,7 @@ export async function rejectionsByConnection(
     FROM delivery_rejections d JOIN connections c ON c.name = d.connection_name
     WHERE d.reason = ${reason} AND d.minute > date_trunc('minute', now()) - make_interval(mins => ${minutes})
     GROUP BY c.id, c.name`.execute(db);
-  return r.rows.map((x) => ({ connectionId: Number(x.id), name: x.name, count: Number(x.n), lastAt: new Date(x.last_at) }));
+  return r.rows.map((x) => ({ connectionId: x.id, name: x.name, count: Number(x.n), lastAt: new Date(x.last_at) }));
 }
 
 /** Deletes counts older than `hours`. */

@@ -44,7 +44,7 @@ export async function takeDueSweeps(db: Executor, baseMinutes: number, maxMinute
       due_at = now() + make_interval(mins => due.minutes)
     FROM due WHERE p.connection_id = due.connection_id
     RETURNING p.connection_id, due.stopped`.execute(db);
-  return rows.map((r) => ({ connectionId: Number(r.connection_id), reason: r.stopped ? 'deliveries stopped' : 'due' }));
+  return rows.map((r) => ({ connectionId: r.connection_id, reason: r.stopped ? 'deliveries stopped' : 'due' }));
 }
 
 /**
@@ -85,5 +85,5 @@ export async function webhookChecksDue(db: Executor, checkMinutes: number): Prom
       AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.connection_id = p.connection_id
         AND d.received_at > now() - make_interval(mins => ${checkMinutes}))
     RETURNING p.connection_id`.execute(db);
-  return rows.map((r) => Number(r.connection_id)).sort((a, b) => a - b);
+  return rows.map((r) => r.connection_id).sort((a, b) => a - b);
 }

@@ -198,7 +198,7 @@ export async function syncLogAfter(db: Executor, afterId: number, alsoIds: numbe
 
 export async function latestSyncLogId(db: Executor): Promise<number> {
   const r = await db.selectFrom('sync_log').select(sql<number>`coalesce(max(id), 0)::bigint`.as('id')).executeTakeFirstOrThrow();
-  return Number(r.id);
+  return r.id;
 }
 
 /** A page cursor for an entry: its time with PostgreSQL's microseconds (a JS Date keeps milliseconds only). */
@@ -260,7 +260,7 @@ export async function lastWebhookRepairs(db: Executor): Promise<Map<number, { at
   const r = await sql<{ connection_id: number; at: Date; detail: RepairDetail | null }>`
     SELECT DISTINCT ON (connection_id) connection_id, at, detail FROM sync_log
     WHERE action = 'webhooks.repaired' ORDER BY connection_id, at DESC`.execute(db);
-  return new Map(r.rows.map((x) => [Number(x.connection_id), { at: x.at, detail: x.detail }]));
+  return new Map(r.rows.map((x) => [x.connection_id, { at: x.at, detail: x.detail }]));
 }
 
 /**
@@ -275,8 +275,8 @@ export async function recentWebhookRepairs(db: Executor, hours: number): Promise
   for (const x of r.rows) {
     const created: string[] = Array.isArray(x.detail?.created) ? x.detail.created.map(String) : [];
     if (!created.length || x.connection_id === null) continue;
-    const was = out.get(Number(x.connection_id));
-    out.set(Number(x.connection_id), { at: x.at, created: [...new Set([...(was?.created ?? []), ...created])] });
+    const was = out.get(x.connection_id);
+    out.set(x.connection_id, { at: x.at, created: [...new Set([...(was?.created ?? []), ...created])] });
   }
   return out;
 }
