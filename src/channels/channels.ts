@@ -117,7 +117,7 @@ export const overrideSchema = z
 export function presentChannel<C extends Channel & { connection?: string; overrides?: number; active_holds?: number }>(c: C) {
   const rules = rulesOf(c);
   return {
-    id: Number(c.id),
+    id: c.id,
     connection: c.connection as C['connection'],
     name: c.name,
     locations: c.location_ids?.length ? c.location_ids.map(Number) : null,
@@ -200,11 +200,11 @@ export async function addChannel(db: Db, connectionId: number, raw: unknown): Pr
   await logSync(db, {
     connectionId,
     resource: 'channel',
-    recordId: Number(channel.id),
+    recordId: channel.id,
     action: 'channel.added',
     after: presentChannel(channel),
   });
-  return recomputeAll(db, Number(channel.id));
+  return recomputeAll(db, channel.id);
 }
 
 /** Changes a channel's rules (not its name: holds, imports and feeds know it by that) and recomputes it. */
@@ -217,16 +217,16 @@ export async function changeChannel(db: Db, channel: Channel, raw: unknown): Pro
   const fingerprint = rulesFingerprint(rulesOf(rules));
   if (fingerprint === rulesFingerprint(rulesOf(channel)) && channel.applied_rules === fingerprint)
     return { channel, recomputed: { changes: 0, ms: 0 } };
-  const changed = await updateChannelRules(db, Number(channel.id), rules);
+  const changed = await updateChannelRules(db, channel.id, rules);
   await logSync(db, {
     connectionId: channel.connection_id,
     resource: 'channel',
-    recordId: Number(channel.id),
+    recordId: channel.id,
     action: 'channel.changed',
     before: presentChannel(channel),
     after: presentChannel(changed),
   });
-  return recomputeAll(db, Number(changed.id));
+  return recomputeAll(db, changed.id);
 }
 
 /** Removes a channel with its quantities, history and overrides; a connection keeps at least one. */
@@ -234,11 +234,11 @@ export async function removeChannel(db: Db, channel: Channel): Promise<void> {
   if ((await channelsOf(db, channel.connection_id)).length <= 1)
     throw new ChannelChoiceError(409, `channel "${channel.name}" is the connection's only channel: change its rules instead`);
   await db.transaction().execute(async (tx) => {
-    await deleteChannel(tx, Number(channel.id));
+    await deleteChannel(tx, channel.id);
     await logSync(tx, {
       connectionId: channel.connection_id,
       resource: 'channel',
-      recordId: Number(channel.id),
+      recordId: channel.id,
       action: 'channel.removed',
       before: presentChannel(channel),
     });
@@ -269,7 +269,7 @@ export async function setOverride(
     problems.push(`sku: the connection has no variant with SKU ${JSON.stringify(sku)} in the mirror`);
   if (problems.length) throw new ChannelInputError(problems);
   const row: ChannelOverride = {
-    channel_id: Number(channel.id),
+    channel_id: channel.id,
     sku,
     mode: v.mode,
     quantity: v.quantity === undefined ? null : fmt(dec(String(v.quantity))),
@@ -282,7 +282,7 @@ export async function setOverride(
     await logSync(tx, {
       connectionId: channel.connection_id,
       resource: 'channel',
-      recordId: Number(channel.id),
+      recordId: channel.id,
       sku,
       action: 'channel.override-set',
       after: { channel: channel.name, ...presentOverride(row) },
@@ -295,11 +295,11 @@ export async function setOverride(
 /** Removes a channel's override of a SKU (undefined: there was none) and recomputes its variants there. */
 export async function removeOverride(db: Db, channel: Channel, sku: string): Promise<NewChange[] | undefined> {
   return db.transaction().execute(async (tx) => {
-    if (!(await deleteOverride(tx, Number(channel.id), sku))) return undefined;
+    if (!(await deleteOverride(tx, channel.id, sku))) return undefined;
     await logSync(tx, {
       connectionId: channel.connection_id,
       resource: 'channel',
-      recordId: Number(channel.id),
+      recordId: channel.id,
       sku,
       action: 'channel.override-removed',
       detail: { channel: channel.name, sku },
@@ -309,6 +309,6 @@ export async function removeOverride(db: Db, channel: Channel, sku: string): Pro
 }
 
 async function recomputeSku(tx: Db, channel: Channel, sku: string): Promise<NewChange[]> {
-  const ids = (await variantsBySku(tx, channel.connection_id, [sku])).map((r) => Number(r.id));
+  const ids = (await variantsBySku(tx, channel.connection_id, [sku])).map((r) => r.id);
   return recomputeVariants(tx, channel.connection_id, ids, { kind: 'rules' }, channel);
 }

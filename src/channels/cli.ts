@@ -135,7 +135,7 @@ async function runChannels(ctx: CommandContext, db: Db, databaseUrl: string): Pr
     case 'show': {
       want(1, 'the channel name');
       const ch = await findChannel(db, args[0]!, connection);
-      const overrides = (await listOverrides(db, Number(ch.id))).map(presentOverride);
+      const overrides = (await listOverrides(db, ch.id)).map(presentOverride);
       print({ channel: presentChannel(ch), overrides }, () => [
         ...channelLines([presentChannel(ch)]),
         '',
@@ -214,7 +214,7 @@ async function runChannels(ctx: CommandContext, db: Db, databaseUrl: string): Pr
         'channels destination takes show NAME, set NAME --url URL [--secret S] [--from now], pause NAME [--reason R], resume NAME or remove NAME';
       if (args.length !== 2 || !['show', 'set', 'pause', 'resume', 'remove'].includes(sub!)) throw new UsageError(usage);
       const ch = await findChannel(db, name!, connection);
-      const id = Number(ch.id);
+      const id = ch.id;
       let secret: string | null = null;
       if (sub === 'set') {
         const input = {

@@ -78,7 +78,7 @@ export function mountDestinationRoutes(rt: RouteDeps & { clients: ClientState },
     (ctx) =>
       answering(ctx, async () => {
         const ch = await channel(ctx);
-        const view = await viewDestination(db, Number(ch.id));
+        const view = await viewDestination(db, ch.id);
         if (!view) return noDestination(ctx, ch);
         ctx.body = { destination: view };
       }),

@@ -59,7 +59,7 @@ export type Announcer = { db: Executor; boss: Boss; config: Pick<Config, 'CHANNE
  * request and by the maintenance minute.
  */
 export async function announceChanges(deps: Announcer, changes: Pick<NewChange, 'channel_id'>[]): Promise<void> {
-  const touched = [...new Set(changes.map((c) => Number(c.channel_id)))];
+  const touched = [...new Set(changes.map((c) => c.channel_id))];
   const sending = deps.config.CHANNEL_WEBHOOK_URL ? touched : await channelsSending(deps.db, touched);
   for (const id of sending) await requestDelivery(deps.boss, id);
 }
@@ -96,8 +96,8 @@ export function deliveryBody(channel: { connection: string; channel: string }, c
       // What the receiver acknowledges by answering 2xx: every change of the channel up to this id.
       cursor: through,
       changes: changes.map((c) => ({
-        id: Number(c.id),
-        variant_id: Number(c.variant_id),
+        id: c.id,
+        variant_id: c.variant_id,
         sku: c.sku,
         quantity: c.quantity,
         tracked: c.tracked,
@@ -112,8 +112,8 @@ export function deliveryBody(channel: { connection: string; channel: string }, c
 /** The latest change per variant of a range, in id order: a POST carries each variant once, at its newest. */
 export function newestPerVariant(changes: FeedItem[]): FeedItem[] {
   const last = new Map<number, FeedItem>();
-  for (const c of changes) last.set(Number(c.variant_id), c);
-  return [...last.values()].sort((a, b) => Number(a.id) - Number(b.id));
+  for (const c of changes) last.set(c.variant_id, c);
+  return [...last.values()].sort((a, b) => a.id - b.id);
 }
 
 /** Backoff after `failures` POSTs failed in a row: 5 s doubling, at most 5 minutes, with jitter. */
@@ -190,7 +190,7 @@ async function nextRange(
   if (kind === 'stock') {
     // A range in flight held at most `limit` of the channel's changes (ids become visible in order): the same read finds it.
     const read = (await changesAfter(db, { since: cursor, limit, channelId })).slice(0, limit);
-    const range = batchThrough === null ? read : read.filter((c) => Number(c.id) <= batchThrough);
+    const range = batchThrough === null ? read : read.filter((c) => c.id <= batchThrough);
     if (!range.length) return null;
     const through = Number(range[range.length - 1]!.id);
     const changes = newestPerVariant(range);
@@ -198,7 +198,7 @@ async function nextRange(
     return { first: Number(range[0]!.id), through, count: changes.length, body };
   }
   const read = (await orderEventsAfter(db, { channelId, since: cursor, limit })).slice(0, limit);
-  const range = batchThrough === null ? read : read.filter((e) => Number(e.id) <= batchThrough);
+  const range = batchThrough === null ? read : read.filter((e) => e.id <= batchThrough);
   if (!range.length) return null;
   const through = Number(range[range.length - 1]!.id);
   const channel = await channelNames(db, channelId);
@@ -223,7 +223,7 @@ async function postNext(
   batchThrough: number | null,
 ): Promise<number | 'none' | 'failed'> {
   const { db, config, log } = deps;
-  const channelId = Number(dest.channel_id);
+  const channelId = dest.channel_id;
   const range = await nextRange(db, channelId, kind, cursor, batchThrough, config.CHANNEL_DELIVERY_BATCH);
   if (!range) return 'none';
   const { through } = range;

@@ -27,6 +27,6 @@ export async function channelFeed(
   // (the mark only grows), so a page never skips a change silently.
   const through = await prunedThrough(db);
   if (opts.since < through) return { expired: true, since: opts.since, kept_after: through };
-  const list = rows.slice(0, opts.limit).map((r) => ({ ...r, id: Number(r.id), at: new Date(r.at).toISOString() }));
+  const list = rows.slice(0, opts.limit).map((r) => ({ ...r, at: new Date(r.at).toISOString() }));
   return { changes: list, next: list.length ? list[list.length - 1]!.id : opts.since, has_more: rows.length > opts.limit };
 }

@@ -87,7 +87,7 @@ export const holdSchema = z
 /** A hold as the API and the CLI show it: what was asked, what it holds per variant, and its state. */
 export function presentHold(h: Awaited<ReturnType<typeof listHolds>>[number]) {
   return {
-    id: Number(h.id),
+    id: h.id,
     connection: h.connection,
     channel: h.channel,
     channel_order_id: h.channel_order_id,
@@ -95,7 +95,7 @@ export function presentHold(h: Awaited<ReturnType<typeof listHolds>>[number]) {
     state: h.ended_at ? ('ended' as const) : ('active' as const),
     lines: h.lines,
     held: h.held.map((l) => ({
-      variant_id: Number(l.variant_id),
+      variant_id: l.variant_id,
       sku: l.sku,
       ordered_sku: l.ordered_sku,
       quantity: fmt(dec(l.quantity)),
@@ -125,7 +125,7 @@ async function heldLines(db: Executor, connectionId: number, lines: HoldInput['l
     connectionId,
     lines.map((l) => l.sku),
   );
-  const variants = new Map((await variantStockRows(db, connectionId, [...ids.values()])).map((v) => [Number(v.id), v]));
+  const variants = new Map((await variantStockRows(db, connectionId, [...ids.values()])).map((v) => [v.id, v]));
   const comps = await compositionsOf(
     db,
     connectionId,
@@ -136,21 +136,21 @@ async function heldLines(db: Executor, connectionId: number, lines: HoldInput['l
       await variantStockRows(
         db,
         connectionId,
-        comps.map((c) => Number(c.component_id)),
+        comps.map((c) => c.component_id),
       )
-    ).map((v) => [Number(v.id), v.sku]),
+    ).map((v) => [v.id, v.sku]),
   );
   const out: NewHoldLine[] = [];
   for (const l of lines) {
     const id = ids.get(l.sku)!;
-    const makeup = comps.filter((c) => Number(c.bundle_id) === id);
+    const makeup = comps.filter((c) => c.bundle_id === id);
     if (!makeup.length) out.push({ variant_id: id, sku: l.sku, ordered_sku: l.sku, quantity: fmt(dec(l.quantity)) });
     for (const c of makeup) {
       const q = dec(l.quantity).times(dec(c.quantity));
       if (q.greaterThan(0))
         out.push({
-          variant_id: Number(c.component_id),
-          sku: componentSkus.get(Number(c.component_id)) ?? null,
+          variant_id: c.component_id,
+          sku: componentSkus.get(c.component_id) ?? null,
           ordered_sku: l.sku,
           quantity: fmt(q),
         });
@@ -198,11 +198,11 @@ export async function createHold(
     );
     // Another transaction held it first: answer with that one.
     if (!hold) return answer((await holdByKey(tx, connectionId, channel, input.channel_order_id))!);
-    const about = { id: Number(hold.id), channel, channel_order_id: hold.channel_order_id };
+    const about = { id: hold.id, channel, channel_order_id: hold.channel_order_id };
     await logSync(tx, {
       connectionId,
       resource: 'hold',
-      recordId: Number(hold.id),
+      recordId: hold.id,
       action: 'hold.created',
       detail: { ...about, source: hold.source, expires_at: hold.expires_at, lines },
     });
@@ -224,7 +224,7 @@ async function endHolds(
   cause: HoldEnd,
 ): Promise<NewChange[]> {
   if (!holds.length) return [];
-  const holdIds = holds.map((h) => Number(h.id));
+  const holdIds = holds.map((h) => h.id);
   // Lock before touching the lines, as every writer of held lines does (lockVariants).
   await lockVariants(
     tx,
@@ -232,7 +232,7 @@ async function endHolds(
     (await linesToSettle(tx, connectionId, { holdIds })).map((l) => l.variant_id),
   );
   const ended = await endHeldLines(tx, { holdIds }, cause);
-  const about = new Map(holds.map((h) => [Number(h.id), { channel: h.channel, channel_order_id: h.channel_order_id }]));
+  const about = new Map(holds.map((h) => [h.id, { channel: h.channel, channel_order_id: h.channel_order_id }]));
   await logHoldEnds(tx, connectionId, ended, cause, about);
   const one = holds.length === 1 ? holds[0]! : null;
   return recomputeVariants(
@@ -241,7 +241,7 @@ async function endHolds(
     ended.lines.map((l) => l.variant_id),
     {
       kind: 'hold',
-      ...(one ? { hold: { id: Number(one.id), channel: one.channel, channel_order_id: one.channel_order_id, event: cause } } : {}),
+      ...(one ? { hold: { id: one.id, channel: one.channel, channel_order_id: one.channel_order_id, event: cause } } : {}),
     },
   );
 }
@@ -281,19 +281,19 @@ export async function recordHoldOrder(
   return db.transaction().execute(async (tx) => {
     const hold = await holdByKey(tx, args.connectionId, args.channel, args.channelOrderId);
     if (!hold || hold.ended_at) return [];
-    await setHoldOrder(tx, Number(hold.id), args.orderId, orderAt);
+    await setHoldOrder(tx, hold.id, args.orderId, orderAt);
     return settleHolds(
       tx,
       args.connectionId,
-      { holdIds: [Number(hold.id)] },
-      { kind: 'hold', hold: { id: Number(hold.id), channel: hold.channel, channel_order_id: hold.channel_order_id, event: 'committed' } },
+      { holdIds: [hold.id] },
+      { kind: 'hold', hold: { id: hold.id, channel: hold.channel, channel_order_id: hold.channel_order_id, event: 'committed' } },
     );
   });
 }
 
 const byConnection = <T extends { connection_id: number }>(rows: T[]) => {
   const out = new Map<number, T[]>();
-  for (const r of rows) out.set(Number(r.connection_id), [...(out.get(Number(r.connection_id)) ?? []), r]);
+  for (const r of rows) out.set(r.connection_id, [...(out.get(r.connection_id) ?? []), r]);
   return out;
 };
 
@@ -316,12 +316,12 @@ export async function expireHolds(
   for (const [connectionId, holds] of byConnection(expired))
     changes.push(...(await db.transaction().execute((tx) => endHolds(tx, connectionId, holds, 'expired'))));
   for (const [connectionId, holds] of byConnection(await holdsWithOrders(db, limit))) {
-    const holdIds = holds.map((h) => Number(h.id));
+    const holdIds = holds.map((h) => h.id);
     changes.push(...(await db.transaction().execute((tx) => settleHolds(tx, connectionId, { holdIds }, { kind: 'hold' }))));
     const left = (await linesToSettle(db, connectionId, { holdIds })).filter(
       (l) => l.order_at || COMMITTING_STATUSES.includes(l.order_status ?? ''),
     );
-    if (left.length) toRead.set(connectionId, [...new Set(left.map((l) => Number(l.variant_id)))]);
+    if (left.length) toRead.set(connectionId, [...new Set(left.map((l) => l.variant_id))]);
   }
   return { expired: expired.length, changes, toRead };
 }

@@ -134,7 +134,7 @@ export async function runHolds({ ctx, db, connection, text, print }: Verb, args:
     const input = parseInput(holdInput, { channel_order_id: orderId, lines });
     const ch = await findChannel(db, name!, connection);
     const made = await createHold(db, ctx.config, { connectionId: ch.connection_id, channel: ch.name, source: 'cli', input });
-    const [hold] = await listHolds(db, { ids: [Number(made.hold.id)], state: 'all' });
+    const [hold] = await listHolds(db, { ids: [made.hold.id], state: 'all' });
     const row = presentHold(hold!);
     print({ hold: row, created: made.created, changes: made.changes.length }, () => [
       ...holdLines([row]),
@@ -150,7 +150,7 @@ export async function runHolds({ ctx, db, connection, text, print }: Verb, args:
       console.error(`commerce-sync channels: no hold for channel order ${ch.name}/${orderId}`);
       return 1;
     }
-    const [hold] = await listHolds(db, { ids: [Number(done.hold.id)], state: 'all' });
+    const [hold] = await listHolds(db, { ids: [done.hold.id], state: 'all' });
     const row = presentHold(hold!);
     print({ hold: row, ended: done.ended, changes: done.changes.length }, () => [
       ...holdLines([row]),
@@ -167,14 +167,14 @@ export async function runOrders({ ctx, db, databaseUrl, connection, print }: Ver
   if (args.length !== 3 || !orderId || !['show', 'cancel'].includes(sub!))
     throw new UsageError('channels orders takes show NAME CHANNEL_ORDER_ID [--json], or cancel NAME CHANNEL_ORDER_ID');
   const ch = await findChannel(db, name!, connection);
-  const ref: ChannelRef = { connectionId: ch.connection_id, channelId: Number(ch.id), channel: ch.name, channelOrderId: orderId };
+  const ref: ChannelRef = { connectionId: ch.connection_id, channelId: ch.id, channel: ch.name, channelOrderId: orderId };
   if (sub === 'show') {
     const view = await channelOrderView(db, ref);
     if (!view) {
       console.error(`commerce-sync channels: channel ${ch.connection}/${ch.name} has no order ${orderId} (not imported, held or told of)`);
       return 1;
     }
-    const dest = await destinationOf(db, Number(ch.id));
+    const dest = await destinationOf(db, ch.id);
     print({ order: view }, () => channelOrderLines(view, !!dest?.kinds.includes('orders')));
     return 0;
   }

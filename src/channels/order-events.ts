@@ -116,7 +116,7 @@ export function dueEvents(
   for (const ful of f.fulfillments) {
     if (!LIVE(ful.status)) continue;
     const lines = ful.lines.map((l) => ({ sku: l.sku, quantity: l.quantity }));
-    const base = { fulfillment_id: Number(ful.id), stock_location_id: ful.stock_location_id, lines };
+    const base = { fulfillment_id: ful.id, stock_location_id: ful.stock_location_id, lines };
     add({
       type: 'order.packed',
       key: `packed:${ful.id}`,
@@ -136,7 +136,7 @@ export function dueEvents(
         type: 'order.tracking_updated',
         key: trackingKey,
         at: time(ful.updated_at),
-        data: { fulfillment_id: Number(ful.id), ...tracking },
+        data: { fulfillment_id: ful.id, ...tracking },
       });
     }
   }
@@ -152,8 +152,8 @@ export function dueEvents(
     };
     return true;
   };
-  const known = new Set(f.fulfillments.map((ful) => Number(ful.id)));
-  const unshipped = f.fulfillments.filter((ful) => LIVE(ful.status) && ful.status !== 'fulfilled').map((ful) => Number(ful.id));
+  const known = new Set(f.fulfillments.map((ful) => ful.id));
+  const unshipped = f.fulfillments.filter((ful) => LIVE(ful.status) && ful.status !== 'fulfilled').map((ful) => ful.id);
   const unread = [...(f.fulfillment_ids ?? []).filter((id) => !known.has(id)), ...(f.status === 'fulfilled' ? unshipped : [])];
   const orderWaits = unread.length > 0 && waitsFor(unread, time(f.updated_at));
   const invoices = orderWaits ? [] : Object.entries(f.invoice_numbers ?? {});
@@ -180,7 +180,7 @@ export function dueEvents(
       key: `returned:${ret.id}`,
       at,
       data: {
-        return_id: Number(ret.id),
+        return_id: ret.id,
         status: ret.status,
         credit_note_number: ret.credit_note_number,
         location_id: ret.location_id,
@@ -194,7 +194,7 @@ export function dueEvents(
         key: `return_received:${ret.id}`,
         at: new Date(Math.max(time(ret.received_at).getTime(), at.getTime())),
         data: {
-          return_id: Number(ret.id),
+          return_id: ret.id,
           location_id: ret.location_id,
           received_at: ret.received_at,
           lines: ret.lines.map((l) => ({ sku: l.sku, quantity: l.quantity })),

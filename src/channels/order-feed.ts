@@ -18,10 +18,10 @@ export interface OrderEvent {
 }
 
 export const presentOrderEvent = (e: OrderEventRow): OrderEvent => ({
-  id: Number(e.id),
+  id: e.id,
   type: e.type,
   channel_order_id: e.channel_order_id,
-  order_id: e.order_id === null ? null : Number(e.order_id),
+  order_id: e.order_id,
   order_number: e.order_number,
   at: new Date(e.at).toISOString(),
   data: e.data,

@@ -134,7 +134,7 @@ export function mountOrderRoutes(rt: RouteDeps, router: Router, routing: Channel
         const input = parseInput(holdInput, body(ctx));
         const made = await createHold(db, rt.config, { connectionId: ch.connection_id, channel: ch.name, source: 'api', input });
         await announce(made.changes);
-        const [hold] = await listHolds(db, { ids: [Number(made.hold.id)], state: 'all' });
+        const [hold] = await listHolds(db, { ids: [made.hold.id], state: 'all' });
         ctx.status = made.created ? 201 : 200;
         ctx.body = { hold: presentHold(hold!), created: made.created, changes: made.changes.length };
       }),
@@ -156,7 +156,7 @@ export function mountOrderRoutes(rt: RouteDeps, router: Router, routing: Channel
         const done = await cancelHold(db, { connectionId: ch.connection_id, channel: ch.name, channelOrderId: ctx.params.order! });
         if (!done) return problem(ctx, 404, `no hold for channel order ${ch.name}/${ctx.params.order}`);
         await announce(done.changes);
-        const [hold] = await listHolds(db, { ids: [Number(done.hold.id)], state: 'all' });
+        const [hold] = await listHolds(db, { ids: [done.hold.id], state: 'all' });
         ctx.body = { hold: presentHold(hold!), ended: done.ended, changes: done.changes.length };
       }),
   );
@@ -183,7 +183,7 @@ export function mountOrderRoutes(rt: RouteDeps, router: Router, routing: Channel
         const ch = await channel(ctx);
         const p = feedParams(ctx);
         if (!p) return;
-        const page = await orderEventsFeed(db, { ...p, channelId: Number(ch.id) });
+        const page = await orderEventsFeed(db, { ...p, channelId: ch.id });
         if ('expired' in page)
           return problem(
             ctx,
@@ -198,7 +198,7 @@ export function mountOrderRoutes(rt: RouteDeps, router: Router, routing: Channel
 
   const orderRef = async (ctx: Context) => {
     const ch = await channel(ctx);
-    return { connectionId: ch.connection_id, channelId: Number(ch.id), channel: ch.name, channelOrderId: ctx.params.order! };
+    return { connectionId: ch.connection_id, channelId: ch.id, channel: ch.name, channelOrderId: ctx.params.order! };
   };
 
   api.get(

@@ -43,7 +43,7 @@ export async function channelOrderView(db: Db, ref: ChannelRef): Promise<Channel
   ).slice(0, 10_000);
   if (orderId === null && !holdRow && !rows.length) return null;
   const facts = orderId === null ? undefined : (await orderFacts(db, ref.connectionId, [orderId])).get(orderId);
-  const [hold] = holdRow ? await listHolds(db, { ids: [Number(holdRow.id)], state: 'all' }) : [];
+  const [hold] = holdRow ? await listHolds(db, { ids: [holdRow.id], state: 'all' }) : [];
   const ops =
     orderId === null ? [] : await operationsOfOrder(db, ref.connectionId, orderId, `channel:${ref.channel}:${ref.channelOrderId}`);
   const dest = await destinationOf(db, ref.channelId);
@@ -94,6 +94,6 @@ export async function cancelChannelOrder(db: Db, boss: Boss, ref: ChannelRef): P
   }
   const done = await cancelHold(db, ref);
   if (!done) return null;
-  const [hold] = await listHolds(db, { ids: [Number(done.hold.id)], state: 'all' });
+  const [hold] = await listHolds(db, { ids: [done.hold.id], state: 'all' });
   return { kind: 'hold', hold: presentHold(hold!), ended: done.ended, changes: done.changes };
 }

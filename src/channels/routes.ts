@@ -145,7 +145,7 @@ export function mountRoutes(rt: RouteDeps & { clients: ClientState }, router: Ro
         const name = query(ctx, 'connection');
         const c = name ? await connectionByName(db, name) : undefined;
         if (name && !c) throw new ChannelChoiceError(404, `no connection "${name}"`);
-        ctx.body = { channels: (await listChannels(db, { connectionId: c ? Number(c.id) : undefined })).map(presentChannel) };
+        ctx.body = { channels: (await listChannels(db, { connectionId: c ? c.id : undefined })).map(presentChannel) };
       }),
   );
 
@@ -184,7 +184,7 @@ export function mountRoutes(rt: RouteDeps & { clients: ClientState }, router: Ro
     (ctx) =>
       answering(ctx, async () => {
         const ch = await channel(ctx);
-        ctx.body = { channel: presentChannel(ch), ...(await overridesPage(db, Number(ch.id), ctx)) };
+        ctx.body = { channel: presentChannel(ch), ...(await overridesPage(db, ch.id, ctx)) };
       }),
   );
 
@@ -289,7 +289,7 @@ export function mountRoutes(rt: RouteDeps & { clients: ClientState }, router: Ro
       answering(ctx, async () => {
         const ch = await channel(ctx);
         const p = feedParams(ctx);
-        if (p) answerFeed(ctx, await channelFeed(db, { ...p, channelId: Number(ch.id) }));
+        if (p) answerFeed(ctx, await channelFeed(db, { ...p, channelId: ch.id }));
       }),
   );
 
