@@ -152,7 +152,7 @@ function tokenActor(t: LiveToken, config: Config): Actor | null {
   let origin: Extract<Grant, { kind: 'token' }>['origin'];
   let role: Role = t.role;
   if (t.made_by === 'person' && t.person_role && t.person_id !== null) {
-    origin = { kind: 'person', personId: Number(t.person_id) };
+    origin = { kind: 'person', personId: t.person_id };
     role = lower(t.role, t.person_role);
   } else if (t.made_by === 'break-glass' && config.OPERATOR_TOKEN && t.operator_mac === tokenMac(config)) {
     origin = { kind: 'break-glass', operatorMac: t.operator_mac };
@@ -162,7 +162,7 @@ function tokenActor(t: LiveToken, config: Config): Actor | null {
   return {
     name: `${t.person} (token ${t.name})`,
     role,
-    grant: { kind: 'token', tokenId: Number(t.id), expiresAt: new Date(t.expires_at), origin },
+    grant: { kind: 'token', tokenId: t.id, expiresAt: new Date(t.expires_at), origin },
   };
 }
 
@@ -197,7 +197,7 @@ export class OperatorAccess {
       const personal = await liveToken(db, tokenDigest(token));
       const actor = personal && tokenActor(personal, config);
       if (actor) {
-        await tokenUsed(db, Number(personal.id));
+        await tokenUsed(db, personal.id);
         return { ok: true, actor };
       }
     }
@@ -219,7 +219,7 @@ export class OperatorAccess {
       return {
         name: person.email,
         role: lower(person.role, person.person_role),
-        grant: { kind: 'person', personId: Number(person.person_id) },
+        grant: { kind: 'person', personId: person.person_id },
       };
     if (this.deps.config.OPERATOR_TOKEN && (await sessionLive(this.deps.db, sessionId(cookie), tokenMac(this.deps.config))))
       return breakGlass(this.deps.config, true);

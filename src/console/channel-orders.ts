@@ -54,9 +54,9 @@ export async function channelAt(
   channelId: number,
 ): Promise<(Omit<ChannelRef, 'channelOrderId'> & { connection: string }) | undefined> {
   const ch = await channelById(db, channelId);
-  const conn = ch && (await getConnection(db, Number(ch.connection_id)));
+  const conn = ch && (await getConnection(db, ch.connection_id));
   if (!ch || !conn) return undefined;
-  return { connectionId: Number(conn.id), connection: conn.name, channelId: Number(ch.id), channel: ch.name };
+  return { connectionId: conn.id, connection: conn.name, channelId: ch.id, channel: ch.name };
 }
 
 /** The page of a channel order; null when the channel or the order is not there. */
@@ -79,7 +79,7 @@ export async function channelOrderPage(db: Db, channelId: number, channelOrderId
 
 /** Channel name -> id of a connection's channels (the links from orders to their channel order's page). */
 export async function channelIds(db: Db, connectionId: number): Promise<Map<string, number>> {
-  return new Map((await channelsOf(db, connectionId)).map((c) => [c.name, Number(c.id)]));
+  return new Map((await channelsOf(db, connectionId)).map((c) => [c.name, c.id]));
 }
 
 /** The recent channel orders of each of these channels, newest first, `limit` in all. */

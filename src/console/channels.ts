@@ -48,7 +48,7 @@ export async function channelsOverview(db: Db, connectionId?: number): Promise<C
   const [channels, destinations] = await Promise.all([listChannels(db, { connectionId }), destinationStates(db, { connectionId })]);
   const byConnection = new Map<number, { name: string; rows: typeof channels }>();
   for (const c of channels) {
-    const id = Number(c.connection_id);
+    const id = c.connection_id;
     const entry = byConnection.get(id) ?? { name: c.connection, rows: [] };
     entry.rows.push(c);
     byConnection.set(id, entry);
@@ -60,17 +60,17 @@ export async function channelsOverview(db: Db, connectionId?: number): Promise<C
         listHolds(db, { connectionId: id, state: 'active', limit: HOLDS }),
         recentOrdersOf(
           db,
-          rows.map((c) => ({ id: Number(c.id), connection_id: id, name: c.name })),
+          rows.map((c) => ({ id: c.id, connection_id: id, name: c.name })),
           ORDERS,
         ),
       ]);
       const views = await Promise.all(
         rows.map(async (c): Promise<ChannelView> => {
           const shown = presentChannel(c);
-          const destination = destinations.find((d) => d.channel_id === Number(c.id)) ?? null;
+          const destination = destinations.find((d) => d.channel_id === c.id) ?? null;
           const [overrides, posts] = await Promise.all([
-            listOverrides(db, Number(c.id)),
-            destination ? recentPosts(db, Number(c.id), POSTS) : Promise.resolve([]),
+            listOverrides(db, c.id),
+            destination ? recentPosts(db, c.id, POSTS) : Promise.resolve([]),
           ]);
           return {
             id: shown.id,

@@ -246,7 +246,7 @@ export class OidcSignIn {
       return refuse(403, admission.reason);
     }
     const person = await upsertPerson(this.deps.db, { subject, email: admission.email, name: admission.name, role: admission.role });
-    await access.openPersonSession(ctx, { id: Number(person.id), role: admission.role });
+    await access.openPersonSession(ctx, { id: person.id, role: admission.role });
     this.deps.log.info({ person: admission.email, role: admission.role, subject }, 'signed in through the OpenID provider');
     return { ok: true, next, email: admission.email, role: admission.role };
   }

@@ -273,11 +273,11 @@ export async function variantRecord(
     v.sku
       ? overridesOf(
           db,
-          channels.map((c) => Number(c.id)),
+          channels.map((c) => c.id),
           [v.sku],
         )
       : Promise.resolve([]),
-    changesOf(db, connectionId, variantId, historyLimit, historyChannel ? Number(historyChannel.id) : undefined),
+    changesOf(db, connectionId, variantId, historyLimit, historyChannel ? historyChannel.id : undefined),
     querySyncLog(db, { connectionId, resource: 'variant', recordId: variantId, limit: historyLimit }),
     v.sku ? querySyncLog(db, { connectionId, sku: v.sku, limit: historyLimit }) : Promise.resolve([]),
   ]);
@@ -323,11 +323,11 @@ export async function variantRecord(
         }
       : null,
     channels: channels.map((c) => {
-      const q = quantities.find((x) => Number(x.channel_id) === Number(c.id));
-      const o = overrides.find((x) => Number(x.channel_id) === Number(c.id));
+      const q = quantities.find((x) => x.channel_id === c.id);
+      const o = overrides.find((x) => x.channel_id === c.id);
       const why = (q?.stock as { why?: WhyView } | null)?.why ?? null;
       return {
-        channelId: Number(c.id),
+        channelId: c.id,
         channel: c.name,
         rules: {
           locations: c.location_ids?.length

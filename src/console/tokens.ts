@@ -53,7 +53,7 @@ function originOf(by: Actor): TokenOriginValues {
 
 /** A token as the API and the CLI list it: never the token itself. */
 export const presentToken = (t: ApiToken) => ({
-  id: Number(t.id),
+  id: t.id,
   name: t.name,
   person: t.person,
   role: t.role,

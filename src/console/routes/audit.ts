@@ -14,7 +14,7 @@ const EXPORT_LIMIT = 1000;
 
 /** An entry as the API and the CLI show it. */
 export const presentAudit = (e: AuditEntry) => ({
-  id: Number(e.id),
+  id: e.id,
   at: new Date(e.at).toISOString(),
   actor: e.actor,
   role: e.role,

@@ -35,7 +35,7 @@ export function channelRoutes(r: Router, deps: ConsoleDeps): void {
       page(ctx, notFoundPage(pageContext(deps, ctx), NOT_FOUND.channel), 404);
       return undefined;
     }
-    return { ...channel, connection: (await connectionNamesById(db)).get(Number(channel.connection_id)) ?? '' };
+    return { ...channel, connection: (await connectionNamesById(db)).get(channel.connection_id) ?? '' };
   };
   const back = (connection: string, what: string, id: number) =>
     `/channels?${new URLSearchParams({ connection, [what]: String(id) })}#channel-${id}`;
@@ -69,7 +69,7 @@ export function channelRoutes(r: Router, deps: ConsoleDeps): void {
         await ready();
         await run(channel, callerOf(ctx), ctx.request.body ?? {});
       } catch (err) {
-        if (err instanceof ChannelChoiceError) return ctx.redirect(back(channel.connection, 'missing', Number(channel.id)));
+        if (err instanceof ChannelChoiceError) return ctx.redirect(back(channel.connection, 'missing', channel.id));
         if (err instanceof ChannelInputError)
           return page(
             ctx,
@@ -77,13 +77,13 @@ export function channelRoutes(r: Router, deps: ConsoleDeps): void {
               pageContext(deps, ctx, { problem: err.message }),
               `Not ${done}`,
               '/channels',
-              html`<p><a href="${back(channel.connection, 'channel', Number(channel.id))}">Back to ${channel.name}</a></p>`,
+              html`<p><a href="${back(channel.connection, 'channel', channel.id)}">Back to ${channel.name}</a></p>`,
             ),
             400,
           );
         throw err;
       }
-      ctx.redirect(back(channel.connection, done, Number(channel.id)));
+      ctx.redirect(back(channel.connection, done, channel.id));
     };
   pages.post(
     '/channels/:id/destination/pause',

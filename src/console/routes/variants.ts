@@ -106,7 +106,7 @@ export function variantRoutes(r: Router, deps: ConsoleDeps): void {
       query: unknownChannel ? { ...q, channel: '' } : q,
       pageSize: PAGE_SIZE,
     };
-    const query = connectionId === undefined ? null : indexQuery(q, connectionId, channel ? Number(channel.id) : null);
+    const query = connectionId === undefined ? null : indexQuery(q, connectionId, channel ? channel.id : null);
     if (typeof query === 'string')
       return page(ctx, variantIndexPage(pageContext(deps, ctx, { problem: query }), { ...input, rows: [], total: 0, page: 1 }), 400);
     const { rows, total } = query ? await listVariants(db, query) : { rows: [], total: 0 };
@@ -170,7 +170,7 @@ export function variantRoutes(r: Router, deps: ConsoleDeps): void {
       if (connectionId === undefined) return problem(ctx, 400, 'give sku= or id=, or connection= for the index');
       const { channels, channel } = await indexChannel(db, connectionId, q.channel || undefined);
       if (channel === undefined) return problem(ctx, 400, `channel must be one of ${channels.map((c) => c.name).join(', ')}`);
-      const query = indexQuery(q, connectionId, channel ? Number(channel.id) : null);
+      const query = indexQuery(q, connectionId, channel ? channel.id : null);
       if (typeof query === 'string') return problem(ctx, 400, query);
       const { rows, total } = await listVariants(db, query);
       // `quantity` and the last change are the channel's; each row's `channels` has every channel's quantity.
