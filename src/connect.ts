@@ -149,7 +149,7 @@ async function connect(ctx: CommandContext): Promise<number> {
     );
     await auditCommand(deps.db, {
       action: 'cli connect',
-      connection: { id: Number(connection.id), name: connection.name },
+      connection: { id: connection.id, name: connection.name },
       target: connection.base_url,
       after: { name: connection.name, base_url: connection.base_url, account_id: connection.account_id, auth_kind: connection.auth_kind },
     });

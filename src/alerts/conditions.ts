@@ -206,7 +206,7 @@ export const starvedStockReads: Check = {
     const out: Finding[] = [];
     // By connection: a search of every row for each of thousands of connections was the round's CPU.
     const waitOf = new Map(waits.map((w) => [w.connectionId, w]));
-    const budgetOf = new Map(budgets.map((x) => [Number(x.connection_id), x]));
+    const budgetOf = new Map(budgets.map((x) => [x.connection_id, x]));
     for (const c of connections.filter((x) => x.status === 'active')) {
       const wait = waitOf.get(c.id);
       if (!wait || wait.seconds < config.ALERT_STOCK_WAIT_SECONDS) continue;

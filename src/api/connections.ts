@@ -41,7 +41,7 @@ export async function chooseConnection(db: Db, connection?: string | number | nu
   if (connection !== undefined && connection !== null && connection !== '') {
     const row = typeof connection === 'number' ? await getConnection(db, connection) : await connectionByName(db, connection);
     if (!row) throw new ConnectionChoiceError(404, `no connection "${connection}" (see \`commerce-sync connections\`)`);
-    return { id: Number(row.id), name: row.name };
+    return { id: row.id, name: row.name };
   }
   const all = await listConnections(db);
   if (all.length === 1) return { id: Number(all[0]!.id), name: all[0]!.name };

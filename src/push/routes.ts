@@ -9,7 +9,7 @@ import { connectionName } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
 import { orderRow } from '../db/mirror-reads.ts';
 import { mappedOrderId } from '../db/operations.ts';
-import { idOf, isId } from '../inputs.ts';
+import { idOf } from '../inputs.ts';
 import type Router from '@koa/router';
 import bodyParser from 'koa-bodyparser';
 import type { PushKind, PushState } from '../db/schema.ts';
@@ -176,7 +176,8 @@ export function mountRoutes(rt: RouteDeps, router: Router): void {
     '/api/operations/:id',
     { role: 'viewer', summary: 'One operation, with its plan', answers: { 200: answer }, problems: [404] },
     async (ctx) => {
-      const op = isId(ctx.params.id) ? await getOperation(db, Number(ctx.params.id)) : undefined;
+      const id = idOf(ctx.params.id);
+      const op = id === undefined ? undefined : await getOperation(db, id);
       if (!op) return problem(ctx, 404, `no operation ${ctx.params.id}`);
       ctx.body = { operation: present(op, true) };
     },
@@ -186,10 +187,11 @@ export function mountRoutes(rt: RouteDeps, router: Router): void {
     '/api/operations/:id/retry',
     { role: 'operator', summary: 'Retry a failed operation', answers: { 202: answer }, problems: [404, 409] },
     async (ctx) => {
-      if (!isId(ctx.params.id)) return problem(ctx, 404, `no operation ${ctx.params.id}`);
+      const id = idOf(ctx.params.id);
+      if (id === undefined) return problem(ctx, 404, `no operation ${ctx.params.id}`);
       try {
         await ready();
-        const op = await retryOperation(db, rt.boss, Number(ctx.params.id));
+        const op = await retryOperation(db, rt.boss, id);
         ctx.status = 202;
         ctx.body = { operation: present(op) };
       } catch (err) {

@@ -111,7 +111,7 @@ async function computePlan(ctx: OpContext, input: StockCountInput): Promise<Plan
   const skus = input.counts.map((c) => c.sku);
   const ids = await variantIdsBySku(ctx.db, ctx.op.connection_id, skus);
   const { records } = await ctx.client.getByIds<VariantStock>('/variants', [...new Set(ids.values())], outbound);
-  const byId = new Map(records.map((v) => [Number(v.id), v]));
+  const byId = new Map(records.map((v) => [v.id, v]));
   const byLocation = new Map<number, Change[]>();
   const plan: Plan = { adjustments: [], unchanged: [], skipped: [] };
   const noCost: string[] = [];
@@ -130,7 +130,7 @@ async function computePlan(ctx: OpContext, input: StockCountInput): Promise<Plan
       plan.skipped.push({ sku: count.sku, reason: 'a bundle holds no stock of its own: count its components' });
       continue;
     }
-    const level = variant.locations?.find((l) => Number(l.location_id) === count.location_id);
+    const level = variant.locations?.find((l) => l.location_id === count.location_id);
     const before = new Decimal(level?.stock_on_hand ?? '0');
     const diff = new Decimal(count.quantity).minus(before);
     if (diff.isZero()) {

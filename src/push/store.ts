@@ -253,7 +253,7 @@ async function tellImportOutcome(tx: Executor, op: PushOperation, outcome: Outco
   if (!channel) return [];
   return recordImportFailed(tx, {
     connectionId: op.connection_id,
-    channelId: Number(channel.id),
+    channelId: channel.id,
     channelOrderId: input.channel_order_id,
     operationId: op.id,
     reason: outcome.reason,

@@ -31,7 +31,7 @@ export async function stockReport(db: Db, opts: { connection?: string | null; sk
   for (const l of levels) {
     const k = `${l.name}/${l.variant_id}`;
     const list = byKey.get(k) ?? [];
-    list.push(withAvailable({ ...l, location_id: Number(l.location_id) }));
+    list.push(withAvailable(l));
     byKey.set(k, list);
   }
   return rows.map((r) => {
@@ -39,7 +39,7 @@ export async function stockReport(db: Db, opts: { connection?: string | null; sk
     const main = channels.find((c) => c.channel === 'default') ?? channels[0];
     return {
       connection: r.connection,
-      variant_id: Number(r.variant_id),
+      variant_id: r.variant_id,
       sku: r.sku,
       status: r.status,
       locations: byKey.get(`${r.connection}/${r.variant_id}`) ?? [],

@@ -26,7 +26,7 @@ export async function logHoldEnds(
   about: Map<number, { channel: string; channel_order_id: string }>,
   jobId?: string | null,
 ): Promise<void> {
-  const whole = new Set(ended.holds.map((h) => Number(h.id)));
+  const whole = new Set(ended.holds.map((h) => h.id));
   const holdIds = uniq([...ended.lines.map((l) => l.hold_id), ...whole]);
   await logSync(
     db,
@@ -40,9 +40,7 @@ export async function logHoldEnds(
         ...about.get(id),
         cause,
         hold_ended: whole.has(id),
-        lines: ended.lines
-          .filter((l) => Number(l.hold_id) === id)
-          .map((l) => ({ variant_id: Number(l.variant_id), sku: l.sku, quantity: l.quantity })),
+        lines: ended.lines.filter((l) => l.hold_id === id).map((l) => ({ variant_id: l.variant_id, sku: l.sku, quantity: l.quantity })),
       },
     })),
   );
@@ -72,14 +70,14 @@ export async function settleLines(
       shownAt: later(l.read_as_of?.getTime(), l.variant_updated_at?.getTime(), cause.readAsOf),
     });
     if (!end) continue;
-    due.set(end, [...(due.get(end) ?? []), Number(l.id)]);
-    about.set(Number(l.hold_id), { channel: l.channel, channel_order_id: l.channel_order_id });
+    due.set(end, [...(due.get(end) ?? []), l.id]);
+    about.set(l.hold_id, { channel: l.channel, channel_order_id: l.channel_order_id });
   }
   const variants: number[] = [];
   for (const [end, lineIds] of due) {
     const ended = await endHeldLines(db, { lineIds }, end);
     await logHoldEnds(db, connectionId, ended, end, about, cause.jobId);
-    variants.push(...ended.lines.map((l) => Number(l.variant_id)));
+    variants.push(...ended.lines.map((l) => l.variant_id));
   }
   return uniq(variants);
 }
@@ -95,7 +93,7 @@ export async function lockVariants(db: Executor, connectionId: number, variantId
   const channels = await channelsOf(db, connectionId);
   await lockQuantities(
     db,
-    channels.map((c) => Number(c.id)),
+    channels.map((c) => c.id),
     uniq([...ids, ...(await bundlesOf(db, connectionId, ids))]),
   );
 }

@@ -187,22 +187,22 @@ async function recompute(
   const ids = uniq(variantIds);
   if (!ids.length || !channels.length) return [];
   const targets = uniq([...ids, ...(await bundlesOf(db, connectionId, ids))]);
-  const channelIds = channels.map((c) => Number(c.id));
+  const channelIds = channels.map((c) => c.id);
   // Lock first: what follows reads stock and holds as the last writer of these rows committed them.
   const before = new Map((await lockQuantities<Stored>(db, channelIds, targets)).map((r) => [`${r.channel_id}:${r.variant_id}`, r]));
   if (settle) await settleLines(db, connectionId, { variantIds: ids }, cause);
   const read = await readStock(db, connectionId, targets, channelIds);
   const { comps, held } = read;
   const variants = new Map<number, VariantStock>();
-  for (const v of read.variants) variants.set(Number(v.id), { ...v, id: Number(v.id), locations: [] });
-  for (const l of read.levels) variants.get(Number(l.variant_id))?.locations.push({ ...l, location_id: Number(l.location_id) });
+  for (const v of read.variants) variants.set(v.id, { ...v, locations: [] });
+  for (const l of read.levels) variants.get(l.variant_id)?.locations.push(l);
   const heldQty = new Map([...held].map(([id, h]) => [id, h.held]));
   const overrides = new Map(read.overrides.map((o) => [`${o.channel_id}:${o.sku}`, o]));
   const makeup = new Map<number, { quantity: string; component_id: number }[]>();
   for (const c of comps) {
-    const list = makeup.get(Number(c.bundle_id)) ?? [];
-    list.push({ quantity: c.quantity, component_id: Number(c.component_id) });
-    makeup.set(Number(c.bundle_id), list);
+    const list = makeup.get(c.bundle_id) ?? [];
+    list.push({ quantity: c.quantity, component_id: c.component_id });
+    makeup.set(c.bundle_id, list);
   }
   const named = channels.find((c) => c.name === 'default') ?? channels[0]!;
 
@@ -255,7 +255,7 @@ async function recompute(
       quantityMoved ||= quantityChanged;
       rows.push({
         connection_id: connectionId,
-        channel_id: Number(ch.id),
+        channel_id: ch.id,
         variant_id: id,
         sku: v.sku,
         status: v.status,
@@ -269,7 +269,7 @@ async function recompute(
       if (!quantityChanged) continue;
       changes.push({
         connection_id: connectionId,
-        channel_id: Number(ch.id),
+        channel_id: ch.id,
         channel: ch.name,
         variant_id: id,
         sku: v.sku,
@@ -389,7 +389,7 @@ export async function applyRulesIfChanged(
   let n: number | null = null;
   for (const ch of await connectionChannels(db, connectionId, rulesFrom(config))) {
     if (!rulesDue(ch)) continue;
-    n = (n ?? 0) + ((await recomputeWholeChannel(db, Number(ch.id), { kind: 'rules' }, onChanges)) ?? 0);
+    n = (n ?? 0) + ((await recomputeWholeChannel(db, ch.id, { kind: 'rules' }, onChanges)) ?? 0);
   }
   return n;
 }

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { quantitiesOf } from '../db/channels.ts';
 import { connectionByName } from '../db/connections.ts';
 import type { Db } from '../db/index.ts';
-import { isId } from '../inputs.ts';
+import { idOf } from '../inputs.ts';
 import { decimal, documented, timestamp } from '../openapi/registry.ts';
 import { problem } from '../server.ts';
 import { whyView } from './rules.ts';
@@ -47,11 +47,12 @@ export function mountRoutes(rt: { database: { db: Db } }, router: Router): void 
     },
     async (ctx) => {
       const c = await connectionByName(db, ctx.params.connection!);
-      if (!c || !isId(ctx.params.id)) return problem(ctx, 404, `no variant ${ctx.params.connection}/${ctx.params.id}`);
-      const rows = await quantitiesOf(db, Number(c.id), Number(ctx.params.id));
+      const variantId = idOf(ctx.params.id);
+      if (!c || variantId === undefined) return problem(ctx, 404, `no variant ${ctx.params.connection}/${ctx.params.id}`);
+      const rows = await quantitiesOf(db, c.id, variantId);
       ctx.body = {
         connection: c.name,
-        variant_id: Number(ctx.params.id),
+        variant_id: variantId,
         channels: rows.map((r) => ({
           channel: r.channel,
           quantity: r.quantity,

@@ -38,7 +38,7 @@ export function marksFor(row: DeliveryToConsume): Mark[] {
       {
         connectionId: row.connection_id,
         resource,
-        id: Number(row.object_id),
+        id: row.object_id,
         deliveryRowId: row.id,
         reason: `${resource}.${row.action ?? 'event'}`,
       },

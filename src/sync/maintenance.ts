@@ -134,7 +134,7 @@ async function watchChannelOrders(deps: WorkerDeps): Promise<number> {
 export async function applyRules(deps: WorkerDeps): Promise<void> {
   const due = (await activeConnectionsChannels(deps.db)).filter((c) => !c.channels.length || c.channels.some(rulesDue));
   for (const c of due) {
-    const n = await applyRulesIfChanged(deps.db, deps.config, Number(c.id), (changes) => announceChanges(deps, changes));
+    const n = await applyRulesIfChanged(deps.db, deps.config, c.id, (changes) => announceChanges(deps, changes));
     if (n !== null) deps.log.info({ connection: c.name, changes: n }, 'channel rules applied');
   }
 }

@@ -34,7 +34,7 @@ export async function syncSchedules(db: Db, boss: Boss, config: Config): Promise
   // A connection never swept (a newcomer's demo, a new account) gets its full sweep now, not at FULL_SWEEP_CRON.
   const swept = await sweptConnections(db);
   for (const c of active) {
-    const id = Number(c.id);
+    const id = c.id;
     if (swept.has(id)) continue;
     // Ahead of incremental sweeps (priority 1) in the queue: a new account's first load comes first. One per six
     // hours: with thousands of new accounts the first sweeps take longer than this task's ten minutes, and a
@@ -82,7 +82,7 @@ export async function requestFullSweeps(db: Db, boss: Boss): Promise<number> {
   if (active.length)
     await reconcileQueue.insert(
       boss,
-      active.map((c) => ({ data: { connectionId: Number(c.id), full: true }, group: { id: String(c.id) }, priority: 0 })),
+      active.map((c) => ({ data: { connectionId: c.id, full: true }, group: { id: String(c.id) }, priority: 0 })),
     );
   return active.length;
 }

@@ -95,7 +95,7 @@ export const STABLE_ORDER = 'created_at asc';
  * with `wait` false a second one returns at once with `busy`.
  */
 export async function sweep(deps: SweepDeps, opts: { full: boolean; wait?: boolean }): Promise<SweepResult> {
-  const connectionId = Number(deps.client.connection.id);
+  const connectionId = deps.client.connection.id;
   const swept = await withSweepLock(deps.db, connectionId, !!opts.wait, () => sweepLocked(deps, opts.full));
   return swept ?? { ...emptyResult(opts.full), busy: true };
 }
@@ -114,7 +114,7 @@ const emptyResult = (full: boolean): SweepResult => ({
 
 async function sweepLocked(deps: SweepDeps, full: boolean): Promise<SweepResult> {
   const { db, client } = deps;
-  const connectionId = Number(client.connection.id);
+  const connectionId = client.connection.id;
   const started = Date.now();
   // What a sweep writes of a resource with no cursor yet is its first load, not drift, and a sweep that loaded one is
   // the initial sweep. A first sweep that failed part-way left cursors of the resources it finished: its retry loads
@@ -254,7 +254,7 @@ const tiesOf = (spec: ResourceSpec): Ties => (spec.name === 'variant' || spec.re
  */
 async function leaveToDrain(deps: SweepDeps, spec: ResourceSpec, ids: number[]): Promise<void> {
   if (!ids.length) return;
-  const connectionId = Number(deps.client.connection.id);
+  const connectionId = deps.client.connection.id;
   await markPending(
     deps.db,
     ids.map((id) => ({ connectionId, resource: spec.name, id, reason: 'sweep: changed at the same updated_at' })),
@@ -351,7 +351,7 @@ async function sweepCompositions(
  * parent the parent lists did not carry still land), and the other resources kept as records, live and archived.
  */
 async function sweepCollections(deps: SweepDeps, result: SweepResult): Promise<void> {
-  const connectionId = Number(deps.client.connection.id);
+  const connectionId = deps.client.connection.id;
   const reconcile = { priority: 'reconcile' as const };
   for (const child of childCollections)
     await sweepPages(
