@@ -108,19 +108,20 @@ export const SAMPLE_PART = 1 / 20;
 
 /**
  * What the service may still have left now, for deciding whether requests may go together: the last count heard,
- * less what other spenders may have taken since, at OTHERS_MARGIN times the rate measured from the counts (`others`,
- * applyAnswer). Until a first measurement we plan for a spender taking what was left twice as fast as spending it
- * evenly until the reset would. So a count is worth nothing once the others, at the pace they were seen spending,
- * would have taken it: a count heard 30 s ago is fresh while nobody else spends, and stale when a script takes
- * what is left at five times the even pace.
+ * less what other spenders may have taken since, planned at the faster of two paces. One is OTHERS_MARGIN times the
+ * rate measured from the counts (`others`, applyAnswer): a count is worth nothing once the others, at the pace they
+ * were seen spending, would have taken it (a script taking what is left at five times the even pace). The other is
+ * a spender not seen yet (one that starts while we are quiet, a burst at a window's start that our last
+ * measurement, of the window's quiet end, did not see): taking what was left twice as fast as spending it evenly
+ * until the reset would, so a count is worth nothing once half the time from it to the reset has passed.
  */
 export function expectedRemaining(s: BudgetState, now: number): number {
   const countedAt = s.countedAt ?? now;
   const age = Math.max(0, now - countedAt);
-  if (s.others !== undefined) return Math.max(0, s.remaining - OTHERS_MARGIN * s.others * age);
   const span = s.resetAt - countedAt;
-  if (span <= 0) return s.remaining;
-  return s.remaining * Math.max(0, 1 - (2 * age) / span);
+  const unseen = span <= 0 ? s.remaining : s.remaining * Math.max(0, 1 - (2 * age) / span);
+  if (s.others === undefined) return unseen;
+  return Math.min(unseen, Math.max(0, s.remaining - OTHERS_MARGIN * s.others * age));
 }
 
 /**
