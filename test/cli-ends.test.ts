@@ -1,4 +1,4 @@
-// How a command ends when nobody is left to hear it, and where its data lives (issue 62, items 4 and 5).
+// How a command ends when nobody is left to hear it, and where its data lives.
 // A closed output: the reader of a command's stdout (and stderr) gone before the command writes, as after
 // `| head -1` once head has its line, but without the race of head's own timing: status and logs end quietly with
 // their embedded PostgreSQL stopped, start stops by itself. SIGTERM to `npm start` stops the node process too, not
